@@ -1,0 +1,1 @@
+//! Async driver and transports (work in progress).

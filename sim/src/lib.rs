@@ -1,0 +1,1 @@
+//! Deterministic simulator (work in progress).

@@ -1,0 +1,1 @@
+//! Real-server test fixtures (work in progress).
