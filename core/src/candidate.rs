@@ -1,0 +1,1418 @@
+//! The election state machine.
+//!
+//! # Rules of this file
+//!
+//! - Every transition of a candidate lives here. This file knows nothing of
+//!   ZooKeeper client types, clocks, threads or randomness: time comes in as
+//!   `now`, randomness as the configured seed, the world as [`Input`]s.
+//! - A reply is acted on only if its [`OpId`] is still in flight (`self.ops`);
+//!   anything else is stale and counted, never acted on.
+//! - The main lane has at most one request in flight (`main_op`); the own-node
+//!   watch and the liveness probe each have a lane of their own. So a candidate
+//!   never has two requests in flight for the same purpose, and never two watch
+//!   requests for the same path.
+//! - A create is never sent again while an earlier one may still be applied: a
+//!   create whose fate is unknown (ConnectionLoss) is *recovered* by listing the
+//!   children and looking for this session's nonce (the "protected" create of the
+//!   ZooKeeper recipe and of Curator's `withProtection`).
+//! - Arrival order is not trusted: a watch event may overtake the reply that set
+//!   the watch, and a reply may overtake an event the server sent first. Every
+//!   handler checks the current state rather than assuming a sequence.
+//!
+//! # Theory of operation
+//!
+//! The recipe: create `ELECTION/_c_<nonce>-n_` EPHEMERAL|SEQUENTIAL, list the
+//! children, the k lowest lead; a follower watches only the next lower node with
+//! `getData` (an `exists` watch on a node already gone would stay behind as a
+//! creation watch). Sequence numbers only grow, so the set of nodes below one's
+//! own can only shrink: when the predecessor goes and fewer than k nodes of the
+//! last listing remain below, the candidate leads on the notification itself
+//! (zero-round-trip takeover); otherwise it watches the next lower node of that
+//! listing, which is exactly as correct as a fresh listing, and cheaper.
+//!
+//! Contact with the server is tracked as the send time of the newest request the
+//! server answered (`last_ack`): the server cannot expire the session before
+//! `last_ack + session timeout`. A probe every third of the timeout keeps it
+//! fresh; after two thirds without contact the link counts as suspended even if
+//! the client library has not noticed, and under the `SessionAware` policy a
+//! leader demotes itself at nine tenths, before the server could have expired it.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use crate::command::{Command, OpId};
+use crate::config::{Config, ConnectionPolicy, Mode, WatchStrategy};
+use crate::input::{Input, SessionEvent};
+use crate::name::{self, NodeName, Origin};
+use crate::notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
+use crate::time::Timestamp;
+use crate::timer::{Backoff, Timer, TimerTable};
+use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
+
+/// Counters a driver can export as metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Stats {
+    /// Commands emitted.
+    pub commands: u64,
+    /// Replies ignored because their op was no longer in flight.
+    pub stale_replies: u64,
+    /// Watch events ignored because nothing here watched that path any more.
+    pub stale_events: u64,
+    /// Child names ignored because they do not parse or are foreign.
+    pub ignored_children: u64,
+    /// Times this candidate was elected.
+    pub elections: u64,
+    /// Elections won on a notification alone, without a further round trip.
+    pub zero_rtt_takeovers: u64,
+    /// Children listings requested.
+    pub listings: u64,
+    /// Lost creates found again by their nonce.
+    pub recovered_creates: u64,
+}
+
+/// The application's standing intent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Intent {
+    /// Not taking part.
+    Out,
+    /// Taking part (or observing).
+    In,
+    /// Deleting the node, then rejoining (`true`) or staying out.
+    Leave { rejoin: bool },
+    /// Deleting the node, then stopping for good.
+    Close,
+}
+
+/// The client's session as reported by the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Session {
+    /// No session yet.
+    Pending,
+    Connected,
+    Disconnected,
+    /// The session ended; waiting for a new one.
+    Expired,
+}
+
+/// What the main lane is doing.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Step {
+    /// Nothing to do.
+    Idle,
+    /// Creating the ancestors of the election path, `index` into `ancestors()`.
+    Parents { index: usize },
+    /// Creating this candidate's node.
+    Create,
+    /// Listing the children to find a create whose reply was lost.
+    Recover,
+    /// Reading a node found by nonce to check it belongs to this session.
+    Adopt { name: String },
+    /// Listing the children to learn the queue.
+    List,
+    /// Setting a data watch on the predecessor.
+    Watch { pred: String },
+    /// Waiting for a watch to fire (follower or observer).
+    Wait,
+    /// Leading: nothing to do on the main lane.
+    Lead,
+    /// Deleting this candidate's node.
+    Delete,
+    /// Closed or failed; nothing will happen again.
+    Done,
+}
+
+/// Why a request is in flight.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Purpose {
+    Parent(usize),
+    Create,
+    Recover,
+    Adopt(String),
+    List,
+    WatchPred(String),
+    WatchOwn(String),
+    Delete(String),
+    DeleteExtra,
+    Probe,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct InFlight {
+    purpose: Purpose,
+    sent_at: Timestamp,
+}
+
+/// This candidate's own node.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Own {
+    name: String,
+    token: FencingToken,
+}
+
+/// Leadership as the application must see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Leadership {
+    None,
+    Active(FencingToken),
+    /// Standard policy: leading on paper, but must not act until re-verified.
+    Suspended(FencingToken),
+}
+
+/// One participant in a leader election, as a pure state machine.
+///
+/// # Method kinds
+///
+/// - **(A) getters**: [`role`](Self::role), [`node`](Self::node),
+///   [`watching`](Self::watching), [`is_closed`](Self::is_closed), [`stats`](Self::stats).
+/// - **(B) inputs from the world**: [`handle`](Self::handle) (replies, watch events,
+///   session events) and [`handle_timeout`](Self::handle_timeout).
+/// - **(C) intents from the application**: [`join`](Self::join),
+///   [`resign`](Self::resign), [`close`](Self::close); all idempotent.
+/// - **(D) outputs**: [`poll_notice`](Self::poll_notice), [`poll_command`](Self::poll_command),
+///   [`poll_timeout`](Self::poll_timeout).
+///
+/// After any (B) or (C) call, drain the outputs in this order: notices (so a
+/// demotion reaches the application at the earliest moment), then commands, then
+/// the timeout. The queues are independent: draining after every input or once
+/// after many gives the same outputs.
+///
+/// `now` must not go backwards; a smaller `now` is treated as the last one seen.
+/// Every command must be answered exactly once with an [`Input::Reply`] carrying
+/// its [`OpId`] (an error such as `ConnectionLoss` is an answer).
+///
+/// # Panics
+///
+/// Never, whatever the inputs: a panic here is a bug.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use zkelect_core::*;
+///
+/// let config = Config::builder("/svc/leader", "node-a").nonce_seed(1).build()?;
+/// let mut c = Candidate::new(config);
+/// let t = Timestamp::from_millis(0);
+/// c.join(t);
+/// c.handle(t, Input::Session(SessionEvent::Connected {
+///     session_id: Some(SessionId(7)),
+///     timeout: Duration::from_secs(10),
+/// }));
+/// // A liveness probe first, then the create of the candidate's node.
+/// let commands: Vec<Command> = std::iter::from_fn(|| c.poll_command()).collect();
+/// assert!(matches!(commands[0].request, Request::Exists { .. }));
+/// assert!(matches!(commands[1].request, Request::Create { .. }));
+/// # Ok::<(), ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    config: Config,
+    now: Timestamp,
+    next_op: u64,
+    intent: Intent,
+    session: Session,
+    session_id: Option<SessionId>,
+    timeout: Duration,
+    epoch: u64,
+    /// Send time of the newest request the server answered in this session.
+    last_ack: Option<Timestamp>,
+    ops: BTreeMap<OpId, InFlight>,
+    step: Step,
+    main_op: Option<OpId>,
+    /// A create of this session may have been applied though its reply was lost.
+    create_uncertain: bool,
+    own: Option<Own>,
+    own_watch_op: Option<OpId>,
+    own_watch_armed: bool,
+    probe_op: Option<OpId>,
+    /// Names below our own in the last listing, oldest first (minus those seen gone).
+    lower: Vec<String>,
+    /// The predecessor whose watch is set or being set.
+    pred: Option<String>,
+    leadership: Leadership,
+    link_up: bool,
+    /// A `Suspended` notice went out and its `Resumed` has not yet.
+    suspended: bool,
+    /// A suspended leader is re-verifying; `Resumed` waits for the answer.
+    resume_pending: bool,
+    last_leader: Option<String>,
+    failed: bool,
+    timers: TimerTable,
+    backoff: Backoff,
+    notices: VecDeque<Notice>,
+    commands: VecDeque<Command>,
+    stats: Stats,
+}
+
+impl Candidate {
+    /// A candidate that has not joined yet; call [`join`](Self::join).
+    pub fn new(config: Config) -> Self {
+        let backoff = Backoff::new(
+            config.backoff_min(),
+            config.backoff_max(),
+            name::splitmix64(config.nonce_seed() ^ 0x6a09_e667_f3bc_c908),
+        );
+        Self {
+            config,
+            now: Timestamp::ZERO,
+            next_op: 1,
+            intent: Intent::Out,
+            session: Session::Pending,
+            session_id: None,
+            timeout: Duration::ZERO,
+            epoch: 0,
+            last_ack: None,
+            ops: BTreeMap::new(),
+            step: Step::Idle,
+            main_op: None,
+            create_uncertain: false,
+            own: None,
+            own_watch_op: None,
+            own_watch_armed: false,
+            probe_op: None,
+            lower: Vec::new(),
+            pred: None,
+            leadership: Leadership::None,
+            link_up: false,
+            suspended: false,
+            resume_pending: false,
+            last_leader: None,
+            failed: false,
+            timers: TimerTable::default(),
+            backoff,
+            notices: VecDeque::new(),
+            commands: VecDeque::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    // ----- (A) getters -----------------------------------------------------
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// What the application should be doing now.
+    pub fn role(&self) -> Role {
+        if self.failed {
+            return Role::Failed;
+        }
+        if self.step == Step::Done {
+            return Role::Closed;
+        }
+        match self.leadership {
+            Leadership::Active(t) => Role::Leader(t),
+            Leadership::Suspended(t) => Role::Suspended(t),
+            Leadership::None => match (self.intent, self.config.mode()) {
+                (Intent::Out, _) => Role::Idle,
+                (_, Mode::Observer) => Role::Observer,
+                _ => Role::Follower,
+            },
+        }
+    }
+
+    /// This candidate's node name (not the full path), once known.
+    pub fn node(&self) -> Option<&str> {
+        self.own.as_ref().map(|o| o.name.as_str())
+    }
+
+    /// The fencing token of this candidate's node, once known.
+    pub fn token(&self) -> Option<FencingToken> {
+        self.own.as_ref().map(|o| o.token)
+    }
+
+    /// The node this candidate watches (its predecessor), if any.
+    pub fn watching(&self) -> Option<&str> {
+        self.pred.as_deref()
+    }
+
+    /// The session id, once known.
+    pub fn session_id(&self) -> Option<SessionId> {
+        self.session_id
+    }
+
+    /// True once [`close`](Self::close) has finished (or the client was closed).
+    pub fn is_closed(&self) -> bool {
+        self.step == Step::Done && !self.failed
+    }
+
+    /// True once a fatal error stopped the candidate.
+    pub fn is_failed(&self) -> bool {
+        self.failed
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The requests emitted and not yet answered, oldest first.
+    pub fn in_flight(&self) -> impl Iterator<Item = OpId> + '_ {
+        self.ops.keys().copied()
+    }
+
+    // ----- (C) intents ------------------------------------------------------
+
+    /// Joins the election (or starts observing). Idempotent; after a resign in
+    /// progress it turns the resign into resign-and-rejoin.
+    pub fn join(&mut self, now: Timestamp) {
+        self.enter(now);
+        match self.intent {
+            Intent::In | Intent::Close => {}
+            Intent::Leave { .. } => self.intent = Intent::Leave { rejoin: true },
+            Intent::Out => {
+                if self.step == Step::Done {
+                    return;
+                }
+                self.intent = Intent::In;
+                self.step = self.first_step();
+            }
+        }
+        self.advance();
+    }
+
+    /// Steps down and leaves the queue: deletes this candidate's node, then
+    /// rejoins at the back if `rejoin`. A leader is demoted at once, before the
+    /// delete is confirmed. Idempotent.
+    pub fn resign(&mut self, now: Timestamp, rejoin: bool) {
+        self.enter(now);
+        match self.intent {
+            Intent::Out | Intent::Close => return,
+            Intent::Leave { .. } => {
+                self.intent = Intent::Leave { rejoin };
+                return;
+            }
+            Intent::In => {}
+        }
+        self.demote(DemotionReason::Resigned);
+        self.intent = Intent::Leave { rejoin };
+        self.start_leaving();
+        self.advance();
+    }
+
+    /// Leaves for good: deletes the node (retrying through connection loss; a
+    /// node already gone counts as deleted) and then stops. Idempotent.
+    pub fn close(&mut self, now: Timestamp) {
+        self.enter(now);
+        match self.intent {
+            Intent::Close => return,
+            Intent::Out => {
+                self.intent = Intent::Close;
+                self.finish_leaving();
+                return;
+            }
+            Intent::In | Intent::Leave { .. } => {}
+        }
+        if self.step == Step::Done {
+            return;
+        }
+        self.demote(DemotionReason::Closed);
+        self.intent = Intent::Close;
+        self.start_leaving();
+        self.advance();
+    }
+
+    // ----- (B) inputs --------------------------------------------------------
+
+    /// Feeds one input from the world.
+    pub fn handle(&mut self, now: Timestamp, input: Input) {
+        self.enter(now);
+        if self.step == Step::Done {
+            if let Input::Reply { op, .. } = &input {
+                if self.ops.remove(op).is_none() {
+                    self.stats.stale_replies += 1;
+                }
+            }
+            return;
+        }
+        match input {
+            Input::Reply { op, result } => self.on_reply(op, result),
+            Input::Watch(event) => self.on_watch(event),
+            Input::Session(event) => self.on_session(event),
+        }
+        self.check_link();
+        self.advance();
+    }
+
+    /// Fires every timer due at `now`. Spurious calls are harmless.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        self.enter(now);
+        for timer in self.timers.take_expired(self.now) {
+            match timer {
+                // Backoff over: `advance` below re-issues the step.
+                Timer::Retry => {}
+                Timer::Probe => self.send_probe(),
+                // `enter` already re-checked the lease.
+                Timer::Lease => {}
+            }
+        }
+        self.advance();
+    }
+
+    // ----- (D) outputs ------------------------------------------------------
+
+    /// The next notice for the application, if any. Drain before commands.
+    #[must_use]
+    pub fn poll_notice(&mut self) -> Option<Notice> {
+        self.notices.pop_front()
+    }
+
+    /// The next command for the driver to perform, if any.
+    #[must_use]
+    pub fn poll_command(&mut self) -> Option<Command> {
+        self.commands.pop_front()
+    }
+
+    /// When to call [`handle_timeout`](Self::handle_timeout) next, if ever.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        self.timers.next()
+    }
+
+    // ----- plumbing ----------------------------------------------------------
+
+    /// Every entry point starts here: time only moves forward, and the lease is
+    /// checked against the clock before any input is acted on (a process that
+    /// froze must learn it lost contact before it trusts a queued event).
+    fn enter(&mut self, now: Timestamp) {
+        self.now = self.now.max(now);
+        self.check_link();
+    }
+
+    fn first_step(&self) -> Step {
+        match self.config.mode() {
+            Mode::Observer => Step::List,
+            Mode::Candidate => Step::Create,
+        }
+    }
+
+    fn is_observer(&self) -> bool {
+        self.config.mode() == Mode::Observer
+    }
+
+    fn own_path(&self) -> Option<String> {
+        self.own.as_ref().map(|o| self.child_path(&o.name))
+    }
+
+    fn child_path(&self, name: &str) -> String {
+        format!("{}/{}", self.config.path(), name)
+    }
+
+    fn current_nonce(&self) -> Option<String> {
+        self.config
+            .protected_create()
+            .then(|| name::nonce(self.config.nonce_seed(), self.epoch))
+    }
+
+    fn emit(&mut self, purpose: Purpose, request: Request) -> OpId {
+        let op = OpId(self.next_op);
+        self.next_op += 1;
+        self.stats.commands += 1;
+        if matches!(purpose, Purpose::List | Purpose::Recover) {
+            self.stats.listings += 1;
+        }
+        self.ops.insert(
+            op,
+            InFlight {
+                purpose,
+                sent_at: self.now,
+            },
+        );
+        self.commands.push_back(Command { op, request });
+        op
+    }
+
+    /// Forgets the main lane's request (its reply will be stale), unless it is a
+    /// create, which must be waited for: it may still be applied.
+    fn supersede_main(&mut self) {
+        if let Some(op) = self.main_op {
+            let is_create = self
+                .ops
+                .get(&op)
+                .is_some_and(|f| f.purpose == Purpose::Create);
+            if !is_create {
+                self.ops.remove(&op);
+                self.main_op = None;
+            }
+        }
+    }
+
+    fn create_in_flight(&self) -> bool {
+        self.main_op
+            .and_then(|op| self.ops.get(&op))
+            .is_some_and(|f| f.purpose == Purpose::Create)
+    }
+
+    fn set_step(&mut self, step: Step) {
+        self.supersede_main();
+        if !matches!(step, Step::Watch { .. } | Step::Wait) {
+            self.pred = None;
+        }
+        self.step = step;
+    }
+
+    /// Issues whatever the current state calls for and re-arms the timers.
+    fn advance(&mut self) {
+        if self.session == Session::Connected && self.step != Step::Done {
+            if self.main_op.is_none() && !self.timers.is_set(Timer::Retry) {
+                self.issue_step();
+            }
+            self.arm_own_watch();
+            if self.config.probe()
+                && !self.timers.is_set(Timer::Probe)
+                && self.intent != Intent::Out
+            {
+                let every = self.timeout / 3;
+                if !every.is_zero() {
+                    self.timers.set(Timer::Probe, self.now + every);
+                }
+            }
+        }
+        if self.session != Session::Connected
+            || self.intent == Intent::Out
+            || self.step == Step::Done
+        {
+            self.timers.stop(Timer::Probe);
+        }
+        self.arm_lease_timer();
+    }
+
+    fn issue_step(&mut self) {
+        let path = self.config.path().to_owned();
+        let (purpose, request) = match self.step.clone() {
+            Step::Idle | Step::Wait | Step::Lead | Step::Done => return,
+            Step::Parents { index } => {
+                let ancestors = ancestors(&path);
+                let Some(target) = ancestors.get(index) else {
+                    self.step = Step::Create;
+                    return self.issue_step();
+                };
+                let last = index + 1 == ancestors.len();
+                let mode = if last && self.config.container_parent() {
+                    CreateMode::Container
+                } else {
+                    CreateMode::Persistent
+                };
+                (
+                    Purpose::Parent(index),
+                    Request::Create {
+                        path: target.clone(),
+                        data: Vec::new(),
+                        mode,
+                        acl: self.config.acl(),
+                    },
+                )
+            }
+            Step::Create if self.create_uncertain => {
+                self.step = Step::Recover;
+                return self.issue_step();
+            }
+            Step::Create => {
+                let prefix =
+                    name::create_prefix(self.config.prefix(), self.current_nonce().as_deref());
+                (
+                    Purpose::Create,
+                    Request::Create {
+                        path: format!("{path}/{prefix}"),
+                        data: self.config.node_payload(),
+                        mode: CreateMode::EphemeralSequential,
+                        acl: self.config.acl(),
+                    },
+                )
+            }
+            Step::Recover => (
+                Purpose::Recover,
+                Request::GetChildren { path, watch: false },
+            ),
+            Step::Adopt { name } => {
+                let path = self.child_path(&name);
+                (Purpose::Adopt(name), Request::GetData { path, watch: true })
+            }
+            Step::List => {
+                let watch = self.is_observer() || self.config.strategy() == WatchStrategy::Parent;
+                (Purpose::List, Request::GetChildren { path, watch })
+            }
+            Step::Watch { pred } => {
+                let path = self.child_path(&pred);
+                (
+                    Purpose::WatchPred(pred),
+                    Request::GetData { path, watch: true },
+                )
+            }
+            Step::Delete => match &self.own {
+                Some(own) => (
+                    Purpose::Delete(own.name.clone()),
+                    Request::Delete {
+                        path: self.child_path(&own.name),
+                        version: None,
+                    },
+                ),
+                None => return,
+            },
+        };
+        self.main_op = Some(self.emit(purpose, request));
+    }
+
+    fn arm_own_watch(&mut self) {
+        if self.own_watch_armed || self.own_watch_op.is_some() || self.step == Step::Delete {
+            return;
+        }
+        let Some(own) = &self.own else { return };
+        let name = own.name.clone();
+        let path = self.child_path(&name);
+        self.own_watch_op = Some(self.emit(
+            Purpose::WatchOwn(name),
+            Request::GetData { path, watch: true },
+        ));
+    }
+
+    fn send_probe(&mut self) {
+        if self.session != Session::Connected || self.step == Step::Done {
+            return;
+        }
+        if self.probe_op.is_none() {
+            let path = self.config.path().to_owned();
+            self.probe_op = Some(self.emit(Purpose::Probe, Request::Exists { path, watch: false }));
+        }
+        let every = self.timeout / 3;
+        if !every.is_zero() {
+            self.timers.set(Timer::Probe, self.now + every);
+        }
+    }
+
+    fn retry_later(&mut self) {
+        self.main_op = None;
+        if self.session == Session::Connected {
+            let delay = self.backoff.next_delay();
+            self.timers.set(Timer::Retry, self.now + delay);
+        }
+    }
+
+    // ----- the lease ----------------------------------------------------------
+
+    fn suspend_after(&self) -> Duration {
+        self.timeout * 2 / 3
+    }
+
+    fn lost_after(&self) -> Duration {
+        self.timeout * 9 / 10
+    }
+
+    /// Whether the server has answered recently enough to trust the session.
+    fn link_ok(&self) -> bool {
+        if self.session != Session::Connected {
+            return false;
+        }
+        if !self.config.probe() {
+            return true;
+        }
+        self.last_ack
+            .is_some_and(|t| self.now < t + self.suspend_after())
+    }
+
+    /// Whether the session can still be alive on the server.
+    fn session_may_live(&self) -> bool {
+        if matches!(self.session, Session::Expired | Session::Pending) {
+            return false;
+        }
+        if self.session == Session::Connected && !self.config.probe() {
+            return true;
+        }
+        self.last_ack
+            .is_some_and(|t| self.now < t + self.lost_after())
+    }
+
+    /// Applies what the clock says about contact with the server.
+    fn check_link(&mut self) {
+        let ok = self.link_ok();
+        let was_up = std::mem::replace(&mut self.link_up, ok);
+        if self.step == Step::Done || self.intent == Intent::Out {
+            return;
+        }
+        if was_up && !ok && !self.suspended {
+            self.suspended = true;
+            self.notices.push_back(Notice::Suspended);
+        } else if !was_up && ok && self.suspended {
+            match self.leadership {
+                // Resumed is said once a fresh listing confirms leadership.
+                Leadership::Suspended(_) => {
+                    self.resume_pending = true;
+                    if !matches!(
+                        self.step,
+                        Step::List | Step::Create | Step::Recover | Step::Adopt { .. }
+                    ) {
+                        self.set_step(Step::List);
+                    }
+                }
+                _ => self.say_resumed(),
+            }
+        }
+        match self.leadership {
+            Leadership::Active(token) if !ok => match self.config.policy() {
+                ConnectionPolicy::Standard => self.leadership = Leadership::Suspended(token),
+                ConnectionPolicy::SessionAware if !self.session_may_live() => {
+                    self.demote(DemotionReason::Lost);
+                }
+                ConnectionPolicy::SessionAware => {}
+            },
+            Leadership::Suspended(_) if !self.session_may_live() => {
+                self.demote(DemotionReason::Lost);
+            }
+            _ => {}
+        }
+    }
+
+    fn say_resumed(&mut self) {
+        self.resume_pending = false;
+        if self.suspended {
+            self.suspended = false;
+            self.notices.push_back(Notice::Resumed);
+        }
+    }
+
+    fn arm_lease_timer(&mut self) {
+        let Some(ack) = self.last_ack else {
+            self.timers.stop(Timer::Lease);
+            return;
+        };
+        let mut next: Option<Timestamp> = None;
+        if self.intent != Intent::Out && self.step != Step::Done {
+            let suspend = ack + self.suspend_after();
+            let lost = ack + self.lost_after();
+            if self.config.probe() && self.link_up && suspend > self.now {
+                next = Some(suspend);
+            }
+            if self.leadership != Leadership::None && lost > self.now {
+                next = Some(next.map_or(lost, |n| n.min(lost)));
+            }
+        }
+        match next {
+            Some(at) => self.timers.set(Timer::Lease, at),
+            None => self.timers.stop(Timer::Lease),
+        }
+    }
+
+    // ----- leadership ----------------------------------------------------------
+
+    fn become_leader(&mut self, zero_rtt: bool) {
+        let Some(token) = self.token() else { return };
+        if !self.link_ok() {
+            // Proof of contact first: a fresh listing will decide.
+            self.set_step(Step::List);
+            return;
+        }
+        self.set_step(Step::Lead);
+        self.lower.clear();
+        match self.leadership {
+            Leadership::Active(_) => {}
+            Leadership::Suspended(_) => {
+                self.leadership = Leadership::Active(token);
+            }
+            Leadership::None => {
+                self.leadership = Leadership::Active(token);
+                self.stats.elections += 1;
+                if zero_rtt {
+                    self.stats.zero_rtt_takeovers += 1;
+                }
+                self.notices.push_back(Notice::Elected { token });
+            }
+        }
+        if self.resume_pending {
+            self.say_resumed();
+        }
+        if self.config.leaders() == 1 {
+            let me = self.own.as_ref().map(|o| o.name.clone());
+            self.leader_seen(me);
+        }
+    }
+
+    fn demote(&mut self, reason: DemotionReason) {
+        if self.leadership != Leadership::None {
+            self.leadership = Leadership::None;
+            self.notices.push_back(Notice::Demoted { reason });
+        }
+        if self.resume_pending && self.link_up {
+            self.say_resumed();
+        }
+    }
+
+    fn leader_seen(&mut self, leader: Option<String>) {
+        if self.last_leader != leader {
+            self.last_leader.clone_from(&leader);
+            self.notices.push_back(Notice::LeaderChanged { leader });
+        }
+    }
+
+    fn fail(&mut self, error: CandidateError) {
+        self.demote(DemotionReason::Failed);
+        self.notices.push_back(Notice::Error(error));
+        self.failed = true;
+        self.step = Step::Done;
+        self.main_op = None;
+        self.pred = None;
+        self.timers = TimerTable::default();
+    }
+
+    fn refused(&mut self, request_verb: &str, path: String, code: ZkCode) {
+        self.fail(CandidateError::Refused {
+            verb: request_verb.to_owned(),
+            path,
+            code,
+        });
+    }
+
+    // ----- leaving ---------------------------------------------------------------
+
+    fn start_leaving(&mut self) {
+        self.pred = None;
+        self.lower.clear();
+        if self.create_in_flight() {
+            // The create's reply decides: the node will be deleted when it is known.
+            self.step = Step::Create;
+        } else if self.create_uncertain {
+            self.set_step(Step::Recover);
+        } else if self.own.is_some() {
+            self.set_step(Step::Delete);
+        } else {
+            self.set_step(Step::Idle);
+            self.finish_leaving();
+        }
+    }
+
+    fn leaving(&self) -> bool {
+        matches!(self.intent, Intent::Leave { .. } | Intent::Close)
+    }
+
+    /// The node is gone (or never was): complete the resign or close.
+    fn finish_leaving(&mut self) {
+        self.own = None;
+        self.own_watch_armed = false;
+        if let Some(op) = self.own_watch_op.take() {
+            self.ops.remove(&op);
+        }
+        match self.intent {
+            Intent::Leave { rejoin: true } => {
+                self.intent = Intent::In;
+                self.set_step(self.first_step());
+            }
+            Intent::Leave { rejoin: false } => {
+                self.intent = Intent::Out;
+                self.set_step(Step::Idle);
+            }
+            Intent::Close => {
+                self.set_step(Step::Done);
+                self.main_op = None;
+                self.ops.clear();
+                self.timers = TimerTable::default();
+            }
+            Intent::In | Intent::Out => {}
+        }
+    }
+
+    /// Our node vanished without our asking (revoked, or its session is gone).
+    fn own_gone(&mut self, reason: DemotionReason) {
+        self.demote(reason);
+        self.own = None;
+        self.own_watch_armed = false;
+        if let Some(op) = self.own_watch_op.take() {
+            self.ops.remove(&op);
+        }
+        self.lower.clear();
+        if self.leaving() {
+            return self.finish_leaving();
+        }
+        if reason == DemotionReason::Revoked && !self.config.rejoin_on_revoke() {
+            self.intent = Intent::Out;
+            self.set_step(Step::Idle);
+        } else {
+            self.set_step(Step::Create);
+        }
+    }
+
+    // ----- replies -----------------------------------------------------------------
+
+    fn on_reply(&mut self, op: OpId, result: Result<Reply, ZkCode>) {
+        let Some(flight) = self.ops.remove(&op) else {
+            self.stats.stale_replies += 1;
+            return;
+        };
+        let answered = !matches!(
+            result,
+            Err(ZkCode::ConnectionLoss | ZkCode::OperationTimeout | ZkCode::SessionExpired)
+        );
+        if answered && matches!(self.session, Session::Connected | Session::Disconnected) {
+            self.last_ack = Some(
+                self.last_ack
+                    .map_or(flight.sent_at, |t| t.max(flight.sent_at)),
+            );
+            self.check_link();
+        }
+        if self.main_op == Some(op) {
+            self.main_op = None;
+        }
+        if self.own_watch_op == Some(op) {
+            self.own_watch_op = None;
+        }
+        if self.probe_op == Some(op) {
+            self.probe_op = None;
+        }
+        if result == Err(ZkCode::SessionExpired) {
+            return self.on_expired();
+        }
+        if result.is_ok() {
+            self.backoff.reset();
+        }
+        match flight.purpose {
+            Purpose::Parent(index) => self.on_parent(index, result),
+            Purpose::Create => self.on_create(result),
+            Purpose::Recover => self.on_recover(result),
+            Purpose::Adopt(name) => self.on_adopt(name, result),
+            Purpose::List => self.on_list(result),
+            Purpose::WatchPred(pred) => self.on_watch_pred(pred, result),
+            Purpose::WatchOwn(name) => self.on_watch_own(name, result),
+            Purpose::Delete(_) => self.on_delete(result),
+            // Only the contact they prove matters (counted above).
+            Purpose::DeleteExtra | Purpose::Probe => {}
+        }
+    }
+
+    /// Common handling of an error on the main lane.
+    fn main_error(&mut self, verb: &str, path: String, code: ZkCode) {
+        if code.is_fatal() {
+            self.refused(verb, path, code);
+        } else {
+            self.retry_later();
+        }
+    }
+
+    fn on_parent(&mut self, index: usize, result: Result<Reply, ZkCode>) {
+        if self.step != (Step::Parents { index }) {
+            return;
+        }
+        let ancestors = ancestors(self.config.path());
+        match result {
+            Ok(_) | Err(ZkCode::NodeExists) => {
+                self.step = if index + 1 >= ancestors.len() {
+                    Step::Create
+                } else {
+                    Step::Parents { index: index + 1 }
+                };
+            }
+            // An ancestor vanished under us: start again from the top.
+            Err(ZkCode::NoNode) => self.step = Step::Parents { index: 0 },
+            Err(code) => {
+                let path = ancestors.get(index).cloned().unwrap_or_default();
+                self.main_error("create", path, code);
+            }
+        }
+    }
+
+    fn on_create(&mut self, result: Result<Reply, ZkCode>) {
+        match result {
+            Ok(Reply::Created { path, stat }) => {
+                let name = path.rsplit('/').next().unwrap_or_default().to_owned();
+                self.create_uncertain = false;
+                self.learn_session(stat);
+                self.own = Some(Own {
+                    name: name.clone(),
+                    token: FencingToken(stat.czxid),
+                });
+                self.own_watch_armed = false;
+                if self.leaving() {
+                    self.set_step(Step::Delete);
+                    return;
+                }
+                self.notices.push_back(Notice::Joined { node: name });
+                self.set_step(Step::List);
+            }
+            Ok(_) => self.retry_later(),
+            Err(ZkCode::NoNode) if self.config.create_parents() => {
+                self.set_step(Step::Parents { index: 0 });
+            }
+            Err(ZkCode::NoNode) => {
+                let path = self.config.path().to_owned();
+                self.refused(
+                    "create (election path missing, create_parents off)",
+                    path,
+                    ZkCode::NoNode,
+                );
+            }
+            Err(code) if code.is_connection_fault() => {
+                self.create_uncertain = self.config.protected_create();
+                self.retry_later();
+                if self.leaving() && !self.create_uncertain {
+                    // Unprotected: nothing to find; the node (if any) dies with the session.
+                    self.finish_leaving();
+                }
+            }
+            Err(code) => {
+                let path = self.config.path().to_owned();
+                self.main_error("create", path, code);
+            }
+        }
+    }
+
+    fn on_recover(&mut self, result: Result<Reply, ZkCode>) {
+        if self.step != Step::Recover {
+            return;
+        }
+        let children = match result {
+            Ok(Reply::Children(children)) => children,
+            Ok(_) => return self.retry_later(),
+            Err(code) => {
+                let path = self.config.path().to_owned();
+                return self.main_error("list", path, code);
+            }
+        };
+        let nonce = self.current_nonce();
+        let mut mine: Vec<NodeName> = children
+            .iter()
+            .filter_map(|c| name::parse(c, self.config.prefix(), false))
+            .filter(|n| matches!(&n.origin, Origin::Ours { nonce: found } if found.is_some() && *found == nonce))
+            .collect();
+        name::order(&mut mine);
+        let mut mine = mine.into_iter();
+        match mine.next() {
+            None => {
+                self.create_uncertain = false;
+                if self.leaving() {
+                    self.finish_leaving();
+                } else {
+                    self.set_step(Step::Create);
+                }
+            }
+            Some(found) => {
+                // A second node with this session's nonce can only come from a create
+                // retried while the first was still pending; it would block the queue.
+                for extra in mine {
+                    let path = self.child_path(&extra.name);
+                    self.emit(
+                        Purpose::DeleteExtra,
+                        Request::Delete {
+                            path,
+                            version: None,
+                        },
+                    );
+                }
+                self.set_step(Step::Adopt { name: found.name });
+            }
+        }
+    }
+
+    fn on_adopt(&mut self, name: String, result: Result<Reply, ZkCode>) {
+        if self.step != (Step::Adopt { name: name.clone() }) {
+            return;
+        }
+        match result {
+            Ok(Reply::Data { stat, .. }) if self.owned_by_this_session(stat) => {
+                self.learn_session(stat);
+                self.create_uncertain = false;
+                self.stats.recovered_creates += 1;
+                self.own = Some(Own {
+                    name: name.clone(),
+                    token: FencingToken(stat.czxid),
+                });
+                // The adopting getData left a data watch on the node.
+                self.own_watch_armed = true;
+                if self.leaving() {
+                    self.set_step(Step::Delete);
+                } else {
+                    self.notices.push_back(Notice::Joined { node: name });
+                    self.set_step(Step::List);
+                }
+            }
+            // Not ours (a dying session's node) or already gone: the create did not
+            // take in this session.
+            Ok(_) | Err(ZkCode::NoNode) => {
+                self.create_uncertain = false;
+                if self.leaving() {
+                    self.finish_leaving();
+                } else {
+                    self.set_step(Step::Create);
+                }
+            }
+            Err(code) => {
+                let path = self.child_path(&name);
+                self.main_error("read", path, code);
+            }
+        }
+    }
+
+    fn owned_by_this_session(&self, stat: Stat) -> bool {
+        stat.ephemeral_owner != 0
+            && self
+                .session_id
+                .is_none_or(|sid| sid.0 == stat.ephemeral_owner)
+    }
+
+    fn learn_session(&mut self, stat: Stat) {
+        if self.session_id.is_none() && stat.ephemeral_owner != 0 {
+            self.session_id = Some(SessionId(stat.ephemeral_owner));
+        }
+    }
+
+    fn on_list(&mut self, result: Result<Reply, ZkCode>) {
+        if self.step != Step::List {
+            return;
+        }
+        let children = match result {
+            Ok(Reply::Children(children)) => children,
+            Ok(_) => return self.retry_later(),
+            Err(code) => {
+                let path = self.config.path().to_owned();
+                return self.main_error("list", path, code);
+            }
+        };
+        let (queue, ignored) = name::queue(&children, self.config.prefix(), self.config.interop());
+        self.stats.ignored_children += ignored as u64;
+        let k = self.config.leaders() as usize;
+        self.leader_seen(queue.first().map(|n| n.name.clone()));
+        if self.is_observer() {
+            self.set_step(Step::Wait);
+            return;
+        }
+        let Some(own) = self.own.clone() else {
+            self.set_step(Step::Create);
+            return;
+        };
+        let Some(rank) = queue.iter().position(|n| n.name == own.name) else {
+            // The session answered, so it is alive: someone deleted our node.
+            return self.own_gone(DemotionReason::Revoked);
+        };
+        if rank < k {
+            return self.become_leader(false);
+        }
+        if self.leadership != Leadership::None {
+            self.demote(DemotionReason::Displaced);
+        }
+        self.lower = queue[..rank].iter().map(|n| n.name.clone()).collect();
+        match self.config.strategy() {
+            WatchStrategy::Predecessor => self.watch_next_lower(),
+            WatchStrategy::Parent => self.set_step(Step::Wait),
+        }
+    }
+
+    /// Watches the nearest node below ours that the last listing still knows of.
+    fn watch_next_lower(&mut self) {
+        match self.lower.last().cloned() {
+            Some(pred) => {
+                self.set_step(Step::Watch { pred: pred.clone() });
+                self.pred = Some(pred);
+            }
+            None => self.become_leader(true),
+        }
+    }
+
+    fn on_watch_pred(&mut self, pred: String, result: Result<Reply, ZkCode>) {
+        if self.step != (Step::Watch { pred: pred.clone() }) {
+            return;
+        }
+        match result {
+            Ok(_) => self.step = Step::Wait,
+            Err(ZkCode::NoNode) => self.pred_gone(&pred),
+            Err(code) => {
+                let path = self.child_path(&pred);
+                self.main_error("watch", path, code);
+            }
+        }
+    }
+
+    /// The predecessor is gone: drop it from the last listing; with fewer than k
+    /// nodes left below, this candidate leads now (they can only have shrunk).
+    fn pred_gone(&mut self, pred: &str) {
+        self.lower.retain(|n| n != pred);
+        self.pred = None;
+        if self.lower.len() < self.config.leaders() as usize {
+            self.become_leader(true);
+        } else {
+            self.watch_next_lower();
+        }
+    }
+
+    fn on_watch_own(&mut self, name: String, result: Result<Reply, ZkCode>) {
+        if self.own.as_ref().map(|o| &o.name) != Some(&name) {
+            return;
+        }
+        match result {
+            Ok(Reply::Data { stat, .. }) => {
+                if !self.owned_by_this_session(stat) {
+                    // Our node belongs to another session: ours ended without a word.
+                    return self.own_gone(DemotionReason::Expired);
+                }
+                self.learn_session(stat);
+                self.own_watch_armed = true;
+            }
+            Ok(_) => {}
+            Err(ZkCode::NoNode) if self.step != Step::Delete => {
+                self.own_gone(DemotionReason::Revoked)
+            }
+            Err(ZkCode::NoNode) => {}
+            Err(code) if code.is_fatal() => {
+                let path = self.child_path(&name);
+                self.refused("watch", path, code);
+            }
+            Err(_) => {}
+        }
+    }
+
+    fn on_delete(&mut self, result: Result<Reply, ZkCode>) {
+        if self.step != Step::Delete {
+            return;
+        }
+        match result {
+            Ok(_) | Err(ZkCode::NoNode) => self.finish_leaving(),
+            Err(code) => {
+                let path = self.own_path().unwrap_or_default();
+                self.main_error("delete", path, code);
+            }
+        }
+    }
+
+    // ----- watch events ---------------------------------------------------------------
+
+    fn on_watch(&mut self, event: WatchEvent) {
+        if self.own_path().as_deref() == Some(event.path.as_str()) {
+            self.own_watch_armed = false;
+            if event.kind == WatchKind::NodeDeleted && self.step != Step::Delete {
+                self.own_gone(DemotionReason::Revoked);
+            }
+            return;
+        }
+        if let Some(pred) = self.pred.clone() {
+            if self.child_path(&pred) == event.path {
+                if event.kind == WatchKind::NodeDeleted {
+                    self.pred_gone(&pred);
+                } else {
+                    // The watch is spent; look again rather than wait forever.
+                    self.set_step(Step::List);
+                }
+                return;
+            }
+        }
+        let listens_to_children =
+            self.is_observer() || self.config.strategy() == WatchStrategy::Parent;
+        if event.path == self.config.path()
+            && event.kind == WatchKind::NodeChildrenChanged
+            && listens_to_children
+            && matches!(self.step, Step::Wait | Step::Lead)
+        {
+            if self.step == Step::Wait {
+                self.set_step(Step::List);
+            }
+            return;
+        }
+        self.stats.stale_events += 1;
+    }
+
+    // ----- session events ---------------------------------------------------------------
+
+    fn on_session(&mut self, event: SessionEvent) {
+        match event {
+            SessionEvent::Connected {
+                session_id,
+                timeout,
+            } => self.on_connected(session_id, timeout),
+            SessionEvent::Disconnected => {
+                if self.session == Session::Connected {
+                    self.session = Session::Disconnected;
+                }
+                self.timers.stop(Timer::Retry);
+            }
+            SessionEvent::Expired => self.on_expired(),
+            SessionEvent::AuthFailed => self.fail(CandidateError::AuthFailed),
+            SessionEvent::Closed => {
+                self.demote(DemotionReason::Closed);
+                self.own = None;
+                self.pred = None;
+                self.step = Step::Done;
+                self.main_op = None;
+                self.ops.clear();
+                self.timers = TimerTable::default();
+            }
+        }
+    }
+
+    fn on_connected(&mut self, session_id: Option<SessionId>, timeout: Duration) {
+        if let (Some(new), Some(old)) = (session_id, self.session_id) {
+            if new != old && self.session != Session::Expired {
+                self.on_expired();
+            }
+        }
+        let new_session = matches!(self.session, Session::Pending | Session::Expired);
+        self.session = Session::Connected;
+        self.timeout = timeout;
+        if session_id.is_some() {
+            self.session_id = session_id;
+        }
+        self.timers.stop(Timer::Retry);
+        self.backoff.reset();
+        if self.config.probe() && !timeout.is_zero() {
+            // Contact must be proven on this connection before leading again.
+            self.send_probe();
+        }
+        if new_session || self.intent == Intent::Out {
+            return;
+        }
+        // Same session after a disconnect: the client may have lost every watch
+        // (zookeeper-async does), so look again and re-arm them.
+        self.own_watch_armed = false;
+        if let Some(op) = self.own_watch_op.take() {
+            self.ops.remove(&op);
+        }
+        match self.step {
+            Step::Wait | Step::Lead | Step::Watch { .. } => self.set_step(Step::List),
+            _ => self.supersede_main(),
+        }
+    }
+
+    fn on_expired(&mut self) {
+        if self.session == Session::Expired {
+            return;
+        }
+        self.demote(DemotionReason::Expired);
+        self.session = Session::Expired;
+        self.session_id = None;
+        self.epoch += 1;
+        self.last_ack = None;
+        self.ops.clear();
+        self.main_op = None;
+        self.own_watch_op = None;
+        self.own_watch_armed = false;
+        self.probe_op = None;
+        self.create_uncertain = false;
+        self.own = None;
+        self.lower.clear();
+        self.pred = None;
+        self.timers.stop(Timer::Retry);
+        if self.leaving() {
+            return self.finish_leaving();
+        }
+        if self.intent == Intent::In {
+            self.step = self.first_step();
+        }
+    }
+}
+
+/// `/a/b/c` → `["/a", "/a/b", "/a/b/c"]`.
+fn ancestors(path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, ch) in path.char_indices().skip(1) {
+        if ch == '/' {
+            out.push(path[..i].to_owned());
+        }
+    }
+    out.push(path.to_owned());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ancestors_lists_every_prefix() {
+        assert_eq!(ancestors("/a"), ["/a"]);
+        assert_eq!(ancestors("/a/b/c"), ["/a", "/a/b", "/a/b/c"]);
+    }
+}

@@ -1,0 +1,570 @@
+//! Configuration: validated once, at build time, so the machine never meets a bad path.
+
+use std::time::Duration;
+
+use crate::zk::Acl;
+
+/// Longest candidate id accepted, in bytes.
+pub const ID_LEN_MAX: usize = 255;
+/// Longest node-name prefix accepted, in bytes.
+pub const PREFIX_LEN_MAX: usize = 64;
+/// Most leaders a single election may have.
+pub const LEADERS_MAX: u32 = 1024;
+
+/// A configuration that cannot be used, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The election path breaks ZooKeeper's path rules.
+    #[error("invalid election path {path:?}: {reason}")]
+    InvalidPath {
+        /// The path given.
+        path: String,
+        /// Which rule it breaks.
+        reason: &'static str,
+    },
+    /// The candidate id is empty, too long, or holds characters a node name may not.
+    #[error("invalid candidate id {id:?}: {reason}")]
+    InvalidId {
+        /// The id given (cut to 64 characters).
+        id: String,
+        /// Which rule it breaks.
+        reason: &'static str,
+    },
+    /// The node-name prefix is unusable.
+    #[error("invalid node prefix {prefix:?}: {reason}")]
+    InvalidPrefix {
+        /// The prefix given.
+        prefix: String,
+        /// Which rule it breaks.
+        reason: &'static str,
+    },
+    /// `leaders` is 0 or larger than [`LEADERS_MAX`].
+    #[error("leaders must be between 1 and {LEADERS_MAX}, got {0}")]
+    InvalidLeaders(u32),
+    /// A duration setting is out of range.
+    #[error("invalid {name}: {reason}")]
+    InvalidDuration {
+        /// The setting.
+        name: &'static str,
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+/// Which node a follower watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum WatchStrategy {
+    /// Watch only the next lower node (the ZooKeeper recipe): one deletion wakes one follower.
+    #[default]
+    Predecessor,
+    /// Watch the parent's children: every change wakes every follower (the herd).
+    /// Kept so the cost difference can be measured.
+    Parent,
+}
+
+/// What a leader does when the connection is suspended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum ConnectionPolicy {
+    /// Stop acting as leader at once ([`Role::Suspended`](crate::Role::Suspended));
+    /// resume if the same session comes back and the node is still a leader.
+    #[default]
+    Standard,
+    /// Keep leading while the session cannot yet have expired on the server
+    /// (measured from the send time of the last request the server answered),
+    /// then demote locally with [`DemotionReason::Lost`](crate::DemotionReason::Lost).
+    SessionAware,
+}
+
+/// Candidate or observer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Mode {
+    /// Take part in the election with a node of its own.
+    #[default]
+    Candidate,
+    /// Follow the election (who leads) without a node.
+    Observer,
+}
+
+/// A validated configuration for one [`Candidate`](crate::Candidate).
+///
+/// ```
+/// use zkelect_core::{Config, WatchStrategy};
+/// let config = Config::builder("/services/scheduler/leader", "node-a")
+///     .leaders(2)
+///     .strategy(WatchStrategy::Predecessor)
+///     .build()?;
+/// assert_eq!(config.path(), "/services/scheduler/leader");
+/// # Ok::<(), zkelect_core::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    path: String,
+    id: String,
+    data: Vec<u8>,
+    prefix: String,
+    leaders: u32,
+    strategy: WatchStrategy,
+    policy: ConnectionPolicy,
+    mode: Mode,
+    acl: Acl,
+    create_parents: bool,
+    container_parent: bool,
+    rejoin_on_revoke: bool,
+    interop: bool,
+    protected_create: bool,
+    nonce_seed: u64,
+    backoff_min: Duration,
+    backoff_max: Duration,
+    probe: bool,
+}
+
+impl Config {
+    /// Starts a builder for a candidate `id` in the election at `path`.
+    pub fn builder(path: impl Into<String>, id: impl Into<String>) -> ConfigBuilder {
+        ConfigBuilder {
+            config: Self {
+                path: path.into(),
+                id: id.into(),
+                data: Vec::new(),
+                prefix: "n_".to_owned(),
+                leaders: 1,
+                strategy: WatchStrategy::default(),
+                policy: ConnectionPolicy::default(),
+                mode: Mode::default(),
+                acl: Acl::default(),
+                create_parents: true,
+                container_parent: false,
+                rejoin_on_revoke: true,
+                interop: false,
+                protected_create: true,
+                nonce_seed: 0,
+                backoff_min: Duration::from_millis(50),
+                backoff_max: Duration::from_secs(5),
+                probe: true,
+            },
+        }
+    }
+
+    /// The election path (the parent of the candidates' nodes).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+    /// This candidate's id, stored as its node's data.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+    /// Extra application data stored after the id.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+    /// The node-name prefix (before the sequence), `n_` by default.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+    /// How many leaders the election has (the k lowest nodes lead).
+    pub fn leaders(&self) -> u32 {
+        self.leaders
+    }
+    /// Which node a follower watches.
+    pub fn strategy(&self) -> WatchStrategy {
+        self.strategy
+    }
+    /// What a leader does on a suspended connection.
+    pub fn policy(&self) -> ConnectionPolicy {
+        self.policy
+    }
+    /// Candidate or observer.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+    /// The ACL for created nodes.
+    pub fn acl(&self) -> Acl {
+        self.acl
+    }
+    /// Whether missing parents of the election path are created.
+    pub fn create_parents(&self) -> bool {
+        self.create_parents
+    }
+    /// Whether the election path itself is created as a container node.
+    pub fn container_parent(&self) -> bool {
+        self.container_parent
+    }
+    /// Whether a revoked candidate rejoins at the back of the queue.
+    pub fn rejoin_on_revoke(&self) -> bool {
+        self.rejoin_on_revoke
+    }
+    /// Whether other libraries' nodes (Curator, kazoo) take part in the queue.
+    pub fn interop(&self) -> bool {
+        self.interop
+    }
+    /// Whether node names carry a per-session nonce (`_c_<nonce>-`).
+    pub fn protected_create(&self) -> bool {
+        self.protected_create
+    }
+    /// Seed for the per-session nonces and the backoff jitter.
+    pub fn nonce_seed(&self) -> u64 {
+        self.nonce_seed
+    }
+    /// Shortest retry delay.
+    pub fn backoff_min(&self) -> Duration {
+        self.backoff_min
+    }
+    /// Longest retry delay.
+    pub fn backoff_max(&self) -> Duration {
+        self.backoff_max
+    }
+    /// Whether the machine probes the server every third of the session timeout.
+    pub fn probe(&self) -> bool {
+        self.probe
+    }
+
+    /// The bytes stored in the candidate's node: the id, then `\n` and the data if any.
+    pub fn node_payload(&self) -> Vec<u8> {
+        let mut payload = self.id.as_bytes().to_vec();
+        if !self.data.is_empty() {
+            payload.push(b'\n');
+            payload.extend_from_slice(&self.data);
+        }
+        payload
+    }
+}
+
+/// Splits a node payload written by [`Config::node_payload`] into id and data.
+///
+/// Foreign nodes (a Curator LeaderLatch stores its id alone) come back as id only.
+pub fn split_payload(payload: &[u8]) -> (String, Vec<u8>) {
+    match payload.iter().position(|&b| b == b'\n') {
+        Some(i) => (
+            String::from_utf8_lossy(&payload[..i]).into_owned(),
+            payload[i + 1..].to_vec(),
+        ),
+        None => (String::from_utf8_lossy(payload).into_owned(), Vec::new()),
+    }
+}
+
+/// Builds a [`Config`]; [`build`](Self::build) validates it.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ConfigBuilder {
+    config: Config,
+}
+
+impl ConfigBuilder {
+    /// Extra application data stored in the node after the id (at most 512 KiB).
+    pub fn data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.config.data = data.into();
+        self
+    }
+    /// Node-name prefix before the sequence (default `n_`).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.config.prefix = prefix.into();
+        self
+    }
+    /// Number of leaders: the k lowest nodes lead (default 1).
+    pub fn leaders(mut self, k: u32) -> Self {
+        self.config.leaders = k;
+        self
+    }
+    /// Which node a follower watches (default [`WatchStrategy::Predecessor`]).
+    pub fn strategy(mut self, strategy: WatchStrategy) -> Self {
+        self.config.strategy = strategy;
+        self
+    }
+    /// Connection policy (default [`ConnectionPolicy::Standard`]).
+    pub fn policy(mut self, policy: ConnectionPolicy) -> Self {
+        self.config.policy = policy;
+        self
+    }
+    /// Candidate or observer (default candidate).
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.config.mode = mode;
+        self
+    }
+    /// ACL for created nodes and parents (default [`Acl::Open`]).
+    pub fn acl(mut self, acl: Acl) -> Self {
+        self.config.acl = acl;
+        self
+    }
+    /// Create missing parents of the election path (default true).
+    pub fn create_parents(mut self, yes: bool) -> Self {
+        self.config.create_parents = yes;
+        self
+    }
+    /// Create the election path itself as a container node (default false).
+    pub fn container_parent(mut self, yes: bool) -> Self {
+        self.config.container_parent = yes;
+        self
+    }
+    /// Rejoin at the back after an operator deleted this candidate's node (default true).
+    pub fn rejoin_on_revoke(mut self, yes: bool) -> Self {
+        self.config.rejoin_on_revoke = yes;
+        self
+    }
+    /// Let Curator LeaderLatch and kazoo nodes take part in the queue by sequence (default false).
+    pub fn interop(mut self, yes: bool) -> Self {
+        self.config.interop = yes;
+        self
+    }
+    /// Put a per-session nonce in node names so a create lost to ConnectionLoss is
+    /// found again (default true; turning it off exists for tests and canaries).
+    pub fn protected_create(mut self, yes: bool) -> Self {
+        self.config.protected_create = yes;
+        self
+    }
+    /// Seed for nonces and jitter; drivers pass OS randomness, the simulator its seed.
+    pub fn nonce_seed(mut self, seed: u64) -> Self {
+        self.config.nonce_seed = seed;
+        self
+    }
+    /// Retry delays: exponential from `min` to `max`, with deterministic jitter.
+    pub fn backoff(mut self, min: Duration, max: Duration) -> Self {
+        self.config.backoff_min = min;
+        self.config.backoff_max = max;
+        self
+    }
+    /// Probe the server every third of the session timeout (default true).
+    ///
+    /// The probe keeps the machine's own view of server contact fresh, so a leader
+    /// stops leading when the server goes quiet even if the client library has not
+    /// noticed (zookeeper-async notices only after the session has expired).
+    pub fn probe(mut self, yes: bool) -> Self {
+        self.config.probe = yes;
+        self
+    }
+
+    /// Validates and returns the configuration.
+    pub fn build(self) -> Result<Config, ConfigError> {
+        let c = self.config;
+        validate_path(&c.path)?;
+        validate_id(&c.id)?;
+        validate_prefix(&c.prefix)?;
+        if c.leaders == 0 || c.leaders > LEADERS_MAX {
+            return Err(ConfigError::InvalidLeaders(c.leaders));
+        }
+        if c.data.len() > 512 * 1024 {
+            return Err(ConfigError::InvalidId {
+                id: cut(&c.id),
+                reason: "data larger than 512 KiB would not fit a znode",
+            });
+        }
+        if c.backoff_min.is_zero() || c.backoff_min > c.backoff_max {
+            return Err(ConfigError::InvalidDuration {
+                name: "backoff",
+                reason: "min must be positive and no larger than max",
+            });
+        }
+        Ok(c)
+    }
+}
+
+fn cut(s: &str) -> String {
+    s.chars().take(64).collect()
+}
+
+/// Checks a path against ZooKeeper's rules (`PathUtils.validatePath`).
+///
+/// ```
+/// use zkelect_core::config::validate_path;
+/// assert!(validate_path("/a/b").is_ok());
+/// assert!(validate_path("a/b").is_err());
+/// assert!(validate_path("/a/").is_err());
+/// assert!(validate_path("/a//b").is_err());
+/// assert!(validate_path("/a/./b").is_err());
+/// ```
+pub fn validate_path(path: &str) -> Result<(), ConfigError> {
+    let bad = |reason| {
+        Err(ConfigError::InvalidPath {
+            path: cut(path),
+            reason,
+        })
+    };
+    if path.is_empty() {
+        return bad("empty");
+    }
+    if !path.starts_with('/') {
+        return bad("must start with '/'");
+    }
+    if path == "/" {
+        return bad("the root cannot be an election path");
+    }
+    if path.ends_with('/') {
+        return bad("must not end with '/'");
+    }
+    if path.len() > 4096 {
+        return bad("longer than 4096 bytes");
+    }
+    for segment in path[1..].split('/') {
+        if segment.is_empty() {
+            return bad("empty segment ('//')");
+        }
+        if segment == "." || segment == ".." {
+            return bad("'.' and '..' segments are not allowed");
+        }
+        if segment == "zookeeper" && path.starts_with("/zookeeper") {
+            return bad("/zookeeper is reserved for the server");
+        }
+        if let Some(reason) = bad_chars(segment) {
+            return bad(reason);
+        }
+    }
+    Ok(())
+}
+
+/// Characters ZooKeeper refuses in a path segment, or that zkelect refuses for clarity.
+fn bad_chars(s: &str) -> Option<&'static str> {
+    for ch in s.chars() {
+        if ch == '\0' {
+            return Some("contains NUL");
+        }
+        if ch.is_control() {
+            return Some("contains a control character");
+        }
+        if matches!(ch, '\u{e000}'..='\u{f8ff}' | '\u{fff0}'..='\u{ffff}') {
+            return Some("contains a character ZooKeeper refuses");
+        }
+    }
+    None
+}
+
+fn validate_id(id: &str) -> Result<(), ConfigError> {
+    let bad = |reason| {
+        Err(ConfigError::InvalidId {
+            id: cut(id),
+            reason,
+        })
+    };
+    if id.is_empty() {
+        return bad("empty");
+    }
+    if id.len() > ID_LEN_MAX {
+        return bad("longer than 255 bytes; an id must fit a znode name");
+    }
+    if id.contains('/') {
+        return bad("contains '/'; an id must fit a znode name");
+    }
+    if id == "." || id == ".." {
+        return bad("'.' and '..' are not valid znode names");
+    }
+    if let Some(reason) = bad_chars(id) {
+        return bad(reason);
+    }
+    Ok(())
+}
+
+fn validate_prefix(prefix: &str) -> Result<(), ConfigError> {
+    let bad = |reason| {
+        Err(ConfigError::InvalidPrefix {
+            prefix: cut(prefix),
+            reason,
+        })
+    };
+    if prefix.is_empty() {
+        return bad("empty");
+    }
+    if prefix.len() > PREFIX_LEN_MAX {
+        return bad("longer than 64 bytes");
+    }
+    if prefix.contains('/') {
+        return bad("contains '/'");
+    }
+    if prefix.starts_with("_c_") {
+        return bad("'_c_' is reserved for protected names");
+    }
+    if prefix.ends_with(|c: char| c.is_ascii_digit()) {
+        return bad("must not end with a digit (the sequence follows it)");
+    }
+    if let Some(reason) = bad_chars(prefix) {
+        return bad(reason);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_follow_zookeeper_rules() {
+        for good in ["/a", "/a/b", "/svc/leader-1", "/é"] {
+            assert!(validate_path(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "a",
+            "/",
+            "/a/",
+            "//a",
+            "/a//b",
+            "/a/./b",
+            "/a/../b",
+            "/a\0b",
+            "/zookeeper/x",
+            "/zookeeper",
+            "/a\nb",
+        ] {
+            assert!(validate_path(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn ids_must_fit_a_node_name() {
+        assert!(validate_id("node-a").is_ok());
+        for bad in ["", "a/b", ".", "..", "a\0b", "tab\tid"] {
+            assert!(validate_id(bad).is_err(), "{bad:?}");
+        }
+        assert!(validate_id(&"x".repeat(ID_LEN_MAX)).is_ok());
+        assert!(matches!(
+            validate_id(&"x".repeat(ID_LEN_MAX + 1)),
+            Err(ConfigError::InvalidId { .. })
+        ));
+    }
+
+    #[test]
+    fn prefixes_cannot_confuse_the_sequence_parser() {
+        assert!(validate_prefix("n_").is_ok());
+        assert!(validate_prefix("latch-").is_ok());
+        for bad in ["", "a/b", "n1", "_c_x", &"p".repeat(65)] {
+            assert!(validate_prefix(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn builder_rejects_bad_settings_with_typed_errors() {
+        assert_eq!(
+            Config::builder("/e", "a").leaders(0).build(),
+            Err(ConfigError::InvalidLeaders(0))
+        );
+        assert!(matches!(
+            Config::builder("/e", "a")
+                .backoff(Duration::from_secs(2), Duration::from_secs(1))
+                .build(),
+            Err(ConfigError::InvalidDuration { .. })
+        ));
+        assert!(matches!(
+            Config::builder("e", "a").build(),
+            Err(ConfigError::InvalidPath { .. })
+        ));
+        assert!(matches!(
+            Config::builder("/e", "a").data(vec![0; 600 * 1024]).build(),
+            Err(ConfigError::InvalidId { .. })
+        ));
+    }
+
+    #[test]
+    fn payload_round_trips() {
+        let c = Config::builder("/e", "node-a")
+            .data(b"host:1234".to_vec())
+            .build()
+            .unwrap();
+        assert_eq!(
+            split_payload(&c.node_payload()),
+            ("node-a".into(), b"host:1234".to_vec())
+        );
+        let plain = Config::builder("/e", "node-b").build().unwrap();
+        assert_eq!(plain.node_payload(), b"node-b");
+        assert_eq!(split_payload(b"curator-id"), ("curator-id".into(), vec![]));
+    }
+}

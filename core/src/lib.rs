@@ -1,0 +1,103 @@
+//! # zkelect-core
+//!
+//! Leader election on Apache ZooKeeper as a **sans-IO, deterministic state
+//! machine**. A [`Candidate`] performs no I/O, reads no clock, draws no random
+//! numbers and spawns nothing: it takes inputs (replies, watch events, session
+//! events, the time) and produces outputs (commands to perform, notices for the
+//! application, the next time it wants to be woken). The same inputs always give
+//! the same outputs, so one machine runs unchanged under the async driver in the
+//! `zkelect` crate, inside the deterministic simulator of `zkelect-sim`, and under
+//! a fuzzer.
+//!
+//! ## The run loop
+//!
+//! 1. Feed one input: [`Candidate::handle`] (or [`Candidate::handle_timeout`], or an
+//!    intent such as [`Candidate::join`]), with `now` first.
+//! 2. Drain [`Candidate::poll_notice`] and act on each (a `Demoted` means stop leading *now*).
+//! 3. Drain [`Candidate::poll_command`] and perform each request; answer each
+//!    exactly once with [`Input::Reply`] carrying its [`OpId`].
+//! 4. Sleep until [`Candidate::poll_timeout`] or the next input, whichever is first.
+//!
+//! ## A whole election by hand
+//!
+//! Two candidates; `a` leads, `b` watches `a`, `a` resigns, `b` takes over on the
+//! notification alone.
+//!
+//! ```
+//! use std::time::Duration;
+//! use zkelect_core::*;
+//!
+//! let t = Timestamp::from_millis(0);
+//! let connected = Input::Session(SessionEvent::Connected {
+//!     session_id: Some(SessionId(1)),
+//!     timeout: Duration::from_secs(10),
+//! });
+//! let stat = |czxid| Stat { czxid, ephemeral_owner: 1, ..Stat::default() };
+//! // Takes the first pending command with this verb (create, children, data, …).
+//! fn next(c: &mut Candidate, verb: &str) -> Command {
+//!     let all: Vec<Command> = std::iter::from_fn(|| c.poll_command()).collect();
+//!     all.into_iter().find(|cmd| cmd.request.verb() == verb).unwrap()
+//! }
+//!
+//! let mut a = Candidate::new(Config::builder("/svc/leader", "a").probe(false).build()?);
+//! a.join(t);
+//! a.handle(t, connected.clone());
+//! let create = next(&mut a, "create");         // create /svc/leader/_c_<nonce>-n_
+//! a.handle(t, Input::Reply { op: create.op, result: Ok(Reply::Created {
+//!     path: "/svc/leader/n_0000000000".into(), stat: stat(100) }) });
+//! let list = next(&mut a, "children");         // getChildren(/svc/leader)
+//! a.handle(t, Input::Reply { op: list.op, result: Ok(Reply::Children(vec![
+//!     "n_0000000000".into()])) });
+//! assert_eq!(a.role(), Role::Leader(FencingToken(100)));
+//!
+//! // b is behind a, so it watches a (and only a).
+//! let mut b = Candidate::new(Config::builder("/svc/leader", "b").probe(false).build()?);
+//! b.join(t);
+//! b.handle(t, connected);
+//! let create = next(&mut b, "create");
+//! b.handle(t, Input::Reply { op: create.op, result: Ok(Reply::Created {
+//!     path: "/svc/leader/n_0000000001".into(), stat: stat(101) }) });
+//! let list = next(&mut b, "children");
+//! b.handle(t, Input::Reply { op: list.op, result: Ok(Reply::Children(vec![
+//!     "n_0000000001".into(), "n_0000000000".into()])) });
+//! assert_eq!(b.watching(), Some("n_0000000000"));
+//! assert_eq!(b.role(), Role::Follower);
+//!
+//! // a resigns: it is demoted before its delete is even sent.
+//! a.resign(t, false);
+//! assert!(std::iter::from_fn(|| a.poll_notice())
+//!     .any(|n| n == Notice::Demoted { reason: DemotionReason::Resigned }));
+//!
+//! // b learns of the deletion and leads at once: a was the only node below it.
+//! b.handle(t, Input::Watch(WatchEvent {
+//!     kind: WatchKind::NodeDeleted, path: "/svc/leader/n_0000000000".into() }));
+//! assert_eq!(b.role(), Role::Leader(FencingToken(101)));
+//! # Ok::<(), ConfigError>(())
+//! ```
+//!
+//! ## Panics, errors and unwraps
+//!
+//! Nothing here panics on any sequence of inputs; a panic is a bug. Bad
+//! configuration is refused by [`ConfigBuilder::build`] with a [`ConfigError`].
+//! ZooKeeper errors arrive as data ([`ZkCode`] in a reply); what the application
+//! must know leaves as a [`Notice`] (`Demoted { reason }`, `Error(..)`).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod candidate;
+mod command;
+pub mod config;
+mod input;
+pub mod name;
+mod notice;
+mod time;
+mod timer;
+mod zk;
+
+pub use candidate::{Candidate, Stats};
+pub use command::{Command, OpId};
+pub use config::{Config, ConfigBuilder, ConfigError, ConnectionPolicy, Mode, WatchStrategy};
+pub use input::{Input, SessionEvent};
+pub use notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
+pub use time::Timestamp;
+pub use zk::{Acl, CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};

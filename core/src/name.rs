@@ -1,0 +1,421 @@
+//! Node names: parsing the sequence, recognising protected and foreign names, and
+//! ordering a queue. Pure functions, no state.
+//!
+//! ZooKeeper appends `String.format("%010d", seq)` with `seq` a signed 32-bit
+//! counter (the parent's cversion). After 2^31-1 it wraps to negative numbers,
+//! printed with a sign (`-000000001`, and `-2147483648` which is 11 characters).
+//! Sequences are therefore compared as serial numbers (RFC 1982): the queue is
+//! ordered starting after the largest gap in the circle of 2^32 values, which is
+//! correct as long as the live nodes span less than 2^31 sequence numbers.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+/// The marker that starts a protected name, as Curator uses it.
+pub const PROTECTED_MARKER: &str = "_c_";
+/// Length of zkelect's nonce in hex digits.
+pub const NONCE_LEN: usize = 16;
+
+/// Who wrote a node, judged by its name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Origin {
+    /// zkelect (or any recipe using the same prefix), with the nonce if protected.
+    Ours {
+        /// The per-session nonce, if the name is protected.
+        nonce: Option<String>,
+    },
+    /// Curator's LeaderLatch: `[_c_<uuid>-]latch-NNNNNNNNNN`.
+    Curator,
+    /// kazoo's Election/Lock: `<32 hex>__lock__NNNNNNNNNN`.
+    Kazoo,
+    /// Some other sequential name.
+    Other,
+}
+
+/// A child name whose sequence suffix parsed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct NodeName {
+    /// The full child name.
+    pub name: String,
+    /// The sequence number ZooKeeper appended.
+    pub seq: i32,
+    /// Who wrote it.
+    pub origin: Origin,
+}
+
+impl fmt::Display for NodeName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+/// Parses exactly what ZooKeeper's `String.format("%010d", seq)` produces.
+///
+/// ```
+/// use zkelect_core::name::parse_sequence;
+/// assert_eq!(parse_sequence("0000000007"), Some(7));
+/// assert_eq!(parse_sequence("2147483647"), Some(i32::MAX));
+/// assert_eq!(parse_sequence("-000000001"), Some(-1));
+/// assert_eq!(parse_sequence("-2147483648"), Some(i32::MIN));
+/// assert_eq!(parse_sequence("-0000000001"), None); // not how ZooKeeper pads
+/// assert_eq!(parse_sequence("12"), None);
+/// ```
+pub fn parse_sequence(s: &str) -> Option<i32> {
+    let all_digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+    if s.len() == 10 && all_digits(s) {
+        return i32::try_from(s.parse::<i64>().ok()?).ok();
+    }
+    let digits = s.strip_prefix('-')?;
+    if !all_digits(digits) {
+        return None;
+    }
+    let magnitude: i64 = digits.parse().ok()?;
+    let well_formed = match digits.len() {
+        9 => true,
+        10 => magnitude >= 1_000_000_000,
+        _ => false,
+    };
+    if !well_formed || magnitude == 0 {
+        return None;
+    }
+    i32::try_from(-magnitude).ok()
+}
+
+/// Splits a name whose stem is unknown into stem and sequence.
+///
+/// Without the stem a trailing `-` is ambiguous (`x-2147483646` is stem `x-` and
+/// a positive sequence, or stem `x` and a negative one); this reads ten trailing
+/// digits as a positive sequence and only `-` plus nine digits as a negative one.
+/// Names whose stem is known ([`parse`]) need no guess.
+///
+/// ```
+/// use zkelect_core::name::split_sequence;
+/// assert_eq!(split_sequence("n_0000000007"), Some(("n_", 7)));
+/// assert_eq!(split_sequence("n_-000000001"), Some(("n_", -1)));
+/// assert_eq!(split_sequence("n_12"), None);
+/// ```
+pub fn split_sequence(name: &str) -> Option<(&str, i32)> {
+    if name.len() < 10 || !name.is_char_boundary(name.len() - 10) {
+        return None;
+    }
+    let (stem, tail) = name.split_at(name.len() - 10);
+    parse_sequence(tail).map(|seq| (stem, seq))
+}
+
+/// Parses the part after a known stem marker.
+fn after_marker<'a>(rest: &'a str, marker: &str) -> Option<(&'a str, i32)> {
+    let (stem, tail) = rest.rsplit_once(marker)?;
+    parse_sequence(tail).map(|seq| (stem, seq))
+}
+
+/// Parses a child name, or returns `None` if it takes no part in the queue.
+///
+/// Names with our `prefix` (protected or not) always take part; with `interop`,
+/// Curator LeaderLatch (`latch-`) and kazoo (`__lock__`) names take part too, and
+/// any other name with a sequence suffix.
+///
+/// ```
+/// use zkelect_core::name::{parse, Origin};
+/// let ours = parse("_c_0123456789abcdef-n_0000000003", "n_", false).unwrap();
+/// assert_eq!(ours.seq, 3);
+/// assert_eq!(ours.origin, Origin::Ours { nonce: Some("0123456789abcdef".into()) });
+/// let curator = "_c_9f1c6f0e-4b5d-4c1e-9a7b-2d8e0f6a1b3c-latch-0000000002";
+/// assert!(parse(curator, "n_", false).is_none());
+/// assert_eq!(parse(curator, "n_", true).unwrap().origin, Origin::Curator);
+/// assert!(parse("garbage", "n_", true).is_none());
+/// ```
+pub fn parse(name: &str, prefix: &str, interop: bool) -> Option<NodeName> {
+    let (nonce, rest) = match name.strip_prefix(PROTECTED_MARKER) {
+        Some(after) => match after.split_once('-') {
+            Some((nonce, rest)) => (Some(nonce), rest),
+            None => (None, name),
+        },
+        None => (None, name),
+    };
+    let node = |seq, origin| {
+        Some(NodeName {
+            name: name.to_owned(),
+            seq,
+            origin,
+        })
+    };
+    if let Some(seq) = rest.strip_prefix(prefix).and_then(parse_sequence) {
+        return node(
+            seq,
+            Origin::Ours {
+                nonce: nonce.map(str::to_owned),
+            },
+        );
+    }
+    if !interop {
+        return None;
+    }
+    if let Some((_, seq)) = after_marker(name, "latch-") {
+        return node(seq, Origin::Curator);
+    }
+    if let Some((_, seq)) = after_marker(name, "__lock__") {
+        return node(seq, Origin::Kazoo);
+    }
+    split_sequence(name).and_then(|(_, seq)| node(seq, Origin::Other))
+}
+
+/// Compares two sequences as serial numbers: `a` is older than `b` if `b` is
+/// less than 2^31 steps after `a` on the 32-bit circle.
+///
+/// ```
+/// use std::cmp::Ordering;
+/// use zkelect_core::name::serial_cmp;
+/// assert_eq!(serial_cmp(1, 2), Ordering::Less);
+/// assert_eq!(serial_cmp(i32::MAX, i32::MIN), Ordering::Less); // the wrap
+/// ```
+pub fn serial_cmp(a: i32, b: i32) -> Ordering {
+    (b.wrapping_sub(a)).cmp(&0).reverse()
+}
+
+/// Orders parsed names oldest first.
+///
+/// Sorting by raw value and then rotating to start after the largest gap on the
+/// circle gives a total order (a comparator built from [`serial_cmp`] alone is not
+/// transitive across the whole circle, and sort must not be given one).
+pub fn order(names: &mut [NodeName]) {
+    names.sort_by(|a, b| a.seq.cmp(&b.seq).then_with(|| a.name.cmp(&b.name)));
+    if names.len() < 2 {
+        return;
+    }
+    let n = names.len();
+    let mut start = 0;
+    let mut widest = 0u64;
+    for i in 0..n {
+        let here = names[i].seq as u32;
+        let next = names[(i + 1) % n].seq as u32;
+        // Gap from this element to the next one going up the circle.
+        let gap = u64::from(next.wrapping_sub(here));
+        let gap = if gap == 0 && i == n - 1 {
+            1u64 << 32
+        } else {
+            gap
+        };
+        if gap > widest {
+            widest = gap;
+            start = (i + 1) % n;
+        }
+    }
+    names.rotate_left(start);
+}
+
+/// The parsed, ordered participants among `children`, plus the names ignored.
+pub fn queue(children: &[String], prefix: &str, interop: bool) -> (Vec<NodeName>, usize) {
+    let mut parsed: Vec<NodeName> = children
+        .iter()
+        .filter_map(|c| parse(c, prefix, interop))
+        .collect();
+    let ignored = children.len() - parsed.len();
+    order(&mut parsed);
+    (parsed, ignored)
+}
+
+/// The nonce for the `epoch`-th session of a candidate seeded with `seed`:
+/// 16 lowercase hex digits, different for every epoch.
+///
+/// ```
+/// use zkelect_core::name::nonce;
+/// assert_eq!(nonce(7, 0).len(), 16);
+/// assert_ne!(nonce(7, 0), nonce(7, 1));
+/// assert_eq!(nonce(7, 3), nonce(7, 3));
+/// ```
+pub fn nonce(seed: u64, epoch: u64) -> String {
+    format!(
+        "{:016x}",
+        splitmix64(seed ^ epoch.wrapping_mul(0xA076_1D64_78BD_642F))
+    )
+}
+
+/// The name prefix a candidate creates: `_c_<nonce>-<prefix>` or just `<prefix>`.
+pub fn create_prefix(prefix: &str, nonce: Option<&str>) -> String {
+    match nonce {
+        Some(n) => format!("{PROTECTED_MARKER}{n}-{prefix}"),
+        None => prefix.to_owned(),
+    }
+}
+
+/// SplitMix64: a tiny, well-mixed, deterministic generator step.
+pub(crate) fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(children: &[&str], interop: bool) -> Vec<String> {
+        let owned: Vec<String> = children.iter().map(|s| s.to_string()).collect();
+        queue(&owned, "n_", interop)
+            .0
+            .into_iter()
+            .map(|n| n.name)
+            .collect()
+    }
+
+    /// (name, expected sequence) in ZooKeeper's own formatting.
+    const SEQUENCES: &[(&str, Option<i32>)] = &[
+        ("n_0000000000", Some(0)),
+        ("n_0000000042", Some(42)),
+        ("n_2147483647", Some(i32::MAX)),
+        ("n_-2147483648", Some(i32::MIN)),
+        ("n_-2147483647", Some(-2_147_483_647)),
+        ("n_-000000001", Some(-1)),
+        ("n_-999999999", Some(-999_999_999)),
+        ("n_2147483648", None),
+        ("n_9999999999", None),
+        ("n_000000001", None),
+        ("n_00000000x1", None),
+        ("", None),
+        ("ééééééééééé", None),
+        ("n_--00000001", None),
+        ("n_-0000000001", None),
+        ("n_-000000000", None),
+    ];
+
+    #[test]
+    fn sequence_suffix_table() {
+        for (name, want) in SEQUENCES {
+            assert_eq!(parse(name, "n_", false).map(|n| n.seq), *want, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn every_formatted_sequence_parses_back() {
+        // ZooKeeper's "%010d", as Rust writes it: sign, then zero padding to width 10.
+        for seq in [
+            0,
+            1,
+            9,
+            999_999_999,
+            1_000_000_000,
+            i32::MAX,
+            -1,
+            -999_999_999,
+            -1_000_000_000,
+            i32::MIN,
+        ] {
+            let name = format!("n_{seq:010}");
+            assert_eq!(
+                parse(&name, "n_", false).map(|n| n.seq),
+                Some(seq),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn wrap_orders_max_before_min() {
+        assert_eq!(
+            names(&["n_-2147483648", "n_2147483647"], false),
+            ["n_2147483647", "n_-2147483648"]
+        );
+        assert_eq!(
+            names(
+                &[
+                    "n_-2147483646",
+                    "n_2147483646",
+                    "n_-2147483648",
+                    "n_2147483647"
+                ],
+                false
+            ),
+            [
+                "n_2147483646",
+                "n_2147483647",
+                "n_-2147483648",
+                "n_-2147483646"
+            ]
+        );
+    }
+
+    #[test]
+    fn order_is_numeric_not_lexicographic() {
+        // As strings "n_-000000001" < "n_0000000005", but -1 follows 5 only after a wrap;
+        // with no wrap in sight, -1 is older.
+        assert_eq!(
+            names(&["n_0000000010", "n_0000000009", "n_-000000001"], false),
+            ["n_-000000001", "n_0000000009", "n_0000000010"]
+        );
+        assert_eq!(
+            names(
+                &[
+                    "_c_bbbbbbbbbbbbbbbb-n_0000000002",
+                    "_c_aaaaaaaaaaaaaaaa-n_0000000010"
+                ],
+                false
+            ),
+            [
+                "_c_bbbbbbbbbbbbbbbb-n_0000000002",
+                "_c_aaaaaaaaaaaaaaaa-n_0000000010"
+            ]
+        );
+    }
+
+    #[test]
+    fn serial_comparison_is_antisymmetric_across_the_wrap() {
+        for (a, b) in [
+            (0, 1),
+            (i32::MAX, i32::MIN),
+            (-5, 3),
+            (i32::MAX - 10, i32::MIN + 10),
+        ] {
+            assert_eq!(serial_cmp(a, b), Ordering::Less, "{a} {b}");
+            assert_eq!(serial_cmp(b, a), Ordering::Greater, "{b} {a}");
+        }
+        assert_eq!(serial_cmp(7, 7), Ordering::Equal);
+    }
+
+    #[test]
+    fn foreign_names_join_only_with_interop() {
+        let children = [
+            "_c_0a1b2c3d-1111-2222-3333-444455556666-latch-0000000003",
+            "0123456789abcdef0123456789abcdef__lock__0000000001",
+            "_c_00000000000000aa-n_0000000002",
+            "garbage",
+            "lock-",
+        ];
+        assert_eq!(
+            names(&children, false),
+            ["_c_00000000000000aa-n_0000000002"]
+        );
+        assert_eq!(
+            names(&children, true),
+            [
+                "0123456789abcdef0123456789abcdef__lock__0000000001",
+                "_c_00000000000000aa-n_0000000002",
+                "_c_0a1b2c3d-1111-2222-3333-444455556666-latch-0000000003",
+            ]
+        );
+        let owned: Vec<String> = children.iter().map(|s| s.to_string()).collect();
+        let (q, ignored) = queue(&owned, "n_", true);
+        assert_eq!(ignored, 2);
+        assert_eq!(q[0].origin, Origin::Kazoo);
+        assert_eq!(q[2].origin, Origin::Curator);
+    }
+
+    #[test]
+    fn ordering_is_the_same_whatever_the_input_order() {
+        let base = [
+            "n_2147483640",
+            "n_2147483647",
+            "n_-2147483648",
+            "n_-2147483600",
+            "n_2147483645",
+        ];
+        let want = names(&base, false);
+        let mut rev = base;
+        rev.reverse();
+        assert_eq!(names(&rev, false), want);
+        assert_eq!(want[0], "n_2147483640");
+        assert_eq!(want[4], "n_-2147483600");
+    }
+}

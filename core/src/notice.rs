@@ -1,0 +1,140 @@
+//! What a [`Candidate`](crate::Candidate) tells the application.
+//!
+//! Called *notices* rather than events because in ZooKeeper's vocabulary an event
+//! is a watch firing, which is an input.
+
+use std::fmt;
+
+use crate::zk::ZkCode;
+
+/// A fencing token: the czxid of the leader's node.
+///
+/// It only grows across leaders (every create gets a higher zxid), unlike the
+/// sequence number, which restarts if the election parent is recreated. A resource
+/// that remembers the highest token it has seen and rejects lower ones cannot be
+/// written by a deposed leader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct FencingToken(pub i64);
+
+impl fmt::Display for FencingToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Why a leader stopped leading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum DemotionReason {
+    /// The application resigned.
+    Resigned,
+    /// The application closed the candidate.
+    Closed,
+    /// Someone else deleted the leader's node (an operator forcing a hand-off).
+    Revoked,
+    /// The session expired; the node is gone.
+    Expired,
+    /// No reply from the server for as long as the policy allows: the session may
+    /// have expired on the server even though the client has not said so.
+    Lost,
+    /// A fatal error stopped the candidate.
+    Failed,
+    /// A re-check after reconnecting found the node no longer among the leaders.
+    Displaced,
+}
+
+impl fmt::Display for DemotionReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Resigned => "resigned",
+            Self::Closed => "closed",
+            Self::Revoked => "revoked",
+            Self::Expired => "session expired",
+            Self::Lost => "lost contact with the server",
+            Self::Failed => "failed",
+            Self::Displaced => "displaced",
+        })
+    }
+}
+
+/// A fatal problem that stopped a candidate.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum CandidateError {
+    /// The server refused an operation with an error no retry can fix.
+    #[error("ZooKeeper refused {verb} {path}: {code}")]
+    Refused {
+        /// The request verb (`create`, `children`, …).
+        verb: String,
+        /// The path it was about.
+        path: String,
+        /// The server's error.
+        code: ZkCode,
+    },
+    /// The server rejected the session's credentials.
+    #[error("authentication failed: the server rejected this session's credentials")]
+    AuthFailed,
+}
+
+/// Something the application should know, drained with
+/// [`Candidate::poll_notice`](crate::Candidate::poll_notice).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Notice {
+    /// The candidate's node was created (or recovered) and it is in the queue.
+    Joined {
+        /// The node's name (not the full path).
+        node: String,
+    },
+    /// This candidate is now a leader; act as one, guarding writes with `token`.
+    Elected {
+        /// The fencing token for this term.
+        token: FencingToken,
+    },
+    /// This candidate is no longer a leader; stop acting as one now.
+    Demoted {
+        /// Why.
+        reason: DemotionReason,
+    },
+    /// The connection is suspended. Under the `Standard` policy a leader must stop
+    /// acting as one until [`Notice::Resumed`].
+    Suspended,
+    /// The connection is back on the same session and, for a leader, leadership
+    /// has been re-verified.
+    Resumed,
+    /// The lowest node in the queue changed (as far as this candidate has seen).
+    LeaderChanged {
+        /// Name of the lowest node, or `None` if the queue is empty.
+        leader: Option<String>,
+    },
+    /// A fatal error; the candidate has stopped.
+    Error(CandidateError),
+}
+
+/// What the candidate is doing right now, for the application.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Role {
+    /// Not taking part (never joined, or resigned without rejoining).
+    Idle,
+    /// In the queue, or on its way there, not leading.
+    Follower,
+    /// Leading, with this term's fencing token.
+    Leader(FencingToken),
+    /// Was leading, but the connection is suspended: must not act as leader.
+    Suspended(FencingToken),
+    /// Following the election without a node of its own.
+    Observer,
+    /// Closed for good.
+    Closed,
+    /// Stopped by a fatal error.
+    Failed,
+}
+
+impl Role {
+    /// Whether the application may act as leader now.
+    pub fn is_leader(self) -> bool {
+        matches!(self, Self::Leader(_))
+    }
+}

@@ -1,0 +1,136 @@
+//! Timers and backoff. The machine never sleeps: it says when it next wants
+//! [`Candidate::handle_timeout`](crate::Candidate::handle_timeout) through
+//! [`Candidate::poll_timeout`](crate::Candidate::poll_timeout).
+
+use std::time::Duration;
+
+use crate::name::splitmix64;
+use crate::time::Timestamp;
+
+/// The machine's timers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Timer {
+    /// Retry the current step after a transient error.
+    Retry,
+    /// Send the next liveness probe.
+    Probe,
+    /// The link or the session may have gone stale: re-check leadership.
+    Lease,
+}
+
+const TIMERS: [Timer; 3] = [Timer::Retry, Timer::Probe, Timer::Lease];
+
+/// One optional deadline per [`Timer`]; the earliest is the machine's wake-up.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub(crate) struct TimerTable {
+    deadlines: [Option<Timestamp>; 3],
+}
+
+impl TimerTable {
+    pub(crate) fn set(&mut self, timer: Timer, at: Timestamp) {
+        self.deadlines[timer as usize] = Some(at);
+    }
+
+    pub(crate) fn stop(&mut self, timer: Timer) {
+        self.deadlines[timer as usize] = None;
+    }
+
+    pub(crate) fn get(&self, timer: Timer) -> Option<Timestamp> {
+        self.deadlines[timer as usize]
+    }
+
+    pub(crate) fn is_set(&self, timer: Timer) -> bool {
+        self.get(timer).is_some()
+    }
+
+    pub(crate) fn next(&self) -> Option<Timestamp> {
+        self.deadlines.iter().flatten().min().copied()
+    }
+
+    /// Clears and returns the timers due at `now`, in a fixed order.
+    pub(crate) fn take_expired(&mut self, now: Timestamp) -> Vec<Timer> {
+        let mut due = Vec::new();
+        for timer in TIMERS {
+            if self.get(timer).is_some_and(|at| at <= now) {
+                self.stop(timer);
+                due.push(timer);
+            }
+        }
+        due
+    }
+}
+
+/// Exponential backoff with deterministic jitter drawn from a seeded SplitMix64.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Backoff {
+    min: Duration,
+    max: Duration,
+    attempt: u32,
+    state: u64,
+}
+
+impl Backoff {
+    pub(crate) fn new(min: Duration, max: Duration, seed: u64) -> Self {
+        Self {
+            min,
+            max,
+            attempt: 0,
+            state: seed,
+        }
+    }
+
+    /// The next delay: `min * 2^attempt`, capped at `max`, then jittered into
+    /// `[d/2, d]` so a crowd of candidates does not retry in lock-step.
+    pub(crate) fn next_delay(&mut self) -> Duration {
+        let factor = 1u32 << self.attempt.min(16);
+        self.attempt = self.attempt.saturating_add(1);
+        let full = self.min.saturating_mul(factor).min(self.max);
+        self.state = splitmix64(self.state);
+        let full_ms = u64::try_from(full.as_millis()).unwrap_or(u64::MAX).max(1);
+        let half = full_ms / 2;
+        Duration::from_millis(half + self.state % (full_ms - half + 1))
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.attempt = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_fires_only_due_timers_and_reports_the_earliest() {
+        let mut t = TimerTable::default();
+        assert_eq!(t.next(), None);
+        t.set(Timer::Probe, Timestamp::from_millis(30));
+        t.set(Timer::Retry, Timestamp::from_millis(10));
+        assert_eq!(t.next(), Some(Timestamp::from_millis(10)));
+        assert_eq!(
+            t.take_expired(Timestamp::from_millis(20)),
+            vec![Timer::Retry]
+        );
+        assert!(!t.is_set(Timer::Retry));
+        assert_eq!(t.take_expired(Timestamp::from_millis(20)), vec![]);
+        assert_eq!(t.next(), Some(Timestamp::from_millis(30)));
+    }
+
+    #[test]
+    fn backoff_grows_caps_and_is_reproducible() {
+        let min = Duration::from_millis(100);
+        let max = Duration::from_millis(1_000);
+        let mut a = Backoff::new(min, max, 42);
+        let mut b = Backoff::new(min, max, 42);
+        let delays: Vec<_> = (0..8).map(|_| a.next_delay()).collect();
+        let again: Vec<_> = (0..8).map(|_| b.next_delay()).collect();
+        assert_eq!(delays, again);
+        assert!(delays[0] >= Duration::from_millis(50) && delays[0] <= min);
+        assert!(delays
+            .iter()
+            .all(|d| *d <= max && *d >= Duration::from_millis(50)));
+        assert!(delays[7] >= Duration::from_millis(500));
+        a.reset();
+        assert!(a.next_delay() <= min);
+    }
+}

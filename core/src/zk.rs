@@ -1,0 +1,295 @@
+//! ZooKeeper vocabulary owned by the core: requests, replies, stats, error codes.
+//!
+//! These mirror the ZooKeeper wire protocol closely enough that any client library
+//! can be mapped onto them, but they belong to zkelect so the core depends on no
+//! client crate.
+
+use std::fmt;
+
+/// A ZooKeeper session id (the server's 64-bit `sessionId`, also a node's `ephemeralOwner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct SessionId(pub i64);
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "0x{:x}", self.0)
+    }
+}
+
+/// The metadata ZooKeeper keeps for a znode (the fields zkelect uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Stat {
+    /// Zxid of the transaction that created the node: the fencing token.
+    pub czxid: i64,
+    /// Zxid of the last change to the node's data.
+    pub mzxid: i64,
+    /// Zxid of the last change to the node's children.
+    pub pzxid: i64,
+    /// Version of the node's data.
+    pub version: i32,
+    /// Version of the node's children list (bumped by every child create and delete).
+    pub cversion: i32,
+    /// Session that owns the node if it is ephemeral, else 0.
+    pub ephemeral_owner: i64,
+    /// Length of the node's data in bytes.
+    pub data_length: i32,
+    /// Number of children.
+    pub num_children: i32,
+}
+
+/// How a node is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum CreateMode {
+    /// Survives its session.
+    Persistent,
+    /// Removed when its session ends.
+    Ephemeral,
+    /// Persistent, with a 10-digit sequence appended by the server.
+    PersistentSequential,
+    /// Ephemeral, with a 10-digit sequence appended by the server: election nodes.
+    EphemeralSequential,
+    /// Persistent, removed by the server once its last child is gone.
+    Container,
+}
+
+impl CreateMode {
+    /// Whether the server appends a sequence number to the name.
+    pub fn is_sequential(self) -> bool {
+        matches!(self, Self::PersistentSequential | Self::EphemeralSequential)
+    }
+
+    /// Whether the node dies with its session.
+    pub fn is_ephemeral(self) -> bool {
+        matches!(self, Self::Ephemeral | Self::EphemeralSequential)
+    }
+}
+
+/// The access control a created node gets.
+///
+/// Kept to the three policies an election needs; transports translate them into
+/// their client's ACL lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Acl {
+    /// `world:anyone` may do anything (ZooKeeper's `OPEN_ACL_UNSAFE`).
+    #[default]
+    Open,
+    /// Only the authenticated creator may do anything (`CREATOR_ALL_ACL`); needs auth.
+    CreatorAll,
+    /// The creator may do anything, everyone may read: lets unauthenticated
+    /// observers and `zkelect status` see the queue while nobody else can change it.
+    CreatorAllWorldRead,
+}
+
+/// One operation the machine asks the driver to perform.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Request {
+    /// `create2`: create a node and return its path and [`Stat`].
+    Create {
+        /// Full path; for sequential modes the server appends the sequence.
+        path: String,
+        /// The node's data.
+        data: Vec<u8>,
+        /// Persistent, ephemeral, sequential, container.
+        mode: CreateMode,
+        /// Access control for the new node.
+        acl: Acl,
+    },
+    /// `getChildren`, optionally leaving a child watch on `path`.
+    GetChildren {
+        /// Parent path.
+        path: String,
+        /// Leave a one-shot child watch.
+        watch: bool,
+    },
+    /// `getData`, optionally leaving a data watch (which also fires on deletion).
+    GetData {
+        /// Node path.
+        path: String,
+        /// Leave a one-shot data watch.
+        watch: bool,
+    },
+    /// `exists`. zkelect never sets a watch with it: an exists-watch on a missing
+    /// node stays behind as a creation watch and leaks.
+    Exists {
+        /// Node path.
+        path: String,
+        /// Leave a one-shot watch (zkelect always passes `false`).
+        watch: bool,
+    },
+    /// `delete`, with an expected version or any (`None` = -1).
+    Delete {
+        /// Node path.
+        path: String,
+        /// Expected data version, or `None` for any.
+        version: Option<i32>,
+    },
+}
+
+impl Request {
+    /// The path the request is about.
+    pub fn path(&self) -> &str {
+        match self {
+            Self::Create { path, .. }
+            | Self::GetChildren { path, .. }
+            | Self::GetData { path, .. }
+            | Self::Exists { path, .. }
+            | Self::Delete { path, .. } => path,
+        }
+    }
+
+    /// Whether the request leaves a watch on the server.
+    pub fn sets_watch(&self) -> bool {
+        match self {
+            Self::GetChildren { watch, .. }
+            | Self::GetData { watch, .. }
+            | Self::Exists { watch, .. } => *watch,
+            Self::Create { .. } | Self::Delete { .. } => false,
+        }
+    }
+
+    /// A short verb for traces: `create`, `children`, `data`, `exists`, `delete`.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Self::Create { .. } => "create",
+            Self::GetChildren { .. } => "children",
+            Self::GetData { .. } => "data",
+            Self::Exists { .. } => "exists",
+            Self::Delete { .. } => "delete",
+        }
+    }
+}
+
+/// A successful answer to a [`Request`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Reply {
+    /// Answer to `Create`: the actual path (with sequence) and the node's stat.
+    Created {
+        /// Full path of the created node.
+        path: String,
+        /// Its stat (create2): czxid and ephemeral owner.
+        stat: Stat,
+    },
+    /// Answer to `GetChildren`: child names (not paths), in any order.
+    Children(Vec<String>),
+    /// Answer to `GetData`.
+    Data {
+        /// The node's data.
+        data: Vec<u8>,
+        /// The node's stat.
+        stat: Stat,
+    },
+    /// Answer to `Exists`: the stat if the node exists.
+    Exists(Option<Stat>),
+    /// Answer to `Delete`.
+    Deleted,
+}
+
+/// A ZooKeeper error code, as the core sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum ZkCode {
+    /// The connection dropped; the request may or may not have been applied.
+    ConnectionLoss,
+    /// The client gave up waiting; the request may or may not have been applied.
+    OperationTimeout,
+    /// The session is gone, and with it every ephemeral node it owned.
+    SessionExpired,
+    /// The session moved to another server.
+    SessionMoved,
+    /// The node (or, for create, its parent) does not exist.
+    NoNode,
+    /// The node already exists.
+    NodeExists,
+    /// The node has children.
+    NotEmpty,
+    /// Version check failed.
+    BadVersion,
+    /// The ACL forbids the operation for this session's identities.
+    NoAuth,
+    /// Authentication failed.
+    AuthFailed,
+    /// The ACL given is invalid (e.g. `CreatorAll` without any authentication).
+    InvalidAcl,
+    /// Bad arguments (e.g. an invalid path).
+    BadArguments,
+    /// Ephemeral nodes cannot have children.
+    NoChildrenForEphemerals,
+    /// The server does not implement the operation.
+    Unimplemented,
+    /// Any other server code.
+    Other(i32),
+}
+
+impl ZkCode {
+    /// The request may have been applied and should be retried or recovered.
+    pub fn is_connection_fault(self) -> bool {
+        matches!(
+            self,
+            Self::ConnectionLoss | Self::OperationTimeout | Self::SessionMoved
+        )
+    }
+
+    /// No retry can fix it: the candidate stops and reports the cause.
+    pub fn is_fatal(self) -> bool {
+        matches!(
+            self,
+            Self::NoAuth
+                | Self::AuthFailed
+                | Self::InvalidAcl
+                | Self::BadArguments
+                | Self::NoChildrenForEphemerals
+        )
+    }
+}
+
+impl fmt::Display for ZkCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ConnectionLoss => f.write_str("connection loss"),
+            Self::OperationTimeout => f.write_str("operation timeout"),
+            Self::SessionExpired => f.write_str("session expired"),
+            Self::SessionMoved => f.write_str("session moved"),
+            Self::NoNode => f.write_str("no node"),
+            Self::NodeExists => f.write_str("node exists"),
+            Self::NotEmpty => f.write_str("not empty"),
+            Self::BadVersion => f.write_str("bad version"),
+            Self::NoAuth => f.write_str("not authorised (NoAuth)"),
+            Self::AuthFailed => f.write_str("authentication failed"),
+            Self::InvalidAcl => f.write_str("invalid ACL"),
+            Self::BadArguments => f.write_str("bad arguments"),
+            Self::NoChildrenForEphemerals => f.write_str("ephemeral nodes cannot have children"),
+            Self::Unimplemented => f.write_str("unimplemented"),
+            Self::Other(code) => write!(f, "server error code {code}"),
+        }
+    }
+}
+
+/// What a one-shot watch reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum WatchKind {
+    /// The node was created.
+    NodeCreated,
+    /// The node was deleted.
+    NodeDeleted,
+    /// The node's data changed.
+    NodeDataChanged,
+    /// The node's children changed.
+    NodeChildrenChanged,
+}
+
+/// A fired watch.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct WatchEvent {
+    /// What happened.
+    pub kind: WatchKind,
+    /// To which path.
+    pub path: String,
+}
