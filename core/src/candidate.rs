@@ -358,13 +358,13 @@ impl Candidate {
     /// progress it turns the resign into resign-and-rejoin.
     pub fn join(&mut self, now: Timestamp) {
         self.enter(now);
+        if self.step == Step::Done {
+            return;
+        }
         match self.intent {
             Intent::In | Intent::Close => {}
             Intent::Leave { .. } => self.intent = Intent::Leave { rejoin: true },
             Intent::Out => {
-                if self.step == Step::Done {
-                    return;
-                }
                 self.intent = Intent::In;
                 self.step = self.first_step();
             }
@@ -377,6 +377,9 @@ impl Candidate {
     /// delete is confirmed. Idempotent.
     pub fn resign(&mut self, now: Timestamp, rejoin: bool) {
         self.enter(now);
+        if self.step == Step::Done {
+            return;
+        }
         match self.intent {
             Intent::Out | Intent::Close => return,
             Intent::Leave { .. } => {
@@ -395,6 +398,9 @@ impl Candidate {
     /// node already gone counts as deleted) and then stops. Idempotent.
     pub fn close(&mut self, now: Timestamp) {
         self.enter(now);
+        if self.step == Step::Done {
+            return;
+        }
         match self.intent {
             Intent::Close => return,
             Intent::Out => {
@@ -403,9 +409,6 @@ impl Candidate {
                 return;
             }
             Intent::In | Intent::Leave { .. } => {}
-        }
-        if self.step == Step::Done {
-            return;
         }
         self.demote(DemotionReason::Closed);
         self.intent = Intent::Close;

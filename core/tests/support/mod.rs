@@ -1,0 +1,205 @@
+//! A tiny hand-driver for transcript tests: feed inputs, take the commands the
+//! machine emitted by verb, answer them, read the notices.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use zkelect_core::*;
+
+pub const PATH: &str = "/svc/leader";
+pub const SID: SessionId = SessionId(0x100);
+pub const TIMEOUT: Duration = Duration::from_millis(3_000);
+
+pub struct Driver {
+    pub c: Candidate,
+    pub now: Timestamp,
+    pub pending: Vec<Command>,
+    pub notices: Vec<Notice>,
+}
+
+pub fn stat(czxid: i64, owner: SessionId) -> Stat {
+    Stat {
+        czxid,
+        ephemeral_owner: owner.0,
+        ..Stat::default()
+    }
+}
+
+pub fn config(id: &str) -> ConfigBuilder {
+    Config::builder(PATH, id).nonce_seed(7)
+}
+
+impl Driver {
+    pub fn new(builder: ConfigBuilder) -> Self {
+        let c = Candidate::new(builder.build().expect("valid config"));
+        Self {
+            c,
+            now: Timestamp::ZERO,
+            pending: Vec::new(),
+            notices: Vec::new(),
+        }
+    }
+
+    /// A candidate that joined and is connected, with its create pending.
+    pub fn joined(builder: ConfigBuilder) -> Self {
+        let mut d = Self::new(builder);
+        d.c.join(d.now);
+        d.connect(SID);
+        d
+    }
+
+    fn drain(&mut self) {
+        while let Some(n) = self.c.poll_notice() {
+            self.notices.push(n);
+        }
+        while let Some(cmd) = self.c.poll_command() {
+            self.pending.push(cmd);
+        }
+        if let Some(at) = self.c.poll_timeout() {
+            assert!(at > self.now || at == self.now, "timeout in the past");
+        }
+    }
+
+    pub fn input(&mut self, input: Input) {
+        self.c.handle(self.now, input);
+        self.drain();
+    }
+
+    pub fn connect(&mut self, sid: SessionId) {
+        self.input(Input::Session(SessionEvent::Connected {
+            session_id: Some(sid),
+            timeout: TIMEOUT,
+        }));
+    }
+
+    pub fn session(&mut self, event: SessionEvent) {
+        self.input(Input::Session(event));
+    }
+
+    pub fn event(&mut self, kind: WatchKind, name: &str) {
+        let path = if name.is_empty() {
+            PATH.to_owned()
+        } else {
+            format!("{PATH}/{name}")
+        };
+        self.input(Input::Watch(WatchEvent { kind, path }));
+    }
+
+    pub fn join(&mut self) {
+        self.c.join(self.now);
+        self.drain();
+    }
+
+    pub fn resign(&mut self, rejoin: bool) {
+        self.c.resign(self.now, rejoin);
+        self.drain();
+    }
+
+    pub fn close(&mut self) {
+        self.c.close(self.now);
+        self.drain();
+    }
+
+    /// Moves the clock and fires due timers.
+    pub fn sleep(&mut self, ms: u64) {
+        self.now = self.now + Duration::from_millis(ms);
+        self.c.handle_timeout(self.now);
+        self.drain();
+        if let Some(at) = self.c.poll_timeout() {
+            assert!(
+                at > self.now,
+                "poll_timeout {at} not after handle_timeout({})",
+                self.now
+            );
+        }
+    }
+
+    /// Removes and returns the first pending command with this verb.
+    pub fn take(&mut self, verb: &str) -> Command {
+        self.try_take(verb)
+            .unwrap_or_else(|| panic!("no pending {verb}; pending: {:#?}", self.pending))
+    }
+
+    pub fn try_take(&mut self, verb: &str) -> Option<Command> {
+        let i = self.pending.iter().position(|c| c.request.verb() == verb)?;
+        Some(self.pending.remove(i))
+    }
+
+    /// Answers every pending probe (`exists`), proving contact with the server.
+    pub fn answer_probes(&mut self) {
+        while let Some(p) = self.try_take("exists") {
+            self.reply(p.op, Ok(Reply::Exists(Some(Stat::default()))));
+        }
+    }
+
+    pub fn has_pending(&self, verb: &str) -> bool {
+        self.pending.iter().any(|c| c.request.verb() == verb)
+    }
+
+    pub fn reply(&mut self, op: OpId, result: Result<Reply, ZkCode>) {
+        self.input(Input::Reply { op, result });
+    }
+
+    /// Answers the pending create with `name` and czxid.
+    pub fn created(&mut self, name: &str, czxid: i64) -> Command {
+        let cmd = self.take("create");
+        self.reply(
+            cmd.op,
+            Ok(Reply::Created {
+                path: format!("{PATH}/{name}"),
+                stat: stat(czxid, SID),
+            }),
+        );
+        cmd
+    }
+
+    /// Answers the pending listing.
+    pub fn children(&mut self, names: &[&str]) -> Command {
+        let cmd = self.take("children");
+        self.reply(
+            cmd.op,
+            Ok(Reply::Children(
+                names.iter().map(|s| s.to_string()).collect(),
+            )),
+        );
+        cmd
+    }
+
+    /// Answers the pending getData on `name` (with owner `SID`).
+    pub fn data_ok(&mut self, name: &str, czxid: i64) -> Command {
+        let cmd = self.take_data(name);
+        self.reply(
+            cmd.op,
+            Ok(Reply::Data {
+                data: Vec::new(),
+                stat: stat(czxid, SID),
+            }),
+        );
+        cmd
+    }
+
+    pub fn take_data(&mut self, name: &str) -> Command {
+        let path = format!("{PATH}/{name}");
+        let i = self
+            .pending
+            .iter()
+            .position(|c| matches!(&c.request, Request::GetData { path: p, .. } if *p == path))
+            .unwrap_or_else(|| panic!("no getData on {name}; pending: {:#?}", self.pending));
+        self.pending.remove(i)
+    }
+
+    /// Joins as `own` in a queue of `children` (answers create, own watch, listing).
+    pub fn in_queue(builder: ConfigBuilder, own: &str, czxid: i64, children: &[&str]) -> Self {
+        let mut d = Self::joined(builder);
+        d.answer_probes();
+        d.created(own, czxid);
+        d.data_ok(own, czxid);
+        d.children(children);
+        d
+    }
+
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.notices)
+    }
+}

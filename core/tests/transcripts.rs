@@ -1,0 +1,753 @@
+//! Transcript tests: exact inputs in, exact commands and notices out. One or more
+//! per row of the design's behaviour table; names say what they prove.
+
+mod support;
+
+use std::time::Duration;
+
+use support::*;
+use zkelect_core::*;
+
+fn elected(token: i64) -> Notice {
+    Notice::Elected {
+        token: FencingToken(token),
+    }
+}
+
+fn demoted(reason: DemotionReason) -> Notice {
+    Notice::Demoted { reason }
+}
+
+// ----- predecessor watch ------------------------------------------------------
+
+#[test]
+fn follower_watches_only_its_predecessor_with_get_data() {
+    let mut d = Driver::in_queue(
+        config("c"),
+        "n_0000000002",
+        12,
+        &["n_0000000000", "n_0000000001", "n_0000000002"],
+    );
+    let watch = d.take_data("n_0000000001");
+    assert_eq!(
+        watch.request,
+        Request::GetData {
+            path: format!("{PATH}/n_0000000001"),
+            watch: true
+        }
+    );
+    assert_eq!(d.c.watching(), Some("n_0000000001"));
+    assert!(
+        d.pending.is_empty(),
+        "nothing else: no exists-watch, no child watch: {:?}",
+        d.pending
+    );
+    assert_eq!(d.c.role(), Role::Follower);
+}
+
+#[test]
+fn predecessor_already_gone_moves_to_the_next_lower_node() {
+    let mut d = Driver::in_queue(
+        config("c"),
+        "n_0000000002",
+        12,
+        &["n_0000000000", "n_0000000001", "n_0000000002"],
+    );
+    let watch = d.take_data("n_0000000001");
+    d.reply(watch.op, Err(ZkCode::NoNode));
+    // n_0 is still below, so no election yet: watch n_0 straight from the listing.
+    d.take_data("n_0000000000");
+    assert_eq!(d.c.watching(), Some("n_0000000000"));
+    assert_eq!(d.c.role(), Role::Follower);
+}
+
+#[test]
+fn any_event_on_the_predecessor_leads_to_a_relist() {
+    let mut d = Driver::in_queue(
+        config("b"),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    d.data_ok("n_0000000000", 10);
+    d.event(WatchKind::NodeDataChanged, "n_0000000000");
+    d.take("children");
+    assert_eq!(d.c.role(), Role::Follower);
+}
+
+// ----- zero-round-trip takeover --------------------------------------------------
+
+#[test]
+fn deleted_only_predecessor_elects_on_the_notification_itself() {
+    let mut d = Driver::in_queue(
+        config("b"),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    d.data_ok("n_0000000000", 10);
+    d.take_notices();
+    d.event(WatchKind::NodeDeleted, "n_0000000000");
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(11)));
+    assert!(d.take_notices().contains(&elected(11)));
+    assert!(
+        !d.has_pending("children"),
+        "no re-list needed: {:?}",
+        d.pending
+    );
+    assert_eq!(d.c.stats().zero_rtt_takeovers, 1);
+}
+
+#[test]
+fn deleted_predecessor_with_lower_nodes_left_reverifies_the_next_one() {
+    let mut d = Driver::in_queue(
+        config("c"),
+        "n_0000000002",
+        12,
+        &["n_0000000000", "n_0000000001", "n_0000000002"],
+    );
+    d.data_ok("n_0000000001", 11);
+    d.event(WatchKind::NodeDeleted, "n_0000000001");
+    assert_eq!(d.c.role(), Role::Follower, "n_0 may still lead");
+    d.data_ok("n_0000000000", 10);
+    d.event(WatchKind::NodeDeleted, "n_0000000000");
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(12)));
+}
+
+#[test]
+fn watch_event_overtaking_the_reply_that_set_it_is_acted_on() {
+    let mut d = Driver::in_queue(
+        config("b"),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    let watch = d.take_data("n_0000000000");
+    // The client delivered the deletion before the getData reply (zookeeper-async does).
+    d.event(WatchKind::NodeDeleted, "n_0000000000");
+    assert!(d.c.role().is_leader());
+    d.reply(
+        watch.op,
+        Ok(Reply::Data {
+            data: vec![],
+            stat: stat(10, SessionId(1)),
+        }),
+    );
+    assert!(d.c.role().is_leader(), "the late reply is stale");
+    assert_eq!(d.c.stats().stale_replies, 1);
+}
+
+// ----- revocation -------------------------------------------------------------------
+
+#[test]
+fn leader_whose_node_is_deleted_is_revoked_and_rejoins_at_the_back() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    assert!(d.c.role().is_leader());
+    d.take_notices();
+    d.event(WatchKind::NodeDeleted, "n_0000000000");
+    assert_eq!(d.take_notices()[0], demoted(DemotionReason::Revoked));
+    assert_eq!(d.c.role(), Role::Follower);
+    assert_eq!(d.c.node(), None);
+    d.created("n_0000000003", 13);
+    assert_eq!(d.c.node(), Some("n_0000000003"));
+}
+
+#[test]
+fn revoked_candidate_stays_out_when_configured() {
+    let mut d = Driver::in_queue(
+        config("a").rejoin_on_revoke(false),
+        "n_0000000000",
+        10,
+        &["n_0000000000"],
+    );
+    d.event(WatchKind::NodeDeleted, "n_0000000000");
+    assert_eq!(d.c.role(), Role::Idle);
+    assert!(!d.has_pending("create"));
+}
+
+#[test]
+fn listing_without_our_node_means_it_was_revoked() {
+    let mut d = Driver::in_queue(config("b"), "n_0000000001", 11, &["n_0000000000"]);
+    assert!(d
+        .take_notices()
+        .iter()
+        .all(|n| !matches!(n, Notice::Elected { .. })));
+    d.take("create");
+}
+
+// ----- protected create -------------------------------------------------------------
+
+fn nonce_of(cmd: &Command) -> String {
+    let Request::Create { path, .. } = &cmd.request else {
+        panic!("not a create")
+    };
+    let name = path.rsplit('/').next().unwrap();
+    assert!(name.starts_with("_c_"), "{name}");
+    name[3..3 + 16].to_owned()
+}
+
+#[test]
+fn lost_create_reply_is_recovered_without_a_leaked_node() {
+    let mut d = Driver::joined(config("a"));
+    d.answer_probes();
+    let create = d.take("create");
+    let nonce = nonce_of(&create);
+    // The server applied the create, but the reply was lost with the connection.
+    d.reply(create.op, Err(ZkCode::ConnectionLoss));
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    d.answer_probes();
+    assert!(
+        !d.has_pending("create"),
+        "must not create again before looking"
+    );
+    let ours = format!("_c_{nonce}-n_0000000004");
+    d.children(&["n_0000000002", &ours, "_c_ffffffffffffffff-n_0000000003"]);
+    // Ownership check before adopting.
+    let check = d.take_data(&ours);
+    d.reply(
+        check.op,
+        Ok(Reply::Data {
+            data: vec![],
+            stat: stat(44, SID),
+        }),
+    );
+    assert_eq!(d.c.node(), Some(ours.as_str()));
+    assert!(d
+        .take_notices()
+        .contains(&Notice::Joined { node: ours.clone() }));
+    d.children(&["n_0000000002", &ours, "_c_ffffffffffffffff-n_0000000003"]);
+    assert!(!d.has_pending("create"), "no second node: {:?}", d.pending);
+    assert_eq!(d.c.stats().recovered_creates, 1);
+    d.take_data("_c_ffffffffffffffff-n_0000000003");
+}
+
+#[test]
+fn lost_create_that_was_not_applied_is_created_again() {
+    let mut d = Driver::joined(config("a"));
+    d.answer_probes();
+    let create = d.take("create");
+    d.reply(create.op, Err(ZkCode::ConnectionLoss));
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    d.children(&["n_0000000002"]);
+    let again = d.take("create");
+    assert_eq!(
+        nonce_of(&again),
+        nonce_of(&create),
+        "same session, same nonce"
+    );
+}
+
+#[test]
+fn node_of_another_session_is_never_adopted() {
+    let mut d = Driver::joined(config("a"));
+    d.answer_probes();
+    let create = d.take("create");
+    let nonce = nonce_of(&create);
+    d.reply(create.op, Err(ZkCode::ConnectionLoss));
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    let ours = format!("_c_{nonce}-n_0000000004");
+    d.children(&[&ours]);
+    let check = d.take_data(&ours);
+    d.reply(
+        check.op,
+        Ok(Reply::Data {
+            data: vec![],
+            stat: stat(44, SessionId(0x999)),
+        }),
+    );
+    assert_eq!(d.c.node(), None);
+    d.take("create");
+}
+
+#[test]
+fn nonce_is_renewed_for_every_new_session() {
+    let mut d = Driver::joined(config("a"));
+    let first = d.take("create");
+    d.session(SessionEvent::Expired);
+    d.connect(SessionId(0x200));
+    let second = d.take("create");
+    assert_ne!(nonce_of(&first), nonce_of(&second));
+}
+
+// ----- sequence order -----------------------------------------------------------------
+
+#[test]
+fn wrapped_sequences_order_oldest_first() {
+    // n_2147483647 was created before the counter wrapped to n_-2147483648.
+    let children = ["n_2147483647", "n_-2147483648"];
+    let mut newer = Driver::in_queue(config("new"), "n_-2147483648", 21, &children);
+    assert_eq!(newer.c.role(), Role::Follower);
+    newer.take_data("n_2147483647");
+    let older = Driver::in_queue(config("old"), "n_2147483647", 20, &children);
+    assert_eq!(older.c.role(), Role::Leader(FencingToken(20)));
+}
+
+#[test]
+fn sequences_compare_as_numbers_not_strings() {
+    // As strings "n_0000000010" < "n_0000000009" is false but "n_-000000001" < "n_0000000000"
+    // sorts by byte; the numeric order must win in both cases.
+    let d = Driver::in_queue(
+        config("a"),
+        "n_0000000009",
+        9,
+        &["n_0000000010", "n_0000000009"],
+    );
+    assert!(d.c.role().is_leader());
+}
+
+// ----- foreign children -------------------------------------------------------------------
+
+#[test]
+fn unparsable_children_are_ignored_not_fatal() {
+    let d = Driver::in_queue(
+        config("a"),
+        "n_0000000005",
+        15,
+        &[
+            "garbage",
+            "",
+            "n_",
+            "n_abcdefghij",
+            "\u{1F600}\u{1F600}\u{1F600}",
+            "n_0000000005",
+            "lock-0000000001",
+        ],
+    );
+    assert!(d.c.role().is_leader());
+    assert_eq!(d.c.stats().ignored_children, 6);
+}
+
+#[test]
+fn curator_and_kazoo_nodes_queue_with_ours_by_sequence() {
+    let curator = "_c_0a1b2c3d-1111-2222-3333-444455556666-latch-0000000001";
+    let kazoo = "0123456789abcdef0123456789abcdef__lock__0000000002";
+    let children = [curator, kazoo, "n_0000000003"];
+    let mut d = Driver::in_queue(config("a").interop(true), "n_0000000003", 13, &children);
+    assert_eq!(d.c.role(), Role::Follower);
+    d.data_ok(kazoo, 12);
+    d.event(WatchKind::NodeDeleted, kazoo);
+    d.data_ok(curator, 11);
+    d.event(WatchKind::NodeDeleted, curator);
+    assert!(d.c.role().is_leader());
+    // Without interop they are someone else's business.
+    let alone = Driver::in_queue(config("a"), "n_0000000003", 13, &children);
+    assert!(alone.c.role().is_leader());
+}
+
+// ----- connection states ------------------------------------------------------------------
+
+#[test]
+fn disconnected_leader_suspends_at_once_under_standard_policy() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    d.take_notices();
+    d.session(SessionEvent::Disconnected);
+    assert_eq!(d.take_notices(), vec![Notice::Suspended]);
+    assert_eq!(d.c.role(), Role::Suspended(FencingToken(10)));
+}
+
+#[test]
+fn session_aware_leader_keeps_leading_until_the_session_could_have_expired() {
+    let mut d = Driver::in_queue(
+        config("a").policy(ConnectionPolicy::SessionAware),
+        "n_0000000000",
+        10,
+        &["n_0000000000"],
+    );
+    // The last answered request was sent at t=0; the server cannot expire the
+    // session before t=3000. The leader demotes itself at 9/10 of that.
+    d.sleep(100);
+    d.take_notices();
+    d.session(SessionEvent::Disconnected);
+    assert_eq!(d.take_notices(), vec![Notice::Suspended]);
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(10)));
+    d.sleep(2_599);
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(10)), "t=2699 < 2700");
+    d.sleep(1);
+    assert_eq!(d.take_notices(), vec![demoted(DemotionReason::Lost)]);
+    assert_eq!(d.c.role(), Role::Follower);
+}
+
+#[test]
+fn silent_server_suspends_a_leader_even_if_the_client_says_nothing() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    d.take_notices();
+    // Probes go out every 1000 ms and are never answered (a blackholed server).
+    d.sleep(1_000);
+    assert!(d.has_pending("exists"));
+    d.sleep(999);
+    assert!(d.c.role().is_leader(), "t=1999 < 2/3 of 3000");
+    d.sleep(1);
+    assert_eq!(d.take_notices(), vec![Notice::Suspended]);
+    assert_eq!(d.c.role(), Role::Suspended(FencingToken(10)));
+}
+
+#[test]
+fn suspended_leader_resumes_only_after_reverifying() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    d.session(SessionEvent::Disconnected);
+    d.pending.clear();
+    d.take_notices();
+    d.connect(SID);
+    assert_eq!(
+        d.c.role(),
+        Role::Suspended(FencingToken(10)),
+        "not before a fresh listing"
+    );
+    d.answer_probes();
+    d.children(&["n_0000000000", "n_0000000004"]);
+    assert_eq!(d.take_notices(), vec![Notice::Resumed]);
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(10)));
+    // The own-node watch is re-armed: the client may have lost it.
+    d.take_data("n_0000000000");
+}
+
+#[test]
+fn follower_rearms_its_watch_after_a_reconnect() {
+    let mut d = Driver::in_queue(
+        config("b"),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    d.data_ok("n_0000000000", 10);
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    d.children(&["n_0000000000", "n_0000000001"]);
+    d.take_data("n_0000000000");
+    d.take_data("n_0000000001");
+}
+
+// ----- session expiry ---------------------------------------------------------------------
+
+#[test]
+fn expired_leader_is_demoted_forgets_its_node_and_rejoins_on_a_new_session() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    d.session(SessionEvent::Disconnected);
+    d.take_notices();
+    d.pending.clear();
+    d.session(SessionEvent::Expired);
+    assert_eq!(d.take_notices(), vec![demoted(DemotionReason::Expired)]);
+    assert_eq!(d.c.node(), None);
+    assert!(d.pending.is_empty(), "nothing until a new session");
+    d.connect(SessionId(0x200));
+    d.take("create");
+}
+
+#[test]
+fn connected_to_a_different_session_counts_as_expiry() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    d.take_notices();
+    d.connect(SessionId(0x555));
+    assert!(d.take_notices().contains(&demoted(DemotionReason::Expired)));
+    d.take("create");
+}
+
+#[test]
+fn own_node_owned_by_another_session_means_ours_ended() {
+    let mut d = Driver::joined(config("a"));
+    d.input(Input::Session(SessionEvent::Connected {
+        session_id: None,
+        timeout: TIMEOUT,
+    }));
+    d.answer_probes();
+    d.created("n_0000000000", 10);
+    // A reconnect that silently landed on a new session: the own node's owner says so.
+    let check = d.take_data("n_0000000000");
+    d.reply(
+        check.op,
+        Ok(Reply::Data {
+            data: vec![],
+            stat: stat(10, SessionId(0x777)),
+        }),
+    );
+    assert_eq!(d.c.node(), None);
+}
+
+// ----- fencing token ----------------------------------------------------------------------
+
+#[test]
+fn elected_carries_the_czxid_not_the_sequence() {
+    let mut d = Driver::in_queue(
+        config("a"),
+        "n_0000000003",
+        0x5_0000_0007,
+        &["n_0000000003"],
+    );
+    assert!(d.take_notices().contains(&elected(0x5_0000_0007)));
+}
+
+// ----- resign / close ---------------------------------------------------------------------
+
+#[test]
+fn resign_demotes_at_once_deletes_the_node_and_rejoins_at_the_back() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    d.take_notices();
+    d.resign(true);
+    assert_eq!(d.take_notices(), vec![demoted(DemotionReason::Resigned)]);
+    let del = d.take("delete");
+    assert_eq!(
+        del.request,
+        Request::Delete {
+            path: format!("{PATH}/n_0000000000"),
+            version: None
+        }
+    );
+    d.reply(del.op, Ok(Reply::Deleted));
+    d.created("n_0000000005", 15);
+    assert_eq!(d.c.node(), Some("n_0000000005"));
+}
+
+#[test]
+fn close_is_idempotent_and_a_missing_node_counts_as_deleted() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    d.close();
+    d.close();
+    let del = d.take("delete");
+    assert!(!d.has_pending("delete"), "one delete for two closes");
+    d.reply(del.op, Err(ZkCode::NoNode));
+    assert!(d.c.is_closed());
+    assert_eq!(d.c.role(), Role::Closed);
+    d.close();
+    d.join();
+    assert!(d.pending.is_empty() && d.c.is_closed());
+}
+
+#[test]
+fn delete_lost_to_connection_loss_is_retried() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    d.close();
+    let del = d.take("delete");
+    d.reply(del.op, Err(ZkCode::ConnectionLoss));
+    d.session(SessionEvent::Disconnected);
+    assert!(!d.has_pending("delete"));
+    d.connect(SID);
+    let again = d.take("delete");
+    d.reply(again.op, Ok(Reply::Deleted));
+    assert!(d.c.is_closed());
+}
+
+#[test]
+fn close_while_the_create_is_in_flight_deletes_the_node_once_it_exists() {
+    let mut d = Driver::joined(config("a"));
+    d.close();
+    assert!(!d.c.is_closed());
+    d.created("n_0000000000", 10);
+    let del = d.take("delete");
+    d.reply(del.op, Ok(Reply::Deleted));
+    assert!(d.c.is_closed());
+}
+
+#[test]
+fn close_after_expiry_needs_no_delete() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    d.session(SessionEvent::Expired);
+    d.pending.clear();
+    d.close();
+    assert!(d.c.is_closed());
+    assert!(d.pending.is_empty());
+}
+
+// ----- parents ------------------------------------------------------------------------------
+
+#[test]
+fn missing_election_path_creates_the_parents_then_retries() {
+    let mut d = Driver::joined(config("a"));
+    d.answer_probes();
+    let create = d.take("create");
+    d.reply(create.op, Err(ZkCode::NoNode));
+    for (path, result) in [("/svc", Ok(())), ("/svc/leader", Err(ZkCode::NodeExists))] {
+        let cmd = d.take("create");
+        let Request::Create { path: p, mode, .. } = &cmd.request else {
+            unreachable!()
+        };
+        assert_eq!((p.as_str(), *mode), (path, CreateMode::Persistent));
+        let result = result.map(|()| Reply::Created {
+            path: path.to_owned(),
+            stat: Stat::default(),
+        });
+        d.reply(cmd.op, result);
+    }
+    let again = d.take("create");
+    assert!(matches!(
+        again.request,
+        Request::Create {
+            mode: CreateMode::EphemeralSequential,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn container_parent_is_requested_when_configured() {
+    let mut d = Driver::joined(config("a").container_parent(true));
+    let create = d.take("create");
+    d.reply(create.op, Err(ZkCode::NoNode));
+    let first = d.take("create");
+    d.reply(first.op, Err(ZkCode::NodeExists));
+    let last = d.take("create");
+    assert!(matches!(
+        last.request,
+        Request::Create {
+            mode: CreateMode::Container,
+            ..
+        }
+    ));
+}
+
+// ----- errors ---------------------------------------------------------------------------------
+
+#[test]
+fn no_auth_is_fatal_and_reported_with_its_cause() {
+    let mut d = Driver::joined(config("a").acl(Acl::CreatorAll));
+    let create = d.take("create");
+    d.reply(create.op, Err(ZkCode::NoAuth));
+    let notices = d.take_notices();
+    assert!(
+        notices.iter().any(|n| matches!(
+            n,
+            Notice::Error(CandidateError::Refused {
+                code: ZkCode::NoAuth,
+                ..
+            })
+        )),
+        "{notices:?}"
+    );
+    assert_eq!(d.c.role(), Role::Failed);
+    d.sleep(10_000);
+    assert!(!d.has_pending("create"), "no retry after a fatal error");
+}
+
+#[test]
+fn auth_failed_session_is_fatal() {
+    let mut d = Driver::joined(config("a"));
+    d.session(SessionEvent::AuthFailed);
+    assert!(d
+        .take_notices()
+        .contains(&Notice::Error(CandidateError::AuthFailed)));
+    assert!(d.c.is_failed());
+}
+
+#[test]
+fn transient_errors_retry_after_backoff_via_poll_timeout() {
+    let mut d = Driver::in_queue(
+        config("b").backoff(Duration::from_millis(100), Duration::from_secs(1)),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    let watch = d.take_data("n_0000000000");
+    d.reply(watch.op, Err(ZkCode::OperationTimeout));
+    assert!(!d.has_pending("data"), "not at once");
+    let wake = d.c.poll_timeout().unwrap();
+    assert!(wake <= d.now + Duration::from_millis(100));
+    d.sleep(100);
+    d.take_data("n_0000000000");
+}
+
+// ----- k leaders ------------------------------------------------------------------------------
+
+#[test]
+fn the_k_lowest_candidates_lead() {
+    let children = ["n_0000000000", "n_0000000001", "n_0000000002"];
+    let second = Driver::in_queue(config("b").leaders(2), "n_0000000001", 11, &children);
+    assert!(second.c.role().is_leader());
+    let mut third = Driver::in_queue(config("c").leaders(2), "n_0000000002", 12, &children);
+    assert_eq!(third.c.role(), Role::Follower);
+    third.data_ok("n_0000000001", 11);
+    // Either leader leaving makes room: here the nearer one goes.
+    third.event(WatchKind::NodeDeleted, "n_0000000001");
+    assert!(third.c.role().is_leader());
+}
+
+// ----- observer ---------------------------------------------------------------------------------
+
+#[test]
+fn observer_follows_the_leader_without_a_node_of_its_own() {
+    let mut d = Driver::joined(config("watcher").mode(Mode::Observer));
+    d.answer_probes();
+    assert!(!d.has_pending("create"));
+    let list = d.take("children");
+    assert_eq!(
+        list.request,
+        Request::GetChildren {
+            path: PATH.into(),
+            watch: true
+        }
+    );
+    d.reply(
+        list.op,
+        Ok(Reply::Children(vec![
+            "n_0000000004".into(),
+            "n_0000000003".into(),
+        ])),
+    );
+    assert!(d.take_notices().contains(&Notice::LeaderChanged {
+        leader: Some("n_0000000003".into())
+    }));
+    assert_eq!(d.c.role(), Role::Observer);
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.children(&["n_0000000004"]);
+    assert!(d.take_notices().contains(&Notice::LeaderChanged {
+        leader: Some("n_0000000004".into())
+    }));
+}
+
+// ----- strategies ---------------------------------------------------------------------------------
+
+#[test]
+fn parent_strategy_lists_with_a_child_watch_and_no_predecessor_watch() {
+    let mut d = Driver::in_queue(
+        config("b").strategy(WatchStrategy::Parent),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    assert!(!d.has_pending("data"), "{:?}", d.pending);
+    d.event(WatchKind::NodeChildrenChanged, "");
+    let list = d.take("children");
+    assert_eq!(
+        list.request,
+        Request::GetChildren {
+            path: PATH.into(),
+            watch: true
+        }
+    );
+}
+
+// ----- stale inputs ------------------------------------------------------------------------------
+
+#[test]
+fn stale_reply_for_an_old_op_is_ignored() {
+    let mut d = Driver::in_queue(
+        config("b"),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    let old_watch = d.take_data("n_0000000000");
+    // A reconnect supersedes the in-flight getData.
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    d.reply(old_watch.op, Err(ZkCode::NoNode));
+    assert_eq!(d.c.role(), Role::Follower, "a stale NoNode must not elect");
+    assert_eq!(d.c.stats().stale_replies, 1);
+    d.reply(OpId(9_999), Ok(Reply::Deleted));
+    assert_eq!(d.c.stats().stale_replies, 2);
+}
+
+#[test]
+fn duplicate_reply_is_ignored() {
+    let mut d = Driver::joined(config("a"));
+    let create = d.take("create");
+    let created = Ok(Reply::Created {
+        path: format!("{PATH}/n_0000000000"),
+        stat: stat(10, SID),
+    });
+    d.reply(create.op, created.clone());
+    d.reply(create.op, created);
+    assert_eq!(d.c.stats().stale_replies, 1);
+    assert_eq!(d.c.node(), Some("n_0000000000"));
+}
