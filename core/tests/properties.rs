@@ -462,7 +462,7 @@ fn replay_of_a_recorded_input_log_is_identical() {
         timeout: Duration::from_secs(3),
     });
     let mut now = Timestamp::ZERO;
-    let mut feed =
+    let feed =
         |c: &mut Candidate, now: Timestamp, input: Input, log: &mut Vec<(Timestamp, Input)>| {
             log.push((now, input.clone()));
             c.handle(now, input);
