@@ -49,6 +49,10 @@ use crate::time::Timestamp;
 use crate::timer::{Backoff, Timer, TimerTable};
 use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
 
+/// How many of the nearest lower nodes a follower remembers from a listing: the
+/// predecessors it can fall back to without listing again.
+const NEAREST_KEPT: usize = 8;
+
 /// Counters a driver can export as metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Stats {
@@ -225,7 +229,10 @@ pub struct Candidate {
     own_watch_op: Option<OpId>,
     own_watch_armed: bool,
     probe_op: Option<OpId>,
-    /// Names below our own in the last listing, oldest first (minus those seen gone).
+    /// How many participants were below our node in the last listing, minus
+    /// those seen gone since: an upper bound on how many are below it now.
+    lower_count: usize,
+    /// The nearest of them, oldest first: the next predecessors to watch.
     lower: Vec<String>,
     /// The predecessor whose watch is set or being set.
     pred: Option<String>,
@@ -270,6 +277,7 @@ impl Candidate {
             own_watch_op: None,
             own_watch_armed: false,
             probe_op: None,
+            lower_count: 0,
             lower: Vec::new(),
             pred: None,
             leadership: Leadership::None,
@@ -807,6 +815,7 @@ impl Candidate {
         }
         self.set_step(Step::Lead);
         self.lower.clear();
+        self.lower_count = 0;
         match self.leadership {
             Leadership::Active(_) => {}
             Leadership::Suspended(_) => {
@@ -870,6 +879,7 @@ impl Candidate {
     fn start_leaving(&mut self) {
         self.pred = None;
         self.lower.clear();
+        self.lower_count = 0;
         if self.create_in_flight() {
             // The create's reply decides: the node will be deleted when it is known.
             self.step = Step::Create;
@@ -922,6 +932,7 @@ impl Candidate {
             self.ops.remove(&op);
         }
         self.lower.clear();
+        self.lower_count = 0;
         if self.leaving() {
             return self.finish_leaving();
         }
@@ -1167,29 +1178,37 @@ impl Candidate {
                 return self.main_error("list", path, code);
             }
         };
-        let (queue, ignored) = name::queue(&children, self.config.prefix(), self.config.interop());
-        self.stats.ignored_children += ignored as u64;
         let k = self.config.leaders() as usize;
-        self.leader_seen(queue.first().map(|n| n.name.clone()));
+        let own_name = self.own.as_ref().map_or("", |o| o.name.as_str());
+        let standing = name::standing(
+            &children,
+            own_name,
+            self.config.prefix(),
+            self.config.interop(),
+            NEAREST_KEPT,
+        );
+        self.stats.ignored_children += standing.ignored as u64;
+        self.leader_seen(standing.oldest.clone());
         if self.is_observer() {
             self.set_step(Step::Wait);
             return;
         }
-        let Some(own) = self.own.clone() else {
+        if self.own.is_none() {
             self.set_step(Step::Create);
             return;
-        };
-        let Some(rank) = queue.iter().position(|n| n.name == own.name) else {
+        }
+        if !standing.found {
             // The session answered, so it is alive: someone deleted our node.
             return self.own_gone(DemotionReason::Revoked);
-        };
-        if rank < k {
+        }
+        if standing.rank < k {
             return self.become_leader(false);
         }
         if self.leadership != Leadership::None {
             self.demote(DemotionReason::Displaced);
         }
-        self.lower = queue[..rank].iter().map(|n| n.name.clone()).collect();
+        self.lower_count = standing.rank;
+        self.lower = standing.nearest_lower;
         match self.config.strategy() {
             WatchStrategy::Predecessor => self.watch_next_lower(),
             WatchStrategy::Parent => self.set_step(Step::Wait),
@@ -1198,12 +1217,16 @@ impl Candidate {
 
     /// Watches the nearest node below ours that the last listing still knows of.
     fn watch_next_lower(&mut self) {
+        if self.lower_count < self.config.leaders() as usize {
+            return self.become_leader(true);
+        }
         match self.lower.last().cloned() {
             Some(pred) => {
                 self.set_step(Step::Watch { pred: pred.clone() });
                 self.pred = Some(pred);
             }
-            None => self.become_leader(true),
+            // Only the nearest few were kept; ask again for the rest.
+            None => self.set_step(Step::List),
         }
     }
 
@@ -1224,13 +1247,12 @@ impl Candidate {
     /// The predecessor is gone: drop it from the last listing; with fewer than k
     /// nodes left below, this candidate leads now (they can only have shrunk).
     fn pred_gone(&mut self, pred: &str) {
-        self.lower.retain(|n| n != pred);
-        self.pred = None;
-        if self.lower.len() < self.config.leaders() as usize {
-            self.become_leader(true);
-        } else {
-            self.watch_next_lower();
+        if let Some(i) = self.lower.iter().position(|n| n == pred) {
+            self.lower.remove(i);
+            self.lower_count = self.lower_count.saturating_sub(1);
         }
+        self.pred = None;
+        self.watch_next_lower();
     }
 
     fn on_watch_own(&mut self, name: String, result: Result<Reply, ZkCode>) {
@@ -1386,6 +1408,7 @@ impl Candidate {
         self.create_uncertain = false;
         self.own = None;
         self.lower.clear();
+        self.lower_count = 0;
         self.pred = None;
         self.timers.stop(Timer::Retry);
         if self.leaving() {

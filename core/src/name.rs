@@ -110,6 +110,39 @@ fn after_marker<'a>(rest: &'a str, marker: &str) -> Option<(&'a str, i32)> {
     parse_sequence(tail).map(|seq| (stem, seq))
 }
 
+/// Who wrote a node, borrowed from its name (no allocation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind<'a> {
+    Ours(Option<&'a str>),
+    Curator,
+    Kazoo,
+    Other,
+}
+
+/// Classifies and parses a child name without allocating.
+fn scan<'a>(name: &'a str, prefix: &str, interop: bool) -> Option<(i32, Kind<'a>)> {
+    let (nonce, rest) = match name.strip_prefix(PROTECTED_MARKER) {
+        Some(after) => match after.split_once('-') {
+            Some((nonce, rest)) => (Some(nonce), rest),
+            None => (None, name),
+        },
+        None => (None, name),
+    };
+    if let Some(seq) = rest.strip_prefix(prefix).and_then(parse_sequence) {
+        return Some((seq, Kind::Ours(nonce)));
+    }
+    if !interop {
+        return None;
+    }
+    if let Some((_, seq)) = after_marker(name, "latch-") {
+        return Some((seq, Kind::Curator));
+    }
+    if let Some((_, seq)) = after_marker(name, "__lock__") {
+        return Some((seq, Kind::Kazoo));
+    }
+    split_sequence(name).map(|(_, seq)| (seq, Kind::Other))
+}
+
 /// Parses a child name, or returns `None` if it takes no part in the queue.
 ///
 /// Names with our `prefix` (protected or not) always take part; with `interop`,
@@ -127,38 +160,90 @@ fn after_marker<'a>(rest: &'a str, marker: &str) -> Option<(&'a str, i32)> {
 /// assert!(parse("garbage", "n_", true).is_none());
 /// ```
 pub fn parse(name: &str, prefix: &str, interop: bool) -> Option<NodeName> {
-    let (nonce, rest) = match name.strip_prefix(PROTECTED_MARKER) {
-        Some(after) => match after.split_once('-') {
-            Some((nonce, rest)) => (Some(nonce), rest),
-            None => (None, name),
+    let (seq, kind) = scan(name, prefix, interop)?;
+    let origin = match kind {
+        Kind::Ours(nonce) => Origin::Ours {
+            nonce: nonce.map(str::to_owned),
         },
-        None => (None, name),
+        Kind::Curator => Origin::Curator,
+        Kind::Kazoo => Origin::Kazoo,
+        Kind::Other => Origin::Other,
     };
-    let node = |seq, origin| {
-        Some(NodeName {
-            name: name.to_owned(),
-            seq,
-            origin,
-        })
-    };
-    if let Some(seq) = rest.strip_prefix(prefix).and_then(parse_sequence) {
-        return node(
-            seq,
-            Origin::Ours {
-                nonce: nonce.map(str::to_owned),
-            },
-        );
+    Some(NodeName {
+        name: name.to_owned(),
+        seq,
+        origin,
+    })
+}
+
+/// Where one node stands in a children listing: what a candidate needs from it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Standing {
+    /// Whether the node was in the listing at all.
+    pub found: bool,
+    /// How many participants are older than the node.
+    pub rank: usize,
+    /// The nearest older participants, oldest first (at most the number asked for).
+    pub nearest_lower: Vec<String>,
+    /// The oldest participant (the leader when k = 1), if any.
+    pub oldest: Option<String>,
+    /// Children that take no part (unparsable or foreign without interop).
+    pub ignored: usize,
+}
+
+/// Finds `own` in `children` in one pass, without sorting the whole listing.
+///
+/// Ordering is relative to `own`'s sequence as serial numbers, so the result
+/// agrees with [`order`] whenever the live nodes span less than 2^31 sequences.
+/// Cost is linear in the listing with no allocation per child, which keeps a
+/// listing of 10,000 children well under a millisecond.
+///
+/// ```
+/// use zkelect_core::name::standing;
+/// let children: Vec<String> = ["n_0000000003", "n_0000000001", "x", "n_0000000002"]
+///     .iter().map(|s| s.to_string()).collect();
+/// let s = standing(&children, "n_0000000003", "n_", false, 1);
+/// assert_eq!((s.found, s.rank, s.ignored), (true, 2, 1));
+/// assert_eq!(s.nearest_lower, ["n_0000000002"]);
+/// assert_eq!(s.oldest.as_deref(), Some("n_0000000001"));
+/// ```
+pub fn standing(
+    children: &[String],
+    own: &str,
+    prefix: &str,
+    interop: bool,
+    keep: usize,
+) -> Standing {
+    let own_seq = scan(own, prefix, interop).map(|(seq, _)| seq);
+    let mut out = Standing::default();
+    let mut lower: Vec<(i32, &str)> = Vec::new();
+    let mut oldest: Option<(i32, &str)> = None;
+    for child in children {
+        let Some((seq, _)) = scan(child, prefix, interop) else {
+            out.ignored += 1;
+            continue;
+        };
+        // Distance from our node on the circle: negative means older.
+        let rel = own_seq.map_or(seq, |own_seq| seq.wrapping_sub(own_seq));
+        if oldest.is_none_or(|(r, n)| (rel, child.as_str()) < (r, n)) {
+            oldest = Some((rel, child));
+        }
+        if child == own {
+            out.found = true;
+        } else if own_seq.is_some() && (rel, child.as_str()) < (0, own) {
+            lower.push((rel, child));
+        }
     }
-    if !interop {
-        return None;
+    out.rank = lower.len();
+    if lower.len() > keep {
+        let cut = lower.len() - keep;
+        lower.select_nth_unstable(cut);
+        lower.drain(..cut);
     }
-    if let Some((_, seq)) = after_marker(name, "latch-") {
-        return node(seq, Origin::Curator);
-    }
-    if let Some((_, seq)) = after_marker(name, "__lock__") {
-        return node(seq, Origin::Kazoo);
-    }
-    split_sequence(name).and_then(|(_, seq)| node(seq, Origin::Other))
+    lower.sort_unstable();
+    out.nearest_lower = lower.into_iter().map(|(_, n)| n.to_owned()).collect();
+    out.oldest = oldest.map(|(_, n)| n.to_owned());
+    out
 }
 
 /// Compares two sequences as serial numbers: `a` is older than `b` if `b` is
@@ -417,5 +502,31 @@ mod tests {
         assert_eq!(names(&rev, false), want);
         assert_eq!(want[0], "n_2147483640");
         assert_eq!(want[4], "n_-2147483600");
+    }
+
+    proptest::proptest! {
+        /// The one-pass `standing` agrees with a full `order` of the listing,
+        /// including across the wrap, for any window narrower than 2^31.
+        #[test]
+        fn standing_agrees_with_the_full_order(
+            base in proptest::prelude::any::<i32>(),
+            offsets in proptest::collection::btree_set(0u32..1_000_000, 1..40),
+            own_pick in proptest::prelude::any::<proptest::sample::Index>(),
+            keep in 1usize..5,
+        ) {
+            let children: Vec<String> = offsets
+                .iter()
+                .map(|off| format!("n_{:010}", base.wrapping_add(*off as i32)))
+                .collect();
+            let own = own_pick.get(&children).clone();
+            let (ordered, _) = queue(&children, "n_", false);
+            let rank = ordered.iter().position(|n| n.name == own).unwrap();
+            let s = standing(&children, &own, "n_", false, keep);
+            proptest::prop_assert!(s.found);
+            proptest::prop_assert_eq!(s.rank, rank);
+            let want: Vec<String> = ordered[rank.saturating_sub(keep)..rank].iter().map(|n| n.name.clone()).collect();
+            proptest::prop_assert_eq!(s.nearest_lower, want);
+            proptest::prop_assert_eq!(s.oldest, Some(ordered[0].name.clone()));
+        }
     }
 }
