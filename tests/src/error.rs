@@ -92,9 +92,9 @@ pub enum FixtureError {
         signal: String,
         /// The process group.
         pgid: i32,
-        /// The underlying error.
+        /// The underlying error (from `killpg(2)`).
         #[source]
-        source: nix::errno::Errno,
+        source: io::Error,
     },
 
     /// A four-letter-word command failed or got an unexpected answer.
@@ -120,6 +120,13 @@ pub enum FixtureError {
         state: String,
         /// The last lines of each node's log.
         log_tail: String,
+    },
+
+    /// Not exactly one node of the ensemble reports `Mode: leader` right now.
+    #[error("expected exactly one leader, saw: {state}")]
+    NoLeader {
+        /// The modes seen, per node.
+        state: String,
     },
 
     /// An index does not name a node of the ensemble.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::fs::{self, File};
-use std::io::{Read, Seek, SeekFrom, Write as _};
+use std::io::{self, Read, Seek, SeekFrom, Write as _};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -291,7 +291,7 @@ impl ZkServer {
             .prefix(&format!("zkelect-{name}-"))
             .tempdir()
             .map_err(|e| FixtureError::io("cannot create a temporary directory", e))?;
-        if std::env::var_os("ZKELECT_KEEP_SERVER_DIRS").is_some_and(|v| !v.is_empty() && v != "0") {
+        if keep_server_dirs() {
             dir.disable_cleanup(true);
         }
         let root = dir.path().to_path_buf();
@@ -602,11 +602,11 @@ impl ZkServer {
         let pgid = i32::try_from(process.pid()).unwrap_or(i32::MAX);
         process
             .signal(signal)
-            .map_err(|source| FixtureError::Signal {
+            .map_err(|errno| FixtureError::Signal {
                 server: self.name.clone(),
                 signal: signal.to_string(),
                 pgid,
-                source,
+                source: io::Error::from(errno),
             })
     }
 
@@ -750,7 +750,7 @@ impl Drop for ZkServer {
                 "zkelect-tests: {} lived in {}{}\n{}",
                 self.name,
                 self.dir.path().display(),
-                if std::env::var_os("ZKELECT_KEEP_SERVER_DIRS").is_some() {
+                if keep_server_dirs() {
                     " (kept)"
                 } else {
                     " (removed; set ZKELECT_KEEP_SERVER_DIRS=1 to keep it)"
@@ -860,7 +860,12 @@ impl ZkEnsembleBuilder {
 
 /// A ZooKeeper ensemble of real `QuorumPeerMain` JVMs on loopback ports
 /// (three by default), each with its own `myid`, data directory, client port
-/// and quorum/election ports.
+/// and quorum/election ports on 127.0.0.1.
+///
+/// Node `i` (0-based) has `myid` `i + 1`. Each node is a [`ZkServer`]
+/// ([`ZkEnsemble::server`]), so it can also be paused, queried, and restarted
+/// without waiting ([`ZkServer::restart_no_wait`], e.g. after killing a
+/// majority, followed by [`ZkEnsemble::wait_for_leader`]).
 ///
 /// Dropping it kills every node.
 #[derive(Debug)]
@@ -930,7 +935,7 @@ impl ZkEnsemble {
     ///
     /// # Errors
     ///
-    /// [`FixtureError::Ensemble`] unless exactly one node is leader.
+    /// [`FixtureError::NoLeader`] unless exactly one node is leader.
     pub fn leader_index(&self) -> Result<usize> {
         let modes = self.modes();
         let leaders: Vec<usize> = modes
@@ -941,10 +946,8 @@ impl ZkEnsemble {
             .collect();
         match leaders.as_slice() {
             [leader] => Ok(*leader),
-            _ => Err(FixtureError::Ensemble {
-                timeout: Duration::ZERO,
+            _ => Err(FixtureError::NoLeader {
                 state: describe_modes(&modes),
-                log_tail: String::new(),
             }),
         }
     }
@@ -1052,6 +1055,11 @@ fn describe_modes(modes: &[Option<ServerMode>]) -> String {
         .join(", ")
 }
 
+/// Whether `ZKELECT_KEEP_SERVER_DIRS` asks to keep servers' directories.
+fn keep_server_dirs() -> bool {
+    std::env::var_os("ZKELECT_KEEP_SERVER_DIRS").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 fn write_file(path: &Path, contents: &str) -> Result<()> {
     fs::write(path, contents)
         .map_err(|e| FixtureError::io(format!("cannot write {}", path.display()), e))
@@ -1069,7 +1077,7 @@ fn append_file(path: &Path, contents: &str) -> Result<()> {
 /// The last `lines` lines of a file (reading at most its last 64 KiB).
 fn tail_lines(path: &Path, lines: usize) -> String {
     const MAX: u64 = 64 * 1024;
-    let read = || -> std::io::Result<String> {
+    let read = || -> io::Result<String> {
         let mut file = File::open(path)?;
         let len = file.metadata()?.len();
         file.seek(SeekFrom::Start(len.saturating_sub(MAX)))?;

@@ -153,6 +153,20 @@ fn missing_installation_fails_loudly_with_the_fix() {
     ZkInstall::detect().unwrap().validate().unwrap();
 }
 
+#[test]
+fn a_server_that_cannot_start_reports_its_output() {
+    let err = ZkServer::builder()
+        .jvm_arg("-XX:+NoSuchJvmOption")
+        .start()
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, FixtureError::Exited { .. }), "{message}");
+    assert!(
+        message.contains("NoSuchJvmOption"),
+        "the JVM's complaint is shown: {message}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_through_proxy_creates_and_reads_a_node() {
     let server = start_server();
@@ -350,8 +364,10 @@ async fn restart_keeps_znodes_and_sessions() {
     let (data, _) = other.get_data("/persistent", false).await.unwrap();
     assert_eq!(data, b"kept");
 
-    // stop() is graceful but just as final.
+    // stop() is graceful (SIGTERM) but just as final.
+    let stopping = Instant::now();
     server.stop();
+    println!("standalone ZooKeeper stopped in {:?}", stopping.elapsed());
     assert!(!server.is_running());
 }
 
@@ -418,6 +434,15 @@ async fn ensemble_elects_a_leader_and_survives_losing_it() {
         ensemble.server(7),
         Err(FixtureError::NoSuchNode { index: 7, len: 3 })
     ));
+}
+
+#[test]
+fn fixtures_can_be_shared_across_threads_and_tasks() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<ZkServer>();
+    assert_send_sync::<ZkEnsemble>();
+    assert_send_sync::<Proxy>();
+    assert_send_sync::<FixtureError>();
 }
 
 /// A plain TCP echo server, to test the proxy byte by byte.
