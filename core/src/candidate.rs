@@ -1372,7 +1372,7 @@ impl Candidate {
         }
         self.timers.stop(Timer::Retry);
         self.backoff.reset();
-        if self.config.probe() && !timeout.is_zero() {
+        if self.config.probe() && !timeout.is_zero() && self.intent != Intent::Out {
             // Contact must be proven on this connection before leading again.
             self.send_probe();
         }
