@@ -355,6 +355,32 @@ impl Candidate {
         &self.stats
     }
 
+    /// Send time of the newest request the server answered in this session: the
+    /// server cannot expire the session before this plus the session timeout.
+    pub fn last_contact(&self) -> Option<Timestamp> {
+        self.last_ack
+    }
+
+    /// The session timeout the server negotiated (zero before the first connection).
+    pub fn session_timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// While leading: the moment leadership lapses unless the server answers
+    /// again (two thirds of the session timeout after [`last_contact`](Self::last_contact)
+    /// under the `Standard` policy, nine tenths under `SessionAware`). Anything
+    /// acting for the leader (a supervised process, a lease) should stop by then.
+    pub fn lease_expiry(&self) -> Option<Timestamp> {
+        let Leadership::Active(_) = self.leadership else {
+            return None;
+        };
+        let ack = self.last_ack?;
+        Some(match self.config.policy() {
+            ConnectionPolicy::Standard => ack + self.suspend_after(),
+            ConnectionPolicy::SessionAware => ack + self.lost_after(),
+        })
+    }
+
     /// The requests emitted and not yet answered, oldest first.
     pub fn in_flight(&self) -> impl Iterator<Item = OpId> + '_ {
         self.ops.keys().copied()

@@ -385,6 +385,23 @@ fn silent_server_suspends_a_leader_even_if_the_client_says_nothing() {
 }
 
 #[test]
+fn lease_expiry_follows_the_last_answered_request() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    // Everything so far was sent at t=0: the lease runs to 2/3 of 3000 ms.
+    assert_eq!(d.c.last_contact(), Some(Timestamp::ZERO));
+    assert_eq!(d.c.lease_expiry(), Some(Timestamp::from_millis(2_000)));
+    d.sleep(1_000);
+    d.answer_probes();
+    assert_eq!(d.c.lease_expiry(), Some(Timestamp::from_millis(3_000)));
+    d.session(SessionEvent::Disconnected);
+    assert_eq!(
+        d.c.lease_expiry(),
+        None,
+        "a suspended leader holds no lease"
+    );
+}
+
+#[test]
 fn suspended_leader_resumes_only_after_reverifying() {
     let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
     d.session(SessionEvent::Disconnected);
