@@ -1,0 +1,251 @@
+//! The command line, with an example in every `--help`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Leader election on Apache ZooKeeper.
+#[derive(Debug, Parser)]
+#[command(name = "zkelect", version, about, propagate_version = true)]
+#[command(
+    after_help = "Examples:\n  zkelect demo\n  zkelect run --connect 127.0.0.1:2181 --path /svc/leader --id node-a -- ./my-daemon --flag\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --json\n  zkelect sim --seeds 1..500"
+)]
+pub(crate) struct Cli {
+    /// More logging (-v: debug, -vv: trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+    /// Less logging (errors only).
+    #[arg(short, long, global = true)]
+    pub(crate) quiet: bool,
+    #[command(subcommand)]
+    pub(crate) command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Cmd {
+    /// A narrated election: candidates join, leaders die, successors take over,
+    /// a connection drop suspends a leader. No server needed.
+    #[command(
+        after_help = "Examples:\n  zkelect demo\n  zkelect demo --seed 7 --candidates 5\n  zkelect demo --connect 127.0.0.1:2181"
+    )]
+    Demo(DemoArgs),
+    /// Run a command only while this process is the leader.
+    #[command(
+        after_help = "Examples:\n  zkelect run --connect zk1:2181,zk2:2181 --path /svc/cron/leader --id $(hostname) -- ./cron-master\n  zkelect run --connect 127.0.0.1:2181 --path /svc/leader --id a --auth svc:secret --policy session-aware -- sh -c 'exec worker'\n\nThe command gets SIGTERM (then SIGKILL after --grace-ms) the moment leadership is\nsuspended or lost, is started again on re-election, and finds the fencing token in\nZKELECT_FENCING_TOKEN. SIGTERM or SIGINT to zkelect stops the command, deletes the\nnode and exits 0."
+    )]
+    Run(RunArgs),
+    /// Show the queue: the leader, each candidate's id and data, who watches whom.
+    #[command(
+        after_help = "Examples:\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --json\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --watch"
+    )]
+    Status(StatusArgs),
+    /// Delete a candidate's node to force it out (it rejoins at the back).
+    #[command(
+        after_help = "Examples:\n  zkelect revoke --connect 127.0.0.1:2181 --path /svc/leader --id node-a"
+    )]
+    Revoke(RevokeArgs),
+    /// Run the deterministic simulator and its invariant checkers.
+    #[command(
+        after_help = "Examples:\n  zkelect sim --seeds 1..500\n  zkelect sim --seed 42 --trace\n  zkelect sim --seeds 1..200 --candidates 12 --leaders 2 --faults none"
+    )]
+    Sim(SimArgs),
+}
+
+/// Where the server is and how to talk to it.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ConnectArgs {
+    /// ZooKeeper hosts, `host:port[,host:port…]`.
+    #[arg(long, value_name = "HOSTS")]
+    pub(crate) connect: String,
+    /// The election path.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) path: String,
+    /// Session timeout in milliseconds (at least 1500 with zookeeper-async).
+    #[arg(long = "session-timeout", value_name = "MS", default_value_t = 10_000)]
+    pub(crate) session_timeout_ms: u64,
+    /// How long to try to reach the server before giving up, in milliseconds.
+    #[arg(long = "connect-timeout", value_name = "MS", default_value_t = 10_000)]
+    pub(crate) connect_timeout_ms: u64,
+    /// Digest credentials `user:password`; nodes then get creator-only write ACLs.
+    #[arg(long, value_name = "USER:PASS")]
+    pub(crate) auth: Option<String>,
+}
+
+impl ConnectArgs {
+    pub(crate) fn session_timeout(&self) -> Duration {
+        Duration::from_millis(self.session_timeout_ms)
+    }
+    pub(crate) fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PolicyArg {
+    /// Stop the command at once when the connection is suspended.
+    Standard,
+    /// Keep the command while the session cannot yet have expired on the server.
+    SessionAware,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub(crate) conn: ConnectArgs,
+    /// This candidate's id (must fit a znode name).
+    #[arg(long)]
+    pub(crate) id: String,
+    /// Extra data stored in the node (e.g. an address for clients).
+    #[arg(long)]
+    pub(crate) data: Option<String>,
+    /// What to do when the connection is suspended.
+    #[arg(long, value_enum, default_value_t = PolicyArg::Standard)]
+    pub(crate) policy: PolicyArg,
+    /// Milliseconds between SIGTERM and SIGKILL when leadership is lost.
+    #[arg(long = "grace-ms", value_name = "MS", default_value_t = 5_000)]
+    pub(crate) grace_ms: u64,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub(crate) command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    #[command(flatten)]
+    pub(crate) conn: ConnectArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Print again whenever the queue changes (until interrupted).
+    #[arg(long)]
+    pub(crate) watch: bool,
+    /// Count Curator LeaderLatch and kazoo nodes as candidates.
+    #[arg(long)]
+    pub(crate) interop: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RevokeArgs {
+    #[command(flatten)]
+    pub(crate) conn: ConnectArgs,
+    /// The id of the candidate to force out.
+    #[arg(long)]
+    pub(crate) id: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// Seed for the simulated run (same seed, same story).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// How many candidates.
+    #[arg(long, default_value_t = 4)]
+    pub(crate) candidates: usize,
+    /// Run the story against a real server instead of the simulator.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub(crate) connect: Option<String>,
+    /// The election path used with --connect.
+    #[arg(long, default_value = "/zkelect/demo")]
+    pub(crate) path: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SimArgs {
+    /// One seed.
+    #[arg(long, conflicts_with = "seeds")]
+    pub(crate) seed: Option<u64>,
+    /// A range of seeds, `A..B` (B excluded).
+    #[arg(long, value_name = "A..B")]
+    pub(crate) seeds: Option<String>,
+    /// Candidates per run (default: drawn from the seed, 1–20).
+    #[arg(long)]
+    pub(crate) candidates: Option<usize>,
+    /// Leaders per election (default: drawn from the seed, 1 or 2).
+    #[arg(long)]
+    pub(crate) leaders: Option<u32>,
+    /// Faults to inject.
+    #[arg(long, value_enum, default_value_t = FaultsArg::All)]
+    pub(crate) faults: FaultsArg,
+    /// Print the whole trace of each run.
+    #[arg(long)]
+    pub(crate) trace: bool,
+    /// Write each failing run's trace to this directory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) save: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FaultsArg {
+    /// No faults: elections and hand-offs only.
+    None,
+    /// Connection drops, partitions, crashes, server restarts, reordering.
+    All,
+    /// All of the above plus process pauses (checked with fencing).
+    Pauses,
+}
+
+/// Parses `A..B` into a half-open range.
+pub(crate) fn parse_seed_range(s: &str) -> Result<std::ops::Range<u64>, String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("expected A..B, got {s:?}"))?;
+    let a: u64 = a.trim().parse().map_err(|_| format!("bad start {a:?}"))?;
+    let b: u64 = b.trim().parse().map_err(|_| format!("bad end {b:?}"))?;
+    if a >= b {
+        return Err(format!("empty range {s:?}"));
+    }
+    Ok(a..b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_ranges_parse_or_explain() {
+        assert_eq!(parse_seed_range("1..500"), Ok(1..500));
+        assert!(parse_seed_range("5..5").is_err());
+        assert!(parse_seed_range("x..5").is_err());
+        assert!(parse_seed_range("7").is_err());
+    }
+
+    #[test]
+    fn run_requires_a_command_after_the_separator() {
+        let err = Cli::try_parse_from([
+            "zkelect",
+            "run",
+            "--connect",
+            "h:1",
+            "--path",
+            "/p",
+            "--id",
+            "a",
+        ])
+        .unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+        let ok = Cli::try_parse_from([
+            "zkelect",
+            "run",
+            "--connect",
+            "h:1",
+            "--path",
+            "/p",
+            "--id",
+            "a",
+            "--",
+            "sleep",
+            "1",
+        ])
+        .unwrap();
+        let Cmd::Run(run) = ok.command else { panic!() };
+        assert_eq!(run.command, ["sleep", "1"]);
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,218 @@
+//! Runs a command only while this process leads.
+//!
+//! The child is started when the role becomes `Leader`, with the fencing token in
+//! `ZKELECT_FENCING_TOKEN`, in a process group of its own so that everything it
+//! spawned goes with it. The moment the role is anything else (suspended,
+//! demoted, closed) the group gets SIGTERM, then SIGKILL after the grace period.
+
+use std::ffi::OsString;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tokio::process::{Child, Command};
+use tokio::sync::watch;
+use tracing::{info, warn};
+use zkelect_core::{FencingToken, Role};
+
+/// Environment variable carrying the fencing token to the child.
+pub(crate) const TOKEN_ENV: &str = "ZKELECT_FENCING_TOKEN";
+
+/// What to run and how to stop it.
+#[derive(Debug, Clone)]
+pub(crate) struct ChildSpec {
+    pub(crate) program: OsString,
+    pub(crate) args: Vec<OsString>,
+    /// Extra environment for the child (besides the token).
+    pub(crate) env: Vec<(OsString, OsString)>,
+    /// Time between SIGTERM and SIGKILL.
+    pub(crate) grace: Duration,
+}
+
+/// Why supervision ended.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    /// The shutdown future completed (SIGTERM/SIGINT to zkelect).
+    Shutdown,
+    /// The child exited by itself while leading.
+    ChildExited(ExitStatus),
+    /// The election ended (closed or failed) and will not lead again.
+    ElectionOver(Role),
+}
+
+fn spawn(spec: &ChildSpec, token: FencingToken) -> std::io::Result<Child> {
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .envs(spec.env.iter().cloned())
+        .env(TOKEN_ENV, token.0.to_string())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd.spawn()
+}
+
+/// SIGTERM to the child's group, then SIGKILL if it has not exited in `grace`.
+pub(crate) async fn stop(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
+    let Some(pid) = child.id() else {
+        // Already reaped.
+        return child.try_wait().ok().flatten();
+    };
+    let group = Pid::from_raw(pid as i32);
+    if let Err(e) = killpg(group, Signal::SIGTERM) {
+        warn!(error = %e, "SIGTERM to the child's process group failed");
+    }
+    match tokio::time::timeout(grace, child.wait()).await {
+        Ok(status) => status.ok(),
+        Err(_) => {
+            warn!(
+                grace_ms = grace.as_millis() as u64,
+                "child ignored SIGTERM; sending SIGKILL"
+            );
+            let _ = killpg(group, Signal::SIGKILL);
+            child.wait().await.ok()
+        }
+    }
+}
+
+/// Supervises the child against the role channel until shutdown, the child's own
+/// exit, or the end of the election.
+pub(crate) async fn supervise(
+    spec: &ChildSpec,
+    mut roles: watch::Receiver<Role>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<Ended> {
+    tokio::pin!(shutdown);
+    loop {
+        // Wait for leadership.
+        let token = loop {
+            let role = *roles.borrow_and_update();
+            match role {
+                Role::Leader(token) => break token,
+                Role::Closed | Role::Failed => return Ok(Ended::ElectionOver(role)),
+                _ => {}
+            }
+            tokio::select! {
+                () = &mut shutdown => return Ok(Ended::Shutdown),
+                changed = roles.changed() => if changed.is_err() {
+                    return Ok(Ended::ElectionOver(Role::Closed));
+                },
+            }
+        };
+        let mut child = spawn(spec, token)
+            .map_err(|e| anyhow::anyhow!("cannot start {:?}: {e}", spec.program))?;
+        info!(
+            token = token.0,
+            pid = child.id(),
+            "leading: started the command"
+        );
+        // Lead until the role changes, the child exits, or we are told to stop.
+        loop {
+            tokio::select! {
+                () = &mut shutdown => {
+                    stop(&mut child, spec.grace).await;
+                    return Ok(Ended::Shutdown);
+                }
+                status = child.wait() => {
+                    let status = status?;
+                    info!(%status, "the command exited by itself");
+                    return Ok(Ended::ChildExited(status));
+                }
+                changed = roles.changed() => {
+                    let role = if changed.is_err() { Role::Closed } else { *roles.borrow() };
+                    if role == Role::Leader(token) {
+                        continue;
+                    }
+                    info!(?role, "no longer leading: stopping the command");
+                    let status = stop(&mut child, spec.grace).await;
+                    info!(?status, "the command stopped");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> ChildSpec {
+        ChildSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: Vec::new(),
+            grace: Duration::from_millis(300),
+        }
+    }
+
+    #[tokio::test]
+    async fn child_runs_only_while_leading_and_gets_the_token() {
+        let dir = std::env::temp_dir().join(format!("zkelect-sup-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("token");
+        let spec = sh(&format!(
+            "echo $ZKELECT_FENCING_TOKEN >> {}; sleep 30",
+            out.display()
+        ));
+        let (tx, rx) = watch::channel(Role::Follower);
+        let task = tokio::spawn(async move { supervise(&spec, rx, std::future::pending()).await });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!out.exists(), "nothing runs while following");
+        tx.send(Role::Leader(FencingToken(42))).unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(std::fs::read_to_string(&out).unwrap().trim(), "42");
+        tx.send(Role::Suspended(FencingToken(42))).unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        tx.send(Role::Leader(FencingToken(57))).unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "42\n57\n",
+            "restarted with the new token"
+        );
+        tx.send(Role::Closed).unwrap();
+        let ended = task.await.unwrap().unwrap();
+        assert!(
+            matches!(ended, Ended::ElectionOver(Role::Closed)),
+            "{ended:?}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn child_ignoring_sigterm_is_killed_after_the_grace_period() {
+        let spec = sh("trap '' TERM; sleep 30");
+        let (tx, rx) = watch::channel(Role::Leader(FencingToken(1)));
+        let task = tokio::spawn(async move { supervise(&spec, rx, std::future::pending()).await });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let started = std::time::Instant::now();
+        tx.send(Role::Closed).unwrap();
+        let ended = task.await.unwrap().unwrap();
+        assert!(matches!(ended, Ended::ElectionOver(Role::Closed)));
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "waited the grace period"
+        );
+    }
+
+    #[tokio::test]
+    async fn shutdown_stops_the_child() {
+        let spec = sh("sleep 30");
+        let (_tx, rx) = watch::channel(Role::Leader(FencingToken(1)));
+        let ended = supervise(&spec, rx, tokio::time::sleep(Duration::from_millis(200)))
+            .await
+            .unwrap();
+        assert!(matches!(ended, Ended::Shutdown));
+    }
+
+    #[tokio::test]
+    async fn child_exiting_by_itself_ends_supervision_with_its_status() {
+        let spec = sh("exit 7");
+        let (_tx, rx) = watch::channel(Role::Leader(FencingToken(1)));
+        let ended = supervise(&spec, rx, std::future::pending()).await.unwrap();
+        match ended {
+            Ended::ChildExited(status) => assert_eq!(status.code(), Some(7)),
+            other => panic!("{other:?}"),
+        }
+    }
+}
