@@ -3,6 +3,7 @@
 mod args;
 mod exit;
 mod lease;
+mod queue_view;
 mod supervise;
 
 use std::process::ExitCode;
