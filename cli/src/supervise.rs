@@ -4,10 +4,21 @@
 //! `ZKELECT_FENCING_TOKEN`, in a process group of its own so that everything it
 //! spawned goes with it. The moment the role is anything else (suspended,
 //! demoted, closed) the group gets SIGTERM, then SIGKILL after the grace period.
+//!
+//! With a watchdog (the `zkelect` binary itself, run as `zkelect __lease`), the
+//! command runs under a lease that zkelect renews from the election's lease
+//! deadline; see [`crate::lease`] for why a separate process holds it.
 
 use std::ffi::OsString;
-use std::process::ExitStatus;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::process::ChildStdin;
+use tokio::time::Instant;
+
+use crate::lease::LeaseMsg;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -28,6 +39,14 @@ pub(crate) struct ChildSpec {
     pub(crate) env: Vec<(OsString, OsString)>,
     /// Time between SIGTERM and SIGKILL.
     pub(crate) grace: Duration,
+    /// The `zkelect` binary to run as the lease watchdog, if leases are wanted.
+    pub(crate) watchdog: Option<PathBuf>,
+}
+
+/// The running command: directly, or under the lease watchdog.
+struct Running {
+    child: Child,
+    lease: Option<ChildStdin>,
 }
 
 /// Why supervision ended.
@@ -41,14 +60,64 @@ pub(crate) enum Ended {
     ElectionOver(Role),
 }
 
-fn spawn(spec: &ChildSpec, token: FencingToken) -> std::io::Result<Child> {
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .envs(spec.env.iter().cloned())
+fn spawn(spec: &ChildSpec, token: FencingToken, lease_left: Duration) -> std::io::Result<Running> {
+    let mut cmd = match &spec.watchdog {
+        Some(zkelect) => {
+            let mut cmd = Command::new(zkelect);
+            cmd.arg("__lease")
+                .arg("--lease-ms")
+                .arg(lease_left.as_millis().to_string())
+                .arg("--")
+                .arg(&spec.program)
+                .args(&spec.args)
+                .stdin(Stdio::piped());
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new(&spec.program);
+            cmd.args(&spec.args);
+            cmd
+        }
+    };
+    cmd.envs(spec.env.iter().cloned())
         .env(TOKEN_ENV, token.0.to_string())
         .process_group(0)
         .kill_on_drop(true);
-    cmd.spawn()
+    let mut child = cmd.spawn()?;
+    let lease = child.stdin.take();
+    Ok(Running { child, lease })
+}
+
+/// Tells the watchdog how long the lease has left; a failed write means it is gone.
+async fn renew(running: &mut Running, deadline: Option<Instant>) {
+    let (Some(pipe), Some(deadline)) = (running.lease.as_mut(), deadline) else {
+        return;
+    };
+    let left = deadline.saturating_duration_since(Instant::now());
+    if pipe
+        .write_all(LeaseMsg::Renew(left).encode().as_bytes())
+        .await
+        .is_err()
+    {
+        running.lease = None;
+    }
+}
+
+/// Stops the command: through the watchdog (which bounds it by the lease) or directly.
+async fn stop_running(running: &mut Running, grace: Duration) -> Option<ExitStatus> {
+    if let Some(pipe) = running.lease.as_mut() {
+        if pipe
+            .write_all(LeaseMsg::Stop(grace).encode().as_bytes())
+            .await
+            .is_ok()
+        {
+            let bound = grace + Duration::from_secs(2);
+            if let Ok(status) = tokio::time::timeout(bound, running.child.wait()).await {
+                return status.ok();
+            }
+        }
+    }
+    stop(&mut running.child, grace).await
 }
 
 /// SIGTERM to the child's group, then SIGKILL if it has not exited in `grace`.
@@ -75,10 +144,12 @@ pub(crate) async fn stop(child: &mut Child, grace: Duration) -> Option<ExitStatu
 }
 
 /// Supervises the child against the role channel until shutdown, the child's own
-/// exit, or the end of the election.
+/// exit, or the end of the election. `leases` carries the moment leadership lapses
+/// without further contact with the server (renewed into the watchdog).
 pub(crate) async fn supervise(
     spec: &ChildSpec,
     mut roles: watch::Receiver<Role>,
+    mut leases: watch::Receiver<Option<Instant>>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<Ended> {
     tokio::pin!(shutdown);
@@ -98,24 +169,32 @@ pub(crate) async fn supervise(
                 },
             }
         };
-        let mut child = spawn(spec, token)
+        let lease_left = (*leases.borrow_and_update())
+            .map_or(spec.grace, |d| d.saturating_duration_since(Instant::now()));
+        let mut running = spawn(spec, token, lease_left)
             .map_err(|e| anyhow::anyhow!("cannot start {:?}: {e}", spec.program))?;
         info!(
             token = token.0,
-            pid = child.id(),
+            pid = running.child.id(),
             "leading: started the command"
         );
         // Lead until the role changes, the child exits, or we are told to stop.
         loop {
             tokio::select! {
                 () = &mut shutdown => {
-                    stop(&mut child, spec.grace).await;
+                    stop_running(&mut running, spec.grace).await;
                     return Ok(Ended::Shutdown);
                 }
-                status = child.wait() => {
+                status = running.child.wait() => {
                     let status = status?;
                     info!(%status, "the command exited by itself");
                     return Ok(Ended::ChildExited(status));
+                }
+                changed = leases.changed() => {
+                    if changed.is_ok() {
+                        let deadline = *leases.borrow_and_update();
+                        renew(&mut running, deadline).await;
+                    }
                 }
                 changed = roles.changed() => {
                     let role = if changed.is_err() { Role::Closed } else { *roles.borrow() };
@@ -123,7 +202,7 @@ pub(crate) async fn supervise(
                         continue;
                     }
                     info!(?role, "no longer leading: stopping the command");
-                    let status = stop(&mut child, spec.grace).await;
+                    let status = stop_running(&mut running, spec.grace).await;
                     info!(?status, "the command stopped");
                     break;
                 }
@@ -136,12 +215,17 @@ pub(crate) async fn supervise(
 mod tests {
     use super::*;
 
+    fn no_lease() -> watch::Receiver<Option<Instant>> {
+        watch::channel(None).1
+    }
+
     fn sh(script: &str) -> ChildSpec {
         ChildSpec {
             program: "sh".into(),
             args: vec!["-c".into(), script.into()],
             env: Vec::new(),
             grace: Duration::from_millis(300),
+            watchdog: None,
         }
     }
 
@@ -155,7 +239,10 @@ mod tests {
             out.display()
         ));
         let (tx, rx) = watch::channel(Role::Follower);
-        let task = tokio::spawn(async move { supervise(&spec, rx, std::future::pending()).await });
+        let task =
+            tokio::spawn(
+                async move { supervise(&spec, rx, no_lease(), std::future::pending()).await },
+            );
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(!out.exists(), "nothing runs while following");
         tx.send(Role::Leader(FencingToken(42))).unwrap();
@@ -183,7 +270,10 @@ mod tests {
     async fn child_ignoring_sigterm_is_killed_after_the_grace_period() {
         let spec = sh("trap '' TERM; sleep 30");
         let (tx, rx) = watch::channel(Role::Leader(FencingToken(1)));
-        let task = tokio::spawn(async move { supervise(&spec, rx, std::future::pending()).await });
+        let task =
+            tokio::spawn(
+                async move { supervise(&spec, rx, no_lease(), std::future::pending()).await },
+            );
         tokio::time::sleep(Duration::from_millis(200)).await;
         let started = std::time::Instant::now();
         tx.send(Role::Closed).unwrap();
@@ -199,9 +289,14 @@ mod tests {
     async fn shutdown_stops_the_child() {
         let spec = sh("sleep 30");
         let (_tx, rx) = watch::channel(Role::Leader(FencingToken(1)));
-        let ended = supervise(&spec, rx, tokio::time::sleep(Duration::from_millis(200)))
-            .await
-            .unwrap();
+        let ended = supervise(
+            &spec,
+            rx,
+            no_lease(),
+            tokio::time::sleep(Duration::from_millis(200)),
+        )
+        .await
+        .unwrap();
         assert!(matches!(ended, Ended::Shutdown));
     }
 
@@ -209,7 +304,9 @@ mod tests {
     async fn child_exiting_by_itself_ends_supervision_with_its_status() {
         let spec = sh("exit 7");
         let (_tx, rx) = watch::channel(Role::Leader(FencingToken(1)));
-        let ended = supervise(&spec, rx, std::future::pending()).await.unwrap();
+        let ended = supervise(&spec, rx, no_lease(), std::future::pending())
+            .await
+            .unwrap();
         match ended {
             Ended::ChildExited(status) => assert_eq!(status.code(), Some(7)),
             other => panic!("{other:?}"),
