@@ -1,0 +1,374 @@
+//! One failover configuration: N contenders of one implementation on one fresh
+//! election path, R rounds of "the leader closes its session".
+//!
+//! Each round:
+//!
+//! 1. read the server's counters (`mntr`), then take `t0 = Instant::now()`;
+//! 2. the current leader closes its ZooKeeper session (so the server deletes
+//!    its ephemeral node at once, as when a process dies cleanly);
+//! 3. wait until another contender is told it leads (its own [`LeaderEvent`],
+//!    taken on the same clock): `failover = event.at − t0`;
+//! 4. let the server settle: probe `mntr` every 10 ms until at least
+//!    `quiet` (50 ms by default) has passed since step 3 **and** two
+//!    consecutive probes saw at most one packet besides the probes themselves
+//!    with nothing outstanding (so a herd of re-lists is counted in full);
+//!    the last probe closes the round's window;
+//! 5. the round's server work is the counters' difference over the window,
+//!    minus the probes' own packets; the pings the idle sessions send in the
+//!    window are estimated from the background rate measured before round 1
+//!    and reported separately;
+//! 6. a new contender joins at the back (outside the window) so N stays
+//!    constant, and the server settles again before the next round.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::contender::{Contender, Implementation, LeaderBoard};
+use crate::mntr::{delta, Monitor, Packets, Sample};
+
+/// How one configuration is run.
+#[derive(Debug, Clone)]
+pub struct RoundSettings {
+    /// Contenders at all times (N).
+    pub candidates: usize,
+    /// Recorded rounds.
+    pub rounds: usize,
+    /// Rounds run first and not recorded (they warm up both JITs and caches).
+    pub warmup: usize,
+    /// Minimum quiet period after the new leader is known (step 4).
+    pub quiet: Duration,
+    /// Longest wait for the server to settle before a round proceeds anyway
+    /// (the round is then marked `settled: false`).
+    pub settle_timeout: Duration,
+    /// Longest wait for a new leader; a round that exceeds it fails the run.
+    pub failover_timeout: Duration,
+    /// Contenders started at once while filling the election.
+    pub start_concurrency: usize,
+    /// How long the idle background (pings) is measured before round 1.
+    pub background_span: Duration,
+}
+
+/// One recorded round, printed as one JSON line.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundRecord {
+    /// Always `"round"`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// `latch` or `zkelect`.
+    #[serde(rename = "impl")]
+    pub implementation: &'static str,
+    /// The watch strategy (`null` for the latch, which has none).
+    pub strategy: Option<String>,
+    /// Contenders (N).
+    pub n: usize,
+    /// Round number, from 1.
+    pub round: usize,
+    /// Microseconds from just before the close to the new leader's notice.
+    pub failover_us: f64,
+    /// Packets the server received in the window, less the bench's probes.
+    pub packets_received: u64,
+    /// Packets the server sent in the window, less the bench's probes.
+    pub packets_sent: u64,
+    /// Of `packets_received`, the expected number of idle pings (estimate).
+    pub pings_received_est: f64,
+    /// Of `packets_sent`, the expected number of ping replies (estimate).
+    pub pings_sent_est: f64,
+    /// Watchers the server triggered in the window (`null` if the server has
+    /// no such metrics).
+    pub watches_fired: Option<u64>,
+    /// Length of the counting window, microseconds.
+    pub window_us: u64,
+    /// Whether the server went quiet before `settle_timeout`.
+    pub settled: bool,
+    /// How many contenders believed they led at the end of the window.
+    pub leaders_after: usize,
+    /// Latch only: microseconds between the last poll that saw a follower
+    /// and the poll that saw the leader (the detection uncertainty).
+    pub poll_gap_us: Option<f64>,
+    /// The contender that closed its session.
+    pub old_leader: u64,
+    /// The contender that took over.
+    pub new_leader: u64,
+}
+
+/// What one configuration produced besides its rounds.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigReport {
+    /// Always `"config"`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// `latch` or `zkelect`.
+    #[serde(rename = "impl")]
+    pub implementation: &'static str,
+    /// The watch strategy, if any.
+    pub strategy: Option<String>,
+    /// Contenders (N).
+    pub n: usize,
+    /// Milliseconds to start all N contenders.
+    pub startup_ms: f64,
+    /// Background packets per second (idle pings) received by the server.
+    pub background_received_per_s: f64,
+    /// Background packets per second sent by the server.
+    pub background_sent_per_s: f64,
+}
+
+/// Runs one configuration; calls `on_round` with each recorded round as soon
+/// as it is done, and returns the rounds and the configuration's report.
+///
+/// # Errors
+///
+/// When contenders cannot start, no new leader is seen within
+/// `failover_timeout`, or the server's counters cannot be read.
+pub async fn run(
+    implementation: Arc<dyn Implementation>,
+    monitor: &Monitor,
+    path: &str,
+    settings: &RoundSettings,
+    mut on_round: impl FnMut(&RoundRecord),
+) -> Result<(ConfigReport, Vec<RoundRecord>)> {
+    let board = LeaderBoard::new();
+    let started = Instant::now();
+    let mut contenders = start_all(&implementation, path, settings, &board).await?;
+    let startup = started.elapsed();
+    let result = run_rounds(
+        &implementation,
+        monitor,
+        path,
+        settings,
+        &board,
+        &mut contenders,
+        startup,
+        &mut on_round,
+    )
+    .await;
+    kill_all(std::mem::take(&mut contenders)).await;
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_rounds(
+    implementation: &Arc<dyn Implementation>,
+    monitor: &Monitor,
+    path: &str,
+    settings: &RoundSettings,
+    board: &Arc<LeaderBoard>,
+    contenders: &mut Vec<Box<dyn Contender>>,
+    startup: Duration,
+    on_round: &mut impl FnMut(&RoundRecord),
+) -> Result<(ConfigReport, Vec<RoundRecord>)> {
+    let strategy = implementation.strategy().map(|s| s.to_string());
+    let mut next_id = settings.candidates as u64;
+    settle(monitor, settings.quiet, settings.settle_timeout).await?;
+    let background = monitor.background_rate(settings.background_span).await?;
+    let report = ConfigReport {
+        kind: "config",
+        implementation: implementation.name(),
+        strategy: strategy.clone(),
+        n: settings.candidates,
+        startup_ms: startup.as_secs_f64() * 1e3,
+        background_received_per_s: background.received,
+        background_sent_per_s: background.sent,
+    };
+
+    let mut records = Vec::with_capacity(settings.rounds);
+    for round in 0..settings.warmup + settings.rounds {
+        let leader = sole_leader(contenders, settings.failover_timeout)
+            .await
+            .with_context(|| format!("before round {}", round + 1))?;
+        board.clear();
+        let old = contenders.swap_remove(leader);
+        let old_id = old.id();
+
+        let before = monitor.sample().await?;
+        let t0 = Instant::now();
+        let killed = old.kill().await;
+        let event = board
+            .wait_for(
+                |e| e.contender != old_id && e.at >= t0,
+                settings.failover_timeout,
+            )
+            .await;
+        killed.with_context(|| format!("round {}: closing the leader", round + 1))?;
+        let Some(event) = event else {
+            bail!(
+                "round {}: no contender was told it leads within {:?} after the leader closed its session",
+                round + 1,
+                settings.failover_timeout
+            );
+        };
+        let failover = event.at.duration_since(t0);
+        let (after, probes, settled) =
+            settle_from(monitor, before, settings.quiet, settings.settle_timeout).await?;
+        let leaders_after = contenders.iter().filter(|c| c.is_leader()).count();
+
+        if round >= settings.warmup {
+            let (received, sent) = delta(&before, &after)?;
+            let overhead = monitor.probe_overhead();
+            let window = after.at.duration_since(before.at);
+            let record = RoundRecord {
+                kind: "round",
+                implementation: implementation.name(),
+                strategy: strategy.clone(),
+                n: settings.candidates,
+                round: round - settings.warmup + 1,
+                failover_us: round_to_tenth(failover.as_secs_f64() * 1e6),
+                packets_received: received
+                    .saturating_sub((overhead.received * probes as f64).round() as u64),
+                packets_sent: sent.saturating_sub((overhead.sent * probes as f64).round() as u64),
+                pings_received_est: round_to_tenth(background.received * window.as_secs_f64()),
+                pings_sent_est: round_to_tenth(background.sent * window.as_secs_f64()),
+                watches_fired: after
+                    .watches_fired
+                    .zip(before.watches_fired)
+                    .map(|(a, b)| a.saturating_sub(b)),
+                window_us: window.as_micros() as u64,
+                settled,
+                leaders_after,
+                poll_gap_us: event
+                    .poll_gap
+                    .map(|g| round_to_tenth(g.as_secs_f64() * 1e6)),
+                old_leader: old_id,
+                new_leader: event.contender,
+            };
+            on_round(&record);
+            records.push(record);
+        }
+
+        // Refill at the back, outside the window.
+        let fresh = implementation
+            .start(next_id, path, board.clone())
+            .await
+            .with_context(|| format!("round {}: starting a replacement", round + 1))?;
+        next_id += 1;
+        contenders.push(fresh);
+        settle(monitor, settings.quiet, settings.settle_timeout).await?;
+    }
+    Ok((report, records))
+}
+
+/// Starts `settings.candidates` contenders, a few at a time.
+async fn start_all(
+    implementation: &Arc<dyn Implementation>,
+    path: &str,
+    settings: &RoundSettings,
+    board: &Arc<LeaderBoard>,
+) -> Result<Vec<Box<dyn Contender>>> {
+    // The first one alone, so that the election path exists before the
+    // crowd arrives (both implementations create it on demand).
+    let first = implementation
+        .start(0, path, board.clone())
+        .await
+        .context("starting contender 0")?;
+    let mut contenders = vec![first];
+    let gate = Arc::new(Semaphore::new(settings.start_concurrency.max(1)));
+    let mut tasks = JoinSet::new();
+    for id in 1..settings.candidates as u64 {
+        let implementation = implementation.clone();
+        let path = path.to_owned();
+        let board = board.clone();
+        let gate = gate.clone();
+        tasks.spawn(async move {
+            let _permit = gate.acquire_owned().await?;
+            implementation
+                .start(id, &path, board)
+                .await
+                .with_context(|| format!("starting contender {id}"))
+        });
+    }
+    let mut failure = None;
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(Ok(c)) => contenders.push(c),
+            Ok(Err(e)) => failure = failure.or(Some(e)),
+            Err(e) => failure = failure.or(Some(anyhow::Error::new(e))),
+        }
+    }
+    if let Some(e) = failure {
+        kill_all(contenders).await;
+        return Err(e);
+    }
+    Ok(contenders)
+}
+
+/// Closes every contender's session at once.
+async fn kill_all(contenders: Vec<Box<dyn Contender>>) {
+    let mut tasks = JoinSet::new();
+    for c in contenders {
+        tasks.spawn(c.kill());
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+/// Waits until exactly one contender believes it leads, and returns its index.
+async fn sole_leader(contenders: &[Box<dyn Contender>], timeout: Duration) -> Result<usize> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let leaders: Vec<usize> = contenders
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_leader())
+            .map(|(i, _)| i)
+            .collect();
+        if let [only] = leaders[..] {
+            return Ok(only);
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "expected exactly one leader among {} contenders, found {} after {timeout:?}",
+                contenders.len(),
+                leaders.len()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Waits for the server to go quiet (see the module docs), starting now.
+async fn settle(monitor: &Monitor, quiet: Duration, timeout: Duration) -> Result<Sample> {
+    let first = monitor.sample().await?;
+    Ok(settle_from(monitor, first, quiet, timeout).await?.0)
+}
+
+/// Probes every 10 ms from `from` until quiet; returns the last sample, the
+/// number of probes after `from`, and whether it went quiet in time.
+async fn settle_from(
+    monitor: &Monitor,
+    from: Sample,
+    quiet: Duration,
+    timeout: Duration,
+) -> Result<(Sample, u32, bool)> {
+    const PROBE_EVERY: Duration = Duration::from_millis(10);
+    let overhead: Packets = monitor.probe_overhead();
+    let start = Instant::now();
+    let mut last = from;
+    let mut probes = 0u32;
+    let mut quiet_probes = 0u32;
+    loop {
+        tokio::time::sleep(PROBE_EVERY).await;
+        let next = monitor.sample().await?;
+        probes += 1;
+        let (received, _) = delta(&last, &next)?;
+        if received as f64 - overhead.received <= 1.0 && next.outstanding == 0 {
+            quiet_probes += 1;
+        } else {
+            quiet_probes = 0;
+        }
+        last = next;
+        let elapsed = start.elapsed();
+        if elapsed >= quiet && quiet_probes >= 2 {
+            return Ok((last, probes, true));
+        }
+        if elapsed >= timeout {
+            return Ok((last, probes, false));
+        }
+    }
+}
+
+fn round_to_tenth(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}

@@ -1,0 +1,503 @@
+//! `zkelect-bench`: failover and server-work benchmarks against a real
+//! ZooKeeper server. See `zkelect-bench failover --help` and `bench/run.sh`.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::Serialize;
+use zookeeper_async::ZooKeeperExt;
+
+use zkelect_bench::baseline::{self, BaselineRecord};
+use zkelect_bench::contender::{ConnectSettings, Implementation, Strategy};
+use zkelect_bench::criterion;
+use zkelect_bench::failover::{self, ConfigReport, RoundRecord, RoundSettings};
+use zkelect_bench::latch::{self, Latch};
+use zkelect_bench::mntr::Monitor;
+use zkelect_bench::report::{self, baseline_table, summary_table};
+use zkelect_bench::zkelect::{self as zk, Zkelect};
+use zkelect_tests::ZkServer;
+
+#[derive(Parser)]
+#[command(
+    name = "zkelect-bench",
+    version,
+    about = "Benchmarks for zkelect against a real ZooKeeper"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// N candidates, R rounds of "the leader closes its session": failover
+    /// time and server packets per failover, with baselines, per
+    /// implementation, strategy and N.
+    Failover(FailoverArgs),
+    /// Print criterion's saved results (target/criterion) as a table.
+    CriterionTable(CriterionArgs),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ImplChoice {
+    /// zkelect's `Election`.
+    Zkelect,
+    /// zookeeper-async's `recipes::leader_latch::LeaderLatch`.
+    Latch,
+    /// Both, on the same server in the same run.
+    Both,
+}
+
+#[derive(Args)]
+struct FailoverArgs {
+    /// An existing server (one `host:port`: the packet counters are one
+    /// server's). It must allow `mntr` and `srvr` (4lw.commands.whitelist)
+    /// and enough connections from this host (maxClientCnxns ≥ N + 3, or 0).
+    #[arg(long, value_name = "HOST:PORT", required_unless_present = "embedded")]
+    connect: Option<String>,
+    /// Start a ZooKeeper standalone server for this run (Debian's zookeeper
+    /// package and Java; see scripts/test-deps.sh).
+    #[arg(long, conflicts_with = "connect")]
+    embedded: bool,
+    /// Numbers of candidates (N), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [3usize, 50, 300])]
+    candidates: Vec<usize>,
+    /// Recorded rounds per configuration.
+    #[arg(long, default_value_t = 30)]
+    rounds: usize,
+    /// Unrecorded warm-up rounds per configuration.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Which implementation(s) to run.
+    #[arg(long = "impl", value_enum, default_value = "both")]
+    implementation: ImplChoice,
+    /// zkelect's watch strategies, comma-separated (predecessor, parent).
+    #[arg(long, value_delimiter = ',', default_value = "predecessor")]
+    strategy: Vec<Strategy>,
+    /// Print JSON lines (server, baseline, config, round, summary) on stdout;
+    /// the table then goes to stderr.
+    #[arg(long)]
+    json: bool,
+    /// Also write the results as Markdown to this file.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// Session timeout every client requests, in ms (≥ 2000: zookeeper-async
+    /// storms below 1.5 s).
+    #[arg(long, default_value_t = 20_000)]
+    session_timeout_ms: u64,
+    /// Minimum quiet period after the new leader is known before the round's
+    /// counters are read, in ms.
+    #[arg(long, default_value_t = 50)]
+    quiet_ms: u64,
+    /// How often the latch's has_leadership() is polled, in µs.
+    #[arg(long, default_value_t = 100)]
+    poll_us: u64,
+    /// exists("/") round trips for the baseline.
+    #[arg(long, default_value_t = 1000)]
+    exists_samples: usize,
+    /// delete→notification samples for the baseline.
+    #[arg(long, default_value_t = 200)]
+    notify_samples: usize,
+    /// close→notification samples for the baseline (one session each).
+    #[arg(long, default_value_t = 50)]
+    close_samples: usize,
+    /// Skip the baselines.
+    #[arg(long)]
+    no_baselines: bool,
+    /// Parent of this run's election paths (a unique child is used per run
+    /// and deleted afterwards).
+    #[arg(long, default_value = "/zkelect-bench")]
+    path: String,
+    /// Candidates connecting at once while an election is filled.
+    #[arg(long, default_value_t = 16)]
+    start_concurrency: usize,
+    /// How long the idle background (pings) is measured per configuration, in ms.
+    #[arg(long, default_value_t = 2000)]
+    background_ms: u64,
+}
+
+#[derive(Args)]
+struct CriterionArgs {
+    /// Criterion's output directory.
+    #[arg(long, default_value = "target/criterion")]
+    dir: PathBuf,
+    /// Only results written after this file was last modified.
+    #[arg(long, value_name = "FILE")]
+    newer_than: Option<PathBuf>,
+    /// Markdown instead of aligned text.
+    #[arg(long)]
+    markdown: bool,
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Failover(args) => failover_command(args),
+        Command::CriterionTable(args) => criterion_command(&args),
+    }
+}
+
+fn criterion_command(args: &CriterionArgs) -> Result<()> {
+    let since = match &args.newer_than {
+        Some(marker) => Some(
+            std::fs::metadata(marker)
+                .and_then(|m| m.modified())
+                .with_context(|| format!("reading {}", marker.display()))?,
+        ),
+        None => None,
+    };
+    let found = criterion::collect(&args.dir, since)?;
+    if found.is_empty() {
+        bail!("no criterion results under {}", args.dir.display());
+    }
+    let table = criterion::table(&found);
+    print!(
+        "{}",
+        if args.markdown {
+            table.to_markdown()
+        } else {
+            table.to_text()
+        }
+    );
+    Ok(())
+}
+
+fn failover_command(args: FailoverArgs) -> Result<()> {
+    if args.session_timeout_ms < 2000 {
+        bail!("--session-timeout-ms must be at least 2000 (zookeeper-async reconnects in a storm below 1.5 s)");
+    }
+    if args.candidates.iter().any(|&n| n < 2) {
+        bail!("--candidates: every N must be at least 2 (someone has to take over)");
+    }
+    if args.rounds == 0 {
+        bail!("--rounds must be at least 1");
+    }
+    let wants_zkelect = args.implementation != ImplChoice::Latch;
+    if wants_zkelect && !zk::available() {
+        if args.implementation == ImplChoice::Zkelect {
+            bail!("--impl zkelect: zkelect's async API is not in this build yet");
+        }
+        eprintln!("WARNING: zkelect's async API is not in this build yet: running the latch alone");
+    }
+
+    // The embedded server lives until the end of main.
+    let server = if args.embedded {
+        eprintln!("starting an embedded ZooKeeper server ...");
+        let server = embedded_server()?;
+        eprintln!("embedded ZooKeeper at {}", server.connect_string());
+        Some(server)
+    } else {
+        None
+    };
+    let connect = match (&server, &args.connect) {
+        (Some(s), _) => s.connect_string(),
+        (None, Some(c)) => c.clone(),
+        (None, None) => bail!("give --connect HOST:PORT or --embedded"),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")?;
+    let result = runtime.block_on(run(&args, connect, server.is_some()));
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    drop(server);
+    result
+}
+
+/// A standalone server tuned for measuring rather than for fast tests:
+/// ZooKeeper's default tickTime (2 s, so sessions of 4–40 s), the full JIT
+/// (the fixture limits it to C1 for start-up speed), quiet logs.
+fn embedded_server() -> Result<ZkServer> {
+    ZkServer::builder()
+        .tick_time(Duration::from_secs(2))
+        .heap_mb(512)
+        .log_level("WARN")
+        .jvm_arg("-XX:TieredStopAtLevel=4")
+        .start()
+        .context("cannot start the embedded ZooKeeper server")
+}
+
+#[derive(Serialize)]
+struct ServerLine {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    connect: String,
+    embedded: bool,
+    version: String,
+}
+
+fn emit(json: bool, value: &impl Serialize) -> Result<()> {
+    if json {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer(&mut out, value)?;
+        writeln!(out)?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+async fn resolve(connect: &str) -> Result<SocketAddr> {
+    if connect.contains(',') {
+        bail!("--connect takes one server (the packet counters are per server), not {connect:?}");
+    }
+    let hostport = connect.split('/').next().unwrap_or(connect);
+    tokio::net::lookup_host(hostport)
+        .await
+        .with_context(|| format!("cannot resolve {hostport}"))?
+        .next()
+        .with_context(|| format!("{hostport} resolves to no address"))
+}
+
+async fn run(args: &FailoverArgs, connect: String, embedded: bool) -> Result<()> {
+    let settings = ConnectSettings {
+        connect: connect.clone(),
+        session_timeout: Duration::from_millis(args.session_timeout_ms),
+        connect_timeout: Duration::from_secs(15),
+    };
+    let mut monitor = Monitor::new(resolve(&connect).await?);
+    let srvr = monitor.four_letter_word("srvr").await?;
+    let version = srvr
+        .lines()
+        .find_map(|l| l.strip_prefix("Zookeeper version:"))
+        .map(|v| v.trim().to_owned())
+        .with_context(|| format!("unexpected `srvr` reply from {connect}: {srvr:?}"))?;
+    emit(
+        args.json,
+        &ServerLine {
+            kind: "server",
+            connect: connect.clone(),
+            embedded,
+            version: version.clone(),
+        },
+    )?;
+    let overhead = monitor.calibrate().await?;
+    eprintln!(
+        "server {connect}: ZooKeeper {version}; one mntr probe = {} / {} packets received / sent",
+        overhead.received, overhead.sent
+    );
+
+    let admin = latch::connect(&settings).await?;
+    let unix_ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let run_path = format!(
+        "{}/run-{unix_ms}-{}",
+        args.path.trim_end_matches('/'),
+        std::process::id()
+    );
+    admin
+        .ensure_path(&format!("{run_path}/baseline"))
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot create {run_path}/baseline: {e:?}"))?;
+
+    let outcome = run_all(
+        args, &settings, &monitor, &run_path, &version, &connect, embedded,
+    )
+    .await;
+    if let Err(e) = admin.delete_recursive(&run_path).await {
+        eprintln!("note: could not delete {run_path}: {e:?}");
+    }
+    let _ = admin.close().await;
+    outcome
+}
+
+async fn run_all(
+    args: &FailoverArgs,
+    settings: &ConnectSettings,
+    monitor: &Monitor,
+    run_path: &str,
+    version: &str,
+    connect: &str,
+    embedded: bool,
+) -> Result<()> {
+    let mut baselines: Vec<BaselineRecord> = Vec::new();
+    if !args.no_baselines {
+        let dir = format!("{run_path}/baseline");
+        eprintln!("baselines ...");
+        for record in [
+            baseline::exists_rtt(settings, args.exists_samples).await?,
+            baseline::delete_notify(settings, &dir, args.notify_samples).await?,
+            baseline::close_notify(settings, &dir, args.close_samples).await?,
+        ] {
+            eprintln!(
+                "  {:<14} median {:>8.1} µs  p90 {:>8.1} µs",
+                record.name, record.median_us, record.p90_us
+            );
+            emit(args.json, &record)?;
+            baselines.push(record);
+        }
+    }
+
+    let round_settings = |n: usize| RoundSettings {
+        candidates: n,
+        rounds: args.rounds,
+        warmup: args.warmup,
+        quiet: Duration::from_millis(args.quiet_ms),
+        settle_timeout: Duration::from_secs(10),
+        failover_timeout: Duration::from_secs(30),
+        start_concurrency: args.start_concurrency,
+        background_span: Duration::from_millis(args.background_ms),
+    };
+    let mut candidates = args.candidates.clone();
+    candidates.sort_unstable();
+    candidates.dedup();
+    let mut strategies = args.strategy.clone();
+    strategies.sort_unstable();
+    strategies.dedup();
+
+    let mut rounds: Vec<RoundRecord> = Vec::new();
+    let mut configs: Vec<ConfigReport> = Vec::new();
+    for &n in &candidates {
+        let mut implementations: Vec<Arc<dyn Implementation>> = Vec::new();
+        if args.implementation != ImplChoice::Zkelect {
+            implementations.push(Arc::new(Latch::new(
+                settings.clone(),
+                Duration::from_micros(args.poll_us),
+            )?));
+        }
+        if args.implementation != ImplChoice::Latch && zk::available() {
+            for &s in &strategies {
+                implementations.push(Arc::new(Zkelect::new(settings.clone(), s)));
+            }
+        }
+        for implementation in implementations {
+            let label = match implementation.strategy() {
+                Some(s) => format!("{}/{s}", implementation.name()),
+                None => implementation.name().to_owned(),
+            };
+            let path = format!("{run_path}/{}-n{n}", label.replace('/', "-"));
+            eprintln!("{label} N={n}: starting {n} candidates ...");
+            let json = args.json;
+            let (config, recorded) =
+                failover::run(implementation, monitor, &path, &round_settings(n), |r| {
+                    if let Err(e) = emit(json, r) {
+                        eprintln!("cannot print: {e}");
+                    }
+                })
+                .await
+                .with_context(|| format!("{label} N={n}"))?;
+            eprintln!(
+                "{label} N={n}: started in {:.0} ms; background {:.1} packets/s; {} rounds, failover median {:.3} ms",
+                config.startup_ms,
+                config.background_received_per_s,
+                recorded.len(),
+                zkelect_bench::stats::Summary::of(
+                    &recorded.iter().map(|r| r.failover_us).collect::<Vec<_>>()
+                )
+                .map_or(f64::NAN, |s| s.median / 1e3)
+            );
+            emit(args.json, &config)?;
+            configs.push(config);
+            rounds.extend(recorded);
+        }
+    }
+
+    let rows = report::summarize(&rounds, &configs, &baselines);
+    for row in &rows {
+        emit(args.json, row)?;
+    }
+    let table = summary_table(&rows).to_text();
+    let base = baseline_table(&baselines).to_text();
+    if args.json {
+        eprint!("\n{base}\n{table}");
+    } else {
+        print!("\n{base}\n{table}");
+    }
+    if let Some(file) = &args.markdown {
+        let md = markdown(
+            args, settings, version, connect, embedded, &baselines, &configs, &rows,
+        );
+        std::fs::write(file, md).with_context(|| format!("writing {}", file.display()))?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn markdown(
+    args: &FailoverArgs,
+    settings: &ConnectSettings,
+    version: &str,
+    connect: &str,
+    embedded: bool,
+    baselines: &[BaselineRecord],
+    configs: &[ConfigReport],
+    rows: &[report::SummaryRow],
+) -> String {
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "Server: ZooKeeper {version}, standalone, {}.\n",
+        if embedded {
+            "started by the bench (`--embedded`: tickTime=2000, forceSync=no, full JIT, 512 MiB heap, log level WARN) on loopback".to_owned()
+        } else {
+            format!("at {connect}")
+        }
+    );
+    let _ = writeln!(
+        md,
+        "Every client requests a {} ms session timeout. Each configuration runs {} warm-up rounds (not counted), then {} rounds; \
+         the quiet period after each takeover is at least {} ms; the latch is polled every {} µs.\n",
+        settings.session_timeout.as_millis(),
+        args.warmup,
+        args.rounds,
+        args.quiet_ms,
+        args.poll_us
+    );
+    if !zk::available() && args.implementation != ImplChoice::Latch {
+        let _ = writeln!(
+            md,
+            "**zkelect is missing from this table**: its async API (adapters/) was not in the build that produced it.\n"
+        );
+    }
+    if !baselines.is_empty() {
+        let _ = writeln!(md, "#### Baselines (same server, same run)\n");
+        let _ = writeln!(md, "{}", baseline_table(baselines).to_markdown());
+    }
+    let _ = writeln!(md, "#### Failover\n");
+    let _ = writeln!(md, "{}", summary_table(rows).to_markdown());
+    let _ = writeln!(
+        md,
+        "- *failover*: from just before the leader's `closeSession` to the moment another candidate is told it leads \
+         (zkelect: its role watch; latch: the poll that first sees `has_leadership()`), one `Instant` clock.\n\
+         - *× latch*: zkelect's median over the latch's median at the same N. \
+         *× delete→notify*, *× close→notify*: the median over the baseline's median.\n\
+         - *pkts*: the server's `zk_packets_received` / `zk_packets_sent` over the round's window (from just before the close \
+         until the server is quiet, at least {} ms after the takeover), less the bench's own `mntr` probes. \
+         *net of pings*: the same less the idle sessions' pings, estimated from the background rate measured before the rounds. \
+         *watches fired*: watchers the server triggered in the window (`zk_sum_node_*_watch_count`).",
+        args.quiet_ms
+    );
+    let _ = writeln!(md);
+    let _ = writeln!(
+        md,
+        "Start-up of the N candidates (connect, join), and the idle background:\n"
+    );
+    let mut startup = report::Table {
+        headers: [
+            "impl",
+            "strategy",
+            "N",
+            "start-up ms",
+            "background pkts/s rx",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: Vec::new(),
+    };
+    for c in configs {
+        startup.rows.push(vec![
+            c.implementation.to_owned(),
+            c.strategy.clone().unwrap_or_else(|| "—".into()),
+            c.n.to_string(),
+            format!("{:.0}", c.startup_ms),
+            format!("{:.1}", c.background_received_per_s),
+        ]);
+    }
+    let _ = writeln!(md, "{}", startup.to_markdown());
+    md
+}

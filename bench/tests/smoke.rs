@@ -1,0 +1,78 @@
+//! One round at N = 3 against an embedded (real) ZooKeeper server: the JSON
+//! lines parse and carry what BENCHMARKS.md is built from. No timing is
+//! asserted beyond "a failover took some time".
+
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn one_round_at_three_candidates_prints_parsable_json() {
+    let output = Command::new(env!("CARGO_BIN_EXE_zkelect-bench"))
+        .args([
+            "failover",
+            "--embedded",
+            "--candidates",
+            "3",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--impl",
+            if zkelect_bench::zkelect::available() {
+                "both"
+            } else {
+                "latch"
+            },
+            "--json",
+            "--session-timeout-ms",
+            "4000",
+            "--exists-samples",
+            "20",
+            "--notify-samples",
+            "5",
+            "--close-samples",
+            "2",
+            "--background-ms",
+            "100",
+        ])
+        .output()
+        .expect("run zkelect-bench");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "zkelect-bench failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let of_type = |t: &str| lines.iter().filter(move |v| v["type"] == t);
+
+    let rounds: Vec<&Value> = of_type("round").collect();
+    let expected_impls: &[&str] = if zkelect_bench::zkelect::available() {
+        &["latch", "zkelect"]
+    } else {
+        &["latch"]
+    };
+    assert_eq!(rounds.len(), expected_impls.len(), "{stdout}");
+    for (round, imp) in rounds.iter().zip(expected_impls) {
+        assert_eq!(round["impl"], *imp);
+        assert_eq!(round["n"], 3);
+        assert_eq!(round["round"], 1);
+        let failover = round["failover_us"]
+            .as_f64()
+            .expect("failover_us is a number");
+        assert!(failover > 0.0, "{round}");
+        assert!(round["packets_received"].is_u64(), "{round}");
+        assert!(round["packets_sent"].is_u64(), "{round}");
+        assert!(round.get("strategy").is_some(), "{round}");
+        assert_eq!(round["leaders_after"], 1, "{round}");
+    }
+    assert_eq!(of_type("baseline").count(), 3, "{stdout}");
+    assert_eq!(of_type("summary").count(), expected_impls.len(), "{stdout}");
+    assert_eq!(of_type("server").count(), 1, "{stdout}");
+}
