@@ -10,6 +10,13 @@
 //!
 //! All times are taken with [`Instant`], the clock the failover rounds use;
 //! the watch callbacks take their timestamp first thing.
+//!
+//! The two notification baselines run under the conditions of a failover
+//! round: before each trigger, the clients sit idle for the same time as a
+//! round's control window while the bench probes the server's counters every
+//! 10 ms, exactly as before a round's close. (Measured back to back instead,
+//! with every thread still warm, both come out ~0.5 ms faster on a 2-vCPU VM:
+//! waking idle threads is part of the cost of any failover.)
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,6 +28,7 @@ use zookeeper_async::{Acl, CreateMode, ZooKeeper};
 
 use crate::contender::ConnectSettings;
 use crate::latch::connect;
+use crate::mntr::{Monitor, PROBE_EVERY};
 use crate::stats::Summary;
 
 /// One baseline's result, printed as one JSON line.
@@ -91,6 +99,26 @@ pub async fn exists_rtt(settings: &ConnectSettings, count: usize) -> Result<Base
     BaselineRecord::new("exists_rtt", &samples)
 }
 
+/// The clients' idle time before a trigger, and the probes that run in it.
+#[derive(Debug, Clone, Copy)]
+pub struct Idle<'a> {
+    /// The server's counters are probed every 10 ms during the idle time.
+    pub monitor: &'a Monitor,
+    /// How long the clients stay idle before the trigger.
+    pub span: Duration,
+}
+
+impl Idle<'_> {
+    async fn wait(&self) -> Result<()> {
+        let start = Instant::now();
+        while start.elapsed() < self.span {
+            tokio::time::sleep(PROBE_EVERY).await;
+            self.monitor.sample().await?;
+        }
+        Ok(())
+    }
+}
+
 /// Arms a `get_data_w` on `path` from `watcher`; the receiver yields the
 /// instant the watch fired.
 async fn watch(watcher: &ZooKeeper, path: &str) -> Result<oneshot::Receiver<Instant>> {
@@ -113,7 +141,7 @@ async fn fired(rx: oneshot::Receiver<Instant>, what: &str) -> Result<Instant> {
 }
 
 /// Median delete→notification latency over `count` nodes under `dir` (after
-/// 10 not counted). `dir` must exist.
+/// 10 not counted), each delete after `idle`. `dir` must exist.
 ///
 /// # Errors
 ///
@@ -122,6 +150,7 @@ pub async fn delete_notify(
     settings: &ConnectSettings,
     dir: &str,
     count: usize,
+    idle: Idle<'_>,
 ) -> Result<BaselineRecord> {
     let deleter = connect(settings).await?;
     let watcher = connect(settings).await?;
@@ -139,6 +168,7 @@ pub async fn delete_notify(
                 .await
                 .map_err(zk_err(format!("create({path})")))?;
             let rx = watch(&watcher, &path).await?;
+            idle.wait().await?;
             let t0 = Instant::now();
             deleter
                 .delete(&path, None)
@@ -158,7 +188,8 @@ pub async fn delete_notify(
 }
 
 /// Median session-close→notification latency over `count` sessions (after 3
-/// not counted), each with one ephemeral node under `dir`. `dir` must exist.
+/// not counted), each with one ephemeral node under `dir`, each close after
+/// `idle`. `dir` must exist.
 ///
 /// # Errors
 ///
@@ -167,6 +198,7 @@ pub async fn close_notify(
     settings: &ConnectSettings,
     dir: &str,
     count: usize,
+    idle: Idle<'_>,
 ) -> Result<BaselineRecord> {
     let watcher = connect(settings).await?;
     let result = async {
@@ -184,6 +216,7 @@ pub async fn close_notify(
                 .await
                 .map_err(zk_err(format!("create({path})")))?;
             let rx = watch(&watcher, &path).await?;
+            idle.wait().await?;
             let t0 = Instant::now();
             closer.close().await.map_err(zk_err("close()".to_owned()))?;
             let at = fired(rx, "close_notify").await?;

@@ -43,7 +43,7 @@ pub fn collect(dir: &Path, since: Option<SystemTime>) -> Result<Vec<Estimate>> {
         }
         estimates.push(read(&new_dir)?);
     }
-    estimates.sort_by(|a, b| natural_key(&a.id).cmp(&natural_key(&b.id)));
+    estimates.sort_by_key(|e| natural_key(&e.id));
     Ok(estimates)
 }
 

@@ -3,21 +3,30 @@
 //!
 //! Each round:
 //!
-//! 1. read the server's counters (`mntr`), then take `t0 = Instant::now()`;
+//! 1. read the server's packet counters (`srvr`, see [`crate::mntr`]), then
+//!    take `t0 = Instant::now()`;
 //! 2. the current leader closes its ZooKeeper session (so the server deletes
 //!    its ephemeral node at once, as when a process dies cleanly);
 //! 3. wait until another contender is told it leads (its own [`LeaderEvent`],
 //!    taken on the same clock): `failover = event.at − t0`;
-//! 4. let the server settle: probe `mntr` every 10 ms until at least
+//! 4. let the server settle: probe the counters every 10 ms until at least
 //!    `quiet` (50 ms by default) has passed since step 3 **and** two
 //!    consecutive probes saw at most one packet besides the probes themselves
 //!    with nothing outstanding (so a herd of re-lists is counted in full);
 //!    the last probe closes the round's window;
 //! 5. the round's server work is the counters' difference over the window,
-//!    minus the probes' own packets; the pings the idle sessions send in the
-//!    window are estimated from the background rate measured before round 1
-//!    and reported separately;
-//! 6. a new contender joins at the back (outside the window) so N stays
+//!    minus the probes' own packets. Idle sessions ping (zookeeper-async:
+//!    every ⅔ of the session timeout; N sessions started together ping in
+//!    bursts), so each round also counts a *control* window of the same kind
+//!    just before step 1 — nothing happens in it but the background — and
+//!    reports it, scaled to the round's window length, next to the raw
+//!    figure; the mean of `packets − control` over the rounds is the
+//!    failover's own work, without bias;
+//! 6. watchers triggered are read with `mntr` just before the control window
+//!    and just after the round's window (outside both packet windows, as
+//!    `mntr` costs a varying number of packets; the control window triggers
+//!    none);
+//! 7. a new contender joins at the back (outside the window) so N stays
 //!    constant, and the server settles again before the next round.
 
 use std::sync::Arc;
@@ -29,7 +38,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::contender::{Contender, Implementation, LeaderBoard};
-use crate::mntr::{delta, Monitor, Packets, Sample};
+use crate::mntr::{delta, Monitor, Packets, Sample, PROBE_EVERY};
 
 /// How one configuration is run.
 #[derive(Debug, Clone)]
@@ -49,8 +58,8 @@ pub struct RoundSettings {
     pub failover_timeout: Duration,
     /// Contenders started at once while filling the election.
     pub start_concurrency: usize,
-    /// How long the idle background (pings) is measured before round 1.
-    pub background_span: Duration,
+    /// Length of the control window counted before each round.
+    pub control: Duration,
 }
 
 /// One recorded round, printed as one JSON line.
@@ -74,10 +83,11 @@ pub struct RoundRecord {
     pub packets_received: u64,
     /// Packets the server sent in the window, less the bench's probes.
     pub packets_sent: u64,
-    /// Of `packets_received`, the expected number of idle pings (estimate).
-    pub pings_received_est: f64,
-    /// Of `packets_sent`, the expected number of ping replies (estimate).
-    pub pings_sent_est: f64,
+    /// Packets received in the control window just before the round (bench
+    /// probes removed), scaled to this round's window length.
+    pub control_received: f64,
+    /// Packets sent in the control window, likewise.
+    pub control_sent: f64,
     /// Watchers the server triggered in the window (`null` if the server has
     /// no such metrics).
     pub watches_fired: Option<u64>,
@@ -111,10 +121,6 @@ pub struct ConfigReport {
     pub n: usize,
     /// Milliseconds to start all N contenders.
     pub startup_ms: f64,
-    /// Background packets per second (idle pings) received by the server.
-    pub background_received_per_s: f64,
-    /// Background packets per second sent by the server.
-    pub background_sent_per_s: f64,
 }
 
 /// Runs one configuration; calls `on_round` with each recorded round as soon
@@ -164,16 +170,14 @@ async fn run_rounds(
     let strategy = implementation.strategy().map(|s| s.to_string());
     let mut next_id = settings.candidates as u64;
     settle(monitor, settings.quiet, settings.settle_timeout).await?;
-    let background = monitor.background_rate(settings.background_span).await?;
     let report = ConfigReport {
         kind: "config",
         implementation: implementation.name(),
         strategy: strategy.clone(),
         n: settings.candidates,
-        startup_ms: startup.as_secs_f64() * 1e3,
-        background_received_per_s: background.received,
-        background_sent_per_s: background.sent,
+        startup_ms: round_to_tenth(startup.as_secs_f64() * 1e3),
     };
+    let overhead = monitor.probe_overhead();
 
     let mut records = Vec::with_capacity(settings.rounds);
     for round in 0..settings.warmup + settings.rounds {
@@ -184,7 +188,12 @@ async fn run_rounds(
         let old = contenders.swap_remove(leader);
         let old_id = old.id();
 
-        let before = monitor.sample().await?;
+        // The control window: the same kind of counting, with nothing done.
+        // Probed like the round's window (every 10 ms), so the probes' own
+        // packets come off both the same way.
+        let watches_before = monitor.watches_fired().await?;
+        let control_start = monitor.sample().await?;
+        let (before, control_probes) = probe_for(monitor, settings.control).await?;
         let t0 = Instant::now();
         let killed = old.kill().await;
         let event = board
@@ -205,11 +214,17 @@ async fn run_rounds(
         let (after, probes, settled) =
             settle_from(monitor, before, settings.quiet, settings.settle_timeout).await?;
         let leaders_after = contenders.iter().filter(|c| c.is_leader()).count();
+        let watches_after = monitor.watches_fired().await?;
 
         if round >= settings.warmup {
             let (received, sent) = delta(&before, &after)?;
-            let overhead = monitor.probe_overhead();
             let window = after.at.duration_since(before.at);
+            let (control_received, control_sent) = delta(&control_start, &before)?;
+            let control_span = before.at.duration_since(control_start.at).as_secs_f64();
+            let scale = window.as_secs_f64() / control_span.max(1e-6);
+            let control = |count: u64, per_probe: f64| {
+                round_to_tenth((count as f64 - per_probe * control_probes as f64).max(0.0) * scale)
+            };
             let record = RoundRecord {
                 kind: "round",
                 implementation: implementation.name(),
@@ -220,11 +235,10 @@ async fn run_rounds(
                 packets_received: received
                     .saturating_sub((overhead.received * probes as f64).round() as u64),
                 packets_sent: sent.saturating_sub((overhead.sent * probes as f64).round() as u64),
-                pings_received_est: round_to_tenth(background.received * window.as_secs_f64()),
-                pings_sent_est: round_to_tenth(background.sent * window.as_secs_f64()),
-                watches_fired: after
-                    .watches_fired
-                    .zip(before.watches_fired)
+                control_received: control(control_received, overhead.received),
+                control_sent: control(control_sent, overhead.sent),
+                watches_fired: watches_after
+                    .zip(watches_before)
                     .map(|(a, b)| a.saturating_sub(b)),
                 window_us: window.as_micros() as u64,
                 settled,
@@ -328,6 +342,21 @@ async fn sole_leader(contenders: &[Box<dyn Contender>], timeout: Duration) -> Re
     }
 }
 
+/// Probes every [`PROBE_EVERY`] for `span`; returns the last sample and the
+/// number of probes.
+async fn probe_for(monitor: &Monitor, span: Duration) -> Result<(Sample, u32)> {
+    let start = Instant::now();
+    let mut probes = 0;
+    loop {
+        tokio::time::sleep(PROBE_EVERY).await;
+        let sample = monitor.sample().await?;
+        probes += 1;
+        if start.elapsed() >= span {
+            return Ok((sample, probes));
+        }
+    }
+}
+
 /// Waits for the server to go quiet (see the module docs), starting now.
 async fn settle(monitor: &Monitor, quiet: Duration, timeout: Duration) -> Result<Sample> {
     let first = monitor.sample().await?;
@@ -342,7 +371,6 @@ async fn settle_from(
     quiet: Duration,
     timeout: Duration,
 ) -> Result<(Sample, u32, bool)> {
-    const PROBE_EVERY: Duration = Duration::from_millis(10);
     let overhead: Packets = monitor.probe_overhead();
     let start = Instant::now();
     let mut last = from;

@@ -117,9 +117,6 @@ struct FailoverArgs {
     /// Candidates connecting at once while an election is filled.
     #[arg(long, default_value_t = 16)]
     start_concurrency: usize,
-    /// How long the idle background (pings) is measured per configuration, in ms.
-    #[arg(long, default_value_t = 2000)]
-    background_ms: u64,
 }
 
 #[derive(Args)]
@@ -277,7 +274,7 @@ async fn run(args: &FailoverArgs, connect: String, embedded: bool) -> Result<()>
     )?;
     let overhead = monitor.calibrate().await?;
     eprintln!(
-        "server {connect}: ZooKeeper {version}; one mntr probe = {} / {} packets received / sent",
+        "server {connect}: ZooKeeper {version}; one counter probe (srvr) = {} / {} packets received / sent",
         overhead.received, overhead.sent
     );
 
@@ -318,11 +315,16 @@ async fn run_all(
     let mut baselines: Vec<BaselineRecord> = Vec::new();
     if !args.no_baselines {
         let dir = format!("{run_path}/baseline");
+        // The same idle time before each trigger as before a round's close.
+        let idle = baseline::Idle {
+            monitor,
+            span: Duration::from_millis(args.quiet_ms + 20),
+        };
         eprintln!("baselines ...");
         for record in [
             baseline::exists_rtt(settings, args.exists_samples).await?,
-            baseline::delete_notify(settings, &dir, args.notify_samples).await?,
-            baseline::close_notify(settings, &dir, args.close_samples).await?,
+            baseline::delete_notify(settings, &dir, args.notify_samples, idle).await?,
+            baseline::close_notify(settings, &dir, args.close_samples, idle).await?,
         ] {
             eprintln!(
                 "  {:<14} median {:>8.1} µs  p90 {:>8.1} µs",
@@ -341,7 +343,7 @@ async fn run_all(
         settle_timeout: Duration::from_secs(10),
         failover_timeout: Duration::from_secs(30),
         start_concurrency: args.start_concurrency,
-        background_span: Duration::from_millis(args.background_ms),
+        control: Duration::from_millis(args.quiet_ms + 20),
     };
     let mut candidates = args.candidates.clone();
     candidates.sort_unstable();
@@ -353,19 +355,24 @@ async fn run_all(
     let mut rounds: Vec<RoundRecord> = Vec::new();
     let mut configs: Vec<ConfigReport> = Vec::new();
     for &n in &candidates {
-        let mut implementations: Vec<Arc<dyn Implementation>> = Vec::new();
+        // Each implementation is made right before its configuration and
+        // dropped after it (the latch's polling thread must not run during
+        // another implementation's rounds).
+        let mut specs: Vec<Option<Strategy>> = Vec::new();
         if args.implementation != ImplChoice::Zkelect {
-            implementations.push(Arc::new(Latch::new(
-                settings.clone(),
-                Duration::from_micros(args.poll_us),
-            )?));
+            specs.push(None);
         }
         if args.implementation != ImplChoice::Latch && zk::available() {
-            for &s in &strategies {
-                implementations.push(Arc::new(Zkelect::new(settings.clone(), s)));
-            }
+            specs.extend(strategies.iter().copied().map(Some));
         }
-        for implementation in implementations {
+        for spec in specs {
+            let implementation: Arc<dyn Implementation> = match spec {
+                None => Arc::new(Latch::new(
+                    settings.clone(),
+                    Duration::from_micros(args.poll_us),
+                )?),
+                Some(s) => Arc::new(Zkelect::new(settings.clone(), s)),
+            };
             let label = match implementation.strategy() {
                 Some(s) => format!("{}/{s}", implementation.name()),
                 None => implementation.name().to_owned(),
@@ -382,9 +389,8 @@ async fn run_all(
                 .await
                 .with_context(|| format!("{label} N={n}"))?;
             eprintln!(
-                "{label} N={n}: started in {:.0} ms; background {:.1} packets/s; {} rounds, failover median {:.3} ms",
+                "{label} N={n}: started in {:.0} ms; {} rounds, failover median {:.3} ms",
                 config.startup_ms,
-                config.background_received_per_s,
                 recorded.len(),
                 zkelect_bench::stats::Summary::of(
                     &recorded.iter().map(|r| r.failover_us).collect::<Vec<_>>()
@@ -467,26 +473,21 @@ fn markdown(
          - *× latch*: zkelect's median over the latch's median at the same N. \
          *× delete→notify*, *× close→notify*: the median over the baseline's median.\n\
          - *pkts*: the server's `zk_packets_received` / `zk_packets_sent` over the round's window (from just before the close \
-         until the server is quiet, at least {} ms after the takeover), less the bench's own `mntr` probes. \
-         *net of pings*: the same less the idle sessions' pings, estimated from the background rate measured before the rounds. \
+         until the server is quiet, at least {} ms after the takeover), less the bench's own `srvr` probes. \
+         *net of control*: the mean over the rounds of that figure less the packets counted the same way in a control window \
+         just before the round (nothing but the idle sessions' pings), scaled to the round's window. \
          *watches fired*: watchers the server triggered in the window (`zk_sum_node_*_watch_count`).",
         args.quiet_ms
     );
     let _ = writeln!(md);
     let _ = writeln!(
         md,
-        "Start-up of the N candidates (connect, join), and the idle background:\n"
+        "Start-up of the N candidates (connect, join, a few at a time):\n"
     );
     let mut startup = report::Table {
-        headers: [
-            "impl",
-            "strategy",
-            "N",
-            "start-up ms",
-            "background pkts/s rx",
-        ]
-        .map(String::from)
-        .to_vec(),
+        headers: ["impl", "strategy", "N", "start-up ms"]
+            .map(String::from)
+            .to_vec(),
         rows: Vec::new(),
     };
     for c in configs {
@@ -495,7 +496,6 @@ fn markdown(
             c.strategy.clone().unwrap_or_else(|| "—".into()),
             c.n.to_string(),
             format!("{:.0}", c.startup_ms),
-            format!("{:.1}", c.background_received_per_s),
         ]);
     }
     let _ = writeln!(md, "{}", startup.to_markdown());

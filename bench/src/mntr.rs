@@ -1,18 +1,24 @@
-//! The server's own counters, read with the `mntr` four-letter word.
+//! The server's own counters, read with four-letter words.
 //!
-//! ZooKeeper counts every packet it receives and sends (`zk_packets_received`,
+//! ZooKeeper counts every packet it receives and sends (`srvr`'s `Received:`
+//! and `Sent:`, the same counters as `mntr`'s `zk_packets_received` and
 //! `zk_packets_sent`), pings and four-letter words included. The bench reads
 //! the counters before and after each failover; to attribute the difference
 //! to the failover it removes two things that are not failover work:
 //!
-//! * the bench's own `mntr` probes: each probe adds a fixed number of packets
-//!   (measured by [`Monitor::calibrate`] on an idle server), and the number of
-//!   probes in a window is known exactly;
+//! * the bench's own probes. Packet probes use `srvr`, whose reply is small
+//!   and so always costs the same packets (measured by
+//!   [`Monitor::calibrate`]; one received, one sent on ZooKeeper 3.8), and
+//!   the number of probes in a window is known exactly. `mntr` is *not* used
+//!   for that: its reply (~16 KiB) is sent in a number of packets that grows
+//!   with the length of the metrics' values, 2 or 3 on the same server;
 //! * the candidates' pings: every idle session pings every ⅔ of its session
-//!   timeout, so N sessions add a steady background whose rate
-//!   [`Monitor::background_rate`] measures while the candidates are idle.
-//!   Pings are random per round, so that part is an estimate (reported
-//!   separately, never hidden in the raw figures).
+//!   timeout. The failover rounds count a control window before each round
+//!   for that (see [`crate::failover`]) and report it next to the raw figure,
+//!   never hidden in it.
+//!
+//! `mntr` serves only for the number of watchers triggered, which probes do
+//! not change ([`Monitor::watches_fired`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -21,6 +27,10 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// How often the bench probes the counters while it counts a window (and
+/// while it calibrates, so the probes' own packets are measured the same way).
+pub const PROBE_EVERY: Duration = Duration::from_millis(10);
 
 /// Metric names whose sums count watchers triggered (ZooKeeper ≥ 3.6 keeps a
 /// summary per event type; the `_sum_` is the number of watchers fired).
@@ -31,23 +41,20 @@ const WATCH_SUMS: [&str; 4] = [
     "zk_sum_node_children_watch_count",
 ];
 
-/// One reading of the counters the bench uses.
+/// One reading of the packet counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
     /// When the reply was complete (the bench's monotonic clock).
     pub at: Instant,
-    /// `zk_packets_received`.
+    /// Packets received so far.
     pub received: u64,
-    /// `zk_packets_sent`.
+    /// Packets sent so far.
     pub sent: u64,
-    /// Watchers triggered so far (sum of the four watch-count summaries);
-    /// `None` on servers without these metrics.
-    pub watches_fired: Option<u64>,
-    /// `zk_outstanding_requests`.
+    /// Requests in the server's pipeline.
     pub outstanding: u64,
 }
 
-/// Packets per unit of time or per window, as `(received, sent)`.
+/// Packets, as `(received, sent)`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Packets {
     /// Packets the server received.
@@ -56,7 +63,7 @@ pub struct Packets {
     pub sent: f64,
 }
 
-/// Reads `mntr` from one server.
+/// Reads the counters of one server.
 #[derive(Debug, Clone)]
 pub struct Monitor {
     addr: SocketAddr,
@@ -108,49 +115,64 @@ impl Monitor {
         String::from_utf8(reply).with_context(|| format!("`{command}` reply is not UTF-8"))
     }
 
-    /// Reads the counters.
+    /// Reads the packet counters (`srvr`).
     ///
     /// # Errors
     ///
-    /// When `mntr` fails or lacks the packet counters (a server that does not
-    /// allow `mntr`: set `4lw.commands.whitelist=mntr,srvr,...`).
+    /// When `srvr` fails or its reply lacks the counters (a server that does
+    /// not allow it: set `4lw.commands.whitelist=srvr,mntr`).
     pub async fn sample(&self) -> Result<Sample> {
-        let reply = self.four_letter_word("mntr").await?;
+        let reply = self.four_letter_word("srvr").await?;
         let at = Instant::now();
-        let map = zkelect_tests::parse_mntr(&reply);
-        let int = |key: &str| -> Result<u64> {
-            let value = map.get(key).with_context(|| {
-                format!(
-                    "`mntr` from {} has no {key} (is `mntr` in 4lw.commands.whitelist?): {}",
-                    self.addr,
-                    reply.lines().next().unwrap_or("")
-                )
-            })?;
+        let field = |name: &str| -> Result<u64> {
+            let value = reply
+                .lines()
+                .find_map(|line| line.strip_prefix(name))
+                .with_context(|| {
+                    format!(
+                        "`srvr` from {} has no {name:?} (is srvr in 4lw.commands.whitelist?): {:?}",
+                        self.addr,
+                        reply.lines().next().unwrap_or("")
+                    )
+                })?
+                .trim();
             value
                 .parse()
-                .with_context(|| format!("`mntr` {key} = {value:?} is not a number"))
+                .with_context(|| format!("`srvr` {name} {value:?} is not a number"))
         };
         Ok(Sample {
             at,
-            received: int("zk_packets_received")?,
-            sent: int("zk_packets_sent")?,
-            watches_fired: watches_fired(&map),
-            outstanding: int("zk_outstanding_requests").unwrap_or(0),
+            received: field("Received:")?,
+            sent: field("Sent:")?,
+            outstanding: field("Outstanding:").unwrap_or(0),
         })
     }
 
-    /// Measures the packets one `mntr` probe adds, on a server with no other
-    /// traffic: the median difference of back-to-back samples (the median
-    /// ignores the odd ping of a stray session).
+    /// Watchers the server has triggered since it started (sum of `mntr`'s
+    /// four watch-count summaries); `None` when the server lacks them
+    /// (before ZooKeeper 3.6).
     ///
     /// # Errors
     ///
-    /// When `mntr` fails, or the counters go backwards (a restarted server).
+    /// When `mntr` fails.
+    pub async fn watches_fired(&self) -> Result<Option<u64>> {
+        let reply = self.four_letter_word("mntr").await?;
+        Ok(watches_fired(&zkelect_tests::parse_mntr(&reply)))
+    }
+
+    /// Measures the packets one probe adds, on a server with no other
+    /// traffic: the median difference of samples [`PROBE_EVERY`] apart (the
+    /// median ignores the odd ping of a stray session).
+    ///
+    /// # Errors
+    ///
+    /// When `srvr` fails, or the counters go backwards (a restarted server).
     pub async fn calibrate(&mut self) -> Result<Packets> {
         let mut received = Vec::new();
         let mut sent = Vec::new();
         let mut last = self.sample().await?;
         for _ in 0..21 {
+            tokio::time::sleep(PROBE_EVERY).await;
             let next = self.sample().await?;
             let (r, s) = delta(&last, &next)?;
             received.push(r as f64);
@@ -168,24 +190,6 @@ impl Monitor {
     /// Packets one probe adds (after [`Monitor::calibrate`]; zero before).
     pub fn probe_overhead(&self) -> Packets {
         self.overhead
-    }
-
-    /// Measures the background packet rate (per second) over `span`, minus
-    /// the probes' own packets: with idle candidates this is their pings.
-    ///
-    /// # Errors
-    ///
-    /// When `mntr` fails or the counters go backwards.
-    pub async fn background_rate(&self, span: Duration) -> Result<Packets> {
-        let first = self.sample().await?;
-        tokio::time::sleep(span).await;
-        let last = self.sample().await?;
-        let (r, s) = delta(&first, &last)?;
-        let secs = last.at.duration_since(first.at).as_secs_f64().max(1e-3);
-        Ok(Packets {
-            received: ((r as f64 - self.overhead.received) / secs).max(0.0),
-            sent: ((s as f64 - self.overhead.sent) / secs).max(0.0),
-        })
     }
 }
 

@@ -40,9 +40,9 @@ pub struct SummaryRow {
     pub median_packets_received: f64,
     /// Median packets sent per failover (bench probes removed).
     pub median_packets_sent: f64,
-    /// Mean packets received per failover less the estimated idle pings.
+    /// Mean over the rounds of packets received less the control window's.
     pub net_packets_received: f64,
-    /// Mean packets sent per failover less the estimated ping replies.
+    /// Mean over the rounds of packets sent less the control window's.
     pub net_packets_sent: f64,
     /// Median watchers triggered per failover.
     pub median_watches_fired: Option<f64>,
@@ -114,12 +114,12 @@ pub fn summarize(
                     .unwrap_or(0.0),
                 net_packets_received: mean(
                     rs.iter()
-                        .map(|r| r.packets_received as f64 - r.pings_received_est)
+                        .map(|r| r.packets_received as f64 - r.control_received)
                         .collect(),
                 ),
                 net_packets_sent: mean(
                     rs.iter()
-                        .map(|r| r.packets_sent as f64 - r.pings_sent_est)
+                        .map(|r| r.packets_sent as f64 - r.control_sent)
                         .collect(),
                 ),
                 median_watches_fired: median(
@@ -232,7 +232,7 @@ pub fn summary_table(rows: &[SummaryRow]) -> Table {
             "× delete→notify",
             "× close→notify",
             "pkts rx/tx (median)",
-            "pkts rx/tx net of pings (mean)",
+            "pkts rx/tx net of control (mean)",
             "watches fired (median)",
         ]
         .map(String::from)
@@ -317,8 +317,8 @@ mod tests {
             failover_us: us,
             packets_received: 3,
             packets_sent: 4,
-            pings_received_est: 0.5,
-            pings_sent_est: 0.5,
+            control_received: 0.5,
+            control_sent: 0.5,
             watches_fired: Some(1),
             window_us: 60_000,
             settled: true,

@@ -33,8 +33,6 @@ fn one_round_at_three_candidates_prints_parsable_json() {
             "5",
             "--close-samples",
             "2",
-            "--background-ms",
-            "100",
         ])
         .output()
         .expect("run zkelect-bench");
@@ -50,7 +48,7 @@ fn one_round_at_three_candidates_prints_parsable_json() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect();
-    let of_type = |t: &str| lines.iter().filter(move |v| v["type"] == t);
+    let of_type = |t: &'static str| lines.iter().filter(move |v| v["type"] == t);
 
     let rounds: Vec<&Value> = of_type("round").collect();
     let expected_impls: &[&str] = if zkelect_bench::zkelect::available() {
