@@ -53,6 +53,9 @@ use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKi
 /// predecessors it can fall back to without listing again.
 const NEAREST_KEPT: usize = 8;
 
+/// How many past sessions' nonces a candidate remembers, to clear their nodes.
+const OLD_NONCES_KEPT: usize = 8;
+
 /// Counters a driver can export as metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Stats {
@@ -218,6 +221,12 @@ pub struct Candidate {
     session_id: Option<SessionId>,
     timeout: Duration,
     epoch: u64,
+    /// Nonces of this candidate's earlier sessions: a node bearing one is ours
+    /// from the past (a create applied after its session was given up on, or a
+    /// dying session's node) and is deleted when a listing shows it.
+    old_nonces: VecDeque<String>,
+    /// Nodes of earlier sessions already being deleted.
+    clearing: Vec<String>,
     /// Send time of the newest request the server answered in this session.
     last_ack: Option<Timestamp>,
     ops: BTreeMap<OpId, InFlight>,
@@ -268,6 +277,8 @@ impl Candidate {
             session_id: None,
             timeout: Duration::ZERO,
             epoch: 0,
+            old_nonces: VecDeque::new(),
+            clearing: Vec::new(),
             last_ack: None,
             ops: BTreeMap::new(),
             step: Step::Idle,
@@ -1105,6 +1116,7 @@ impl Candidate {
                 return self.main_error("list", path, code);
             }
         };
+        self.clear_old_nodes(&children);
         let nonce = self.current_nonce();
         let mut mine: Vec<NodeName> = children
             .iter()
@@ -1179,6 +1191,34 @@ impl Candidate {
         }
     }
 
+    /// Deletes children bearing one of our earlier sessions' nonces. Such a node
+    /// can block the queue until its session ends, or forever if a client sent a
+    /// queued create on the new session; either way it is ours and useless.
+    fn clear_old_nodes(&mut self, children: &[String]) {
+        if self.old_nonces.is_empty() {
+            return;
+        }
+        for child in children {
+            let Some(nonce) = child
+                .strip_prefix(name::PROTECTED_MARKER)
+                .and_then(|rest| rest.get(..name::NONCE_LEN))
+            else {
+                continue;
+            };
+            if self.old_nonces.iter().any(|old| old == nonce) && !self.clearing.contains(child) {
+                self.clearing.push(child.clone());
+                let path = self.child_path(child);
+                self.emit(
+                    Purpose::DeleteExtra,
+                    Request::Delete {
+                        path,
+                        version: None,
+                    },
+                );
+            }
+        }
+    }
+
     fn owned_by_this_session(&self, stat: Stat) -> bool {
         stat.ephemeral_owner != 0
             && self
@@ -1204,6 +1244,9 @@ impl Candidate {
                 return self.main_error("list", path, code);
             }
         };
+        if !self.is_observer() {
+            self.clear_old_nodes(&children);
+        }
         let k = self.config.leaders() as usize;
         let own_name = self.own.as_ref().map_or("", |o| o.name.as_str());
         let standing = name::standing(
@@ -1424,6 +1467,13 @@ impl Candidate {
         self.demote(DemotionReason::Expired);
         self.session = Session::Expired;
         self.session_id = None;
+        if let Some(nonce) = self.current_nonce() {
+            self.old_nonces.push_back(nonce);
+            if self.old_nonces.len() > OLD_NONCES_KEPT {
+                self.old_nonces.pop_front();
+            }
+        }
+        self.clearing.clear();
         self.epoch += 1;
         self.last_ack = None;
         self.ops.clear();

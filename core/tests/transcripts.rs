@@ -272,6 +272,41 @@ fn nonce_is_renewed_for_every_new_session() {
     assert_ne!(nonce_of(&first), nonce_of(&second));
 }
 
+#[test]
+fn node_left_behind_by_an_earlier_session_is_deleted_when_seen() {
+    let mut d = Driver::joined(config("a"));
+    let first = d.take("create");
+    let old_nonce = nonce_of(&first);
+    d.session(SessionEvent::Expired);
+    d.connect(SessionId(0x200));
+    d.answer_probes();
+    // The old create, queued by the client, was applied on the new session after all.
+    let orphan = format!("_c_{old_nonce}-n_0000000001");
+    let create = d.take("create");
+    d.reply(
+        create.op,
+        Ok(Reply::Created {
+            path: format!("{PATH}/_c_{}-n_0000000002", nonce_of(&create)),
+            stat: stat(12, SessionId(0x200)),
+        }),
+    );
+    let own = format!("_c_{}-n_0000000002", nonce_of(&create));
+    d.children(&[&orphan, &own]);
+    let del = d.take("delete");
+    assert_eq!(
+        del.request,
+        Request::Delete {
+            path: format!("{PATH}/{orphan}"),
+            version: None
+        }
+    );
+    // It still counts until it is gone: watched like any predecessor.
+    d.take_data(&orphan);
+    d.reply(del.op, Ok(Reply::Deleted));
+    d.event(WatchKind::NodeDeleted, &orphan);
+    assert!(d.c.role().is_leader());
+}
+
 // ----- sequence order -----------------------------------------------------------------
 
 #[test]
