@@ -51,9 +51,21 @@ else
     server_args=(--embedded)
 fi
 
-# Print a command exactly as it can be pasted into a shell.
-show() { local s; printf -v s '%q ' "$@"; printf '%s' "${s% }"; }
+# Print a command as it can be pasted into a shell (quoting only what needs it).
+show() {
+    local out="" a
+    for a in "$@"; do
+        if [[ "$a" =~ ^[A-Za-z0-9_./,=:@%+-]+$ ]]; then
+            out+="$a "
+        else
+            out+="$(printf '%q' "$a") "
+        fi
+    done
+    printf '%s' "${out% }"
+}
 commands=()
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- failover ---------------------------------------------------------------
 build=(cargo build --release -q -p zkelect-bench)
@@ -88,7 +100,7 @@ if [[ $criterion -eq 1 ]]; then
 
     memory=(cargo bench -q -p zkelect-core --bench memory)
     log "$(show "${memory[@]}")"
-    memory_line=$("${memory[@]}" 2>&1 | grep -i 'idle Candidate' || true)
+    memory_line=$("${memory[@]}" 2>&1 | grep -i 'idle Candidate' | sed 's/^idle Candidate: *//' || true)
     [[ -n "$memory_line" ]] || die "the memory bench printed no 'idle Candidate' line"
     commands+=("$(show "${memory[@]}")")
 
@@ -106,6 +118,8 @@ if [[ $criterion -eq 1 ]]; then
         log "TODO: no sim/benches/*.rs yet: simulator figures left out"
     fi
 fi
+
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- machine ------------------------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
@@ -134,6 +148,7 @@ java_version=$( (java -version 2>&1 || true) | head -1)
     echo "| Java | $java_version |"
     echo "| rustc | $(rustc -V) |"
     echo "| git commit | \`$commit\`$dirty |"
+    echo "| load average (1, 5, 15 min) | $load_before before the run, $load_after after |"
     echo
     echo "The machine is shared (other builds may run during the benchmark), so treat single rounds as noisy; the medians are the figures to compare."
     echo

@@ -134,6 +134,7 @@ fn human_rate(per_second: f64, unit: &str) -> String {
 /// The estimates as a table: id, median, its 95 % interval, throughput.
 pub fn table(estimates: &[Estimate]) -> Table {
     Table {
+        text_columns: 1,
         headers: ["benchmark", "median", "95 % CI of the median", "throughput"]
             .map(String::from)
             .to_vec(),

@@ -463,6 +463,12 @@ fn markdown(
     if !baselines.is_empty() {
         let _ = writeln!(md, "#### Baselines (same server, same run)\n");
         let _ = writeln!(md, "{}", baseline_table(baselines).to_markdown());
+        let _ = writeln!(
+            md,
+            "Before each delete or close, both clients sit idle for {} ms while the bench probes the server every 10 ms, \
+             exactly as before a failover round's close (so the baselines pay the same cost of waking idle threads).\n",
+            args.quiet_ms + 20
+        );
     }
     let _ = writeln!(md, "#### Failover\n");
     let _ = writeln!(md, "{}", summary_table(rows).to_markdown());
@@ -479,12 +485,25 @@ fn markdown(
          *watches fired*: watchers the server triggered in the window (`zk_sum_node_*_watch_count`).",
         args.quiet_ms
     );
+    let gaps: Vec<String> = rows
+        .iter()
+        .filter_map(|r| Some(format!("{:.0} µs at N = {}", r.median_poll_gap_us?, r.n)))
+        .collect();
+    if !gaps.is_empty() {
+        let _ = writeln!(
+            md,
+            "- The latch's figures include its polling: the median gap between the poll that saw the new leader and \
+             the poll before it was {} (so the latch's true figure is lower by up to that, about half of it on average).",
+            gaps.join(", ")
+        );
+    }
     let _ = writeln!(md);
     let _ = writeln!(
         md,
         "Start-up of the N candidates (connect, join, a few at a time):\n"
     );
     let mut startup = report::Table {
+        text_columns: 3,
         headers: ["impl", "strategy", "N", "start-up ms"]
             .map(String::from)
             .to_vec(),

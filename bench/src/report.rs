@@ -52,6 +52,9 @@ pub struct SummaryRow {
     pub leader_anomalies: usize,
     /// Milliseconds it took to start the N contenders.
     pub startup_ms: Option<f64>,
+    /// Latch only: median gap between the poll that saw the leader and the
+    /// one before it, microseconds (the detection delay is up to this).
+    pub median_poll_gap_us: Option<f64>,
 }
 
 type Key = (&'static str, Option<String>, usize);
@@ -128,6 +131,7 @@ pub fn summarize(
                 unsettled: rs.iter().filter(|r| !r.settled).count(),
                 leader_anomalies: rs.iter().filter(|r| r.leaders_after != 1).count(),
                 startup_ms: startup.get(&(implementation, strategy, n)).copied(),
+                median_poll_gap_us: median(rs.iter().filter_map(|r| r.poll_gap_us)),
             })
         })
         .collect()
@@ -144,6 +148,9 @@ pub struct Table {
     pub headers: Vec<String>,
     /// Rows, each as long as `headers`.
     pub rows: Vec<Vec<String>>,
+    /// How many leading columns hold text (left-aligned); the rest hold
+    /// numbers (right-aligned).
+    pub text_columns: usize,
 }
 
 impl Table {
@@ -165,7 +172,7 @@ impl Table {
                 .zip(&widths)
                 .enumerate()
                 .map(|(i, (c, w))| {
-                    if i < 3 {
+                    if i < self.text_columns {
                         format!("{c:<w$}")
                     } else {
                         format!("{c:>w$}")
@@ -191,7 +198,13 @@ impl Table {
         out.push_str(&format!(
             "|{}\n",
             (0..self.headers.len())
-                .map(|i| if i < 3 { "---|" } else { "---:|" })
+                .map(|i| {
+                    if i < self.text_columns {
+                        "---|"
+                    } else {
+                        "---:|"
+                    }
+                })
                 .collect::<String>()
         ));
         for r in &self.rows {
@@ -220,6 +233,7 @@ fn num(x: f64) -> String {
 /// The failover summary as a table.
 pub fn summary_table(rows: &[SummaryRow]) -> Table {
     Table {
+        text_columns: 3,
         headers: [
             "impl",
             "strategy",
@@ -267,10 +281,10 @@ pub fn summary_table(rows: &[SummaryRow]) -> Table {
 /// The baselines as a table.
 pub fn baseline_table(baselines: &[BaselineRecord]) -> Table {
     Table {
+        text_columns: 2,
         headers: [
             "baseline",
             "what",
-            "",
             "samples",
             "median ms",
             "p90 ms",
@@ -292,7 +306,6 @@ pub fn baseline_table(baselines: &[BaselineRecord]) -> Table {
                         _ => "",
                     }
                     .to_owned(),
-                    String::new(),
                     b.samples.to_string(),
                     ms(b.median_us),
                     ms(b.p90_us),
