@@ -1,0 +1,221 @@
+//! What `zkelect status` shows: the queue in order, the leaders, each
+//! candidate's id and data, who watches whom, and children that take no part.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use zkelect_core::config::split_payload;
+use zkelect_core::name::{self, Origin};
+
+/// One node in the queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Entry {
+    /// Position, 0 = oldest.
+    pub(crate) position: usize,
+    /// The child name.
+    pub(crate) node: String,
+    /// The sequence number ZooKeeper appended.
+    pub(crate) sequence: i32,
+    /// Whether this node leads.
+    pub(crate) leader: bool,
+    /// The candidate's id (the node's data up to the first newline), if readable.
+    pub(crate) id: Option<String>,
+    /// The candidate's extra data, if any.
+    pub(crate) data: Option<String>,
+    /// Which library wrote it: zkelect, curator, kazoo, other.
+    pub(crate) origin: &'static str,
+    /// The node this one watches (its predecessor), if it follows.
+    pub(crate) watches: Option<String>,
+    /// The session that owns it.
+    pub(crate) session: Option<String>,
+}
+
+/// The whole picture of one election.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct QueueView {
+    pub(crate) path: String,
+    pub(crate) leaders: u32,
+    pub(crate) queue: Vec<Entry>,
+    /// Children that are not candidates (unparsable, or foreign without --interop).
+    pub(crate) ignored: Vec<String>,
+}
+
+/// What status read for one child: its data and ephemeral owner.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct NodeInfo {
+    pub(crate) data: Vec<u8>,
+    pub(crate) owner: i64,
+}
+
+impl QueueView {
+    /// Builds the view from a listing and whatever could be read of each child
+    /// (a child that vanished between the listing and the read has no info).
+    pub(crate) fn build(
+        path: &str,
+        leaders: u32,
+        children: &[String],
+        info: &BTreeMap<String, NodeInfo>,
+        prefix: &str,
+        interop: bool,
+    ) -> Self {
+        let (queue, _) = name::queue(children, prefix, interop);
+        let in_queue: std::collections::BTreeSet<&str> =
+            queue.iter().map(|n| n.name.as_str()).collect();
+        let mut ignored: Vec<String> = children
+            .iter()
+            .filter(|c| !in_queue.contains(c.as_str()))
+            .cloned()
+            .collect();
+        ignored.sort();
+        let entries = queue
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let node_info = info.get(&n.name);
+                let (id, data) = node_info.map_or((None, None), |ni| {
+                    let (id, data) = split_payload(&ni.data);
+                    let data =
+                        (!data.is_empty()).then(|| String::from_utf8_lossy(&data).into_owned());
+                    (Some(id), data)
+                });
+                let is_leader = i < leaders as usize;
+                Entry {
+                    position: i,
+                    node: n.name.clone(),
+                    sequence: n.seq,
+                    leader: is_leader,
+                    id,
+                    data,
+                    origin: match n.origin {
+                        Origin::Ours { .. } => "zkelect",
+                        Origin::Curator => "curator",
+                        Origin::Kazoo => "kazoo",
+                        Origin::Other => "other",
+                    },
+                    watches: (!is_leader && i > 0).then(|| queue[i - 1].name.clone()),
+                    session: node_info
+                        .filter(|ni| ni.owner != 0)
+                        .map(|ni| format!("0x{:x}", ni.owner)),
+                }
+            })
+            .collect();
+        Self {
+            path: path.to_owned(),
+            leaders,
+            queue: entries,
+            ignored,
+        }
+    }
+
+    /// A human-readable table.
+    pub(crate) fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "election {}: {} candidate(s), {} leader(s) wanted",
+            self.path,
+            self.queue.len(),
+            self.leaders
+        );
+        if self.queue.is_empty() {
+            let _ = writeln!(out, "  (no candidates: nobody leads)");
+        }
+        for e in &self.queue {
+            let role = if e.leader { "LEADER" } else { "follower" };
+            let id = e.id.as_deref().unwrap_or("?");
+            let watches = e
+                .watches
+                .as_deref()
+                .map_or(String::new(), |w| format!("  watches {w}"));
+            let data = e
+                .data
+                .as_deref()
+                .map_or(String::new(), |d| format!("  data={d:?}"));
+            let origin = if e.origin == "zkelect" {
+                String::new()
+            } else {
+                format!("  [{}]", e.origin)
+            };
+            let _ = writeln!(
+                out,
+                "  {:>3}  {:<8} {:<24} {}{}{}{}",
+                e.position, role, id, e.node, watches, data, origin
+            );
+        }
+        for name in &self.ignored {
+            let _ = writeln!(
+                out,
+                "  ---  ignored  {name:?} (not a candidate of this election)"
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(data: &str, owner: i64) -> NodeInfo {
+        NodeInfo {
+            data: data.as_bytes().to_vec(),
+            owner,
+        }
+    }
+
+    #[test]
+    fn view_orders_marks_leaders_and_watchers_and_flags_foreign_children() {
+        let children: Vec<String> = [
+            "_c_00000000000000bb-n_0000000007",
+            "n_0000000003",
+            "latch-0000000001",
+            "junk",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut infos = BTreeMap::new();
+        infos.insert(
+            "n_0000000003".to_string(),
+            info("node-a\n10.0.0.1:80", 0x10),
+        );
+        infos.insert(
+            "_c_00000000000000bb-n_0000000007".to_string(),
+            info("node-b", 0x11),
+        );
+        let view = QueueView::build("/svc", 1, &children, &infos, "n_", false);
+        assert_eq!(view.queue.len(), 2);
+        assert_eq!(view.queue[0].id.as_deref(), Some("node-a"));
+        assert_eq!(view.queue[0].data.as_deref(), Some("10.0.0.1:80"));
+        assert!(view.queue[0].leader && !view.queue[1].leader);
+        assert_eq!(view.queue[1].watches.as_deref(), Some("n_0000000003"));
+        assert_eq!(view.queue[1].session.as_deref(), Some("0x11"));
+        assert_eq!(view.ignored, ["junk", "latch-0000000001"]);
+        let text = view.render();
+        assert!(
+            text.contains("LEADER") && text.contains("node-b") && text.contains("ignored"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&view).unwrap();
+        assert_eq!(json["queue"][0]["leader"], true);
+
+        let interop = QueueView::build("/svc", 2, &children, &infos, "n_", true);
+        assert_eq!(interop.queue[0].origin, "curator");
+        assert_eq!(
+            interop.queue[0].id, None,
+            "vanished or unread: shown as unknown"
+        );
+        assert_eq!(
+            interop.queue[1].watches, None,
+            "second of two leaders watches nobody"
+        );
+        assert_eq!(interop.ignored, ["junk"]);
+    }
+
+    #[test]
+    fn empty_election_says_nobody_leads() {
+        let view = QueueView::build("/svc", 1, &[], &BTreeMap::new(), "n_", false);
+        assert!(view.render().contains("nobody leads"));
+    }
+}
