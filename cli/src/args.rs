@@ -46,6 +46,9 @@ pub(crate) enum Cmd {
         after_help = "Examples:\n  zkelect revoke --connect 127.0.0.1:2181 --path /svc/leader --id node-a"
     )]
     Revoke(RevokeArgs),
+    /// (internal) The lease watchdog between `zkelect run` and its command.
+    #[command(name = "__lease", hide = true)]
+    Lease(LeaseArgs),
     /// Run the deterministic simulator and its invariant checkers.
     #[command(
         after_help = "Examples:\n  zkelect sim --seeds 1..500\n  zkelect sim --seed 42 --trace\n  zkelect sim --seeds 1..200 --candidates 12 --leaders 2 --faults none"
@@ -108,6 +111,16 @@ pub(crate) struct RunArgs {
     pub(crate) grace_ms: u64,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
+    pub(crate) command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LeaseArgs {
+    /// The lease's first duration, in milliseconds.
+    #[arg(long = "lease-ms")]
+    pub(crate) lease_ms: u64,
+    /// The command.
+    #[arg(last = true, required = true)]
     pub(crate) command: Vec<OsString>,
 }
 

@@ -1,17 +1,91 @@
-//! The `zkelect` command.
+//! The `zkelect` command: `demo`, `run`, `status`, `revoke`, `sim`.
+//!
+//! Every failure maps to its own exit code (see [`exit::Code`]), and bad input is
+//! refused before anything touches the network.
 
 mod args;
+mod connect;
 mod exit;
 mod lease;
 mod queue_view;
+mod run;
+mod status;
 mod supervise;
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use crate::args::{Cli, Cmd};
+use crate::exit::{Code, Failure};
+
+fn init_logging(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "info",
+        (false, 1) => "debug",
+        (false, _) => "trace",
+    };
+    // zookeeper-async logs every reconnect attempt at info: keep it quieter.
+    let filter = EnvFilter::try_from_env("ZKELECT_LOG")
+        .unwrap_or_else(|_| EnvFilter::new(format!("{level},zookeeper_async=warn")));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .try_init();
+}
 
 fn main() -> ExitCode {
-    let cli = args::Cli::parse();
-    let _ = (&cli, exit::Code::Other);
-    ExitCode::SUCCESS
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                Code::Usage.into()
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    if let Cmd::Lease(args) = &cli.command {
+        // The watchdog stays small: no runtime, no logging subscriber.
+        return lease::watchdog_main(Duration::from_millis(args.lease_ms), &args.command);
+    }
+    init_logging(cli.verbose, cli.quiet);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return Code::Other.into();
+        }
+    };
+    let result: Result<ExitCode, Failure> = runtime.block_on(async move {
+        match cli.command {
+            Cmd::Run(args) => run::run(args).await,
+            Cmd::Status(args) => status::status(args).await.map(|()| ExitCode::SUCCESS),
+            Cmd::Revoke(args) => status::revoke(args).await.map(|()| ExitCode::SUCCESS),
+            Cmd::Demo(_) | Cmd::Sim(_) => Err(Failure::new(
+                Code::Other,
+                anyhow::anyhow!("not available yet"),
+            )),
+            Cmd::Lease(_) => Ok(ExitCode::SUCCESS),
+        }
+    });
+    // Blocking tasks (a stuck client) must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    match result {
+        Ok(code) => code,
+        Err(failure) => {
+            eprintln!("error: {failure}");
+            failure.code.into()
+        }
+    }
 }

@@ -1,0 +1,135 @@
+//! `zkelect status` and `zkelect revoke`: read (or prune) the queue directly.
+
+use std::collections::BTreeMap;
+
+use zkelect::{Transport, TransportEvent, ZkAsyncTransport};
+use zkelect_core::config::{split_payload, validate_path};
+use zkelect_core::{Reply, Request, ZkCode};
+
+use crate::args::{RevokeArgs, StatusArgs};
+use crate::connect::connect;
+use crate::exit::{Code, Failure, WithCode};
+use crate::queue_view::{NodeInfo, QueueView};
+
+fn zk_failure(what: &str, code: ZkCode) -> Failure {
+    let exit = match code {
+        ZkCode::NoAuth | ZkCode::AuthFailed | ZkCode::InvalidAcl => Code::Auth,
+        ZkCode::ConnectionLoss | ZkCode::OperationTimeout | ZkCode::SessionExpired => {
+            Code::Unreachable
+        }
+        _ => Code::Other,
+    };
+    Failure::new(exit, anyhow::anyhow!("{what}: {code}"))
+}
+
+async fn children(zk: &ZkAsyncTransport, path: &str, watch: bool) -> Result<Vec<String>, Failure> {
+    match zk
+        .perform(Request::GetChildren {
+            path: path.to_owned(),
+            watch,
+        })
+        .await
+    {
+        Ok(Reply::Children(c)) => Ok(c),
+        Ok(_) => Ok(Vec::new()),
+        Err(ZkCode::NoNode) => Ok(Vec::new()),
+        Err(code) => Err(zk_failure(&format!("listing {path}"), code)),
+    }
+}
+
+async fn read_all(
+    zk: &ZkAsyncTransport,
+    path: &str,
+    names: &[String],
+) -> BTreeMap<String, NodeInfo> {
+    let mut info = BTreeMap::new();
+    for name in names {
+        let request = Request::GetData {
+            path: format!("{path}/{name}"),
+            watch: false,
+        };
+        // A child that vanished since the listing simply has no info.
+        if let Ok(Reply::Data { data, stat }) = zk.perform(request).await {
+            info.insert(
+                name.clone(),
+                NodeInfo {
+                    data,
+                    owner: stat.ephemeral_owner,
+                },
+            );
+        }
+    }
+    info
+}
+
+pub(crate) async fn status(args: StatusArgs) -> Result<(), Failure> {
+    validate_path(&args.conn.path).code(Code::Config)?;
+    let (zk, mut events) = connect(&args.conn).await?;
+    let path = args.conn.path.clone();
+    loop {
+        let names = children(&zk, &path, args.watch).await?;
+        let info = read_all(&zk, &path, &names).await;
+        let view = QueueView::build(&path, 1, &names, &info, "n_", args.interop);
+        if args.json {
+            println!("{}", serde_json::to_string(&view).code(Code::Other)?);
+        } else {
+            print!("{}", view.render());
+        }
+        if !args.watch {
+            break;
+        }
+        // Wait for the queue to change (or the session to come back).
+        loop {
+            match events.recv().await {
+                Some(TransportEvent::Watch(_)) => break,
+                Some(TransportEvent::Session(zkelect_core::SessionEvent::Connected { .. })) => {
+                    break
+                }
+                Some(_) => {}
+                None => {
+                    return Err(Failure::new(
+                        Code::Unreachable,
+                        anyhow::anyhow!("the connection closed"),
+                    ))
+                }
+            }
+        }
+    }
+    zk.close().await;
+    Ok(())
+}
+
+pub(crate) async fn revoke(args: RevokeArgs) -> Result<(), Failure> {
+    validate_path(&args.conn.path).code(Code::Config)?;
+    let (zk, _events) = connect(&args.conn).await?;
+    let path = args.conn.path.clone();
+    let names = children(&zk, &path, false).await?;
+    let info = read_all(&zk, &path, &names).await;
+    let mut revoked = 0;
+    for (name, node) in &info {
+        if split_payload(&node.data).0 != args.id {
+            continue;
+        }
+        match zk
+            .perform(Request::Delete {
+                path: format!("{path}/{name}"),
+                version: None,
+            })
+            .await
+        {
+            Ok(_) | Err(ZkCode::NoNode) => {
+                eprintln!("revoked {name} (id {})", args.id);
+                revoked += 1;
+            }
+            Err(code) => return Err(zk_failure(&format!("deleting {name}"), code)),
+        }
+    }
+    zk.close().await;
+    if revoked == 0 {
+        return Err(Failure::new(
+            Code::Other,
+            anyhow::anyhow!("no candidate with id {:?} in {path}", args.id),
+        ));
+    }
+    Ok(())
+}
