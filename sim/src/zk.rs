@@ -1,0 +1,503 @@
+//! An in-memory ZooKeeper server, itself sans-IO: requests in, replies and fired
+//! watches out, time passed in. Usable without candidates (the `memory`
+//! transport and the model tests drive it directly).
+//!
+//! Semantics kept from the real server: a znode tree with persistent, ephemeral,
+//! sequential and container nodes; sequence suffixes taken from the parent's
+//! `cversion` (which deletes bump too) and printed as `%010d` of a signed 32-bit
+//! counter, so they wrap past 2^31−1 to negative numbers; a global zxid behind
+//! every `Stat`; ACLs checked against the session's digest identity (CREATE and
+//! DELETE on the parent, READ on the node); sessions with a negotiated timeout
+//! clamped to `[2, 20] × tick`, expired when nothing was heard from them for the
+//! timeout, taking their ephemerals and watches with them; one-shot data, child
+//! and exists watches.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use zkelect_core::{
+    Acl, CreateMode, Reply, Request, SessionId, Stat, Timestamp, WatchEvent, WatchKind, ZkCode,
+};
+
+/// A watch that fired, and the session it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fired {
+    /// The session whose watch it was.
+    pub session: SessionId,
+    /// What happened.
+    pub event: WatchEvent,
+}
+
+#[derive(Debug, Clone)]
+struct Node {
+    data: Vec<u8>,
+    stat: Stat,
+    acl: Acl,
+    /// The digest identity of the creator, for creator ACLs.
+    creator: Option<String>,
+    children: BTreeSet<String>,
+    container: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Session {
+    timeout: Duration,
+    last_heard: Timestamp,
+    identity: Option<String>,
+    ephemerals: BTreeSet<String>,
+}
+
+/// The server's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ZkSettings {
+    /// The server tick: session timeouts are clamped to `[2, 20] × tick`.
+    pub tick: Duration,
+    /// The `cversion` new nodes start with, so a test can start sequences near 2^31.
+    pub cversion_start: i32,
+}
+
+impl Default for ZkSettings {
+    fn default() -> Self {
+        Self {
+            tick: Duration::from_millis(200),
+            cversion_start: 0,
+        }
+    }
+}
+
+/// The in-memory ZooKeeper.
+#[derive(Debug, Clone)]
+pub struct ZkModel {
+    settings: ZkSettings,
+    nodes: BTreeMap<String, Node>,
+    zxid: i64,
+    next_session: i64,
+    sessions: BTreeMap<SessionId, Session>,
+    data_watches: BTreeMap<String, BTreeSet<SessionId>>,
+    child_watches: BTreeMap<String, BTreeSet<SessionId>>,
+    exist_watches: BTreeMap<String, BTreeSet<SessionId>>,
+    ops: u64,
+}
+
+impl Default for ZkModel {
+    fn default() -> Self {
+        Self::new(ZkSettings::default())
+    }
+}
+
+fn parent_of(path: &str) -> Option<&str> {
+    let i = path.rfind('/')?;
+    Some(if i == 0 { "/" } else { &path[..i] })
+}
+
+fn name_of(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+fn join(parent: &str, name: &str) -> String {
+    if parent == "/" {
+        format!("/{name}")
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+/// Permissions, as ZooKeeper numbers them.
+const READ: u8 = 1;
+const CREATE: u8 = 4;
+const DELETE: u8 = 8;
+
+impl ZkModel {
+    /// A server with only the root node.
+    pub fn new(settings: ZkSettings) -> Self {
+        let mut nodes = BTreeMap::new();
+        nodes.insert(
+            "/".to_owned(),
+            Node {
+                data: Vec::new(),
+                stat: Stat::default(),
+                acl: Acl::Open,
+                creator: None,
+                children: BTreeSet::new(),
+                container: false,
+            },
+        );
+        Self {
+            settings,
+            nodes,
+            zxid: 0,
+            next_session: 0x100,
+            sessions: BTreeMap::new(),
+            data_watches: BTreeMap::new(),
+            child_watches: BTreeMap::new(),
+            exist_watches: BTreeMap::new(),
+            ops: 0,
+        }
+    }
+
+    /// Requests applied so far.
+    pub fn ops(&self) -> u64 {
+        self.ops
+    }
+
+    /// The newest zxid.
+    pub fn zxid(&self) -> i64 {
+        self.zxid
+    }
+
+    /// Opens a session; returns its id and the negotiated timeout.
+    pub fn open_session(
+        &mut self,
+        now: Timestamp,
+        requested: Duration,
+        identity: Option<String>,
+    ) -> (SessionId, Duration) {
+        let tick = self.settings.tick;
+        let timeout = requested.clamp(tick * 2, tick * 20);
+        let id = SessionId(self.next_session);
+        self.next_session += 1;
+        self.sessions.insert(
+            id,
+            Session {
+                timeout,
+                last_heard: now,
+                identity,
+                ephemerals: BTreeSet::new(),
+            },
+        );
+        (id, timeout)
+    }
+
+    /// Whether the session is alive.
+    pub fn session_alive(&self, session: SessionId) -> bool {
+        self.sessions.contains_key(&session)
+    }
+
+    /// The session's negotiated timeout, if alive.
+    pub fn session_timeout(&self, session: SessionId) -> Option<Duration> {
+        self.sessions.get(&session).map(|s| s.timeout)
+    }
+
+    /// Something (a ping or a request) was heard from the session.
+    pub fn touch(&mut self, now: Timestamp, session: SessionId) {
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.last_heard = s.last_heard.max(now);
+        }
+    }
+
+    /// Restarts every session's timer at `now`, as a standalone server does
+    /// when it reloads sessions from its log after a restart.
+    pub fn restart_session_timers(&mut self, now: Timestamp) {
+        for s in self.sessions.values_mut() {
+            s.last_heard = now;
+        }
+    }
+
+    /// When the next session would expire if nothing more is heard.
+    pub fn next_expiry(&self) -> Option<Timestamp> {
+        self.sessions
+            .values()
+            .map(|s| s.last_heard + s.timeout)
+            .min()
+    }
+
+    /// Expires every session silent for its whole timeout at `now`.
+    pub fn expire_due(&mut self, now: Timestamp) -> (Vec<SessionId>, Vec<Fired>) {
+        let due: Vec<SessionId> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.last_heard + s.timeout <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut fired = Vec::new();
+        for id in &due {
+            fired.extend(self.close_session(*id));
+        }
+        (due, fired)
+    }
+
+    /// Ends a session (close or expiry): its ephemerals go, its watches too.
+    pub fn close_session(&mut self, session: SessionId) -> Vec<Fired> {
+        let Some(s) = self.sessions.remove(&session) else {
+            return Vec::new();
+        };
+        for set in [
+            &mut self.data_watches,
+            &mut self.child_watches,
+            &mut self.exist_watches,
+        ] {
+            for watchers in set.values_mut() {
+                watchers.remove(&session);
+            }
+        }
+        let mut fired = Vec::new();
+        for path in s.ephemerals {
+            fired.extend(self.remove(&path));
+        }
+        fired
+    }
+
+    /// Child names of `path` (empty if it does not exist).
+    pub fn children(&self, path: &str) -> Vec<String> {
+        self.nodes
+            .get(path)
+            .map(|n| n.children.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The node's stat, if it exists.
+    pub fn stat(&self, path: &str) -> Option<Stat> {
+        self.nodes.get(path).map(|n| n.stat)
+    }
+
+    /// The number of watches registered for `session` (all kinds).
+    pub fn watch_count(&self, session: SessionId) -> usize {
+        [&self.data_watches, &self.child_watches, &self.exist_watches]
+            .iter()
+            .flat_map(|m| m.values())
+            .filter(|w| w.contains(&session))
+            .count()
+    }
+
+    fn allowed(&self, node: &Node, session: SessionId, perm: u8) -> bool {
+        match node.acl {
+            Acl::Open => true,
+            Acl::CreatorAll | Acl::CreatorAllWorldRead => {
+                if node.acl == Acl::CreatorAllWorldRead && perm == READ {
+                    return true;
+                }
+                let identity = self
+                    .sessions
+                    .get(&session)
+                    .and_then(|s| s.identity.as_ref());
+                identity.is_some() && identity == node.creator.as_ref()
+            }
+        }
+    }
+
+    fn fire(&mut self, table: Table, path: &str, kind: WatchKind) -> Vec<Fired> {
+        let map = match table {
+            Table::Data => &mut self.data_watches,
+            Table::Child => &mut self.child_watches,
+            Table::Exist => &mut self.exist_watches,
+        };
+        map.remove(path)
+            .into_iter()
+            .flatten()
+            .map(|session| Fired {
+                session,
+                event: WatchEvent {
+                    kind,
+                    path: path.to_owned(),
+                },
+            })
+            .collect()
+    }
+
+    /// Removes a node (no checks) and fires what a delete fires.
+    fn remove(&mut self, path: &str) -> Vec<Fired> {
+        let Some(node) = self.nodes.remove(path) else {
+            return Vec::new();
+        };
+        self.zxid += 1;
+        if node.stat.ephemeral_owner != 0 {
+            if let Some(s) = self.sessions.get_mut(&SessionId(node.stat.ephemeral_owner)) {
+                s.ephemerals.remove(path);
+            }
+        }
+        let mut fired = self.fire(Table::Data, path, WatchKind::NodeDeleted);
+        fired.extend(self.fire(Table::Child, path, WatchKind::NodeDeleted));
+        let mut container_empty = None;
+        if let Some(parent_path) = parent_of(path) {
+            let zxid = self.zxid;
+            if let Some(parent) = self.nodes.get_mut(parent_path) {
+                parent.children.remove(name_of(path));
+                parent.stat.cversion = parent.stat.cversion.wrapping_add(1);
+                parent.stat.num_children = parent.children.len() as i32;
+                parent.stat.pzxid = zxid;
+                if parent.container && parent.children.is_empty() {
+                    container_empty = Some(parent_path.to_owned());
+                }
+            }
+            fired.extend(self.fire(Table::Child, parent_path, WatchKind::NodeChildrenChanged));
+        }
+        // The real server reaps empty containers on a timer; at once is close enough.
+        if let Some(container) = container_empty {
+            fired.extend(self.remove(&container));
+        }
+        fired
+    }
+
+    /// Applies one request from `session` at `now`.
+    pub fn apply(
+        &mut self,
+        now: Timestamp,
+        session: SessionId,
+        request: &Request,
+    ) -> (Result<Reply, ZkCode>, Vec<Fired>) {
+        if !self.sessions.contains_key(&session) {
+            return (Err(ZkCode::SessionExpired), Vec::new());
+        }
+        self.touch(now, session);
+        self.ops += 1;
+        match request {
+            Request::Create {
+                path,
+                data,
+                mode,
+                acl,
+            } => self.create(session, path, data, *mode, *acl),
+            Request::GetChildren { path, watch } => {
+                let Some(node) = self.nodes.get(path) else {
+                    return (Err(ZkCode::NoNode), Vec::new());
+                };
+                if !self.allowed(node, session, READ) {
+                    return (Err(ZkCode::NoAuth), Vec::new());
+                }
+                let children = node.children.iter().cloned().collect();
+                if *watch {
+                    self.child_watches
+                        .entry(path.clone())
+                        .or_default()
+                        .insert(session);
+                }
+                (Ok(Reply::Children(children)), Vec::new())
+            }
+            Request::GetData { path, watch } => {
+                let Some(node) = self.nodes.get(path) else {
+                    return (Err(ZkCode::NoNode), Vec::new());
+                };
+                if !self.allowed(node, session, READ) {
+                    return (Err(ZkCode::NoAuth), Vec::new());
+                }
+                let reply = Reply::Data {
+                    data: node.data.clone(),
+                    stat: node.stat,
+                };
+                if *watch {
+                    self.data_watches
+                        .entry(path.clone())
+                        .or_default()
+                        .insert(session);
+                }
+                (Ok(reply), Vec::new())
+            }
+            Request::Exists { path, watch } => {
+                let stat = self.nodes.get(path).map(|n| n.stat);
+                if *watch {
+                    let table = if stat.is_some() {
+                        &mut self.data_watches
+                    } else {
+                        &mut self.exist_watches
+                    };
+                    table.entry(path.clone()).or_default().insert(session);
+                }
+                (Ok(Reply::Exists(stat)), Vec::new())
+            }
+            Request::Delete { path, version } => {
+                let Some(node) = self.nodes.get(path) else {
+                    return (Err(ZkCode::NoNode), Vec::new());
+                };
+                if path == "/" {
+                    return (Err(ZkCode::BadArguments), Vec::new());
+                }
+                if version.is_some_and(|v| v != node.stat.version) {
+                    return (Err(ZkCode::BadVersion), Vec::new());
+                }
+                if !node.children.is_empty() {
+                    return (Err(ZkCode::NotEmpty), Vec::new());
+                }
+                let parent = parent_of(path).and_then(|p| self.nodes.get(p));
+                if parent.is_some_and(|p| !self.allowed(p, session, DELETE)) {
+                    return (Err(ZkCode::NoAuth), Vec::new());
+                }
+                let fired = self.remove(path);
+                (Ok(Reply::Deleted), fired)
+            }
+        }
+    }
+
+    fn create(
+        &mut self,
+        session: SessionId,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        acl: Acl,
+    ) -> (Result<Reply, ZkCode>, Vec<Fired>) {
+        if zkelect_core::config::validate_path(path).is_err()
+            && !(mode.is_sequential() && path.ends_with('/'))
+        {
+            return (Err(ZkCode::BadArguments), Vec::new());
+        }
+        let Some(parent_path) = parent_of(path).map(str::to_owned) else {
+            return (Err(ZkCode::BadArguments), Vec::new());
+        };
+        let identity = self.sessions.get(&session).and_then(|s| s.identity.clone());
+        if acl != Acl::Open && identity.is_none() {
+            return (Err(ZkCode::InvalidAcl), Vec::new());
+        }
+        let Some(parent) = self.nodes.get(&parent_path) else {
+            return (Err(ZkCode::NoNode), Vec::new());
+        };
+        if parent.stat.ephemeral_owner != 0 {
+            return (Err(ZkCode::NoChildrenForEphemerals), Vec::new());
+        }
+        if !self.allowed(parent, session, CREATE) {
+            return (Err(ZkCode::NoAuth), Vec::new());
+        }
+        let path = if mode.is_sequential() {
+            format!("{path}{:010}", parent.stat.cversion)
+        } else {
+            path.to_owned()
+        };
+        if self.nodes.contains_key(&path) {
+            return (Err(ZkCode::NodeExists), Vec::new());
+        }
+        self.zxid += 1;
+        let owner = if mode.is_ephemeral() { session.0 } else { 0 };
+        let stat = Stat {
+            czxid: self.zxid,
+            mzxid: self.zxid,
+            pzxid: self.zxid,
+            version: 0,
+            cversion: self.settings.cversion_start,
+            ephemeral_owner: owner,
+            data_length: data.len() as i32,
+            num_children: 0,
+        };
+        self.nodes.insert(
+            path.clone(),
+            Node {
+                data: data.to_vec(),
+                stat,
+                acl,
+                creator: identity,
+                children: BTreeSet::new(),
+                container: mode == CreateMode::Container,
+            },
+        );
+        if owner != 0 {
+            if let Some(s) = self.sessions.get_mut(&session) {
+                s.ephemerals.insert(path.clone());
+            }
+        }
+        let zxid = self.zxid;
+        if let Some(parent) = self.nodes.get_mut(&parent_path) {
+            parent.children.insert(name_of(&path).to_owned());
+            parent.stat.cversion = parent.stat.cversion.wrapping_add(1);
+            parent.stat.num_children = parent.children.len() as i32;
+            parent.stat.pzxid = zxid;
+        }
+        let mut fired = self.fire(Table::Exist, &path, WatchKind::NodeCreated);
+        fired.extend(self.fire(Table::Child, &parent_path, WatchKind::NodeChildrenChanged));
+        (Ok(Reply::Created { path, stat }), fired)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Table {
+    Data,
+    Child,
+    Exist,
+}
