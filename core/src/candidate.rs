@@ -243,8 +243,12 @@ pub struct Candidate {
     lower_count: usize,
     /// The nearest of them, oldest first: the next predecessors to watch.
     lower: Vec<String>,
-    /// The predecessor whose watch is set or being set.
-    pred: Option<String>,
+    /// The nodes this follower watches, nearest first: the k nearest below its
+    /// own (with k = 1, just the predecessor). Its standing can only change when
+    /// one of them goes — deletions further down leave k nodes below it.
+    watched: Vec<String>,
+    /// Those of `watched` whose watch the server has confirmed.
+    armed: Vec<String>,
     leadership: Leadership,
     link_up: bool,
     /// A `Suspended` notice went out and its `Resumed` has not yet.
@@ -290,7 +294,8 @@ impl Candidate {
             probe_op: None,
             lower_count: 0,
             lower: Vec::new(),
-            pred: None,
+            watched: Vec::new(),
+            armed: Vec::new(),
             leadership: Leadership::None,
             link_up: false,
             suspended: false,
@@ -341,9 +346,14 @@ impl Candidate {
         self.own.as_ref().map(|o| o.token)
     }
 
-    /// The node this candidate watches (its predecessor), if any.
+    /// The nearest node this candidate watches (its predecessor), if any.
     pub fn watching(&self) -> Option<&str> {
-        self.pred.as_deref()
+        self.watched.first().map(String::as_str)
+    }
+
+    /// Every node this candidate watches, nearest first (k of them with k leaders).
+    pub fn watched(&self) -> &[String] {
+        &self.watched
     }
 
     /// The session id, once known.
@@ -595,7 +605,8 @@ impl Candidate {
     fn set_step(&mut self, step: Step) {
         self.supersede_main();
         if !matches!(step, Step::Watch { .. } | Step::Wait) {
-            self.pred = None;
+            self.watched.clear();
+            self.armed.clear();
         }
         self.step = step;
     }
@@ -899,7 +910,8 @@ impl Candidate {
         self.failed = true;
         self.step = Step::Done;
         self.main_op = None;
-        self.pred = None;
+        self.watched.clear();
+        self.armed.clear();
         self.timers = TimerTable::default();
     }
 
@@ -914,7 +926,8 @@ impl Candidate {
     // ----- leaving ---------------------------------------------------------------
 
     fn start_leaving(&mut self) {
-        self.pred = None;
+        self.watched.clear();
+        self.armed.clear();
         self.lower.clear();
         self.lower_count = 0;
         if self.create_in_flight() {
@@ -1254,7 +1267,7 @@ impl Candidate {
             own_name,
             self.config.prefix(),
             self.config.interop(),
-            NEAREST_KEPT,
+            NEAREST_KEPT.max(2 * k),
         );
         self.stats.ignored_children += standing.ignored as u64;
         self.leader_seen(standing.oldest.clone());
@@ -1284,18 +1297,28 @@ impl Candidate {
         }
     }
 
-    /// Watches the nearest node below ours that the last listing still knows of.
+    /// Watches the k nearest nodes below ours that the last listing still knows
+    /// of, arming one at a time; leads at once if fewer than k remain below.
     fn watch_next_lower(&mut self) {
-        if self.lower_count < self.config.leaders() as usize {
+        let k = self.config.leaders() as usize;
+        if self.lower_count < k {
             return self.become_leader(true);
         }
-        match self.lower.last().cloned() {
-            Some(pred) => {
-                self.set_step(Step::Watch { pred: pred.clone() });
-                self.pred = Some(pred);
-            }
+        if self.lower.len() < k {
             // Only the nearest few were kept; ask again for the rest.
-            None => self.set_step(Step::List),
+            return self.set_step(Step::List);
+        }
+        let want: Vec<String> = self.lower[self.lower.len() - k..].iter().rev().cloned().collect();
+        self.armed.retain(|n| want.contains(n));
+        let next = want.iter().find(|n| !self.armed.contains(n)).cloned();
+        self.watched = want;
+        match next {
+            Some(pred) => {
+                if self.step != (Step::Watch { pred: pred.clone() }) {
+                    self.set_step(Step::Watch { pred });
+                }
+            }
+            None => self.step = Step::Wait,
         }
     }
 
@@ -1304,7 +1327,10 @@ impl Candidate {
             return;
         }
         match result {
-            Ok(_) => self.step = Step::Wait,
+            Ok(_) => {
+                self.armed.push(pred);
+                self.watch_next_lower();
+            }
             Err(ZkCode::NoNode) => self.pred_gone(&pred),
             Err(code) => {
                 let path = self.child_path(&pred);
@@ -1313,14 +1339,15 @@ impl Candidate {
         }
     }
 
-    /// The predecessor is gone: drop it from the last listing; with fewer than k
+    /// A watched node is gone: drop it from the last listing; with fewer than k
     /// nodes left below, this candidate leads now (they can only have shrunk).
     fn pred_gone(&mut self, pred: &str) {
         if let Some(i) = self.lower.iter().position(|n| n == pred) {
             self.lower.remove(i);
             self.lower_count = self.lower_count.saturating_sub(1);
         }
-        self.pred = None;
+        self.armed.retain(|n| n != pred);
+        self.watched.retain(|n| n != pred);
         self.watch_next_lower();
     }
 
@@ -1373,16 +1400,16 @@ impl Candidate {
             }
             return;
         }
-        if let Some(pred) = self.pred.clone() {
-            if self.child_path(&pred) == event.path {
-                if event.kind == WatchKind::NodeDeleted {
-                    self.pred_gone(&pred);
-                } else {
-                    // The watch is spent; look again rather than wait forever.
-                    self.set_step(Step::List);
-                }
-                return;
+        let name = event.path.rsplit('/').next().unwrap_or_default();
+        if self.child_path(name) == event.path && self.watched.iter().any(|w| w == name) {
+            if event.kind == WatchKind::NodeDeleted {
+                let name = name.to_owned();
+                self.pred_gone(&name);
+            } else {
+                // The watch is spent; look again rather than wait forever.
+                self.set_step(Step::List);
             }
+            return;
         }
         let listens_to_children =
             self.is_observer() || self.config.strategy() == WatchStrategy::Parent;
@@ -1418,7 +1445,8 @@ impl Candidate {
             SessionEvent::Closed => {
                 self.demote(DemotionReason::Closed);
                 self.own = None;
-                self.pred = None;
+                self.watched.clear();
+        self.armed.clear();
                 self.step = Step::Done;
                 self.main_op = None;
                 self.ops.clear();
@@ -1485,7 +1513,8 @@ impl Candidate {
         self.own = None;
         self.lower.clear();
         self.lower_count = 0;
-        self.pred = None;
+        self.watched.clear();
+        self.armed.clear();
         self.timers.stop(Timer::Retry);
         if self.leaving() {
             return self.finish_leaving();

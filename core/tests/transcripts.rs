@@ -714,6 +714,33 @@ fn the_k_lowest_candidates_lead() {
     assert!(third.c.role().is_leader());
 }
 
+#[test]
+fn with_k_leaders_the_first_follower_learns_when_any_leader_goes() {
+    // Found by the simulator (seed 6): watching only the immediate predecessor,
+    // itself a leader, the first follower never learned that the other leader left.
+    let children = ["n_0000000000", "n_0000000001", "n_0000000002"];
+    let mut third = Driver::in_queue(config("c").leaders(2), "n_0000000002", 12, &children);
+    third.data_ok("n_0000000001", 11);
+    third.data_ok("n_0000000000", 10);
+    assert_eq!(third.c.watched(), ["n_0000000001", "n_0000000000"]);
+    third.event(WatchKind::NodeDeleted, "n_0000000000");
+    assert!(third.c.role().is_leader(), "one of the two lower leaders went");
+}
+
+#[test]
+fn deeper_deletions_do_not_wake_a_follower_with_k_nodes_still_below() {
+    let children = ["n_0000000000", "n_0000000001", "n_0000000002", "n_0000000003"];
+    let mut d = Driver::in_queue(config("d").leaders(2), "n_0000000003", 13, &children);
+    d.data_ok("n_0000000002", 12);
+    d.data_ok("n_0000000001", 11);
+    assert!(!d.has_pending("data"), "only the two nearest are watched: {:?}", d.pending);
+    d.event(WatchKind::NodeDeleted, "n_0000000001");
+    assert_eq!(d.c.role(), Role::Follower, "n_0 and n_2 are still below");
+    d.data_ok("n_0000000000", 10);
+    d.event(WatchKind::NodeDeleted, "n_0000000000");
+    assert!(d.c.role().is_leader());
+}
+
 // ----- observer ---------------------------------------------------------------------------------
 
 #[test]
