@@ -613,6 +613,10 @@ impl Candidate {
 
     /// Issues whatever the current state calls for and re-arms the timers.
     fn advance(&mut self) {
+        debug_assert!(
+            self.step != Step::Lead || self.leadership != Leadership::None,
+            "in the leading step without leadership"
+        );
         if self.session == Session::Connected && self.step != Step::Done {
             if self.main_op.is_none() && !self.timers.is_set(Timer::Retry) {
                 self.issue_step();
@@ -807,18 +811,25 @@ impl Candidate {
                 _ => self.say_resumed(),
             }
         }
-        match self.leadership {
+        let lost = match self.leadership {
             Leadership::Active(token) if !ok => match self.config.policy() {
-                ConnectionPolicy::Standard => self.leadership = Leadership::Suspended(token),
-                ConnectionPolicy::SessionAware if !self.session_may_live() => {
-                    self.demote(DemotionReason::Lost);
+                ConnectionPolicy::Standard => {
+                    self.leadership = Leadership::Suspended(token);
+                    false
                 }
-                ConnectionPolicy::SessionAware => {}
+                ConnectionPolicy::SessionAware => !self.session_may_live(),
             },
-            Leadership::Suspended(_) if !self.session_may_live() => {
-                self.demote(DemotionReason::Lost);
+            Leadership::Suspended(_) => !self.session_may_live(),
+            _ => false,
+        };
+        if lost {
+            self.demote(DemotionReason::Lost);
+            // The node may well still be ours: look again once the server answers
+            // (found by the simulator: a demoted leader that stayed in `Lead` never
+            // re-listed and never led again).
+            if self.step == Step::Lead {
+                self.set_step(Step::List);
             }
-            _ => {}
         }
     }
 
@@ -1308,7 +1319,11 @@ impl Candidate {
             // Only the nearest few were kept; ask again for the rest.
             return self.set_step(Step::List);
         }
-        let want: Vec<String> = self.lower[self.lower.len() - k..].iter().rev().cloned().collect();
+        let want: Vec<String> = self.lower[self.lower.len() - k..]
+            .iter()
+            .rev()
+            .cloned()
+            .collect();
         self.armed.retain(|n| want.contains(n));
         let next = want.iter().find(|n| !self.armed.contains(n)).cloned();
         self.watched = want;
@@ -1446,7 +1461,7 @@ impl Candidate {
                 self.demote(DemotionReason::Closed);
                 self.own = None;
                 self.watched.clear();
-        self.armed.clear();
+                self.armed.clear();
                 self.step = Step::Done;
                 self.main_op = None;
                 self.ops.clear();

@@ -724,16 +724,28 @@ fn with_k_leaders_the_first_follower_learns_when_any_leader_goes() {
     third.data_ok("n_0000000000", 10);
     assert_eq!(third.c.watched(), ["n_0000000001", "n_0000000000"]);
     third.event(WatchKind::NodeDeleted, "n_0000000000");
-    assert!(third.c.role().is_leader(), "one of the two lower leaders went");
+    assert!(
+        third.c.role().is_leader(),
+        "one of the two lower leaders went"
+    );
 }
 
 #[test]
 fn deeper_deletions_do_not_wake_a_follower_with_k_nodes_still_below() {
-    let children = ["n_0000000000", "n_0000000001", "n_0000000002", "n_0000000003"];
+    let children = [
+        "n_0000000000",
+        "n_0000000001",
+        "n_0000000002",
+        "n_0000000003",
+    ];
     let mut d = Driver::in_queue(config("d").leaders(2), "n_0000000003", 13, &children);
     d.data_ok("n_0000000002", 12);
     d.data_ok("n_0000000001", 11);
-    assert!(!d.has_pending("data"), "only the two nearest are watched: {:?}", d.pending);
+    assert!(
+        !d.has_pending("data"),
+        "only the two nearest are watched: {:?}",
+        d.pending
+    );
     d.event(WatchKind::NodeDeleted, "n_0000000001");
     assert_eq!(d.c.role(), Role::Follower, "n_0 and n_2 are still below");
     d.data_ok("n_0000000000", 10);

@@ -94,14 +94,6 @@ fn name_of(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-fn join(parent: &str, name: &str) -> String {
-    if parent == "/" {
-        format!("/{name}")
-    } else {
-        format!("{parent}/{name}")
-    }
-}
-
 /// Permissions, as ZooKeeper numbers them.
 const READ: u8 = 1;
 const CREATE: u8 = 4;

@@ -1,0 +1,134 @@
+//! Running seeds, reporting failures with a replay line, minimising fault plans.
+
+use std::fmt;
+
+use crate::swarm::{Canary, Overrides, Swarm};
+use crate::world::{RunStats, Violation, World};
+
+/// What to run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Overrides of what the seed picks.
+    pub overrides: Overrides,
+    /// A broken candidate to run instead of the real one.
+    pub canary: Option<Canary>,
+    /// Keep every trace line (for `--trace` and replays).
+    pub keep_trace: bool,
+}
+
+/// The outcome of one seed.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// The seed.
+    pub seed: u64,
+    /// The scenario it picked.
+    pub swarm: Swarm,
+    /// The first invariant broken, if any.
+    pub violation: Option<Violation>,
+    /// The trace's hash: same seed, same hash.
+    pub hash: u64,
+    /// Trace lines written.
+    pub trace_len: u64,
+    /// The last trace lines.
+    pub tail: Vec<String>,
+    /// Every trace line, if kept.
+    pub lines: Option<Vec<String>>,
+    /// Counters.
+    pub stats: RunStats,
+    /// The options it ran with.
+    pub options: RunOptions,
+}
+
+/// Runs `seed` with its own swarm.
+pub fn run_seed(seed: u64, options: RunOptions) -> RunReport {
+    run_swarm(seed, Swarm::from_seed(seed, options.overrides), options)
+}
+
+/// Runs `seed` with a given scenario (e.g. a minimised plan).
+pub fn run_swarm(seed: u64, swarm: Swarm, options: RunOptions) -> RunReport {
+    let mut world = World::new(seed, swarm, options.canary, options.keep_trace);
+    let violation = world.run();
+    RunReport {
+        seed,
+        swarm: world.swarm().clone(),
+        violation,
+        hash: world.trace.hash(),
+        trace_len: world.trace.len(),
+        tail: world.trace.tail().cloned().collect(),
+        lines: world.trace.lines().map(<[String]>::to_vec),
+        stats: world.stats(),
+        options,
+    }
+}
+
+/// Drops one fault at a time while the run still breaks the same invariant
+/// (greedy delta debugging); returns the smallest failing scenario found.
+pub fn minimize(report: &RunReport) -> Option<RunReport> {
+    let invariant = report.violation.as_ref()?.invariant;
+    let mut best = report.clone();
+    let mut i = 0;
+    while i < best.swarm.plan.len() {
+        let mut swarm = best.swarm.clone();
+        swarm.plan.remove(i);
+        let attempt = run_swarm(report.seed, swarm, report.options);
+        if attempt
+            .violation
+            .as_ref()
+            .is_some_and(|v| v.invariant == invariant)
+        {
+            best = attempt;
+        } else {
+            i += 1;
+        }
+    }
+    Some(best)
+}
+
+impl fmt::Display for RunReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(v) = &self.violation else {
+            return writeln!(
+                f,
+                "seed {} ok: {} steps, hash {:016x}",
+                self.seed, self.stats.steps, self.hash
+            );
+        };
+        writeln!(
+            f,
+            "invariant {} violated at {} (step {}): {}",
+            v.invariant, v.at, v.step, v.detail
+        )?;
+        writeln!(f, "seed={} (0x{:x})", self.seed, self.seed)?;
+        writeln!(f, "swarm: {}", self.swarm)?;
+        if let Some(canary) = self.options.canary {
+            writeln!(f, "canary: {canary:?}")?;
+        }
+        writeln!(f, "fault plan ({} entries):", self.swarm.plan.len())?;
+        for (at, fault) in &self.swarm.plan {
+            writeln!(f, "  {at:>12} {fault}")?;
+        }
+        writeln!(f, "last {} trace lines:", self.tail.len())?;
+        for line in &self.tail {
+            writeln!(f, "  {line}")?;
+        }
+        let canary = self
+            .options
+            .canary
+            .map_or(String::new(), |c| format!(" --canary {}", canary_flag(c)));
+        writeln!(
+            f,
+            "reproduce: zkelect sim --seed {}{canary} --trace",
+            self.seed
+        )?;
+        writeln!(f, "       or: ZKELECT_SEED={} cargo test -p zkelect-sim --release --test swarm replay -- --nocapture", self.seed)
+    }
+}
+
+/// The command-line spelling of a canary.
+pub fn canary_flag(c: Canary) -> &'static str {
+    match c {
+        Canary::IgnoresDisconnect => "ignores-disconnect",
+        Canary::Unprotected => "unprotected",
+        Canary::ParentWatch => "parent-watch",
+    }
+}
