@@ -237,6 +237,9 @@ pub struct Candidate {
     own: Option<Own>,
     own_watch_op: Option<OpId>,
     own_watch_armed: bool,
+    /// The last own-watch request failed on the connection: wait for proof the
+    /// connection works (any answer, or a new connection) before trying again.
+    own_watch_failed: bool,
     probe_op: Option<OpId>,
     /// How many participants were below our node in the last listing, minus
     /// those seen gone since: an upper bound on how many are below it now.
@@ -291,6 +294,7 @@ impl Candidate {
             own: None,
             own_watch_op: None,
             own_watch_armed: false,
+            own_watch_failed: false,
             probe_op: None,
             lower_count: 0,
             lower: Vec::new(),
@@ -718,7 +722,11 @@ impl Candidate {
     }
 
     fn arm_own_watch(&mut self) {
-        if self.own_watch_armed || self.own_watch_op.is_some() || self.step == Step::Delete {
+        if self.own_watch_armed
+            || self.own_watch_failed
+            || self.own_watch_op.is_some()
+            || self.step == Step::Delete
+        {
             return;
         }
         let Some(own) = &self.own else { return };
@@ -1016,6 +1024,9 @@ impl Candidate {
             result,
             Err(ZkCode::ConnectionLoss | ZkCode::OperationTimeout | ZkCode::SessionExpired)
         );
+        if answered {
+            self.own_watch_failed = false;
+        }
         if answered && matches!(self.session, Session::Connected | Session::Disconnected) {
             self.last_ack = Some(
                 self.last_ack
@@ -1388,7 +1399,7 @@ impl Candidate {
                 let path = self.child_path(&name);
                 self.refused("watch", path, code);
             }
-            Err(_) => {}
+            Err(_) => self.own_watch_failed = true,
         }
     }
 
@@ -1484,6 +1495,7 @@ impl Candidate {
         }
         self.timers.stop(Timer::Retry);
         self.backoff.reset();
+        self.own_watch_failed = false;
         if self.config.probe() && !timeout.is_zero() && self.intent != Intent::Out {
             // Contact must be proven on this connection before leading again.
             self.send_probe();

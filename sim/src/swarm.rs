@@ -219,6 +219,24 @@ impl Swarm {
         let pause = if pauses { rate(&mut rng, 25) } else { 0.0 };
         let churn = rate(&mut rng, 30);
         let mut population = candidates;
+        // Drops aimed at the moments creates are in flight (start, spawn, rejoin):
+        // that is when a lost reply can leave an orphan node behind.
+        let aimed =
+            |rng: &mut SimRng, plan: &mut Vec<(Timestamp, Fault)>, at: Timestamp, pid: usize| {
+                if faults && rng.chance(0.4) {
+                    let at = at + Duration::from_millis(rng.range(3, 60));
+                    plan.push((
+                        at,
+                        Fault::DropConnection {
+                            pid,
+                            applied: rng.chance(0.7),
+                        },
+                    ));
+                }
+            };
+        for pid in 0..candidates {
+            aimed(&mut rng, &mut plan, Timestamp::ZERO, pid);
+        }
         for second in 0..chaos.as_secs() {
             let at = |rng: &mut SimRng| Timestamp::from_millis(second * 1_000 + rng.range(0, 999));
             let pick = |rng: &mut SimRng, n: usize| rng.range(0, n as u64 - 1) as usize;
@@ -271,20 +289,26 @@ impl Swarm {
                 }
             }
             if rng.chance(churn) {
+                let when = at(&mut rng);
                 let fault = match rng.range(0, 3) {
-                    0 => Fault::Resign {
-                        pid: pick(&mut rng, population),
-                        rejoin: rng.chance(0.7),
-                    },
+                    0 => {
+                        let pid = pick(&mut rng, population);
+                        let rejoin = rng.chance(0.7);
+                        if rejoin {
+                            aimed(&mut rng, &mut plan, when, pid);
+                        }
+                        Fault::Resign { pid, rejoin }
+                    }
                     1 => Fault::Close {
                         pid: pick(&mut rng, population),
                     },
                     _ => {
+                        aimed(&mut rng, &mut plan, when, population);
                         population += 1;
                         Fault::Spawn
                     }
                 };
-                plan.push((at(&mut rng), fault));
+                plan.push((when, fault));
             }
         }
         plan.sort_by_key(|(t, _)| *t);

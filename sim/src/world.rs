@@ -95,6 +95,16 @@ enum Ev {
     Resume {
         pid: usize,
     },
+    /// The server closed the connection (it expired the session).
+    Closed {
+        pid: usize,
+        gen: u64,
+    },
+    /// The client library fails a request locally (not connected).
+    LocalFail {
+        pid: usize,
+        op: OpId,
+    },
     /// Chaos is over: check liveness after the bound.
     CheckLiveness,
     /// Close every candidate, then check for leaks.
@@ -110,7 +120,9 @@ impl Ev {
             | Self::Pong { pid, .. }
             | Self::ClientTick { pid }
             | Self::Reconnect { pid }
-            | Self::Timer { pid } => Some(*pid),
+            | Self::Timer { pid }
+            | Self::LocalFail { pid, .. }
+            | Self::Closed { pid, .. } => Some(*pid),
             _ => None,
         }
     }
@@ -365,7 +377,8 @@ impl World {
             | Ev::Reply { pid, .. }
             | Ev::Watch { pid, .. }
             | Ev::Ping { pid, .. }
-            | Ev::Pong { pid, .. } => Some(*pid),
+            | Ev::Pong { pid, .. }
+            | Ev::Closed { pid, .. } => Some(*pid),
             _ => None,
         };
         if let Some(pid) = crossing {
@@ -440,6 +453,14 @@ impl World {
                     for s in expired {
                         self.trace
                             .note(self.now, None, 'x', format!("server expired session {s}"));
+                        // The server closes an expired session's connection.
+                        if let Some(pid) = self.procs.iter().position(|p| p.session == Some(s)) {
+                            if self.procs[pid].conn == Conn::Connected {
+                                let gen = self.procs[pid].gen;
+                                let at = self.client_arrival(pid);
+                                self.push(at, Ev::Closed { pid, gen });
+                            }
+                        }
                     }
                     self.send_fired(fired);
                 }
@@ -451,6 +472,12 @@ impl World {
                 self.zk.restart_session_timers(self.now);
                 self.trace.note(self.now, None, 'S', "server up".into());
             }
+            Ev::Closed { pid, gen } => {
+                if self.procs[pid].gen == gen {
+                    self.disconnect(pid, "the server closed the connection");
+                }
+            }
+            Ev::LocalFail { pid, op } => self.deliver_reply(pid, op, Err(ZkCode::ConnectionLoss)),
             Ev::Resume { pid } => {
                 self.procs[pid].paused_until = None;
                 self.trace.note(self.now, Some(pid), 'r', "resumed".into());
@@ -737,8 +764,9 @@ impl World {
 
     fn send(&mut self, pid: usize, op: OpId, request: Request) {
         if self.procs[pid].conn != Conn::Connected || self.procs[pid].session_closed {
-            // A client that is not connected fails the request at once.
-            return self.deliver_reply(pid, op, Err(ZkCode::ConnectionLoss));
+            // A client that is not connected fails the request at once (as an event,
+            // so a candidate that retries at once cannot recurse without end).
+            return self.push(self.now, Ev::LocalFail { pid, op });
         }
         let gen = self.procs[pid].gen;
         self.procs[pid]
