@@ -1146,6 +1146,9 @@ impl Candidate {
         let children = match result {
             Ok(Reply::Children(children)) => children,
             Ok(_) => return self.retry_later(),
+            // No election path, so the lost create cannot have been applied
+            // (found by the simulator: listing it again forever).
+            Err(ZkCode::NoNode) => Vec::new(),
             Err(code) => {
                 let path = self.config.path().to_owned();
                 return self.main_error("list", path, code);
@@ -1274,6 +1277,10 @@ impl Candidate {
         let children = match result {
             Ok(Reply::Children(children)) => children,
             Ok(_) => return self.retry_later(),
+            // The election path is gone, and our node with it.
+            Err(ZkCode::NoNode) if self.own.is_some() => {
+                return self.own_gone(DemotionReason::Revoked);
+            }
             Err(code) => {
                 let path = self.config.path().to_owned();
                 return self.main_error("list", path, code);

@@ -263,6 +263,23 @@ fn node_of_another_session_is_never_adopted() {
 }
 
 #[test]
+fn lost_create_before_the_election_path_exists_is_created_again() {
+    // Found by the simulator (seed 103089): the recovery listing got NoNode and retried forever.
+    let mut d = Driver::joined(config("a"));
+    d.answer_probes();
+    let create = d.take("create");
+    d.reply(create.op, Err(ZkCode::ConnectionLoss));
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    let list = d.take("children");
+    d.reply(list.op, Err(ZkCode::NoNode));
+    let again = d.take("create");
+    d.reply(again.op, Err(ZkCode::NoNode));
+    let parent = d.take("create");
+    assert!(matches!(&parent.request, Request::Create { path, .. } if path == "/svc"));
+}
+
+#[test]
 fn nonce_is_renewed_for_every_new_session() {
     let mut d = Driver::joined(config("a"));
     let first = d.take("create");
