@@ -118,6 +118,15 @@ pub enum Fault {
     },
     /// A new candidate starts and joins.
     Spawn,
+    /// Whoever leads at that moment crashes.
+    CrashLeader,
+    /// Whoever leads at that moment is cut off for a while.
+    PartitionLeader {
+        /// How long.
+        ms: u64,
+    },
+    /// Whoever leads at that moment closes (a graceful exit).
+    CloseLeader,
 }
 
 impl fmt::Display for Fault {
@@ -131,6 +140,9 @@ impl fmt::Display for Fault {
             Self::Resign { pid, rejoin } => write!(f, "resign p{pid} rejoin={rejoin}"),
             Self::Close { pid } => write!(f, "close p{pid}"),
             Self::Spawn => write!(f, "spawn"),
+            Self::CrashLeader => write!(f, "crash the leader"),
+            Self::PartitionLeader { ms } => write!(f, "partition the leader {ms}ms"),
+            Self::CloseLeader => write!(f, "close the leader"),
         }
     }
 }
@@ -276,6 +288,16 @@ impl Swarm {
                             ms: rng.range(100, t / 2),
                         },
                     ));
+                }
+                if rng.chance(partition / 2.0) {
+                    let fault = match rng.range(0, 2) {
+                        0 => Fault::CrashLeader,
+                        1 => Fault::PartitionLeader {
+                            ms: rng.range(t / 2, t * 2),
+                        },
+                        _ => Fault::CloseLeader,
+                    };
+                    plan.push((at(&mut rng), fault));
                 }
                 if rng.chance(pause) {
                     let ms = rng.range(t / 4, t * 2);

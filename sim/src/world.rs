@@ -194,6 +194,8 @@ pub struct World {
     stats: RunStats,
     violation: Option<Violation>,
     done: bool,
+    narrate: bool,
+    story: Vec<(Timestamp, String)>,
 }
 
 impl World {
@@ -223,6 +225,8 @@ impl World {
             stats: RunStats::default(),
             violation: None,
             done: false,
+            narrate: false,
+            story: Vec::new(),
             swarm,
         };
         for _ in 0..world.swarm.candidates {
@@ -234,6 +238,22 @@ impl World {
         world.push(Timestamp::from_millis(200), Ev::Expiry);
         world.push(heal_at + world.liveness_bound(), Ev::CheckLiveness);
         world
+    }
+
+    /// Records a human-readable story of the run (for `zkelect demo`).
+    pub fn narrate(&mut self) {
+        self.narrate = true;
+    }
+
+    /// The story so far: what each candidate was told, and every fault.
+    pub fn story(&self) -> &[(Timestamp, String)] {
+        &self.story
+    }
+
+    fn tell(&mut self, line: String) {
+        if self.narrate {
+            self.story.push((self.now, line));
+        }
     }
 
     /// How long after the faults stop a leader must exist: every session of a
@@ -455,6 +475,9 @@ impl World {
                             .note(self.now, None, 'x', format!("server expired session {s}"));
                         // The server closes an expired session's connection.
                         if let Some(pid) = self.procs.iter().position(|p| p.session == Some(s)) {
+                            self.tell(format!(
+                                "the server expires p{pid}'s session; its node goes with it"
+                            ));
                             if self.procs[pid].conn == Conn::Connected {
                                 let gen = self.procs[pid].gen;
                                 let at = self.client_arrival(pid);
@@ -785,6 +808,26 @@ impl World {
     }
 
     fn on_notice(&mut self, pid: usize, notice: &Notice) {
+        if self.narrate {
+            let line = match notice {
+                Notice::Joined { node } => {
+                    Some(format!("p{pid} joined the queue as {}", short(node)))
+                }
+                Notice::Elected { token } => {
+                    Some(format!("p{pid} is elected leader (fencing token {token})"))
+                }
+                Notice::Demoted { reason } => Some(format!("p{pid} stops leading: {reason}")),
+                Notice::Suspended => {
+                    Some(format!("p{pid} lost contact with the server: suspended"))
+                }
+                Notice::Resumed => Some(format!("p{pid} is back in contact with the server")),
+                Notice::LeaderChanged { .. } => None,
+                Notice::Error(e) => Some(format!("p{pid} failed: {e}")),
+            };
+            if let Some(line) = line {
+                self.tell(line);
+            }
+        }
         if let Notice::Elected { token } = notice {
             self.stats.elections += 1;
             if self.swarm.leaders == 1 {
@@ -964,6 +1007,20 @@ impl World {
                 self.after(pid, None, "close".into());
             }
             Fault::Spawn => self.spawn(),
+            Fault::CrashLeader | Fault::PartitionLeader { .. } | Fault::CloseLeader => {
+                let leader = (0..self.procs.len()).find(|&i| {
+                    let p = &self.procs[i];
+                    !p.crashed && p.paused_until.is_none() && p.c.role().is_leader()
+                });
+                if let Some(pid) = leader {
+                    let targeted = match fault {
+                        Fault::CrashLeader => Fault::Crash { pid },
+                        Fault::PartitionLeader { ms } => Fault::Partition { pid, ms },
+                        _ => Fault::Close { pid },
+                    };
+                    self.inject(targeted);
+                }
+            }
             _ => {}
         }
     }
