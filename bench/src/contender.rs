@@ -140,6 +140,9 @@ pub trait Contender: Send + Sync {
     /// Whether it currently believes it leads.
     fn is_leader(&self) -> bool;
 
+    /// Its state in a word or two, for diagnostics (e.g. zkelect's role).
+    fn describe(&self) -> String;
+
     /// Closes its ZooKeeper session (a real `closeSession`, so the server
     /// removes its ephemeral node at once) and drops it.
     async fn kill(self: Box<Self>) -> Result<()>;

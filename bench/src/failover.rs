@@ -205,9 +205,12 @@ async fn run_rounds(
         killed.with_context(|| format!("round {}: closing the leader", round + 1))?;
         let Some(event) = event else {
             bail!(
-                "round {}: no contender was told it leads within {:?} after the leader closed its session",
+                "round {}: no contender was told it leads within {:?} after the leader (contender {old_id}) \
+                 closed its session; the {} others: {}",
                 round + 1,
-                settings.failover_timeout
+                settings.failover_timeout,
+                contenders.len(),
+                census(contenders)
             );
         };
         let failover = event.at.duration_since(t0);
@@ -318,6 +321,19 @@ async fn kill_all(contenders: Vec<Box<dyn Contender>>) {
     while tasks.join_next().await.is_some() {}
 }
 
+/// How many contenders are in which state, e.g. `Follower × 48, Leader × 1`.
+fn census(contenders: &[Box<dyn Contender>]) -> String {
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    for c in contenders {
+        *counts.entry(c.describe()).or_default() += 1;
+    }
+    counts
+        .iter()
+        .map(|(state, n)| format!("{state} × {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Waits until exactly one contender believes it leads, and returns its index.
 async fn sole_leader(contenders: &[Box<dyn Contender>], timeout: Duration) -> Result<usize> {
     let deadline = Instant::now() + timeout;
@@ -333,9 +349,10 @@ async fn sole_leader(contenders: &[Box<dyn Contender>], timeout: Duration) -> Re
         }
         if Instant::now() >= deadline {
             bail!(
-                "expected exactly one leader among {} contenders, found {} after {timeout:?}",
+                "expected exactly one leader among {} contenders, found {} after {timeout:?}: {}",
                 contenders.len(),
-                leaders.len()
+                leaders.len(),
+                census(contenders)
             );
         }
         tokio::time::sleep(Duration::from_millis(5)).await;

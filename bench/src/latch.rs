@@ -193,6 +193,14 @@ impl Contender for LatchContender {
         self.latch.has_leadership()
     }
 
+    fn describe(&self) -> String {
+        if self.latch.has_leadership() {
+            "leader".into()
+        } else {
+            "not leader".into()
+        }
+    }
+
     async fn kill(self: Box<Self>) -> Result<()> {
         let closed = self.zk.close().await;
         self.polled

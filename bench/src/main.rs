@@ -20,7 +20,7 @@ use zkelect_bench::failover::{self, ConfigReport, RoundRecord, RoundSettings};
 use zkelect_bench::latch::{self, Latch};
 use zkelect_bench::mntr::Monitor;
 use zkelect_bench::report::{self, baseline_table, summary_table};
-use zkelect_bench::zkelect::{self as zk, Zkelect};
+use zkelect_bench::zkelect::Zkelect;
 use zkelect_tests::ZkServer;
 
 #[derive(Parser)]
@@ -39,6 +39,10 @@ enum Command {
     /// N candidates, R rounds of "the leader closes its session": failover
     /// time and server packets per failover, with baselines, per
     /// implementation, strategy and N.
+    ///
+    /// Exit status: 0 when every configuration completed; 3 when some failed
+    /// (e.g. no new leader within --failover-timeout-ms: listed, and the
+    /// others' results still written); 1 on any other error.
     Failover(FailoverArgs),
     /// Print criterion's saved results (target/criterion) as a table.
     CriterionTable(CriterionArgs),
@@ -114,6 +118,10 @@ struct FailoverArgs {
     /// and deleted afterwards).
     #[arg(long, default_value = "/zkelect-bench")]
     path: String,
+    /// How long a round waits for a new leader before the configuration is
+    /// declared failed (the run goes on with the next one), in ms.
+    #[arg(long, default_value_t = 10_000)]
+    failover_timeout_ms: u64,
     /// Candidates connecting at once while an election is filled.
     #[arg(long, default_value_t = 16)]
     start_concurrency: usize,
@@ -132,10 +140,21 @@ struct CriterionArgs {
     markdown: bool,
 }
 
-fn main() -> Result<()> {
-    match Cli::parse().command {
+fn main() -> std::process::ExitCode {
+    let result = match Cli::parse().command {
         Command::Failover(args) => failover_command(args),
         Command::CriterionTable(args) => criterion_command(&args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            if e.downcast_ref::<ConfigsFailed>().is_some() {
+                std::process::ExitCode::from(3)
+            } else {
+                std::process::ExitCode::FAILURE
+            }
+        }
     }
 }
 
@@ -173,13 +192,6 @@ fn failover_command(args: FailoverArgs) -> Result<()> {
     }
     if args.rounds == 0 {
         bail!("--rounds must be at least 1");
-    }
-    let wants_zkelect = args.implementation != ImplChoice::Latch;
-    if wants_zkelect && !zk::available() {
-        if args.implementation == ImplChoice::Zkelect {
-            bail!("--impl zkelect: zkelect's async API is not in this build yet");
-        }
-        eprintln!("WARNING: zkelect's async API is not in this build yet: running the latch alone");
     }
 
     // The embedded server lives until the end of main.
@@ -341,7 +353,7 @@ async fn run_all(
         warmup: args.warmup,
         quiet: Duration::from_millis(args.quiet_ms),
         settle_timeout: Duration::from_secs(10),
-        failover_timeout: Duration::from_secs(30),
+        failover_timeout: Duration::from_millis(args.failover_timeout_ms),
         start_concurrency: args.start_concurrency,
         control: Duration::from_millis(args.quiet_ms + 20),
     };
@@ -354,6 +366,7 @@ async fn run_all(
 
     let mut rounds: Vec<RoundRecord> = Vec::new();
     let mut configs: Vec<ConfigReport> = Vec::new();
+    let mut failures: Vec<Failure> = Vec::new();
     for &n in &candidates {
         // Each implementation is made right before its configuration and
         // dropped after it (the latch's polling thread must not run during
@@ -362,7 +375,7 @@ async fn run_all(
         if args.implementation != ImplChoice::Zkelect {
             specs.push(None);
         }
-        if args.implementation != ImplChoice::Latch && zk::available() {
+        if args.implementation != ImplChoice::Latch {
             specs.extend(strategies.iter().copied().map(Some));
         }
         for spec in specs {
@@ -380,25 +393,46 @@ async fn run_all(
             let path = format!("{run_path}/{}-n{n}", label.replace('/', "-"));
             eprintln!("{label} N={n}: starting {n} candidates ...");
             let json = args.json;
-            let (config, recorded) =
-                failover::run(implementation, monitor, &path, &round_settings(n), |r| {
-                    if let Err(e) = emit(json, r) {
-                        eprintln!("cannot print: {e}");
-                    }
-                })
-                .await
-                .with_context(|| format!("{label} N={n}"))?;
-            eprintln!(
-                "{label} N={n}: started in {:.0} ms; {} rounds, failover median {:.3} ms",
-                config.startup_ms,
-                recorded.len(),
-                zkelect_bench::stats::Summary::of(
-                    &recorded.iter().map(|r| r.failover_us).collect::<Vec<_>>()
-                )
-                .map_or(f64::NAN, |s| s.median / 1e3)
-            );
-            emit(args.json, &config)?;
-            configs.push(config);
+            let mut recorded: Vec<RoundRecord> = Vec::new();
+            let outcome = failover::run(implementation, monitor, &path, &round_settings(n), |r| {
+                if let Err(e) = emit(json, r) {
+                    eprintln!("cannot print: {e}");
+                }
+                recorded.push(r.clone());
+            })
+            .await;
+            let median = zkelect_bench::stats::Summary::of(
+                &recorded.iter().map(|r| r.failover_us).collect::<Vec<_>>(),
+            )
+            .map_or(f64::NAN, |s| s.median / 1e3);
+            match outcome {
+                Ok((config, _)) => {
+                    eprintln!(
+                        "{label} N={n}: started in {:.0} ms; {} rounds, failover median {median:.3} ms",
+                        config.startup_ms,
+                        recorded.len(),
+                    );
+                    emit(args.json, &config)?;
+                    configs.push(config);
+                }
+                Err(e) => {
+                    let failure = Failure {
+                        kind: "failure",
+                        implementation: label.split('/').next().unwrap_or("").to_owned(),
+                        strategy: label.split('/').nth(1).map(str::to_owned),
+                        n,
+                        rounds_completed: recorded.len(),
+                        error: format!("{e:#}"),
+                    };
+                    eprintln!(
+                        "{label} N={n}: FAILED after {} recorded rounds: {}",
+                        recorded.len(),
+                        failure.error
+                    );
+                    emit(args.json, &failure)?;
+                    failures.push(failure);
+                }
+            }
             rounds.extend(recorded);
         }
     }
@@ -416,12 +450,57 @@ async fn run_all(
     }
     if let Some(file) = &args.markdown {
         let md = markdown(
-            args, settings, version, connect, embedded, &baselines, &configs, &rows,
+            args, settings, version, connect, embedded, &baselines, &configs, &rows, &failures,
         );
         std::fs::write(file, md).with_context(|| format!("writing {}", file.display()))?;
     }
+    if !failures.is_empty() {
+        for f in &failures {
+            eprintln!(
+                "FAILED: {}{} N={}: {}",
+                f.implementation,
+                f.strategy
+                    .as_ref()
+                    .map(|s| format!("/{s}"))
+                    .unwrap_or_default(),
+                f.n,
+                f.error
+            );
+        }
+        return Err(ConfigsFailed(failures.len()).into());
+    }
     Ok(())
 }
+
+/// A configuration that could not finish its rounds (printed as a JSON line
+/// and listed under the table; the run goes on with the next one).
+#[derive(Serialize)]
+struct Failure {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(rename = "impl")]
+    implementation: String,
+    strategy: Option<String>,
+    n: usize,
+    rounds_completed: usize,
+    error: String,
+}
+
+/// The run finished, but some configurations failed (exit code 3).
+#[derive(Debug)]
+struct ConfigsFailed(usize);
+
+impl std::fmt::Display for ConfigsFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} configuration(s) failed (see above); the results of the others are complete",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ConfigsFailed {}
 
 #[allow(clippy::too_many_arguments)]
 fn markdown(
@@ -433,6 +512,7 @@ fn markdown(
     baselines: &[BaselineRecord],
     configs: &[ConfigReport],
     rows: &[report::SummaryRow],
+    failures: &[Failure],
 ) -> String {
     let mut md = String::new();
     let _ = writeln!(
@@ -454,12 +534,6 @@ fn markdown(
         args.quiet_ms,
         args.poll_us
     );
-    if !zk::available() && args.implementation != ImplChoice::Latch {
-        let _ = writeln!(
-            md,
-            "**zkelect is missing from this table**: its async API (adapters/) was not in the build that produced it.\n"
-        );
-    }
     if !baselines.is_empty() {
         let _ = writeln!(md, "#### Baselines (same server, same run)\n");
         let _ = writeln!(md, "{}", baseline_table(baselines).to_markdown());
@@ -472,6 +546,27 @@ fn markdown(
     }
     let _ = writeln!(md, "#### Failover\n");
     let _ = writeln!(md, "{}", summary_table(rows).to_markdown());
+    if !failures.is_empty() {
+        let _ = writeln!(
+            md,
+            "**Configurations that failed** (their completed rounds are in the table):\n"
+        );
+        for f in failures {
+            let _ = writeln!(
+                md,
+                "- {}{} N = {}: after {} recorded rounds: {}",
+                f.implementation,
+                f.strategy
+                    .as_ref()
+                    .map(|s| format!("/{s}"))
+                    .unwrap_or_default(),
+                f.n,
+                f.rounds_completed,
+                f.error.replace('\n', " ")
+            );
+        }
+        let _ = writeln!(md);
+    }
     let _ = writeln!(
         md,
         "- *failover*: from just before the leader's `closeSession` to the moment another candidate is told it leads \

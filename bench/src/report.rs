@@ -89,7 +89,7 @@ pub fn summarize(
         .map(|c| ((c.implementation, c.strategy.clone(), c.n), c.startup_ms))
         .collect();
 
-    groups
+    let mut rows: Vec<SummaryRow> = groups
         .into_iter()
         .filter_map(|((n, implementation, strategy), rs)| {
             let failover = Summary::of(&rs.iter().map(|r| r.failover_us).collect::<Vec<_>>())?;
@@ -134,7 +134,15 @@ pub fn summarize(
                 median_poll_gap_us: median(rs.iter().filter_map(|r| r.poll_gap_us)),
             })
         })
-        .collect()
+        .collect();
+    // By N, then the latch, then zkelect's strategies in their natural order.
+    let rank = |r: &SummaryRow| match r.strategy.as_deref() {
+        None => 0,
+        Some("predecessor") => 1,
+        Some(_) => 2,
+    };
+    rows.sort_by_key(|r| (r.n, rank(r), r.implementation));
+    rows
 }
 
 fn median(values: impl Iterator<Item = f64>) -> Option<f64> {

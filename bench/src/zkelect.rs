@@ -1,23 +1,31 @@
-//! zkelect's own `Election`, behind the bench's [`Implementation`] trait.
+//! zkelect's own [`Election`] over its zookeeper-async transport, behind the
+//! bench's [`Implementation`] trait.
 //!
-//! Not wired yet: the async API in `adapters/` (crate `zkelect`) is still
-//! being written. [`available`] says whether this build can run it.
+//! * Leadership is read from the election's role watch (`changes()`): a task
+//!   per contender takes the time the moment the role becomes `Leader`, as an
+//!   application awaiting `changes()` would learn it.
+//! * The kill is a real session close through the same transport the
+//!   election runs on ([`Transport::close`], i.e. zookeeper-async's
+//!   `close()`, the same call the latch's kill makes), not
+//!   [`Election::close`], which deletes the node first: the failover must be
+//!   triggered the same way for both implementations. The election is closed
+//!   afterwards, to stop its driver.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{Context, Result};
 use async_trait::async_trait;
+use tokio::task::JoinHandle;
+use zkelect::{ConnectOptions, Election, Transport, WatchStrategy, ZkAsyncTransport};
+use zkelect_core::{Reply, Request, ZkCode};
 
-use crate::contender::{ConnectSettings, Contender, Implementation, LeaderBoard, Strategy};
-
-/// Whether this build can run zkelect contenders.
-pub fn available() -> bool {
-    false
-}
+use crate::contender::{
+    ConnectSettings, Contender, Implementation, LeaderBoard, LeaderEvent, Strategy,
+};
 
 /// Makes zkelect contenders with one watch strategy.
 pub struct Zkelect {
-    #[allow(dead_code)]
     settings: ConnectSettings,
     strategy: Strategy,
 }
@@ -26,6 +34,21 @@ impl Zkelect {
     /// zkelect contenders using `strategy`.
     pub fn new(settings: ConnectSettings, strategy: Strategy) -> Zkelect {
         Zkelect { settings, strategy }
+    }
+}
+
+/// The transport, shared between the election (which owns its handle) and
+/// the bench (which closes the session to kill the contender).
+struct Shared(Arc<ZkAsyncTransport>);
+
+#[async_trait]
+impl Transport for Shared {
+    async fn perform(&self, request: Request) -> Result<Reply, ZkCode> {
+        self.0.perform(request).await
+    }
+
+    async fn close(&self) {
+        self.0.close().await;
     }
 }
 
@@ -41,12 +64,91 @@ impl Implementation for Zkelect {
 
     async fn start(
         &self,
-        _id: u64,
-        _path: &str,
-        _board: Arc<LeaderBoard>,
+        id: u64,
+        path: &str,
+        board: Arc<LeaderBoard>,
     ) -> Result<Box<dyn Contender>> {
-        bail!(
-            "zkelect's async API (crate `zkelect` in adapters/) is not available in this build yet"
-        )
+        let options = ConnectOptions::new(self.settings.connect.clone())
+            .session_timeout(self.settings.session_timeout)
+            .connect_timeout(self.settings.connect_timeout);
+        let (transport, events) = ZkAsyncTransport::connect(options)
+            .await
+            .with_context(|| format!("contender {id}: connecting"))?;
+        let transport = Arc::new(transport);
+        let joined = Election::builder(Shared(transport.clone()), events)
+            .path(path)
+            .id(format!("c{id}"))
+            .strategy(match self.strategy {
+                Strategy::Predecessor => WatchStrategy::Predecessor,
+                Strategy::Parent => WatchStrategy::Parent,
+            })
+            .close_timeout(Duration::from_secs(1))
+            .join_timeout(self.settings.connect_timeout)
+            .join()
+            .await;
+        let election = match joined {
+            Ok(election) => election,
+            Err(e) => {
+                transport.close().await;
+                return Err(e).with_context(|| format!("contender {id}: joining {path}"));
+            }
+        };
+
+        let mut role = election.changes();
+        let mut was_leader = role.borrow_and_update().is_leader();
+        let watcher = tokio::spawn(async move {
+            while role.changed().await.is_ok() {
+                let leader = role.borrow_and_update().is_leader();
+                if leader && !was_leader {
+                    board.report(LeaderEvent {
+                        contender: id,
+                        at: Instant::now(),
+                        poll_gap: None,
+                    });
+                }
+                was_leader = leader;
+            }
+        });
+        Ok(Box::new(ZkelectContender {
+            id,
+            election,
+            transport,
+            watcher,
+        }))
+    }
+}
+
+struct ZkelectContender {
+    id: u64,
+    election: Election,
+    transport: Arc<ZkAsyncTransport>,
+    watcher: JoinHandle<()>,
+}
+
+#[async_trait]
+impl Contender for ZkelectContender {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn is_leader(&self) -> bool {
+        self.election.role().is_leader()
+    }
+
+    fn describe(&self) -> String {
+        match self.election.role() {
+            zkelect::Role::Leader(_) => "Leader".into(),
+            zkelect::Role::Suspended(_) => "Suspended".into(),
+            other => format!("{other:?}"),
+        }
+    }
+
+    async fn kill(self: Box<Self>) -> Result<()> {
+        self.transport.close().await;
+        self.watcher.abort();
+        // The session is gone; this only stops the driver (bounded by the
+        // close timeout given at build time).
+        let _ = tokio::time::timeout(Duration::from_secs(3), self.election.close()).await;
+        Ok(())
     }
 }

@@ -19,11 +19,7 @@ fn one_round_at_three_candidates_prints_parsable_json() {
             "--warmup",
             "0",
             "--impl",
-            if zkelect_bench::zkelect::available() {
-                "both"
-            } else {
-                "latch"
-            },
+            "both",
             "--json",
             "--session-timeout-ms",
             "4000",
@@ -51,14 +47,10 @@ fn one_round_at_three_candidates_prints_parsable_json() {
     let of_type = |t: &'static str| lines.iter().filter(move |v| v["type"] == t);
 
     let rounds: Vec<&Value> = of_type("round").collect();
-    let expected_impls: &[&str] = if zkelect_bench::zkelect::available() {
-        &["latch", "zkelect"]
-    } else {
-        &["latch"]
-    };
+    let expected_impls = ["latch", "zkelect"];
     assert_eq!(rounds.len(), expected_impls.len(), "{stdout}");
     for (round, imp) in rounds.iter().zip(expected_impls) {
-        assert_eq!(round["impl"], *imp);
+        assert_eq!(round["impl"], imp);
         assert_eq!(round["n"], 3);
         assert_eq!(round["round"], 1);
         let failover = round["failover_us"]
