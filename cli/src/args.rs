@@ -184,9 +184,22 @@ pub(crate) struct SimArgs {
     /// Print the whole trace of each run.
     #[arg(long)]
     pub(crate) trace: bool,
-    /// Write each failing run's trace to this directory.
+    /// Write each failing run's whole trace to this directory.
     #[arg(long, value_name = "DIR")]
     pub(crate) save: Option<PathBuf>,
+    /// Run a deliberately broken candidate, to see a checker catch it.
+    #[arg(long, value_enum)]
+    pub(crate) canary: Option<CanaryArg>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CanaryArg {
+    /// Never sees Disconnected and does not probe (caught by the safety checker).
+    IgnoresDisconnect,
+    /// No nonce in node names (caught by the liveness checker).
+    Unprotected,
+    /// Watches the parent (caught by the herd checker).
+    ParentWatch,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

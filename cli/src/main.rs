@@ -5,10 +5,12 @@
 
 mod args;
 mod connect;
+mod demo;
 mod exit;
 mod lease;
 mod queue_view;
 mod run;
+mod sim;
 mod status;
 mod supervise;
 
@@ -72,10 +74,9 @@ fn main() -> ExitCode {
             Cmd::Run(args) => run::run(args).await,
             Cmd::Status(args) => status::status(args).await.map(|()| ExitCode::SUCCESS),
             Cmd::Revoke(args) => status::revoke(args).await.map(|()| ExitCode::SUCCESS),
-            Cmd::Demo(_) | Cmd::Sim(_) => Err(Failure::new(
-                Code::Other,
-                anyhow::anyhow!("not available yet"),
-            )),
+            Cmd::Sim(args) => sim::sim(args),
+            Cmd::Demo(args) if args.connect.is_some() => demo::real(args).await,
+            Cmd::Demo(args) => demo::simulated(&args),
             Cmd::Lease(_) => Ok(ExitCode::SUCCESS),
         }
     });

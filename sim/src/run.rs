@@ -120,7 +120,14 @@ impl fmt::Display for RunReport {
             "reproduce: zkelect sim --seed {}{canary} --trace",
             self.seed
         )?;
-        writeln!(f, "       or: ZKELECT_SEED={} cargo test -p zkelect-sim --release --test swarm replay -- --nocapture", self.seed)
+        let env = self.options.canary.map_or(String::new(), |c| {
+            format!(" ZKELECT_CANARY={}", canary_flag(c))
+        });
+        writeln!(
+            f,
+            "       or: ZKELECT_SEED={}{env} cargo test -p zkelect-sim --release --test swarm replay -- --nocapture",
+            self.seed
+        )
     }
 }
 

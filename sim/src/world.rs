@@ -948,6 +948,24 @@ impl World {
         self.stats.faults += 1;
         self.trace
             .note(self.now, None, 'F', format!("fault: {fault}"));
+        let told = match fault {
+            Fault::Crash { pid } => Some(format!(
+                "p{pid} crashes (its session lives on until the server expires it)"
+            )),
+            Fault::Partition { pid, ms } => {
+                Some(format!("p{pid} is cut off from the server for {ms}ms"))
+            }
+            Fault::Close { pid } => Some(format!("p{pid} shuts down cleanly")),
+            Fault::DropConnection { pid, .. } => Some(format!("p{pid}'s connection drops")),
+            Fault::Pause { pid, ms } => Some(format!("p{pid} freezes for {ms}ms")),
+            Fault::RestartServer { ms } => Some(format!("the server restarts ({ms}ms down)")),
+            Fault::Spawn => Some(format!("a new candidate p{} starts", self.procs.len())),
+            Fault::Resign { pid, .. } => Some(format!("p{pid} resigns")),
+            _ => None,
+        };
+        if let Some(line) = told {
+            self.tell(line);
+        }
         match fault {
             Fault::DropConnection { pid, applied } if valid(pid, self) => {
                 if applied {
