@@ -94,7 +94,7 @@ zk_version=$(jq -r 'select(.type=="server") | .version' "$work/rounds.jsonl" 2>/
 crit_table() { # $1 = marker file
     "$bench_bin" criterion-table --dir "$target/criterion" --newer-than "$1" --markdown
 }
-core_md="" memory_line="" sim_md=""
+core_md="" memory_line="" sim_md="" sim_lines=""
 if [[ $criterion -eq 1 ]]; then
     touch "$work/core.marker"; sleep 1
     core=(cargo bench -q -p zkelect-core --bench core)
@@ -109,22 +109,25 @@ if [[ $criterion -eq 1 ]]; then
     [[ -n "$memory_line" ]] || die "the memory bench printed no 'idle Candidate' line"
     commands+=("$(show "${memory[@]}")")
 
-    # --- criterion: simulator -------------------------------------------------
+    # --- simulator ---------------------------------------------------------
+    # sim/benches may hold criterion benchmarks (tabulated) and/or plain
+    # harness=false programs that print "sim: ..." lines (quoted verbatim).
     if compgen -G "sim/benches/*.rs" > /dev/null; then
         touch "$work/sim.marker"; sleep 1
         sim=(cargo bench -q -p zkelect-sim)
         log "$(show "${sim[@]}")"
-        "${sim[@]}" >&2
-        sim_md=$(crit_table "$work/sim.marker")
+        sim_out=$("${sim[@]}")
+        printf '%s\n' "$sim_out" >&2
+        sim_lines=$(grep -E '^sim:' <<<"$sim_out" || true)
+        sim_md=$(crit_table "$work/sim.marker" 2>/dev/null || true)
+        [[ -n "$sim_lines$sim_md" ]] || die "cargo bench -p zkelect-sim printed no 'sim:' line and saved no criterion result"
         commands+=("$(show "${sim[@]}")")
     else
-        # TODO(sim benches): sim/benches does not exist yet. Once it does,
-        # this branch runs `cargo bench -p zkelect-sim` and tabulates it.
-        log "TODO: no sim/benches/*.rs yet: simulator figures left out"
+        # TODO(sim benches): sim/benches does not exist in this checkout. Once
+        # it does, this branch runs `cargo bench -p zkelect-sim`.
+        log "TODO: no sim/benches/*.rs: simulator figures left out"
     fi
 fi
-
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- machine ------------------------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
@@ -172,16 +175,25 @@ java_version=$( (java -version 2>&1 || true) | head -1)
         echo "Skipped in this run (\`--skip-criterion\`)."
     fi
     echo
-    echo "## Simulator (criterion)"
+    echo "## Simulator"
     echo
-    if [[ -n "$sim_md" ]]; then
-        echo "$sim_md"
+    if [[ -n "$sim_lines$sim_md" ]]; then
+        if [[ -n "$sim_lines" ]]; then
+            echo "One core, whole seeded runs with mixed faults (\`cargo bench -p zkelect-sim\`):"
+            echo
+            echo '```text'
+            echo "$sim_lines"
+            echo '```'
+            echo
+        fi
+        [[ -z "$sim_md" ]] || { echo "$sim_md"; echo; }
     elif [[ $criterion -eq 0 ]]; then
         echo "Skipped in this run (\`--skip-criterion\`)."
+        echo
     else
-        echo "TODO: the simulator has no benchmarks yet (\`sim/benches/\` is missing), so \`cargo bench -p zkelect-sim\` is not run."
+        echo "TODO: the simulator has no benchmarks in this checkout (\`sim/benches/\` is missing), so \`cargo bench -p zkelect-sim\` is not run."
+        echo
     fi
-    echo
     echo "## Commands"
     echo
     echo "Run from the repository root; \`FILE.md\` is a temporary file the script includes above."
