@@ -187,8 +187,8 @@ impl Driver {
             self.publish(&mut ops);
             ops.abort_all();
             self.transport.close().await;
-            let _ = self.outputs.role.send(if self.candidate.is_failed() { Role::Failed } else { Role::Closed });
-            let _ = self.outputs.lease.send(None);
+            self.outputs.role.send_replace(if self.candidate.is_failed() { Role::Failed } else { Role::Closed });
+            self.outputs.lease.send_replace(None);
             for done in closers {
                 let _ = done.send(());
             }

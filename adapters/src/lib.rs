@@ -34,8 +34,12 @@
 #![warn(missing_docs)]
 
 mod driver;
+#[cfg(test)]
+mod driver_tests;
 mod election;
 mod error;
+#[cfg(feature = "memory")]
+pub mod memory;
 pub mod transport;
 #[cfg(feature = "zookeeper-async")]
 pub mod zk_async;
