@@ -1,4 +1,6 @@
 //! Simulator throughput on one core: simulated ZooKeeper operations per second
+// This file measures wall time around whole simulated runs; the simulation itself never reads a clock.
+#![allow(clippy::disallowed_methods)]
 //! (requests the model applied, inside whole seeded runs with faults) and seeds
 //! per second.
 //!

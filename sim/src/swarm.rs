@@ -33,7 +33,7 @@ impl SimRng {
     }
 
     /// A raw draw.
-    pub fn next(&mut self) -> u64 {
+    pub fn draw(&mut self) -> u64 {
         self.0.next_u64()
     }
 }

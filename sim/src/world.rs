@@ -996,23 +996,21 @@ impl World {
                 self.push(until, Ev::Resume { pid });
             }
             Fault::Crash { pid } if valid(pid, self) => self.procs[pid].crashed = true,
-            Fault::RestartServer { ms } => {
-                if self.server_down_until.is_none() {
-                    self.server_down_until = Some(self.now + Duration::from_millis(ms));
-                    for pid in 0..self.procs.len() {
-                        if self.procs[pid].crashed || self.procs[pid].conn != Conn::Connected {
-                            continue;
-                        }
-                        if self.procs[pid].paused_until.is_none() {
-                            self.disconnect(pid, "server restarting");
-                        } else {
-                            // Every connection is reset; a paused process learns it on resuming.
-                            let gen = self.procs[pid].gen;
-                            self.push(self.now, Ev::Closed { pid, gen });
-                        }
+            Fault::RestartServer { ms } if self.server_down_until.is_none() => {
+                self.server_down_until = Some(self.now + Duration::from_millis(ms));
+                for pid in 0..self.procs.len() {
+                    if self.procs[pid].crashed || self.procs[pid].conn != Conn::Connected {
+                        continue;
                     }
-                    self.push(self.now + Duration::from_millis(ms), Ev::ServerUp);
+                    if self.procs[pid].paused_until.is_none() {
+                        self.disconnect(pid, "server restarting");
+                    } else {
+                        // Every connection is reset; a paused process learns it on resuming.
+                        let gen = self.procs[pid].gen;
+                        self.push(self.now, Ev::Closed { pid, gen });
+                    }
                 }
+                self.push(self.now + Duration::from_millis(ms), Ev::ServerUp);
             }
             Fault::Resign { pid, rejoin }
                 if valid(pid, self) && self.procs[pid].paused_until.is_none() =>

@@ -1,4 +1,6 @@
 //! The swarm: thousands of seeded schedules, every checker after every step.
+// The sweeps report their wall time; the simulation itself never reads a clock.
+#![allow(clippy::disallowed_methods)]
 
 use std::time::Instant;
 
