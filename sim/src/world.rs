@@ -20,6 +20,7 @@ use zkelect_core::{
     SessionEvent, SessionId, Timestamp, WatchEvent, WatchStrategy, ZkCode,
 };
 
+use crate::client::{connection_lost, reconnect, Link, Reconnected};
 use crate::swarm::{Canary, Fault, SimRng, Swarm};
 use crate::trace::Trace;
 use crate::zk::{Fired, ZkModel, ZkSettings};
@@ -148,8 +149,7 @@ struct Proc {
     answered: BTreeSet<OpId>,
     paused_until: Option<Timestamp>,
     partitioned_until: Option<Timestamp>,
-    to_server_tail: Timestamp,
-    to_client_tail: Timestamp,
+    link: Link,
     timer_at: Option<Timestamp>,
     session_closed: bool,
     canary: Option<Canary>,
@@ -303,8 +303,7 @@ impl World {
             answered: BTreeSet::new(),
             paused_until: None,
             partitioned_until: None,
-            to_server_tail: self.now,
-            to_client_tail: self.now,
+            link: Link::default(),
             timer_at: None,
             session_closed: false,
             canary: self.canary,
@@ -532,18 +531,12 @@ impl World {
 
     fn client_arrival(&mut self, pid: usize) -> Timestamp {
         let lat = self.latency();
-        let p = &mut self.procs[pid];
-        let at = (self.now + lat).max(p.to_client_tail);
-        p.to_client_tail = at;
-        at
+        self.procs[pid].link.to_client(self.now, lat)
     }
 
     fn server_arrival(&mut self, pid: usize) -> Timestamp {
         let lat = self.latency();
-        let p = &mut self.procs[pid];
-        let at = (self.now + lat).max(p.to_server_tail);
-        p.to_server_tail = at;
-        at
+        self.procs[pid].link.to_server(self.now, lat)
     }
 
     fn on_request(&mut self, pid: usize, gen: u64, op: OpId, request: Request) {
@@ -618,7 +611,7 @@ impl World {
             return;
         }
         let timeout = p.timeout;
-        if self.now.saturating_since(p.last_from_server) >= timeout * 2 / 3 {
+        if connection_lost(self.now, p.last_from_server, timeout) {
             self.disconnect(
                 pid,
                 "no answer from the server for 2/3 of the session timeout",
@@ -667,10 +660,14 @@ impl World {
             self.push(at, Ev::Reconnect { pid });
             return;
         }
-        let mut new_session = false;
-        match self.procs[pid].session {
-            Some(s) if self.zk.session_alive(s) => self.zk.touch(self.now, s),
-            Some(_) => {
+        match reconnect(
+            &mut self.zk,
+            self.now,
+            self.procs[pid].session,
+            self.swarm.session_timeout,
+        ) {
+            Reconnected::Same(_) => {}
+            Reconnected::Expired { new, timeout } => {
                 // The server expired it while we were away: say so, then start afresh.
                 self.procs[pid].session = None;
                 self.feed(
@@ -679,16 +676,13 @@ impl World {
                     None,
                     "session Expired".into(),
                 );
-                new_session = true;
+                self.procs[pid].session = Some(new);
+                self.procs[pid].timeout = timeout;
             }
-            None => new_session = true,
-        }
-        if new_session {
-            let (s, timeout) = self
-                .zk
-                .open_session(self.now, self.swarm.session_timeout, None);
-            self.procs[pid].session = Some(s);
-            self.procs[pid].timeout = timeout;
+            Reconnected::New { session, timeout } => {
+                self.procs[pid].session = Some(session);
+                self.procs[pid].timeout = timeout;
+            }
         }
         let p = &mut self.procs[pid];
         p.conn = Conn::Connected;

@@ -412,3 +412,63 @@ fn restart_restores_sessions_with_fresh_timers() {
     assert!(zk.expire_due(Timestamp::from_millis(5_000)).0.is_empty());
     assert_eq!(zk.expire_due(Timestamp::from_millis(7_000)).0, [s]);
 }
+
+// ----- the client-library model (sim::client), still without any candidate -----
+
+use zkelect_sim::client::{connection_lost, reconnect, Link, Reconnected};
+
+#[test]
+fn each_direction_of_a_link_is_fifo_so_a_watch_event_precedes_a_later_reply() {
+    let mut link = Link::default();
+    let t = Timestamp::from_millis(100);
+    // The server fires a watch (slow path), then replies (fast path) to the same client.
+    let event_at = link.to_client(t, Duration::from_millis(8));
+    let reply_at = link.to_client(t, Duration::from_millis(1));
+    assert!(
+        reply_at >= event_at,
+        "reply {reply_at} overtook the event {event_at}"
+    );
+    let first = link.to_server(t, Duration::from_millis(5));
+    let second = link.to_server(t, Duration::from_millis(1));
+    assert!(second >= first);
+}
+
+#[test]
+fn client_declares_the_connection_lost_after_two_thirds_of_the_timeout() {
+    let heard = Timestamp::from_millis(1_000);
+    let timeout = Duration::from_millis(3_000);
+    assert!(!connection_lost(
+        Timestamp::from_millis(2_999),
+        heard,
+        timeout
+    ));
+    assert!(connection_lost(
+        Timestamp::from_millis(3_000),
+        heard,
+        timeout
+    ));
+}
+
+#[test]
+fn reconnect_keeps_a_live_session_and_reports_expiry_of_a_dead_one() {
+    let mut zk = ZkModel::default();
+    let first = match reconnect(&mut zk, T0, None, Duration::from_secs(2)) {
+        Reconnected::New { session, timeout } => {
+            assert_eq!(timeout, Duration::from_secs(2));
+            session
+        }
+        other => panic!("{other:?}"),
+    };
+    let t = Timestamp::from_millis(1_500);
+    assert_eq!(
+        reconnect(&mut zk, t, Some(first), Duration::from_secs(2)),
+        Reconnected::Same(first)
+    );
+    // Silent past its timeout: the server expires it, the reconnecting client learns it.
+    let late = Timestamp::from_millis(4_000);
+    zk.expire_due(late);
+    match reconnect(&mut zk, late, Some(first), Duration::from_secs(2)) {
+        Reconnected::Expired { new, .. } => assert_ne!(new, first),
+        other => panic!("{other:?}"),
+    }
+}
