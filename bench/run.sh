@@ -81,6 +81,7 @@ status=0
 "${failover[@]}" > "$work/rounds.jsonl" || status=$?
 [[ $status -eq 0 || $status -eq 3 ]] || die "the failover benchmark failed (exit status $status)"
 [[ $status -eq 0 ]] || log "some configurations failed; they are listed in $out"
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 mkdir -p "$target/zkelect-bench"
 cp "$work/rounds.jsonl" "$target/zkelect-bench/rounds.jsonl"
 shown=("${failover[@]}")
@@ -156,7 +157,7 @@ java_version=$( (java -version 2>&1 || true) | head -1)
     echo "| Java | $java_version |"
     echo "| rustc | $(rustc -V) |"
     echo "| git commit | \`$commit\`$dirty |"
-    echo "| load average (1, 5, 15 min) | $load_before before the run, $load_after after |"
+    echo "| load average (1, 5, 15 min) | $load_before before the failover benchmark, $load_after after it |"
     echo
     echo "The machine is shared (other builds may run during the benchmark), so treat single rounds as noisy; the medians are the figures to compare."
     echo
