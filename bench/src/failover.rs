@@ -7,7 +7,7 @@
 //!    take `t0 = Instant::now()`;
 //! 2. the current leader closes its ZooKeeper session (so the server deletes
 //!    its ephemeral node at once, as when a process dies cleanly);
-//! 3. wait until another contender is told it leads (its own [`LeaderEvent`],
+//! 3. wait until another contender is told it leads (its own [`LeaderEvent`](crate::contender::LeaderEvent),
 //!    taken on the same clock): `failover = event.at − t0`;
 //! 4. let the server settle: probe the counters every 10 ms until at least
 //!    `quiet` (50 ms by default) has passed since step 3 **and** two

@@ -17,6 +17,8 @@
 //! * [`mntr`], [`stats`], [`report`], [`criterion`]: counters, order
 //!   statistics, the summary tables, and criterion results as a table.
 
+#![warn(missing_docs)]
+
 pub mod baseline;
 pub mod contender;
 pub mod criterion;
