@@ -157,6 +157,11 @@ pub trait Implementation: Send + Sync {
     /// The watch strategy, for implementations that have one.
     fn strategy(&self) -> Option<Strategy>;
 
+    /// Told when this implementation's round starts (`true`) and ends
+    /// (`false`), so that helpers such as a polling thread need not run
+    /// during other implementations' rounds. The default does nothing.
+    fn focus(&self, _on: bool) {}
+
     /// Connects a new session and joins the election at `path` as contender
     /// `id`; returns once it has joined (its node exists and it has looked at
     /// the queue). Leadership changes go to `board`.

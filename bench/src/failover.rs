@@ -27,7 +27,10 @@
 //!    `mntr` costs a varying number of packets; the control window triggers
 //!    none);
 //! 7. a new contender joins at the back (outside the window) so N stays
-//!    constant, and the server settles again before the next round.
+//!    constant; the server settles again before the next round.
+//!
+//! [`Config`] holds one configuration's contenders between rounds, so that
+//! the binary can interleave the rounds of several configurations.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -123,68 +126,96 @@ pub struct ConfigReport {
     pub startup_ms: f64,
 }
 
-/// Runs one configuration; calls `on_round` with each recorded round as soon
-/// as it is done, and returns the rounds and the configuration's report.
-///
-/// # Errors
-///
-/// When contenders cannot start, no new leader is seen within
-/// `failover_timeout`, or the server's counters cannot be read.
-pub async fn run(
+/// One configuration (implementation, strategy, N) with its contenders
+/// running, ready for rounds. Several configurations can be alive at once so
+/// their rounds can be interleaved: a phase of load on a shared machine then
+/// hits every implementation alike.
+pub struct Config {
     implementation: Arc<dyn Implementation>,
-    monitor: &Monitor,
-    path: &str,
-    settings: &RoundSettings,
-    mut on_round: impl FnMut(&RoundRecord),
-) -> Result<(ConfigReport, Vec<RoundRecord>)> {
-    let board = LeaderBoard::new();
-    let started = Instant::now();
-    let mut contenders = start_all(&implementation, path, settings, &board).await?;
-    let startup = started.elapsed();
-    let result = run_rounds(
-        &implementation,
-        monitor,
-        path,
-        settings,
-        &board,
-        &mut contenders,
-        startup,
-        &mut on_round,
-    )
-    .await;
-    kill_all(std::mem::take(&mut contenders)).await;
-    result
+    path: String,
+    settings: RoundSettings,
+    board: Arc<LeaderBoard>,
+    contenders: Vec<Box<dyn Contender>>,
+    next_id: u64,
+    rounds_run: usize,
+    report: ConfigReport,
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn run_rounds(
-    implementation: &Arc<dyn Implementation>,
-    monitor: &Monitor,
-    path: &str,
-    settings: &RoundSettings,
-    board: &Arc<LeaderBoard>,
-    contenders: &mut Vec<Box<dyn Contender>>,
-    startup: Duration,
-    on_round: &mut impl FnMut(&RoundRecord),
-) -> Result<(ConfigReport, Vec<RoundRecord>)> {
-    let strategy = implementation.strategy().map(|s| s.to_string());
-    let mut next_id = settings.candidates as u64;
-    settle(monitor, settings.quiet, settings.settle_timeout).await?;
-    let report = ConfigReport {
-        kind: "config",
-        implementation: implementation.name(),
-        strategy: strategy.clone(),
-        n: settings.candidates,
-        startup_ms: round_to_tenth(startup.as_secs_f64() * 1e3),
-    };
-    let overhead = monitor.probe_overhead();
+impl Config {
+    /// Starts `settings.candidates` contenders of `implementation` on `path`.
+    ///
+    /// # Errors
+    ///
+    /// When a contender cannot connect or join (all started ones are closed).
+    pub async fn start(
+        implementation: Arc<dyn Implementation>,
+        path: &str,
+        settings: &RoundSettings,
+    ) -> Result<Config> {
+        let board = LeaderBoard::new();
+        let started = Instant::now();
+        let contenders = start_all(&implementation, path, settings, &board).await?;
+        let report = ConfigReport {
+            kind: "config",
+            implementation: implementation.name(),
+            strategy: implementation.strategy().map(|s| s.to_string()),
+            n: settings.candidates,
+            startup_ms: round_to_tenth(started.elapsed().as_secs_f64() * 1e3),
+        };
+        Ok(Config {
+            implementation,
+            path: path.to_owned(),
+            settings: settings.clone(),
+            board,
+            contenders,
+            next_id: settings.candidates as u64,
+            rounds_run: 0,
+            report,
+        })
+    }
 
-    let mut records = Vec::with_capacity(settings.rounds);
-    for round in 0..settings.warmup + settings.rounds {
-        let leader = sole_leader(contenders, settings.failover_timeout)
-            .await
-            .with_context(|| format!("before round {}", round + 1))?;
-        board.clear();
+    /// What the start-up measured.
+    pub fn report(&self) -> &ConfigReport {
+        &self.report
+    }
+
+    /// `latch`, `zkelect/predecessor`, ...
+    pub fn label(&self) -> String {
+        match self.implementation.strategy() {
+            Some(s) => format!("{}/{s}", self.implementation.name()),
+            None => self.implementation.name().to_owned(),
+        }
+    }
+
+    /// Runs the next round (see the module docs); returns its record, or
+    /// `None` for a warm-up round.
+    ///
+    /// # Errors
+    ///
+    /// When there is not exactly one leader before the round, no new leader
+    /// is seen within `failover_timeout`, a replacement cannot join, or the
+    /// server's counters cannot be read.
+    pub async fn round(&mut self, monitor: &Monitor) -> Result<Option<RoundRecord>> {
+        let round = self.rounds_run;
+        self.rounds_run += 1;
+        let total = self.settings.warmup + self.settings.rounds;
+        self.implementation.focus(true);
+        let result = self.round_inner(monitor, round).await;
+        self.implementation.focus(false);
+        result.with_context(|| format!("round {} of {total}", round + 1))
+    }
+
+    async fn round_inner(
+        &mut self,
+        monitor: &Monitor,
+        round: usize,
+    ) -> Result<Option<RoundRecord>> {
+        let settings = &self.settings;
+        let contenders = &mut self.contenders;
+        let overhead = monitor.probe_overhead();
+        settle(monitor, settings.quiet, settings.settle_timeout).await?;
+        let leader = sole_leader(contenders, settings.failover_timeout).await?;
+        self.board.clear();
         let old = contenders.swap_remove(leader);
         let old_id = old.id();
 
@@ -196,18 +227,18 @@ async fn run_rounds(
         let (before, control_probes) = probe_for(monitor, settings.control).await?;
         let t0 = Instant::now();
         let killed = old.kill().await;
-        let event = board
+        let event = self
+            .board
             .wait_for(
                 |e| e.contender != old_id && e.at >= t0,
                 settings.failover_timeout,
             )
             .await;
-        killed.with_context(|| format!("round {}: closing the leader", round + 1))?;
+        killed.context("closing the leader")?;
         let Some(event) = event else {
             bail!(
-                "round {}: no contender was told it leads within {:?} after the leader (contender {old_id}) \
+                "no contender was told it leads within {:?} after the leader (contender {old_id}) \
                  closed its session; the {} others: {}",
-                round + 1,
                 settings.failover_timeout,
                 contenders.len(),
                 census(contenders)
@@ -219,7 +250,7 @@ async fn run_rounds(
         let leaders_after = contenders.iter().filter(|c| c.is_leader()).count();
         let watches_after = monitor.watches_fired().await?;
 
-        if round >= settings.warmup {
+        let record = if round >= settings.warmup {
             let (received, sent) = delta(&before, &after)?;
             let window = after.at.duration_since(before.at);
             let (control_received, control_sent) = delta(&control_start, &before)?;
@@ -228,10 +259,10 @@ async fn run_rounds(
             let control = |count: u64, per_probe: f64| {
                 round_to_tenth((count as f64 - per_probe * control_probes as f64).max(0.0) * scale)
             };
-            let record = RoundRecord {
+            Some(RoundRecord {
                 kind: "round",
-                implementation: implementation.name(),
-                strategy: strategy.clone(),
+                implementation: self.implementation.name(),
+                strategy: self.implementation.strategy().map(|s| s.to_string()),
                 n: settings.candidates,
                 round: round - settings.warmup + 1,
                 failover_us: round_to_tenth(failover.as_secs_f64() * 1e6),
@@ -251,21 +282,60 @@ async fn run_rounds(
                     .map(|g| round_to_tenth(g.as_secs_f64() * 1e6)),
                 old_leader: old_id,
                 new_leader: event.contender,
-            };
-            on_round(&record);
-            records.push(record);
-        }
+            })
+        } else {
+            None
+        };
 
-        // Refill at the back, outside the window.
-        let fresh = implementation
-            .start(next_id, path, board.clone())
+        // Refill at the back, outside the window (the next round settles first).
+        let fresh = self
+            .implementation
+            .start(self.next_id, &self.path, self.board.clone())
             .await
-            .with_context(|| format!("round {}: starting a replacement", round + 1))?;
-        next_id += 1;
-        contenders.push(fresh);
-        settle(monitor, settings.quiet, settings.settle_timeout).await?;
+            .context("starting a replacement")?;
+        self.next_id += 1;
+        self.contenders.push(fresh);
+        Ok(record)
     }
-    Ok((report, records))
+
+    /// Closes every contender's session.
+    pub async fn shutdown(mut self) {
+        kill_all(std::mem::take(&mut self.contenders)).await;
+    }
+}
+
+/// Runs one configuration alone: starts it, runs all its rounds, closes it;
+/// calls `on_round` with each recorded round as soon as it is done.
+///
+/// # Errors
+///
+/// As [`Config::start`] and [`Config::round`].
+pub async fn run(
+    implementation: Arc<dyn Implementation>,
+    monitor: &Monitor,
+    path: &str,
+    settings: &RoundSettings,
+    mut on_round: impl FnMut(&RoundRecord),
+) -> Result<(ConfigReport, Vec<RoundRecord>)> {
+    let mut config = Config::start(implementation, path, settings).await?;
+    let mut records = Vec::with_capacity(settings.rounds);
+    let mut outcome = Ok(());
+    for _ in 0..settings.warmup + settings.rounds {
+        match config.round(monitor).await {
+            Ok(Some(record)) => {
+                on_round(&record);
+                records.push(record);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        }
+    }
+    let report = config.report().clone();
+    config.shutdown().await;
+    outcome.map(|()| (report, records))
 }
 
 /// Starts `settings.candidates` contenders, a few at a time.

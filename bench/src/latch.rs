@@ -38,6 +38,7 @@ pub struct Latch {
     settings: ConnectSettings,
     polled: PollList,
     stop: Arc<AtomicBool>,
+    active: Arc<AtomicBool>,
     poller: Option<JoinHandle<()>>,
 }
 
@@ -50,18 +51,21 @@ impl Latch {
     pub fn new(settings: ConnectSettings, poll_interval: Duration) -> Result<Latch> {
         let polled: PollList = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
+        let active = Arc::new(AtomicBool::new(true));
         let poller = {
             let polled = polled.clone();
             let stop = stop.clone();
+            let active = active.clone();
             std::thread::Builder::new()
                 .name("latch-poller".into())
-                .spawn(move || poll(&polled, &stop, poll_interval))
+                .spawn(move || poll(&polled, &stop, &active, poll_interval))
                 .context("cannot spawn the latch polling thread")?
         };
         Ok(Latch {
             settings,
             polled,
             stop,
+            active,
             poller: Some(poller),
         })
     }
@@ -76,8 +80,13 @@ impl Drop for Latch {
     }
 }
 
-fn poll(polled: &Mutex<Vec<Polled>>, stop: &AtomicBool, interval: Duration) {
+fn poll(polled: &Mutex<Vec<Polled>>, stop: &AtomicBool, active: &AtomicBool, interval: Duration) {
     while !stop.load(Ordering::Relaxed) {
+        if !active.load(Ordering::Relaxed) {
+            // Another implementation's round: stay out of its way.
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
         {
             let mut list = polled.lock().unwrap_or_else(PoisonError::into_inner);
             for p in list.iter_mut() {
@@ -133,6 +142,10 @@ impl Implementation for Latch {
 
     fn strategy(&self) -> Option<Strategy> {
         None
+    }
+
+    fn focus(&self, on: bool) {
+        self.active.store(on, Ordering::Relaxed);
     }
 
     async fn start(

@@ -16,7 +16,7 @@ use zookeeper_async::ZooKeeperExt;
 use zkelect_bench::baseline::{self, BaselineRecord};
 use zkelect_bench::contender::{ConnectSettings, Implementation, Strategy};
 use zkelect_bench::criterion;
-use zkelect_bench::failover::{self, ConfigReport, RoundRecord, RoundSettings};
+use zkelect_bench::failover::{Config, ConfigReport, RoundRecord, RoundSettings};
 use zkelect_bench::latch::{self, Latch};
 use zkelect_bench::mntr::Monitor;
 use zkelect_bench::report::{self, baseline_table, summary_table};
@@ -368,9 +368,9 @@ async fn run_all(
     let mut configs: Vec<ConfigReport> = Vec::new();
     let mut failures: Vec<Failure> = Vec::new();
     for &n in &candidates {
-        // Each implementation is made right before its configuration and
-        // dropped after it (the latch's polling thread must not run during
-        // another implementation's rounds).
+        // Every configuration at this N runs at once, and their rounds are
+        // interleaved (round 1 of each, then round 2 of each, ...), so a
+        // phase of load on a shared machine hits every implementation alike.
         let mut specs: Vec<Option<Strategy>> = Vec::new();
         if args.implementation != ImplChoice::Zkelect {
             specs.push(None);
@@ -378,6 +378,7 @@ async fn run_all(
         if args.implementation != ImplChoice::Latch {
             specs.extend(strategies.iter().copied().map(Some));
         }
+        let mut live: Vec<Config> = Vec::new();
         for spec in specs {
             let implementation: Arc<dyn Implementation> = match spec {
                 None => Arc::new(Latch::new(
@@ -386,55 +387,87 @@ async fn run_all(
                 )?),
                 Some(s) => Arc::new(Zkelect::new(settings.clone(), s)),
             };
+            implementation.focus(false);
             let label = match implementation.strategy() {
                 Some(s) => format!("{}/{s}", implementation.name()),
                 None => implementation.name().to_owned(),
             };
             let path = format!("{run_path}/{}-n{n}", label.replace('/', "-"));
             eprintln!("{label} N={n}: starting {n} candidates ...");
-            let json = args.json;
-            let mut recorded: Vec<RoundRecord> = Vec::new();
-            let outcome = failover::run(implementation, monitor, &path, &round_settings(n), |r| {
-                if let Err(e) = emit(json, r) {
-                    eprintln!("cannot print: {e}");
-                }
-                recorded.push(r.clone());
-            })
-            .await;
-            let median = zkelect_bench::stats::Summary::of(
-                &recorded.iter().map(|r| r.failover_us).collect::<Vec<_>>(),
-            )
-            .map_or(f64::NAN, |s| s.median / 1e3);
-            match outcome {
-                Ok((config, _)) => {
+            match Config::start(implementation, &path, &round_settings(n)).await {
+                Ok(config) => {
                     eprintln!(
-                        "{label} N={n}: started in {:.0} ms; {} rounds, failover median {median:.3} ms",
-                        config.startup_ms,
-                        recorded.len(),
+                        "{label} N={n}: started in {:.0} ms",
+                        config.report().startup_ms
                     );
-                    emit(args.json, &config)?;
-                    configs.push(config);
+                    emit(args.json, config.report())?;
+                    configs.push(config.report().clone());
+                    live.push(config);
                 }
                 Err(e) => {
-                    let failure = Failure {
-                        kind: "failure",
-                        implementation: label.split('/').next().unwrap_or("").to_owned(),
-                        strategy: label.split('/').nth(1).map(str::to_owned),
-                        n,
-                        rounds_completed: recorded.len(),
-                        error: format!("{e:#}"),
-                    };
-                    eprintln!(
-                        "{label} N={n}: FAILED after {} recorded rounds: {}",
-                        recorded.len(),
-                        failure.error
-                    );
+                    let failure = Failure::new(&label, n, 0, &e);
+                    eprintln!("{label} N={n}: FAILED to start: {}", failure.error);
                     emit(args.json, &failure)?;
                     failures.push(failure);
                 }
             }
-            rounds.extend(recorded);
         }
+        let mut recorded: Vec<RoundRecord> = Vec::new();
+        for round in 0..args.warmup + args.rounds {
+            // Rotate who goes first, so no configuration always follows another.
+            if round > 0 && !live.is_empty() {
+                live.rotate_left(1);
+            }
+            let mut i = 0;
+            while i < live.len() {
+                match live[i].round(monitor).await {
+                    Ok(Some(record)) => {
+                        emit(args.json, &record)?;
+                        recorded.push(record);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        let config = live.remove(i);
+                        let label = config.label();
+                        let done = recorded
+                            .iter()
+                            .filter(|r| {
+                                r.implementation == config.report().implementation
+                                    && r.strategy == config.report().strategy
+                            })
+                            .count();
+                        let failure = Failure::new(&label, n, done, &e);
+                        eprintln!(
+                            "{label} N={n}: FAILED after {done} recorded rounds: {}",
+                            failure.error
+                        );
+                        emit(args.json, &failure)?;
+                        failures.push(failure);
+                        config.shutdown().await;
+                        continue;
+                    }
+                }
+                i += 1;
+            }
+        }
+        for config in live {
+            let label = config.label();
+            let mine: Vec<f64> = recorded
+                .iter()
+                .filter(|r| {
+                    r.implementation == config.report().implementation
+                        && r.strategy == config.report().strategy
+                })
+                .map(|r| r.failover_us)
+                .collect();
+            eprintln!(
+                "{label} N={n}: {} rounds, failover median {:.3} ms",
+                mine.len(),
+                zkelect_bench::stats::Summary::of(&mine).map_or(f64::NAN, |s| s.median / 1e3)
+            );
+            config.shutdown().await;
+        }
+        rounds.extend(recorded);
     }
 
     let rows = report::summarize(&rounds, &configs, &baselines);
@@ -442,7 +475,11 @@ async fn run_all(
         emit(args.json, row)?;
     }
     let table = summary_table(&rows).to_text();
-    let base = baseline_table(&baselines).to_text();
+    let base = if baselines.is_empty() {
+        String::new()
+    } else {
+        baseline_table(&baselines).to_text()
+    };
     if args.json {
         eprint!("\n{base}\n{table}");
     } else {
@@ -486,6 +523,20 @@ struct Failure {
     error: String,
 }
 
+impl Failure {
+    fn new(label: &str, n: usize, rounds_completed: usize, error: &anyhow::Error) -> Failure {
+        let mut parts = label.splitn(2, '/');
+        Failure {
+            kind: "failure",
+            implementation: parts.next().unwrap_or_default().to_owned(),
+            strategy: parts.next().map(str::to_owned),
+            n,
+            rounds_completed,
+            error: format!("{error:#}"),
+        }
+    }
+}
+
 /// The run finished, but some configurations failed (exit code 3).
 #[derive(Debug)]
 struct ConfigsFailed(usize);
@@ -526,7 +577,9 @@ fn markdown(
     );
     let _ = writeln!(
         md,
-        "Every client requests a {} ms session timeout. Each configuration runs {} warm-up rounds (not counted), then {} rounds; \
+        "Every client requests a {} ms session timeout. At each N, every configuration's candidates run at once and their rounds are interleaved \
+         (round 1 of each, then round 2 of each, ...), so a phase of load on the machine hits all alike. \
+         Each configuration runs {} warm-up rounds (not counted), then {} rounds; \
          the quiet period after each takeover is at least {} ms; the latch is polled every {} µs.\n",
         settings.session_timeout.as_millis(),
         args.warmup,
