@@ -46,7 +46,7 @@ fn follower_watches_only_its_predecessor_with_get_data() {
 }
 
 #[test]
-fn predecessor_already_gone_moves_to_the_next_lower_node() {
+fn predecessor_already_gone_lists_again_at_once() {
     let mut d = Driver::in_queue(
         config("c"),
         "n_0000000002",
@@ -55,7 +55,8 @@ fn predecessor_already_gone_moves_to_the_next_lower_node() {
     );
     let watch = d.take_data("n_0000000001");
     d.reply(watch.op, Err(ZkCode::NoNode));
-    // n_0 is still below, so no election yet: watch n_0 straight from the listing.
+    // n_0 may still be below: one listing settles it, however stale the last one was.
+    d.children(&["n_0000000000", "n_0000000002"]);
     d.take_data("n_0000000000");
     assert_eq!(d.c.watching(), Some("n_0000000000"));
     assert_eq!(d.c.role(), Role::Follower);
@@ -109,6 +110,7 @@ fn deleted_predecessor_with_lower_nodes_left_reverifies_the_next_one() {
     d.data_ok("n_0000000001", 11);
     d.event(WatchKind::NodeDeleted, "n_0000000001");
     assert_eq!(d.c.role(), Role::Follower, "n_0 may still lead");
+    d.children(&["n_0000000000", "n_0000000002"]);
     d.data_ok("n_0000000000", 10);
     d.event(WatchKind::NodeDeleted, "n_0000000000");
     assert_eq!(d.c.role(), Role::Leader(FencingToken(12)));
@@ -381,6 +383,7 @@ fn curator_and_kazoo_nodes_queue_with_ours_by_sequence() {
     assert_eq!(d.c.role(), Role::Follower);
     d.data_ok(kazoo, 12);
     d.event(WatchKind::NodeDeleted, kazoo);
+    d.children(&[curator, "n_0000000003"]);
     d.data_ok(curator, 11);
     d.event(WatchKind::NodeDeleted, curator);
     assert!(d.c.role().is_leader());
@@ -764,7 +767,9 @@ fn deeper_deletions_do_not_wake_a_follower_with_k_nodes_still_below() {
         d.pending
     );
     d.event(WatchKind::NodeDeleted, "n_0000000001");
-    assert_eq!(d.c.role(), Role::Follower, "n_0 and n_2 are still below");
+    assert_eq!(d.c.role(), Role::Follower, "n_0 and n_2 may still be below");
+    d.children(&["n_0000000000", "n_0000000002", "n_0000000003"]);
+    d.data_ok("n_0000000002", 12);
     d.data_ok("n_0000000000", 10);
     d.event(WatchKind::NodeDeleted, "n_0000000000");
     assert!(d.c.role().is_leader());
@@ -804,6 +809,48 @@ fn observer_follows_the_leader_without_a_node_of_its_own() {
 }
 
 // ----- strategies ---------------------------------------------------------------------------------
+
+#[test]
+fn children_event_overtaking_a_watched_listing_lists_again() {
+    // Found by the benchmark (Parent strategy, N = 50): the event arrived before the
+    // reply of the listing that set the watch; the stale reply spent the watch.
+    let mut d = Driver::in_queue(
+        config("b").strategy(WatchStrategy::Parent),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    d.event(WatchKind::NodeChildrenChanged, "");
+    let list = d.take("children");
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.reply(
+        list.op,
+        Ok(Reply::Children(vec![
+            "n_0000000000".into(),
+            "n_0000000001".into(),
+        ])),
+    );
+    d.children(&["n_0000000001"]);
+    assert!(d.c.role().is_leader());
+}
+
+#[test]
+fn own_node_event_overtaking_the_watch_reply_leaves_the_watch_unarmed() {
+    let mut d = Driver::joined(config("a"));
+    d.answer_probes();
+    d.created("n_0000000000", 10);
+    let own = d.take_data("n_0000000000");
+    d.event(WatchKind::NodeDataChanged, "n_0000000000");
+    d.reply(
+        own.op,
+        Ok(Reply::Data {
+            data: vec![],
+            stat: stat(10, SID),
+        }),
+    );
+    // The watch that reply set was already spent: it must be set again.
+    d.take_data("n_0000000000");
+}
 
 #[test]
 fn parent_strategy_lists_with_a_child_watch_and_no_predecessor_watch() {
