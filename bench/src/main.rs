@@ -109,7 +109,7 @@ struct FailoverArgs {
     #[arg(long, default_value_t = 200)]
     notify_samples: usize,
     /// close→notification samples for the baseline (one session each).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 100)]
     close_samples: usize,
     /// Skip the baselines.
     #[arg(long)]
@@ -628,8 +628,9 @@ fn markdown(
          *× delete→notify*, *× close→notify*: the median over the baseline's median.\n\
          - *pkts*: the server's `zk_packets_received` / `zk_packets_sent` over the round's window (from just before the close \
          until the server is quiet, at least {} ms after the takeover), less the bench's own `srvr` probes. \
-         *net of control*: the mean over the rounds of that figure less the packets counted the same way in a control window \
-         just before the round (nothing but the idle sessions' pings), scaled to the round's window. \
+         *net of control*: the median over the rounds of that figure less the packets counted the same way in a control window \
+         just before the round (nothing but the idle sessions' pings and zkelect's liveness probes, which come in bursts \
+         at large N as the sessions started together), scaled to the round's window. \
          *watches fired*: watchers the server triggered in the window (`zk_sum_node_*_watch_count`).",
         args.quiet_ms
     );

@@ -40,9 +40,10 @@ pub struct SummaryRow {
     pub median_packets_received: f64,
     /// Median packets sent per failover (bench probes removed).
     pub median_packets_sent: f64,
-    /// Mean over the rounds of packets received less the control window's.
+    /// Median over the rounds of packets received less the control window's
+    /// (robust to the rounds that catch a burst of idle sessions' pings).
     pub net_packets_received: f64,
-    /// Mean over the rounds of packets sent less the control window's.
+    /// Median over the rounds of packets sent less the control window's.
     pub net_packets_sent: f64,
     /// Median watchers triggered per failover.
     pub median_watches_fired: Option<f64>,
@@ -94,7 +95,6 @@ pub fn summarize(
         .filter_map(|((n, implementation, strategy), rs)| {
             let failover = Summary::of(&rs.iter().map(|r| r.failover_us).collect::<Vec<_>>())?;
             let ratio = |base: Option<f64>| base.filter(|b| *b > 0.0).map(|b| failover.median / b);
-            let mean = |v: Vec<f64>| Summary::of(&v).map_or(0.0, |s| s.mean);
             Some(SummaryRow {
                 kind: "summary",
                 implementation,
@@ -115,16 +115,13 @@ pub fn summarize(
                     .unwrap_or(0.0),
                 median_packets_sent: median(rs.iter().map(|r| r.packets_sent as f64))
                     .unwrap_or(0.0),
-                net_packets_received: mean(
+                net_packets_received: median(
                     rs.iter()
-                        .map(|r| r.packets_received as f64 - r.control_received)
-                        .collect(),
-                ),
-                net_packets_sent: mean(
-                    rs.iter()
-                        .map(|r| r.packets_sent as f64 - r.control_sent)
-                        .collect(),
-                ),
+                        .map(|r| r.packets_received as f64 - r.control_received),
+                )
+                .unwrap_or(0.0),
+                net_packets_sent: median(rs.iter().map(|r| r.packets_sent as f64 - r.control_sent))
+                    .unwrap_or(0.0),
                 median_watches_fired: median(
                     rs.iter().filter_map(|r| r.watches_fired.map(|w| w as f64)),
                 ),
@@ -254,7 +251,7 @@ pub fn summary_table(rows: &[SummaryRow]) -> Table {
             "× delete→notify",
             "× close→notify",
             "pkts rx/tx (median)",
-            "pkts rx/tx net of control (mean)",
+            "pkts rx/tx net of control (median)",
             "watches fired (median)",
         ]
         .map(String::from)
