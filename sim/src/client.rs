@@ -1,5 +1,14 @@
 //! The client-library rules the world applies to every simulated process,
 //! separated so they can be tested against the model alone.
+//!
+//! What a real ZooKeeper client does, and so what the world does for each
+//! process: it pings every third of the session timeout; it declares the
+//! connection lost when nothing came from the server for two thirds of it (its
+//! read timeout) and fails every request in flight with `ConnectionLoss`; it
+//! reconnects, and on reconnecting learns whether the server expired the session
+//! meanwhile (then it reports `Expired` and opens a new session). The watches of
+//! the old connection are gone after a reconnect: zookeeper-async does not set
+//! them again, so neither does this model, and the core must re-arm them.
 
 use std::time::Duration;
 
@@ -9,11 +18,14 @@ use crate::zk::ZkModel;
 
 /// One connection's two directions, each FIFO: a message never overtakes one
 /// sent earlier in the same direction, so a watch event the server sent before
-/// a reply reaches the client before it.
+/// a reply reaches the client before it — unless the reply is sent with
+/// [`Link::reply`]`(…, overtake = true)`, the reordering zookeeper-async shows at
+/// its API (replies and watch events travel on different channels there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Link {
     to_server_tail: Timestamp,
     to_client_tail: Timestamp,
+    reply_tail: Timestamp,
 }
 
 impl Link {
@@ -23,10 +35,24 @@ impl Link {
         self.to_server_tail
     }
 
-    /// When a message sent to the client now, with this latency, arrives.
+    /// When a message (watch event, ping answer) sent to the client now, with
+    /// this latency, arrives.
     pub fn to_client(&mut self, now: Timestamp, latency: Duration) -> Timestamp {
         self.to_client_tail = (now + latency).max(self.to_client_tail);
         self.to_client_tail
+    }
+
+    /// When a reply sent to the client now, with this latency, arrives. Replies
+    /// never overtake each other; with `overtake` a reply may overtake watch
+    /// events sent before it.
+    pub fn reply(&mut self, now: Timestamp, latency: Duration, overtake: bool) -> Timestamp {
+        let at = if overtake {
+            (now + latency).max(self.reply_tail)
+        } else {
+            self.to_client(now, latency)
+        };
+        self.reply_tail = self.reply_tail.max(at);
+        at
     }
 }
 
@@ -58,24 +84,28 @@ pub enum Reconnected {
     },
 }
 
-/// Reconnects `session` (if any) to the server at `now`.
+/// Reconnects `session` (if any) to the server at `now`, authenticating as
+/// `identity` when a new session is opened. Reconnecting to a live session
+/// replaces its connection, which drops the watches set over the old one.
 pub fn reconnect(
     zk: &mut ZkModel,
     now: Timestamp,
     session: Option<SessionId>,
     requested: Duration,
+    identity: Option<&str>,
 ) -> Reconnected {
     match session {
         Some(s) if zk.session_alive(s) => {
+            zk.connection_closed(s);
             zk.touch(now, s);
             Reconnected::Same(s)
         }
         Some(_) => {
-            let (new, timeout) = zk.open_session(now, requested, None);
+            let (new, timeout) = zk.open_session(now, requested, identity.map(str::to_owned));
             Reconnected::Expired { new, timeout }
         }
         None => {
-            let (session, timeout) = zk.open_session(now, requested, None);
+            let (session, timeout) = zk.open_session(now, requested, identity.map(str::to_owned));
             Reconnected::New { session, timeout }
         }
     }

@@ -17,7 +17,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod canary;
+pub mod check;
 pub mod client;
+pub mod rng;
 pub mod run;
 pub mod swarm;
 pub mod trace;

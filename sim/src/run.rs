@@ -133,9 +133,5 @@ impl fmt::Display for RunReport {
 
 /// The command-line spelling of a canary.
 pub fn canary_flag(c: Canary) -> &'static str {
-    match c {
-        Canary::IgnoresDisconnect => "ignores-disconnect",
-        Canary::Unprotected => "unprotected",
-        Canary::ParentWatch => "parent-watch",
-    }
+    c.flag()
 }

@@ -3,40 +3,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use rand_chacha::ChaCha8Rng;
-use rand_core::{RngCore, SeedableRng};
-use zkelect_core::{ConnectionPolicy, Timestamp};
+use zkelect_core::{Acl, ConnectionPolicy, Timestamp};
 
-/// A seeded random stream that stays the same across versions.
-#[derive(Debug, Clone)]
-pub struct SimRng(ChaCha8Rng);
-
-impl SimRng {
-    /// A stream for `seed`, separated by `label` so subsystems do not share draws.
-    pub fn new(seed: u64, label: u64) -> Self {
-        Self(ChaCha8Rng::seed_from_u64(
-            seed ^ label.wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        ))
-    }
-
-    /// A number in `[lo, hi]`.
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        if hi <= lo {
-            return lo;
-        }
-        lo + self.0.next_u64() % (hi - lo + 1)
-    }
-
-    /// True with probability `p`.
-    pub fn chance(&mut self, p: f64) -> bool {
-        (self.0.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
-    }
-
-    /// A raw draw.
-    pub fn draw(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-}
+pub use crate::canary::Canary;
+pub use crate::rng::SimRng;
 
 /// Which faults a run may inject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -48,26 +18,6 @@ pub enum FaultMix {
     Standard,
     /// The standard mix plus process pauses (checked with a fenced resource).
     WithPauses,
-}
-
-/// A deliberately broken candidate, to prove a checker can fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Canary {
-    /// Never sees `Disconnected` and does not probe: keeps leading through partitions.
-    IgnoresDisconnect,
-    /// No nonce in node names: a create lost to ConnectionLoss leaves an orphan.
-    Unprotected,
-    /// Watches the parent: every change wakes every follower (the herd).
-    ParentWatch,
-}
-
-impl Canary {
-    /// Every canary.
-    pub const ALL: [Canary; 3] = [
-        Canary::IgnoresDisconnect,
-        Canary::Unprotected,
-        Canary::ParentWatch,
-    ];
 }
 
 /// One injected fault.
@@ -127,6 +77,34 @@ pub enum Fault {
     },
     /// Whoever leads at that moment closes (a graceful exit).
     CloseLeader,
+    /// Whoever leads at that moment freezes for a while (pause runs only).
+    PauseLeader {
+        /// How long.
+        ms: u64,
+    },
+    /// An operator deletes the process's node (a forced hand-off).
+    Revoke {
+        /// Process index.
+        pid: usize,
+    },
+    /// An operator deletes the node of whoever leads at that moment.
+    RevokeLeader,
+    /// An operator (or another application) sets the data of the process's
+    /// node: its watchers get `NodeDataChanged`, not `NodeDeleted`.
+    TouchData {
+        /// Process index.
+        pid: usize,
+    },
+    /// Every message to and from the process takes longer for a while (a slow
+    /// link: reorders it against every other session).
+    Delay {
+        /// Process index.
+        pid: usize,
+        /// How long.
+        ms: u64,
+        /// Extra latency per message.
+        extra_ms: u64,
+    },
 }
 
 impl fmt::Display for Fault {
@@ -143,6 +121,13 @@ impl fmt::Display for Fault {
             Self::CrashLeader => write!(f, "crash the leader"),
             Self::PartitionLeader { ms } => write!(f, "partition the leader {ms}ms"),
             Self::CloseLeader => write!(f, "close the leader"),
+            Self::PauseLeader { ms } => write!(f, "pause the leader {ms}ms"),
+            Self::Revoke { pid } => write!(f, "revoke p{pid}"),
+            Self::RevokeLeader => write!(f, "revoke the leader"),
+            Self::TouchData { pid } => write!(f, "set-data p{pid}"),
+            Self::Delay { pid, ms, extra_ms } => {
+                write!(f, "delay p{pid} +{extra_ms}ms for {ms}ms")
+            }
         }
     }
 }
@@ -230,6 +215,9 @@ impl Swarm {
         let restart = rate(&mut rng, 4);
         let pause = if pauses { rate(&mut rng, 25) } else { 0.0 };
         let churn = rate(&mut rng, 30);
+        let revoke = rate(&mut rng, 8);
+        let touch = rate(&mut rng, 8);
+        let delay = rate(&mut rng, 20);
         let mut population = candidates;
         // Drops aimed at the moments creates are in flight (start, spawn, rejoin):
         // that is when a lost reply can leave an orphan node behind.
@@ -290,12 +278,37 @@ impl Swarm {
                     ));
                 }
                 if rng.chance(partition / 2.0) {
-                    let fault = match rng.range(0, 2) {
+                    let fault = match rng.range(0, if pauses { 3 } else { 2 }) {
                         0 => Fault::CrashLeader,
                         1 => Fault::PartitionLeader {
                             ms: rng.range(t / 2, t * 2),
                         },
-                        _ => Fault::CloseLeader,
+                        2 => Fault::CloseLeader,
+                        _ => Fault::PauseLeader {
+                            ms: rng.range(t / 2, t * 2),
+                        },
+                    };
+                    plan.push((at(&mut rng), fault));
+                }
+                if rng.chance(revoke) {
+                    let fault = if rng.chance(0.5) {
+                        Fault::RevokeLeader
+                    } else {
+                        Fault::Revoke {
+                            pid: pick(&mut rng, population),
+                        }
+                    };
+                    plan.push((at(&mut rng), fault));
+                }
+                if rng.chance(touch) {
+                    let pid = pick(&mut rng, population);
+                    plan.push((at(&mut rng), Fault::TouchData { pid }));
+                }
+                if rng.chance(delay) {
+                    let fault = Fault::Delay {
+                        pid: pick(&mut rng, population),
+                        ms: rng.range(t / 4, t * 2),
+                        extra_ms: rng.range(10, t / 4),
                     };
                     plan.push((at(&mut rng), fault));
                 }
@@ -344,5 +357,54 @@ impl Swarm {
             pauses,
             plan,
         }
+    }
+}
+
+/// Settings the seed draws for the world besides the [`Swarm`] (kept apart so
+/// that a hand-built `Swarm`, as the demo builds one, stays as it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Knobs {
+    /// The `cversion` new nodes start with: near 2^31 for one seed in seven, so
+    /// sequence numbers wrap to negative ones during the run.
+    pub cversion_start: i32,
+    /// Whether the election's parent is a container node (removed by the server
+    /// when its last child goes, created again by the next candidate).
+    pub container_parent: bool,
+    /// The ACL of the candidates' nodes; with a creator ACL every session
+    /// authenticates as the same service identity.
+    pub acl: Acl,
+    /// Whether the client library reports the session id on connecting (the Java
+    /// client does; zookeeper-async does not, and the core then learns it from
+    /// its node's `ephemeralOwner`).
+    pub session_ids: bool,
+}
+
+impl Knobs {
+    /// Draws the knobs for `seed` (from a stream of their own, so adding a knob
+    /// does not change the scenario a seed picks).
+    pub fn from_seed(seed: u64, canary: Option<Canary>) -> Self {
+        let mut rng = SimRng::new(seed, 3);
+        let wrap = rng.chance(1.0 / 7.0) || canary.is_some_and(Canary::wants_wrap);
+        let near = rng.range(0, 30) as i32;
+        Self {
+            cversion_start: if wrap { i32::MAX - near } else { 0 },
+            container_parent: rng.chance(0.25),
+            acl: if rng.chance(0.25) {
+                Acl::CreatorAllWorldRead
+            } else {
+                Acl::Open
+            },
+            session_ids: rng.chance(0.7),
+        }
+    }
+}
+
+impl fmt::Display for Knobs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cversion_start={} container_parent={} acl={:?} session_ids={}",
+            self.cversion_start, self.container_parent, self.acl, self.session_ids
+        )
     }
 }

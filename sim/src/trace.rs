@@ -1,10 +1,12 @@
 //! The trace: one line per step in fixed columns, hashed as it is written.
 //!
 //! Columns: virtual time, process, glyph, role after the step, own node,
-//! watched node, commands emitted, what happened (and any notices). Glyphs:
-//! `.` a step of a candidate, `E` it was elected, `D` demoted, `s` suspended,
-//! `F` a fault, `d` a client-side disconnect, `x` a server-side expiry, `S`
-//! the server came back, `r` a pause ended, `!` a violation.
+//! watched node, the requests the step emitted (`op`), then what happened (and
+//! any notices). Glyphs: `.` a step of a candidate, `E` it was elected, `D`
+//! demoted, `s` suspended, `F` a fault, `R` an operator deleted a node, `d` a
+//! client-side disconnect, `x` a server-side expiry, `S` the server came back,
+//! `r` a pause ended, `w` the fenced resource rejected a stale write, `H` the
+//! faults stopped, `L` the liveness bound passed, `!` a violation.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -78,9 +80,9 @@ impl Trace {
         role: Role,
         node: Option<&str>,
         watching: Option<&str>,
+        ops: &str,
         text: &str,
         notices: &[Notice],
-        commands: usize,
     ) {
         let glyph = notices.iter().fold('.', |g, n| match n {
             Notice::Elected { .. } => 'E',
@@ -94,8 +96,9 @@ impl Trace {
                 |n| n.rsplit('_').next().unwrap_or(n).to_owned(),
             )
         };
+        let ops = if ops.is_empty() { "-" } else { ops };
         let mut line = format!(
-            "{:>12} p{pid:<3} {glyph} {:<12} own={:<11} watch={:<11} cmds={commands} {text}",
+            "{:>12} p{pid:<3} {glyph} {:<12} own={:<11} watch={:<11} op={ops:<15} {text}",
             at.to_string(),
             role_text(role),
             seq(node),

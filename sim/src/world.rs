@@ -1,32 +1,63 @@
 //! The simulated world: candidates, their client libraries, the links, the
-//! server, the clock — and the checkers, run after every step.
+//! server, the clock, the fenced resource — and the checkers, run after every
+//! step.
 //!
-//! The client-library model is what a real ZooKeeper client does: it pings every
-//! third of the session timeout, declares the connection lost when nothing came
-//! from the server for two thirds of it, fails every request in flight with
-//! `ConnectionLoss`, reconnects, and learns on reconnecting whether the server
-//! expired the session (then it reports `Expired` and opens a new one). Messages
-//! on one session are FIFO in each direction (a watch event the server sent
-//! before a reply arrives before it), except that with `reorder` a reply may
-//! overtake earlier watch events, as zookeeper-async lets it. Watches do not
-//! survive a reconnect in this model (the zookeeper-async behaviour, the worst
-//! case): the candidate must re-arm them.
+//! # The step
+//!
+//! The world is an event heap keyed by `(virtual time, sequence number)`. A step
+//! pops the earliest event, moves the clock to it, and delivers it: to the
+//! server model (a request, a ping), to a process's client library (a reply, a
+//! watch event, its heartbeat tick, a reconnect attempt), to a candidate (its
+//! timer), or to the world (a fault, the end of a pause). Whenever a candidate
+//! handled something, the world drains it — notices, then commands, then
+//! `poll_timeout` — and sends what it asked for. Every command is answered
+//! exactly once: by the server's reply, or with `ConnectionLoss` by the client
+//! library when the connection drops or the client is closed first. After every
+//! step every [`Invariant`] runs.
+//!
+//! # The client library
+//!
+//! See [`crate::client`]: pings every third of the session timeout, connection
+//! declared lost after two thirds of silence, reconnect, `Expired` learned on
+//! reconnecting, watches lost with the connection. Messages on one connection
+//! are FIFO in each direction; with `reorder` a reply may overtake watch events
+//! sent before it (zookeeper-async does this). A paused process (candidate and
+//! client library alike) handles nothing until it resumes, then its backlog in
+//! order; the server and everyone else go on meanwhile.
+//!
+//! # Phases
+//!
+//! Chaos (the fault plan), then the faults stop ([`Phase::Healed`]); after
+//! [`World::liveness_bound`] the leaders must be there and stay
+//! ([`Phase::Settled`]); then every candidate closes ([`Phase::Closing`]) and,
+//! once dead sessions had time to expire, the run ends with the leak check.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use zkelect_core::{
-    Candidate, Command, Config, FencingToken, Input, Notice, OpId, Reply, Request, Role,
-    SessionEvent, SessionId, Timestamp, WatchEvent, WatchStrategy, ZkCode,
+    Acl, Candidate, Command, Config, FencingToken, Input, Notice, OpId, Reply, Request, Role,
+    SessionEvent, SessionId, Timestamp, WatchEvent, WatchKind, ZkCode,
 };
 
+use crate::canary::Canary;
+use crate::check::{self, Event, Invariant};
 use crate::client::{connection_lost, reconnect, Link, Reconnected};
-use crate::swarm::{Canary, Fault, SimRng, Swarm};
+use crate::rng::SimRng;
+use crate::swarm::{Fault, Knobs, Swarm};
 use crate::trace::Trace;
 use crate::zk::{Fired, ZkModel, ZkSettings};
 
 /// The election path every simulated candidate uses.
 pub const PATH: &str = "/svc/leader";
+
+/// The identity every session authenticates as when the candidates' ACL needs one.
+pub const IDENTITY: &str = "digest:svc";
+
+/// How long the leaders must stay in place after the liveness bound, before the
+/// candidates are closed.
+pub const SETTLE: Duration = Duration::from_secs(2);
 
 /// An invariant that did not hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,14 +72,29 @@ pub struct Violation {
     pub detail: String,
 }
 
+/// Where the run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    /// The fault plan is running.
+    Chaos,
+    /// The faults have stopped; the leaders may still be on their way.
+    Healed,
+    /// The liveness bound has passed: the leaders must be there.
+    Settled,
+    /// The candidates are closing; then the leak check.
+    Closing,
+}
+
 #[derive(Debug, Clone)]
 enum Ev {
-    /// A request reaches the server.
+    /// A request reaches the server; `cause` is the server change whose watch
+    /// event made the candidate send it, if it was sent on waking.
     Request {
         pid: usize,
         gen: u64,
         op: OpId,
         request: Request,
+        cause: Option<u64>,
     },
     /// A reply reaches the client.
     Reply {
@@ -57,7 +103,7 @@ enum Ev {
         op: OpId,
         result: Result<Reply, ZkCode>,
     },
-    /// A watch event reaches the client; `cause` ties it to the server change.
+    /// A watch event reaches the client; `cause` names the server change.
     Watch {
         pid: usize,
         gen: u64,
@@ -65,56 +111,45 @@ enum Ev {
         cause: u64,
     },
     /// A ping reaches the server.
-    Ping {
-        pid: usize,
-        gen: u64,
-    },
+    Ping { pid: usize, gen: u64 },
     /// The server's answer to a ping reaches the client.
-    Pong {
-        pid: usize,
-        gen: u64,
-    },
+    Pong { pid: usize, gen: u64 },
     /// The client library's heartbeat and disconnect check.
-    ClientTick {
-        pid: usize,
-    },
+    ClientTick { pid: usize },
     /// The client library tries to (re)connect.
-    Reconnect {
-        pid: usize,
-    },
+    Reconnect { pid: usize },
     /// The candidate asked to be woken.
-    Timer {
-        pid: usize,
-    },
-    /// The server checks for expired sessions.
+    Timer { pid: usize },
+    /// The server checks for expired sessions (every tick).
     Expiry,
     /// A planned fault or intent.
     Fault(Fault),
     /// The server is back.
     ServerUp,
     /// End of a process pause.
-    Resume {
-        pid: usize,
-    },
-    /// The server closed the connection (it expired the session).
-    Closed {
-        pid: usize,
-        gen: u64,
-    },
-    /// The client library fails a request locally (not connected).
-    LocalFail {
-        pid: usize,
-        op: OpId,
-    },
-    /// Chaos is over: check liveness after the bound.
-    CheckLiveness,
-    /// Close every candidate, then check for leaks.
+    Resume { pid: usize },
+    /// The server closed the connection (it expired the session, or restarted).
+    Closed { pid: usize, gen: u64 },
+    /// The client library fails a request locally (not connected, or closed).
+    LocalFail { pid: usize, op: OpId },
+    /// A leader's application checks its role and, if leading, writes.
+    AppWrite { pid: usize },
+    /// A write reaches the fenced resource.
+    Write { pid: usize, token: FencingToken },
+    /// The faults stop.
+    Heal,
+    /// The liveness bound has passed.
+    LivenessDue,
+    /// Close every candidate.
     CloseAll,
-    CheckLeaks,
+    /// The end: leak check and the last checks.
+    End,
 }
 
 impl Ev {
-    fn pid(&self) -> Option<usize> {
+    /// The process that handles this event (and so waits while it is paused,
+    /// and never handles it if it crashed).
+    fn handler(&self) -> Option<usize> {
         match self {
             Self::Reply { pid, .. }
             | Self::Watch { pid, .. }
@@ -123,6 +158,21 @@ impl Ev {
             | Self::Reconnect { pid }
             | Self::Timer { pid }
             | Self::LocalFail { pid, .. }
+            | Self::Closed { pid, .. }
+            | Self::AppWrite { pid }
+            | Self::Write { pid, .. } => Some(*pid),
+            _ => None,
+        }
+    }
+
+    /// The process whose network link this message crosses.
+    fn crossing(&self) -> Option<usize> {
+        match self {
+            Self::Request { pid, .. }
+            | Self::Reply { pid, .. }
+            | Self::Watch { pid, .. }
+            | Self::Ping { pid, .. }
+            | Self::Pong { pid, .. }
             | Self::Closed { pid, .. } => Some(*pid),
             _ => None,
         }
@@ -136,6 +186,13 @@ enum Conn {
 }
 
 #[derive(Debug, Clone)]
+struct Inflight {
+    request: Request,
+    /// The server has it.
+    arrived: bool,
+}
+
+#[derive(Debug, Clone)]
 struct Proc {
     c: Candidate,
     crashed: bool,
@@ -144,15 +201,44 @@ struct Proc {
     conn: Conn,
     gen: u64,
     last_from_server: Timestamp,
-    /// Requests sent on the current connection and not yet answered; `true` once the server has it.
-    inflight: BTreeMap<OpId, (Request, bool)>,
-    answered: BTreeSet<OpId>,
+    /// Requests sent on the current connection and not yet answered.
+    inflight: BTreeMap<OpId, Inflight>,
     paused_until: Option<Timestamp>,
+    resumed_at: Timestamp,
     partitioned_until: Option<Timestamp>,
+    /// A slow link: until when, and the extra latency.
+    slow: Option<(Timestamp, Duration)>,
     link: Link,
     timer_at: Option<Timestamp>,
     session_closed: bool,
-    canary: Option<Canary>,
+    writing: bool,
+    /// The node an operator deleted (its name and czxid: a recreated
+    /// container parent can give a new node the same name), and when.
+    revoked: Option<(String, Option<FencingToken>, Timestamp)>,
+}
+
+/// A read-only view of one simulated process, for checkers.
+#[derive(Debug, Clone, Copy)]
+pub struct Process<'a> {
+    /// Its index.
+    pub pid: usize,
+    /// Its candidate.
+    pub candidate: &'a Candidate,
+    /// It crashed (it does nothing any more).
+    pub crashed: bool,
+    /// It is paused right now.
+    pub paused: bool,
+    /// When its last pause ended (zero if never paused).
+    pub resumed_at: Timestamp,
+    /// Its client's current session.
+    pub session: Option<SessionId>,
+    /// Its client was closed and its session with it.
+    pub session_closed: bool,
+    /// Its session's negotiated timeout (the requested one before the first).
+    pub session_timeout: Duration,
+    /// When an operator deleted the node the candidate still believes is its own
+    /// (`None` once it learned, or if it never happened).
+    pub revoked_at: Option<Timestamp>,
 }
 
 /// Counters of one run.
@@ -166,14 +252,21 @@ pub struct RunStats {
     pub elections: u64,
     /// Faults injected.
     pub faults: u64,
-    /// Stale writes the fenced resource rejected (pause runs).
+    /// Stale writes the fenced resource rejected.
     pub fenced_rejections: u64,
+    /// Writes the fenced resource accepted.
+    pub fenced_writes: u64,
+    /// Nodes an operator deleted.
+    pub revocations: u64,
+    /// Replies a candidate no longer waited for.
+    pub stale_replies: u64,
 }
 
 /// A whole simulated run.
 pub struct World {
     seed: u64,
     swarm: Swarm,
+    knobs: Knobs,
     rng: SimRng,
     now: Timestamp,
     seq: u64,
@@ -182,14 +275,12 @@ pub struct World {
     procs: Vec<Proc>,
     server_down_until: Option<Timestamp>,
     canary: Option<Canary>,
-    /// A changing cause id for watch events, one per server change.
+    invariants: Vec<Box<dyn Invariant>>,
+    /// A new id per server change, carried by the watch events it fires.
     cause: u64,
-    /// cause → candidates that issued a read when its event reached them.
-    woken: BTreeMap<u64, BTreeSet<usize>>,
-    max_elected: Option<FencingToken>,
-    last_leader: Option<(usize, FencingToken)>,
     resource_max: Option<FencingToken>,
     heal_at: Timestamp,
+    phase: Phase,
     pub(crate) trace: Trace,
     stats: RunStats,
     violation: Option<Violation>,
@@ -199,9 +290,22 @@ pub struct World {
 }
 
 impl World {
-    /// A world for `seed` running `swarm`, optionally with canary candidates.
+    /// A world for `seed` running `swarm`, optionally with canary candidates,
+    /// checked by the [standard](check::standard) invariants.
     pub fn new(seed: u64, swarm: Swarm, canary: Option<Canary>, keep_trace: bool) -> Self {
+        Self::with_invariants(seed, swarm, canary, keep_trace, check::standard())
+    }
+
+    /// A world checked by the given invariants only.
+    pub fn with_invariants(
+        seed: u64,
+        swarm: Swarm,
+        canary: Option<Canary>,
+        keep_trace: bool,
+        invariants: Vec<Box<dyn Invariant>>,
+    ) -> Self {
         let heal_at = Timestamp::ZERO + swarm.chaos;
+        let knobs = Knobs::from_seed(seed, canary);
         let mut world = Self {
             seed,
             rng: SimRng::new(seed, 2),
@@ -210,17 +314,16 @@ impl World {
             queue: BTreeMap::new(),
             zk: ZkModel::new(ZkSettings {
                 tick: Duration::from_millis(200),
-                cversion_start: if seed % 7 == 3 { i32::MAX - 20 } else { 0 },
+                cversion_start: knobs.cversion_start,
             }),
             procs: Vec::new(),
             server_down_until: None,
             canary,
+            invariants,
             cause: 0,
-            woken: BTreeMap::new(),
-            max_elected: None,
-            last_leader: None,
             resource_max: None,
             heal_at,
+            phase: Phase::Chaos,
             trace: Trace::new(keep_trace),
             stats: RunStats::default(),
             violation: None,
@@ -228,6 +331,7 @@ impl World {
             narrate: false,
             story: Vec::new(),
             swarm,
+            knobs,
         };
         for _ in 0..world.swarm.candidates {
             world.spawn();
@@ -236,7 +340,8 @@ impl World {
             world.push(at, Ev::Fault(fault));
         }
         world.push(Timestamp::from_millis(200), Ev::Expiry);
-        world.push(heal_at + world.liveness_bound(), Ev::CheckLiveness);
+        world.push(heal_at, Ev::Heal);
+        world.push(heal_at + world.liveness_bound(), Ev::LivenessDue);
         world
     }
 
@@ -256,60 +361,127 @@ impl World {
         }
     }
 
-    /// How long after the faults stop a leader must exist: every session of a
-    /// dead process expires within one timeout, the others reconnect within a
-    /// second, and a retry waits at most the backoff maximum.
+    /// How long after the faults stop the leaders must be in place: the session
+    /// of a dead process expires within one timeout of its last ping, a process
+    /// cut off reconnects within a second of the partition's end (a partition
+    /// lasts at most two timeouts, and may begin just before the faults stop),
+    /// and a retry waits at most the backoff maximum (2 s).
     pub fn liveness_bound(&self) -> Duration {
         self.swarm.session_timeout * 2 + Duration::from_secs(4)
     }
 
-    fn push(&mut self, at: Timestamp, ev: Ev) {
-        self.seq += 1;
-        self.queue.insert((at.max(self.now), self.seq), ev);
+    // ----- read-only views, for checkers --------------------------------------
+
+    /// The seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
-    fn latency(&mut self) -> Duration {
-        Duration::from_millis(self.rng.range(1, 8))
+    /// Virtual time now.
+    pub fn now(&self) -> Timestamp {
+        self.now
     }
 
-    fn spawn(&mut self) {
-        let pid = self.procs.len();
-        let mut builder = Config::builder(PATH, format!("p{pid}"))
-            .leaders(self.swarm.leaders)
-            .policy(self.swarm.policy)
-            .nonce_seed(self.seed.wrapping_mul(31).wrapping_add(pid as u64))
-            .backoff(Duration::from_millis(50), Duration::from_secs(2));
-        match self.canary {
-            Some(Canary::IgnoresDisconnect) => builder = builder.probe(false),
-            Some(Canary::Unprotected) => builder = builder.protected_create(false),
-            Some(Canary::ParentWatch) => builder = builder.strategy(WatchStrategy::Parent),
-            None => {}
+    /// The phase of the run.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// When the faults stop.
+    pub fn healed_at(&self) -> Timestamp {
+        self.heal_at
+    }
+
+    /// The scenario.
+    pub fn swarm(&self) -> &Swarm {
+        &self.swarm
+    }
+
+    /// The world's settings drawn from the seed.
+    pub fn knobs(&self) -> &Knobs {
+        &self.knobs
+    }
+
+    /// The server.
+    pub fn zk(&self) -> &ZkModel {
+        &self.zk
+    }
+
+    /// The highest token the fenced resource has accepted.
+    pub fn resource_max(&self) -> Option<FencingToken> {
+        self.resource_max
+    }
+
+    /// One process. Panics if `pid` is out of range.
+    pub fn process(&self, pid: usize) -> Process<'_> {
+        let p = &self.procs[pid];
+        Process {
+            pid,
+            candidate: &p.c,
+            crashed: p.crashed,
+            paused: p.paused_until.is_some_and(|t| self.now < t),
+            resumed_at: p.resumed_at,
+            session: p.session,
+            session_closed: p.session_closed,
+            session_timeout: p.timeout,
+            revoked_at: p
+                .revoked
+                .as_ref()
+                .filter(|(node, token, _)| p.c.node() == Some(node) && p.c.token() == *token)
+                .map(|(_, _, at)| *at),
         }
-        let config = match builder.build() {
-            Ok(c) => c,
-            Err(e) => return self.fail("config", format!("{e}")),
+    }
+
+    /// Every process, in pid order.
+    pub fn processes(&self) -> impl Iterator<Item = Process<'_>> + '_ {
+        (0..self.procs.len()).map(|pid| self.process(pid))
+    }
+
+    /// The election path's children right now (for tests and the demo).
+    pub fn children(&self) -> Vec<String> {
+        self.zk.children(PATH)
+    }
+
+    /// The run's counters.
+    pub fn stats(&self) -> RunStats {
+        RunStats {
+            server_ops: self.zk.ops(),
+            ..self.stats
+        }
+    }
+
+    // ----- the loop -------------------------------------------------------------
+
+    /// Runs to the end; returns the violation, if any.
+    pub fn run(&mut self) -> Option<Violation> {
+        while !self.done && self.violation.is_none() {
+            if !self.step() {
+                break;
+            }
+        }
+        self.violation.clone()
+    }
+
+    /// Handles the next event and runs the checkers; false when nothing is left.
+    pub fn step(&mut self) -> bool {
+        let Some(((at, _), ev)) = self.queue.pop_first() else {
+            return false;
         };
-        let mut c = Candidate::new(config);
-        c.join(self.now);
-        self.procs.push(Proc {
-            c,
-            crashed: false,
-            session: None,
-            timeout: self.swarm.session_timeout,
-            conn: Conn::Disconnected,
-            gen: 0,
-            last_from_server: self.now,
-            inflight: BTreeMap::new(),
-            answered: BTreeSet::new(),
-            paused_until: None,
-            partitioned_until: None,
-            link: Link::default(),
-            timer_at: None,
-            session_closed: false,
-            canary: self.canary,
-        });
-        let at = self.now + Duration::from_millis(self.rng.range(0, 50));
-        self.push(at, Ev::Reconnect { pid });
+        self.now = at;
+        self.stats.steps += 1;
+        self.deliver(ev);
+        self.observe(&Event::Step);
+        true
+    }
+
+    fn observe(&mut self, event: &Event<'_>) {
+        let mut invariants = std::mem::take(&mut self.invariants);
+        for inv in &mut invariants {
+            if let Err(detail) = inv.check(self, event) {
+                self.fail(inv.name(), detail);
+            }
+        }
+        self.invariants = invariants;
     }
 
     fn fail(&mut self, invariant: &'static str, detail: String) {
@@ -327,6 +499,64 @@ impl World {
                 detail,
             });
         }
+    }
+
+    fn push(&mut self, at: Timestamp, ev: Ev) {
+        self.seq += 1;
+        self.queue.insert((at.max(self.now), self.seq), ev);
+    }
+
+    fn latency(&mut self, pid: usize) -> Duration {
+        let base = Duration::from_millis(self.rng.range(1, 8));
+        match self.procs[pid].slow {
+            Some((until, extra)) if self.now < until => base + extra,
+            _ => base,
+        }
+    }
+
+    fn identity(&self) -> Option<&'static str> {
+        (self.knobs.acl != Acl::Open).then_some(IDENTITY)
+    }
+
+    fn spawn(&mut self) {
+        let pid = self.procs.len();
+        let mut builder = Config::builder(PATH, format!("p{pid}"))
+            .leaders(self.swarm.leaders)
+            .policy(self.swarm.policy)
+            .acl(self.knobs.acl)
+            .container_parent(self.knobs.container_parent)
+            .nonce_seed(self.seed.wrapping_mul(31).wrapping_add(pid as u64))
+            .backoff(Duration::from_millis(50), Duration::from_secs(2));
+        if let Some(canary) = self.canary {
+            builder = canary.configure(builder);
+        }
+        let config = match builder.build() {
+            Ok(c) => c,
+            Err(e) => return self.fail("config", format!("{e}")),
+        };
+        let mut c = Candidate::new(config);
+        c.join(self.now);
+        self.procs.push(Proc {
+            c,
+            crashed: false,
+            session: None,
+            timeout: self.swarm.session_timeout,
+            conn: Conn::Disconnected,
+            gen: 0,
+            last_from_server: self.now,
+            inflight: BTreeMap::new(),
+            paused_until: None,
+            resumed_at: Timestamp::ZERO,
+            partitioned_until: None,
+            slow: None,
+            link: Link::default(),
+            timer_at: None,
+            session_closed: false,
+            writing: false,
+            revoked: None,
+        });
+        let at = self.now + Duration::from_millis(self.rng.range(0, 50));
+        self.push(at, Ev::Reconnect { pid });
     }
 
     fn server_up(&self) -> bool {
@@ -352,35 +582,9 @@ impl World {
         }
     }
 
-    /// Runs to the end; returns the violation, if any.
-    pub fn run(&mut self) -> Option<Violation> {
-        while !self.done && self.violation.is_none() {
-            let Some(((at, _), ev)) = self.queue.pop_first() else {
-                break;
-            };
-            self.now = at;
-            self.step(ev);
-        }
-        self.violation.clone()
-    }
-
-    /// The run's counters.
-    pub fn stats(&self) -> RunStats {
-        RunStats {
-            server_ops: self.zk.ops(),
-            ..self.stats
-        }
-    }
-
-    /// The scenario.
-    pub fn swarm(&self) -> &Swarm {
-        &self.swarm
-    }
-
-    fn step(&mut self, ev: Ev) {
-        self.stats.steps += 1;
+    fn deliver(&mut self, ev: Ev) {
         // A paused process handles nothing: its events wait for it, in order.
-        if let Some(pid) = ev.pid() {
+        if let Some(pid) = ev.handler() {
             if self.procs[pid].crashed {
                 return;
             }
@@ -391,16 +595,7 @@ impl World {
                 }
             }
         }
-        let crossing = match &ev {
-            Ev::Request { pid, .. }
-            | Ev::Reply { pid, .. }
-            | Ev::Watch { pid, .. }
-            | Ev::Ping { pid, .. }
-            | Ev::Pong { pid, .. }
-            | Ev::Closed { pid, .. } => Some(*pid),
-            _ => None,
-        };
-        if let Some(pid) = crossing {
+        if let Some(pid) = ev.crossing() {
             if self.held_by_partition(pid, &ev) {
                 return;
             }
@@ -411,7 +606,8 @@ impl World {
                 gen,
                 op,
                 request,
-            } => self.on_request(pid, gen, op, request),
+                cause,
+            } => self.on_request(pid, gen, op, request, cause),
             Ev::Reply {
                 pid,
                 gen,
@@ -422,8 +618,8 @@ impl World {
                     return;
                 }
                 self.procs[pid].last_from_server = self.now;
-                if self.procs[pid].inflight.remove(&op).is_some() {
-                    self.deliver_reply(pid, op, result);
+                if let Some(sent) = self.procs[pid].inflight.remove(&op) {
+                    self.deliver_reply(pid, op, Some(&sent.request), result);
                 }
             }
             Ev::Watch {
@@ -436,8 +632,15 @@ impl World {
                     return;
                 }
                 self.procs[pid].last_from_server = self.now;
-                let glyph_text = format!("watch {:?} {}", event.kind, short(&event.path));
-                self.feed(pid, Input::Watch(event), Some(cause), glyph_text);
+                let text = format!("watch {:?} {}", event.kind, short(&event.path));
+                // A candidate's own-node watch is not part of a herd.
+                let own = self.procs[pid]
+                    .c
+                    .node()
+                    .is_some_and(|n| event.path.rsplit('/').next() == Some(n));
+                let cause = (!own).then_some(cause);
+                self.procs[pid].c.handle(self.now, Input::Watch(event));
+                self.after(pid, cause, text);
             }
             Ev::Ping { pid, gen } => {
                 if self.procs[pid].gen == gen && self.linked(pid) {
@@ -466,32 +669,11 @@ impl World {
                     self.after(pid, None, "timer".into());
                 }
             }
-            Ev::Expiry => {
-                if self.server_up() {
-                    let (expired, fired) = self.zk.expire_due(self.now);
-                    for s in expired {
-                        self.trace
-                            .note(self.now, None, 'x', format!("server expired session {s}"));
-                        // The server closes an expired session's connection.
-                        if let Some(pid) = self.procs.iter().position(|p| p.session == Some(s)) {
-                            self.tell(format!(
-                                "the server expires p{pid}'s session; its node goes with it"
-                            ));
-                            if self.procs[pid].conn == Conn::Connected {
-                                let gen = self.procs[pid].gen;
-                                let at = self.client_arrival(pid);
-                                self.push(at, Ev::Closed { pid, gen });
-                            }
-                        }
-                    }
-                    self.send_fired(fired);
-                }
-                self.push(self.now + Duration::from_millis(200), Ev::Expiry);
-            }
+            Ev::Expiry => self.expire(),
             Ev::Fault(fault) => self.inject(fault),
             Ev::ServerUp => {
                 self.server_down_until = None;
-                self.zk.restart_session_timers(self.now);
+                self.zk.restart(self.now);
                 self.trace.note(self.now, None, 'S', "server up".into());
             }
             Ev::Closed { pid, gen } => {
@@ -499,13 +681,32 @@ impl World {
                     self.disconnect(pid, "the server closed the connection");
                 }
             }
-            Ev::LocalFail { pid, op } => self.deliver_reply(pid, op, Err(ZkCode::ConnectionLoss)),
-            Ev::Resume { pid } => {
-                self.procs[pid].paused_until = None;
-                self.trace.note(self.now, Some(pid), 'r', "resumed".into());
+            Ev::LocalFail { pid, op } => {
+                self.deliver_reply(pid, op, None, Err(ZkCode::ConnectionLoss));
             }
-            Ev::CheckLiveness => self.check_liveness(),
+            Ev::Resume { pid } => {
+                // Overlapping pauses end with the last one.
+                if self.procs[pid].paused_until.is_some_and(|t| t <= self.now) {
+                    self.procs[pid].paused_until = None;
+                    self.procs[pid].resumed_at = self.now;
+                    self.trace.note(self.now, Some(pid), 'r', "resumed".into());
+                }
+            }
+            Ev::AppWrite { pid } => self.app_write(pid),
+            Ev::Write { pid, token } => self.resource_write(pid, token),
+            Ev::Heal => {
+                self.phase = Phase::Healed;
+                self.trace.note(self.now, None, 'H', "faults stop".into());
+            }
+            Ev::LivenessDue => {
+                self.phase = Phase::Settled;
+                self.trace
+                    .note(self.now, None, 'L', "liveness bound reached".into());
+                self.observe(&Event::LivenessDue);
+                self.push(self.now + SETTLE, Ev::CloseAll);
+            }
             Ev::CloseAll => {
+                self.phase = Phase::Closing;
                 for pid in 0..self.procs.len() {
                     if !self.procs[pid].crashed {
                         self.procs[pid].c.close(self.now);
@@ -513,33 +714,49 @@ impl World {
                     }
                 }
                 let t = self.swarm.session_timeout;
-                self.push(self.now + t * 2 + Duration::from_secs(3), Ev::CheckLeaks);
+                self.push(self.now + t * 2 + Duration::from_secs(3), Ev::End);
             }
-            Ev::CheckLeaks => {
-                let left = self.zk.children(PATH);
-                if !left.is_empty() {
-                    self.fail(
-                        "no-leaks",
-                        format!("election path still holds {left:?} after everyone closed"),
-                    );
-                }
+            Ev::End => {
+                self.observe(&Event::End);
                 self.done = true;
             }
         }
-        self.check_safety();
+    }
+
+    fn expire(&mut self) {
+        if self.server_up() {
+            let (expired, fired) = self.zk.expire_due(self.now);
+            for s in expired {
+                self.trace
+                    .note(self.now, None, 'x', format!("server expired session {s}"));
+                // The server closes an expired session's connection.
+                if let Some(pid) = self.procs.iter().position(|p| p.session == Some(s)) {
+                    self.tell(format!(
+                        "the server expires p{pid}'s session; its node goes with it"
+                    ));
+                    if self.procs[pid].conn == Conn::Connected {
+                        let gen = self.procs[pid].gen;
+                        let at = self.client_arrival(pid);
+                        self.push(at, Ev::Closed { pid, gen });
+                    }
+                }
+            }
+            self.send_fired(fired);
+        }
+        self.push(self.now + Duration::from_millis(200), Ev::Expiry);
     }
 
     fn client_arrival(&mut self, pid: usize) -> Timestamp {
-        let lat = self.latency();
+        let lat = self.latency(pid);
         self.procs[pid].link.to_client(self.now, lat)
     }
 
     fn server_arrival(&mut self, pid: usize) -> Timestamp {
-        let lat = self.latency();
+        let lat = self.latency(pid);
         self.procs[pid].link.to_server(self.now, lat)
     }
 
-    fn on_request(&mut self, pid: usize, gen: u64, op: OpId, request: Request) {
+    fn on_request(&mut self, pid: usize, gen: u64, op: OpId, request: Request, cause: Option<u64>) {
         if self.procs[pid].gen != gen || !self.linked(pid) {
             return;
         }
@@ -547,16 +764,22 @@ impl World {
             return;
         };
         if let Some(entry) = self.procs[pid].inflight.get_mut(&op) {
-            entry.1 = true;
+            entry.arrived = true;
+        }
+        if let Some(cause) = cause {
+            if matches!(
+                request,
+                Request::GetChildren { .. } | Request::GetData { .. }
+            ) {
+                self.observe(&Event::Woken { pid, cause });
+            }
         }
         let (result, fired) = self.zk.apply(self.now, session, &request);
         self.send_fired(fired);
         // With reorder, a reply may overtake watch events already on their way.
-        let at = if self.swarm.reorder && self.rng.chance(0.2) {
-            self.now + Duration::from_millis(1)
-        } else {
-            self.client_arrival(pid)
-        };
+        let overtake = self.swarm.reorder && self.rng.chance(0.2);
+        let lat = self.latency(pid);
+        let at = self.procs[pid].link.reply(self.now, lat, overtake);
         self.push(
             at,
             Ev::Reply {
@@ -568,8 +791,9 @@ impl World {
         );
     }
 
-    /// Sends fired watches to their clients. Each deleted node is its own cause
-    /// (the herd checker counts whom one deletion woke); other changes share one.
+    /// Sends fired watches to their clients. Each deleted node is a server
+    /// change of its own (an expiry deletes several at once); the other events
+    /// of one request share one.
     fn send_fired(&mut self, fired: Vec<Fired>) {
         if fired.is_empty() {
             return;
@@ -578,13 +802,14 @@ impl World {
         let shared = self.cause;
         let mut per_path: BTreeMap<String, u64> = BTreeMap::new();
         for f in fired {
-            let cause = if f.event.kind == zkelect_core::WatchKind::NodeDeleted {
+            let cause = if f.event.kind == WatchKind::NodeDeleted {
                 let next = self.cause + 1;
-                *per_path.entry(f.event.path.clone()).or_insert_with(|| next)
+                let c = *per_path.entry(f.event.path.clone()).or_insert(next);
+                self.cause = self.cause.max(c);
+                c
             } else {
                 shared
             };
-            self.cause = self.cause.max(cause);
             let Some(pid) = self.procs.iter().position(|p| p.session == Some(f.session)) else {
                 continue;
             };
@@ -624,7 +849,8 @@ impl World {
         self.push(self.now + timeout / 3, Ev::ClientTick { pid });
     }
 
-    /// The client library declares the connection lost.
+    /// The client library declares the connection lost: `Disconnected`, every
+    /// request in flight fails with `ConnectionLoss`, a reconnect is scheduled.
     fn disconnect(&mut self, pid: usize, why: &str) {
         if self.procs[pid].conn != Conn::Connected {
             return;
@@ -634,20 +860,28 @@ impl World {
         let p = &mut self.procs[pid];
         p.conn = Conn::Disconnected;
         p.gen += 1;
-        let failed: Vec<OpId> = std::mem::take(&mut p.inflight).into_keys().collect();
-        if p.canary != Some(Canary::IgnoresDisconnect) {
-            self.feed(
-                pid,
-                Input::Session(SessionEvent::Disconnected),
-                None,
-                "session Disconnected".into(),
-            );
-        }
-        for op in failed {
-            self.deliver_reply(pid, op, Err(ZkCode::ConnectionLoss));
+        let failed = std::mem::take(&mut p.inflight);
+        self.session_event(pid, SessionEvent::Disconnected);
+        for (op, sent) in failed {
+            self.deliver_reply(pid, op, Some(&sent.request), Err(ZkCode::ConnectionLoss));
         }
         let at = self.now + Duration::from_millis(self.rng.range(100, 400));
         self.push(at, Ev::Reconnect { pid });
+    }
+
+    fn session_event(&mut self, pid: usize, event: SessionEvent) {
+        if self.canary.is_some_and(|c| !c.sees(event)) {
+            return;
+        }
+        let text = match event {
+            SessionEvent::Connected { session_id, .. } => format!(
+                "session Connected {}",
+                session_id.map_or("(id not reported)".to_owned(), |s| s.to_string())
+            ),
+            other => format!("session {other:?}"),
+        };
+        self.procs[pid].c.handle(self.now, Input::Session(event));
+        self.after(pid, None, text);
     }
 
     fn reconnect(&mut self, pid: usize) {
@@ -660,22 +894,19 @@ impl World {
             self.push(at, Ev::Reconnect { pid });
             return;
         }
+        let identity = self.identity();
         match reconnect(
             &mut self.zk,
             self.now,
             self.procs[pid].session,
             self.swarm.session_timeout,
+            identity,
         ) {
             Reconnected::Same(_) => {}
             Reconnected::Expired { new, timeout } => {
                 // The server expired it while we were away: say so, then start afresh.
                 self.procs[pid].session = None;
-                self.feed(
-                    pid,
-                    Input::Session(SessionEvent::Expired),
-                    None,
-                    "session Expired".into(),
-                );
+                self.session_event(pid, SessionEvent::Expired);
                 self.procs[pid].session = Some(new);
                 self.procs[pid].timeout = timeout;
             }
@@ -690,60 +921,72 @@ impl World {
         p.last_from_server = self.now;
         let (session_id, timeout) = (p.session, p.timeout);
         self.push(self.now + timeout / 3, Ev::ClientTick { pid });
-        self.feed(
+        let session_id = session_id.filter(|_| self.knobs.session_ids);
+        self.session_event(
             pid,
-            Input::Session(SessionEvent::Connected {
+            SessionEvent::Connected {
                 session_id,
                 timeout,
-            }),
-            None,
-            format!(
-                "session Connected {}",
-                session_id.map_or(String::new(), |s| s.to_string())
-            ),
+            },
         );
     }
 
-    fn deliver_reply(&mut self, pid: usize, op: OpId, result: Result<Reply, ZkCode>) {
-        if !self.procs[pid].answered.insert(op) {
-            return self.fail("one-answer", format!("p{pid} op {op} answered twice"));
-        }
+    fn deliver_reply(
+        &mut self,
+        pid: usize,
+        op: OpId,
+        request: Option<&Request>,
+        result: Result<Reply, ZkCode>,
+    ) {
+        let result = match (self.canary, request) {
+            (Some(canary), Some(request)) => canary.rewrite(request, result),
+            _ => result,
+        };
         let text = match &result {
             Ok(r) => format!("reply {op} {}", reply_text(r)),
             Err(e) => format!("reply {op} err {e}"),
         };
-        self.feed(pid, Input::Reply { op, result }, None, text);
+        let c = &self.procs[pid].c;
+        let stale = !c.in_flight().any(|o| o == op);
+        // What the role would be at this moment without the reply.
+        let role_before = if stale {
+            self.stats.stale_replies += 1;
+            let mut twin = c.clone();
+            twin.handle_timeout(self.now);
+            twin.role()
+        } else {
+            c.role()
+        };
+        self.procs[pid]
+            .c
+            .handle(self.now, Input::Reply { op, result });
+        let role_after = self.procs[pid].c.role();
+        self.observe(&Event::Answered {
+            pid,
+            op,
+            stale,
+            role_before,
+            role_after,
+        });
+        self.after(pid, None, text);
     }
 
-    fn feed(&mut self, pid: usize, input: Input, cause: Option<u64>, text: String) {
-        self.procs[pid].c.handle(self.now, input);
-        self.after(pid, cause, text);
-    }
-
-    /// Drains the candidate (notices, commands, timeout) after it handled something.
+    /// Drains the candidate (notices, commands, timeout) after it handled
+    /// something; `cause` is the server change whose watch event woke it.
     fn after(&mut self, pid: usize, cause: Option<u64>, text: String) {
-        let mut notices = Vec::new();
-        while let Some(n) = self.procs[pid].c.poll_notice() {
-            notices.push(n);
-        }
+        let notices: Vec<Notice> = std::iter::from_fn(|| self.procs[pid].c.poll_notice()).collect();
         for n in &notices {
             self.on_notice(pid, n);
+            self.observe(&Event::Notice { pid, notice: n });
         }
-        let mut commands = Vec::new();
-        while let Some(cmd) = self.procs[pid].c.poll_command() {
-            commands.push(cmd);
-        }
-        if let Some(cause) = cause {
-            let reads = commands.iter().any(|c| {
-                matches!(
-                    c.request,
-                    Request::GetChildren { .. } | Request::GetData { .. }
-                )
-            });
-            if reads {
-                self.woken.entry(cause).or_default().insert(pid);
-                self.check_herd(cause);
+        let commands: Vec<Command> =
+            std::iter::from_fn(|| self.procs[pid].c.poll_command()).collect();
+        let mut ops = String::new();
+        for (i, cmd) in commands.iter().enumerate() {
+            if i > 0 {
+                ops.push(',');
             }
+            let _ = write!(ops, "{}", cmd.request.verb());
         }
         let p = &self.procs[pid];
         self.trace.step(
@@ -752,19 +995,16 @@ impl World {
             p.c.role(),
             p.c.node(),
             p.c.watching(),
+            &ops,
             &text,
             &notices,
-            commands.len(),
         );
         for Command { op, request } in commands {
-            self.send(pid, op, request);
+            self.observe(&Event::Emitted { pid, op });
+            self.send(pid, op, request, cause);
         }
         if self.procs[pid].c.is_closed() && !self.procs[pid].session_closed {
-            self.procs[pid].session_closed = true;
-            if let Some(s) = self.procs[pid].session.take() {
-                let fired = self.zk.close_session(s);
-                self.send_fired(fired);
-            }
+            self.close_client(pid);
         }
         let next = self.procs[pid].c.poll_timeout();
         if next.is_some() && next != self.procs[pid].timer_at {
@@ -773,22 +1013,43 @@ impl World {
                 self.push(at, Ev::Timer { pid });
             }
         }
-        // The fenced resource: a leader writes with its token after every step it takes.
-        if let Role::Leader(token) = self.procs[pid].c.role() {
-            self.fenced_write(pid, token);
+    }
+
+    /// The application closed the candidate and then its client: the session
+    /// ends on the server (its ephemerals go), and requests still in flight are
+    /// answered with `ConnectionLoss` by the client library.
+    fn close_client(&mut self, pid: usize) {
+        let p = &mut self.procs[pid];
+        p.session_closed = true;
+        p.conn = Conn::Disconnected;
+        p.gen += 1;
+        let pending: Vec<OpId> = std::mem::take(&mut p.inflight).into_keys().collect();
+        if let Some(s) = p.session.take() {
+            if self.server_up() {
+                let fired = self.zk.close_session(s);
+                self.send_fired(fired);
+            }
+            // With the server down, the session expires on its own later.
+        }
+        for op in pending {
+            self.push(self.now, Ev::LocalFail { pid, op });
         }
     }
 
-    fn send(&mut self, pid: usize, op: OpId, request: Request) {
+    fn send(&mut self, pid: usize, op: OpId, request: Request, cause: Option<u64>) {
         if self.procs[pid].conn != Conn::Connected || self.procs[pid].session_closed {
             // A client that is not connected fails the request at once (as an event,
             // so a candidate that retries at once cannot recurse without end).
             return self.push(self.now, Ev::LocalFail { pid, op });
         }
         let gen = self.procs[pid].gen;
-        self.procs[pid]
-            .inflight
-            .insert(op, (request.clone(), false));
+        self.procs[pid].inflight.insert(
+            op,
+            Inflight {
+                request: request.clone(),
+                arrived: false,
+            },
+        );
         let at = self.server_arrival(pid);
         self.push(
             at,
@@ -797,6 +1058,7 @@ impl World {
                 gen,
                 op,
                 request,
+                cause,
             },
         );
     }
@@ -822,123 +1084,80 @@ impl World {
                 self.tell(line);
             }
         }
-        if let Notice::Elected { token } = notice {
+        if let Notice::Elected { .. } = notice {
             self.stats.elections += 1;
-            if self.swarm.leaders == 1 {
-                if let Some((last_pid, last)) = self.last_leader {
-                    if *token < last || (*token == last && last_pid != pid) {
-                        self.fail(
-                            "tokens-grow",
-                            format!(
-                                "p{pid} elected with token {token} after p{last_pid} had {last}"
-                            ),
-                        );
-                    }
-                }
-                self.last_leader = Some((pid, *token));
+            // The new leader's application starts writing to the fenced resource.
+            if self.swarm.leaders == 1 && !self.procs[pid].writing {
+                self.procs[pid].writing = true;
+                self.push(self.now, Ev::AppWrite { pid });
             }
-            self.max_elected = Some(self.max_elected.map_or(*token, |m| m.max(*token)));
         }
     }
 
-    fn fenced_write(&mut self, pid: usize, token: FencingToken) {
-        if !self.swarm.pauses {
+    /// The leader's application: checks its role and, if it leads, writes with
+    /// its token. The write takes a while to land, and lands late if the
+    /// process is paused meanwhile — the freeze between check and write that
+    /// fencing tokens exist for.
+    fn app_write(&mut self, pid: usize) {
+        let Role::Leader(token) = self.procs[pid].c.role() else {
+            self.procs[pid].writing = false;
             return;
-        }
-        let deposed = self.max_elected.is_some_and(|m| token < m);
+        };
+        let lands = self.now + Duration::from_millis(self.rng.range(1, 30));
+        self.push(lands, Ev::Write { pid, token });
+        let next = self.now + Duration::from_millis(self.rng.range(50, 250));
+        self.push(next, Ev::AppWrite { pid });
+    }
+
+    fn resource_write(&mut self, pid: usize, token: FencingToken) {
         let accepted = self.resource_max.is_none_or(|m| token >= m);
         if accepted {
-            if deposed {
-                let newest = self.max_elected.map_or(0, |t| t.0);
-                return self.fail(
-                    "fencing",
-                    format!("p{pid} wrote with token {token} after token {newest} was elected, and the resource accepted it"),
-                );
-            }
             self.resource_max = Some(token);
+            self.stats.fenced_writes += 1;
         } else {
             self.stats.fenced_rejections += 1;
-        }
-    }
-
-    fn check_herd(&mut self, cause: u64) {
-        if self.canary != Some(Canary::ParentWatch)
-            && self
-                .procs
-                .iter()
-                .any(|p| p.c.config().strategy() != WatchStrategy::Predecessor)
-        {
-            return;
-        }
-        // A follower watches the k nodes below it, so one deletion may wake k of them; never more.
-        let woken = self.woken.get(&cause).map_or(0, BTreeSet::len);
-        if woken > self.swarm.leaders as usize {
-            let who: Vec<usize> = self.woken[&cause].iter().copied().collect();
-            self.fail(
-                "no-herd",
-                format!("one change woke {woken} followers: {who:?}"),
-            );
-        }
-    }
-
-    fn check_safety(&mut self) {
-        if self.swarm.pauses {
-            return;
-        }
-        let leaders: Vec<usize> = (0..self.procs.len())
-            .filter(|&i| !self.procs[i].crashed && self.procs[i].c.role().is_leader())
-            .collect();
-        if leaders.len() > self.swarm.leaders as usize {
-            let detail = leaders
-                .iter()
-                .map(|&i| format!("p{i}({:?})", self.procs[i].c.role()))
-                .collect::<Vec<_>>()
-                .join(", ");
-            self.fail(
-                "safety",
+            self.trace.note(
+                self.now,
+                Some(pid),
+                'w',
                 format!(
-                    "{} leaders at once, at most {}: {detail}",
-                    leaders.len(),
-                    self.swarm.leaders
+                    "fenced resource rejects token {token} (has seen {})",
+                    self.resource_max.map_or(0, |t| t.0)
                 ),
             );
         }
+        self.observe(&Event::Write {
+            pid,
+            token,
+            accepted,
+        });
     }
 
-    fn check_liveness(&mut self) {
-        let live: Vec<usize> = (0..self.procs.len())
-            .filter(|&i| {
-                let p = &self.procs[i];
-                !p.crashed && !matches!(p.c.role(), Role::Idle | Role::Closed | Role::Failed)
-            })
-            .collect();
-        let leaders = live
-            .iter()
-            .filter(|&&i| self.procs[i].c.role().is_leader())
-            .count();
-        let want = live.len().min(self.swarm.leaders as usize);
-        if leaders < want {
-            let roles: Vec<String> = live
-                .iter()
-                .map(|&i| format!("p{i}:{:?}", self.procs[i].c.role()))
-                .collect();
-            self.fail(
-                "liveness",
-                format!(
-                    "{leaders} leader(s) {}ms after the faults stopped, want {want}; live: {}",
-                    self.liveness_bound().as_millis(),
-                    roles.join(" ")
-                ),
-            );
+    /// An operator's one-off session (zkCli): opened, used, closed.
+    fn operator<T>(
+        &mut self,
+        act: impl FnOnce(&mut ZkModel, Timestamp, SessionId) -> (T, Vec<Fired>),
+    ) -> Option<T> {
+        if !self.server_up() {
+            return None;
         }
-        self.push(self.now + Duration::from_millis(100), Ev::CloseAll);
+        let identity = self.identity().map(str::to_owned);
+        let (s, _) = self
+            .zk
+            .open_session(self.now, Duration::from_secs(10), identity);
+        let (out, fired) = act(&mut self.zk, self.now, s);
+        self.send_fired(fired);
+        let fired = self.zk.close_session(s);
+        self.send_fired(fired);
+        Some(out)
     }
 
     fn inject(&mut self, fault: Fault) {
-        if self.now >= self.heal_at {
+        if self.phase != Phase::Chaos {
             return;
         }
         let valid = |pid: usize, w: &Self| pid < w.procs.len() && !w.procs[pid].crashed;
+        let awake = |pid: usize, w: &Self| valid(pid, w) && w.procs[pid].paused_until.is_none();
         self.stats.faults += 1;
         self.trace
             .note(self.now, None, 'F', format!("fault: {fault}"));
@@ -955,6 +1174,7 @@ impl World {
             Fault::RestartServer { ms } => Some(format!("the server restarts ({ms}ms down)")),
             Fault::Spawn => Some(format!("a new candidate p{} starts", self.procs.len())),
             Fault::Resign { pid, .. } => Some(format!("p{pid} resigns")),
+            Fault::Revoke { pid } => Some(format!("an operator deletes p{pid}'s node")),
             _ => None,
         };
         if let Some(line) = told {
@@ -962,31 +1182,15 @@ impl World {
         }
         match fault {
             Fault::DropConnection { pid, applied } if valid(pid, self) => {
-                if applied {
-                    // Requests still on their way reach the server anyway; their replies are lost.
-                    let pending: Vec<(OpId, Request)> = self.procs[pid]
-                        .inflight
-                        .iter()
-                        .filter(|(_, (_, arrived))| !arrived)
-                        .map(|(op, (r, _))| (*op, r.clone()))
-                        .collect();
-                    if let Some(s) = self.procs[pid].session {
-                        for (_, request) in pending {
-                            if self.server_up() {
-                                let (_, fired) = self.zk.apply(self.now, s, &request);
-                                self.send_fired(fired);
-                            }
-                        }
-                    }
-                }
-                self.disconnect(pid, "connection dropped");
+                self.drop_connection(pid, applied);
             }
             Fault::Partition { pid, ms } if valid(pid, self) => {
                 self.procs[pid].partitioned_until = Some(self.now + Duration::from_millis(ms));
             }
             Fault::Pause { pid, ms } if valid(pid, self) => {
                 let until = self.now + Duration::from_millis(ms);
-                self.procs[pid].paused_until = Some(until);
+                let p = &mut self.procs[pid];
+                p.paused_until = Some(p.paused_until.map_or(until, |t| t.max(until)));
                 self.push(until, Ev::Resume { pid });
             }
             Fault::Crash { pid } if valid(pid, self) => self.procs[pid].crashed = true,
@@ -1006,18 +1210,26 @@ impl World {
                 }
                 self.push(self.now + Duration::from_millis(ms), Ev::ServerUp);
             }
-            Fault::Resign { pid, rejoin }
-                if valid(pid, self) && self.procs[pid].paused_until.is_none() =>
-            {
+            Fault::Resign { pid, rejoin } if awake(pid, self) => {
                 self.procs[pid].c.resign(self.now, rejoin);
                 self.after(pid, None, format!("resign rejoin={rejoin}"));
             }
-            Fault::Close { pid } if valid(pid, self) && self.procs[pid].paused_until.is_none() => {
+            Fault::Close { pid } if awake(pid, self) => {
                 self.procs[pid].c.close(self.now);
                 self.after(pid, None, "close".into());
             }
             Fault::Spawn => self.spawn(),
-            Fault::CrashLeader | Fault::PartitionLeader { .. } | Fault::CloseLeader => {
+            Fault::Revoke { pid } if valid(pid, self) => self.revoke(pid),
+            Fault::TouchData { pid } if valid(pid, self) => self.touch_data(pid),
+            Fault::Delay { pid, ms, extra_ms } if valid(pid, self) => {
+                let until = self.now + Duration::from_millis(ms);
+                self.procs[pid].slow = Some((until, Duration::from_millis(extra_ms)));
+            }
+            Fault::CrashLeader
+            | Fault::PartitionLeader { .. }
+            | Fault::CloseLeader
+            | Fault::PauseLeader { .. }
+            | Fault::RevokeLeader => {
                 let leader = (0..self.procs.len()).find(|&i| {
                     let p = &self.procs[i];
                     !p.crashed && p.paused_until.is_none() && p.c.role().is_leader()
@@ -1026,6 +1238,8 @@ impl World {
                     let targeted = match fault {
                         Fault::CrashLeader => Fault::Crash { pid },
                         Fault::PartitionLeader { ms } => Fault::Partition { pid, ms },
+                        Fault::PauseLeader { ms } => Fault::Pause { pid, ms },
+                        Fault::RevokeLeader => Fault::Revoke { pid },
                         _ => Fault::Close { pid },
                     };
                     self.inject(targeted);
@@ -1035,9 +1249,74 @@ impl World {
         }
     }
 
-    /// The election path's children right now (for tests and the demo).
-    pub fn children(&self) -> Vec<String> {
-        self.zk.children(PATH)
+    /// The connection drops. With `applied`, a prefix (at least one) of the
+    /// requests still on their way reaches the server anyway; their replies are
+    /// lost. The server sees the connection go, and its watches with it.
+    fn drop_connection(&mut self, pid: usize, applied: bool) {
+        if let (true, Some(s)) = (self.server_up(), self.procs[pid].session) {
+            if self.procs[pid].conn == Conn::Connected {
+                let pending: Vec<Request> = self.procs[pid]
+                    .inflight
+                    .values()
+                    .filter(|sent| !sent.arrived)
+                    .map(|sent| sent.request.clone())
+                    .collect();
+                let n = if applied && !pending.is_empty() {
+                    self.rng.range(1, pending.len() as u64) as usize
+                } else {
+                    0
+                };
+                for request in pending.into_iter().take(n) {
+                    let (_, fired) = self.zk.apply(self.now, s, &request);
+                    self.send_fired(fired);
+                }
+                self.zk.connection_closed(s);
+            }
+        }
+        self.disconnect(pid, "connection dropped");
+    }
+
+    /// An operator deletes the node the process believes is its own.
+    fn revoke(&mut self, pid: usize) {
+        let Some(node) = self.procs[pid].c.node().map(str::to_owned) else {
+            return;
+        };
+        let token = match self.procs[pid].c.role() {
+            Role::Leader(t) => Some(t),
+            _ => None,
+        };
+        let path = format!("{PATH}/{node}");
+        let deleted = self.operator(|zk, now, s| {
+            zk.apply(
+                now,
+                s,
+                &Request::Delete {
+                    path: path.clone(),
+                    version: None,
+                },
+            )
+        });
+        if let Some(Ok(_)) = deleted {
+            self.stats.revocations += 1;
+            let own = self.procs[pid].c.token();
+            self.procs[pid].revoked = Some((node, own, self.now));
+            self.trace.note(
+                self.now,
+                Some(pid),
+                'R',
+                format!("operator deleted {}", short(&path)),
+            );
+            self.observe(&Event::Revoked { pid, token });
+        }
+    }
+
+    /// An operator sets the data of the process's node.
+    fn touch_data(&mut self, pid: usize) {
+        let Some(node) = self.procs[pid].c.node().map(str::to_owned) else {
+            return;
+        };
+        let path = format!("{PATH}/{node}");
+        self.operator(|zk, now, s| zk.set_data(now, s, &path, b"touched", None));
     }
 }
 
@@ -1050,7 +1329,7 @@ fn reply_text(r: &Reply) -> String {
     match r {
         Reply::Created { path, stat } => format!("created {} czxid={}", short(path), stat.czxid),
         Reply::Children(c) => format!("children[{}]", c.len()),
-        Reply::Data { .. } => "data".into(),
+        Reply::Data { stat, .. } => format!("data czxid={}", stat.czxid),
         Reply::Exists(s) => format!("exists={}", s.is_some()),
         Reply::Deleted => "deleted".into(),
     }

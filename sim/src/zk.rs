@@ -6,11 +6,20 @@
 //! sequential and container nodes; sequence suffixes taken from the parent's
 //! `cversion` (which deletes bump too) and printed as `%010d` of a signed 32-bit
 //! counter, so they wrap past 2^31−1 to negative numbers; a global zxid behind
-//! every `Stat`; ACLs checked against the session's digest identity (CREATE and
-//! DELETE on the parent, READ on the node); sessions with a negotiated timeout
-//! clamped to `[2, 20] × tick`, expired when nothing was heard from them for the
-//! timeout, taking their ephemerals and watches with them; one-shot data, child
-//! and exists watches.
+//! every `Stat`; ACLs checked against the session's identities (CREATE and
+//! DELETE on the parent, READ and WRITE on the node, checked in the order the
+//! server's `PrepRequestProcessor` checks them); sessions with a negotiated
+//! timeout clamped to `[2, 20] × tick`, expired when nothing was heard from them
+//! for the timeout, taking their ephemerals and watches with them; one-shot data,
+//! child and exists watches, kept per connection as the server keeps them (a
+//! reconnect or a server restart loses them; zookeeper-async does not set them
+//! again, so the model does not either).
+//!
+//! Simplifications, each on the adversarial side: an empty container is removed
+//! at once when its last child goes (the real server reaps it on a timer, so a
+//! create under it may still succeed for a while); an `exists` watch on a missing
+//! node is kept in a table of its own (the server keeps it with the data watches;
+//! the events are the same).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -33,8 +42,9 @@ struct Node {
     data: Vec<u8>,
     stat: Stat,
     acl: Acl,
-    /// The digest identity of the creator, for creator ACLs.
-    creator: Option<String>,
+    /// The creator session's authenticated identities, for creator ACLs
+    /// (the server's `fixupACL` expands `auth` to all of them).
+    creator: BTreeSet<String>,
     children: BTreeSet<String>,
     container: bool,
 }
@@ -43,7 +53,7 @@ struct Node {
 struct Session {
     timeout: Duration,
     last_heard: Timestamp,
-    identity: Option<String>,
+    identities: BTreeSet<String>,
     ephemerals: BTreeSet<String>,
 }
 
@@ -96,6 +106,7 @@ fn name_of(path: &str) -> &str {
 
 /// Permissions, as ZooKeeper numbers them.
 const READ: u8 = 1;
+const WRITE: u8 = 2;
 const CREATE: u8 = 4;
 const DELETE: u8 = 8;
 
@@ -109,7 +120,7 @@ impl ZkModel {
                 data: Vec::new(),
                 stat: Stat::default(),
                 acl: Acl::Open,
-                creator: None,
+                creator: BTreeSet::new(),
                 children: BTreeSet::new(),
                 container: false,
             },
@@ -137,7 +148,8 @@ impl ZkModel {
         self.zxid
     }
 
-    /// Opens a session; returns its id and the negotiated timeout.
+    /// Opens a session, authenticated as `identity` if given (a digest
+    /// `user:password` or any scheme's id); returns its id and the negotiated timeout.
     pub fn open_session(
         &mut self,
         now: Timestamp,
@@ -153,11 +165,19 @@ impl ZkModel {
             Session {
                 timeout,
                 last_heard: now,
-                identity,
+                identities: identity.into_iter().collect(),
                 ephemerals: BTreeSet::new(),
             },
         );
         (id, timeout)
+    }
+
+    /// Adds an authenticated identity to a live session (`addAuthInfo`); a
+    /// session may hold several, and a creator ACL grants all of them.
+    pub fn add_auth(&mut self, session: SessionId, identity: impl Into<String>) {
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.identities.insert(identity.into());
+        }
     }
 
     /// Whether the session is alive.
@@ -183,6 +203,62 @@ impl ZkModel {
         for s in self.sessions.values_mut() {
             s.last_heard = now;
         }
+    }
+
+    /// The server came back from a restart at `now`: the tree, the zxid and
+    /// the sessions survive (standalone servers reload them from the snapshot
+    /// and log, with fresh timers); every connection was reset and every watch
+    /// is gone (watches live in memory, per connection).
+    pub fn restart(&mut self, now: Timestamp) {
+        self.restart_session_timers(now);
+        self.data_watches.clear();
+        self.child_watches.clear();
+        self.exist_watches.clear();
+    }
+
+    /// The session's connection closed (the client reconnected on a new one,
+    /// or the server dropped it): the watches registered over it are gone, as
+    /// the server keeps watches per connection. The session itself lives on.
+    pub fn connection_closed(&mut self, session: SessionId) {
+        self.drop_watches(session);
+    }
+
+    fn drop_watches(&mut self, session: SessionId) {
+        for set in [
+            &mut self.data_watches,
+            &mut self.child_watches,
+            &mut self.exist_watches,
+        ] {
+            set.retain(|_, watchers| {
+                watchers.remove(&session);
+                !watchers.is_empty()
+            });
+        }
+    }
+
+    /// Live sessions, in id order.
+    pub fn sessions(&self) -> impl Iterator<Item = SessionId> + '_ {
+        self.sessions.keys().copied()
+    }
+
+    /// The node's data, if it exists.
+    pub fn data(&self, path: &str) -> Option<&[u8]> {
+        self.nodes.get(path).map(|n| n.data.as_slice())
+    }
+
+    /// Sessions holding a watch on `path`: data (or `exists` on an existing
+    /// node), child, and `exists` on a missing node, in that order.
+    pub fn watchers(&self, path: &str) -> [Vec<SessionId>; 3] {
+        let get = |m: &BTreeMap<String, BTreeSet<SessionId>>| {
+            m.get(path)
+                .map(|w| w.iter().copied().collect())
+                .unwrap_or_default()
+        };
+        [
+            get(&self.data_watches),
+            get(&self.child_watches),
+            get(&self.exist_watches),
+        ]
     }
 
     /// When the next session would expire if nothing more is heard.
@@ -213,15 +289,7 @@ impl ZkModel {
         let Some(s) = self.sessions.remove(&session) else {
             return Vec::new();
         };
-        for set in [
-            &mut self.data_watches,
-            &mut self.child_watches,
-            &mut self.exist_watches,
-        ] {
-            for watchers in set.values_mut() {
-                watchers.remove(&session);
-            }
-        }
+        self.drop_watches(session);
         let mut fired = Vec::new();
         for path in s.ephemerals {
             fired.extend(self.remove(&path));
@@ -258,11 +326,9 @@ impl ZkModel {
                 if node.acl == Acl::CreatorAllWorldRead && perm == READ {
                     return true;
                 }
-                let identity = self
-                    .sessions
+                self.sessions
                     .get(&session)
-                    .and_then(|s| s.identity.as_ref());
-                identity.is_some() && identity == node.creator.as_ref()
+                    .is_some_and(|s| !s.identities.is_disjoint(&node.creator))
             }
         }
     }
@@ -386,27 +452,71 @@ impl ZkModel {
                 }
                 (Ok(Reply::Exists(stat)), Vec::new())
             }
+            // The server's order: path, parent (NoNode), DELETE on the parent
+            // (NoAuth), the node (NoNode), its version, its children.
             Request::Delete { path, version } => {
+                if path == "/" || zkelect_core::config::validate_path(path).is_err() {
+                    return (Err(ZkCode::BadArguments), Vec::new());
+                }
+                let Some(parent) = parent_of(path).and_then(|p| self.nodes.get(p)) else {
+                    return (Err(ZkCode::NoNode), Vec::new());
+                };
+                if !self.allowed(parent, session, DELETE) {
+                    return (Err(ZkCode::NoAuth), Vec::new());
+                }
                 let Some(node) = self.nodes.get(path) else {
                     return (Err(ZkCode::NoNode), Vec::new());
                 };
-                if path == "/" {
-                    return (Err(ZkCode::BadArguments), Vec::new());
-                }
                 if version.is_some_and(|v| v != node.stat.version) {
                     return (Err(ZkCode::BadVersion), Vec::new());
                 }
                 if !node.children.is_empty() {
                     return (Err(ZkCode::NotEmpty), Vec::new());
                 }
-                let parent = parent_of(path).and_then(|p| self.nodes.get(p));
-                if parent.is_some_and(|p| !self.allowed(p, session, DELETE)) {
-                    return (Err(ZkCode::NoAuth), Vec::new());
-                }
                 let fired = self.remove(path);
                 (Ok(Reply::Deleted), fired)
             }
         }
+    }
+
+    /// `setData` from `session` at `now` (zkelect never sends one; an operator
+    /// or another application might): checks WRITE on the node and the version
+    /// (`None` = any), bumps the version and mzxid, and fires the data watches
+    /// with `NodeDataChanged`.
+    pub fn set_data(
+        &mut self,
+        now: Timestamp,
+        session: SessionId,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> (Result<Stat, ZkCode>, Vec<Fired>) {
+        if !self.sessions.contains_key(&session) {
+            return (Err(ZkCode::SessionExpired), Vec::new());
+        }
+        self.touch(now, session);
+        self.ops += 1;
+        let Some(node) = self.nodes.get(path) else {
+            return (Err(ZkCode::NoNode), Vec::new());
+        };
+        if !self.allowed(node, session, WRITE) {
+            return (Err(ZkCode::NoAuth), Vec::new());
+        }
+        if version.is_some_and(|v| v != node.stat.version) {
+            return (Err(ZkCode::BadVersion), Vec::new());
+        }
+        self.zxid += 1;
+        let zxid = self.zxid;
+        let Some(node) = self.nodes.get_mut(path) else {
+            return (Err(ZkCode::NoNode), Vec::new());
+        };
+        node.data = data.to_vec();
+        node.stat.version = node.stat.version.wrapping_add(1);
+        node.stat.mzxid = zxid;
+        node.stat.data_length = data.len() as i32;
+        let stat = node.stat;
+        let fired = self.fire(Table::Data, path, WatchKind::NodeDataChanged);
+        (Ok(stat), fired)
     }
 
     fn create(
@@ -425,16 +535,20 @@ impl ZkModel {
         let Some(parent_path) = parent_of(path).map(str::to_owned) else {
             return (Err(ZkCode::BadArguments), Vec::new());
         };
-        let identity = self.sessions.get(&session).and_then(|s| s.identity.clone());
-        if acl != Acl::Open && identity.is_none() {
+        // The server's order (`pRequest2TxnCreate`): path, ACL (InvalidACL),
+        // parent (NoNode), CREATE on the parent (NoAuth), the name (NodeExists),
+        // an ephemeral parent (NoChildrenForEphemerals).
+        let identities = self
+            .sessions
+            .get(&session)
+            .map(|s| s.identities.clone())
+            .unwrap_or_default();
+        if acl != Acl::Open && identities.is_empty() {
             return (Err(ZkCode::InvalidAcl), Vec::new());
         }
         let Some(parent) = self.nodes.get(&parent_path) else {
             return (Err(ZkCode::NoNode), Vec::new());
         };
-        if parent.stat.ephemeral_owner != 0 {
-            return (Err(ZkCode::NoChildrenForEphemerals), Vec::new());
-        }
         if !self.allowed(parent, session, CREATE) {
             return (Err(ZkCode::NoAuth), Vec::new());
         }
@@ -445,6 +559,9 @@ impl ZkModel {
         };
         if self.nodes.contains_key(&path) {
             return (Err(ZkCode::NodeExists), Vec::new());
+        }
+        if parent.stat.ephemeral_owner != 0 {
+            return (Err(ZkCode::NoChildrenForEphemerals), Vec::new());
         }
         self.zxid += 1;
         let owner = if mode.is_ephemeral() { session.0 } else { 0 };
@@ -464,7 +581,7 @@ impl ZkModel {
                 data: data.to_vec(),
                 stat,
                 acl,
-                creator: identity,
+                creator: identities,
                 children: BTreeSet::new(),
                 container: mode == CreateMode::Container,
             },

@@ -452,7 +452,7 @@ fn client_declares_the_connection_lost_after_two_thirds_of_the_timeout() {
 #[test]
 fn reconnect_keeps_a_live_session_and_reports_expiry_of_a_dead_one() {
     let mut zk = ZkModel::default();
-    let first = match reconnect(&mut zk, T0, None, Duration::from_secs(2)) {
+    let first = match reconnect(&mut zk, T0, None, Duration::from_secs(2), None) {
         Reconnected::New { session, timeout } => {
             assert_eq!(timeout, Duration::from_secs(2));
             session
@@ -461,13 +461,13 @@ fn reconnect_keeps_a_live_session_and_reports_expiry_of_a_dead_one() {
     };
     let t = Timestamp::from_millis(1_500);
     assert_eq!(
-        reconnect(&mut zk, t, Some(first), Duration::from_secs(2)),
+        reconnect(&mut zk, t, Some(first), Duration::from_secs(2), None),
         Reconnected::Same(first)
     );
     // Silent past its timeout: the server expires it, the reconnecting client learns it.
     let late = Timestamp::from_millis(4_000);
     zk.expire_due(late);
-    match reconnect(&mut zk, late, Some(first), Duration::from_secs(2)) {
+    match reconnect(&mut zk, late, Some(first), Duration::from_secs(2), None) {
         Reconnected::Expired { new, .. } => assert_ne!(new, first),
         other => panic!("{other:?}"),
     }

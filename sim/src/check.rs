@@ -1,0 +1,531 @@
+//! The checkers: every [`Invariant`] sees every step of the [`World`] and every
+//! [`Event`] it reports, and says whether its property still holds.
+//!
+//! # Clock assumptions
+//!
+//! The checkers rely on the client library's timing, as a real client has it:
+//! the client pings every third of the session timeout and declares the
+//! connection lost after two thirds without a message from the server; the
+//! server expires a session a full timeout after it last heard from it. A
+//! candidate therefore learns it is cut off (or, under the `SessionAware`
+//! policy, gives up at nine tenths of the timeout, counted from the *send* time
+//! of its last answered request) before the server can expire its session and
+//! let a successor in. [`Safety`] holds only if that ordering is honoured.
+//!
+//! # What each checker allows
+//!
+//! | checker | fails when |
+//! |---|---|
+//! | [`Safety`] `safety` | more than k candidates hold [`Role::Leader`] at once (runs without pauses; a candidate whose node an operator deleted is not counted until it learns, for at most [`REVOKE_GRACE`] session timeouts) |
+//! | [`Revocation`] `revocation` | a candidate whose node an operator deleted still leads one session timeout (of its own awake time) later |
+//! | [`Fencing`] `fencing` | (k = 1) the fenced resource accepts a write from a leader elected before the leader of a write it already accepted (a revoked leader's term ends at the deletion) |
+//! | [`TokensGrow`] `tokens-grow` | (k = 1) an `Elected` token is lower than the one before it, or equal but for another candidate (a revoked candidate's elections before it learns are not counted) |
+//! | [`Liveness`] `liveness` | from [`World::liveness_bound`] after the faults stop until the candidates are closed, fewer than `min(k, live)` leaders |
+//! | [`NoHerd`] `no-herd` | one server change (a deletion, a creation, a data change) makes more than k candidates send a read that reaches the server |
+//! | [`NoLeaks`] `no-leaks` | every process is closed or dead with its session gone, and the election path still has children |
+//! | [`OneAnswer`] `one-answer` | a command is answered twice or never emitted, or (at the end) a live process has a command never answered |
+//! | [`StaleReply`] `stale-reply` | a reply to a request the candidate no longer waits for changes its role |
+//! | [`NoError`] `no-error` | a candidate reports a fatal error (nothing in the simulation should cause one) |
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use zkelect_core::{FencingToken, Notice, OpId, Role};
+
+use crate::world::{Phase, World, PATH};
+
+/// What the world reports to its checkers besides "a step ended".
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// A step ended; the world is consistent and may be inspected.
+    Step,
+    /// A candidate told its application something.
+    Notice {
+        /// Process index.
+        pid: usize,
+        /// What it said.
+        notice: &'a Notice,
+    },
+    /// A candidate emitted a command.
+    Emitted {
+        /// Process index.
+        pid: usize,
+        /// The command's id.
+        op: OpId,
+    },
+    /// A command was answered (the reply was fed to the candidate).
+    Answered {
+        /// Process index.
+        pid: usize,
+        /// The command's id.
+        op: OpId,
+        /// The candidate was no longer waiting for it.
+        stale: bool,
+        /// The role it would have had at this moment without the reply.
+        role_before: Role,
+        /// Its role after the reply.
+        role_after: Role,
+    },
+    /// A read (`getChildren` or `getData`) that a candidate sent on waking from
+    /// a watch event reached the server; `cause` names the server change that
+    /// fired the watch.
+    Woken {
+        /// Process index.
+        pid: usize,
+        /// The server change.
+        cause: u64,
+    },
+    /// An operator deleted the process's node (the world's
+    /// [`Process::revoked_at`](crate::world::Process::revoked_at) says so until
+    /// the candidate's node changes).
+    Revoked {
+        /// Process index.
+        pid: usize,
+        /// Its token, if it was leading.
+        token: Option<FencingToken>,
+    },
+    /// A leader's write reached the fenced resource.
+    Write {
+        /// Process index.
+        pid: usize,
+        /// The token it wrote with.
+        token: FencingToken,
+        /// Whether the resource accepted it (its token was not lower than the
+        /// highest it had seen).
+        accepted: bool,
+    },
+    /// The liveness bound after the faults stopped has passed.
+    LivenessDue,
+    /// The run is over: every candidate closed, every dead session expired.
+    End,
+}
+
+/// A property checked after every step.
+pub trait Invariant {
+    /// The name a violation is reported under.
+    fn name(&self) -> &'static str;
+    /// Checks `event` against the world as it is now; `Err` explains the violation.
+    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String>;
+}
+
+/// How many session timeouts a revoked leader may go on leading while the
+/// deletion's notification reaches it.
+pub const REVOKE_GRACE: u32 = 1;
+
+/// The standard checkers for a run.
+pub fn standard() -> Vec<Box<dyn Invariant>> {
+    vec![
+        Box::new(Safety),
+        Box::new(Revocation),
+        Box::new(Fencing::default()),
+        Box::new(TokensGrow::default()),
+        Box::new(Liveness),
+        Box::new(NoHerd::default()),
+        Box::new(NoLeaks),
+        Box::new(OneAnswer::default()),
+        Box::new(StaleReply),
+        Box::new(NoError),
+    ]
+}
+
+/// Whether `p` is a candidate whose node an operator deleted, which has not
+/// learned it yet and is still within its grace: [`REVOKE_GRACE`] session
+/// timeouts of its own awake time since the deletion.
+fn revoked_in_grace(world: &World, p: &crate::world::Process<'_>) -> bool {
+    p.revoked_at.is_some_and(|at| {
+        let since = at.max(p.resumed_at);
+        p.paused || world.now() < since + p.session_timeout * REVOKE_GRACE
+    })
+}
+
+/// At most k candidates hold `Role::Leader` at once (runs without pauses).
+///
+/// A crashed process is not counted (it does nothing). Nor is a candidate
+/// whose node an operator deleted and which has not learned it yet, for at most
+/// [`REVOKE_GRACE`] session timeouts ([`Revocation`] fails after that): the
+/// revoked candidate and its successor learn of the deletion at different
+/// moments, and a listing the server sent just before the deletion can even
+/// make the revoked candidate believe it leads after its successor does (a
+/// "ghost" election).
+#[derive(Debug, Default)]
+pub struct Safety;
+
+impl Invariant for Safety {
+    fn name(&self) -> &'static str {
+        "safety"
+    }
+
+    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
+        if world.swarm().pauses || !matches!(event, Event::Step) {
+            return Ok(());
+        }
+        let leaders: Vec<_> = world
+            .processes()
+            .filter(|p| !p.crashed && p.candidate.role().is_leader())
+            .filter(|p| !revoked_in_grace(world, p))
+            .map(|p| format!("p{}({:?})", p.pid, p.candidate.role()))
+            .collect();
+        let k = world.swarm().leaders as usize;
+        if leaders.len() > k {
+            return Err(format!(
+                "{} leaders at once, at most {k}: {}",
+                leaders.len(),
+                leaders.join(", ")
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A candidate whose node an operator deleted does not lead for more than
+/// [`REVOKE_GRACE`] session timeouts of its own awake time after the deletion
+/// (a paused process cannot learn anything).
+#[derive(Debug, Default)]
+pub struct Revocation;
+
+impl Invariant for Revocation {
+    fn name(&self) -> &'static str {
+        "revocation"
+    }
+
+    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
+        if !matches!(event, Event::Step) {
+            return Ok(());
+        }
+        for p in world.processes() {
+            if let (Some(at), Role::Leader(token)) = (p.revoked_at, p.candidate.role()) {
+                if !p.crashed && !revoked_in_grace(world, &p) {
+                    return Err(format!(
+                        "p{} still leads with token {token} although an operator deleted its node at {at}",
+                        p.pid
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// With k = 1, the fenced resource never accepts a write from a deposed leader.
+///
+/// Every leader's application writes to a resource now and then, with its
+/// fencing token; a write travels for a while and is held up while its process
+/// is paused (the process froze between checking its role and writing). The
+/// resource accepts a write whose token is not lower than the highest it has
+/// seen. A violation is an accepted write from a leadership that was *elected
+/// before* the leadership of a write the resource had already accepted: the
+/// resource saw the newer leader and still let the older one in. Election order
+/// is the order of `Elected` notices, not token order, so tokens that fail to
+/// grow are caught here too.
+///
+/// A revoked candidate's leadership ended when its node was deleted: its
+/// writes count as of the election before the deletion, and an election it
+/// "wins" before it learns of the deletion (a ghost election, see [`Safety`])
+/// counts as that old one too — so the resource may take its writes only until
+/// it has accepted one from a leader elected after the deletion.
+#[derive(Debug, Default)]
+pub struct Fencing {
+    /// (pid, token) → election number.
+    terms: BTreeMap<(usize, FencingToken), u64>,
+    elections: u64,
+    /// pid → the election count when an operator deleted its node.
+    revoked: BTreeMap<usize, u64>,
+    /// The newest election whose write was accepted, and by whom.
+    newest_accepted: Option<(u64, usize, FencingToken)>,
+}
+
+impl Invariant for Fencing {
+    fn name(&self) -> &'static str {
+        "fencing"
+    }
+
+    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
+        if world.swarm().leaders != 1 {
+            return Ok(());
+        }
+        match *event {
+            Event::Revoked { pid, .. } => {
+                self.revoked.insert(pid, self.elections);
+            }
+            Event::Notice {
+                pid,
+                notice: Notice::Elected { token },
+            } => {
+                let term = match (world.process(pid).revoked_at, self.revoked.get(&pid)) {
+                    (Some(_), Some(&then)) => then,
+                    _ => {
+                        self.elections += 1;
+                        self.elections
+                    }
+                };
+                self.terms.insert((pid, *token), term);
+            }
+            Event::Write {
+                pid,
+                token,
+                accepted: true,
+            } => {
+                let term = self.terms.get(&(pid, token)).copied().unwrap_or(0);
+                if let Some((newest, by, their)) = self.newest_accepted {
+                    if term < newest {
+                        return Err(format!(
+                            "the resource accepted p{pid}'s write with token {token} (election #{term}) after p{by}'s with token {their} (election #{newest})"
+                        ));
+                    }
+                }
+                self.newest_accepted = Some((term, pid, token));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// With k = 1, each `Elected` carries a higher token than the one before (the
+/// same token again only for the same candidate re-verifying its own node).
+/// Ghost elections of a revoked candidate (see [`Safety`]) are not counted.
+#[derive(Debug, Default)]
+pub struct TokensGrow {
+    last: Option<(usize, FencingToken)>,
+}
+
+impl Invariant for TokensGrow {
+    fn name(&self) -> &'static str {
+        "tokens-grow"
+    }
+
+    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
+        let Event::Notice {
+            pid,
+            notice: Notice::Elected { token },
+        } = *event
+        else {
+            return Ok(());
+        };
+        if world.swarm().leaders != 1 || world.process(pid).revoked_at.is_some() {
+            return Ok(());
+        }
+        if let Some((last_pid, last)) = self.last {
+            if *token < last || (*token == last && last_pid != pid) {
+                return Err(format!(
+                    "p{pid} elected with token {token} after p{last_pid} had {last}"
+                ));
+            }
+        }
+        self.last = Some((pid, *token));
+        Ok(())
+    }
+}
+
+/// Once the faults stop, within [`World::liveness_bound`] there are
+/// `min(k, live)` leaders, and there stay that many until the candidates are
+/// closed. Live: not crashed, and joined (not idle, closed or failed).
+#[derive(Debug, Default)]
+pub struct Liveness;
+
+impl Invariant for Liveness {
+    fn name(&self) -> &'static str {
+        "liveness"
+    }
+
+    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
+        let due = match event {
+            Event::LivenessDue => true,
+            Event::Step => world.phase() == Phase::Settled,
+            _ => false,
+        };
+        if !due {
+            return Ok(());
+        }
+        let live: Vec<_> = world
+            .processes()
+            .filter(|p| {
+                !p.crashed
+                    && !matches!(p.candidate.role(), Role::Idle | Role::Closed | Role::Failed)
+            })
+            .collect();
+        let leaders = live
+            .iter()
+            .filter(|p| p.candidate.role().is_leader())
+            .count();
+        let want = live.len().min(world.swarm().leaders as usize);
+        if leaders < want {
+            let roles: Vec<String> = live
+                .iter()
+                .map(|p| format!("p{}:{:?}", p.pid, p.candidate.role()))
+                .collect();
+            return Err(format!(
+                "{leaders} leader(s) {}ms after the faults stopped, want {want}; live: {}",
+                world.now().saturating_since(world.healed_at()).as_millis(),
+                roles.join(" ")
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One server change wakes at most k followers (the predecessor recipe: each
+/// node is watched by the k nodes above it), judged by what the server sees:
+/// reads sent on waking from a watch event of that change that reach it. A
+/// candidate's own-node watch does not count (the change was to its own node).
+#[derive(Debug, Default)]
+pub struct NoHerd {
+    woken: BTreeMap<u64, BTreeSet<usize>>,
+}
+
+impl Invariant for NoHerd {
+    fn name(&self) -> &'static str {
+        "no-herd"
+    }
+
+    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
+        let Event::Woken { pid, cause } = *event else {
+            return Ok(());
+        };
+        let woken = self.woken.entry(cause).or_default();
+        woken.insert(pid);
+        let k = world.swarm().leaders as usize;
+        if woken.len() > k {
+            return Err(format!(
+                "one server change (#{cause}) made {} candidates read: {:?}",
+                woken.len(),
+                woken.iter().map(|p| format!("p{p}")).collect::<Vec<_>>()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Once every process has closed, or died and had its session expired, the
+/// election path has no children; checked after every step and at the end.
+#[derive(Debug, Default)]
+pub struct NoLeaks;
+
+impl Invariant for NoLeaks {
+    fn name(&self) -> &'static str {
+        "no-leaks"
+    }
+
+    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
+        let all_gone = || {
+            world.processes().all(|p| {
+                p.session_closed
+                    || (p.crashed && p.session.is_none_or(|s| !world.zk().session_alive(s)))
+            })
+        };
+        let check = match event {
+            Event::End => true,
+            Event::Step => all_gone(),
+            _ => false,
+        };
+        if !check {
+            return Ok(());
+        }
+        let left = world.zk().stat(PATH).map_or(0, |s| s.num_children);
+        if left > 0 && all_gone() {
+            return Err(format!(
+                "every candidate closed or expired, and the election path still holds {:?}",
+                world.zk().children(PATH)
+            ));
+        }
+        if left > 0 {
+            return Err(format!(
+                "at the end of the run the election path still holds {:?}",
+                world.zk().children(PATH)
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Every command is answered exactly once: never twice, never one that was not
+/// emitted, and by the end of the run every command of a process still alive has
+/// its answer.
+#[derive(Debug, Default)]
+pub struct OneAnswer {
+    pending: BTreeSet<(usize, OpId)>,
+}
+
+impl Invariant for OneAnswer {
+    fn name(&self) -> &'static str {
+        "one-answer"
+    }
+
+    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
+        match *event {
+            Event::Emitted { pid, op } => {
+                if !self.pending.insert((pid, op)) {
+                    return Err(format!("p{pid} emitted op {op} twice"));
+                }
+            }
+            Event::Answered { pid, op, .. } => {
+                if !self.pending.remove(&(pid, op)) {
+                    return Err(format!("p{pid} op {op} answered twice (or never emitted)"));
+                }
+            }
+            Event::End => {
+                let unanswered: Vec<String> = self
+                    .pending
+                    .iter()
+                    .filter(|(pid, _)| !world.process(*pid).crashed)
+                    .map(|(pid, op)| format!("p{pid} {op}"))
+                    .collect();
+                if !unanswered.is_empty() {
+                    return Err(format!("never answered: {}", unanswered.join(", ")));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// A reply to a request the candidate no longer waits for does not change its
+/// role (compared with the same candidate given only the time).
+#[derive(Debug, Default)]
+pub struct StaleReply;
+
+impl Invariant for StaleReply {
+    fn name(&self) -> &'static str {
+        "stale-reply"
+    }
+
+    fn check(&mut self, _world: &World, event: &Event<'_>) -> Result<(), String> {
+        if let Event::Answered {
+            pid,
+            op,
+            stale: true,
+            role_before,
+            role_after,
+        } = *event
+        {
+            if role_before != role_after {
+                return Err(format!(
+                    "p{pid}: the stale reply to {op} changed its role from {role_before:?} to {role_after:?}"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// No candidate stops on a fatal error: the simulation gives none a reason to
+/// (every session is authenticated when the ACL needs it, every path is valid).
+#[derive(Debug, Default)]
+pub struct NoError;
+
+impl Invariant for NoError {
+    fn name(&self) -> &'static str {
+        "no-error"
+    }
+
+    fn check(&mut self, _world: &World, event: &Event<'_>) -> Result<(), String> {
+        if let Event::Notice {
+            pid,
+            notice: Notice::Error(e),
+        } = event
+        {
+            return Err(format!("p{pid} failed: {e}"));
+        }
+        Ok(())
+    }
+}
