@@ -1,49 +1,130 @@
-//! The driver: one task that owns a [`Candidate`] and moves data between it, a
-//! [`Transport`] and the application. No election logic lives here.
+//! The driver: one task that owns a [`Candidate`] by value and moves data
+//! between it, a [`Transport`] and the application. No election logic lives
+//! here; every decision is the core's.
 //!
-//! Each turn: read the clock once, feed one input (an intent, a transport event,
-//! a completed operation, or the timer), publish the notices, start the
-//! commands, and sleep until the next input or the machine's deadline. On waking
-//! the clock is checked against the deadline rather than trusting that the
-//! sleep fired (quinn's `drive_timer` lesson), and every input is fed with the
-//! current time, so a process that was frozen first learns from the machine
-//! whether its lease ran out before it acts on anything queued meanwhile.
+//! Each turn (style.md §4.3):
+//!
+//! 1. wait for one of four sources — an intent from the API, a transport
+//!    event, a completed request (tagged with its [`OpId`]), or the core's
+//!    deadline;
+//! 2. read the clock once;
+//! 3. **fire what is due first**: if the core's deadline has passed, call
+//!    `handle_timeout(now)` and publish its notices before feeding the input
+//!    that woke us. A process that was frozen (GC pause, SIGSTOP, an
+//!    overloaded runtime) thereby learns from the core that its lease ran out
+//!    — and tells the application it is no longer leader — before it acts on
+//!    anything that queued up meanwhile;
+//! 4. feed the input;
+//! 5. publish: notices first (role channel and broadcast), then start the
+//!    commands, then recompute the deadline.
+//!
+//! The deadline is checked against the clock, not trusted from the sleep
+//! having fired (quinn's `drive_timer` lesson), so a spurious or late wake-up
+//! is harmless.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
-use tokio::task::JoinSet;
+use tokio::task::{JoinError, JoinSet};
 use tokio::time::Instant;
 use tracing::{debug, info, info_span, warn, Instrument};
 use zkelect_core::{
-    Candidate, CandidateError, Command, Input, Notice, OpId, Reply, Role, Timestamp, ZkCode,
+    Candidate, CandidateError, Command, DemotionReason, Input, Notice, OpId, Reply, Role,
+    Timestamp, ZkCode,
 };
 
 use crate::transport::{EventStream, Transport, TransportEvent};
 
-/// Counters of one election, cheap to read at any time.
-#[derive(Debug, Default)]
+/// Counters of one election, read with [`Election::metrics`](crate::Election::metrics).
+///
+/// A snapshot: plain numbers, cheap to copy and export.
+///
+/// ```
+/// # fn example(election: &zkelect::Election) {
+/// let m = election.metrics();
+/// println!("elected {} times, {} failovers seen, {} requests", m.elections, m.failovers, m.ops);
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Metrics {
     /// Times this candidate was elected.
-    pub elections: AtomicU64,
-    /// Times it stopped leading.
-    pub demotions: AtomicU64,
+    pub elections: u64,
+    /// Times this candidate stopped leading (any reason, resigning included).
+    pub demotions: u64,
+    /// Times the leader this candidate knew of was replaced by another node
+    /// (the first leader seen does not count).
+    pub failovers: u64,
+    /// Changes of the leader as seen by this candidate, the first included.
+    pub leader_changes: u64,
     /// Requests performed.
-    pub ops: AtomicU64,
-    /// Requests that failed.
-    pub op_errors: AtomicU64,
-    /// Leader changes seen.
-    pub leader_changes: AtomicU64,
+    pub ops: u64,
+    /// Requests that failed (any error, `NoNode` included).
+    pub op_errors: u64,
+    /// Requests that failed with `OperationTimeout` (the transport's bound).
+    pub op_timeouts: u64,
+    /// Replies the core ignored because their request was superseded.
+    pub stale_replies: u64,
+    /// Elections won on a watch notification alone, without a round trip.
+    pub zero_rtt_takeovers: u64,
+    /// Creates whose reply was lost and whose node was found again by its nonce.
+    pub recovered_creates: u64,
 }
 
-/// What the application asks the driver.
+/// The live counters behind [`Metrics`].
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    elections: AtomicU64,
+    demotions: AtomicU64,
+    failovers: AtomicU64,
+    leader_changes: AtomicU64,
+    ops: AtomicU64,
+    op_errors: AtomicU64,
+    op_timeouts: AtomicU64,
+    stale_replies: AtomicU64,
+    zero_rtt_takeovers: AtomicU64,
+    recovered_creates: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self) -> Metrics {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        Metrics {
+            elections: get(&self.elections),
+            demotions: get(&self.demotions),
+            failovers: get(&self.failovers),
+            leader_changes: get(&self.leader_changes),
+            ops: get(&self.ops),
+            op_errors: get(&self.op_errors),
+            op_timeouts: get(&self.op_timeouts),
+            stale_replies: get(&self.stale_replies),
+            zero_rtt_takeovers: get(&self.zero_rtt_takeovers),
+            recovered_creates: get(&self.recovered_creates),
+        }
+    }
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// What the application asks the driver. Each carries an acknowledgement,
+/// sent once the intent has been fed and its notices published.
 #[derive(Debug)]
 pub(crate) enum Intent {
-    Join,
-    Resign { rejoin: bool },
-    Close { done: oneshot::Sender<()> },
+    Join {
+        done: Option<oneshot::Sender<()>>,
+    },
+    Resign {
+        rejoin: bool,
+        done: oneshot::Sender<()>,
+    },
+    Close {
+        done: oneshot::Sender<()>,
+    },
 }
 
 /// What the driver publishes.
@@ -53,8 +134,11 @@ pub(crate) struct Outputs {
     pub(crate) lease: watch::Sender<Option<Instant>>,
     pub(crate) node: watch::Sender<Option<String>>,
     pub(crate) notices: broadcast::Sender<Notice>,
+    /// The fatal error, set before the role turns `Failed`.
     pub(crate) error: Mutex<Option<CandidateError>>,
-    pub(crate) metrics: Metrics,
+    /// The reason of the latest demotion, set before the role is published.
+    pub(crate) demotion: Mutex<Option<DemotionReason>>,
+    pub(crate) counters: Counters,
 }
 
 impl Outputs {
@@ -65,12 +149,15 @@ impl Outputs {
             node: watch::channel(None).0,
             notices: broadcast::channel(256).0,
             error: Mutex::new(None),
-            metrics: Metrics::default(),
+            demotion: Mutex::new(None),
+            counters: Counters::default(),
         })
     }
 }
 
-/// Maps the runtime's clock onto the machine's.
+/// Maps the runtime's clock onto the machine's: milliseconds since the
+/// driver started. Built on `tokio::time::Instant`, so paused test time
+/// (`#[tokio::test(start_paused = true)]`) is the machine's time too.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Clock {
     epoch: Instant,
@@ -84,16 +171,30 @@ impl Clock {
     }
 
     pub(crate) fn now(&self) -> Timestamp {
-        let ms = Instant::now()
-            .saturating_duration_since(self.epoch)
-            .as_millis();
+        self.at(Instant::now())
+    }
+
+    fn at(&self, instant: Instant) -> Timestamp {
+        let ms = instant.saturating_duration_since(self.epoch).as_millis();
         Timestamp::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
     }
 
+    /// The instant of a machine timestamp (rounded down to the millisecond
+    /// the machine sees, so a sleep until it never wakes before it is due).
     pub(crate) fn instant(&self, at: Timestamp) -> Instant {
         self.epoch + Duration::from_millis(at.as_millis())
     }
 }
+
+/// What woke the driver.
+enum Wake {
+    Intent(Option<Intent>),
+    Event(Option<TransportEvent>),
+    Done(Result<(tokio::task::Id, Answer), JoinError>),
+    Timer,
+}
+
+type Answer = (OpId, Result<Reply, ZkCode>);
 
 /// The driver task's state.
 pub(crate) struct Driver {
@@ -103,149 +204,254 @@ pub(crate) struct Driver {
     pub(crate) intents: mpsc::UnboundedReceiver<Intent>,
     pub(crate) outputs: Arc<Outputs>,
     pub(crate) clock: Clock,
-    /// How long `close` waits for the node's deletion before closing the session anyway.
+    /// How long `close` waits for the node's deletion before closing the
+    /// session anyway, and how long it waits for the session's close.
     pub(crate) close_timeout: Duration,
 }
 
+/// The requests in flight: tasks, and which op each answers.
+struct Ops {
+    tasks: JoinSet<Answer>,
+    ids: HashMap<tokio::task::Id, OpId>,
+}
+
 impl Driver {
-    /// Runs until the candidate is closed (or fails) and the transport is closed.
-    pub(crate) async fn run(mut self) {
+    /// Runs until the candidate is closed (or fails), then closes the transport.
+    pub(crate) async fn run(self) {
         let span = info_span!(
             "election",
             path = self.candidate.config().path(),
             id = self.candidate.config().id()
         );
-        async move {
-            let mut ops: JoinSet<(OpId, Result<Reply, ZkCode>)> = JoinSet::new();
-            let mut closers: Vec<oneshot::Sender<()>> = Vec::new();
-            let mut close_deadline: Option<Instant> = None;
-            let mut events_open = true;
-            let mut intents_open = true;
-            loop {
-                self.publish(&mut ops);
-                if self.candidate.is_closed() || self.candidate.is_failed() {
-                    break;
-                }
-                if close_deadline.is_some_and(|d| Instant::now() >= d) {
-                    warn!("close: the node's deletion did not complete in time; closing the session instead");
-                    break;
-                }
-                let deadline = self.candidate.poll_timeout().map(|t| self.clock.instant(t));
-                let wake = match (deadline, close_deadline) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-                tokio::select! {
-                    intent = self.intents.recv(), if intents_open => match intent {
-                        Some(intent) => {
-                            let now = self.clock.now();
-                            match intent {
-                                Intent::Join => self.candidate.join(now),
-                                Intent::Resign { rejoin } => self.candidate.resign(now, rejoin),
-                                Intent::Close { done } => {
-                                    closers.push(done);
-                                    close_deadline.get_or_insert(Instant::now() + self.close_timeout);
-                                    self.candidate.close(now);
-                                }
-                            }
-                        }
-                        // Every handle is gone: nobody can close us, so close now.
-                        None => {
-                            intents_open = false;
-                            close_deadline.get_or_insert(Instant::now() + self.close_timeout);
-                            self.candidate.close(self.clock.now());
-                        }
-                    },
-                    event = self.events.recv(), if events_open => match event {
-                        Some(TransportEvent::Session(e)) => {
-                            debug!(?e, "session event");
-                            self.candidate.handle(self.clock.now(), Input::Session(e));
-                        }
-                        Some(TransportEvent::Watch(e)) => {
-                            debug!(?e, "watch event");
-                            self.candidate.handle(self.clock.now(), Input::Watch(e));
-                        }
-                        None => events_open = false,
-                    },
-                    Some(done) = ops.join_next(), if !ops.is_empty() => {
-                        if let Ok((op, result)) = done {
-                            if result.is_err() {
-                                self.outputs.metrics.op_errors.fetch_add(1, Ordering::Relaxed);
-                            }
-                            self.candidate.handle(self.clock.now(), Input::Reply { op, result });
-                        }
-                    }
-                    () = sleep_until(wake), if wake.is_some() => {
-                        // Trust the clock, not the timer: fire only what is due.
-                        let now = self.clock.now();
-                        if deadline.is_some_and(|d| self.clock.instant(now) >= d) {
-                            self.candidate.handle_timeout(now);
-                        }
-                    }
-                }
+        self.run_inner().instrument(span).await;
+    }
+
+    async fn run_inner(mut self) {
+        let mut ops = Ops {
+            tasks: JoinSet::new(),
+            ids: HashMap::new(),
+        };
+        let mut acks: Vec<oneshot::Sender<()>> = Vec::new();
+        let mut closers: Vec<oneshot::Sender<()>> = Vec::new();
+        let mut close_deadline: Option<Instant> = None;
+        let mut events_open = true;
+        let mut intents_open = true;
+        let mut last_leader: Option<String> = None;
+        loop {
+            self.publish(&mut ops, &mut last_leader);
+            for ack in acks.drain(..) {
+                let _ = ack.send(());
             }
-            self.publish(&mut ops);
-            ops.abort_all();
-            self.transport.close().await;
-            self.outputs.role.send_replace(if self.candidate.is_failed() { Role::Failed } else { Role::Closed });
-            self.outputs.lease.send_replace(None);
-            for done in closers {
-                let _ = done.send(());
+            if self.candidate.is_closed() || self.candidate.is_failed() {
+                break;
             }
-            info!("election closed");
+            if close_deadline.is_some_and(|d| Instant::now() >= d) {
+                warn!("close: the node's deletion did not complete in time; closing the session instead");
+                break;
+            }
+            let deadline = self.candidate.poll_timeout().map(|t| self.clock.instant(t));
+            let wake_at = match (deadline, close_deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let wake = tokio::select! {
+                intent = self.intents.recv(), if intents_open => Wake::Intent(intent),
+                event = self.events.recv(), if events_open => Wake::Event(event),
+                Some(done) = ops.tasks.join_next_with_id(), if !ops.tasks.is_empty() => Wake::Done(done),
+                () = sleep_until(wake_at), if wake_at.is_some() => Wake::Timer,
+            };
+            // One clock reading per turn.
+            let now = self.clock.now();
+            // Zombie-proofing: whatever woke us, fire what is due before the
+            // input is acted on, and let the application hear of it first.
+            if self.candidate.poll_timeout().is_some_and(|t| t <= now) {
+                self.candidate.handle_timeout(now);
+                self.publish(&mut ops, &mut last_leader);
+            }
+            match wake {
+                Wake::Intent(Some(intent)) => match intent {
+                    Intent::Join { done } => {
+                        debug!("intent: join");
+                        self.candidate.join(now);
+                        acks.extend(done);
+                    }
+                    Intent::Resign { rejoin, done } => {
+                        debug!(rejoin, "intent: resign");
+                        self.candidate.resign(now, rejoin);
+                        acks.push(done);
+                    }
+                    Intent::Close { done } => {
+                        debug!("intent: close");
+                        closers.push(done);
+                        close_deadline.get_or_insert(Instant::now() + self.close_timeout);
+                        self.candidate.close(now);
+                    }
+                },
+                // Every handle is gone: nobody can close us, so close now.
+                Wake::Intent(None) => {
+                    debug!("every handle dropped: closing");
+                    intents_open = false;
+                    close_deadline.get_or_insert(Instant::now() + self.close_timeout);
+                    self.candidate.close(now);
+                }
+                Wake::Event(Some(TransportEvent::Session(e))) => {
+                    info!(event = ?e, "session");
+                    self.candidate.handle(now, Input::Session(e));
+                }
+                Wake::Event(Some(TransportEvent::Watch(e))) => {
+                    debug!(kind = ?e.kind, path = e.path, "watch fired");
+                    self.candidate.handle(now, Input::Watch(e));
+                }
+                Wake::Event(None) => {
+                    debug!("the transport's event stream ended");
+                    events_open = false;
+                }
+                Wake::Done(done) => {
+                    if let Some((op, result)) = self.answer(&mut ops, done) {
+                        self.candidate.handle(now, Input::Reply { op, result });
+                    }
+                }
+                // Already handled above: the deadline is checked against the clock.
+                Wake::Timer => {}
+            }
         }
-        .instrument(span)
-        .await;
+        self.publish(&mut ops, &mut last_leader);
+        for ack in acks.drain(..) {
+            let _ = ack.send(());
+        }
+        ops.tasks.abort_all();
+        if tokio::time::timeout(self.close_timeout, self.transport.close())
+            .await
+            .is_err()
+        {
+            warn!(timeout = ?self.close_timeout, "close: the transport did not close in time");
+        }
+        // Wait for the aborted requests to be dropped, so nothing that holds
+        // the transport outlives the driver.
+        while ops.tasks.join_next().await.is_some() {}
+        let end = if self.candidate.is_failed() {
+            Role::Failed
+        } else {
+            Role::Closed
+        };
+        self.outputs.role.send_replace(end);
+        self.outputs.lease.send_replace(None);
+        self.outputs.node.send_replace(None);
+        for done in closers {
+            let _ = done.send(());
+        }
+        info!(role = ?end, "election stopped");
+    }
+
+    /// Turns a finished request task into the reply to feed, if any.
+    fn answer(
+        &self,
+        ops: &mut Ops,
+        done: Result<(tokio::task::Id, Answer), JoinError>,
+    ) -> Option<Answer> {
+        let c = &self.outputs.counters;
+        match done {
+            Ok((id, (op, result))) => {
+                ops.ids.remove(&id);
+                match &result {
+                    Ok(_) => debug!(%op, "reply"),
+                    Err(code) => {
+                        bump(&c.op_errors);
+                        if *code == ZkCode::OperationTimeout {
+                            bump(&c.op_timeouts);
+                        }
+                        debug!(%op, %code, "reply: error");
+                    }
+                }
+                Some((op, result))
+            }
+            // Every request is answered exactly once: a transport that
+            // panicked answers as a broken connection (the request may or
+            // may not have been applied, which the core knows how to handle).
+            Err(e) => {
+                let op = ops.ids.remove(&e.id())?;
+                warn!(%op, error = %e, "the transport failed to perform a request");
+                bump(&c.op_errors);
+                Some((op, Err(ZkCode::ConnectionLoss)))
+            }
+        }
     }
 
     /// Notices first (a demotion must reach the application before anything
-    /// else happens), then commands, then the lease and role channels.
-    fn publish(&mut self, ops: &mut JoinSet<(OpId, Result<Reply, ZkCode>)>) {
+    /// else happens), then the role, node and lease channels, then commands.
+    fn publish(&mut self, ops: &mut Ops, last_leader: &mut Option<String>) {
+        let c = &self.outputs.counters;
         while let Some(notice) = self.candidate.poll_notice() {
-            let m = &self.outputs.metrics;
             match &notice {
                 Notice::Elected { token } => {
-                    m.elections.fetch_add(1, Ordering::Relaxed);
+                    bump(&c.elections);
                     info!(token = token.0, "elected");
                 }
                 Notice::Demoted { reason } => {
-                    m.demotions.fetch_add(1, Ordering::Relaxed);
+                    bump(&c.demotions);
+                    if let Ok(mut slot) = self.outputs.demotion.lock() {
+                        *slot = Some(*reason);
+                    }
                     info!(%reason, "demoted");
                 }
-                Notice::Suspended => info!("connection suspended"),
-                Notice::Resumed => info!("connection resumed"),
+                Notice::Suspended => info!("suspended: no contact with the server"),
+                Notice::Resumed => info!("resumed"),
                 Notice::Joined { node } => info!(node, "joined the queue"),
                 Notice::LeaderChanged { leader } => {
-                    m.leader_changes.fetch_add(1, Ordering::Relaxed);
-                    debug!(?leader, "leader changed");
+                    bump(&c.leader_changes);
+                    if last_leader.is_some() && leader.is_some() && leader != last_leader {
+                        bump(&c.failovers);
+                    }
+                    if leader.is_some() {
+                        last_leader.clone_from(leader);
+                    }
+                    info!(leader = leader.as_deref().unwrap_or("-"), "leader changed");
                 }
                 Notice::Error(e) => {
-                    warn!(error = %e, "election stopped");
+                    warn!(error = %e, "election stopped by a fatal error");
                     if let Ok(mut slot) = self.outputs.error.lock() {
                         *slot = Some(e.clone());
                     }
                 }
             }
-            // The role is published with each notice, so a watcher of the role
+            // The role goes out with each notice, so a watcher of the role
             // sees a demotion as soon as a subscriber of notices does.
-            self.outputs
-                .role
-                .send_if_modified(|r| replace(r, self.candidate.role()));
+            self.publish_role();
             let _ = self.outputs.notices.send(notice);
         }
-        self.outputs
-            .role
-            .send_if_modified(|r| replace(r, self.candidate.role()));
+        self.publish_role();
         let node = self.candidate.node().map(str::to_owned);
         self.outputs.node.send_if_modified(|n| replace(n, node));
         let lease = self.candidate.lease_expiry().map(|t| self.clock.instant(t));
         self.outputs.lease.send_if_modified(|l| replace(l, lease));
+        let stats = self.candidate.stats();
+        c.stale_replies
+            .store(stats.stale_replies, Ordering::Relaxed);
+        c.zero_rtt_takeovers
+            .store(stats.zero_rtt_takeovers, Ordering::Relaxed);
+        c.recovered_creates
+            .store(stats.recovered_creates, Ordering::Relaxed);
         while let Some(Command { op, request }) = self.candidate.poll_command() {
-            self.outputs.metrics.ops.fetch_add(1, Ordering::Relaxed);
-            let transport = Arc::clone(&self.transport);
+            bump(&c.ops);
             debug!(%op, verb = request.verb(), path = request.path(), "perform");
-            ops.spawn(async move { (op, transport.perform(request).await) });
+            let transport = Arc::clone(&self.transport);
+            let task = ops
+                .tasks
+                .spawn(async move { (op, transport.perform(request).await) });
+            ops.ids.insert(task.id(), op);
         }
+    }
+
+    fn publish_role(&self) {
+        let role = self.candidate.role();
+        self.outputs.role.send_if_modified(|r| {
+            if *r == role {
+                return false;
+            }
+            info!(from = ?*r, to = ?role, "role");
+            *r = role;
+            true
+        });
     }
 }
 

@@ -1,47 +1,34 @@
-//! Driver behaviour with a mocked transport: correlation, retries, errors, shutdown.
+//! Driver behaviour with mocked transports: correlation, retries, errors,
+//! ordering, cancellation and shutdown. All in paused (virtual) time.
+//!
+//! `MockTransport` (mockall) answers at once and checks call counts; the
+//! `Scripted` transport below adds what a mock returning values cannot
+//! express: answers that take time, never come, or panic.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
-use zkelect_core::{CandidateError, Reply, Request, Role, SessionEvent, SessionId, Stat, ZkCode};
-
 use async_trait::async_trait;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use zkelect_core::{
+    CandidateError, DemotionReason, Notice, Reply, Request, Role, SessionEvent, SessionId, Stat,
+    WatchEvent, WatchKind, ZkCode,
+};
 
 use crate::transport::{MockTransport, Transport, TransportEvent};
-use crate::{Election, ElectionError};
-
-/// A transport whose answers can take time or never come (what mocks returning
-/// values cannot express).
-struct Scripted {
-    slow_creates: bool,
-    hang_deletes: bool,
-    closes: Arc<AtomicUsize>,
-}
-
-#[async_trait]
-impl Transport for Scripted {
-    async fn perform(&self, request: Request) -> Result<Reply, ZkCode> {
-        match request {
-            Request::Create { .. } if self.slow_creates => {
-                tokio::time::sleep(Duration::from_millis(50)).await
-            }
-            Request::Delete { .. } if self.hang_deletes => std::future::pending::<()>().await,
-            _ => {}
-        }
-        answer(&request, "n_0000000000")
-    }
-    async fn close(&self) {
-        self.closes.fetch_add(1, Ordering::SeqCst);
-    }
-}
+use crate::{Election, ElectionError, LeadOutcome};
 
 const PATH: &str = "/svc/leader";
+const OWN: &str = "n_0000000000";
+const TOKEN: i64 = 42;
+const SESSION: i64 = 7;
 
 fn connected() -> TransportEvent {
     TransportEvent::Session(SessionEvent::Connected {
-        session_id: Some(SessionId(7)),
+        session_id: Some(SessionId(SESSION)),
         timeout: Duration::from_secs(6),
     })
 }
@@ -49,95 +36,196 @@ fn connected() -> TransportEvent {
 fn stat(czxid: i64) -> Stat {
     Stat {
         czxid,
-        ephemeral_owner: 7,
+        ephemeral_owner: SESSION,
         ..Stat::default()
     }
 }
 
-/// A mock server good enough for one candidate: answers by request kind.
-fn answer(request: &Request, own: &str) -> Result<Reply, ZkCode> {
+/// A server good enough for one candidate alone: answers by request kind.
+fn answer(request: &Request) -> Result<Reply, ZkCode> {
     match request {
         Request::Create { .. } => Ok(Reply::Created {
-            path: format!("{PATH}/{own}"),
-            stat: stat(42),
+            path: format!("{PATH}/{OWN}"),
+            stat: stat(TOKEN),
         }),
-        Request::GetChildren { .. } => Ok(Reply::Children(vec![own.to_owned()])),
+        Request::GetChildren { .. } => Ok(Reply::Children(vec![OWN.to_owned()])),
         Request::GetData { .. } => Ok(Reply::Data {
             data: vec![],
-            stat: stat(42),
+            stat: stat(TOKEN),
         }),
         Request::Exists { .. } => Ok(Reply::Exists(Some(stat(1)))),
         Request::Delete { .. } => Ok(Reply::Deleted),
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn replies_are_correlated_even_when_they_complete_out_of_order() {
-    // Creates answer late, everything else at once: completion order differs from issue order.
-    let transport = Scripted {
-        slow_creates: true,
-        hang_deletes: false,
-        closes: Arc::default(),
-    };
+/// Events for a transport that has just connected.
+fn events() -> (mpsc::UnboundedSender<TransportEvent>, crate::EventStream) {
     let (tx, rx) = mpsc::unbounded_channel();
-    tx.send(connected()).unwrap();
+    let _ = tx.send(connected());
+    (tx, rx)
+}
+
+/// A transport with scripted timing: per-verb delays, verbs that never
+/// answer, a close that never returns, a first create that panics, and a
+/// switch that silences every later request.
+#[derive(Default)]
+struct Scripted {
+    delays: HashMap<&'static str, Duration>,
+    hang: Vec<&'static str>,
+    hang_close: bool,
+    panic_first_create: AtomicBool,
+    silent: Arc<AtomicBool>,
+    closes: Arc<AtomicUsize>,
+    /// `issued <verb>` and `answered <verb>`, in order.
+    log: Arc<Mutex<Vec<String>>>,
+    /// Dropped with the transport: shows when nothing holds it any more.
+    alive: Arc<()>,
+}
+
+impl Scripted {
+    fn note(&self, line: String) {
+        if let Ok(mut log) = self.log.lock() {
+            log.push(line);
+        }
+    }
+}
+
+#[async_trait]
+impl Transport for Scripted {
+    async fn perform(&self, request: Request) -> Result<Reply, ZkCode> {
+        let verb = request.verb();
+        self.note(format!("issued {verb}"));
+        if matches!(request, Request::Create { .. })
+            && self.panic_first_create.swap(false, Ordering::SeqCst)
+        {
+            panic!("scripted transport bug");
+        }
+        if self.hang.contains(&verb) || self.silent.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        if let Some(delay) = self.delays.get(verb) {
+            tokio::time::sleep(*delay).await;
+        }
+        self.note(format!("answered {verb}"));
+        answer(&request)
+    }
+
+    async fn close(&self) {
+        self.closes.fetch_add(1, Ordering::SeqCst);
+        if self.hang_close {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+async fn join(transport: impl Transport) -> (Election, mpsc::UnboundedSender<TransportEvent>) {
+    let (tx, rx) = events();
     let election = Election::builder(transport, rx)
         .path(PATH)
         .id("a")
         .join()
         .await
-        .unwrap();
-    assert_eq!(election.wait_leader().await.unwrap().0, 42);
+        .expect("the scripted server accepts the node");
+    (election, tx)
+}
+
+#[tokio::test(start_paused = true)]
+async fn replies_are_correlated_even_when_they_complete_out_of_order() {
+    // After the create, the listing and the own-node watch are issued
+    // together (listing first); the listing answers last.
+    let transport = Scripted {
+        delays: HashMap::from([
+            ("exists", Duration::from_millis(300)),
+            ("children", Duration::from_millis(200)),
+        ]),
+        ..Scripted::default()
+    };
+    let log = Arc::clone(&transport.log);
+    let (election, _events) = join(transport).await;
+    assert_eq!(election.wait_leader().await.unwrap().0, TOKEN);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let log = log.lock().unwrap().clone();
+    let issued: Vec<_> = log
+        .iter()
+        .filter_map(|l| l.strip_prefix("issued "))
+        .collect();
+    let answered: Vec<_> = log
+        .iter()
+        .filter_map(|l| l.strip_prefix("answered "))
+        .collect();
+    assert_ne!(issued, answered, "replies overtook each other: {log:?}");
+    let m = election.metrics();
+    assert_eq!(m.stale_replies, 0, "every reply matched its request");
+    assert_eq!(m.op_errors, 0);
+    assert!(election.role().is_leader());
     election.close().await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn connection_loss_is_retried_after_backoff() {
-    let creates = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&creates);
+    let lists = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&lists);
     let mut mock = MockTransport::new();
-    mock.expect_perform().returning(move |request| {
-        let n = if matches!(request, Request::Create { .. }) {
-            seen.fetch_add(1, Ordering::SeqCst)
-        } else {
-            99
-        };
-        match (&request, n) {
-            // The first create fails; the recovery listing finds no node with
-            // this session's nonce, so the candidate creates again.
-            (Request::Create { .. }, 0) => Err(ZkCode::OperationTimeout),
-            (Request::GetChildren { .. }, _) => Ok(Reply::Children(vec!["n_0000000001".into()])),
-            _ => answer(&request, "n_0000000001"),
-        }
-    });
-    mock.expect_close().returning(|| ());
-    let (tx, rx) = mpsc::unbounded_channel();
-    tx.send(connected()).unwrap();
-    let election = Election::builder(mock, rx)
-        .path(PATH)
-        .id("a")
-        .join()
-        .await
-        .unwrap();
+    mock.expect_perform()
+        .returning(move |request| match request {
+            // The first two listings fail with the connection.
+            Request::GetChildren { .. } if seen.fetch_add(1, Ordering::SeqCst) < 2 => {
+                Err(ZkCode::ConnectionLoss)
+            }
+            other => answer(&other),
+        });
+    mock.expect_close().times(1).returning(|| ());
+    let (election, _events) = join(mock).await;
+    let started = Instant::now();
     election.wait_leader().await.unwrap();
-    assert_eq!(
-        creates.load(Ordering::SeqCst),
-        2,
-        "one failed create, one retry"
+    assert!(
+        lists.load(Ordering::SeqCst) >= 3,
+        "two failures, then a listing that worked"
     );
+    assert!(
+        started.elapsed() > Duration::ZERO,
+        "the retries waited for the backoff"
+    );
+    assert_eq!(election.metrics().op_errors, 2);
     election.close().await;
 }
 
 #[tokio::test(start_paused = true)]
-async fn no_auth_surfaces_as_an_error_to_the_caller() {
+async fn a_create_lost_to_a_timeout_is_recovered_then_retried() {
+    let creates = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&creates);
+    let mut mock = MockTransport::new();
+    mock.expect_perform()
+        .returning(move |request| match request {
+            // The first create's fate is unknown; the recovery listing finds no
+            // node with this session's nonce, so the candidate creates again.
+            Request::Create { .. } if seen.fetch_add(1, Ordering::SeqCst) == 0 => {
+                Err(ZkCode::OperationTimeout)
+            }
+            other => answer(&other),
+        });
+    mock.expect_close().returning(|| ());
+    let (election, _events) = join(mock).await;
+    election.wait_leader().await.unwrap();
+    assert_eq!(
+        creates.load(Ordering::SeqCst),
+        2,
+        "one lost create, one retry"
+    );
+    assert_eq!(election.metrics().op_timeouts, 1);
+    election.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_auth_surfaces_as_an_error_to_join() {
     let mut mock = MockTransport::new();
     mock.expect_perform().returning(|request| match request {
         Request::Create { .. } => Err(ZkCode::NoAuth),
-        other => answer(&other, "n_0000000000"),
+        other => answer(&other),
     });
+    // The election stops and closes its session by itself.
     mock.expect_close().times(1).returning(|| ());
-    let (tx, rx) = mpsc::unbounded_channel();
-    tx.send(connected()).unwrap();
+    let (_tx, rx) = events();
     let result = Election::builder(mock, rx).path(PATH).id("a").join().await;
     match result {
         Err(ElectionError::Fatal(CandidateError::Refused {
@@ -149,15 +237,93 @@ async fn no_auth_surfaces_as_an_error_to_the_caller() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn close_is_bounded_even_when_the_transport_hangs() {
-    let closed = Arc::new(AtomicUsize::new(0));
+async fn no_auth_surfaces_as_an_error_to_wait_leader() {
+    let mut mock = MockTransport::new();
+    mock.expect_perform().returning(|request| match request {
+        // The node is created, but the election path cannot be listed.
+        Request::GetChildren { .. } => Err(ZkCode::NoAuth),
+        other => answer(&other),
+    });
+    mock.expect_close().times(1).returning(|| ());
+    let (_tx, rx) = events();
+    // `start`, not `join`: join itself may already see the failure.
+    let election = Election::builder(mock, rx)
+        .path(PATH)
+        .id("a")
+        .start()
+        .await
+        .unwrap();
+    let err = election.wait_leader().await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            ElectionError::Fatal(CandidateError::Refused {
+                code: ZkCode::NoAuth,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert_eq!(election.role(), Role::Failed);
+    assert!(election.error().is_some());
+    // lead() reports the same error rather than waiting forever.
+    assert!(election.lead(|_| async {}).await.is_err());
+    election.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn rejected_credentials_surface_as_an_auth_error() {
+    let mut mock = MockTransport::new();
+    mock.expect_perform().returning(|r| answer(&r));
+    mock.expect_close().returning(|| ());
+    let (election, events) = join(mock).await;
+    election.wait_leader().await.unwrap();
+    events
+        .send(TransportEvent::Session(SessionEvent::AuthFailed))
+        .unwrap();
+    let _ = election.changes().wait_for(|r| *r == Role::Failed).await;
+    let err = election.wait_leader().await.unwrap_err();
+    assert!(matches!(err, ElectionError::Auth(_)), "{err:?}");
+    election.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn close_deletes_the_node_and_closes_the_session_once() {
+    let mut mock = MockTransport::new();
+    mock.expect_perform()
+        .withf(|r| matches!(r, Request::Delete { path, .. } if path == &format!("{PATH}/{OWN}")))
+        .times(1)
+        .returning(|r| answer(&r));
+    mock.expect_perform()
+        .withf(|r| !matches!(r, Request::Delete { .. }))
+        .returning(|r| answer(&r));
+    mock.expect_close().times(1).returning(|| ());
+    let (election, _events) = join(mock).await;
+    election.wait_leader().await.unwrap();
+    let other = election.clone();
+    tokio::join!(election.close(), other.close());
+    assert_eq!(election.role(), Role::Closed);
+    election.close().await;
+    assert!(matches!(
+        election.wait_leader().await,
+        Err(ElectionError::Closed)
+    ));
+    assert!(matches!(
+        election.resign(true).await,
+        Err(ElectionError::Closed)
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn close_is_bounded_and_leaves_nothing_running_even_when_the_transport_hangs() {
     let transport = Scripted {
-        slow_creates: false,
-        hang_deletes: true,
-        closes: Arc::clone(&closed),
+        hang: vec!["delete"],
+        hang_close: true,
+        ..Scripted::default()
     };
-    let (tx, rx) = mpsc::unbounded_channel();
-    tx.send(connected()).unwrap();
+    let closes = Arc::clone(&transport.closes);
+    let alive: Weak<()> = Arc::downgrade(&transport.alive);
+    let (tx, rx) = events();
     let election = Election::builder(transport, rx)
         .path(PATH)
         .id("a")
@@ -166,62 +332,192 @@ async fn close_is_bounded_even_when_the_transport_hangs() {
         .await
         .unwrap();
     election.wait_leader().await.unwrap();
-    let started = tokio::time::Instant::now();
+    let started = Instant::now();
     election.close().await;
+    // Two bounded steps: the delete, then the session's close.
     assert!(
-        started.elapsed() <= Duration::from_secs(3),
+        started.elapsed() <= Duration::from_secs(4) + Duration::from_millis(100),
         "close took {:?}",
         started.elapsed()
     );
     assert_eq!(
-        closed.load(Ordering::SeqCst),
+        closes.load(Ordering::SeqCst),
         1,
         "the session was closed once"
     );
     assert_eq!(election.role(), Role::Closed);
-    // Nothing left running: the driver task is gone, so a second close returns at once.
+    // Nothing left running: the driver and every request task are gone, and
+    // with them the last reference to the transport.
+    drop(tx);
+    tokio::task::yield_now().await;
+    assert!(alive.upgrade().is_none(), "the transport is still held");
+    let again = Instant::now();
     election.close().await;
+    assert_eq!(
+        again.elapsed(),
+        Duration::ZERO,
+        "a second close returns at once"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_every_handle_closes_the_election() {
+    let transport = Scripted::default();
+    let closes = Arc::clone(&transport.closes);
+    let alive: Weak<()> = Arc::downgrade(&transport.alive);
+    let log = Arc::clone(&transport.log);
+    let (election, _events) = join(transport).await;
+    election.wait_leader().await.unwrap();
+    drop(election);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(closes.load(Ordering::SeqCst), 1);
+    assert!(log.lock().unwrap().iter().any(|l| l == "answered delete"));
+    assert!(alive.upgrade().is_none());
 }
 
 #[tokio::test(start_paused = true)]
 async fn demotion_is_published_before_the_next_command_is_performed() {
-    let order = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let order = Arc::new(Mutex::new(Vec::<String>::new()));
     let log = Arc::clone(&order);
     let mut mock = MockTransport::new();
     mock.expect_perform().returning(move |request| {
         if matches!(request, Request::Delete { .. }) {
-            if let Ok(mut l) = log.lock() {
-                l.push("delete performed".into());
-            }
+            log.lock().unwrap().push("delete performed".into());
         }
-        answer(&request, "n_0000000000")
+        answer(&request)
     });
     mock.expect_close().returning(|| ());
-    let (tx, rx) = mpsc::unbounded_channel();
-    tx.send(connected()).unwrap();
-    let election = Election::builder(mock, rx)
-        .path(PATH)
-        .id("a")
-        .join()
-        .await
-        .unwrap();
+    let (election, _events) = join(mock).await;
     election.wait_leader().await.unwrap();
     let mut roles = election.changes();
+    let mut notices = election.notices();
     let watcher_log = Arc::clone(&order);
     let watcher = tokio::spawn(async move {
         let _ = roles.wait_for(|r| !r.is_leader()).await;
-        if let Ok(mut l) = watcher_log.lock() {
-            l.push("demotion seen".into());
-        }
+        watcher_log.lock().unwrap().push("demotion seen".into());
     });
-    election.resign(false);
+    election.resign(false).await.unwrap();
+    // When resign returns the demotion is out.
+    assert!(!election.role().is_leader());
+    assert_eq!(
+        notices.try_recv().ok(),
+        Some(Notice::Demoted {
+            reason: DemotionReason::Resigned
+        })
+    );
     watcher.await.unwrap();
     tokio::time::sleep(Duration::from_millis(10)).await;
     let order = order.lock().unwrap().clone();
+    assert_eq!(order, ["demotion seen", "delete performed"]);
+    election.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stale_lease_demotes_before_a_queued_event_is_acted_on() {
+    let transport = Scripted::default();
+    let silent = Arc::clone(&transport.silent);
+    let (election, events) = join(transport).await;
+    election.wait_leader().await.unwrap();
+    let mut notices = election.notices();
+    // The server goes silent, an event queues up, and the process is not
+    // scheduled for longer than the lease (6 s session: suspended after 4 s).
+    silent.store(true, Ordering::SeqCst);
+    events
+        .send(TransportEvent::Watch(WatchEvent {
+            kind: WatchKind::NodeDeleted,
+            path: format!("{PATH}/{OWN}"),
+        }))
+        .unwrap();
+    tokio::time::advance(Duration::from_secs(5)).await;
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let first = notices.recv().await.unwrap();
     assert_eq!(
-        order.first().map(String::as_str),
-        Some("demotion seen"),
-        "{order:?}"
+        first,
+        Notice::Suspended,
+        "the stale lease is acted on first"
+    );
+    assert!(!election.role().is_leader());
+    election.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn lead_drops_the_work_the_moment_leadership_is_suspended() {
+    let mut mock = MockTransport::new();
+    mock.expect_perform().returning(|r| answer(&r));
+    mock.expect_close().returning(|| ());
+    let (election, events) = join(mock).await;
+    let dropped = Arc::new(AtomicBool::new(false));
+    struct Guard(Arc<AtomicBool>);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let flag = Arc::clone(&dropped);
+    let lead = election.lead(|token| async move {
+        let _guard = Guard(flag);
+        assert_eq!(token.0, TOKEN);
+        std::future::pending::<()>().await;
+    });
+    let disconnect = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        events
+            .send(TransportEvent::Session(SessionEvent::Disconnected))
+            .unwrap();
+    };
+    let (outcome, ()) = tokio::join!(lead, disconnect);
+    assert_eq!(outcome.unwrap(), LeadOutcome::Suspended);
+    assert_eq!(election.role(), Role::Suspended(crate::FencingToken(TOKEN)));
+    assert!(dropped.load(Ordering::SeqCst), "the work was dropped");
+    election.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn lead_returns_what_the_work_returns_and_reports_why_leadership_ended() {
+    let mut mock = MockTransport::new();
+    mock.expect_perform().returning(|r| answer(&r));
+    mock.expect_close().returning(|| ());
+    let (election, _events) = join(mock).await;
+    let out = election.lead(|token| async move { token.0 + 1 }).await;
+    assert_eq!(out.unwrap(), LeadOutcome::Finished(TOKEN + 1));
+    let resigner = election.clone();
+    let lead = election.lead(|_| std::future::pending::<()>());
+    let (outcome, resigned) = tokio::join!(lead, resigner.resign(true));
+    resigned.unwrap();
+    // The mock re-elects at once with the same token, so the role channel
+    // alone could not show the demotion; the notice does.
+    assert_eq!(
+        outcome.unwrap(),
+        LeadOutcome::Demoted(DemotionReason::Resigned)
     );
     election.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_transport_that_panics_still_answers_its_request() {
+    let transport = Scripted {
+        panic_first_create: AtomicBool::new(true),
+        ..Scripted::default()
+    };
+    let (election, _events) = join(transport).await;
+    // The panicked create answers ConnectionLoss; the core recovers and leads.
+    assert_eq!(election.wait_leader().await.unwrap().0, TOKEN);
+    assert!(election.metrics().op_errors >= 1);
+    election.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn metrics_count_elections_and_requests() {
+    let mut mock = MockTransport::new();
+    mock.expect_perform().returning(|r| answer(&r));
+    mock.expect_close().returning(|| ());
+    let (election, _events) = join(mock).await;
+    election.wait_leader().await.unwrap();
+    let m = election.metrics();
+    assert_eq!(m.elections, 1);
+    assert_eq!(m.leader_changes, 1);
+    assert_eq!(m.failovers, 0);
+    assert!(m.ops >= 2, "at least a create and a listing: {m:?}");
+    election.close().await;
+    assert_eq!(election.metrics().demotions, 1);
 }

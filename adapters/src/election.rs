@@ -1,30 +1,43 @@
 //! The friendly API: build, join, watch the role, lead, resign, close.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use zkelect_core::{
-    Acl, Candidate, Config, ConfigBuilder, ConnectionPolicy, FencingToken, Mode, Notice, Role,
-    WatchStrategy,
+    Acl, Candidate, CandidateError, Config, ConfigBuilder, ConnectionPolicy, DemotionReason,
+    FencingToken, Mode, Notice, Role, WatchStrategy,
 };
 
 use crate::driver::{Clock, Driver, Intent, Metrics, Outputs};
 use crate::error::ElectionError;
 use crate::transport::{EventStream, Transport};
+#[cfg(feature = "zookeeper-async")]
+use crate::zk_async::{ConnectOptions, ZkAsyncTransport};
 
-/// Builds an [`Election`] over a transport.
+/// Where the builder gets its transport.
+enum Source {
+    Ready {
+        transport: Arc<dyn Transport>,
+        events: EventStream,
+    },
+    #[cfg(feature = "zookeeper-async")]
+    Connect(ConnectOptions),
+}
+
+/// Builds an [`Election`]: from a transport with [`Election::builder`], or from
+/// connection settings with [`Election::connect`].
 ///
 /// ```no_run
 /// # async fn example() -> Result<(), zkelect::ElectionError> {
 /// use std::time::Duration;
-/// use zkelect::{ConnectOptions, Election, ZkAsyncTransport};
+/// use zkelect::{ConnectOptions, Election};
 ///
-/// let (transport, events) = ZkAsyncTransport::connect(ConnectOptions::new("127.0.0.1:2181")).await?;
-/// let election = Election::builder(transport, events)
+/// let options = ConnectOptions::new("127.0.0.1:2181").session_timeout(Duration::from_secs(6));
+/// let election = Election::connect(options)
 ///     .path("/services/scheduler/leader")
 ///     .id("node-a")
 ///     .join()
@@ -35,10 +48,9 @@ use crate::transport::{EventStream, Transport};
 /// # Ok(())
 /// # }
 /// ```
-#[must_use]
+#[must_use = "an election starts with `join().await` or `start().await`"]
 pub struct ElectionBuilder {
-    transport: Arc<dyn Transport>,
-    events: EventStream,
+    source: Source,
     path: String,
     id: String,
     tune: Vec<Box<dyn FnOnce(ConfigBuilder) -> ConfigBuilder + Send>>,
@@ -51,111 +63,165 @@ impl std::fmt::Debug for ElectionBuilder {
         f.debug_struct("ElectionBuilder")
             .field("path", &self.path)
             .field("id", &self.id)
+            .field("close_timeout", &self.close_timeout)
+            .field("join_timeout", &self.join_timeout)
             .finish_non_exhaustive()
     }
 }
 
 impl ElectionBuilder {
+    fn new(source: Source) -> Self {
+        Self {
+            source,
+            path: String::new(),
+            id: String::new(),
+            tune: Vec::new(),
+            close_timeout: Duration::from_secs(5),
+            join_timeout: Duration::from_secs(30),
+        }
+    }
+
     fn tune(mut self, f: impl FnOnce(ConfigBuilder) -> ConfigBuilder + Send + 'static) -> Self {
         self.tune.push(Box::new(f));
         self
     }
 
-    /// The election path (the parent of the candidates' nodes).
+    /// The election path: the parent of the candidates' nodes, created (with
+    /// its ancestors, as persistent nodes) if missing.
     pub fn path(mut self, path: impl Into<String>) -> Self {
         self.path = path.into();
         self
     }
-    /// This candidate's id, stored in its node.
+
+    /// This candidate's id, stored in its node for others to read.
     pub fn id(mut self, id: impl Into<String>) -> Self {
         self.id = id.into();
         self
     }
+
     /// Extra data stored in the node after the id.
     pub fn data(self, data: impl Into<Vec<u8>>) -> Self {
         let data = data.into();
         self.tune(move |c| c.data(data))
     }
-    /// How many leaders (default 1).
+
+    /// How many leaders at once (default 1): the k lowest nodes lead.
     pub fn leaders(self, k: u32) -> Self {
         self.tune(move |c| c.leaders(k))
     }
-    /// Which node a follower watches.
+
+    /// Which node a follower watches (default: its predecessor only).
     pub fn strategy(self, strategy: WatchStrategy) -> Self {
         self.tune(move |c| c.strategy(strategy))
     }
-    /// What a leader does on a suspended connection.
+
+    /// What a leader does while the connection is suspended (default:
+    /// `Standard`, stop leading at once).
     pub fn policy(self, policy: ConnectionPolicy) -> Self {
         self.tune(move |c| c.policy(policy))
     }
-    /// Follow the election without a node.
+
+    /// Follow the election without a node of its own.
     pub fn observer(self) -> Self {
         self.tune(|c| c.mode(Mode::Observer))
     }
-    /// ACL for created nodes (use with credentials given to the transport).
+
+    /// The ACL of created nodes; `CreatorAll*` needs credentials on the transport.
     pub fn acl(self, acl: Acl) -> Self {
         self.tune(move |c| c.acl(acl))
     }
-    /// Whether a revoked candidate rejoins (default true).
+
+    /// Whether a candidate whose node an operator deleted joins again (default true).
     pub fn rejoin_on_revoke(self, yes: bool) -> Self {
         self.tune(move |c| c.rejoin_on_revoke(yes))
     }
+
     /// Let Curator and kazoo nodes queue with ours.
     pub fn interop(self, yes: bool) -> Self {
         self.tune(move |c| c.interop(yes))
     }
+
     /// Any other core setting.
+    ///
+    /// ```no_run
+    /// # fn example(builder: zkelect::ElectionBuilder) -> zkelect::ElectionBuilder {
+    /// use std::time::Duration;
+    /// builder.configure(|c| c.backoff(Duration::from_millis(50), Duration::from_secs(2)))
+    /// # }
+    /// ```
     pub fn configure(
         self,
         f: impl FnOnce(ConfigBuilder) -> ConfigBuilder + Send + 'static,
     ) -> Self {
         self.tune(f)
     }
-    /// How long `close` may take before the session is closed without the delete (default 5 s).
+
+    /// How long [`Election::close`] waits for the node's deletion before it
+    /// closes the session anyway, and again for the session's close (default 5 s).
     pub fn close_timeout(mut self, timeout: Duration) -> Self {
         self.close_timeout = timeout;
         self
     }
-    /// How long `join` waits for the node to be created (default 30 s).
+
+    /// How long [`join`](Self::join) waits for the node to be created (default 30 s).
     pub fn join_timeout(mut self, timeout: Duration) -> Self {
         self.join_timeout = timeout;
         self
     }
 
-    /// Validates the configuration and starts the driver without waiting.
-    pub fn start(self) -> Result<Election, ElectionError> {
-        let mut builder = Config::builder(self.path, self.id).nonce_seed(random_seed());
-        for f in self.tune {
+    fn config(&mut self) -> Result<Config, ElectionError> {
+        let mut builder =
+            Config::builder(std::mem::take(&mut self.path), std::mem::take(&mut self.id))
+                .nonce_seed(random_seed());
+        for f in self.tune.drain(..) {
             builder = f(builder);
         }
-        let config = builder.build()?;
+        Ok(builder.build()?)
+    }
+
+    /// Validates the configuration, connects if built from settings, and
+    /// starts the driver without waiting for the node.
+    pub async fn start(mut self) -> Result<Election, ElectionError> {
+        // Bad input is refused before touching the network.
+        let config = self.config()?;
+        let (transport, events): (Arc<dyn Transport>, EventStream) = match self.source {
+            Source::Ready { transport, events } => (transport, events),
+            #[cfg(feature = "zookeeper-async")]
+            Source::Connect(options) => {
+                let (transport, events) = ZkAsyncTransport::connect(options).await?;
+                (Arc::new(transport), events)
+            }
+        };
         let observer = config.mode() == Mode::Observer;
         let outputs = Outputs::new();
         let (intents_tx, intents_rx) = mpsc::unbounded_channel();
         let driver = Driver {
             candidate: Candidate::new(config),
-            transport: self.transport,
-            events: self.events,
+            transport,
+            events,
             intents: intents_rx,
             outputs: Arc::clone(&outputs),
             clock: Clock::new(),
             close_timeout: self.close_timeout,
         };
         let task = tokio::spawn(driver.run());
-        let _ = intents_tx.send(Intent::Join);
+        let _ = intents_tx.send(Intent::Join { done: None });
         Ok(Election {
             intents: intents_tx,
             outputs,
-            task: Arc::new(std::sync::Mutex::new(Some(task))),
+            task: Arc::new(Mutex::new(Some(task))),
             observer,
             join_timeout: self.join_timeout,
+            close_timeout: self.close_timeout,
         })
     }
 
-    /// Starts and waits until this candidate's node is in the queue (observers:
-    /// returns at once). Fails on a fatal error (bad credentials, NoAuth…).
+    /// Starts and waits until this candidate's node is in the queue (an
+    /// observer returns at once). Fails on a fatal error (`NoAuth`, rejected
+    /// credentials, …) or after the join timeout; the election is then closed
+    /// in the background.
     pub async fn join(self) -> Result<Election, ElectionError> {
-        let election = self.start()?;
+        let election = self.start().await?;
         if !election.observer {
             election.wait_joined().await?;
         }
@@ -181,36 +247,72 @@ fn random_seed() -> u64 {
 pub enum LeadOutcome<T> {
     /// The closure finished while still leading.
     Finished(T),
-    /// Leadership was suspended or lost; the closure was dropped at that moment.
-    Interrupted(Role),
+    /// The connection went into doubt: the closure was dropped, but
+    /// leadership may come back with the same token once the server answers
+    /// again — call [`lead`](Election::lead) again to wait for it.
+    Suspended,
+    /// Leadership was lost for this reason; the closure was dropped.
+    Demoted(DemotionReason),
 }
 
-/// A candidate in a running election. Cheap to clone; the election ends when
-/// [`close`](Self::close) is called or the last handle is dropped.
+/// A candidate in a running election.
+///
+/// Cheap to clone: clones share one candidate. The election ends when
+/// [`close`](Self::close) is called, or — in the background — when the last
+/// handle is dropped.
 #[derive(Debug, Clone)]
 pub struct Election {
     intents: mpsc::UnboundedSender<Intent>,
     outputs: Arc<Outputs>,
-    task: Arc<std::sync::Mutex<Option<JoinHandle<()>>>>,
+    task: Arc<Mutex<Option<JoinHandle<()>>>>,
     observer: bool,
     join_timeout: Duration,
+    close_timeout: Duration,
 }
 
 impl Election {
     /// Starts building an election over `transport` and its event stream.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zkelect::ElectionError> {
+    /// use std::time::Duration;
+    /// use zkelect::memory::MemoryServer;
+    /// use zkelect::Election;
+    ///
+    /// let server = MemoryServer::new();
+    /// let (transport, events) = server.connect(Duration::from_secs(4));
+    /// let election = Election::builder(transport, events).path("/svc/leader").id("a").join().await?;
+    /// election.wait_leader().await?;
+    /// election.close().await;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn builder(transport: impl Transport, events: EventStream) -> ElectionBuilder {
-        ElectionBuilder {
+        ElectionBuilder::new(Source::Ready {
             transport: Arc::new(transport),
             events,
-            path: String::new(),
-            id: String::new(),
-            tune: Vec::new(),
-            close_timeout: Duration::from_secs(5),
-            join_timeout: Duration::from_secs(30),
-        }
+        })
+    }
+
+    /// Starts building an election over a new zookeeper-async session; the
+    /// connection is made by [`join`](ElectionBuilder::join) (or
+    /// [`start`](ElectionBuilder::start)), after the configuration is validated.
+    #[cfg(feature = "zookeeper-async")]
+    pub fn connect(options: ConnectOptions) -> ElectionBuilder {
+        ElectionBuilder::new(Source::Connect(options))
     }
 
     /// The current role, and every change to it.
+    ///
+    /// ```no_run
+    /// # async fn example(election: zkelect::Election) {
+    /// let mut roles = election.changes();
+    /// while roles.changed().await.is_ok() {
+    ///     println!("now {:?}", *roles.borrow_and_update());
+    /// }
+    /// # }
+    /// ```
     pub fn changes(&self) -> watch::Receiver<Role> {
         self.outputs.role.subscribe()
     }
@@ -220,31 +322,38 @@ impl Election {
         *self.outputs.role.borrow()
     }
 
-    /// Every notice from now on (Elected, Demoted, Suspended, LeaderChanged, …).
+    /// Every notice from now on (`Elected`, `Demoted`, `Suspended`,
+    /// `LeaderChanged`, …), published before the driver performs the next
+    /// request. A slow receiver that lags 256 notices behind loses the oldest.
     pub fn notices(&self) -> broadcast::Receiver<Notice> {
         self.outputs.notices.subscribe()
     }
 
     /// While leading: when leadership lapses unless the server answers again.
     /// Work done for the leader (a child process, a lease on a resource) must
-    /// stop by then; see `zkelect run`'s watchdog.
+    /// stop by then; `zkelect run` uses it for its watchdog.
     pub fn lease(&self) -> watch::Receiver<Option<Instant>> {
         self.outputs.lease.subscribe()
     }
 
-    /// This candidate's node name, once known.
+    /// This candidate's node name (not the full path), once known.
     pub fn node(&self) -> Option<String> {
         self.outputs.node.borrow().clone()
     }
 
-    /// Counters.
-    pub fn metrics(&self) -> &Metrics {
-        &self.outputs.metrics
+    /// The counters so far.
+    pub fn metrics(&self) -> Metrics {
+        self.outputs.counters.snapshot()
+    }
+
+    /// The error that stopped the election, if one did.
+    pub fn error(&self) -> Option<CandidateError> {
+        self.outputs.error.lock().ok().and_then(|e| e.clone())
     }
 
     fn fatal(&self) -> ElectionError {
-        match self.outputs.error.lock().ok().and_then(|e| e.clone()) {
-            Some(zkelect_core::CandidateError::AuthFailed) => {
+        match self.error() {
+            Some(CandidateError::AuthFailed) => {
                 ElectionError::Auth("the server rejected this session's credentials".into())
             }
             Some(e) => ElectionError::Fatal(e),
@@ -275,6 +384,10 @@ impl Election {
     }
 
     /// Waits until this candidate leads and returns its fencing token.
+    ///
+    /// Fails if the election stops first: [`ElectionError::Fatal`] (e.g.
+    /// `NoAuth`), [`ElectionError::Auth`] or [`ElectionError::Closed`].
+    /// Cancellation-safe.
     pub async fn wait_leader(&self) -> Result<FencingToken, ElectionError> {
         let mut role = self.changes();
         loop {
@@ -289,17 +402,26 @@ impl Election {
         }
     }
 
-    /// Waits for leadership, then runs `work` with the fencing token for as long
-    /// as this candidate leads. The moment the role is anything but that same
-    /// `Leader` (suspended, demoted, closed), `work` is dropped — cancelled at
-    /// its next await point — and the new role is returned.
+    /// Waits for leadership, then runs `work` with the fencing token for as
+    /// long as this candidate leads that term. The moment leadership is
+    /// suspended or lost (a `Suspended` or `Demoted` notice, or any role but
+    /// that `Leader`), `work` is dropped — cancelled at its next await point —
+    /// and the reason is returned. Dropping the `lead` future drops `work` too.
+    ///
+    /// `work` should pass the token along with every write to the resource it
+    /// guards, so a deposed leader whose cancellation came too late is still
+    /// refused there.
     ///
     /// ```no_run
     /// # async fn example(election: zkelect::Election) -> Result<(), zkelect::ElectionError> {
     /// use zkelect::LeadOutcome;
-    /// match election.lead(|token| async move { /* act as leader, writes fenced by token */ token }).await? {
-    ///     LeadOutcome::Finished(_) => println!("done while leading"),
-    ///     LeadOutcome::Interrupted(role) => println!("stopped: now {role:?}"),
+    ///
+    /// loop {
+    ///     match election.lead(|token| async move { /* act as leader; fence with token */ token }).await? {
+    ///         LeadOutcome::Finished(_) => break,
+    ///         LeadOutcome::Suspended => println!("connection in doubt; waiting to lead again"),
+    ///         LeadOutcome::Demoted(reason) => println!("stopped leading: {reason}; waiting to lead again"),
+    ///     }
     /// }
     /// # Ok(())
     /// # }
@@ -310,45 +432,103 @@ impl Election {
         Fut: Future<Output = T>,
     {
         let token = self.wait_leader().await?;
+        // Notices catch what the role channel can coalesce away: a
+        // suspension and a resumption (same token) between two polls.
+        let mut notices = self.notices();
         let mut role = self.changes();
         let lost = async {
             loop {
                 let now = *role.borrow_and_update();
                 if now != Role::Leader(token) {
-                    return now;
+                    return self.outcome_of(now);
                 }
-                if role.changed().await.is_err() {
-                    return Role::Closed;
+                tokio::select! {
+                    changed = role.changed() => if changed.is_err() {
+                        return LeadOutcome::Demoted(DemotionReason::Closed);
+                    },
+                    notice = notices.recv() => match notice {
+                        Ok(Notice::Suspended) => return LeadOutcome::Suspended,
+                        Ok(Notice::Demoted { reason }) => return LeadOutcome::Demoted(reason),
+                        Ok(_) => {}
+                        // Too far behind to know: assume the worst that can heal.
+                        Err(broadcast::error::RecvError::Lagged(_)) => return LeadOutcome::Suspended,
+                        Err(broadcast::error::RecvError::Closed) => {
+                            return LeadOutcome::Demoted(DemotionReason::Closed)
+                        }
+                    },
                 }
             }
         };
         tokio::select! {
+            // Losing leadership wins over a closure that finishes in the same poll.
             biased;
-            now = lost => Ok(LeadOutcome::Interrupted(now)),
+            outcome = lost => Ok(outcome),
             out = work(token) => Ok(LeadOutcome::Finished(out)),
         }
     }
 
-    /// Steps down: a leader is demoted at once; the node is deleted; with
-    /// `rejoin` the candidate joins again at the back of the queue.
-    pub fn resign(&self, rejoin: bool) {
-        let _ = self.intents.send(Intent::Resign { rejoin });
-    }
-
-    /// Joins again after a resign without rejoin (idempotent).
-    pub fn join(&self) {
-        let _ = self.intents.send(Intent::Join);
-    }
-
-    /// Leaves for good: deletes the node (bounded by the close timeout), closes
-    /// the session and waits until the driver has stopped. Idempotent.
-    pub async fn close(&self) {
-        let (done, wait) = oneshot::channel();
-        if self.intents.send(Intent::Close { done }).is_ok() {
-            let _ = wait.await;
+    /// Why a role other than the leader's ended a `lead`.
+    fn outcome_of<T>(&self, role: Role) -> LeadOutcome<T> {
+        match role {
+            Role::Suspended(_) => LeadOutcome::Suspended,
+            Role::Closed => LeadOutcome::Demoted(DemotionReason::Closed),
+            Role::Failed => LeadOutcome::Demoted(DemotionReason::Failed),
+            _ => LeadOutcome::Demoted(
+                self.outputs
+                    .demotion
+                    .lock()
+                    .ok()
+                    .and_then(|r| *r)
+                    .unwrap_or(DemotionReason::Lost),
+            ),
         }
+    }
+
+    /// Steps down: a leader is demoted at once, the node is deleted, and with
+    /// `rejoin` the candidate joins again at the back of the queue. Returns
+    /// once the demotion is published (the role is no longer `Leader`); the
+    /// deletion goes on in the background. Idempotent.
+    pub async fn resign(&self, rejoin: bool) -> Result<(), ElectionError> {
+        let (done, ack) = oneshot::channel();
+        self.intents
+            .send(Intent::Resign { rejoin, done })
+            .map_err(|_| ElectionError::Closed)?;
+        ack.await.map_err(|_| ElectionError::Closed)
+    }
+
+    /// Joins again after [`resign(false)`](Self::resign). Idempotent; returns
+    /// once the driver has taken the intent (use [`changes`](Self::changes) or
+    /// [`wait_leader`](Self::wait_leader) to follow what happens next).
+    pub async fn join(&self) -> Result<(), ElectionError> {
+        let (done, ack) = oneshot::channel();
+        self.intents
+            .send(Intent::Join { done: Some(done) })
+            .map_err(|_| ElectionError::Closed)?;
+        ack.await.map_err(|_| ElectionError::Closed)
+    }
+
+    /// Leaves for good: demotes at once, deletes the node (waiting at most the
+    /// close timeout), closes the session (again at most the close timeout)
+    /// and waits until the driver task has ended, so nothing is left running.
+    /// Idempotent, and safe to call from several clones at once.
+    pub async fn close(&self) {
+        let graceful = async {
+            let (done, wait) = oneshot::channel();
+            if self.intents.send(Intent::Close { done }).is_ok() {
+                let _ = wait.await;
+            }
+        };
+        // The driver bounds both steps; this outer bound only matters if the
+        // driver task is stuck, which would be a bug.
+        let bound = self.close_timeout * 2 + Duration::from_secs(1);
+        let finished = tokio::time::timeout(bound, graceful).await.is_ok();
         let task = self.task.lock().ok().and_then(|mut t| t.take());
         if let Some(task) = task {
+            if !finished {
+                tracing::warn!("close: the driver did not stop in time; aborting it");
+                task.abort();
+            }
+            // Once `done` is sent the task returns at once; an aborted one at its next poll.
             let _ = task.await;
         }
     }

@@ -8,28 +8,55 @@
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), zkelect::ElectionError> {
-//! use zkelect::{ConnectOptions, Election, LeadOutcome, ZkAsyncTransport};
+//! use std::time::Duration;
+//! use zkelect::{ConnectOptions, Election, LeadOutcome};
 //!
-//! let (transport, events) = ZkAsyncTransport::connect(ConnectOptions::new("127.0.0.1:2181")).await?;
-//! let election = Election::builder(transport, events)
+//! let options = ConnectOptions::new("127.0.0.1:2181").session_timeout(Duration::from_secs(6));
+//! let election = Election::connect(options)
 //!     .path("/services/scheduler/leader")
 //!     .id("node-a")
 //!     .join()
 //!     .await?;
-//! // Runs the closure while leading; it is dropped the moment leadership is lost.
-//! let outcome = election
-//!     .lead(|token| async move {
-//!         // ... act as leader, passing `token` to every fenced write ...
-//!         token
-//!     })
-//!     .await?;
-//! if let LeadOutcome::Interrupted(role) = outcome {
-//!     eprintln!("lost leadership: {role:?}");
+//! loop {
+//!     // Runs the closure while leading; it is dropped the moment leadership
+//!     // is suspended or lost.
+//!     let outcome = election
+//!         .lead(|token| async move {
+//!             // ... act as leader, passing `token` to every fenced write ...
+//!         })
+//!         .await?;
+//!     match outcome {
+//!         LeadOutcome::Finished(()) => break,
+//!         LeadOutcome::Suspended => eprintln!("connection in doubt: paused"),
+//!         LeadOutcome::Demoted(reason) => eprintln!("stopped leading: {reason}"),
+//!     }
 //! }
 //! election.close().await;
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! ## Pieces
+//!
+//! - [`Election`] and its [`ElectionBuilder`]: the API. [`Election::changes`]
+//!   is a `watch` channel of the [`Role`]; [`Election::notices`] a broadcast of
+//!   every [`Notice`]; [`Election::lead`] runs work only while leading.
+//! - [`Transport`]: the seam to a ZooKeeper client, with its [`EventStream`].
+//!   [`ZkAsyncTransport`] talks to real servers through `zookeeper-async`
+//!   (feature `zookeeper-async`, on by default) and makes up for that
+//!   client's defects (see [`zk_async`]); `memory::MemoryTransport` (feature
+//!   `memory`) runs over the simulator's in-memory ZooKeeper, also under
+//!   paused tokio time.
+//! - The driver: one task per election that owns the core's `Candidate`, and
+//!   holds no election logic of its own. Time is tokio's, so
+//!   `#[tokio::test(start_paused = true)]` runs elections in virtual time.
+//!
+//! ## Panics, errors and unwraps
+//!
+//! Nothing reachable from the network or from user input panics. Setup
+//! errors and fatal election errors are [`ElectionError`]s; everything else
+//! (connection loss, expiry, revocation) is a [`Notice`] and a [`Role`]
+//! change, handled by the core.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -49,8 +76,11 @@ pub use election::{Election, ElectionBuilder, LeadOutcome};
 pub use error::ElectionError;
 pub use transport::{EventStream, Transport, TransportEvent};
 #[cfg(feature = "zookeeper-async")]
-pub use zk_async::{ConnectOptions, ZkAsyncTransport};
+pub use zk_async::{ConnectOptions, ZkAsyncTransport, SESSION_TIMEOUT_MIN};
+/// The state machine this crate drives, for everything not re-exported here.
+pub use zkelect_core as core;
 pub use zkelect_core::{
-    Acl, CandidateError, ConnectionPolicy, DemotionReason, FencingToken, Notice, Role,
-    WatchStrategy,
+    Acl, CandidateError, ConfigError, ConnectionPolicy, DemotionReason, FencingToken, Notice,
+    Reply, Request, Role, SessionEvent, SessionId, Stat, WatchEvent, WatchKind, WatchStrategy,
+    ZkCode,
 };

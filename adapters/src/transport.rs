@@ -1,4 +1,26 @@
 //! The seam between the driver and a ZooKeeper client.
+//!
+//! A transport does two things: it performs the few requests the election
+//! needs ([`Transport::perform`]), and it reports what nobody asked for —
+//! session changes and fired watches — as one ordered stream of
+//! [`TransportEvent`]s, handed out when the transport is created (an
+//! [`EventStream`]). Everything else (retries, re-listing after a reconnect,
+//! the liveness probe, the lease, recovering a create whose reply was lost)
+//! is the core's job, so a transport stays a thin translation layer.
+//!
+//! Three transports fit this shape:
+//!
+//! - [`ZkAsyncTransport`](crate::ZkAsyncTransport) over `zookeeper-async`,
+//!   whose callbacks only `send` into the stream;
+//! - `memory::MemoryTransport` (feature `memory`) over the simulator's model;
+//! - a transport over `zookeeper-client` would forward its `StateWatcher` and
+//!   each `OneshotWatcher` into the stream from small forwarding tasks.
+//!
+//! Two helpers ship with the trait: it is implemented for `Arc<T>` and
+//! `Box<T>` of any transport, so one transport can be shared with code that
+//! also uses it directly (for example to close the session from outside).
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
@@ -14,29 +36,90 @@ pub enum TransportEvent {
 }
 
 /// The receiving end of a transport's events, in the order the transport saw them.
+///
+/// Unbounded on purpose: client callbacks must never block (a blocked
+/// zookeeper-async callback stalls the client's I/O task), and the volume is
+/// tiny — a handful of session changes and at most a few watch firings per
+/// request.
 pub type EventStream = mpsc::UnboundedReceiver<TransportEvent>;
 
-/// The few ZooKeeper operations the election needs, plus a stream of events.
+/// The few ZooKeeper operations the election needs.
 ///
-/// A transport is created together with its [`EventStream`]. Its contract:
+/// A transport is created together with its [`EventStream`]; the driver owns
+/// both. The contract:
 ///
-/// - [`perform`](Self::perform) answers every request exactly once, in bounded
-///   time (an operation that cannot complete answers `Err(OperationTimeout)` or
-///   `Err(ConnectionLoss)`); a request that may have been applied when the
-///   connection failed answers `Err(ConnectionLoss)`.
-/// - A request with `watch: true` that succeeds leaves a one-shot watch whose
-///   firing arrives on the event stream as [`TransportEvent::Watch`].
-/// - Session changes arrive on the stream: `Connected` (with the session id when
-///   the client knows it), `Disconnected`, `Expired`, `AuthFailed`, `Closed`.
-///   After a `Connected` on the same session the election re-arms every watch,
-///   so a client that loses watches on reconnect is fine.
-/// - Replies and events need not be ordered against each other.
+/// - **Every request is answered exactly once, in bounded time.** An
+///   operation that cannot complete answers `Err(ZkCode::OperationTimeout)`;
+///   one that failed with the connection answers `Err(ZkCode::ConnectionLoss)`.
+///   Either may have been applied on the server (the core recovers creates by
+///   their protected name). A transport needs no liveness probe of its own:
+///   the core probes and keeps the lease.
+/// - `Request::Create` is `create2`: the reply carries the node's `Stat`
+///   (its czxid is the fencing token, its `ephemeralOwner` the session id).
+/// - **Watches.** A request with `watch: true` that succeeds leaves a one-shot
+///   watch; when it fires, a [`TransportEvent::Watch`] arrives on the stream.
+///   A watch whose firing the transport cannot deliver must not be reported
+///   as set: answer `Err(ConnectionLoss)` instead, so the core sets it again.
+///   Replies and watch events need not be ordered against each other.
+/// - **Session changes** arrive on the stream, starting with `Connected`:
+///   `Connected` (with the session id if the client knows it; the core
+///   otherwise learns it from its node), `Disconnected`, `Expired`,
+///   `AuthFailed`, `Closed`. After every `Connected` the core re-lists and
+///   re-arms its watches, so a client that loses watches on reconnect is fine,
+///   provided the stale watches' later firings are not delivered (or are
+///   harmless duplicates).
+/// - [`close`](Self::close) ends the session so its ephemeral node goes at
+///   once; it is idempotent and bounded in time.
+///
+/// The trait uses `#[async_trait]` rather than native `async fn` because the
+/// driver holds it as `Arc<dyn Transport>` (native async trait methods are
+/// not object-safe) and spawns its futures (they must be `Send`); mockall's
+/// `#[automock]` composes with it.
+///
+/// ```
+/// use async_trait::async_trait;
+/// use zkelect::Transport;
+/// use zkelect_core::{Reply, Request, ZkCode};
+///
+/// /// A transport for a server that is always unreachable.
+/// struct Nowhere;
+///
+/// #[async_trait]
+/// impl Transport for Nowhere {
+///     async fn perform(&self, _request: Request) -> Result<Reply, ZkCode> {
+///         Err(ZkCode::ConnectionLoss)
+///     }
+///     async fn close(&self) {}
+/// }
+/// ```
 #[cfg_attr(test, mockall::automock)]
 #[async_trait]
 pub trait Transport: Send + Sync + 'static {
-    /// Performs one request.
+    /// Performs one request and answers it, in bounded time.
     async fn perform(&self, request: Request) -> Result<Reply, ZkCode>;
 
-    /// Closes the session (its ephemeral nodes go at once). Idempotent.
+    /// Closes the session (its ephemeral nodes go at once). Idempotent, bounded in time.
     async fn close(&self);
+}
+
+#[async_trait]
+impl<T: Transport + ?Sized> Transport for Arc<T> {
+    async fn perform(&self, request: Request) -> Result<Reply, ZkCode> {
+        (**self).perform(request).await
+    }
+
+    async fn close(&self) {
+        (**self).close().await;
+    }
+}
+
+#[async_trait]
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    async fn perform(&self, request: Request) -> Result<Reply, ZkCode> {
+        (**self).perform(request).await
+    }
+
+    async fn close(&self) {
+        (**self).close().await;
+    }
 }

@@ -1,37 +1,37 @@
-//! The transport over `zookeeper-async` 5.0.0, with what it takes to make up
-//! for that client's measured defects (see `shared/zk-clients.md`):
+//! The transport over `zookeeper-async` 5.0.0, and what it takes to make up
+//! for that client's measured defects (`shared/zk-clients.md`). Each
+//! workaround, and where it lives:
 //!
-//! - **Watches lost on reconnect.** Every `Connected` is reported to the core,
-//!   which re-lists and re-arms every watch. Each watch callback carries the
-//!   connection generation it was set in; callbacks from an older generation
-//!   are dropped (the client keeps dead callbacks and can fire two for one event).
-//! - **Expiry only as the deprecated `NotConnected`.** Mapped to `Expired`; the
-//!   client then silently opens a new session, reported as `Connected`, which
-//!   the core treats as a new session. The core also checks its own node's
-//!   `ephemeralOwner` after every reconnect and learns the session id from it.
-//! - **Dead servers noticed late.** The core probes every third of the session
-//!   timeout and suspends after two thirds without an answer; every operation
-//!   here is bounded by a timeout so a silent server cannot hold a request.
-//! - **Auth lost on reconnect.** Credentials are replayed before `Connected` is
-//!   reported, so the core's re-listing runs authenticated.
-//! - **Reconnect storms below 1.5 s.** Shorter session timeouts are refused.
-//! - **`connect()` spins forever on a dead server.** It is bounded by a timeout.
-//! - **Containers silently created as persistent nodes.** Mapped to persistent
-//!   on purpose, so nothing pretends otherwise.
-//! - **Callbacks.** The state listener and watch callbacks only send into
-//!   channels; they never block and never run logic.
+//! | defect | workaround |
+//! |---|---|
+//! | `connect()` spins forever on a dead server | [`ZkAsyncTransport::connect`] runs the whole set-up (TCP, session, credentials, a first `exists("/")`) under one deadline, [`ConnectOptions::connect_timeout`], and uses `connect_with_retry_time` so a dead server is retried every [`ConnectOptions::reconnect_delay`] instead of in a busy loop |
+//! | a session timeout under 1.5 s makes it reconnect in a storm | refused: [`ElectionError::SessionTimeoutTooShort`] |
+//! | watches are lost on every reconnect, yet their callbacks stay registered and can fire with a new watch on the same path | every non-`Connected` state bumps a *generation*; a watch callback remembers the generation it was set in and drops its event if a reconnect came since ([`ZkAsyncTransport`]'s watcher). A watch request that straddled a reconnect answers `ConnectionLoss` (`settle`) so the core sets it again. After the reconnect the core re-lists and re-arms every watch on `Connected` |
+//! | digest credentials are lost on every reconnect | the session task replays them before it reports `Connected`; until then requests wait (bounded) at a gate, and a `NoAuth` from a request that straddled a reconnect answers `ConnectionLoss` |
+//! | session expiry shows only as the deprecated `ZkState::NotConnected`, then a new session opens silently | `map_state`: `NotConnected` → `Expired`, the next `Connected` → `Connected { session_id: None }`, which the core treats as a new session; the core learns the session id from its node's `ephemeralOwner` and re-checks it after every reconnect |
+//! | a dead server is noticed only after 2× the session timeout | the core probes every third of the session timeout and suspends after two thirds; here every request is bounded ([`ConnectOptions::op_timeout`]) and answers `OperationTimeout` |
+//! | `CreateMode::Container` silently creates a persistent node | mapped to `Persistent` on purpose (`map_mode`), so nothing pretends otherwise |
+//! | no close on drop: a dropped client keeps pinging, so its session (and ephemeral node) lives on | `Drop` closes the session in the background if [`close`](Transport::close) was not called |
+//! | watch callbacks run on the client's tasks, and a reply can overtake the watch event the server sent first | callbacks and the state listener only `send` into one unbounded channel — never block, never run logic; the core does not rely on reply/event order |
 //!
-//! Limits: no TLS or SASL (use a transport over another client for those); the
-//! negotiated session timeout is not exposed by the client, so the requested
-//! one is reported unless [`ConnectOptions::assume_session_timeout`] says
-//! otherwise — keep the request within the server's bounds.
+//! Limits: no TLS or SASL (a transport over `zookeeper-client` would bring
+//! them). The client does not expose the negotiated session timeout, so the
+//! requested one is reported to the core unless
+//! [`ConnectOptions::assume_session_timeout`] says otherwise. A server
+//! negotiates a request down only above its `maxSessionTimeout` (20 ticks by
+//! default, 40 s with the default 2 s tick): keep requests below it, or the
+//! core's lease would outlast the real session. If the server is unreachable
+//! when [`close`](Transport::close) is called, the client's I/O task keeps
+//! retrying (every `reconnect_delay`) until the server is back, then closes;
+//! the crate gives no way to stop it sooner.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 use tracing::{debug, info, warn};
 use zkelect_core::{
     Acl, CreateMode, Reply, Request, SessionEvent, Stat, WatchEvent, WatchKind, ZkCode,
@@ -41,25 +41,66 @@ use zookeeper_async as zka;
 use crate::error::ElectionError;
 use crate::transport::{EventStream, Transport, TransportEvent};
 
-/// The shortest session timeout this transport accepts: below it the client
-/// truncates its ping timer to zero and reconnects in a storm.
+/// The shortest session timeout this transport accepts. Below it the client
+/// truncates its idle timer (`2 × ⌊⅔ timeout in s⌋`) to zero and reconnects
+/// in a storm.
 pub const SESSION_TIMEOUT_MIN: Duration = Duration::from_millis(1_500);
 
+/// How long closing the session may take before it is left to expire.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long to wait before replaying credentials again after a failed replay.
+const REPLAY_RETRY: Duration = Duration::from_millis(200);
+
 /// How to reach the server.
-#[derive(Debug, Clone)]
+///
+/// ```
+/// use std::time::Duration;
+/// use zkelect::ConnectOptions;
+///
+/// let options = ConnectOptions::new("zk1:2181,zk2:2181,zk3:2181/chroot")
+///     .session_timeout(Duration::from_secs(6))
+///     .connect_timeout(Duration::from_secs(5))
+///     .digest("svc:secret");
+/// assert_eq!(options.auth[0].0, "digest");
+/// ```
+#[derive(Clone)]
 pub struct ConnectOptions {
-    /// `host:port[,host:port…]`.
+    /// `host:port[,host:port…][/chroot]`, tried in order.
     pub hosts: String,
-    /// Requested session timeout (default 10 s).
+    /// Requested session timeout (default 10 s; at least [`SESSION_TIMEOUT_MIN`]).
     pub session_timeout: Duration,
-    /// How long to try before giving up (default 10 s).
+    /// Bound on the whole set-up: reaching a server, the session, the
+    /// credentials (default 10 s).
     pub connect_timeout: Duration,
-    /// Bound on each operation (default: the session timeout).
+    /// Bound on each request (default: the session timeout). A request that
+    /// takes longer answers `OperationTimeout`.
     pub op_timeout: Option<Duration>,
-    /// Credentials, e.g. `("digest", b"user:pass")`, replayed after every reconnect.
+    /// Credentials as `(scheme, bytes)`, e.g. `("digest", b"user:pass")`,
+    /// added at connect and replayed after every reconnect.
     pub auth: Vec<(String, Vec<u8>)>,
-    /// Reported to the core as the negotiated timeout instead of the requested one.
+    /// Pause between attempts to reach a server that refuses connections
+    /// (default 200 ms; the client would otherwise retry in a busy loop).
+    pub reconnect_delay: Duration,
+    /// Reported to the core as the negotiated session timeout instead of
+    /// the requested one (the client does not expose the negotiated value).
     pub assume_session_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print credentials.
+        let schemes: Vec<&str> = self.auth.iter().map(|(s, _)| s.as_str()).collect();
+        f.debug_struct("ConnectOptions")
+            .field("hosts", &self.hosts)
+            .field("session_timeout", &self.session_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("op_timeout", &self.op_timeout)
+            .field("auth_schemes", &schemes)
+            .field("reconnect_delay", &self.reconnect_delay)
+            .field("assume_session_timeout", &self.assume_session_timeout)
+            .finish()
+    }
 }
 
 impl ConnectOptions {
@@ -71,15 +112,21 @@ impl ConnectOptions {
             connect_timeout: Duration::from_secs(10),
             op_timeout: None,
             auth: Vec::new(),
+            reconnect_delay: Duration::from_millis(200),
             assume_session_timeout: None,
         }
     }
 
-    /// Digest credentials `user:password`.
+    /// Adds digest credentials, `user:password`.
     #[must_use]
-    pub fn digest(mut self, user_password: impl Into<String>) -> Self {
-        self.auth
-            .push(("digest".into(), user_password.into().into_bytes()));
+    pub fn digest(self, user_password: impl Into<String>) -> Self {
+        self.auth("digest", user_password.into().into_bytes())
+    }
+
+    /// Adds credentials of any scheme.
+    #[must_use]
+    pub fn auth(mut self, scheme: impl Into<String>, credentials: impl Into<Vec<u8>>) -> Self {
+        self.auth.push((scheme.into(), credentials.into()));
         self
     }
 
@@ -90,131 +137,186 @@ impl ConnectOptions {
         self
     }
 
-    /// How long to try to connect.
+    /// The bound on the whole set-up.
     #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
+
+    /// The bound on each request.
+    #[must_use]
+    pub fn op_timeout(mut self, timeout: Duration) -> Self {
+        self.op_timeout = Some(timeout);
+        self
+    }
+
+    /// The pause between attempts to reach a server.
+    #[must_use]
+    pub fn reconnect_delay(mut self, delay: Duration) -> Self {
+        self.reconnect_delay = delay;
+        self
+    }
+
+    /// The session timeout to report to the core, when the server is known
+    /// to negotiate something else than requested.
+    #[must_use]
+    pub fn assume_session_timeout(mut self, timeout: Duration) -> Self {
+        self.assume_session_timeout = Some(timeout);
+        self
+    }
+
+    fn validate(&self) -> Result<(), ElectionError> {
+        let reported = self.assume_session_timeout.unwrap_or(self.session_timeout);
+        for requested in [self.session_timeout, reported] {
+            if requested < SESSION_TIMEOUT_MIN {
+                return Err(ElectionError::SessionTimeoutTooShort {
+                    requested,
+                    min: SESSION_TIMEOUT_MIN,
+                });
+            }
+        }
+        if self.hosts.trim().is_empty() {
+            return Err(self.fail("no hosts given"));
+        }
+        Ok(())
+    }
+
+    fn fail(&self, reason: impl Into<String>) -> ElectionError {
+        ElectionError::Connect {
+            hosts: self.hosts.clone(),
+            reason: reason.into(),
+        }
+    }
 }
 
+/// What the client's callbacks share with the transport.
 struct Shared {
+    /// Bumped by the state listener on every state but `Connected`: a watch
+    /// set in an older generation is dead on the server.
     generation: AtomicU64,
+    /// The one ordered channel every callback sends into.
     events: mpsc::UnboundedSender<TransportEvent>,
+    /// Whether the current connection carries the credentials (always true
+    /// without credentials).
+    authenticated: watch::Sender<bool>,
 }
 
-/// A [`Transport`] over one `zookeeper-async` client (one session at a time).
+/// A [`Transport`] over one `zookeeper-async` client.
+///
+/// One client, one session at a time: after an expiry the client opens a
+/// new session by itself, and the transport reports it as `Connected`.
+///
+/// ```no_run
+/// # async fn example() -> Result<(), zkelect::ElectionError> {
+/// use std::time::Duration;
+/// use zkelect::{ConnectOptions, Election, ZkAsyncTransport};
+///
+/// let options = ConnectOptions::new("127.0.0.1:2181").session_timeout(Duration::from_secs(4));
+/// let (transport, events) = ZkAsyncTransport::connect(options).await?;
+/// let election = Election::builder(transport, events).path("/svc/leader").id("a").join().await?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct ZkAsyncTransport {
     zk: Arc<zka::ZooKeeper>,
     shared: Arc<Shared>,
     op_timeout: Duration,
+    has_auth: bool,
+    closed: AtomicBool,
     session_task: tokio::task::JoinHandle<()>,
 }
 
 impl std::fmt::Debug for ZkAsyncTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ZkAsyncTransport").finish_non_exhaustive()
+        f.debug_struct("ZkAsyncTransport")
+            .field("op_timeout", &self.op_timeout)
+            .field("generation", &self.shared.generation.load(Ordering::SeqCst))
+            .field("closed", &self.closed.load(Ordering::SeqCst))
+            .finish_non_exhaustive()
     }
 }
 
+/// The client's default watcher: events for paths nobody watches any more.
 struct Quiet;
+
 impl zka::Watcher for Quiet {
-    fn handle(&self, _: zka::WatchedEvent) {}
+    fn handle(&self, event: zka::WatchedEvent) {
+        debug!(?event, "unclaimed watch event");
+    }
 }
 
 impl ZkAsyncTransport {
-    /// Connects, authenticates, proves the session works, and returns the
+    /// Connects, authenticates, proves the session answers, and returns the
     /// transport with its event stream (which starts with `Connected`).
+    ///
+    /// Everything is bounded by [`ConnectOptions::connect_timeout`]. Errors:
+    /// [`ElectionError::SessionTimeoutTooShort`] (refused before any network
+    /// traffic), [`ElectionError::Connect`] (bad address, no server answered),
+    /// [`ElectionError::Auth`] (credentials rejected).
     pub async fn connect(options: ConnectOptions) -> Result<(Self, EventStream), ElectionError> {
-        let fail = |reason: String| ElectionError::Connect {
-            hosts: options.hosts.clone(),
-            reason,
-        };
-        if options.session_timeout < SESSION_TIMEOUT_MIN {
-            return Err(fail(format!(
-                "session timeout {:?} is below {:?}: zookeeper-async reconnects in a storm below it",
-                options.session_timeout, SESSION_TIMEOUT_MIN
-            )));
-        }
-        if options.hosts.trim().is_empty() {
-            return Err(fail("no hosts given".into()));
-        }
+        options.validate()?;
+        let deadline = Instant::now() + options.connect_timeout;
         let connecting = zka::ZooKeeper::connect_with_retry_time(
             &options.hosts,
             options.session_timeout,
             Quiet,
-            Duration::from_millis(200),
+            options.reconnect_delay,
         );
-        let zk = match tokio::time::timeout(options.connect_timeout, connecting).await {
+        // Dropping `connecting` on timeout is clean: the client spawns its
+        // tasks only once a TCP connection is up.
+        let zk = match tokio::time::timeout_at(deadline, connecting).await {
             Ok(Ok(zk)) => Arc::new(zk),
-            Ok(Err(e)) => return Err(fail(format!("{e} (is the address host:port?)"))),
+            Ok(Err(e)) => {
+                return Err(options.fail(format!("{e}: expected host:port[,host:port…][/chroot]")))
+            }
             Err(_) => {
-                return Err(fail(format!(
-                    "no server answered within {:?}",
+                return Err(options.fail(format!(
+                    "no server accepted a connection within {:?}",
                     options.connect_timeout
                 )))
             }
         };
+        let has_auth = !options.auth.is_empty();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             generation: AtomicU64::new(0),
             events: events_tx,
+            authenticated: watch::channel(!has_auth).0,
         });
-        // The listener runs on the client's I/O task: it only records the new
-        // generation and forwards the state.
+        // The listener runs on the client's I/O task under the client's
+        // listener lock: it only bumps the generation, closes the auth gate
+        // and forwards the state. The session task does the rest.
         let (states_tx, states_rx) = mpsc::unbounded_channel();
-        let listener_shared = Arc::clone(&shared);
+        let listener = Arc::clone(&shared);
         zk.add_listener(move |state| {
-            if !matches!(
-                state,
-                zka::ZkState::Connected | zka::ZkState::ConnectedReadOnly
-            ) {
-                listener_shared.generation.fetch_add(1, Ordering::SeqCst);
+            if !is_connected(state) {
+                listener.generation.fetch_add(1, Ordering::SeqCst);
+                if has_auth {
+                    listener.authenticated.send_replace(false);
+                }
             }
             let _ = states_tx.send(state);
         });
         let timeout = options
             .assume_session_timeout
             .unwrap_or(options.session_timeout);
-        // Prove the session works (and authenticate) before reporting it.
-        let ready = async {
-            for (scheme, auth) in &options.auth {
-                zk.add_auth(scheme.clone(), auth.clone())
-                    .await
-                    .map_err(|e| match e {
-                        zka::ZkError::AuthFailed => {
-                            ElectionError::Auth(format!("{scheme} credentials were rejected"))
-                        }
-                        e => fail(format!("authentication: {e}")),
-                    })?;
-            }
-            loop {
-                match zk.exists("/", false).await {
-                    Ok(_) => return Ok(()),
-                    Err(zka::ZkError::ConnectionLoss) => {
-                        tokio::time::sleep(Duration::from_millis(50)).await
-                    }
-                    Err(zka::ZkError::AuthFailed) => {
-                        return Err(ElectionError::Auth("credentials were rejected".into()))
-                    }
-                    Err(e) => return Err(fail(e.to_string())),
-                }
-            }
-        };
-        match tokio::time::timeout(options.connect_timeout, ready).await {
+        let op_timeout = options.op_timeout.unwrap_or(options.session_timeout);
+        match tokio::time::timeout_at(deadline, set_up(&zk, &shared, &options)).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
-                let _ = zk.close().await;
+                let _ = tokio::time::timeout(CLOSE_TIMEOUT, zk.close()).await;
                 return Err(e);
             }
             Err(_) => {
-                let _ = tokio::time::timeout(Duration::from_secs(1), zk.close()).await;
-                return Err(fail(format!(
-                    "the session was not usable within {:?}",
+                let _ = tokio::time::timeout(CLOSE_TIMEOUT, zk.close()).await;
+                return Err(options.fail(format!(
+                    "a server accepted the connection but no usable session came within {:?}",
                     options.connect_timeout
                 )));
             }
         }
+        info!(hosts = options.hosts, ?timeout, "connected");
         let _ = shared
             .events
             .send(TransportEvent::Session(SessionEvent::Connected {
@@ -227,26 +329,28 @@ impl ZkAsyncTransport {
             states_rx,
             options.auth.clone(),
             timeout,
+            op_timeout,
         ));
-        let op_timeout = options.op_timeout.unwrap_or(options.session_timeout);
         Ok((
             Self {
                 zk,
                 shared,
                 op_timeout,
+                has_auth,
+                closed: AtomicBool::new(false),
                 session_task,
             },
             events_rx,
         ))
     }
 
-    /// A watch callback that reports only if no reconnect happened since it was set.
-    fn watcher(&self) -> impl FnOnce(zka::WatchedEvent) + Send + 'static {
+    /// A watch callback that reports its event only if no reconnect came
+    /// since `generation` (the one the request was sent in).
+    fn watcher(&self, generation: u64) -> impl FnOnce(zka::WatchedEvent) + Send + 'static {
         let shared = Arc::clone(&self.shared);
-        let generation = shared.generation.load(Ordering::SeqCst);
         move |event| {
             if shared.generation.load(Ordering::SeqCst) != generation {
-                debug!(?event, "dropping a watch event from before a reconnect");
+                debug!(?event, "dropping a watch event set before a reconnect");
                 return;
             }
             if let Some(event) = map_watch(&event) {
@@ -255,9 +359,30 @@ impl ZkAsyncTransport {
         }
     }
 
-    async fn perform_unbounded(&self, request: Request) -> Result<Reply, ZkCode> {
+    async fn perform_gated(&self, request: Request) -> Result<Reply, ZkCode> {
+        if self.has_auth {
+            // Wait until the credentials are replayed on this connection, so
+            // a request cannot reach an ACL'd node unauthenticated.
+            let mut gate = self.shared.authenticated.subscribe();
+            if gate.wait_for(|ok| *ok).await.is_err() {
+                return Err(ZkCode::ConnectionLoss);
+            }
+        }
+        let before = self.shared.generation.load(Ordering::SeqCst);
+        let sets_watch = request.sets_watch();
+        let result = self.perform_raw(request, before).await.map_err(map_error);
+        let reconnected = self.shared.generation.load(Ordering::SeqCst) != before;
+        settle(result, sets_watch, self.has_auth, reconnected)
+    }
+
+    async fn perform_raw(&self, request: Request, generation: u64) -> Result<Reply, zka::ZkError> {
         let zk = &self.zk;
-        let result = match request {
+        let data = |(data, stat): (Vec<u8>, zka::Stat)| Reply::Data {
+            data,
+            stat: map_stat(&stat),
+        };
+        let exists = |stat: Option<zka::Stat>| Reply::Exists(stat.as_ref().map(map_stat));
+        match request {
             Request::Create {
                 path,
                 data,
@@ -274,54 +399,46 @@ impl ZkAsyncTransport {
                 zk.get_children(&path, false).await.map(Reply::Children)
             }
             Request::GetChildren { path, watch: true } => zk
-                .get_children_w(&path, self.watcher())
+                .get_children_w(&path, self.watcher(generation))
                 .await
                 .map(Reply::Children),
-            Request::GetData { path, watch: false } => {
-                zk.get_data(&path, false)
-                    .await
-                    .map(|(data, stat)| Reply::Data {
-                        data,
-                        stat: map_stat(&stat),
-                    })
-            }
+            Request::GetData { path, watch: false } => zk.get_data(&path, false).await.map(data),
             Request::GetData { path, watch: true } => zk
-                .get_data_w(&path, self.watcher())
+                .get_data_w(&path, self.watcher(generation))
                 .await
-                .map(|(data, stat)| Reply::Data {
-                    data,
-                    stat: map_stat(&stat),
-                }),
-            Request::Exists { path, watch: false } => zk
-                .exists(&path, false)
-                .await
-                .map(|s| Reply::Exists(s.as_ref().map(map_stat))),
+                .map(data),
+            Request::Exists { path, watch: false } => zk.exists(&path, false).await.map(exists),
             Request::Exists { path, watch: true } => zk
-                .exists_w(&path, self.watcher())
+                .exists_w(&path, self.watcher(generation))
                 .await
-                .map(|s| Reply::Exists(s.as_ref().map(map_stat))),
+                .map(exists),
             Request::Delete { path, version } => {
                 zk.delete(&path, version).await.map(|()| Reply::Deleted)
             }
-        };
-        result.map_err(map_error)
+        }
     }
 }
 
 #[async_trait]
 impl Transport for ZkAsyncTransport {
     async fn perform(&self, request: Request) -> Result<Reply, ZkCode> {
-        match tokio::time::timeout(self.op_timeout, self.perform_unbounded(request)).await {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(ZkCode::ConnectionLoss);
+        }
+        match tokio::time::timeout(self.op_timeout, self.perform_gated(request)).await {
             Ok(result) => result,
             Err(_) => Err(ZkCode::OperationTimeout),
         }
     }
 
     async fn close(&self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
         self.session_task.abort();
-        match tokio::time::timeout(Duration::from_secs(2), self.zk.close()).await {
+        match tokio::time::timeout(CLOSE_TIMEOUT, self.zk.close()).await {
             Ok(Ok(())) => info!("session closed"),
-            Ok(Err(e)) => debug!(error = %e, "close: the session was already gone"),
+            Ok(Err(e)) => debug!(error = %e, "close: the client was already closed"),
             Err(_) => warn!("close: the server did not answer; the session will expire on its own"),
         }
         let _ = self
@@ -334,67 +451,224 @@ impl Transport for ZkAsyncTransport {
 impl Drop for ZkAsyncTransport {
     fn drop(&mut self) {
         self.session_task.abort();
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        // zookeeper-async has no close on drop, and its I/O task holds a
+        // sender to itself for pings: a dropped client keeps its session —
+        // and an election node — alive for as long as the runtime runs.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let zk = Arc::clone(&self.zk);
+                runtime.spawn(async move {
+                    let _ = tokio::time::timeout(CLOSE_TIMEOUT, zk.close()).await;
+                });
+            }
+            Err(_) => {
+                warn!("dropped without close() outside a runtime: the session expires on its own")
+            }
+        }
     }
 }
 
-/// Turns the client's state changes into session events, replaying credentials
-/// before each `Connected` so the core's re-listing runs authenticated.
+/// Proves the session answers, then adds the credentials; retried through
+/// connection loss (the first connection fails requests issued before the
+/// session is up). The caller bounds it.
+async fn set_up(
+    zk: &zka::ZooKeeper,
+    shared: &Shared,
+    options: &ConnectOptions,
+) -> Result<(), ElectionError> {
+    loop {
+        match zk.exists("/", false).await {
+            Ok(_) => {}
+            Err(zka::ZkError::ConnectionLoss) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+            Err(e) => return Err(options.fail(format!("the first request failed: {e}"))),
+        }
+        let generation = shared.generation.load(Ordering::SeqCst);
+        match replay(zk, &options.auth).await {
+            Ok(()) => {
+                if shared.generation.load(Ordering::SeqCst) == generation {
+                    shared.authenticated.send_replace(true);
+                }
+                // Otherwise the connection changed meanwhile: the session
+                // task replays the credentials when it reports `Connected`.
+                return Ok(());
+            }
+            Err(zka::ZkError::AuthFailed) => {
+                return Err(ElectionError::Auth(format!(
+                    "the server rejected the {} credentials",
+                    schemes(&options.auth)
+                )))
+            }
+            Err(zka::ZkError::ConnectionLoss) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => return Err(options.fail(format!("adding credentials failed: {e}"))),
+        }
+    }
+}
+
+fn schemes(auth: &[(String, Vec<u8>)]) -> String {
+    auth.iter()
+        .map(|(s, _)| s.as_str())
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
+async fn replay(zk: &zka::ZooKeeper, auth: &[(String, Vec<u8>)]) -> Result<(), zka::ZkError> {
+    for (scheme, bytes) in auth {
+        zk.add_auth(scheme, bytes.clone()).await?;
+    }
+    Ok(())
+}
+
+/// Why a replay of the credentials ended.
+enum Replayed {
+    /// The credentials are on the current connection.
+    Done,
+    /// The server rejected them.
+    Rejected,
+    /// The connection changed meanwhile; here is the next state, if any.
+    Superseded(Option<zka::ZkState>),
+    /// The client is gone.
+    Ended,
+}
+
+/// Replays the credentials until they are on the current connection, the
+/// server rejects them, or the connection changes again.
+async fn replay_until_done(
+    zk: &zka::ZooKeeper,
+    shared: &Shared,
+    states: &mut mpsc::UnboundedReceiver<zka::ZkState>,
+    auth: &[(String, Vec<u8>)],
+    op_timeout: Duration,
+) -> Replayed {
+    loop {
+        let generation = shared.generation.load(Ordering::SeqCst);
+        let attempt = tokio::time::timeout(op_timeout, replay(zk, auth)).await;
+        let changed = shared.generation.load(Ordering::SeqCst) != generation;
+        match attempt {
+            Ok(Err(zka::ZkError::AuthFailed)) => return Replayed::Rejected,
+            // The connection changed: its state is queued; let it decide.
+            _ if changed => return Replayed::Superseded(states.recv().await),
+            Ok(Ok(())) => {
+                shared.authenticated.send_replace(true);
+                return Replayed::Done;
+            }
+            Ok(Err(e)) => warn!(error = %e, "replaying credentials failed; trying again"),
+            Err(_) => warn!(?op_timeout, "replaying credentials timed out; trying again"),
+        }
+        tokio::select! {
+            state = states.recv() => return match state {
+                Some(state) => Replayed::Superseded(Some(state)),
+                None => Replayed::Ended,
+            },
+            () = tokio::time::sleep(REPLAY_RETRY) => {}
+        }
+    }
+}
+
+/// Turns the client's state changes into session events. Credentials are
+/// replayed before `Connected` is reported, so the core's re-listing runs
+/// authenticated.
 async fn session_task(
     zk: Arc<zka::ZooKeeper>,
     shared: Arc<Shared>,
     mut states: mpsc::UnboundedReceiver<zka::ZkState>,
     auth: Vec<(String, Vec<u8>)>,
     timeout: Duration,
+    op_timeout: Duration,
 ) {
-    let mut connected = true;
-    while let Some(state) = states.recv().await {
-        let Some(event) = map_state(state, connected) else {
+    // `connect` reported `Connected` already.
+    let mut reported_connected = true;
+    let mut next: Option<zka::ZkState> = None;
+    loop {
+        let state = match next.take() {
+            Some(state) => state,
+            None => match states.recv().await {
+                Some(state) => state,
+                None => return,
+            },
+        };
+        let Some(mut event) = map_state(state, reported_connected, timeout) else {
             continue;
         };
-        if let SessionEvent::Connected { .. } = event {
-            for (scheme, bytes) in &auth {
-                if let Err(e) = zk.add_auth(scheme.clone(), bytes.clone()).await {
-                    warn!(error = %e, scheme, "replaying credentials after reconnect failed");
+        if matches!(event, SessionEvent::Connected { .. }) && !auth.is_empty() {
+            match replay_until_done(&zk, &shared, &mut states, &auth, op_timeout).await {
+                Replayed::Done => {}
+                Replayed::Rejected => event = SessionEvent::AuthFailed,
+                Replayed::Superseded(state) => {
+                    // Not reported: the core still believes what it last heard.
+                    match state {
+                        Some(state) => next = Some(state),
+                        None => return,
+                    }
+                    continue;
                 }
+                Replayed::Ended => return,
             }
         }
-        connected = matches!(event, SessionEvent::Connected { .. });
-        let event = match event {
-            SessionEvent::Connected { session_id, .. } => SessionEvent::Connected {
-                session_id,
-                timeout,
-            },
-            other => other,
-        };
-        info!(?event, "session");
+        reported_connected = matches!(event, SessionEvent::Connected { .. });
+        info!(?event, ?state, "session");
         let _ = shared.events.send(TransportEvent::Session(event));
     }
 }
 
-/// Maps a client state to a session event, given whether we were connected.
 #[allow(deprecated)]
-pub(crate) fn map_state(state: zka::ZkState, was_connected: bool) -> Option<SessionEvent> {
+fn is_connected(state: zka::ZkState) -> bool {
+    matches!(
+        state,
+        zka::ZkState::Connected | zka::ZkState::ConnectedReadOnly
+    )
+}
+
+/// Maps a client state to a session event, given whether `Connected` was
+/// the last thing reported, and the session timeout to report with it.
+///
+/// | state | after `Connected` | otherwise |
+/// |---|---|---|
+/// | `Connected`, `ConnectedReadOnly` | — | `Connected { session_id: None, timeout }` |
+/// | `Connecting` | `Disconnected` | — |
+/// | `Associating` (unused) | — | — |
+/// | `NotConnected` (expiry: the only sign of it) | `Expired` | `Expired` |
+/// | `AuthFailed` | `AuthFailed` | `AuthFailed` |
+/// | `Closed` | `Closed` | `Closed` |
+#[allow(deprecated)]
+pub(crate) fn map_state(
+    state: zka::ZkState,
+    was_connected: bool,
+    timeout: Duration,
+) -> Option<SessionEvent> {
     use zka::ZkState as S;
     match state {
         S::Connected | S::ConnectedReadOnly if !was_connected => Some(SessionEvent::Connected {
             session_id: None,
-            timeout: Duration::ZERO,
+            timeout,
         }),
         S::Connected | S::ConnectedReadOnly => None,
         S::Connecting if was_connected => Some(SessionEvent::Disconnected),
         S::Connecting | S::Associating => None,
-        // The only sign of expiry this client gives; it opens a new session next.
+        // The client then opens a new session silently; its `Connected` is
+        // reported as a new one because `Expired` came first.
         S::NotConnected => Some(SessionEvent::Expired),
         S::AuthFailed => Some(SessionEvent::AuthFailed),
         S::Closed => Some(SessionEvent::Closed),
     }
 }
 
-/// Maps a client error to the core's code.
+/// Maps a client error to the core's code. Exhaustive on purpose: a new
+/// variant in the client fails to compile here.
+///
+/// `MarshallingError` becomes `ConnectionLoss`: it means a broken frame, and
+/// a request whose reply could not be read may have been applied.
 pub(crate) fn map_error(e: zka::ZkError) -> ZkCode {
     use zka::ZkError as E;
     match e {
-        E::ConnectionLoss => ZkCode::ConnectionLoss,
+        E::ConnectionLoss | E::MarshallingError => ZkCode::ConnectionLoss,
         E::OperationTimeout => ZkCode::OperationTimeout,
         E::SessionExpired => ZkCode::SessionExpired,
         E::SessionMoved => ZkCode::SessionMoved,
@@ -407,14 +681,21 @@ pub(crate) fn map_error(e: zka::ZkError) -> ZkCode {
         E::InvalidACL => ZkCode::InvalidAcl,
         E::BadArguments => ZkCode::BadArguments,
         E::NoChildrenForEphemerals => ZkCode::NoChildrenForEphemerals,
+        // The client also maps every code it does not know to this one.
         E::Unimplemented => ZkCode::Unimplemented,
-        // Marshalling failures mean a broken connection or frame: retry after reconnect.
-        E::MarshallingError => ZkCode::ConnectionLoss,
-        other => ZkCode::Other(other as i32),
+        E::APIError
+        | E::DataInconsistency
+        | E::EphemeralOnLocalSession
+        | E::InvalidCallback
+        | E::NotReadOnly
+        | E::NoWatcher
+        | E::RuntimeInconsistency
+        | E::SystemError => ZkCode::Other(e as i32),
     }
 }
 
-/// Maps a fired watch to the core's event; session-only notifications carry no path.
+/// Maps a fired watch to the core's event; session-only notifications (no
+/// path) and watch-removal notices map to nothing.
 pub(crate) fn map_watch(e: &zka::WatchedEvent) -> Option<WatchEvent> {
     use zka::WatchedEventType as T;
     let kind = match e.event_type {
@@ -430,6 +711,31 @@ pub(crate) fn map_watch(e: &zka::WatchedEvent) -> Option<WatchEvent> {
     })
 }
 
+/// Adjusts a result for a reconnect that happened while the request was in
+/// flight (`reconnected`):
+///
+/// - a watch request that succeeded set its watch on a connection the
+///   transport no longer delivers events from: answer `ConnectionLoss`, so
+///   the core sets it again;
+/// - with credentials, a `NoAuth` may come from a connection they were not
+///   replayed on yet: answer `ConnectionLoss`, so the core retries instead
+///   of failing for good.
+pub(crate) fn settle(
+    result: Result<Reply, ZkCode>,
+    sets_watch: bool,
+    has_auth: bool,
+    reconnected: bool,
+) -> Result<Reply, ZkCode> {
+    if !reconnected {
+        return result;
+    }
+    match result {
+        Ok(_) if sets_watch => Err(ZkCode::ConnectionLoss),
+        Err(ZkCode::NoAuth) if has_auth => Err(ZkCode::ConnectionLoss),
+        other => other,
+    }
+}
+
 fn map_stat(s: &zka::Stat) -> Stat {
     Stat {
         czxid: s.czxid,
@@ -443,27 +749,31 @@ fn map_stat(s: &zka::Stat) -> Stat {
     }
 }
 
-fn map_acl(acl: Acl) -> Vec<zka::Acl> {
+/// Maps the core's ACL policy onto ZooKeeper ACL lists.
+pub(crate) fn map_acl(acl: Acl) -> Vec<zka::Acl> {
     match acl {
         Acl::Open => zka::Acl::open_unsafe().clone(),
         Acl::CreatorAll => zka::Acl::creator_all().clone(),
         Acl::CreatorAllWorldRead => {
             let mut list = zka::Acl::creator_all().clone();
-            list.push(zka::Acl::new(zka::Permission::READ, "world", "anyone"));
+            list.extend(zka::Acl::read_unsafe().iter().cloned());
             list
         }
     }
 }
 
-fn map_mode(mode: CreateMode) -> zka::CreateMode {
+/// Maps the core's create mode onto the client's.
+///
+/// `Container` becomes `Persistent`: zookeeper-async sends the container flag
+/// with a plain create opcode, so the server makes a persistent node anyway
+/// (measured: it outlived its last child). Saying `Persistent` here keeps the
+/// code honest; the core only asks for a container parent when configured to.
+pub(crate) fn map_mode(mode: CreateMode) -> zka::CreateMode {
     match mode {
-        CreateMode::Persistent => zka::CreateMode::Persistent,
+        CreateMode::Persistent | CreateMode::Container => zka::CreateMode::Persistent,
         CreateMode::Ephemeral => zka::CreateMode::Ephemeral,
         CreateMode::PersistentSequential => zka::CreateMode::PersistentSequential,
         CreateMode::EphemeralSequential => zka::CreateMode::EphemeralSequential,
-        // zookeeper-async sends the container flag with a plain create, so the
-        // server makes a persistent node anyway; say so rather than pretend.
-        CreateMode::Container => zka::CreateMode::Persistent,
     }
 }
 
@@ -471,122 +781,283 @@ fn map_mode(mode: CreateMode) -> zka::CreateMode {
 mod tests {
     use super::*;
 
+    const T: Duration = Duration::from_secs(4);
+
     #[test]
     #[allow(deprecated)]
-    fn states_map_to_session_events() {
+    fn every_state_maps_to_the_right_session_event() {
         use zka::ZkState as S;
-        assert!(matches!(
-            map_state(S::Connected, false),
-            Some(SessionEvent::Connected { .. })
-        ));
-        assert_eq!(map_state(S::Connected, true), None);
+        let connected = Some(SessionEvent::Connected {
+            session_id: None,
+            timeout: T,
+        });
+        // (state, after Connected, otherwise)
+        let table = [
+            (S::Connected, None, connected),
+            (S::ConnectedReadOnly, None, connected),
+            (S::Connecting, Some(SessionEvent::Disconnected), None),
+            (S::Associating, None, None),
+            (
+                S::NotConnected,
+                Some(SessionEvent::Expired),
+                Some(SessionEvent::Expired),
+            ),
+            (
+                S::AuthFailed,
+                Some(SessionEvent::AuthFailed),
+                Some(SessionEvent::AuthFailed),
+            ),
+            (
+                S::Closed,
+                Some(SessionEvent::Closed),
+                Some(SessionEvent::Closed),
+            ),
+        ];
+        for (state, after_connected, otherwise) in table {
+            assert_eq!(
+                map_state(state, true, T),
+                after_connected,
+                "{state:?} after Connected"
+            );
+            assert_eq!(map_state(state, false, T), otherwise, "{state:?} otherwise");
+        }
+    }
+
+    #[test]
+    fn an_expiry_then_a_new_session_reads_as_expired_then_connected() {
+        // The sequence zookeeper-async gives for an expired session (zk-clients.md a2).
+        #[allow(deprecated)]
+        let states = [
+            zka::ZkState::Connecting,
+            zka::ZkState::NotConnected,
+            zka::ZkState::Connecting,
+            zka::ZkState::Connected,
+        ];
+        let mut connected = true;
+        let mut out = Vec::new();
+        for s in states {
+            if let Some(e) = map_state(s, connected, T) {
+                connected = matches!(e, SessionEvent::Connected { .. });
+                out.push(e);
+            }
+        }
         assert_eq!(
-            map_state(S::Connecting, true),
-            Some(SessionEvent::Disconnected)
+            out,
+            [
+                SessionEvent::Disconnected,
+                SessionEvent::Expired,
+                SessionEvent::Connected {
+                    session_id: None,
+                    timeout: T
+                }
+            ]
         );
-        assert_eq!(map_state(S::Connecting, false), None);
-        assert_eq!(
-            map_state(S::NotConnected, true),
-            Some(SessionEvent::Expired)
-        );
-        assert_eq!(
-            map_state(S::NotConnected, false),
-            Some(SessionEvent::Expired)
-        );
-        assert_eq!(
-            map_state(S::AuthFailed, true),
-            Some(SessionEvent::AuthFailed)
-        );
-        assert_eq!(map_state(S::Closed, true), Some(SessionEvent::Closed));
-        assert_eq!(map_state(S::Associating, true), None);
     }
 
     #[test]
     fn every_error_maps_and_faults_stay_faults() {
         use zka::ZkError as E;
         let table = [
+            (E::APIError, ZkCode::Other(-100)),
+            (E::AuthFailed, ZkCode::AuthFailed),
+            (E::BadArguments, ZkCode::BadArguments),
+            (E::BadVersion, ZkCode::BadVersion),
             (E::ConnectionLoss, ZkCode::ConnectionLoss),
+            (E::DataInconsistency, ZkCode::Other(-3)),
+            (E::EphemeralOnLocalSession, ZkCode::Other(-120)),
+            (E::InvalidACL, ZkCode::InvalidAcl),
+            (E::InvalidCallback, ZkCode::Other(-113)),
+            (E::MarshallingError, ZkCode::ConnectionLoss),
+            (E::NoAuth, ZkCode::NoAuth),
+            (E::NoChildrenForEphemerals, ZkCode::NoChildrenForEphemerals),
+            (E::NodeExists, ZkCode::NodeExists),
+            (E::NoNode, ZkCode::NoNode),
+            (E::NotEmpty, ZkCode::NotEmpty),
+            (E::NotReadOnly, ZkCode::Other(-119)),
+            (E::NoWatcher, ZkCode::Other(-121)),
             (E::OperationTimeout, ZkCode::OperationTimeout),
+            (E::RuntimeInconsistency, ZkCode::Other(-2)),
             (E::SessionExpired, ZkCode::SessionExpired),
             (E::SessionMoved, ZkCode::SessionMoved),
-            (E::NoNode, ZkCode::NoNode),
-            (E::NodeExists, ZkCode::NodeExists),
-            (E::NotEmpty, ZkCode::NotEmpty),
-            (E::BadVersion, ZkCode::BadVersion),
-            (E::NoAuth, ZkCode::NoAuth),
-            (E::AuthFailed, ZkCode::AuthFailed),
-            (E::InvalidACL, ZkCode::InvalidAcl),
-            (E::BadArguments, ZkCode::BadArguments),
-            (E::NoChildrenForEphemerals, ZkCode::NoChildrenForEphemerals),
-            (E::Unimplemented, ZkCode::Unimplemented),
-            (E::MarshallingError, ZkCode::ConnectionLoss),
             (E::SystemError, ZkCode::Other(-1)),
-            (E::NotReadOnly, ZkCode::Other(-119)),
+            (E::Unimplemented, ZkCode::Unimplemented),
         ];
+        assert_eq!(
+            table.len(),
+            23,
+            "every ZkError variant of zookeeper-async 5.0.0"
+        );
         for (from, to) in table {
             assert_eq!(map_error(from), to, "{from:?}");
         }
-        assert!(map_error(E::NoAuth).is_fatal());
-        assert!(map_error(E::ConnectionLoss).is_connection_fault());
+        // What the core retries and what stops it.
+        for e in [
+            E::ConnectionLoss,
+            E::OperationTimeout,
+            E::MarshallingError,
+            E::SessionMoved,
+        ] {
+            assert!(map_error(e).is_connection_fault(), "{e:?} is retried");
+        }
+        for e in [E::NoAuth, E::AuthFailed, E::InvalidACL, E::BadArguments] {
+            assert!(map_error(e).is_fatal(), "{e:?} is fatal");
+        }
     }
 
     #[test]
     fn watches_map_and_session_notifications_are_dropped() {
+        use zka::WatchedEventType as T;
         let event = |event_type, path: Option<&str>| zka::WatchedEvent {
             event_type,
             keeper_state: zka::KeeperState::SyncConnected,
             path: path.map(str::to_owned),
         };
+        let table = [
+            (T::NodeCreated, Some(WatchKind::NodeCreated)),
+            (T::NodeDeleted, Some(WatchKind::NodeDeleted)),
+            (T::NodeDataChanged, Some(WatchKind::NodeDataChanged)),
+            (T::NodeChildrenChanged, Some(WatchKind::NodeChildrenChanged)),
+            (T::None, None),
+            (T::DataWatchRemoved, None),
+            (T::ChildWatchRemoved, None),
+        ];
+        for (kind, want) in table {
+            assert_eq!(
+                map_watch(&event(kind, Some("/e/n"))),
+                want.map(|kind| WatchEvent {
+                    kind,
+                    path: "/e/n".into()
+                }),
+                "{kind:?}"
+            );
+            assert_eq!(
+                map_watch(&event(kind, None)),
+                None,
+                "{kind:?} without a path"
+            );
+        }
+    }
+
+    #[test]
+    fn a_reconnect_in_flight_turns_set_watches_and_no_auth_into_connection_loss() {
+        let ok = || Ok(Reply::Children(vec![]));
+        // No reconnect: untouched.
+        assert_eq!(settle(ok(), true, true, false), ok());
         assert_eq!(
-            map_watch(&event(zka::WatchedEventType::NodeDeleted, Some("/e/n"))),
-            Some(WatchEvent {
-                kind: WatchKind::NodeDeleted,
-                path: "/e/n".into()
-            })
+            settle(Err(ZkCode::NoAuth), false, true, false),
+            Err(ZkCode::NoAuth)
         );
-        assert_eq!(map_watch(&event(zka::WatchedEventType::None, None)), None);
+        // A watch set across a reconnect would never be delivered: set it again.
+        assert_eq!(settle(ok(), true, false, true), Err(ZkCode::ConnectionLoss));
+        // A read without a watch is still good.
+        assert_eq!(settle(ok(), false, false, true), ok());
+        // NoAuth before the credentials were replayed is not fatal…
         assert_eq!(
-            map_watch(&event(zka::WatchedEventType::DataWatchRemoved, Some("/e"))),
-            None
+            settle(Err(ZkCode::NoAuth), false, true, true),
+            Err(ZkCode::ConnectionLoss)
+        );
+        // …but without credentials it is what it says.
+        assert_eq!(
+            settle(Err(ZkCode::NoAuth), false, false, true),
+            Err(ZkCode::NoAuth)
         );
         assert_eq!(
-            map_watch(&event(
-                zka::WatchedEventType::NodeChildrenChanged,
-                Some("/e")
-            ))
-            .map(|e| e.kind),
-            Some(WatchKind::NodeChildrenChanged)
+            settle(Err(ZkCode::NoNode), true, true, true),
+            Err(ZkCode::NoNode)
         );
     }
 
     #[test]
-    fn acls_and_modes_map_without_containers() {
-        assert_eq!(map_acl(Acl::Open), *zka::Acl::open_unsafe());
-        assert_eq!(map_acl(Acl::CreatorAll), *zka::Acl::creator_all());
+    fn acls_map_to_the_zookeeper_lists() {
+        let world_all = zka::Acl::new(zka::Permission::ALL, "world", "anyone");
+        let creator_all = zka::Acl::new(zka::Permission::ALL, "auth", "");
+        let world_read = zka::Acl::new(zka::Permission::READ, "world", "anyone");
+        assert_eq!(map_acl(Acl::Open), vec![world_all]);
+        assert_eq!(map_acl(Acl::CreatorAll), vec![creator_all.clone()]);
         assert_eq!(
-            map_acl(Acl::CreatorAllWorldRead).len(),
-            zka::Acl::creator_all().len() + 1
-        );
-        assert_eq!(map_mode(CreateMode::Container), zka::CreateMode::Persistent);
-        assert_eq!(
-            map_mode(CreateMode::EphemeralSequential),
-            zka::CreateMode::EphemeralSequential
+            map_acl(Acl::CreatorAllWorldRead),
+            vec![creator_all, world_read]
         );
     }
 
+    #[test]
+    fn modes_map_and_containers_are_persistent() {
+        let table = [
+            (CreateMode::Persistent, zka::CreateMode::Persistent),
+            (CreateMode::Ephemeral, zka::CreateMode::Ephemeral),
+            (
+                CreateMode::PersistentSequential,
+                zka::CreateMode::PersistentSequential,
+            ),
+            (
+                CreateMode::EphemeralSequential,
+                zka::CreateMode::EphemeralSequential,
+            ),
+            (CreateMode::Container, zka::CreateMode::Persistent),
+        ];
+        for (from, to) in table {
+            assert_eq!(map_mode(from), to, "{from:?}");
+        }
+    }
+
+    #[test]
+    fn stats_keep_the_token_and_the_owner() {
+        let stat = zka::Stat {
+            czxid: 0x6,
+            mzxid: 7,
+            ctime: 1,
+            mtime: 2,
+            version: 3,
+            cversion: 4,
+            aversion: 5,
+            ephemeral_owner: 0x100_000d_f3eb_0000,
+            data_length: 8,
+            num_children: 9,
+            pzxid: 10,
+        };
+        let mapped = map_stat(&stat);
+        assert_eq!(
+            (mapped.czxid, mapped.ephemeral_owner),
+            (0x6, 0x100_000d_f3eb_0000)
+        );
+        assert_eq!((mapped.mzxid, mapped.pzxid), (7, 10));
+        assert_eq!((mapped.version, mapped.cversion), (3, 4));
+        assert_eq!((mapped.data_length, mapped.num_children), (8, 9));
+    }
+
     #[tokio::test]
-    async fn short_session_timeouts_and_empty_hosts_are_refused() {
-        let short =
-            ConnectOptions::new("127.0.0.1:1").session_timeout(Duration::from_millis(1_000));
+    async fn short_session_timeouts_are_refused_before_any_traffic() {
+        for ms in [0, 900, 1_000, 1_499] {
+            let short =
+                ConnectOptions::new("127.0.0.1:1").session_timeout(Duration::from_millis(ms));
+            match ZkAsyncTransport::connect(short).await {
+                Err(ElectionError::SessionTimeoutTooShort { requested, min }) => {
+                    assert_eq!(requested, Duration::from_millis(ms));
+                    assert_eq!(min, SESSION_TIMEOUT_MIN);
+                }
+                other => panic!("{ms} ms: expected a refusal, got {other:?}"),
+            }
+        }
+        let assumed =
+            ConnectOptions::new("127.0.0.1:1").assume_session_timeout(Duration::from_millis(1_000));
         assert!(matches!(
-            ZkAsyncTransport::connect(short).await,
-            Err(ElectionError::Connect { .. })
+            ZkAsyncTransport::connect(assumed).await,
+            Err(ElectionError::SessionTimeoutTooShort { .. })
         ));
-        let empty = ConnectOptions::new(" ");
-        assert!(matches!(
-            ZkAsyncTransport::connect(empty).await,
-            Err(ElectionError::Connect { .. })
-        ));
+    }
+
+    #[tokio::test]
+    async fn empty_and_malformed_hosts_are_refused() {
+        for hosts in [" ", "no-port-here", "127.0.0.1:1,:"] {
+            let result = ZkAsyncTransport::connect(
+                ConnectOptions::new(hosts).connect_timeout(Duration::from_secs(5)),
+            )
+            .await;
+            assert!(
+                matches!(result, Err(ElectionError::Connect { .. })),
+                "{hosts:?}: {result:?}"
+            );
+        }
     }
 
     #[tokio::test]
@@ -601,6 +1072,14 @@ mod tests {
             matches!(result, Err(ElectionError::Connect { .. })),
             "{result:?}"
         );
-        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    #[test]
+    fn credentials_never_show_in_debug_output() {
+        let options = ConnectOptions::new("h:1").digest("user:hunter2");
+        let shown = format!("{options:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("digest"), "{shown}");
     }
 }
