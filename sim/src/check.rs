@@ -18,7 +18,7 @@
 //! |---|---|
 //! | [`Safety`] `safety` | more than k candidates hold [`Role::Leader`] at once (runs without pauses; a candidate whose node an operator deleted is not counted until it learns, for at most [`REVOKE_GRACE`] session timeouts) |
 //! | [`Revocation`] `revocation` | a candidate whose node an operator deleted still leads one session timeout (of its own awake time) later |
-//! | [`Fencing`] `fencing` | (k = 1) the fenced resource accepts a write from a leader elected before the leader of a write it already accepted (a revoked leader's term ends at the deletion) |
+//! | [`Fencing`] `fencing` | (k = 1) the fenced resource accepts a write from a leader elected before the leader of a write it had already received (a revoked leader's term ends at the deletion) |
 //! | [`TokensGrow`] `tokens-grow` | (k = 1) an `Elected` token is lower than the one before it, or equal but for another candidate (a revoked candidate's elections before it learns are not counted) |
 //! | [`Liveness`] `liveness` | from [`World::liveness_bound`] after the faults stop until the candidates are closed, fewer than `min(k, live)` leaders |
 //! | [`NoHerd`] `no-herd` | one server change (a deletion, a creation, a data change) makes more than k candidates send a read that reaches the server |
@@ -212,10 +212,11 @@ impl Invariant for Revocation {
 /// is paused (the process froze between checking its role and writing). The
 /// resource accepts a write whose token is not lower than the highest it has
 /// seen. A violation is an accepted write from a leadership that was *elected
-/// before* the leadership of a write the resource had already accepted: the
-/// resource saw the newer leader and still let the older one in. Election order
-/// is the order of `Elected` notices, not token order, so tokens that fail to
-/// grow are caught here too.
+/// before* the leadership of a write the resource had already received
+/// (accepted or not): the resource heard from the newer leader and still let
+/// the older one in. Election order is the order of `Elected` notices, not
+/// token order, so tokens that fail to grow are caught here (the newer leader's
+/// lower token is refused, the deposed leader's higher one let in).
 ///
 /// A revoked candidate's leadership ended when its node was deleted: its
 /// writes count as of the election before the deletion, and an election it
@@ -229,8 +230,9 @@ pub struct Fencing {
     elections: u64,
     /// pid → the election count when an operator deleted its node.
     revoked: BTreeMap<usize, u64>,
-    /// The newest election whose write was accepted, and by whom.
-    newest_accepted: Option<(u64, usize, FencingToken)>,
+    /// The newest election whose write the resource received (accepted or
+    /// not), by whom, with which token.
+    newest_seen: Option<(u64, usize, FencingToken)>,
 }
 
 impl Invariant for Fencing {
@@ -262,17 +264,19 @@ impl Invariant for Fencing {
             Event::Write {
                 pid,
                 token,
-                accepted: true,
+                accepted,
             } => {
                 let term = self.terms.get(&(pid, token)).copied().unwrap_or(0);
-                if let Some((newest, by, their)) = self.newest_accepted {
-                    if term < newest {
+                if let Some((newest, by, their)) = self.newest_seen {
+                    if accepted && term < newest {
                         return Err(format!(
-                            "the resource accepted p{pid}'s write with token {token} (election #{term}) after p{by}'s with token {their} (election #{newest})"
+                            "the resource accepted p{pid}'s write with token {token} (election #{term}) after it had seen p{by}'s with token {their} (election #{newest})"
                         ));
                     }
                 }
-                self.newest_accepted = Some((term, pid, token));
+                if self.newest_seen.is_none_or(|(newest, _, _)| term > newest) {
+                    self.newest_seen = Some((term, pid, token));
+                }
             }
             _ => {}
         }

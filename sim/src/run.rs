@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-use crate::swarm::{Canary, Overrides, Swarm};
+use crate::check::{self, Invariant};
+use crate::swarm::{Canary, Knobs, Overrides, Swarm};
 use crate::world::{RunStats, Violation, World};
 
 /// What to run.
@@ -23,6 +24,8 @@ pub struct RunReport {
     pub seed: u64,
     /// The scenario it picked.
     pub swarm: Swarm,
+    /// The world's settings it picked.
+    pub knobs: Knobs,
     /// The first invariant broken, if any.
     pub violation: Option<Violation>,
     /// The trace's hash: same seed, same hash.
@@ -46,11 +49,24 @@ pub fn run_seed(seed: u64, options: RunOptions) -> RunReport {
 
 /// Runs `seed` with a given scenario (e.g. a minimised plan).
 pub fn run_swarm(seed: u64, swarm: Swarm, options: RunOptions) -> RunReport {
-    let mut world = World::new(seed, swarm, options.canary, options.keep_trace);
+    run_checked(seed, swarm, options, check::standard())
+}
+
+/// Runs `seed` with a given scenario and a chosen set of checkers (e.g. to
+/// show that one checker catches a canary on its own).
+pub fn run_checked(
+    seed: u64,
+    swarm: Swarm,
+    options: RunOptions,
+    invariants: Vec<Box<dyn Invariant>>,
+) -> RunReport {
+    let mut world =
+        World::with_invariants(seed, swarm, options.canary, options.keep_trace, invariants);
     let violation = world.run();
     RunReport {
         seed,
         swarm: world.swarm().clone(),
+        knobs: *world.knobs(),
         violation,
         hash: world.trace.hash(),
         trace_len: world.trace.len(),
@@ -59,6 +75,32 @@ pub fn run_swarm(seed: u64, swarm: Swarm, options: RunOptions) -> RunReport {
         stats: world.stats(),
         options,
     }
+}
+
+/// The outcome of a range of seeds.
+#[derive(Debug, Clone, Default)]
+pub struct Sweep {
+    /// Seeds run.
+    pub seeds: u64,
+    /// Their counters, summed.
+    pub stats: RunStats,
+    /// The first failing seed's report, minimised, if any.
+    pub failure: Option<RunReport>,
+}
+
+/// Runs every seed in `seeds` until one fails (then minimises its plan).
+pub fn sweep(seeds: std::ops::Range<u64>, options: RunOptions) -> Sweep {
+    let mut out = Sweep::default();
+    for seed in seeds {
+        let report = run_seed(seed, options);
+        out.seeds += 1;
+        out.stats.add(&report.stats);
+        if report.violation.is_some() {
+            out.failure = Some(minimize(&report).unwrap_or(report));
+            break;
+        }
+    }
+    out
 }
 
 /// Drops one fault at a time while the run still breaks the same invariant
@@ -100,6 +142,8 @@ impl fmt::Display for RunReport {
         )?;
         writeln!(f, "seed={} (0x{:x})", self.seed, self.seed)?;
         writeln!(f, "swarm: {}", self.swarm)?;
+        writeln!(f, "knobs: {}", self.knobs)?;
+        writeln!(f, "stats: {}", self.stats)?;
         if let Some(canary) = self.options.canary {
             writeln!(f, "canary: {canary:?}")?;
         }

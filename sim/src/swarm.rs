@@ -312,6 +312,11 @@ impl Swarm {
                     };
                     plan.push((at(&mut rng), fault));
                 }
+                // A paused leader is what the fenced resource is for: aim some pauses at it.
+                if rng.chance(pause / 2.0) {
+                    let ms = rng.range(t / 2, t * 2);
+                    plan.push((at(&mut rng), Fault::PauseLeader { ms }));
+                }
                 if rng.chance(pause) {
                     let ms = rng.range(t / 4, t * 2);
                     plan.push((

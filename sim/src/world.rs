@@ -262,6 +262,37 @@ pub struct RunStats {
     pub stale_replies: u64,
 }
 
+impl RunStats {
+    /// Adds another run's counters to these.
+    pub fn add(&mut self, other: &RunStats) {
+        self.steps += other.steps;
+        self.server_ops += other.server_ops;
+        self.elections += other.elections;
+        self.faults += other.faults;
+        self.fenced_rejections += other.fenced_rejections;
+        self.fenced_writes += other.fenced_writes;
+        self.revocations += other.revocations;
+        self.stale_replies += other.stale_replies;
+    }
+}
+
+impl std::fmt::Display for RunStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} steps, {} server ops, {} elections, {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies",
+            self.steps,
+            self.server_ops,
+            self.elections,
+            self.faults,
+            self.revocations,
+            self.fenced_writes,
+            self.fenced_rejections,
+            self.stale_replies
+        )
+    }
+}
+
 /// A whole simulated run.
 pub struct World {
     seed: u64,
