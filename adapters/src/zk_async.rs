@@ -6,13 +6,13 @@
 //! |---|---|
 //! | `connect()` spins forever on a dead server | [`ZkAsyncTransport::connect`] runs the whole set-up (TCP, session, credentials, a first `exists("/")`) under one deadline, [`ConnectOptions::connect_timeout`], and uses `connect_with_retry_time` so a dead server is retried every [`ConnectOptions::reconnect_delay`] instead of in a busy loop |
 //! | a session timeout under 1.5 s makes it reconnect in a storm | refused: [`ElectionError::SessionTimeoutTooShort`] |
-//! | watches are lost on every reconnect, yet their callbacks stay registered and can fire with a new watch on the same path | every non-`Connected` state bumps a *generation*; a watch callback remembers the generation it was set in and drops its event if a reconnect came since ([`ZkAsyncTransport`]'s watcher). A watch request that straddled a reconnect answers `ConnectionLoss` (`settle`) so the core sets it again. After the reconnect the core re-lists and re-arms every watch on `Connected` |
-//! | digest credentials are lost on every reconnect | the session task replays them before it reports `Connected`; until then requests wait (bounded) at a gate, and a `NoAuth` from a request that straddled a reconnect answers `ConnectionLoss` |
+//! | watches are lost on every reconnect, yet their callbacks stay registered and can fire with a new watch on the same path | every non-`Connected` state bumps a *generation*; a watch callback queues its event with the generation its request was sent in, and the pump task drops it if a reconnect came since. A watch request that straddled a reconnect answers `ConnectionLoss` (`settle`) so the core sets it again. After the reconnect the core re-lists and re-arms every watch on `Connected` |
+//! | digest credentials are lost on every reconnect | the pump task replays them before it reports `Connected`; until then requests wait (bounded) at a gate, and a `NoAuth` from a request that straddled a reconnect answers `ConnectionLoss` |
 //! | session expiry shows only as the deprecated `ZkState::NotConnected`, then a new session opens silently | `map_state`: `NotConnected` → `Expired`, the next `Connected` → `Connected { session_id: None }`, which the core treats as a new session; the core learns the session id from its node's `ephemeralOwner` and re-checks it after every reconnect |
 //! | a dead server is noticed only after 2× the session timeout | the core probes every third of the session timeout and suspends after two thirds; here every request is bounded ([`ConnectOptions::op_timeout`]) and answers `OperationTimeout` |
 //! | `CreateMode::Container` silently creates a persistent node | mapped to `Persistent` on purpose (`map_mode`), so nothing pretends otherwise |
 //! | no close on drop: a dropped client keeps pinging, so its session (and ephemeral node) lives on | `Drop` closes the session in the background if [`close`](Transport::close) was not called |
-//! | watch callbacks run on the client's tasks, and a reply can overtake the watch event the server sent first | callbacks and the state listener only `send` into one unbounded channel — never block, never run logic; the core does not rely on reply/event order |
+//! | watch callbacks run on the client's tasks, and a reply can overtake the watch event the server sent first | callbacks and the state listener only `send` into one unbounded channel — never block, never run logic — and one pump task turns it into the event stream in order; the core does not rely on reply/event order |
 //!
 //! Limits: no TLS or SASL (a transport over `zookeeper-client` would bring
 //! them). The client does not expose the negotiated session timeout, so the
@@ -25,6 +25,7 @@
 //! retrying (every `reconnect_delay`) until the server is back, then closes;
 //! the crate gives no way to stop it sooner.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -190,13 +191,28 @@ impl ConnectOptions {
     }
 }
 
+/// What the client's callbacks send, in the order they happen: the one
+/// channel every callback writes to. Callbacks never block and run no logic.
+#[derive(Debug)]
+enum Raw {
+    /// The state listener saw a new state.
+    State(zka::ZkState),
+    /// A watch fired; `generation` is the one its request was sent in.
+    Watch {
+        generation: u64,
+        event: zka::WatchedEvent,
+    },
+}
+
 /// What the client's callbacks share with the transport.
 struct Shared {
     /// Bumped by the state listener on every state but `Connected`: a watch
     /// set in an older generation is dead on the server.
     generation: AtomicU64,
-    /// The one ordered channel every callback sends into.
+    /// The transport's event stream (written by the pump task and `close`).
     events: mpsc::UnboundedSender<TransportEvent>,
+    /// The callbacks' channel, read by the pump task.
+    raw: mpsc::UnboundedSender<Raw>,
     /// Whether the current connection carries the credentials (always true
     /// without credentials).
     authenticated: watch::Sender<bool>,
@@ -224,7 +240,7 @@ pub struct ZkAsyncTransport {
     op_timeout: Duration,
     has_auth: bool,
     closed: AtomicBool,
-    session_task: tokio::task::JoinHandle<()>,
+    pump_task: tokio::task::JoinHandle<()>,
 }
 
 impl std::fmt::Debug for ZkAsyncTransport {
@@ -279,15 +295,16 @@ impl ZkAsyncTransport {
         };
         let has_auth = !options.auth.is_empty();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (raw_tx, raw_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             generation: AtomicU64::new(0),
             events: events_tx,
+            raw: raw_tx,
             authenticated: watch::channel(!has_auth).0,
         });
         // The listener runs on the client's I/O task under the client's
         // listener lock: it only bumps the generation, closes the auth gate
-        // and forwards the state. The session task does the rest.
-        let (states_tx, states_rx) = mpsc::unbounded_channel();
+        // and forwards the state. The pump task does the rest.
         let listener = Arc::clone(&shared);
         zk.add_listener(move |state| {
             if !is_connected(state) {
@@ -296,7 +313,7 @@ impl ZkAsyncTransport {
                     listener.authenticated.send_replace(false);
                 }
             }
-            let _ = states_tx.send(state);
+            let _ = listener.raw.send(Raw::State(state));
         });
         let timeout = options
             .assume_session_timeout
@@ -323,10 +340,10 @@ impl ZkAsyncTransport {
                 session_id: None,
                 timeout,
             }));
-        let session_task = tokio::spawn(session_task(
+        let pump_task = tokio::spawn(pump(
             Arc::clone(&zk),
             Arc::clone(&shared),
-            states_rx,
+            raw_rx,
             options.auth.clone(),
             timeout,
             op_timeout,
@@ -338,24 +355,18 @@ impl ZkAsyncTransport {
                 op_timeout,
                 has_auth,
                 closed: AtomicBool::new(false),
-                session_task,
+                pump_task,
             },
             events_rx,
         ))
     }
 
-    /// A watch callback that reports its event only if no reconnect came
-    /// since `generation` (the one the request was sent in).
+    /// A watch callback that only queues its event, with the generation its
+    /// request was sent in; the pump drops it if a reconnect came since.
     fn watcher(&self, generation: u64) -> impl FnOnce(zka::WatchedEvent) + Send + 'static {
         let shared = Arc::clone(&self.shared);
         move |event| {
-            if shared.generation.load(Ordering::SeqCst) != generation {
-                debug!(?event, "dropping a watch event set before a reconnect");
-                return;
-            }
-            if let Some(event) = map_watch(&event) {
-                let _ = shared.events.send(TransportEvent::Watch(event));
-            }
+            let _ = shared.raw.send(Raw::Watch { generation, event });
         }
     }
 
@@ -435,7 +446,7 @@ impl Transport for ZkAsyncTransport {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
-        self.session_task.abort();
+        self.pump_task.abort();
         match tokio::time::timeout(CLOSE_TIMEOUT, self.zk.close()).await {
             Ok(Ok(())) => info!("session closed"),
             Ok(Err(e)) => debug!(error = %e, "close: the client was already closed"),
@@ -450,7 +461,7 @@ impl Transport for ZkAsyncTransport {
 
 impl Drop for ZkAsyncTransport {
     fn drop(&mut self) {
-        self.session_task.abort();
+        self.pump_task.abort();
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -494,8 +505,8 @@ async fn set_up(
                 if shared.generation.load(Ordering::SeqCst) == generation {
                     shared.authenticated.send_replace(true);
                 }
-                // Otherwise the connection changed meanwhile: the session
-                // task replays the credentials when it reports `Connected`.
+                // Otherwise the connection changed meanwhile: the pump task
+                // replays the credentials before it reports `Connected`.
                 return Ok(());
             }
             Err(zka::ZkError::AuthFailed) => {
@@ -532,83 +543,109 @@ enum Replayed {
     Done,
     /// The server rejected them.
     Rejected,
-    /// The connection changed meanwhile; here is the next state, if any.
-    Superseded(Option<zka::ZkState>),
+    /// The connection changed meanwhile; its state is queued.
+    Superseded,
     /// The client is gone.
     Ended,
 }
 
 /// Replays the credentials until they are on the current connection, the
-/// server rejects them, or the connection changes again.
+/// server rejects them, or the connection changes again. Watch events that
+/// arrive meanwhile are kept in `held`, in order.
 async fn replay_until_done(
     zk: &zka::ZooKeeper,
     shared: &Shared,
-    states: &mut mpsc::UnboundedReceiver<zka::ZkState>,
+    raw: &mut mpsc::UnboundedReceiver<Raw>,
+    held: &mut VecDeque<Raw>,
     auth: &[(String, Vec<u8>)],
     op_timeout: Duration,
 ) -> Replayed {
     loop {
         let generation = shared.generation.load(Ordering::SeqCst);
         let attempt = tokio::time::timeout(op_timeout, replay(zk, auth)).await;
-        let changed = shared.generation.load(Ordering::SeqCst) != generation;
+        if shared.generation.load(Ordering::SeqCst) != generation {
+            // The listener queued the new state; the pump decides.
+            return Replayed::Superseded;
+        }
         match attempt {
-            Ok(Err(zka::ZkError::AuthFailed)) => return Replayed::Rejected,
-            // The connection changed: its state is queued; let it decide.
-            _ if changed => return Replayed::Superseded(states.recv().await),
             Ok(Ok(())) => {
                 shared.authenticated.send_replace(true);
                 return Replayed::Done;
             }
+            Ok(Err(zka::ZkError::AuthFailed)) => return Replayed::Rejected,
             Ok(Err(e)) => warn!(error = %e, "replaying credentials failed; trying again"),
             Err(_) => warn!(?op_timeout, "replaying credentials timed out; trying again"),
         }
-        tokio::select! {
-            state = states.recv() => return match state {
-                Some(state) => Replayed::Superseded(Some(state)),
-                None => Replayed::Ended,
-            },
-            () = tokio::time::sleep(REPLAY_RETRY) => {}
+        let pause = tokio::time::sleep(REPLAY_RETRY);
+        tokio::pin!(pause);
+        loop {
+            tokio::select! {
+                item = raw.recv() => match item {
+                    Some(state @ Raw::State(_)) => {
+                        held.push_back(state);
+                        return Replayed::Superseded;
+                    }
+                    Some(watch) => held.push_back(watch),
+                    None => return Replayed::Ended,
+                },
+                () = &mut pause => break,
+            }
         }
     }
 }
 
-/// Turns the client's state changes into session events. Credentials are
-/// replayed before `Connected` is reported, so the core's re-listing runs
-/// authenticated.
-async fn session_task(
+/// Turns what the callbacks queued into the transport's events, in order:
+/// states become session events (credentials replayed before `Connected`
+/// is reported, so the core's re-listing runs authenticated), watch events
+/// from before the latest reconnect are dropped.
+async fn pump(
     zk: Arc<zka::ZooKeeper>,
     shared: Arc<Shared>,
-    mut states: mpsc::UnboundedReceiver<zka::ZkState>,
+    mut raw: mpsc::UnboundedReceiver<Raw>,
     auth: Vec<(String, Vec<u8>)>,
     timeout: Duration,
     op_timeout: Duration,
 ) {
-    // `connect` reported `Connected` already.
+    // `connect` reported `Connected` already. `generation` counts the
+    // non-`Connected` states taken from the channel, exactly as the listener
+    // counted them when it queued them.
     let mut reported_connected = true;
-    let mut next: Option<zka::ZkState> = None;
+    let mut generation = 0_u64;
+    let mut held: VecDeque<Raw> = VecDeque::new();
     loop {
-        let state = match next.take() {
-            Some(state) => state,
-            None => match states.recv().await {
-                Some(state) => state,
+        let item = match held.pop_front() {
+            Some(item) => item,
+            None => match raw.recv().await {
+                Some(item) => item,
                 None => return,
             },
         };
+        let state = match item {
+            Raw::Watch {
+                generation: set_in,
+                event,
+            } => {
+                if set_in != generation {
+                    debug!(?event, "dropping a watch event set before a reconnect");
+                } else if let Some(event) = map_watch(&event) {
+                    let _ = shared.events.send(TransportEvent::Watch(event));
+                }
+                continue;
+            }
+            Raw::State(state) => state,
+        };
+        if !is_connected(state) {
+            generation += 1;
+        }
         let Some(mut event) = map_state(state, reported_connected, timeout) else {
             continue;
         };
         if matches!(event, SessionEvent::Connected { .. }) && !auth.is_empty() {
-            match replay_until_done(&zk, &shared, &mut states, &auth, op_timeout).await {
+            match replay_until_done(&zk, &shared, &mut raw, &mut held, &auth, op_timeout).await {
                 Replayed::Done => {}
                 Replayed::Rejected => event = SessionEvent::AuthFailed,
-                Replayed::Superseded(state) => {
-                    // Not reported: the core still believes what it last heard.
-                    match state {
-                        Some(state) => next = Some(state),
-                        None => return,
-                    }
-                    continue;
-                }
+                // Not reported: the core still believes what it last heard.
+                Replayed::Superseded => continue,
                 Replayed::Ended => return,
             }
         }
