@@ -11,7 +11,7 @@
 //! | session expiry shows only as the deprecated `ZkState::NotConnected`, then a new session opens silently | `map_state`: `NotConnected` → `Expired`, the next `Connected` → `Connected { session_id: None }`, which the core treats as a new session; the core learns the session id from its node's `ephemeralOwner` and re-checks it after every reconnect |
 //! | a dead server is noticed only after 2× the session timeout | the core probes every third of the session timeout and suspends after two thirds; here every request is bounded ([`ConnectOptions::op_timeout`]) and answers `OperationTimeout` |
 //! | `CreateMode::Container` silently creates a persistent node | mapped to `Persistent` on purpose (`map_mode`), so nothing pretends otherwise |
-//! | no close on drop: a dropped client keeps pinging, so its session (and ephemeral node) lives on | `Drop` closes the session in the background if [`close`](Transport::close) was not called |
+//! | no close on drop: a dropped client keeps pinging, so its session (and ephemeral node) lives on | `Drop` closes the session in the background if [`close`](Transport::close) was not called; so does a `connect` future dropped half-way |
 //! | watch callbacks run on the client's tasks, and a reply can overtake the watch event the server sent first | callbacks and the state listener only `send` into one unbounded channel — never block, never run logic — and one pump task turns it into the event stream in order; the core does not rely on reply/event order |
 //!
 //! Limits: no TLS or SASL (a transport over `zookeeper-client` would bring
@@ -26,6 +26,7 @@
 //! the crate gives no way to stop it sooner.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -213,9 +214,41 @@ struct Shared {
     events: mpsc::UnboundedSender<TransportEvent>,
     /// The callbacks' channel, read by the pump task.
     raw: mpsc::UnboundedSender<Raw>,
+    /// Whether there are credentials to replay.
+    has_auth: bool,
     /// Whether the current connection carries the credentials (always true
     /// without credentials).
     authenticated: watch::Sender<bool>,
+}
+
+impl Shared {
+    fn new(
+        events: mpsc::UnboundedSender<TransportEvent>,
+        has_auth: bool,
+    ) -> (Self, mpsc::UnboundedReceiver<Raw>) {
+        let (raw, raw_rx) = mpsc::unbounded_channel();
+        let shared = Self {
+            generation: AtomicU64::new(0),
+            events,
+            raw,
+            has_auth,
+            authenticated: watch::channel(!has_auth).0,
+        };
+        (shared, raw_rx)
+    }
+
+    /// The state listener's whole body: it runs on the client's I/O task
+    /// under the client's listener lock, so it only bumps the generation,
+    /// closes the credentials gate and queues the state.
+    fn on_state(&self, state: zka::ZkState) {
+        if !is_connected(state) {
+            self.generation.fetch_add(1, Ordering::SeqCst);
+            if self.has_auth {
+                self.authenticated.send_replace(false);
+            }
+        }
+        let _ = self.raw.send(Raw::State(state));
+    }
 }
 
 /// A [`Transport`] over one `zookeeper-async` client.
@@ -293,45 +326,35 @@ impl ZkAsyncTransport {
                 )))
             }
         };
+        // If this future is dropped from here on (the caller gave up), the
+        // client must still be closed: it would keep its session alive.
+        let mut guard = CloseOnDrop(Some(Arc::clone(&zk)));
         let has_auth = !options.auth.is_empty();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let (raw_tx, raw_rx) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared {
-            generation: AtomicU64::new(0),
-            events: events_tx,
-            raw: raw_tx,
-            authenticated: watch::channel(!has_auth).0,
-        });
+        let (shared, raw_rx) = Shared::new(events_tx, has_auth);
+        let shared = Arc::new(shared);
         // The listener runs on the client's I/O task under the client's
         // listener lock: it only bumps the generation, closes the auth gate
         // and forwards the state. The pump task does the rest.
         let listener = Arc::clone(&shared);
-        zk.add_listener(move |state| {
-            if !is_connected(state) {
-                listener.generation.fetch_add(1, Ordering::SeqCst);
-                if has_auth {
-                    listener.authenticated.send_replace(false);
-                }
-            }
-            let _ = listener.raw.send(Raw::State(state));
-        });
+        zk.add_listener(move |state| listener.on_state(state));
         let timeout = options
             .assume_session_timeout
             .unwrap_or(options.session_timeout);
         let op_timeout = options.op_timeout.unwrap_or(options.session_timeout);
-        match tokio::time::timeout_at(deadline, set_up(&zk, &shared, &options)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                let _ = tokio::time::timeout(CLOSE_TIMEOUT, zk.close()).await;
-                return Err(e);
-            }
-            Err(_) => {
-                let _ = tokio::time::timeout(CLOSE_TIMEOUT, zk.close()).await;
-                return Err(options.fail(format!(
-                    "a server accepted the connection but no usable session came within {:?}",
-                    options.connect_timeout
-                )));
-            }
+        let failure = match tokio::time::timeout_at(deadline, set_up(&zk, &shared, &options)).await
+        {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e),
+            Err(_) => Some(options.fail(format!(
+                "a server accepted the connection but no usable session came within {:?}",
+                options.connect_timeout
+            ))),
+        };
+        guard.0 = None;
+        if let Some(e) = failure {
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, zk.close()).await;
+            return Err(e);
         }
         info!(hosts = options.hosts, ?timeout, "connected");
         let _ = shared
@@ -340,11 +363,19 @@ impl ZkAsyncTransport {
                 session_id: None,
                 timeout,
             }));
+        let replayer = {
+            let zk = Arc::clone(&zk);
+            let auth = options.auth.clone();
+            move || {
+                let zk = Arc::clone(&zk);
+                let auth = auth.clone();
+                async move { replay(&zk, &auth).await }
+            }
+        };
         let pump_task = tokio::spawn(pump(
-            Arc::clone(&zk),
+            replayer,
             Arc::clone(&shared),
             raw_rx,
-            options.auth.clone(),
             timeout,
             op_timeout,
         ));
@@ -462,23 +493,37 @@ impl Transport for ZkAsyncTransport {
 impl Drop for ZkAsyncTransport {
     fn drop(&mut self) {
         self.pump_task.abort();
-        if self.closed.swap(true, Ordering::SeqCst) {
-            return;
+        if !self.closed.swap(true, Ordering::SeqCst) {
+            close_in_background(Arc::clone(&self.zk));
         }
-        // zookeeper-async has no close on drop, and its I/O task holds a
-        // sender to itself for pings: a dropped client keeps its session —
-        // and an election node — alive for as long as the runtime runs.
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                let zk = Arc::clone(&self.zk);
-                runtime.spawn(async move {
-                    let _ = tokio::time::timeout(CLOSE_TIMEOUT, zk.close()).await;
-                });
-            }
-            Err(_) => {
-                warn!("dropped without close() outside a runtime: the session expires on its own")
-            }
+    }
+}
+
+/// Closes a client that is dropped before it was handed out.
+struct CloseOnDrop(Option<Arc<zka::ZooKeeper>>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if let Some(zk) = self.0.take() {
+            close_in_background(zk);
         }
+    }
+}
+
+/// zookeeper-async has no close on drop, and its I/O task holds a sender to
+/// itself for pings: a dropped client keeps its session — and an election
+/// node — alive for as long as the runtime runs (measured: the ephemeral
+/// node of a dropped client was still there after twice its session timeout).
+fn close_in_background(zk: Arc<zka::ZooKeeper>) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn(async move {
+                let _ = tokio::time::timeout(CLOSE_TIMEOUT, zk.close()).await;
+            });
+        }
+        Err(_) => warn!(
+            "a zookeeper-async client dropped outside a runtime: its session lives until the runtime ends"
+        ),
     }
 }
 
@@ -552,17 +597,20 @@ enum Replayed {
 /// Replays the credentials until they are on the current connection, the
 /// server rejects them, or the connection changes again. Watch events that
 /// arrive meanwhile are kept in `held`, in order.
-async fn replay_until_done(
-    zk: &zka::ZooKeeper,
+async fn replay_until_done<R, F>(
+    replay: &R,
     shared: &Shared,
     raw: &mut mpsc::UnboundedReceiver<Raw>,
     held: &mut VecDeque<Raw>,
-    auth: &[(String, Vec<u8>)],
     op_timeout: Duration,
-) -> Replayed {
+) -> Replayed
+where
+    R: Fn() -> F,
+    F: Future<Output = Result<(), zka::ZkError>>,
+{
     loop {
         let generation = shared.generation.load(Ordering::SeqCst);
-        let attempt = tokio::time::timeout(op_timeout, replay(zk, auth)).await;
+        let attempt = tokio::time::timeout(op_timeout, replay()).await;
         if shared.generation.load(Ordering::SeqCst) != generation {
             // The listener queued the new state; the pump decides.
             return Replayed::Superseded;
@@ -598,14 +646,19 @@ async fn replay_until_done(
 /// states become session events (credentials replayed before `Connected`
 /// is reported, so the core's re-listing runs authenticated), watch events
 /// from before the latest reconnect are dropped.
-async fn pump(
-    zk: Arc<zka::ZooKeeper>,
+///
+/// `replay` adds the credentials to the current connection (the client's
+/// `add_auth` for each); it is only called when there are credentials.
+async fn pump<R, F>(
+    replay: R,
     shared: Arc<Shared>,
     mut raw: mpsc::UnboundedReceiver<Raw>,
-    auth: Vec<(String, Vec<u8>)>,
     timeout: Duration,
     op_timeout: Duration,
-) {
+) where
+    R: Fn() -> F,
+    F: Future<Output = Result<(), zka::ZkError>>,
+{
     // `connect` reported `Connected` already. `generation` counts the
     // non-`Connected` states taken from the channel, exactly as the listener
     // counted them when it queued them.
@@ -640,8 +693,8 @@ async fn pump(
         let Some(mut event) = map_state(state, reported_connected, timeout) else {
             continue;
         };
-        if matches!(event, SessionEvent::Connected { .. }) && !auth.is_empty() {
-            match replay_until_done(&zk, &shared, &mut raw, &mut held, &auth, op_timeout).await {
+        if matches!(event, SessionEvent::Connected { .. }) && shared.has_auth {
+            match replay_until_done(&replay, &shared, &mut raw, &mut held, op_timeout).await {
                 Replayed::Done => {}
                 Replayed::Rejected => event = SessionEvent::AuthFailed,
                 // Not reported: the core still believes what it last heard.
@@ -1110,6 +1163,209 @@ mod tests {
             "{result:?}"
         );
         assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    /// A pump over fake credentials: `replays` answers each replay in turn
+    /// (then `Ok`); `during` runs inside each replay (e.g. a connection drop).
+    struct Pump {
+        shared: Arc<Shared>,
+        events: mpsc::UnboundedReceiver<TransportEvent>,
+        calls: Arc<std::sync::Mutex<u32>>,
+        task: tokio::task::JoinHandle<()>,
+    }
+
+    impl Pump {
+        fn start(
+            has_auth: bool,
+            replays: Vec<Result<(), zka::ZkError>>,
+            during: Option<zka::ZkState>,
+        ) -> Self {
+            let (events_tx, events) = mpsc::unbounded_channel();
+            let (shared, raw) = Shared::new(events_tx, has_auth);
+            let shared = Arc::new(shared);
+            let calls = Arc::new(std::sync::Mutex::new(0_u32));
+            let replay = {
+                let shared = Arc::clone(&shared);
+                let calls = Arc::clone(&calls);
+                let replays = std::sync::Mutex::new(replays.into_iter());
+                move || {
+                    *calls.lock().unwrap() += 1;
+                    if let Some(state) = during {
+                        shared.on_state(state);
+                    }
+                    let answer = replays.lock().unwrap().next().unwrap_or(Ok(()));
+                    async move { answer }
+                }
+            };
+            let task = tokio::spawn(pump(
+                replay,
+                Arc::clone(&shared),
+                raw,
+                T,
+                Duration::from_secs(1),
+            ));
+            Self {
+                shared,
+                events,
+                calls,
+                task,
+            }
+        }
+
+        fn watch(&self, set_in: u64, path: &str) {
+            let event = zka::WatchedEvent {
+                event_type: zka::WatchedEventType::NodeDeleted,
+                keeper_state: zka::KeeperState::SyncConnected,
+                path: Some(path.to_owned()),
+            };
+            let _ = self.shared.raw.send(Raw::Watch {
+                generation: set_in,
+                event,
+            });
+        }
+
+        /// Everything the pump has sent so far.
+        async fn drain(&mut self) -> Vec<TransportEvent> {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            std::iter::from_fn(|| self.events.try_recv().ok()).collect()
+        }
+    }
+
+    fn deleted(path: &str) -> TransportEvent {
+        TransportEvent::Watch(WatchEvent {
+            kind: WatchKind::NodeDeleted,
+            path: path.into(),
+        })
+    }
+
+    fn session(e: SessionEvent) -> TransportEvent {
+        TransportEvent::Session(e)
+    }
+
+    const CONNECTED: SessionEvent = SessionEvent::Connected {
+        session_id: None,
+        timeout: T,
+    };
+
+    #[tokio::test(start_paused = true)]
+    async fn the_pump_keeps_order_and_drops_watch_events_from_before_a_reconnect() {
+        let mut p = Pump::start(false, vec![], None);
+        p.watch(0, "/e/a");
+        p.shared.on_state(zka::ZkState::Connecting);
+        // Set before the reconnect: its watch is gone on the server.
+        p.watch(0, "/e/stale");
+        p.shared.on_state(zka::ZkState::Connected);
+        p.watch(1, "/e/b");
+        assert_eq!(
+            p.drain().await,
+            [
+                deleted("/e/a"),
+                session(SessionEvent::Disconnected),
+                session(CONNECTED),
+                deleted("/e/b"),
+            ]
+        );
+        assert_eq!(*p.calls.lock().unwrap(), 0, "no credentials, no replay");
+        p.task.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    #[allow(deprecated)]
+    async fn the_pump_reports_an_expiry_and_the_new_session_after_it() {
+        let mut p = Pump::start(false, vec![], None);
+        for state in [
+            zka::ZkState::Connecting,
+            zka::ZkState::NotConnected,
+            zka::ZkState::Connecting,
+            zka::ZkState::Connected,
+        ] {
+            p.shared.on_state(state);
+        }
+        assert_eq!(
+            p.drain().await,
+            [
+                session(SessionEvent::Disconnected),
+                session(SessionEvent::Expired),
+                session(CONNECTED),
+            ]
+        );
+        assert_eq!(p.shared.generation.load(Ordering::SeqCst), 3);
+        p.task.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn credentials_are_replayed_before_connected_is_reported_and_the_gate_opens() {
+        let mut p = Pump::start(true, vec![], None);
+        p.shared.authenticated.send_replace(true);
+        p.shared.on_state(zka::ZkState::Connecting);
+        assert!(
+            !*p.shared.authenticated.borrow(),
+            "the gate closes on a disconnect"
+        );
+        p.shared.on_state(zka::ZkState::Connected);
+        assert_eq!(
+            p.drain().await,
+            [session(SessionEvent::Disconnected), session(CONNECTED)]
+        );
+        assert_eq!(*p.calls.lock().unwrap(), 1);
+        assert!(
+            *p.shared.authenticated.borrow(),
+            "the gate opens after the replay"
+        );
+        p.task.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_replay_is_retried_and_watch_events_wait_for_it() {
+        let mut p = Pump::start(
+            true,
+            vec![
+                Err(zka::ZkError::ConnectionLoss),
+                Err(zka::ZkError::OperationTimeout),
+            ],
+            None,
+        );
+        p.shared.on_state(zka::ZkState::Connecting);
+        p.shared.on_state(zka::ZkState::Connected);
+        p.watch(1, "/e/b");
+        assert_eq!(
+            p.drain().await,
+            [
+                session(SessionEvent::Disconnected),
+                session(CONNECTED),
+                deleted("/e/b"),
+            ]
+        );
+        assert_eq!(*p.calls.lock().unwrap(), 3, "two failures, then success");
+        p.task.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rejected_credentials_are_reported_as_auth_failed() {
+        let mut p = Pump::start(true, vec![Err(zka::ZkError::AuthFailed)], None);
+        p.shared.on_state(zka::ZkState::Connecting);
+        p.shared.on_state(zka::ZkState::Connected);
+        assert_eq!(
+            p.drain().await,
+            [
+                session(SessionEvent::Disconnected),
+                session(SessionEvent::AuthFailed),
+            ]
+        );
+        assert!(!*p.shared.authenticated.borrow());
+        p.task.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_lost_during_the_replay_is_not_reported_as_connected() {
+        // Every replay sees the connection drop under it.
+        let mut p = Pump::start(true, vec![], Some(zka::ZkState::Connecting));
+        p.shared.on_state(zka::ZkState::Connecting);
+        p.shared.on_state(zka::ZkState::Connected);
+        let events = p.drain().await;
+        assert_eq!(events, [session(SessionEvent::Disconnected)]);
+        assert!(!*p.shared.authenticated.borrow());
+        p.task.abort();
     }
 
     #[test]
