@@ -1,36 +1,128 @@
-//! Simulator throughput on one core: simulated ZooKeeper operations per second
-// This file measures wall time around whole simulated runs; the simulation itself never reads a clock.
-#![allow(clippy::disallowed_methods)]
-//! (requests the model applied, inside whole seeded runs with faults) and seeds
-//! per second.
+//! Simulator throughput on one core, printed as `sim: …` lines:
+//!
+//! - the ZooKeeper model alone: requests applied per second, in the mix an
+//!   election makes (create ephemeral-sequential, list, getData with a watch,
+//!   delete, which fires the watch);
+//! - whole seeded runs (candidates, client libraries, faults, every checker after
+//!   every step): seeds per second, and simulated ZooKeeper operations per second
+//!   (requests the model applied), with mixed faults and with process pauses.
 //!
 //! Run: `cargo bench -p zkelect-sim --bench throughput`
+// This file measures wall time around simulated work; the simulation itself never reads a clock.
+#![allow(clippy::disallowed_methods)]
 
-use std::time::Instant;
+use std::collections::VecDeque;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
 
+use zkelect_core::{Acl, CreateMode, Reply, Request, Timestamp};
 use zkelect_sim::run::{run_seed, RunOptions};
+use zkelect_sim::swarm::{FaultMix, Overrides};
+use zkelect_sim::zk::ZkModel;
 
-fn main() {
-    let seeds = 0..400u64;
-    let n = seeds.end - seeds.start;
+/// The model alone: 20 sessions take turns joining and leaving an election.
+fn model_ops_per_second() -> (u64, f64) {
+    let mut zk = ZkModel::default();
+    let now = Timestamp::ZERO;
+    let sessions: Vec<_> = (0..20)
+        .map(|_| zk.open_session(now, Duration::from_secs(4), None).0)
+        .collect();
+    let parent = "/e".to_owned();
+    zk.apply(
+        now,
+        sessions[0],
+        &Request::Create {
+            path: parent.clone(),
+            data: vec![],
+            mode: CreateMode::Persistent,
+            acl: Acl::Open,
+        },
+    )
+    .0
+    .unwrap();
+    let create = Request::Create {
+        path: "/e/n_".into(),
+        data: b"candidate".to_vec(),
+        mode: CreateMode::EphemeralSequential,
+        acl: Acl::Open,
+    };
+    let list = Request::GetChildren {
+        path: parent,
+        watch: false,
+    };
+    let rounds = 200_000u64;
+    let started = Instant::now();
+    // A queue of 20 nodes: each round one joins at the back (create, list,
+    // watch its predecessor) and the front one leaves (delete, firing the
+    // watch of the node behind it).
+    let mut queue: VecDeque<String> = VecDeque::new();
+    for i in 0..rounds {
+        let s = sessions[(i % 20) as usize];
+        let Ok(Reply::Created { path, .. }) = zk.apply(now, s, &create).0 else {
+            panic!("create failed");
+        };
+        black_box(zk.apply(now, s, &list).0.ok());
+        if let Some(prev) = queue.back() {
+            let watch = Request::GetData {
+                path: prev.clone(),
+                watch: true,
+            };
+            black_box(zk.apply(now, s, &watch).0.ok());
+        }
+        queue.push_back(path);
+        if queue.len() > 20 {
+            let front = queue.pop_front().unwrap_or_default();
+            let (r, fired) = zk.apply(
+                now,
+                s,
+                &Request::Delete {
+                    path: front,
+                    version: None,
+                },
+            );
+            black_box((r.ok(), fired));
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    (zk.ops(), secs)
+}
+
+fn whole_runs(label: &str, faults: FaultMix, seeds: std::ops::Range<u64>) {
+    let options = RunOptions {
+        overrides: Overrides {
+            faults,
+            ..Overrides::default()
+        },
+        ..RunOptions::default()
+    };
     // Warm up caches and the allocator.
     for seed in 0..20 {
-        let _ = run_seed(seed, RunOptions::default());
+        let _ = run_seed(seed, options);
     }
+    let n = seeds.end - seeds.start;
     let started = Instant::now();
-    let mut ops = 0u64;
-    let mut steps = 0u64;
+    let (mut ops, mut steps) = (0u64, 0u64);
     for seed in seeds {
-        let report = run_seed(seed, RunOptions::default());
+        let report = run_seed(seed, options);
         assert!(report.violation.is_none(), "{report}");
         ops += report.stats.server_ops;
         steps += report.stats.steps;
     }
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "sim: {n} seeds with mixed faults in {secs:.2}s: {:.0} seeds/s, {:.0} simulated ZooKeeper ops/s, {:.0} events/s ({ops} ops, {steps} events)",
+        "sim: {n} seeds with {label} in {secs:.2}s: {:.0} seeds/s, {:.0} simulated ZooKeeper ops/s, {:.0} events/s ({ops} ops, {steps} events)",
         n as f64 / secs,
         ops as f64 / secs,
         steps as f64 / secs
     );
+}
+
+fn main() {
+    let (ops, secs) = model_ops_per_second();
+    println!(
+        "sim: ZooKeeper model alone: {ops} requests in {secs:.2}s: {:.0} ops/s (a queue of 20: create-sequential, list, getData+watch on the predecessor, delete the front firing a watch)",
+        ops as f64 / secs
+    );
+    whole_runs("mixed faults", FaultMix::Standard, 0..400);
+    whole_runs("process pauses", FaultMix::WithPauses, 10_000..10_400);
 }

@@ -37,6 +37,16 @@ pub enum Fault {
         /// How long.
         ms: u64,
     },
+    /// Messages in one direction only are held for a while (the other way
+    /// works): the client and the server find out at different moments.
+    PartitionOneWay {
+        /// Process index.
+        pid: usize,
+        /// How long.
+        ms: u64,
+        /// Cuts client → server (else server → client).
+        to_server: bool,
+    },
     /// The process stops (candidate and client library); the world goes on.
     Pause {
         /// Process index.
@@ -89,6 +99,8 @@ pub enum Fault {
     },
     /// An operator deletes the node of whoever leads at that moment.
     RevokeLeader,
+    /// An operator deletes the whole election: every node, then the path.
+    WipeElection,
     /// An operator (or another application) sets the data of the process's
     /// node: its watchers get `NodeDataChanged`, not `NodeDeleted`.
     TouchData {
@@ -124,6 +136,11 @@ impl fmt::Display for Fault {
             Self::PauseLeader { ms } => write!(f, "pause the leader {ms}ms"),
             Self::Revoke { pid } => write!(f, "revoke p{pid}"),
             Self::RevokeLeader => write!(f, "revoke the leader"),
+            Self::WipeElection => write!(f, "delete the election"),
+            Self::PartitionOneWay { pid, ms, to_server } => {
+                let dir = if *to_server { "to server" } else { "to client" };
+                write!(f, "partition p{pid} {dir} only {ms}ms")
+            }
             Self::TouchData { pid } => write!(f, "set-data p{pid}"),
             Self::Delay { pid, ms, extra_ms } => {
                 write!(f, "delay p{pid} +{extra_ms}ms for {ms}ms")
@@ -291,12 +308,20 @@ impl Swarm {
                     plan.push((at(&mut rng), fault));
                 }
                 if rng.chance(revoke) {
-                    let fault = if rng.chance(0.5) {
-                        Fault::RevokeLeader
-                    } else {
-                        Fault::Revoke {
+                    let fault = match rng.range(0, 9) {
+                        0..=4 => Fault::RevokeLeader,
+                        5..=8 => Fault::Revoke {
                             pid: pick(&mut rng, population),
-                        }
+                        },
+                        _ => Fault::WipeElection,
+                    };
+                    plan.push((at(&mut rng), fault));
+                }
+                if rng.chance(partition / 2.0) {
+                    let fault = Fault::PartitionOneWay {
+                        pid: pick(&mut rng, population),
+                        ms: rng.range(t / 4, t * 2),
+                        to_server: rng.chance(0.5),
                     };
                     plan.push((at(&mut rng), fault));
                 }

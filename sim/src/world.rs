@@ -179,6 +179,24 @@ impl Ev {
     }
 }
 
+/// Which directions a partition cuts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    Both,
+    ToServer,
+    ToClient,
+}
+
+impl Cut {
+    fn blocks(self, to_server: bool) -> bool {
+        match self {
+            Cut::Both => true,
+            Cut::ToServer => to_server,
+            Cut::ToClient => !to_server,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Conn {
     Connected,
@@ -205,7 +223,8 @@ struct Proc {
     inflight: BTreeMap<OpId, Inflight>,
     paused_until: Option<Timestamp>,
     resumed_at: Timestamp,
-    partitioned_until: Option<Timestamp>,
+    /// A partition: until when, and which directions it cuts.
+    partition: Option<(Timestamp, Cut)>,
     /// A slow link: until when, and the extra latency.
     slow: Option<(Timestamp, Duration)>,
     link: Link,
@@ -578,7 +597,7 @@ impl World {
             inflight: BTreeMap::new(),
             paused_until: None,
             resumed_at: Timestamp::ZERO,
-            partitioned_until: None,
+            partition: None,
             slow: None,
             link: Link::default(),
             timer_at: None,
@@ -594,17 +613,25 @@ impl World {
         self.server_down_until.is_none()
     }
 
+    /// Whether a message that got past the partition check can be handled:
+    /// the process is alive and the server up.
     fn linked(&self, pid: usize) -> bool {
-        let p = &self.procs[pid];
-        !p.crashed && p.partitioned_until.is_none_or(|t| self.now >= t) && self.server_up()
+        !self.procs[pid].crashed && self.server_up()
+    }
+
+    /// Whether a new connection can be made: linked, and no partition in
+    /// either direction (a TCP handshake needs both).
+    fn reachable(&self, pid: usize) -> bool {
+        self.linked(pid) && self.procs[pid].partition.is_none_or(|(t, _)| self.now >= t)
     }
 
     /// A message crossing a partitioned link waits for the partition to end, as
     /// TCP would retransmit it; it is lost only if the connection is declared
     /// dead meanwhile (its generation no longer matches).
     fn held_by_partition(&mut self, pid: usize, ev: &Ev) -> bool {
-        match self.procs[pid].partitioned_until {
-            Some(until) if self.now < until => {
+        let to_server = matches!(ev, Ev::Request { .. } | Ev::Ping { .. });
+        match self.procs[pid].partition {
+            Some((until, cut)) if self.now < until && cut.blocks(to_server) => {
                 let at = until + Duration::from_millis(1);
                 self.push(at, ev.clone());
                 true
@@ -920,7 +947,7 @@ impl World {
         if p.conn == Conn::Connected || p.session_closed {
             return;
         }
-        if !self.linked(pid) {
+        if !self.reachable(pid) {
             let at = self.now + Duration::from_millis(self.rng.range(200, 500));
             self.push(at, Ev::Reconnect { pid });
             return;
@@ -1206,6 +1233,7 @@ impl World {
             Fault::Spawn => Some(format!("a new candidate p{} starts", self.procs.len())),
             Fault::Resign { pid, .. } => Some(format!("p{pid} resigns")),
             Fault::Revoke { pid } => Some(format!("an operator deletes p{pid}'s node")),
+            Fault::WipeElection => Some("an operator deletes the whole election".to_owned()),
             _ => None,
         };
         if let Some(line) = told {
@@ -1216,7 +1244,15 @@ impl World {
                 self.drop_connection(pid, applied);
             }
             Fault::Partition { pid, ms } if valid(pid, self) => {
-                self.procs[pid].partitioned_until = Some(self.now + Duration::from_millis(ms));
+                self.procs[pid].partition = Some((self.now + Duration::from_millis(ms), Cut::Both));
+            }
+            Fault::PartitionOneWay { pid, ms, to_server } if valid(pid, self) => {
+                let cut = if to_server {
+                    Cut::ToServer
+                } else {
+                    Cut::ToClient
+                };
+                self.procs[pid].partition = Some((self.now + Duration::from_millis(ms), cut));
             }
             Fault::Pause { pid, ms } if valid(pid, self) => {
                 let until = self.now + Duration::from_millis(ms);
@@ -1251,6 +1287,7 @@ impl World {
             }
             Fault::Spawn => self.spawn(),
             Fault::Revoke { pid } if valid(pid, self) => self.revoke(pid),
+            Fault::WipeElection => self.wipe(),
             Fault::TouchData { pid } if valid(pid, self) => self.touch_data(pid),
             Fault::Delay { pid, ms, extra_ms } if valid(pid, self) => {
                 let until = self.now + Duration::from_millis(ms);
@@ -1337,6 +1374,74 @@ impl World {
                 'R',
                 format!("operator deleted {}", short(&path)),
             );
+            self.observe(&Event::Revoked { pid, token });
+        }
+    }
+
+    /// An operator deletes the whole election (`deleteall`): every child, then
+    /// the path itself. Every candidate with a node there is revoked.
+    fn wipe(&mut self) {
+        let children = self.zk.children(PATH);
+        let owners: Vec<(String, Option<usize>)> = children
+            .into_iter()
+            .map(|name| {
+                let czxid = self
+                    .zk
+                    .stat(&format!("{PATH}/{name}"))
+                    .map(|s| FencingToken(s.czxid));
+                let owner = self.procs.iter().position(|p| {
+                    !p.crashed && p.c.node() == Some(name.as_str()) && p.c.token() == czxid
+                });
+                (name, owner)
+            })
+            .collect();
+        let mut deleted = Vec::new();
+        let done = self.operator(|zk, now, s| {
+            let mut fired = Vec::new();
+            for (name, owner) in &owners {
+                let path = format!("{PATH}/{name}");
+                let (r, f) = zk.apply(
+                    now,
+                    s,
+                    &Request::Delete {
+                        path,
+                        version: None,
+                    },
+                );
+                if r.is_ok() {
+                    deleted.push((name.clone(), *owner));
+                }
+                fired.extend(f);
+            }
+            let (_, f) = zk.apply(
+                now,
+                s,
+                &Request::Delete {
+                    path: PATH.to_owned(),
+                    version: None,
+                },
+            );
+            fired.extend(f);
+            ((), fired)
+        });
+        if done.is_none() {
+            return;
+        }
+        self.trace.note(
+            self.now,
+            None,
+            'R',
+            format!("operator deleted the election ({} nodes)", deleted.len()),
+        );
+        for (node, owner) in deleted {
+            self.stats.revocations += 1;
+            let Some(pid) = owner else { continue };
+            let token = match self.procs[pid].c.role() {
+                Role::Leader(t) => Some(t),
+                _ => None,
+            };
+            let own = self.procs[pid].c.token();
+            self.procs[pid].revoked = Some((node, own, self.now));
             self.observe(&Event::Revoked { pid, token });
         }
     }

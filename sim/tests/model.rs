@@ -472,3 +472,372 @@ fn reconnect_keeps_a_live_session_and_reports_expiry_of_a_dead_one() {
         other => panic!("{other:?}"),
     }
 }
+
+// ----- more of the server's semantics ----------------------------------------
+
+fn delete(path: &str, version: Option<i32>) -> Request {
+    Request::Delete {
+        path: path.into(),
+        version,
+    }
+}
+
+fn get_data(path: &str, watch: bool) -> Request {
+    Request::GetData {
+        path: path.into(),
+        watch,
+    }
+}
+
+fn kinds(fired: &[zkelect_sim::zk::Fired]) -> Vec<(SessionId, WatchKind, &str)> {
+    fired
+        .iter()
+        .map(|f| (f.session, f.event.kind, f.event.path.as_str()))
+        .collect()
+}
+
+#[test]
+fn watches_belong_to_the_connection_and_are_lost_when_the_client_reconnects() {
+    let mut zk = ZkModel::default();
+    let s = session(&mut zk);
+    let w = session(&mut zk);
+    zk.apply(T0, s, &create("/e", CreateMode::Persistent))
+        .0
+        .unwrap();
+    zk.apply(T0, w, &get_data("/e", true)).0.unwrap();
+    assert_eq!(zk.watch_count(w), 1);
+    // Same session, new connection: the session lives, the watch does not.
+    let t = Timestamp::from_millis(500);
+    assert_eq!(
+        reconnect(&mut zk, t, Some(w), Duration::from_secs(4), None),
+        Reconnected::Same(w)
+    );
+    assert!(zk.session_alive(w));
+    assert_eq!(zk.watch_count(w), 0);
+    let (_, fired) = zk.apply(t, s, &delete("/e", None));
+    assert!(fired.is_empty(), "{fired:?}");
+}
+
+#[test]
+fn a_restarted_server_keeps_its_tree_zxid_and_sessions_but_loses_every_watch() {
+    let mut zk = ZkModel::default();
+    let s = session(&mut zk);
+    zk.apply(T0, s, &create("/e", CreateMode::Persistent))
+        .0
+        .unwrap();
+    zk.apply(T0, s, &create("/e/x", CreateMode::Ephemeral))
+        .0
+        .unwrap();
+    zk.apply(
+        T0,
+        s,
+        &Request::GetChildren {
+            path: "/e".into(),
+            watch: true,
+        },
+    )
+    .0
+    .unwrap();
+    let zxid = zk.zxid();
+    zk.restart(Timestamp::from_millis(3_000));
+    assert_eq!(zk.zxid(), zxid);
+    assert!(zk.session_alive(s));
+    assert!(
+        zk.stat("/e/x").is_some(),
+        "ephemerals survive with their session"
+    );
+    assert_eq!(zk.watch_count(s), 0);
+    // The session's timer restarted at the restart.
+    assert!(zk.expire_due(Timestamp::from_millis(6_999)).0.is_empty());
+    assert_eq!(zk.expire_due(Timestamp::from_millis(7_000)).0, [s]);
+    assert!(zk.stat("/e/x").is_none());
+}
+
+#[test]
+fn set_data_bumps_version_and_mzxid_checks_the_version_and_fires_node_data_changed() {
+    let mut zk = ZkModel::default();
+    let s = session(&mut zk);
+    let w = session(&mut zk);
+    zk.apply(T0, s, &create("/e", CreateMode::Persistent))
+        .0
+        .unwrap();
+    zk.apply(T0, w, &get_data("/e", true)).0.unwrap();
+    assert_eq!(
+        zk.set_data(T0, s, "/e", b"x", Some(3)).0,
+        Err(ZkCode::BadVersion)
+    );
+    assert_eq!(
+        zk.set_data(T0, s, "/nope", b"x", None).0,
+        Err(ZkCode::NoNode)
+    );
+    let (stat, fired) = zk.set_data(T0, s, "/e", b"new", Some(0));
+    let stat = stat.unwrap();
+    assert_eq!(
+        (stat.version, stat.mzxid, stat.data_length),
+        (1, zk.zxid(), 3)
+    );
+    assert!(stat.czxid < stat.mzxid);
+    assert_eq!(kinds(&fired), [(w, WatchKind::NodeDataChanged, "/e")]);
+    assert_eq!(zk.data("/e"), Some(&b"new"[..]));
+    // One-shot: the next change fires nothing.
+    assert!(zk.set_data(T0, s, "/e", b"again", None).1.is_empty());
+}
+
+#[test]
+fn a_child_watch_fires_node_deleted_when_its_node_goes_and_children_changed_for_a_child() {
+    let mut zk = ZkModel::default();
+    let s = session(&mut zk);
+    let w = session(&mut zk);
+    zk.apply(T0, s, &create("/e", CreateMode::Persistent))
+        .0
+        .unwrap();
+    zk.apply(T0, s, &create("/e/x", CreateMode::Persistent))
+        .0
+        .unwrap();
+    let children = |path: &str| Request::GetChildren {
+        path: path.into(),
+        watch: true,
+    };
+    zk.apply(T0, w, &children("/e")).0.unwrap();
+    zk.apply(T0, w, &children("/e/x")).0.unwrap();
+    let (_, fired) = zk.apply(T0, s, &delete("/e/x", None));
+    let mut got = kinds(&fired);
+    got.sort_by_key(|k| k.2);
+    assert_eq!(
+        got,
+        [
+            (w, WatchKind::NodeChildrenChanged, "/e"),
+            (w, WatchKind::NodeDeleted, "/e/x")
+        ]
+    );
+}
+
+#[test]
+fn an_exists_watch_fires_node_created_on_a_missing_node_and_acts_as_a_data_watch_on_an_existing_one(
+) {
+    let mut zk = ZkModel::default();
+    let s = session(&mut zk);
+    let w = session(&mut zk);
+    let exists = |path: &str| Request::Exists {
+        path: path.into(),
+        watch: true,
+    };
+    assert_eq!(zk.apply(T0, w, &exists("/e")).0, Ok(Reply::Exists(None)));
+    let (_, fired) = zk.apply(T0, s, &create("/e", CreateMode::Persistent));
+    assert_eq!(kinds(&fired), [(w, WatchKind::NodeCreated, "/e")]);
+    assert!(matches!(
+        zk.apply(T0, w, &exists("/e")).0,
+        Ok(Reply::Exists(Some(_)))
+    ));
+    let (_, fired) = zk.set_data(T0, s, "/e", b"x", None);
+    assert_eq!(kinds(&fired), [(w, WatchKind::NodeDataChanged, "/e")]);
+    // An exists-watch on a node that never comes stays registered: the leak
+    // the core avoids by watching with getData.
+    zk.apply(T0, w, &exists("/never")).0.unwrap();
+    assert_eq!(zk.watch_count(w), 1);
+}
+
+#[test]
+fn delete_checks_the_parents_acl_before_the_node_its_version_and_its_children() {
+    let mut zk = ZkModel::default();
+    let owner = zk
+        .open_session(T0, Duration::from_secs(4), Some("digest:a".into()))
+        .0;
+    let stranger = session(&mut zk);
+    let acl = Request::Create {
+        path: "/e".into(),
+        data: vec![],
+        mode: CreateMode::Persistent,
+        acl: Acl::CreatorAll,
+    };
+    zk.apply(T0, owner, &acl).0.unwrap();
+    // NoAuth comes first, whatever else is wrong.
+    assert_eq!(
+        zk.apply(T0, stranger, &delete("/e/missing", Some(9))).0,
+        Err(ZkCode::NoAuth)
+    );
+    // A missing parent is NoNode.
+    assert_eq!(
+        zk.apply(T0, stranger, &delete("/nope/x", None)).0,
+        Err(ZkCode::NoNode)
+    );
+    // The version is checked before the children.
+    zk.apply(T0, owner, &create("/e/x", CreateMode::Persistent))
+        .0
+        .unwrap();
+    zk.apply(T0, owner, &create("/e/x/y", CreateMode::Persistent))
+        .0
+        .unwrap();
+    assert_eq!(
+        zk.apply(T0, owner, &delete("/e/x", Some(4))).0,
+        Err(ZkCode::BadVersion)
+    );
+    assert_eq!(
+        zk.apply(T0, owner, &delete("/e/x", Some(0))).0,
+        Err(ZkCode::NotEmpty)
+    );
+    assert_eq!(
+        zk.apply(T0, owner, &delete("/", None)).0,
+        Err(ZkCode::BadArguments)
+    );
+}
+
+#[test]
+fn create_checks_in_the_servers_order() {
+    let mut zk = ZkModel::default();
+    let owner = zk
+        .open_session(T0, Duration::from_secs(4), Some("digest:a".into()))
+        .0;
+    let anonymous = session(&mut zk);
+    let with = |path: &str, mode, acl| Request::Create {
+        path: path.into(),
+        data: vec![],
+        mode,
+        acl,
+    };
+    // A bad path before anything else.
+    assert_eq!(
+        zk.apply(T0, anonymous, &create("no-slash", CreateMode::Persistent))
+            .0,
+        Err(ZkCode::BadArguments)
+    );
+    // InvalidACL (no identity for a creator ACL) before the missing parent.
+    assert_eq!(
+        zk.apply(
+            T0,
+            anonymous,
+            &with("/none/x", CreateMode::Persistent, Acl::CreatorAll)
+        )
+        .0,
+        Err(ZkCode::InvalidAcl)
+    );
+    zk.apply(
+        T0,
+        owner,
+        &with("/e", CreateMode::Persistent, Acl::CreatorAllWorldRead),
+    )
+    .0
+    .unwrap();
+    zk.apply(T0, owner, &create("/e/x", CreateMode::Persistent))
+        .0
+        .unwrap();
+    // NoAuth (CREATE on the parent) before NodeExists.
+    assert_eq!(
+        zk.apply(T0, anonymous, &create("/e/x", CreateMode::Persistent))
+            .0,
+        Err(ZkCode::NoAuth)
+    );
+    // NodeExists before NoChildrenForEphemerals.
+    zk.apply(T0, anonymous, &create("/p", CreateMode::Ephemeral))
+        .0
+        .unwrap();
+    zk.apply(T0, anonymous, &create("/q", CreateMode::Persistent))
+        .0
+        .unwrap();
+    assert_eq!(
+        zk.apply(T0, anonymous, &create("/p/c", CreateMode::Persistent))
+            .0,
+        Err(ZkCode::NoChildrenForEphemerals)
+    );
+}
+
+#[test]
+fn a_session_holding_several_identities_is_granted_by_any_of_them() {
+    let mut zk = ZkModel::default();
+    let owner = zk
+        .open_session(T0, Duration::from_secs(4), Some("digest:a".into()))
+        .0;
+    let other = zk
+        .open_session(T0, Duration::from_secs(4), Some("digest:b".into()))
+        .0;
+    let acl = Request::Create {
+        path: "/e".into(),
+        data: vec![],
+        mode: CreateMode::Persistent,
+        acl: Acl::CreatorAll,
+    };
+    zk.apply(T0, owner, &acl).0.unwrap();
+    assert_eq!(
+        zk.apply(T0, other, &get_data("/e", false)).0.err(),
+        Some(ZkCode::NoAuth)
+    );
+    assert_eq!(
+        zk.set_data(T0, other, "/e", b"x", None).0.err(),
+        Some(ZkCode::NoAuth)
+    );
+    zk.add_auth(other, "digest:a");
+    assert!(zk.apply(T0, other, &get_data("/e", false)).0.is_ok());
+    assert!(zk.set_data(T0, other, "/e", b"x", None).0.is_ok());
+}
+
+#[test]
+fn a_sequential_name_taken_by_a_plain_node_is_node_exists() {
+    let mut zk = ZkModel::default();
+    let s = session(&mut zk);
+    zk.apply(T0, s, &create("/e", CreateMode::Persistent))
+        .0
+        .unwrap();
+    // cversion is 1 after this create, so the next sequential name is n_0000000001.
+    zk.apply(T0, s, &create("/e/n_0000000001", CreateMode::Persistent))
+        .0
+        .unwrap();
+    assert_eq!(
+        zk.apply(T0, s, &create("/e/n_", CreateMode::EphemeralSequential))
+            .0,
+        Err(ZkCode::NodeExists)
+    );
+    // The failed create did not bump cversion: the next one fails the same way.
+    assert_eq!(zk.stat("/e").unwrap().cversion, 1);
+}
+
+#[test]
+fn deletes_bump_the_parents_cversion_and_pzxid_and_persistent_nodes_have_no_owner() {
+    let mut zk = ZkModel::default();
+    let s = session(&mut zk);
+    zk.apply(T0, s, &create("/e", CreateMode::Persistent))
+        .0
+        .unwrap();
+    let (r, _) = zk.apply(T0, s, &create("/e/x", CreateMode::Persistent));
+    let Ok(Reply::Created { stat, .. }) = r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(stat.ephemeral_owner, 0);
+    zk.apply(T0, s, &delete("/e/x", None)).0.unwrap();
+    let parent = zk.stat("/e").unwrap();
+    assert_eq!(
+        (parent.cversion, parent.num_children, parent.pzxid),
+        (2, 0, zk.zxid())
+    );
+}
+
+#[test]
+fn a_container_that_never_had_a_child_stays_and_its_removal_fires_watches() {
+    let mut zk = ZkModel::default();
+    let s = session(&mut zk);
+    let w = session(&mut zk);
+    zk.apply(T0, s, &create("/c", CreateMode::Container))
+        .0
+        .unwrap();
+    assert!(zk.stat("/c").is_some());
+    zk.apply(T0, s, &create("/c/x", CreateMode::Ephemeral))
+        .0
+        .unwrap();
+    zk.apply(T0, w, &get_data("/c", true)).0.unwrap();
+    // The child goes with its session; the container follows it.
+    let fired = zk.close_session(s);
+    assert!(zk.stat("/c").is_none());
+    assert_eq!(kinds(&fired), [(w, WatchKind::NodeDeleted, "/c")]);
+}
+
+#[test]
+fn a_reply_may_overtake_earlier_watch_events_but_never_an_earlier_reply() {
+    let mut link = Link::default();
+    let t = Timestamp::from_millis(100);
+    let first_reply = link.reply(t, Duration::from_millis(6), false);
+    let event = link.to_client(t, Duration::from_millis(8));
+    let overtaking = link.reply(t, Duration::from_millis(1), true);
+    assert!(overtaking < event, "the reply overtakes the watch event");
+    assert!(overtaking >= first_reply, "but not the earlier reply");
+    let normal = link.reply(t, Duration::from_millis(1), false);
+    assert!(normal >= event, "without overtaking, FIFO again");
+}
