@@ -456,15 +456,11 @@ impl Invariant for OneAnswer {
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         match *event {
-            Event::Emitted { pid, op } => {
-                if !self.pending.insert((pid, op)) {
-                    return Err(format!("p{pid} emitted op {op} twice"));
-                }
+            Event::Emitted { pid, op } if !self.pending.insert((pid, op)) => {
+                return Err(format!("p{pid} emitted op {op} twice"));
             }
-            Event::Answered { pid, op, .. } => {
-                if !self.pending.remove(&(pid, op)) {
-                    return Err(format!("p{pid} op {op} answered twice (or never emitted)"));
-                }
+            Event::Answered { pid, op, .. } if !self.pending.remove(&(pid, op)) => {
+                return Err(format!("p{pid} op {op} answered twice (or never emitted)"));
             }
             Event::End => {
                 let unanswered: Vec<String> = self
