@@ -482,6 +482,12 @@ impl World {
         }
     }
 
+    /// The requests the process's client has sent on its current connection
+    /// and not yet answered, oldest first.
+    pub fn requests_in_flight(&self, pid: usize) -> impl Iterator<Item = &Request> + '_ {
+        self.procs[pid].inflight.values().map(|sent| &sent.request)
+    }
+
     /// Every process, in pid order.
     pub fn processes(&self) -> impl Iterator<Item = Process<'_>> + '_ {
         (0..self.procs.len()).map(|pid| self.process(pid))
@@ -510,6 +516,39 @@ impl World {
             }
         }
         self.violation.clone()
+    }
+
+    /// Runs every event due up to `at` (and moves the clock there); returns
+    /// the violation, if any.
+    pub fn run_until(&mut self, at: Timestamp) -> Option<Violation> {
+        while !self.done && self.violation.is_none() {
+            match self.queue.first_key_value() {
+                Some(((next, _), _)) if *next <= at => {
+                    self.step();
+                }
+                _ => break,
+            }
+        }
+        self.now = self.now.max(at);
+        self.violation.clone()
+    }
+
+    /// The trace so far.
+    pub fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    /// The first violation, if any.
+    pub fn violation(&self) -> Option<&Violation> {
+        self.violation.as_ref()
+    }
+
+    /// The processes leading right now (crashed ones excluded).
+    pub fn leaders(&self) -> Vec<usize> {
+        self.processes()
+            .filter(|p| !p.crashed && p.candidate.role().is_leader())
+            .map(|p| p.pid)
+            .collect()
     }
 
     /// Handles the next event and runs the checkers; false when nothing is left.
@@ -1210,7 +1249,9 @@ impl World {
         Some(out)
     }
 
-    fn inject(&mut self, fault: Fault) {
+    /// Injects a fault (or an application intent) now, as the plan would;
+    /// ignored once the faults have stopped. For hand-written scenarios.
+    pub fn inject(&mut self, fault: Fault) {
         if self.phase != Phase::Chaos {
             return;
         }
