@@ -10,7 +10,7 @@ use crate::exit::{Code, Failure};
 /// The exit code an election error deserves.
 pub(crate) fn code_of(e: &ElectionError) -> Code {
     match e {
-        ElectionError::Config(_) => Code::Config,
+        ElectionError::Config(_) | ElectionError::SessionTimeoutTooShort { .. } => Code::Config,
         ElectionError::Connect { .. } | ElectionError::Timeout(..) => Code::Unreachable,
         ElectionError::Auth(_) | ElectionError::Fatal(CandidateError::AuthFailed) => Code::Auth,
         ElectionError::Fatal(CandidateError::Refused {

@@ -247,6 +247,10 @@ pub struct Candidate {
     /// connection works (any answer, or a new connection) before trying again.
     own_watch_failed: bool,
     probe_op: Option<OpId>,
+    /// A probe fell due while the previous one was still in flight: send it as
+    /// soon as that one is answered, so a short stall does not cost a whole
+    /// third of the timeout of contact (and a needless suspension).
+    probe_due: bool,
     /// How many participants were below our node in the last listing, minus
     /// those seen gone since: an upper bound on how many are below it now.
     lower_count: usize,
@@ -304,6 +308,7 @@ impl Candidate {
             relist_after: false,
             own_watch_failed: false,
             probe_op: None,
+            probe_due: false,
             lower_count: 0,
             lower: Vec::new(),
             watched: Vec::new(),
@@ -753,6 +758,9 @@ impl Candidate {
         if self.probe_op.is_none() {
             let path = self.config.path().to_owned();
             self.probe_op = Some(self.emit(Purpose::Probe, Request::Exists { path, watch: false }));
+            self.probe_due = false;
+        } else {
+            self.probe_due = true;
         }
         let every = self.timeout / 3;
         if !every.is_zero() {
@@ -1050,6 +1058,9 @@ impl Candidate {
         }
         if self.probe_op == Some(op) {
             self.probe_op = None;
+            if std::mem::take(&mut self.probe_due) {
+                self.send_probe();
+            }
         }
         if result == Err(ZkCode::SessionExpired) {
             return self.on_expired();

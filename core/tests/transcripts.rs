@@ -457,6 +457,18 @@ fn lease_expiry_follows_the_last_answered_request() {
 }
 
 #[test]
+fn a_probe_due_during_a_stall_goes_out_as_soon_as_the_late_one_returns() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    d.sleep(1_000);
+    let late = d.take("exists");
+    // The next probe falls due while the first is still unanswered (a stall).
+    d.sleep(1_000);
+    assert!(!d.has_pending("exists"), "one probe in flight at a time");
+    d.reply(late.op, Ok(Reply::Exists(Some(Stat::default()))));
+    assert!(d.has_pending("exists"), "the due probe goes out at once");
+}
+
+#[test]
 fn suspended_leader_resumes_only_after_reverifying() {
     let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
     d.session(SessionEvent::Disconnected);
