@@ -21,7 +21,7 @@
 //! | [`Fencing`] `fencing` | (k = 1) the fenced resource accepts a write from a leader elected before the leader of a write it had already received (a revoked leader's term ends at the deletion) |
 //! | [`TokensGrow`] `tokens-grow` | (k = 1) an `Elected` token is lower than the one before it, or equal but for another candidate (a revoked candidate's elections before it learns are not counted) |
 //! | [`Liveness`] `liveness` | from [`World::liveness_bound`] after the faults stop until the candidates are closed, fewer than `min(k, live)` leaders |
-//! | [`NoHerd`] `no-herd` | one server change (a deletion, a creation, a data change) makes more than k candidates send a read that reaches the server |
+//! | [`NoHerd`] `no-herd` | one server change (a deletion, a creation, a data change) makes more than k candidates send a read that reaches the server (own-node watches and not-yet-informed revoked candidates excluded) |
 //! | [`NoLeaks`] `no-leaks` | every process is closed or dead with its session gone, and the election path still has children |
 //! | [`OneAnswer`] `one-answer` | a command is answered twice or never emitted, or (at the end) a live process has a command never answered |
 //! | [`StaleReply`] `stale-reply` | a reply to a request the candidate no longer waits for changes its role |
@@ -370,7 +370,11 @@ impl Invariant for Liveness {
 /// One server change wakes at most k followers (the predecessor recipe: each
 /// node is watched by the k nodes above it), judged by what the server sees:
 /// reads sent on waking from a watch event of that change that reach it. A
-/// candidate's own-node watch does not count (the change was to its own node).
+/// candidate's own-node watch does not count (the change was to its own node),
+/// nor does the watch of a candidate whose node an operator deleted and which
+/// has not learned it yet (it is out of the queue, but the watch it set on its
+/// old predecessor is still on the server, so it and the deleted node's
+/// successor may both watch that predecessor).
 #[derive(Debug, Default)]
 pub struct NoHerd {
     woken: BTreeMap<u64, BTreeSet<usize>>,

@@ -1,12 +1,19 @@
 //! # zkelect-sim
 //!
-//! A deterministic simulator for zkelect: an in-memory ZooKeeper ([`zk::ZkModel`])
-//! with faithful semantics, a client-library model per process (pings, client-side
-//! disconnect detection, reconnect, expiry learned on reconnect), seeded fault
-//! injection ([`swarm`]), a virtual clock, invariant checkers after every step
-//! ([`world`]), and a trace whose hash proves the run reproducible ([`trace`]).
-//! One `u64` seed gives one exact run; a failing run prints its seed, its fault
-//! plan, the last trace lines and the command that replays it.
+//! A deterministic simulator for zkelect. One `u64` seed picks a scenario and
+//! runs it in virtual time; the same seed always gives the same trace hash.
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`zk`] | [`ZkModel`](zk::ZkModel): an in-memory ZooKeeper server, sans-IO, usable without candidates |
+//! | [`client`] | the client-library rules: FIFO links, disconnect detection, reconnect, expiry learned on reconnect |
+//! | [`rng`] | [`SimRng`](rng::SimRng): ChaCha8, one stream per subsystem |
+//! | [`swarm`] | what a seed picks: candidates, k, timeouts, fault rates and the fault plan ([`Swarm`](swarm::Swarm), [`Fault`](swarm::Fault), [`Knobs`](swarm::Knobs)) |
+//! | [`canary`] | deliberately broken candidates, one per checker |
+//! | [`world`] | [`World`](world::World): the event heap, the processes, the fenced resource, the phases |
+//! | [`check`] | [`Invariant`](check::Invariant) and the ten checkers run after every step |
+//! | [`trace`] | one fixed-column line per step, FNV-1a hashed |
+//! | [`run`] | [`run_seed`](run::run_seed), sweeps, the failure report with its replay lines, the plan minimiser |
 //!
 //! ```
 //! use zkelect_sim::run::{run_seed, RunOptions};

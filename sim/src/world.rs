@@ -730,12 +730,16 @@ impl World {
                 }
                 self.procs[pid].last_from_server = self.now;
                 let text = format!("watch {:?} {}", event.kind, short(&event.path));
-                // A candidate's own-node watch is not part of a herd.
+                // A candidate's own-node watch is not part of a herd; nor is a
+                // candidate whose node an operator deleted and which has not
+                // learned it yet: it is out of the queue, but the watch it set
+                // while it was in is still there.
                 let own = self.procs[pid]
                     .c
                     .node()
                     .is_some_and(|n| event.path.rsplit('/').next() == Some(n));
-                let cause = (!own).then_some(cause);
+                let revoked = self.process(pid).revoked_at.is_some();
+                let cause = (!own && !revoked).then_some(cause);
                 self.procs[pid].c.handle(self.now, Input::Watch(event));
                 self.after(pid, cause, text);
             }
