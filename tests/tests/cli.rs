@@ -1,0 +1,481 @@
+//! End-to-end tests of the `zkelect` command (issue 5) against real ZooKeeper
+//! servers: `zkelect run` candidates supervising a child that records itself,
+//! `status --json`, `revoke`, and every kind of bad input with its exit code
+//! and message.
+//!
+//! The harness (building the binary, the heartbeat child, its clock, the
+//! process guards) is in `support/mod.rs`; read its docs first.
+
+mod support;
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use zkelect_tests::{Proxy, ZkServer};
+
+use support::{
+    assert_one_at_a_time, closed_port, mono_ns, ms, queue, queue_ids, run_args, wait_for, zkelect,
+    Candidate, ChildKind, Observer, SESSION_MS,
+};
+
+/// Exit codes of `zkelect` (cli/src/exit.rs).
+const USAGE: i32 = 2;
+const CONFIG: i32 = 3;
+const UNREACHABLE: i32 = 4;
+const AUTH: i32 = 5;
+
+/// Ample bound for anything that needs a session to expire first.
+const TAKEOVER: Duration = Duration::from_secs(20);
+/// Bound for a process that starts and joins (debug binaries on 2 cores).
+const START: Duration = Duration::from_secs(20);
+
+fn start_server() -> ZkServer {
+    ZkServer::start().unwrap_or_else(|e| panic!("cannot start ZooKeeper: {e}"))
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("zkelect-cli-test-")
+        .tempdir()
+        .expect("a temporary directory")
+}
+
+fn logs(candidates: &[&Candidate]) -> String {
+    candidates
+        .iter()
+        .map(|c| c.log_text())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Waits until the queue holds exactly `ids`, in that order.
+fn wait_queue(connect: &str, path: &str, ids: &[&str], logs: impl FnOnce() -> String) {
+    let last = std::cell::RefCell::new(Vec::new());
+    wait_for(
+        &format!("the queue to be {ids:?}"),
+        START,
+        Duration::from_millis(50),
+        || {
+            *last.borrow_mut() = queue_ids(connect, path);
+            (*last.borrow() == ids).then_some(())
+        },
+        || format!("{}\nlast queue seen: {:?}", logs(), last.borrow()),
+    );
+}
+
+/// Issue 5, "two `zkelect run` processes with a child that records itself":
+/// never both children alive at once; SIGKILL of the leading zkelect starts
+/// the other's child (once the session expired); the token grows; SIGTERM to
+/// the leader stops its child, deletes its node and exits 0.
+#[test]
+fn run_hands_over_on_sigkill_and_sigterm_one_child_at_a_time_with_growing_tokens() {
+    let server = start_server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let observer = Observer::start(dir.path());
+    let path = "/svc/leader";
+
+    let mut a = Candidate::spawn(dir.path(), "a", &run_args(&zk, path, "a"), ChildKind::Beats);
+    a.wait_run(1, START);
+    let mut b = Candidate::spawn(dir.path(), "b", &run_args(&zk, path, "b"), ChildKind::Beats);
+    wait_queue(&zk, path, &["a", "b"], || logs(&[&a, &b]));
+    assert!(b.runs().is_empty(), "b follows: its child must not run");
+    let run_a = a.wait_beats(1, 3, START);
+
+    // SIGKILL the leading zkelect: its watchdog sees the pipe close and stops
+    // the child; b leads once the server has expired a's session.
+    let killed = mono_ns();
+    a.signal(Signal::SIGKILL);
+    let run_b = b.wait_run(1, TAKEOVER);
+    let a_child_dead = observer.death_seen(run_a.pid).unwrap_or_else(|| {
+        panic!(
+            "a's child still alive when b's started\n{}",
+            logs(&[&a, &b])
+        )
+    });
+    let a_watchdog_dead = observer.wait_death(run_a.watchdog, "a's watchdog to exit", START);
+    println!(
+        "SIGKILL: a's child dead {:.0} ms after, watchdog {:.0} ms after; b's child started {:.0} ms after",
+        ms(killed, a_child_dead),
+        ms(killed, a_watchdog_dead),
+        ms(killed, run_b.start)
+    );
+    assert!(
+        a_child_dead < run_b.start,
+        "a's child was last seen alive after b's child started"
+    );
+    assert!(
+        ms(killed, run_b.start) < (SESSION_MS + 6_000) as f64,
+        "b took over too late"
+    );
+    assert!(
+        run_b.token > run_a.token,
+        "the fencing token must grow: a had {}, b got {}",
+        run_a.token,
+        run_b.token
+    );
+    assert_eq!(a.wait_exit(START).code(), None, "a died of SIGKILL");
+    assert_eq!(a.processes(), Vec::<i32>::new(), "a left processes behind");
+
+    // a comes back (same id) and queues behind b.
+    let mut a2 = Candidate::spawn(
+        dir.path(),
+        "a2",
+        &run_args(&zk, path, "a"),
+        ChildKind::Beats,
+    );
+    wait_queue(&zk, path, &["b", "a"], || logs(&[&a2, &b]));
+    assert!(a2.runs().is_empty(), "a2 follows: its child must not run");
+    let run_b = b.wait_beats(1, 3, START);
+
+    // SIGTERM to the leader: child stopped, node deleted, exit 0; a2 leads at once.
+    let termed = mono_ns();
+    b.signal(Signal::SIGTERM);
+    let status = b.wait_exit(START);
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "zkelect exits 0 on SIGTERM\n{}",
+        b.log_text()
+    );
+    let b_child_dead = observer.wait_death(run_b.pid, "b's child to be dead", START);
+    assert!(
+        b.processes().is_empty(),
+        "b's child or watchdog outlived it: {:?}",
+        b.processes()
+    );
+    let run_a2 = a2.wait_run(1, START);
+    println!(
+        "SIGTERM: b's child dead {:.0} ms after, a2's child started {:.0} ms after",
+        ms(termed, b_child_dead),
+        ms(termed, run_a2.start)
+    );
+    assert!(
+        run_a2.token > run_b.token,
+        "the fencing token must grow: b had {}, a2 got {}",
+        run_b.token,
+        run_a2.token
+    );
+    assert_eq!(
+        queue_ids(&zk, path),
+        ["a"],
+        "b's node must be gone once it has exited"
+    );
+
+    // SIGINT does what SIGTERM does.
+    a2.wait_beats(1, 3, START);
+    a2.signal(Signal::SIGINT);
+    assert_eq!(a2.wait_exit(START).code(), Some(0), "{}", a2.log_text());
+    assert!(a2.processes().is_empty(), "a2 left processes behind");
+    assert_eq!(
+        queue_ids(&zk, path),
+        Vec::<String>::new(),
+        "a2's node is gone"
+    );
+
+    let runs = assert_one_at_a_time(&[&a.beats, &b.beats, &a2.beats]);
+    assert_eq!(runs.len(), 3, "one run per leadership term: {runs:#?}");
+    for (name, run) in &runs {
+        assert!(
+            run.beats > 0,
+            "{name}'s child never beat: {run:?}\n{}",
+            logs(&[&a, &b, &a2])
+        );
+    }
+}
+
+/// `zkelect status --json` shows the queue with ids, leader and watches;
+/// `zkelect revoke --id a` makes the leader step down and rejoin at the back.
+#[test]
+fn status_shows_the_queue_and_revoke_sends_the_leader_to_the_back() {
+    let server = start_server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let observer = Observer::start(dir.path());
+    let path = "/svc/revoke";
+
+    let a = Candidate::spawn(dir.path(), "a", &run_args(&zk, path, "a"), ChildKind::Beats);
+    let run_a = a.wait_run(1, START);
+    let mut b = Candidate::spawn(dir.path(), "b", &run_args(&zk, path, "b"), ChildKind::Beats);
+    wait_queue(&zk, path, &["a", "b"], || logs(&[&a, &b]));
+
+    let view = queue(&zk, path);
+    assert!(view[0].leader && !view[1].leader, "{view:#?}");
+    assert_eq!(view[0].watches, None, "the leader watches nobody");
+    assert_eq!(
+        view[1].watches.as_deref(),
+        Some(view[0].node.as_str()),
+        "b watches a's node"
+    );
+    assert!(
+        view.iter().all(|e| e.session.is_some()),
+        "ephemeral owners shown: {view:#?}"
+    );
+    let table = zkelect(
+        &["status", "--connect", &zk, "--path", path],
+        Duration::from_secs(20),
+    );
+    assert_eq!(table.code(), Some(0), "{}", table.stderr);
+    let leader_line = table
+        .stdout
+        .lines()
+        .find(|l| l.contains("LEADER"))
+        .unwrap_or_else(|| panic!("no LEADER line:\n{}", table.stdout));
+    assert!(
+        leader_line.contains(" a ") && leader_line.contains(&view[0].node),
+        "{}",
+        table.stdout
+    );
+
+    let revoked = mono_ns();
+    let out = zkelect(
+        &["revoke", "--connect", &zk, "--path", path, "--id", "a"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.code(), Some(0), "revoke failed:\n{}", out.stderr);
+    assert!(out.stderr.contains("revoked"), "{}", out.stderr);
+    let run_b = b.wait_run(1, START);
+    let a_dead = observer.wait_death(run_a.pid, "a's child to stop after the revoke", START);
+    wait_queue(&zk, path, &["b", "a"], || logs(&[&a, &b]));
+    assert!(run_b.token > run_a.token);
+    // A revoke deletes the leader's node under it: the old leader hears of it
+    // through its own-node watch while its successor hears of it through its
+    // predecessor watch, at the same moment; nothing orders the two, so the
+    // children may overlap by the old one's stop time (reported, not asserted).
+    println!(
+        "revoke: b's child started {:.0} ms after, a's child dead {:.0} ms after (overlap {:.0} ms)",
+        ms(revoked, run_b.start),
+        ms(revoked, a_dead),
+        ms(run_b.start, a_dead).max(0.0)
+    );
+    assert_eq!(a.runs().len(), 1, "a follows again: no second run");
+
+    let missing = zkelect(
+        &["revoke", "--connect", &zk, "--path", path, "--id", "nobody"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(missing.code(), Some(1), "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("no candidate with id \"nobody\""),
+        "{}",
+        missing.stderr
+    );
+
+    b.signal(Signal::SIGTERM);
+    assert_eq!(b.wait_exit(START).code(), Some(0), "{}", b.log_text());
+    let run_a_again = a.wait_run(2, START);
+    assert!(run_a_again.token > run_b.token);
+}
+
+/// Runs a `zkelect` command that must fail, and checks its exit code and that
+/// its stderr holds every one of `needles`.
+fn fails_with(args: &[&str], code: i32, needles: &[&str], within: Duration) -> Duration {
+    let out = zkelect(args, within);
+    assert_eq!(
+        out.code(),
+        Some(code),
+        "`zkelect {}` exit code; stderr:\n{}",
+        args.join(" "),
+        out.stderr
+    );
+    for needle in needles {
+        assert!(
+            out.stderr.contains(needle),
+            "`zkelect {}`: stderr lacks {needle:?}:\n{}",
+            args.join(" "),
+            out.stderr
+        );
+    }
+    out.took
+}
+
+/// Bad input is refused before anything touches the network, so the server
+/// given is a closed port (reaching it would fail with another code).
+#[test]
+fn invalid_path_exits_3_and_names_the_path() {
+    let nowhere = format!("127.0.0.1:{}", closed_port());
+    for (bad, why) in [
+        ("bad//path", "must start with '/'"),
+        ("/bad//path", "empty segment"),
+        ("/svc/leader/", "must not end with '/'"),
+        ("/svc/./leader", ""),
+        ("", ""),
+    ] {
+        let quoted = format!("invalid election path {bad:?}");
+        let run = ["run", "--connect", &nowhere, "--path", bad, "--id", "a"];
+        let mut args = run.to_vec();
+        args.extend(["--", "true"]);
+        fails_with(&args, CONFIG, &[&quoted, why], Duration::from_secs(5));
+        for sub in ["status", "revoke"] {
+            let mut args = vec![sub, "--connect", &nowhere, "--path", bad];
+            if sub == "revoke" {
+                args.extend(["--id", "a"]);
+            }
+            fails_with(&args, CONFIG, &[&quoted], Duration::from_secs(5));
+        }
+    }
+}
+
+#[test]
+fn id_that_does_not_fit_a_znode_name_exits_3() {
+    let nowhere = format!("127.0.0.1:{}", closed_port());
+    let long = "x".repeat(300);
+    for (id, why) in [
+        ("a/b", "contains '/'"),
+        (long.as_str(), "longer than 255 bytes"),
+    ] {
+        let args = [
+            "run",
+            "--connect",
+            &nowhere,
+            "--path",
+            "/svc/leader",
+            "--id",
+            id,
+            "--",
+            "true",
+        ];
+        fails_with(
+            &args,
+            CONFIG,
+            &["invalid candidate id", why, "an id must fit a znode name"],
+            Duration::from_secs(5),
+        );
+    }
+}
+
+#[test]
+fn no_command_after_the_separator_exits_2() {
+    let nowhere = format!("127.0.0.1:{}", closed_port());
+    let base = [
+        "run",
+        "--connect",
+        &nowhere,
+        "--path",
+        "/svc/leader",
+        "--id",
+        "a",
+    ];
+    let mut with_separator = base.to_vec();
+    with_separator.push("--");
+    for args in [base.to_vec(), with_separator] {
+        fails_with(
+            &args,
+            USAGE,
+            &["required arguments were not provided", "<CMD>..."],
+            Duration::from_secs(5),
+        );
+    }
+}
+
+/// A closed port and a server that accepts TCP but never answers (a black
+/// hole): both give up after the connect timeout with exit 4, no hang.
+#[test]
+fn unreachable_server_exits_4_within_the_connect_timeout() {
+    let closed = format!("127.0.0.1:{}", closed_port());
+    let hole = Proxy::start(format!("127.0.0.1:{}", closed_port()).parse().unwrap())
+        .expect("start a proxy");
+    hole.blackhole();
+    let hole = hole.connect_string();
+    for server in [&closed, &hole] {
+        let mut runs = run_args(server, "/svc/leader", "a");
+        runs.extend(["--connect-timeout", "1000", "--", "true"].map(str::to_owned));
+        let runs: Vec<&str> = runs.iter().map(String::as_str).collect();
+        let status = [
+            "status",
+            "--connect",
+            server,
+            "--path",
+            "/svc/leader",
+            "--connect-timeout",
+            "1000",
+        ];
+        for args in [&runs[..], &status[..]] {
+            let took = fails_with(
+                args,
+                UNREACHABLE,
+                &["cannot connect to ZooKeeper", server.as_str()],
+                Duration::from_secs(10),
+            );
+            println!("`zkelect {}` gave up after {took:?}", args[0]);
+            assert!(
+                took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+                "`zkelect {}` against {server} took {took:?} with a 1 s connect timeout",
+                args.join(" ")
+            );
+        }
+    }
+}
+
+/// The election path made by a candidate with `--auth svc:secret` gets that
+/// user's ACL (creator all, world read); a candidate with the wrong password,
+/// or none, cannot create its node there: exit 5, naming the refusal.
+#[test]
+fn wrong_credentials_exit_5() {
+    let server = start_server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/svc/secured";
+    let with_auth = |id: &str, auth: Option<&str>| {
+        let mut args = run_args(&zk, path, id);
+        if let Some(auth) = auth {
+            args.extend(["--auth".to_owned(), auth.to_owned()]);
+        }
+        args
+    };
+    let owner = Candidate::spawn(
+        dir.path(),
+        "owner",
+        &with_auth("owner", Some("svc:secret")),
+        ChildKind::Beats,
+    );
+    let run = owner.wait_run(1, START);
+
+    for (label, auth) in [("wrong", Some("svc:wrong")), ("anonymous", None)] {
+        let mut intruder =
+            Candidate::spawn(dir.path(), label, &with_auth(label, auth), ChildKind::Beats);
+        let status = intruder.wait_exit(START);
+        let log = intruder.log_text();
+        assert_eq!(status.code(), Some(AUTH), "{label}: exit code\n{log}");
+        let error = log
+            .lines()
+            .find(|l| l.starts_with("error: "))
+            .unwrap_or_else(|| panic!("{label}: no `error:` line\n{log}"));
+        println!("{label}: {error}");
+        assert!(
+            error.contains("NoAuth") && error.contains(path),
+            "{label}: the message should name the refusal and the path\n{log}"
+        );
+        assert!(intruder.runs().is_empty(), "{label}'s child must never run");
+        assert!(intruder.processes().is_empty());
+    }
+    assert_eq!(queue_ids(&zk, path), ["owner"]);
+    // Nor can the wrong password force the owner out.
+    fails_with(
+        &[
+            "revoke",
+            "--connect",
+            &zk,
+            "--path",
+            path,
+            "--id",
+            "owner",
+            "--auth",
+            "svc:wrong",
+        ],
+        AUTH,
+        &["NoAuth"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(owner.runs(), owner.runs()[..1], "the owner kept leading");
+    assert_eq!(owner.runs()[0].pid, run.pid);
+
+    // The right password joins.
+    let peer = Candidate::spawn(
+        dir.path(),
+        "peer",
+        &with_auth("peer", Some("svc:secret")),
+        ChildKind::Beats,
+    );
+    wait_queue(&zk, path, &["owner", "peer"], || logs(&[&owner, &peer]));
+}
