@@ -143,6 +143,11 @@ pub(crate) async fn stop(child: &mut Child, grace: Duration) -> Option<ExitStatu
     }
 }
 
+/// Whether the lease is known to have run out (`None`, no lease known, is not).
+fn lease_lapsed(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| d <= Instant::now())
+}
+
 /// Supervises the child against the role channel until shutdown, the child's own
 /// exit, or the end of the election. `leases` carries the moment leadership lapses
 /// without further contact with the server (renewed into the watchdog).
@@ -153,12 +158,16 @@ pub(crate) async fn supervise(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<Ended> {
     tokio::pin!(shutdown);
+    let mut leases_open = true;
     loop {
-        // Wait for leadership.
+        // Wait for leadership, with a lease that has not run out (after the
+        // watchdog killed the command for an unrenewed lease, the role may still
+        // say Leader until the driver, frozen with us, catches up).
         let token = loop {
             let role = *roles.borrow_and_update();
+            let lapsed = lease_lapsed(*leases.borrow_and_update());
             match role {
-                Role::Leader(token) => break token,
+                Role::Leader(token) if !lapsed => break token,
                 Role::Closed | Role::Failed => return Ok(Ended::ElectionOver(role)),
                 _ => {}
             }
@@ -167,6 +176,8 @@ pub(crate) async fn supervise(
                 changed = roles.changed() => if changed.is_err() {
                     return Ok(Ended::ElectionOver(Role::Closed));
                 },
+                // A closed lease channel (no lease at all) is no reason to stop.
+                changed = leases.changed(), if leases_open => leases_open = changed.is_ok(),
             }
         };
         let lease_left = (*leases.borrow_and_update())
@@ -187,10 +198,21 @@ pub(crate) async fn supervise(
                 }
                 status = running.child.wait() => {
                     let status = status?;
+                    // The watchdog kills the command when the lease runs out
+                    // unrenewed (zkelect froze, or lost contact): leadership
+                    // lapsed, the command did not exit by itself. Stay a
+                    // candidate; the command starts again on re-election
+                    // (found by the zombie tests: a thawed leader left the election).
+                    let lapsed = lease_lapsed(*leases.borrow()) || *roles.borrow() != Role::Leader(token);
+                    if spec.watchdog.is_some() && lapsed {
+                        warn!(%status, "the lease ran out: the watchdog stopped the command");
+                        break;
+                    }
                     info!(%status, "the command exited by itself");
                     return Ok(Ended::ChildExited(status));
                 }
-                changed = leases.changed() => {
+                changed = leases.changed(), if leases_open => {
+                    leases_open = changed.is_ok();
                     if changed.is_ok() {
                         let deadline = *leases.borrow_and_update();
                         renew(&mut running, deadline).await;
