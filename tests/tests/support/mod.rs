@@ -6,7 +6,7 @@
 //! # The supervised child and its clock
 //!
 //! The command `zkelect run` supervises is this very test binary, run as the
-//! ignored test [`heartbeat_child`] with [`BEATS_ENV`] naming a per-candidate
+//! `heartbeat` binary of this package (`tests/src/bin/heartbeat.rs`) with [`BEATS_ENV`] naming a per-candidate
 //! file (the variable passes through `zkelect run`, the `zkelect __lease`
 //! watchdog and `setpriv` untouched). The child appends one line when it starts,
 //! `start <ns> <token> <pid> <parent pid>` (the token from
@@ -39,8 +39,8 @@
 #![allow(dead_code)] // each test binary uses a part of the harness
 
 use std::ffi::OsString;
-use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::{self, File};
+use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -61,10 +61,8 @@ pub(crate) const BEAT: Duration = Duration::from_millis(50);
 /// up to 4 s).
 pub(crate) const SESSION_MS: u64 = 4_000;
 /// The name of the helper test, as the test harness filters it.
-const CHILD_TEST: &str = "support::heartbeat_child";
 /// A child that lives this long stops by itself: a last safety net for a
 /// child nobody stopped (its lines would go nowhere anyway).
-const CHILD_MAX_LIFE: Duration = Duration::from_secs(180);
 const SETPRIV: &str = "/usr/bin/setpriv";
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the one clock of every timestamp here.
@@ -76,39 +74,6 @@ pub(crate) fn mono_ns() -> i64 {
 /// Milliseconds between two [`mono_ns`] readings, for messages.
 pub(crate) fn ms(from: i64, to: i64) -> f64 {
     (to - from) as f64 / 1e6
-}
-
-/// Not a test: the command that `zkelect run` supervises in these tests (see
-/// the module docs). Does nothing unless [`BEATS_ENV`] is set.
-#[test]
-#[ignore = "not a test: the child that `zkelect run` supervises in the end-to-end tests"]
-fn heartbeat_child() {
-    let Some(path) = std::env::var_os(BEATS_ENV).map(PathBuf::from) else {
-        return;
-    };
-    let token = std::env::var("ZKELECT_FENCING_TOKEN").unwrap_or_else(|_| "-".into());
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display()));
-    let start = format!(
-        "start {} {token} {} {}\n",
-        mono_ns(),
-        std::process::id(),
-        std::os::unix::process::parent_id()
-    );
-    file.write_all(start.as_bytes())
-        .expect("write the start line");
-    let born = Instant::now();
-    while born.elapsed() < CHILD_MAX_LIFE {
-        thread::sleep(BEAT);
-        let beat = format!("alive {}\n", mono_ns());
-        // A failed write or a vanished file: the test is over.
-        if file.write_all(beat.as_bytes()).is_err() || !path.exists() {
-            return;
-        }
-    }
 }
 
 /// What `zkelect run` supervises.
@@ -123,23 +88,13 @@ pub(crate) enum ChildKind {
 
 /// The command line after `--` that runs the heartbeat child.
 pub(crate) fn child_command(kind: ChildKind) -> Vec<OsString> {
-    let exe = std::env::current_exe().expect("the test binary's path");
+    // The heartbeat binary of this package (tests/src/bin/heartbeat.rs).
+    let exe = env!("CARGO_BIN_EXE_heartbeat");
     let mut cmd: Vec<OsString> = Vec::new();
     if kind == ChildKind::Stubborn {
         cmd.extend(["sh", "-c", "trap '' TERM; exec \"$0\" \"$@\""].map(OsString::from));
     }
-    cmd.push(exe.into_os_string());
-    cmd.extend(
-        [
-            "--exact",
-            CHILD_TEST,
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-            "-q",
-        ]
-        .map(OsString::from),
-    );
+    cmd.push(OsString::from(exe));
     cmd
 }
 
