@@ -18,6 +18,9 @@ pub enum FaultMix {
     Standard,
     /// The standard mix plus process pauses (checked with a fenced resource).
     WithPauses,
+    /// The standard mix plus client event threads that lag behind replies
+    /// (`Fault::LagEvents`).
+    WithEventLag,
 }
 
 /// One injected fault.
@@ -107,6 +110,16 @@ pub enum Fault {
         /// Process index.
         pid: usize,
     },
+    /// For a while, the process's client library hands watch events to the
+    /// application late (up to [`EVENT_LAG_MAX_MS`](crate::world::EVENT_LAG_MAX_MS)),
+    /// while replies do not wait for them: a reply can overtake events the
+    /// server sent well before it (zookeeper-async's watcher channel).
+    LagEvents {
+        /// Process index.
+        pid: usize,
+        /// How long.
+        ms: u64,
+    },
     /// Every message to and from the process takes longer for a while (a slow
     /// link: reorders it against every other session).
     Delay {
@@ -137,6 +150,7 @@ impl fmt::Display for Fault {
             Self::Revoke { pid } => write!(f, "revoke p{pid}"),
             Self::RevokeLeader => write!(f, "revoke the leader"),
             Self::WipeElection => write!(f, "delete the election"),
+            Self::LagEvents { pid, ms } => write!(f, "lag p{pid}'s watch events for {ms}ms"),
             Self::PartitionOneWay { pid, ms, to_server } => {
                 let dir = if *to_server { "to server" } else { "to client" };
                 write!(f, "partition p{pid} {dir} only {ms}ms")
@@ -235,6 +249,11 @@ impl Swarm {
         let revoke = rate(&mut rng, 8);
         let touch = rate(&mut rng, 8);
         let delay = rate(&mut rng, 20);
+        let lag = if overrides.faults == FaultMix::WithEventLag {
+            rate(&mut rng, 30)
+        } else {
+            0.0
+        };
         let mut population = candidates;
         // Drops aimed at the moments creates are in flight (start, spawn, rejoin):
         // that is when a lost reply can leave an orphan node behind.
@@ -328,6 +347,13 @@ impl Swarm {
                 if rng.chance(touch) {
                     let pid = pick(&mut rng, population);
                     plan.push((at(&mut rng), Fault::TouchData { pid }));
+                }
+                if rng.chance(lag) {
+                    let fault = Fault::LagEvents {
+                        pid: pick(&mut rng, population),
+                        ms: rng.range(t / 2, t * 3),
+                    };
+                    plan.push((at(&mut rng), fault));
                 }
                 if rng.chance(delay) {
                     let fault = Fault::Delay {

@@ -55,6 +55,10 @@ pub const PATH: &str = "/svc/leader";
 /// The identity every session authenticates as when the candidates' ACL needs one.
 pub const IDENTITY: &str = "digest:svc";
 
+/// The longest a client library's event thread lags behind its replies
+/// (under [`Fault::LagEvents`]).
+pub const EVENT_LAG_MAX_MS: u64 = 60;
+
 /// How long the leaders must stay in place after the liveness bound, before the
 /// candidates are closed.
 pub const SETTLE: Duration = Duration::from_secs(2);
@@ -110,6 +114,13 @@ enum Ev {
         event: WatchEvent,
         cause: u64,
     },
+    /// The client library hands a received watch event to the application
+    /// late (its event thread lagged).
+    Event {
+        pid: usize,
+        event: WatchEvent,
+        cause: u64,
+    },
     /// A ping reaches the server.
     Ping { pid: usize, gen: u64 },
     /// The server's answer to a ping reaches the client.
@@ -159,6 +170,7 @@ impl Ev {
             | Self::Timer { pid }
             | Self::LocalFail { pid, .. }
             | Self::Closed { pid, .. }
+            | Self::Event { pid, .. }
             | Self::AppWrite { pid }
             | Self::Write { pid, .. } => Some(*pid),
             _ => None,
@@ -228,6 +240,10 @@ struct Proc {
     /// A slow link: until when, and the extra latency.
     slow: Option<(Timestamp, Duration)>,
     link: Link,
+    /// When the client library's event thread is done with the events it has.
+    event_tail: Timestamp,
+    /// Until when its event thread lags.
+    lag_until: Option<Timestamp>,
     timer_at: Option<Timestamp>,
     session_closed: bool,
     writing: bool,
@@ -639,6 +655,8 @@ impl World {
             partition: None,
             slow: None,
             link: Link::default(),
+            event_tail: Timestamp::ZERO,
+            lag_until: None,
             timer_at: None,
             session_closed: false,
             writing: false,
@@ -671,12 +689,36 @@ impl World {
         let to_server = matches!(ev, Ev::Request { .. } | Ev::Ping { .. });
         match self.procs[pid].partition {
             Some((until, cut)) if self.now < until && cut.blocks(to_server) => {
-                let at = until + Duration::from_millis(1);
+                // Through the link's FIFO: whatever was sent after it waits
+                // behind it, even if the partition is over by then.
+                let after = until + Duration::from_millis(1);
+                let link = &mut self.procs[pid].link;
+                let at = if to_server {
+                    link.to_server(after, Duration::ZERO)
+                } else if matches!(ev, Ev::Reply { .. }) {
+                    link.reply(after, Duration::ZERO, false)
+                } else {
+                    link.to_client(after, Duration::ZERO)
+                };
                 self.push(at, ev.clone());
                 true
             }
             _ => false,
         }
+    }
+
+    /// Starts a partition; one already on is never cut short (a message it
+    /// holds must not be overtaken), and cuts that differ add up to both ways.
+    fn partition(&mut self, pid: usize, ms: u64, cut: Cut) {
+        let until = self.now + Duration::from_millis(ms);
+        let p = &mut self.procs[pid];
+        p.partition = Some(match p.partition {
+            Some((old, old_cut)) if self.now < old => {
+                let cut = if old_cut == cut { cut } else { Cut::Both };
+                (old.max(until), cut)
+            }
+            _ => (until, cut),
+        });
     }
 
     fn deliver(&mut self, ev: Ev) {
@@ -729,20 +771,24 @@ impl World {
                     return;
                 }
                 self.procs[pid].last_from_server = self.now;
-                let text = format!("watch {:?} {}", event.kind, short(&event.path));
-                // A candidate's own-node watch is not part of a herd; nor is a
-                // candidate whose node an operator deleted and which has not
-                // learned it yet: it is out of the queue, but the watch it set
-                // while it was in is still there.
-                let own = self.procs[pid]
-                    .c
-                    .node()
-                    .is_some_and(|n| event.path.rsplit('/').next() == Some(n));
-                let revoked = self.process(pid).revoked_at.is_some();
-                let cause = (!own && !revoked).then_some(cause);
-                self.procs[pid].c.handle(self.now, Input::Watch(event));
-                self.after(pid, cause, text);
+                // The client library hands events to the application in order;
+                // under `Fault::LagEvents` its event thread lags (replies do not
+                // wait for it), as zookeeper-async's watcher channel can.
+                let lagging = self.procs[pid].lag_until.is_some_and(|t| self.now < t);
+                let lag = if lagging && self.rng.chance(0.5) {
+                    Duration::from_millis(self.rng.range(1, EVENT_LAG_MAX_MS))
+                } else {
+                    Duration::ZERO
+                };
+                let at = (self.now + lag).max(self.procs[pid].event_tail);
+                self.procs[pid].event_tail = at;
+                if at > self.now {
+                    self.push(at, Ev::Event { pid, event, cause });
+                } else {
+                    self.watch_event(pid, event, cause);
+                }
             }
+            Ev::Event { pid, event, cause } => self.watch_event(pid, event, cause),
             Ev::Ping { pid, gen } => {
                 if self.procs[pid].gen == gen && self.linked(pid) {
                     if let Some(s) = self.procs[pid].session {
@@ -929,6 +975,23 @@ impl World {
                 },
             );
         }
+    }
+
+    /// The application gets a watch event from its client library.
+    fn watch_event(&mut self, pid: usize, event: WatchEvent, cause: u64) {
+        let text = format!("watch {:?} {}", event.kind, short(&event.path));
+        // A candidate's own-node watch is not part of a herd; nor is a
+        // candidate whose node an operator deleted and which has not learned it
+        // yet: it is out of the queue, but the watch it set while it was in is
+        // still there.
+        let own = self.procs[pid]
+            .c
+            .node()
+            .is_some_and(|n| event.path.rsplit('/').next() == Some(n));
+        let revoked = self.process(pid).revoked_at.is_some();
+        let cause = (!own && !revoked).then_some(cause);
+        self.procs[pid].c.handle(self.now, Input::Watch(event));
+        self.after(pid, cause, text);
     }
 
     fn client_tick(&mut self, pid: usize) {
@@ -1289,7 +1352,7 @@ impl World {
                 self.drop_connection(pid, applied);
             }
             Fault::Partition { pid, ms } if valid(pid, self) => {
-                self.procs[pid].partition = Some((self.now + Duration::from_millis(ms), Cut::Both));
+                self.partition(pid, ms, Cut::Both);
             }
             Fault::PartitionOneWay { pid, ms, to_server } if valid(pid, self) => {
                 let cut = if to_server {
@@ -1297,7 +1360,7 @@ impl World {
                 } else {
                     Cut::ToClient
                 };
-                self.procs[pid].partition = Some((self.now + Duration::from_millis(ms), cut));
+                self.partition(pid, ms, cut);
             }
             Fault::Pause { pid, ms } if valid(pid, self) => {
                 let until = self.now + Duration::from_millis(ms);
@@ -1332,6 +1395,11 @@ impl World {
             }
             Fault::Spawn => self.spawn(),
             Fault::Revoke { pid } if valid(pid, self) => self.revoke(pid),
+            Fault::LagEvents { pid, ms } if valid(pid, self) => {
+                let until = self.now + Duration::from_millis(ms);
+                let p = &mut self.procs[pid];
+                p.lag_until = Some(p.lag_until.map_or(until, |t| t.max(until)));
+            }
             Fault::WipeElection => self.wipe(),
             Fault::TouchData { pid } if valid(pid, self) => self.touch_data(pid),
             Fault::Delay { pid, ms, extra_ms } if valid(pid, self) => {

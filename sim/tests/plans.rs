@@ -1,0 +1,112 @@
+//! Proptest over fault plans: hand-sized worlds (1–6 candidates, k ∈ {1, 2})
+//! with arbitrary plans of faults and intents at arbitrary times. Proptest
+//! shrinks a failing plan to a minimal one and keeps it in
+//! `proptest-regressions/plans.txt`.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+use zkelect_core::{ConnectionPolicy, Timestamp};
+use zkelect_sim::run::{run_swarm, RunOptions};
+use zkelect_sim::swarm::{Fault, Swarm};
+
+const CHAOS_MS: u64 = 15_000;
+
+fn fault(pids: usize, pauses: bool) -> impl Strategy<Value = Fault> {
+    let pid = 0..pids;
+    let ms = 100u64..9_000;
+    let mut options = vec![
+        (pid.clone(), any::<bool>())
+            .prop_map(|(pid, applied)| Fault::DropConnection { pid, applied })
+            .boxed(),
+        (pid.clone(), ms.clone())
+            .prop_map(|(pid, ms)| Fault::Partition { pid, ms })
+            .boxed(),
+        (pid.clone(), ms.clone(), any::<bool>())
+            .prop_map(|(pid, ms, to_server)| Fault::PartitionOneWay { pid, ms, to_server })
+            .boxed(),
+        pid.clone().prop_map(|pid| Fault::Crash { pid }).boxed(),
+        (100u64..2_000)
+            .prop_map(|ms| Fault::RestartServer { ms })
+            .boxed(),
+        (pid.clone(), any::<bool>())
+            .prop_map(|(pid, rejoin)| Fault::Resign { pid, rejoin })
+            .boxed(),
+        pid.clone().prop_map(|pid| Fault::Close { pid }).boxed(),
+        Just(Fault::Spawn).boxed(),
+        Just(Fault::CrashLeader).boxed(),
+        Just(Fault::CloseLeader).boxed(),
+        ms.clone()
+            .prop_map(|ms| Fault::PartitionLeader { ms })
+            .boxed(),
+        pid.clone().prop_map(|pid| Fault::Revoke { pid }).boxed(),
+        Just(Fault::RevokeLeader).boxed(),
+        Just(Fault::WipeElection).boxed(),
+        pid.clone().prop_map(|pid| Fault::TouchData { pid }).boxed(),
+        (pid.clone(), ms.clone(), 10u64..1_000)
+            .prop_map(|(pid, ms, extra_ms)| Fault::Delay { pid, ms, extra_ms })
+            .boxed(),
+    ];
+    if pauses {
+        options.push(
+            (pid, ms.clone())
+                .prop_map(|(pid, ms)| Fault::Pause { pid, ms })
+                .boxed(),
+        );
+        options.push(ms.prop_map(|ms| Fault::PauseLeader { ms }).boxed());
+    }
+    proptest::strategy::Union::new(options)
+}
+
+fn scenario() -> impl Strategy<Value = (u64, Swarm)> {
+    (
+        1usize..=6,
+        1u32..=2,
+        any::<bool>(),
+        20u64..=60,
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_flat_map(|(candidates, leaders, pauses, timeout, aware, reorder)| {
+            // Fencing is checked with one leader: pauses come with k = 1.
+            let leaders = if pauses { 1 } else { leaders };
+            let plan = proptest::collection::vec(
+                (
+                    (0..CHAOS_MS).prop_map(Timestamp::from_millis),
+                    fault(candidates, pauses),
+                ),
+                0..12,
+            );
+            (any::<u64>(), plan).prop_map(move |(seed, mut plan)| {
+                plan.sort_by_key(|(at, _)| *at);
+                let swarm = Swarm {
+                    candidates,
+                    leaders,
+                    session_timeout: Duration::from_millis(timeout * 100),
+                    policy: if aware {
+                        ConnectionPolicy::SessionAware
+                    } else {
+                        ConnectionPolicy::Standard
+                    },
+                    chaos: Duration::from_millis(CHAOS_MS),
+                    reorder,
+                    pauses,
+                    plan,
+                };
+                (seed, swarm)
+            })
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 1_000,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn any_fault_plan_holds_every_invariant((seed, swarm) in scenario()) {
+        let report = run_swarm(seed, swarm, RunOptions::default());
+        prop_assert!(report.violation.is_none(), "{}", report);
+    }
+}
