@@ -1,0 +1,62 @@
+//! The `zkelect sim` and `zkelect demo` commands as a user runs them.
+
+use std::process::Command;
+
+fn zkelect(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_zkelect"))
+        .args(args)
+        .output()
+        .expect("run zkelect");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn sim_over_500_seeds_passes_and_prints_its_summary() {
+    let (code, out) = zkelect(&["sim", "--seeds", "1..500"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("499 seed(s) 1..500 passed every checker"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_failing_canary_prints_a_replay_command_that_reproduces_it() {
+    let (code, out) = zkelect(&["sim", "--seeds", "0..20", "--canary", "parent-watch"]);
+    assert_eq!(code, Some(6), "{out}");
+    assert!(out.contains("invariant no-herd violated"), "{out}");
+    let replay = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("reproduce: zkelect "))
+        .expect("a replay line");
+    let args: Vec<&str> = replay.split_whitespace().collect();
+    let (again, trace) = zkelect(&args);
+    assert_eq!(again, Some(6), "the replay reproduces the failure");
+    assert!(trace.contains("invariant no-herd violated"), "{trace}");
+}
+
+#[test]
+fn sim_rejects_a_bad_seed_range_with_a_usage_error() {
+    assert_eq!(zkelect(&["sim", "--seeds", "9..3"]).0, Some(2));
+    assert_eq!(zkelect(&["sim", "--seeds", "x"]).0, Some(2));
+}
+
+#[test]
+fn demo_needs_no_server_and_shows_three_leaders_and_a_suspension() {
+    let (code, out) = zkelect(&["demo"]);
+    assert_eq!(code, Some(0), "{out}");
+    let leaders: std::collections::BTreeSet<&str> = out
+        .lines()
+        .filter(|l| l.contains("is elected leader"))
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert!(
+        leaders.len() >= 3,
+        "at least three successive leaders: {leaders:?}\n{out}"
+    );
+    assert!(out.contains("suspended"), "{out}");
+    assert!(out.contains("every checker held: yes"), "{out}");
+}
