@@ -1463,7 +1463,14 @@ impl Candidate {
                 self.own_watch_spent = true;
             }
             if event.kind == WatchKind::NodeDeleted && self.step != Step::Delete {
-                self.own_gone(DemotionReason::Revoked);
+                // Stop acting at once, then look before rejoining: after the
+                // election path was deleted and recreated, a late event for an
+                // old node can name our new one (found by the simulator). A
+                // listing that still shows our name (which carries this
+                // session's nonce) proves the event stale; one without it
+                // confirms the revocation.
+                self.demote(DemotionReason::Revoked);
+                self.set_step(Step::List);
             }
             return;
         }

@@ -147,8 +147,13 @@ fn leader_whose_node_is_deleted_is_revoked_and_rejoins_at_the_back() {
     assert!(d.c.role().is_leader());
     d.take_notices();
     d.event(WatchKind::NodeDeleted, "n_0000000000");
-    assert_eq!(d.take_notices()[0], demoted(DemotionReason::Revoked));
+    assert_eq!(
+        d.take_notices()[0],
+        demoted(DemotionReason::Revoked),
+        "at once"
+    );
     assert_eq!(d.c.role(), Role::Follower);
+    d.children(&["n_0000000001"]);
     assert_eq!(d.c.node(), None);
     d.created("n_0000000003", 13);
     assert_eq!(d.c.node(), Some("n_0000000003"));
@@ -163,6 +168,7 @@ fn revoked_candidate_stays_out_when_configured() {
         &["n_0000000000"],
     );
     d.event(WatchKind::NodeDeleted, "n_0000000000");
+    d.children(&[]);
     assert_eq!(d.c.role(), Role::Idle);
     assert!(!d.has_pending("create"));
 }
@@ -175,6 +181,20 @@ fn listing_without_our_node_means_it_was_revoked() {
         .iter()
         .all(|n| !matches!(n, Notice::Elected { .. })));
     d.take("create");
+}
+
+#[test]
+fn a_late_deletion_event_for_an_old_node_of_the_same_name_is_not_a_revocation() {
+    // Found by the simulator: the election path was deleted and recreated, the
+    // sequence restarted, and the new node took the old one's name.
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    d.take_notices();
+    d.event(WatchKind::NodeDeleted, "n_0000000000");
+    assert_eq!(d.take_notices(), vec![demoted(DemotionReason::Revoked)]);
+    d.children(&["n_0000000000"]);
+    assert_eq!(d.c.node(), Some("n_0000000000"), "the node is still ours");
+    assert!(!d.has_pending("create"), "no second node");
+    assert!(d.c.role().is_leader());
 }
 
 // ----- protected create -------------------------------------------------------------
