@@ -348,6 +348,11 @@ impl Swarm {
                     let pid = pick(&mut rng, population);
                     plan.push((at(&mut rng), Fault::TouchData { pid }));
                 }
+                // Lagging events matter most when node names come back: after
+                // the election's parent is recreated, sequences restart.
+                if rng.chance(lag / 4.0) {
+                    plan.push((at(&mut rng), Fault::WipeElection));
+                }
                 if rng.chance(lag) {
                     let fault = Fault::LagEvents {
                         pid: pick(&mut rng, population),

@@ -76,11 +76,14 @@ fn a_revoked_leader_steps_down_at_once_and_its_successor_takes_over() {
         w.leaders().iter().any(|&p| p != old)
     });
     assert!(next.saturating_since(revoked) < Duration::from_millis(100));
-    // The old one learned from its own-node watch; it rejoined at the back.
+    // The old one learned from its own-node watch, stopped at once, and
+    // (after a listing confirmed the node gone) rejoined at the back.
     until(&mut world, at(3_000), |w| {
         !w.process(old).candidate.role().is_leader()
     });
-    assert!(world.process(old).revoked_at.is_none(), "it has a new node");
+    until(&mut world, at(3_000), |w| {
+        w.process(old).revoked_at.is_none() && w.process(old).candidate.node().is_some()
+    });
     assert!(world.run().is_none(), "{:?}", world.violation());
     assert!(world.stats().revocations >= 1);
 }
@@ -190,4 +193,62 @@ fn resign_without_rejoin_hands_over_and_leaves_the_candidate_idle() {
     assert_eq!(world.process(old).candidate.role(), Role::Idle);
     assert_eq!(world.children().len(), 1);
     assert!(world.run().is_none(), "{:?}", world.violation());
+}
+
+/// Regression (found by the simulator, fixed in the core by 9bdbc3b): a watch
+/// event that lags behind replies used to be matched to the candidate's
+/// *current* node by name alone. When the election parent is recreated (a
+/// container reaped when its last child went, or an operator's `deleteall`),
+/// the same session's next node gets the same name (same nonce, sequence
+/// restarted), so the late `NodeDeleted` of the old node was taken for a
+/// revocation of the new one: the candidate created a second node and the
+/// first stayed behind, owned by its live session, ahead of it in the queue.
+#[test]
+fn a_late_delete_event_for_a_reused_own_node_name_does_not_orphan_the_node() {
+    use zkelect_sim::swarm::Knobs;
+    // The first seed whose knobs give a container parent.
+    let seed = (0..)
+        .find(|&s| Knobs::from_seed(s, None).container_parent)
+        .unwrap();
+    let mut plan = vec![(at(0), Fault::LagEvents { pid: 0, ms: 20_000 })];
+    plan.extend((1..14).map(|i| {
+        (
+            at(i * 1_000),
+            Fault::Resign {
+                pid: 0,
+                rejoin: true,
+            },
+        )
+    }));
+    let mut world = World::new(seed, swarm(1, plan), None, true);
+    if let Some(v) = world.run() {
+        for line in world.trace().tail() {
+            eprintln!("{line}");
+        }
+        panic!("seed {seed}: {} at {}: {}", v.invariant, v.at, v.detail);
+    }
+}
+
+/// CORE BUG (open): the predecessor side of the same ambiguity. p1 watches
+/// p0's node `_c_A-n_0000000000`; an operator deletes the whole election; both
+/// recreate their nodes under the new path with the same names as before; p1
+/// sets a watch on p0's *new* node; then the late `NodeDeleted` for p0's *old*
+/// node reaches p1, which takes over on the notification alone (zero-RTT
+/// takeover) while p0 leads: two leaders with k = 1, no pause, no revocation
+/// pending. Needs a client whose watch events can lag behind its replies
+/// (zookeeper-async's watcher channel) and node names that come back (the
+/// election path recreated). Unignore once the core is fixed:
+/// `cargo test -p zkelect-sim --test scenarios -- --ignored`.
+#[test]
+#[ignore = "core bug: a late NodeDeleted for a reused predecessor name elects a second leader"]
+fn a_late_delete_event_for_a_reused_predecessor_name_does_not_elect_a_second_leader() {
+    let mut plan = vec![(at(0), Fault::LagEvents { pid: 1, ms: 30_000 })];
+    plan.extend((1..14).map(|i| (at(i * 1_000), Fault::WipeElection)));
+    let mut world = World::new(0, swarm(2, plan), None, true);
+    if let Some(v) = world.run() {
+        for line in world.trace().tail() {
+            eprintln!("{line}");
+        }
+        panic!("{} at {}: {}", v.invariant, v.at, v.detail);
+    }
 }
