@@ -26,15 +26,20 @@ pub enum Canary {
     /// newer leader can hold a lower token and a paused old leader's write gets
     /// accepted after it. Targets `tokens-grow`, and `fencing` when run without it.
     SequenceToken,
+    /// Never sees a watch event about its own node: a leader whose node an
+    /// operator deleted never learns it (its probe checks only the parent).
+    /// Targets `revocation`.
+    DeafToOwnNode,
 }
 
 impl Canary {
     /// Every canary.
-    pub const ALL: [Canary; 4] = [
+    pub const ALL: [Canary; 5] = [
         Canary::IgnoresDisconnect,
         Canary::Unprotected,
         Canary::ParentWatch,
         Canary::SequenceToken,
+        Canary::DeafToOwnNode,
     ];
 
     /// The command-line spelling (`zkelect sim --canary …`, `ZKELECT_CANARY=…`).
@@ -44,6 +49,7 @@ impl Canary {
             Canary::Unprotected => "unprotected",
             Canary::ParentWatch => "parent-watch",
             Canary::SequenceToken => "sequence-token",
+            Canary::DeafToOwnNode => "deaf-to-own-node",
         }
     }
 
@@ -59,6 +65,7 @@ impl Canary {
             Canary::Unprotected => "liveness",
             Canary::ParentWatch => "no-herd",
             Canary::SequenceToken => "tokens-grow",
+            Canary::DeafToOwnNode => "revocation",
         }
     }
 
@@ -68,13 +75,19 @@ impl Canary {
             Canary::IgnoresDisconnect => builder.probe(false),
             Canary::Unprotected => builder.protected_create(false),
             Canary::ParentWatch => builder.strategy(WatchStrategy::Parent),
-            Canary::SequenceToken => builder,
+            Canary::SequenceToken | Canary::DeafToOwnNode => builder,
         }
     }
 
     /// Whether the candidate gets to see this session event.
     pub fn sees(self, event: SessionEvent) -> bool {
         !(self == Canary::IgnoresDisconnect && event == SessionEvent::Disconnected)
+    }
+
+    /// Whether the candidate gets to see a watch event about `path`, given the
+    /// name of its own node.
+    pub fn sees_watch(self, path: &str, own: Option<&str>) -> bool {
+        !(self == Canary::DeafToOwnNode && own.is_some() && path.rsplit('/').next() == own)
     }
 
     /// Whether the world should start the sequence counter near 2^31 for this

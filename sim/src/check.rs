@@ -114,8 +114,10 @@ pub const REVOKE_GRACE: u32 = 1;
 /// The standard checkers for a run.
 pub fn standard() -> Vec<Box<dyn Invariant>> {
     vec![
-        Box::new(Safety),
+        // Revocation first: past its grace a revoked leader also counts for
+        // safety, and the more specific report is the useful one.
         Box::new(Revocation),
+        Box::new(Safety),
         Box::new(Fencing::default()),
         Box::new(TokensGrow::default()),
         Box::new(Liveness),

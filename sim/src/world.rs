@@ -990,6 +990,13 @@ impl World {
             .is_some_and(|n| event.path.rsplit('/').next() == Some(n));
         let revoked = self.process(pid).revoked_at.is_some();
         let cause = (!own && !revoked).then_some(cause);
+        let own_node = self.procs[pid].c.node();
+        if self
+            .canary
+            .is_some_and(|c| !c.sees_watch(&event.path, own_node))
+        {
+            return;
+        }
         self.procs[pid].c.handle(self.now, Input::Watch(event));
         self.after(pid, cause, text);
     }
