@@ -211,6 +211,17 @@ fn canary_taking_its_token_from_the_sequence_is_caught_by_the_tokens_checker_wit
     );
 }
 
+#[test]
+fn canary_deaf_to_its_own_node_is_caught_by_the_revocation_checker_within_50_seeds() {
+    let c = Canary::DeafToOwnNode;
+    caught_within(
+        "deaf-to-own-node",
+        c.target(),
+        50,
+        canary_run(c, FaultMix::Standard),
+    );
+}
+
 /// Without `tokens-grow`, the fenced resource itself catches the sequence-token
 /// canary: a paused old leader's write is accepted after a newer leader's.
 #[test]
@@ -233,3 +244,4 @@ fn canary_taking_its_token_from_the_sequence_is_caught_by_the_fencing_checker_wi
     };
     caught_within("sequence-token (no tokens-grow)", "fencing", 300, run);
 }
+
