@@ -244,4 +244,3 @@ fn canary_taking_its_token_from_the_sequence_is_caught_by_the_fencing_checker_wi
     };
     caught_within("sequence-token (no tokens-grow)", "fencing", 300, run);
 }
-
