@@ -381,6 +381,15 @@ impl Driver {
     /// else happens), then the role, node and lease channels, then commands.
     fn publish(&mut self, ops: &mut Ops, last_leader: &mut Option<String>) {
         let c = &self.outputs.counters;
+        // The core's counters first, so whoever reacts to a notice reads
+        // metrics that already include what the notice reports.
+        let stats = self.candidate.stats();
+        c.stale_replies
+            .store(stats.stale_replies, Ordering::Relaxed);
+        c.zero_rtt_takeovers
+            .store(stats.zero_rtt_takeovers, Ordering::Relaxed);
+        c.recovered_creates
+            .store(stats.recovered_creates, Ordering::Relaxed);
         while let Some(notice) = self.candidate.poll_notice() {
             match &notice {
                 Notice::Elected { token } => {
@@ -424,13 +433,6 @@ impl Driver {
         self.outputs.node.send_if_modified(|n| replace(n, node));
         let lease = self.candidate.lease_expiry().map(|t| self.clock.instant(t));
         self.outputs.lease.send_if_modified(|l| replace(l, lease));
-        let stats = self.candidate.stats();
-        c.stale_replies
-            .store(stats.stale_replies, Ordering::Relaxed);
-        c.zero_rtt_takeovers
-            .store(stats.zero_rtt_takeovers, Ordering::Relaxed);
-        c.recovered_creates
-            .store(stats.recovered_creates, Ordering::Relaxed);
         while let Some(Command { op, request }) = self.candidate.poll_command() {
             bump(&c.ops);
             debug!(%op, verb = request.verb(), path = request.path(), "perform");
