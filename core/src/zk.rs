@@ -261,7 +261,9 @@ impl fmt::Display for ZkCode {
             Self::BadVersion => f.write_str("bad version"),
             Self::NoAuth => f.write_str("not authorised (NoAuth)"),
             Self::AuthFailed => f.write_str("authentication failed"),
-            Self::InvalidAcl => f.write_str("invalid ACL"),
+            Self::InvalidAcl => f.write_str(
+                "invalid ACL (InvalidAcl; a creator-only ACL needs credentials on the session)",
+            ),
             Self::BadArguments => f.write_str("bad arguments"),
             Self::NoChildrenForEphemerals => f.write_str("ephemeral nodes cannot have children"),
             Self::Unimplemented => f.write_str("unimplemented"),
