@@ -1,7 +1,12 @@
 //! The election against real ZooKeeper 3.8 servers under real faults
 //! (issue 4, "Done means"), through the public API of `zkelect`: every
-//! candidate is an [`Election`] over its own `zookeeper-async` session, and
-//! records what it publishes on one monotonic clock (`harness`).
+//! candidate is an [`Election`] over its own session, and records what it
+//! publishes on one monotonic clock (`harness`).
+//!
+//! Every scenario is an `async fn(Client)`, run once per real client by the
+//! modules `every_scenario_on!` makes at the end of this file
+//! (`on_zookeeper_async::…`), so the transports are held to the same
+//! scenarios.
 //!
 //! | scenario | tests |
 //! |---|---|
@@ -28,14 +33,15 @@ use zkelect::core::CreateMode;
 use zkelect::memory::MemoryServer;
 use zkelect::{
     Acl, CandidateError, ConnectionPolicy, DemotionReason, Election, ElectionError, EventStream,
-    Notice, Reply, Request, Role, Transport, ZkAsyncTransport, ZkCode,
+    Notice, Reply, Request, Role, Transport, ZkCode,
 };
 use zkelect_tests::{Proxy, ZkServer};
 use zookeeper_async::{Acl as ZkAcl, CreateMode as ZkMode, ZkError, ZooKeeperExt};
 
 use harness::{
     assert_terms_disjoint, assert_tokens_grow, children, close_all, describe, raw, stat, transport,
-    wait_for, wait_settled, wait_settled_with, Cand, Event, Settled, SESSION, SETTLE,
+    wait_for, wait_settled, wait_settled_with, Cand, Client, Credentials, Event, Settled, SESSION,
+    SETTLE,
 };
 
 fn ms(d: Duration) -> u128 {
@@ -131,17 +137,13 @@ where
     assert!(list().await.is_empty(), "every node is gone after close");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn five_candidates_elect_one_leader_and_the_next_in_sequence_succeeds() {
+async fn five_candidates_elect_one_leader_and_the_next_in_sequence_succeeds(client: Client) {
     let server = harness::start_server();
     let hosts = server.connect_string();
     let path = "/e2e/five/leader";
     five_candidates_then_the_leader_closes(
         path,
-        |_| async {
-            let (t, events) = transport(&hosts, None).await;
-            (Box::new(t) as Box<dyn Transport>, events)
-        },
+        |_| transport(client, &hosts, None),
         || children(&hosts, path),
     )
     .await;
@@ -172,13 +174,14 @@ async fn memory_transport_five_candidates_elect_one_leader_and_the_next_succeeds
 /// Starts a server, `a` through a proxy (it joins first, so it leads) and
 /// `b`, `c` directly; returns once settled with `a` leading.
 async fn leader_behind_a_proxy(
+    client: Client,
     path: &str,
     policy: ConnectionPolicy,
 ) -> (ZkServer, Proxy, [Cand; 3], Settled) {
     let server = harness::start_server();
     let proxy = Proxy::start(server.addr()).expect("start a proxy");
     let hosts = server.connect_string();
-    let (t, events) = transport(&proxy.connect_string(), None).await;
+    let (t, events) = transport(client, &proxy.connect_string(), None).await;
     let a = Cand::join(
         "a",
         Election::builder(t, events)
@@ -189,7 +192,7 @@ async fn leader_behind_a_proxy(
     .await;
     let mut others = Vec::new();
     for id in ["b", "c"] {
-        let (t, events) = transport(&hosts, None).await;
+        let (t, events) = transport(client, &hosts, None).await;
         others.push(Cand::join(id, Election::builder(t, events).path(path).id(id)).await);
     }
     let c = others.pop().expect("c");
@@ -199,11 +202,10 @@ async fn leader_behind_a_proxy(
     (server, proxy, [a, b, c], s)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn blackholed_leader_is_suspended_before_anyone_else_is_elected_then_rejoins() {
+async fn blackholed_leader_is_suspended_before_anyone_else_is_elected_then_rejoins(client: Client) {
     let path = "/e2e/blackhole/leader";
     let (server, proxy, [a, b, c], before) =
-        leader_behind_a_proxy(path, ConnectionPolicy::Standard).await;
+        leader_behind_a_proxy(client, path, ConnectionPolicy::Standard).await;
     let hosts = server.connect_string();
     let all = [&a, &b, &c];
     let a_node = a.node().expect("a's node");
@@ -289,11 +291,12 @@ async fn blackholed_leader_is_suspended_before_anyone_else_is_elected_then_rejoi
 /// but demotes itself (`Lost`) at nine tenths of the session timeout after
 /// the last answer: still before the server can expire the session, hence
 /// before anyone else is elected.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn blackholed_session_aware_leader_demotes_itself_before_anyone_else_is_elected() {
+async fn blackholed_session_aware_leader_demotes_itself_before_anyone_else_is_elected(
+    client: Client,
+) {
     let path = "/e2e/blackhole-aware/leader";
     let (server, proxy, [a, b, c], before) =
-        leader_behind_a_proxy(path, ConnectionPolicy::SessionAware).await;
+        leader_behind_a_proxy(client, path, ConnectionPolicy::SessionAware).await;
     let hosts = server.connect_string();
     let all = [&a, &b, &c];
 
@@ -375,7 +378,7 @@ async fn blackholed_session_aware_leader_demotes_itself_before_anyone_else_is_el
 /// others back until its answer. Only the timing of the fault is arranged
 /// here; every request is performed by the real transport.
 struct LoseCreateReply {
-    inner: ZkAsyncTransport,
+    inner: Box<dyn Transport>,
     proxy: Arc<Proxy>,
     armed: AtomicBool,
     alone: tokio::sync::RwLock<()>,
@@ -383,7 +386,7 @@ struct LoseCreateReply {
 }
 
 impl LoseCreateReply {
-    fn new(inner: ZkAsyncTransport, proxy: Arc<Proxy>) -> Self {
+    fn new(inner: Box<dyn Transport>, proxy: Arc<Proxy>) -> Self {
         Self {
             inner,
             proxy,
@@ -433,8 +436,7 @@ impl Transport for LoseCreateReply {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lost_create_reply_leaves_no_orphan_node() {
+async fn lost_create_reply_leaves_no_orphan_node(client: Client) {
     let server = harness::start_server();
     let proxy = Arc::new(Proxy::start(server.addr()).expect("start a proxy"));
     let hosts = server.connect_string();
@@ -447,7 +449,7 @@ async fn lost_create_reply_leaves_no_orphan_node() {
         .expect("create the election path");
     let _ = zk.close().await;
 
-    let (t, events) = transport(&proxy.connect_string(), None).await;
+    let (t, events) = transport(client, &proxy.connect_string(), None).await;
     let lossy = Arc::new(LoseCreateReply::new(t, Arc::clone(&proxy)));
     let v = Cand::join(
         "v",
@@ -478,7 +480,7 @@ async fn lost_create_reply_leaves_no_orphan_node() {
 
     let mut others = Vec::new();
     for id in ["b", "c"] {
-        let (t, events) = transport(&hosts, None).await;
+        let (t, events) = transport(client, &hosts, None).await;
         others.push(Cand::join(id, Election::builder(t, events).path(path).id(id)).await);
     }
     let all = [&v, &others[0], &others[1]];
@@ -563,15 +565,14 @@ async fn owner(hosts: &str, path: &str, node: &str) -> i64 {
 /// on a first connection is twice the session timeout, so the connection
 /// outlives a short pause with its watches. The proxy's reset forces the
 /// reconnect the scenario is about.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pause_shorter_than_session_then_leader_closes_and_successor_is_elected() {
+async fn pause_shorter_than_session_then_leader_closes_and_successor_is_elected(client: Client) {
     let server = harness::start_server();
     let proxy = Proxy::start(server.addr()).expect("start a proxy");
     let hosts = server.connect_string();
     let path = "/e2e/pause-short/leader";
     let mut cands = Vec::new();
     for id in ["l", "f1", "f2"] {
-        let (t, events) = transport(&proxy.connect_string(), None).await;
+        let (t, events) = transport(client, &proxy.connect_string(), None).await;
         cands.push(Cand::join(id, Election::builder(t, events).path(path).id(id)).await);
     }
     let all: Vec<&Cand> = cands.iter().collect();
@@ -660,14 +661,15 @@ async fn pause_shorter_than_session_then_leader_closes_and_successor_is_elected(
 /// Leader) before the server could have expired its session — the session
 /// cannot expire earlier than a session timeout after its last contact,
 /// which was before the pause. Afterwards the election carries on.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pause_longer_than_session_suspends_the_leader_before_its_session_could_expire() {
+async fn pause_longer_than_session_suspends_the_leader_before_its_session_could_expire(
+    client: Client,
+) {
     let server = harness::start_server();
     let hosts = server.connect_string();
     let path = "/e2e/pause-long/leader";
     let mut cands = Vec::new();
     for id in ["l", "f1", "f2"] {
-        let (t, events) = transport(&hosts, None).await;
+        let (t, events) = transport(client, &hosts, None).await;
         cands.push(Cand::join(id, Election::builder(t, events).path(path).id(id)).await);
     }
     let all: Vec<&Cand> = cands.iter().collect();
@@ -747,14 +749,13 @@ async fn assert_token_is_czxid(hosts: &str, path: &str, s: &Settled) {
     assert_eq!(s.token.0, st.czxid, "the token is the leader node's czxid");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn standalone_restart_keeps_one_leader_and_tokens_only_grow() {
+async fn standalone_restart_keeps_one_leader_and_tokens_only_grow(client: Client) {
     let server = harness::start_server();
     let hosts = server.connect_string();
     let path = "/e2e/restart/leader";
     let mut cands = Vec::new();
     for id in ["a", "b", "c"] {
-        let (t, events) = transport(&hosts, None).await;
+        let (t, events) = transport(client, &hosts, None).await;
         cands.push(Cand::join(id, Election::builder(t, events).path(path).id(id)).await);
     }
     let all: Vec<&Cand> = cands.iter().collect();
@@ -790,8 +791,9 @@ async fn standalone_restart_keeps_one_leader_and_tokens_only_grow() {
     close_all(&all).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ensemble_follower_then_leader_killed_keeps_one_leader_and_tokens_only_grow() {
+async fn ensemble_follower_then_leader_killed_keeps_one_leader_and_tokens_only_grow(
+    client: Client,
+) {
     let ensemble = harness::start_ensemble();
     let hosts = ensemble.connect_string();
     let path = "/e2e/ensemble/leader";
@@ -803,7 +805,7 @@ async fn ensemble_follower_then_leader_killed_keeps_one_leader_and_tokens_only_g
         let rotated: Vec<String> = (0..n)
             .map(|k| ensemble.servers()[(i + k) % n].connect_string())
             .collect();
-        let (t, events) = transport(&rotated.join(","), None).await;
+        let (t, events) = transport(client, &rotated.join(","), None).await;
         let id = format!("c{i}");
         cands.push(Cand::join(&id, Election::builder(t, events).path(path).id(&*id)).await);
     }
@@ -891,10 +893,15 @@ const CREDENTIALS: &str = "svc:secret";
 
 /// Two candidates with credentials join a fresh path with `acl`; returns
 /// them once settled.
-async fn secured_election(hosts: &str, path: &str, acl: Acl) -> (Cand, Cand, Settled) {
+async fn secured_election(
+    client: Client,
+    hosts: &str,
+    path: &str,
+    acl: Acl,
+) -> (Cand, Cand, Settled) {
     let mut cands = Vec::new();
     for id in ["a", "b"] {
-        let (t, events) = transport(hosts, Some(CREDENTIALS)).await;
+        let (t, events) = transport(client, hosts, Some(CREDENTIALS)).await;
         cands.push(Cand::join(id, Election::builder(t, events).path(path).id(id).acl(acl)).await);
     }
     let b = cands.pop().expect("b");
@@ -923,13 +930,12 @@ fn refused<T: std::fmt::Debug>(what: &str, result: Result<T, ZkError>) -> ZkErro
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn digest_creator_acl_keeps_clients_without_the_credentials_out() {
+async fn digest_creator_acl_keeps_clients_without_the_credentials_out(client: Client) {
     let server = harness::start_server();
     let hosts = server.connect_string();
     let parent = "/e2e/secured";
     let path = "/e2e/secured/leader";
-    let (a, b, s) = secured_election(&hosts, path, Acl::CreatorAllWorldRead).await;
+    let (a, b, s) = secured_election(client, &hosts, path, Acl::CreatorAllWorldRead).await;
     let all = [&a, &b];
 
     let authed = raw(&hosts, Some(CREDENTIALS)).await;
@@ -1008,12 +1014,13 @@ async fn digest_creator_acl_keeps_clients_without_the_credentials_out() {
     close_all(&all).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn digest_creator_all_acl_hides_the_election_from_clients_without_the_credentials() {
+async fn digest_creator_all_acl_hides_the_election_from_clients_without_the_credentials(
+    client: Client,
+) {
     let server = harness::start_server();
     let hosts = server.connect_string();
     let path = "/e2e/private/leader";
-    let (a, b, s) = secured_election(&hosts, path, Acl::CreatorAll).await;
+    let (a, b, s) = secured_election(client, &hosts, path, Acl::CreatorAll).await;
 
     let anonymous = raw(&hosts, None).await;
     let e = refused("list", anonymous.get_children(path, false).await);
@@ -1038,12 +1045,11 @@ async fn digest_creator_all_acl_hides_the_election_from_clients_without_the_cred
 /// fatal `NoAuth` (`InvalidAcl` without credentials; the server accepts any
 /// digest, so it is the create that
 /// is refused), and leaves nothing behind.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wrong_credentials_fail_to_join_quickly_with_no_auth() {
+async fn wrong_credentials_fail_to_join_quickly_with_no_auth(client: Client) {
     let server = harness::start_server();
     let hosts = server.connect_string();
     let path = "/e2e/locked/leader";
-    let (a, b, s) = secured_election(&hosts, path, Acl::CreatorAll).await;
+    let (a, b, s) = secured_election(client, &hosts, path, Acl::CreatorAll).await;
 
     // Wrong credentials authenticate as another identity, which the ACL
     // refuses (NoAuth); no credentials at all make a creator-only ACL
@@ -1053,7 +1059,7 @@ async fn wrong_credentials_fail_to_join_quickly_with_no_auth() {
         ("no credentials", None, ZkCode::InvalidAcl),
     ] {
         let started = Instant::now();
-        let (t, events) = transport(&hosts, digest).await;
+        let (t, events) = transport(client, &hosts, digest).await;
         let joined = tokio::time::timeout(
             Duration::from_secs(20),
             Election::builder(t, events)
@@ -1100,14 +1106,15 @@ async fn wrong_credentials_fail_to_join_quickly_with_no_auth() {
 
 /// Credentials the server rejects outright (an unknown scheme) fail the
 /// connection with `ElectionError::Auth`, quickly.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unknown_auth_scheme_fails_to_connect_with_an_auth_error() {
+async fn unknown_auth_scheme_fails_to_connect_with_an_auth_error(client: Client) {
     let server = harness::start_server();
     let started = Instant::now();
     let connected = tokio::time::timeout(
         Duration::from_secs(20),
-        ZkAsyncTransport::connect(
-            harness::options(&server.connect_string(), None).auth("bogus", "svc:secret"),
+        harness::connect(
+            client,
+            &server.connect_string(),
+            Some(Credentials::Scheme("bogus", "svc:secret")),
         ),
     )
     .await
@@ -1120,3 +1127,45 @@ async fn unknown_auth_scheme_fails_to_connect_with_an_auth_error() {
     assert!(matches!(err, ElectionError::Auth(_)), "{err:?}");
     assert!(took < SESSION, "failing took {} ms", ms(took));
 }
+
+// ----- every scenario on every client ---------------------------------------------
+
+/// One module of tests per client: each runs a scenario above with it.
+macro_rules! scenarios_on {
+    ($module:ident, $client:expr, [$($scenario:ident),* $(,)?]) => {
+        mod $module {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario($client).await;
+                }
+            )*
+        }
+    };
+}
+
+/// Every real-server scenario, on `$client`.
+macro_rules! every_scenario_on {
+    ($module:ident, $client:expr) => {
+        scenarios_on!(
+            $module,
+            $client,
+            [
+                five_candidates_elect_one_leader_and_the_next_in_sequence_succeeds,
+                blackholed_leader_is_suspended_before_anyone_else_is_elected_then_rejoins,
+                blackholed_session_aware_leader_demotes_itself_before_anyone_else_is_elected,
+                lost_create_reply_leaves_no_orphan_node,
+                pause_shorter_than_session_then_leader_closes_and_successor_is_elected,
+                pause_longer_than_session_suspends_the_leader_before_its_session_could_expire,
+                standalone_restart_keeps_one_leader_and_tokens_only_grow,
+                ensemble_follower_then_leader_killed_keeps_one_leader_and_tokens_only_grow,
+                digest_creator_acl_keeps_clients_without_the_credentials_out,
+                digest_creator_all_acl_hides_the_election_from_clients_without_the_credentials,
+                wrong_credentials_fail_to_join_quickly_with_no_auth,
+                unknown_auth_scheme_fails_to_connect_with_an_auth_error,
+            ]
+        );
+    };
+}
+
+every_scenario_on!(on_zookeeper_async, super::Client::ZkAsync);

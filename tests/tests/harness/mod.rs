@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::broadcast::error::RecvError;
 use zkelect::{
-    ConnectOptions, DemotionReason, Election, ElectionBuilder, EventStream, FencingToken, Notice,
-    Role, ZkAsyncTransport,
+    ConnectOptions, DemotionReason, Election, ElectionBuilder, ElectionError, EventStream,
+    FencingToken, Notice, Role, Transport, ZkAsyncTransport,
 };
 use zkelect_core::name;
 use zkelect_tests::{ZkEnsemble, ZkServer};
@@ -78,8 +78,26 @@ pub(crate) fn start_ensemble() -> ZkEnsemble {
         .unwrap_or_else(|e| panic!("cannot start a ZooKeeper ensemble: {e}"))
 }
 
-/// The connection settings of every candidate: [`SESSION`], a bounded
-/// connect, digest credentials if given.
+/// The real ZooKeeper clients a transport can be built on: every
+/// real-server scenario runs once on each (`election.rs`'s
+/// `on_every_client!`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Client {
+    /// [`ZkAsyncTransport`] over the `zookeeper-async` crate.
+    ZkAsync,
+}
+
+/// Credentials a session adds: digest `user:password`, or any scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Credentials<'a> {
+    /// `digest` with `user:password`.
+    Digest(&'a str),
+    /// `(scheme, auth)` as given.
+    Scheme(&'a str, &'a str),
+}
+
+/// The connection settings of every zookeeper-async candidate: [`SESSION`],
+/// a bounded connect, digest credentials if given.
 pub(crate) fn options(hosts: &str, digest: Option<&str>) -> ConnectOptions {
     let options = ConnectOptions::new(hosts)
         .session_timeout(SESSION)
@@ -91,14 +109,35 @@ pub(crate) fn options(hosts: &str, digest: Option<&str>) -> ConnectOptions {
     }
 }
 
-/// Connects a zookeeper-async transport (its own session).
+/// Connects a transport on `client` (its own session) with `credentials`.
+pub(crate) async fn connect(
+    client: Client,
+    hosts: &str,
+    credentials: Option<Credentials<'_>>,
+) -> Result<(Box<dyn Transport>, EventStream), ElectionError> {
+    match client {
+        Client::ZkAsync => {
+            let options = match credentials {
+                None => options(hosts, None),
+                Some(Credentials::Digest(digest)) => options(hosts, Some(digest)),
+                Some(Credentials::Scheme(scheme, auth)) => options(hosts, None).auth(scheme, auth),
+            };
+            let (t, events) = ZkAsyncTransport::connect(options).await?;
+            Ok((Box::new(t), events))
+        }
+    }
+}
+
+/// Connects a transport on `client` (its own session), with digest
+/// credentials if given; panics if it cannot.
 pub(crate) async fn transport(
+    client: Client,
     hosts: &str,
     digest: Option<&str>,
-) -> (ZkAsyncTransport, EventStream) {
-    ZkAsyncTransport::connect(options(hosts, digest))
+) -> (Box<dyn Transport>, EventStream) {
+    connect(client, hosts, digest.map(Credentials::Digest))
         .await
-        .unwrap_or_else(|e| panic!("cannot connect a transport to {hosts}: {e}"))
+        .unwrap_or_else(|e| panic!("{client:?}: cannot connect a transport to {hosts}: {e}"))
 }
 
 // ----- recording ---------------------------------------------------------------
