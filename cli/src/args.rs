@@ -200,6 +200,12 @@ pub(crate) enum CanaryArg {
     Unprotected,
     /// Watches the parent (caught by the herd checker).
     ParentWatch,
+    /// Takes its fencing token from the sequence number, not the czxid
+    /// (caught by the tokens-grow checker).
+    SequenceToken,
+    /// Never hears a watch event about its own node (caught by the
+    /// revocation checker).
+    DeafToOwnNode,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -210,6 +216,8 @@ pub(crate) enum FaultsArg {
     All,
     /// All of the above plus process pauses (checked with fencing).
     Pauses,
+    /// All of the above plus client event threads that lag behind replies.
+    Lag,
 }
 
 /// Parses `A..B` into a half-open range.

@@ -42,12 +42,15 @@ pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
                 FaultsArg::None => FaultMix::None,
                 FaultsArg::All => FaultMix::Standard,
                 FaultsArg::Pauses => FaultMix::WithPauses,
+                FaultsArg::Lag => FaultMix::WithEventLag,
             },
         },
         canary: args.canary.map(|c| match c {
             CanaryArg::IgnoresDisconnect => Canary::IgnoresDisconnect,
             CanaryArg::Unprotected => Canary::Unprotected,
             CanaryArg::ParentWatch => Canary::ParentWatch,
+            CanaryArg::SequenceToken => Canary::SequenceToken,
+            CanaryArg::DeafToOwnNode => Canary::DeafToOwnNode,
         }),
         keep_trace: args.trace || args.save.is_some(),
     };

@@ -38,6 +38,56 @@ fn a_failing_canary_prints_a_replay_command_that_reproduces_it() {
     assert!(trace.contains("invariant no-herd violated"), "{trace}");
 }
 
+/// The first "invariant … violated at t=… (step …)" line of a report.
+fn violation(out: &str) -> &str {
+    out.lines()
+        .find(|l| l.starts_with("invariant "))
+        .unwrap_or_else(|| panic!("no violation reported:\n{out}"))
+}
+
+/// Every canary, under a non-default fault mix and candidate count: caught
+/// (exit 6), and the printed replay carries the overrides, so it fails the
+/// same way at the same step.
+#[test]
+fn every_canary_is_caught_and_its_replay_keeps_the_overrides() {
+    for canary in [
+        "ignores-disconnect",
+        "unprotected",
+        "parent-watch",
+        "sequence-token",
+        "deaf-to-own-node",
+    ] {
+        let (code, out) = zkelect(&[
+            "sim",
+            "--seeds",
+            "0..60",
+            "--candidates",
+            "6",
+            "--faults",
+            "lag",
+            "--canary",
+            canary,
+        ]);
+        assert_eq!(code, Some(6), "{canary}: {out}");
+        let replay = out
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("reproduce: zkelect "))
+            .unwrap_or_else(|| panic!("{canary}: no replay line:\n{out}"));
+        assert!(
+            replay.contains("--candidates 6") && replay.contains("--faults lag"),
+            "{canary}: {replay}"
+        );
+        let args: Vec<&str> = replay.split_whitespace().collect();
+        let (again, trace) = zkelect(&args);
+        assert_eq!(again, Some(6), "{canary}: the replay fails too");
+        assert_eq!(
+            violation(&trace),
+            violation(&out),
+            "{canary}: the same failure"
+        );
+    }
+}
+
 #[test]
 fn sim_rejects_a_bad_seed_range_with_a_usage_error() {
     assert_eq!(zkelect(&["sim", "--seeds", "9..3"]).0, Some(2));

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use crate::check::{self, Invariant};
-use crate::swarm::{Canary, Knobs, Overrides, Swarm};
+use crate::swarm::{Canary, FaultMix, Knobs, Overrides, Swarm};
 use crate::world::{RunStats, Violation, World};
 
 /// What to run.
@@ -155,18 +155,34 @@ impl fmt::Display for RunReport {
         for line in &self.tail {
             writeln!(f, "  {line}")?;
         }
-        let canary = self
-            .options
-            .canary
-            .map_or(String::new(), |c| format!(" --canary {}", canary_flag(c)));
+        // Everything that shapes the run goes into the command, or the
+        // replay would draw another scenario from the same seed.
+        let o = &self.options.overrides;
+        let mut flags = String::new();
+        if let Some(n) = o.candidates {
+            flags.push_str(&format!(" --candidates {n}"));
+        }
+        if let Some(k) = o.leaders {
+            flags.push_str(&format!(" --leaders {k}"));
+        }
+        if o.faults != FaultMix::default() {
+            flags.push_str(&format!(" --faults {}", o.faults.flag()));
+        }
+        if let Some(c) = self.options.canary {
+            flags.push_str(&format!(" --canary {}", canary_flag(c)));
+        }
         writeln!(
             f,
-            "reproduce: zkelect sim --seed {}{canary} --trace",
+            "reproduce: zkelect sim --seed {}{flags} --trace",
             self.seed
         )?;
-        let env = self.options.canary.map_or(String::new(), |c| {
-            format!(" ZKELECT_CANARY={}", canary_flag(c))
-        });
+        let mut env = String::new();
+        if o.faults != FaultMix::default() {
+            env.push_str(&format!(" ZKELECT_FAULTS={}", o.faults.flag()));
+        }
+        if let Some(c) = self.options.canary {
+            env.push_str(&format!(" ZKELECT_CANARY={}", canary_flag(c)));
+        }
         writeln!(
             f,
             "       or: ZKELECT_SEED={}{env} cargo test -p zkelect-sim --release --test swarm replay -- --nocapture",

@@ -23,6 +23,32 @@ pub enum FaultMix {
     WithEventLag,
 }
 
+impl FaultMix {
+    /// Every mix.
+    pub const ALL: [FaultMix; 4] = [
+        FaultMix::None,
+        FaultMix::Standard,
+        FaultMix::WithPauses,
+        FaultMix::WithEventLag,
+    ];
+
+    /// Its name on the command line (`zkelect sim --faults`) and in
+    /// `ZKELECT_FAULTS`.
+    pub fn flag(self) -> &'static str {
+        match self {
+            FaultMix::None => "none",
+            FaultMix::Standard => "all",
+            FaultMix::WithPauses => "pauses",
+            FaultMix::WithEventLag => "lag",
+        }
+    }
+
+    /// The mix spelled `flag`, if any.
+    pub fn from_flag(flag: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.flag() == flag)
+    }
+}
+
 /// One injected fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {

@@ -95,7 +95,7 @@ fn same_seed_same_trace_and_different_seed_different_trace() {
 
 /// Replays one seed with its whole trace:
 /// `ZKELECT_SEED=N cargo test -p zkelect-sim --release --test swarm replay -- --nocapture`
-/// (`ZKELECT_FAULTS=none|pauses|lag` or `ZKELECT_PAUSES=1` for another fault
+/// (`ZKELECT_FAULTS=none|all|pauses|lag` or `ZKELECT_PAUSES=1` for another fault
 /// mix, `ZKELECT_CANARY=<flag>` for a canary,
 /// `ZKELECT_GREP=p3` to filter the lines). Without the variable it replays
 /// seed 1 and checks it twice for the same hash.
@@ -108,12 +108,15 @@ fn replay() {
     let canary = std::env::var("ZKELECT_CANARY")
         .ok()
         .and_then(|c| Canary::from_flag(&c));
-    let faults = match std::env::var("ZKELECT_FAULTS").as_deref() {
-        Ok("none") => FaultMix::None,
-        Ok("pauses") => FaultMix::WithPauses,
-        Ok("lag") => FaultMix::WithEventLag,
-        _ if std::env::var("ZKELECT_PAUSES").is_ok() => FaultMix::WithPauses,
-        _ => FaultMix::Standard,
+    let faults = match std::env::var("ZKELECT_FAULTS")
+        .ok()
+        .as_deref()
+        .map(FaultMix::from_flag)
+    {
+        Some(Some(mix)) => mix,
+        Some(None) => panic!("ZKELECT_FAULTS must be one of none, all, pauses, lag"),
+        None if std::env::var("ZKELECT_PAUSES").is_ok() => FaultMix::WithPauses,
+        None => FaultMix::Standard,
     };
     let options = RunOptions {
         canary,
