@@ -39,9 +39,9 @@ use zkelect_tests::{Proxy, ZkServer};
 use zookeeper_async::{Acl as ZkAcl, CreateMode as ZkMode, ZkError, ZooKeeperExt};
 
 use harness::{
-    assert_terms_disjoint, assert_tokens_grow, children, close_all, describe, raw, stat, transport,
-    wait_for, wait_settled, wait_settled_with, Cand, Client, Credentials, Event, Settled, SESSION,
-    SETTLE,
+    assert_terms_disjoint, assert_tokens_grow, children, close_all, describe, join_each, raw, stat,
+    transport, wait_for, wait_settled, wait_settled_with, Cand, Client, Credentials, Event,
+    Settled, SESSION, SETTLE,
 };
 
 fn ms(d: Duration) -> u128 {
@@ -190,11 +190,7 @@ async fn leader_behind_a_proxy(
             .policy(policy),
     )
     .await;
-    let mut others = Vec::new();
-    for id in ["b", "c"] {
-        let (t, events) = transport(client, &hosts, None).await;
-        others.push(Cand::join(id, Election::builder(t, events).path(path).id(id)).await);
-    }
+    let mut others = join_each(client, &hosts, path, &["b", "c"]).await;
     let c = others.pop().expect("c");
     let b = others.pop().expect("b");
     let s = wait_settled(&[&a, &b, &c], &hosts, path, SETTLE).await;
@@ -478,11 +474,7 @@ async fn lost_create_reply_leaves_no_orphan_node(client: Client) {
         "{v_node} was made by the create of {protected}"
     );
 
-    let mut others = Vec::new();
-    for id in ["b", "c"] {
-        let (t, events) = transport(client, &hosts, None).await;
-        others.push(Cand::join(id, Election::builder(t, events).path(path).id(id)).await);
-    }
+    let others = join_each(client, &hosts, path, &["b", "c"]).await;
     let all = [&v, &others[0], &others[1]];
     let s = wait_settled(&all, &hosts, path, SETTLE).await;
     assert_eq!(
@@ -570,11 +562,7 @@ async fn pause_shorter_than_session_then_leader_closes_and_successor_is_elected(
     let proxy = Proxy::start(server.addr()).expect("start a proxy");
     let hosts = server.connect_string();
     let path = "/e2e/pause-short/leader";
-    let mut cands = Vec::new();
-    for id in ["l", "f1", "f2"] {
-        let (t, events) = transport(client, &proxy.connect_string(), None).await;
-        cands.push(Cand::join(id, Election::builder(t, events).path(path).id(id)).await);
-    }
+    let cands = join_each(client, &proxy.connect_string(), path, &["l", "f1", "f2"]).await;
     let all: Vec<&Cand> = cands.iter().collect();
     let (l, f1, f2) = (&cands[0], &cands[1], &cands[2]);
     let before = wait_settled(&all, &hosts, path, SETTLE).await;
@@ -667,11 +655,7 @@ async fn pause_longer_than_session_suspends_the_leader_before_its_session_could_
     let server = harness::start_server();
     let hosts = server.connect_string();
     let path = "/e2e/pause-long/leader";
-    let mut cands = Vec::new();
-    for id in ["l", "f1", "f2"] {
-        let (t, events) = transport(client, &hosts, None).await;
-        cands.push(Cand::join(id, Election::builder(t, events).path(path).id(id)).await);
-    }
+    let cands = join_each(client, &hosts, path, &["l", "f1", "f2"]).await;
     let all: Vec<&Cand> = cands.iter().collect();
     let l = &cands[0];
     let before = wait_settled(&all, &hosts, path, SETTLE).await;
@@ -753,11 +737,7 @@ async fn standalone_restart_keeps_one_leader_and_tokens_only_grow(client: Client
     let server = harness::start_server();
     let hosts = server.connect_string();
     let path = "/e2e/restart/leader";
-    let mut cands = Vec::new();
-    for id in ["a", "b", "c"] {
-        let (t, events) = transport(client, &hosts, None).await;
-        cands.push(Cand::join(id, Election::builder(t, events).path(path).id(id)).await);
-    }
+    let cands = join_each(client, &hosts, path, &["a", "b", "c"]).await;
     let all: Vec<&Cand> = cands.iter().collect();
     let before = wait_settled(&all, &hosts, path, SETTLE).await;
     assert_token_is_czxid(&hosts, path, &before).await;

@@ -382,6 +382,17 @@ impl Cand {
     }
 }
 
+/// One candidate per id, joined in order on `client` (each with its own
+/// session) to the election at `path`.
+pub(crate) async fn join_each(client: Client, hosts: &str, path: &str, ids: &[&str]) -> Vec<Cand> {
+    let mut cands = Vec::new();
+    for id in ids {
+        let (t, events) = transport(client, hosts, None).await;
+        cands.push(Cand::join(id, Election::builder(t, events).path(path).id(*id)).await);
+    }
+    cands
+}
+
 /// Every candidate described, for failure messages.
 pub(crate) fn describe(cands: &[&Cand]) -> String {
     cands
