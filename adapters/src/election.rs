@@ -64,6 +64,14 @@ pub trait Connect: Send + 'static {
     fn connect(self: Box<Self>) -> Connecting;
 }
 
+/// Boxed settings connect like the settings inside, so code can choose
+/// the transport at run time (`Box<dyn Connect>`).
+impl<C: Connect + ?Sized> Connect for Box<C> {
+    fn connect(self: Box<Self>) -> Connecting {
+        (*self).connect()
+    }
+}
+
 /// Where the builder gets its transport.
 enum Source {
     Ready {
