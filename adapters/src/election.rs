@@ -1,7 +1,8 @@
 //! The friendly API: build, join, watch the role, lead, resign, close.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -9,14 +10,67 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use zkelect_core::{
     Acl, Candidate, CandidateError, Config, ConfigBuilder, ConnectionPolicy, DemotionReason,
-    FencingToken, Mode, Notice, Role, WatchStrategy,
+    FencingToken, Mode, Notice, Role, Stat, WatchStrategy, ZkCode,
 };
 
 use crate::driver::{Clock, Driver, Intent, Metrics, Outputs};
-use crate::error::ElectionError;
-use crate::transport::{EventStream, Transport};
-#[cfg(feature = "zookeeper-async")]
-use crate::zk_async::{ConnectOptions, ZkAsyncTransport};
+use crate::error::{ElectionError, GuardedWriteError};
+use crate::transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport};
+
+/// An open transport and its event stream, on its way: what
+/// [`Connect::connect`] returns.
+pub type Connecting =
+    Pin<Box<dyn Future<Output = Result<(Arc<dyn Transport>, EventStream), ElectionError>> + Send>>;
+
+/// Connection settings that know how to open their transport, for
+/// [`Election::connect`]: [`ConnectOptions`](crate::ConnectOptions)
+/// (zookeeper-async, feature `zookeeper-async`) and
+/// [`ZkClientOptions`](crate::zk_client::ZkClientOptions) (zookeeper-client,
+/// feature `zookeeper-client`). Implement it for settings of your own
+/// transport to get the same builder.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use zkelect::memory::MemoryServer;
+/// use zkelect::{Connect, Connecting, Transport};
+///
+/// /// Connects to an in-memory server.
+/// struct InMemory(MemoryServer);
+///
+/// impl Connect for InMemory {
+///     fn connect(self: Box<Self>) -> Connecting {
+///         Box::pin(async move {
+///             let (transport, events) = self.0.connect(Duration::from_secs(4));
+///             Ok((Arc::new(transport) as Arc<dyn Transport>, events))
+///         })
+///     }
+/// }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), zkelect::ElectionError> {
+/// let election = zkelect::Election::connect(InMemory(MemoryServer::new()))
+///     .path("/svc/leader")
+///     .id("a")
+///     .join()
+///     .await?;
+/// election.wait_leader().await?;
+/// election.close().await;
+/// # Ok(())
+/// # }
+/// ```
+pub trait Connect: Send + 'static {
+    /// Opens the transport; called by [`ElectionBuilder::start`] after the
+    /// election's configuration is validated.
+    fn connect(self: Box<Self>) -> Connecting;
+}
+
+/// Boxed settings connect like the settings inside, so code can choose
+/// the transport at run time (`Box<dyn Connect>`).
+impl<C: Connect + ?Sized> Connect for Box<C> {
+    fn connect(self: Box<Self>) -> Connecting {
+        (*self).connect()
+    }
+}
 
 /// Where the builder gets its transport.
 enum Source {
@@ -24,8 +78,7 @@ enum Source {
         transport: Arc<dyn Transport>,
         events: EventStream,
     },
-    #[cfg(feature = "zookeeper-async")]
-    Connect(ConnectOptions),
+    Connect(Box<dyn Connect>),
 }
 
 /// Builds an [`Election`]: from a transport with [`Election::builder`], or from
@@ -186,18 +239,15 @@ impl ElectionBuilder {
         let config = self.config()?;
         let (transport, events): (Arc<dyn Transport>, EventStream) = match self.source {
             Source::Ready { transport, events } => (transport, events),
-            #[cfg(feature = "zookeeper-async")]
-            Source::Connect(options) => {
-                let (transport, events) = ZkAsyncTransport::connect(options).await?;
-                (Arc::new(transport), events)
-            }
+            Source::Connect(settings) => settings.connect().await?,
         };
         let observer = config.mode() == Mode::Observer;
+        let path = config.path().to_owned();
         let outputs = Outputs::new();
         let (intents_tx, intents_rx) = mpsc::unbounded_channel();
         let driver = Driver {
             candidate: Candidate::new(config),
-            transport,
+            transport: Arc::clone(&transport),
             events,
             intents: intents_rx,
             outputs: Arc::clone(&outputs),
@@ -213,6 +263,10 @@ impl ElectionBuilder {
             observer,
             join_timeout: self.join_timeout,
             close_timeout: self.close_timeout,
+            writer: Writer {
+                transport: Arc::downgrade(&transport),
+                path,
+            },
         })
     }
 
@@ -268,6 +322,24 @@ pub struct Election {
     observer: bool,
     join_timeout: Duration,
     close_timeout: Duration,
+    writer: Writer,
+}
+
+/// What guarded writes need: the election's transport (its session holds
+/// the credentials) and the election path. The driver owns the transport;
+/// this is only a weak handle, so a closed election holds nothing.
+#[derive(Clone)]
+struct Writer {
+    transport: Weak<dyn Transport>,
+    path: String,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Election {
@@ -295,12 +367,14 @@ impl Election {
         })
     }
 
-    /// Starts building an election over a new zookeeper-async session; the
-    /// connection is made by [`join`](ElectionBuilder::join) (or
+    /// Starts building an election over a new session opened with
+    /// `settings` — [`ConnectOptions`](crate::ConnectOptions) for
+    /// zookeeper-async, [`ZkClientOptions`](crate::zk_client::ZkClientOptions)
+    /// for zookeeper-client (TLS, SASL, guarded writes). The connection is
+    /// made by [`join`](ElectionBuilder::join) (or
     /// [`start`](ElectionBuilder::start)), after the configuration is validated.
-    #[cfg(feature = "zookeeper-async")]
-    pub fn connect(options: ConnectOptions) -> ElectionBuilder {
-        ElectionBuilder::new(Source::Connect(options))
+    pub fn connect(settings: impl Connect) -> ElectionBuilder {
+        ElectionBuilder::new(Source::Connect(Box::new(settings)))
     }
 
     /// The current role, and every change to it.
@@ -507,6 +581,119 @@ impl Election {
         ack.await.map_err(|_| ElectionError::Closed)
     }
 
+    /// While leading: this candidate's fencing token and node name, read
+    /// consistently. The role is read before and after the node: a new node
+    /// only exists after a demotion (published before its create is even
+    /// sent), and a new term has a new token, so an unchanged
+    /// `Leader(token)` around the read means the node is that term's.
+    fn leading_node(&self) -> Result<(FencingToken, String), GuardedWriteError> {
+        let not_leading = |role: Role| match role {
+            Role::Closed | Role::Failed => GuardedWriteError::Closed,
+            _ => GuardedWriteError::NotLeader,
+        };
+        let role = self.role();
+        let Role::Leader(token) = role else {
+            return Err(not_leading(role));
+        };
+        let node = self.node().ok_or(GuardedWriteError::NotLeader)?;
+        let again = self.role();
+        if again != Role::Leader(token) {
+            return Err(not_leading(again));
+        }
+        Ok((token, node))
+    }
+
+    /// Applies `ops` to ZooKeeper only if this candidate still leads, all in
+    /// one atomic `multi`: a check that this candidate's own node still
+    /// exists, then `ops`. The results are those of `ops`, in order.
+    ///
+    /// Sequence numbers only grow and the nodes below one's own can only go,
+    /// so "my node still exists" means "I still lead this term". If the
+    /// session expired or an operator revoked the node, the server refuses
+    /// the whole multi and nothing is written: a leader that froze and woke
+    /// up after its successor was elected cannot overwrite the successor's
+    /// writes, however late its write arrives.
+    ///
+    /// Errors ([`GuardedWriteError`]): `NotLeader` (nothing sent), `Deposed`
+    /// (the server says the node is gone), `Op` (one of `ops` failed),
+    /// `Refused` (the server refused the request as a whole), `Indeterminate`
+    /// (connection trouble: it may have been applied), `Unsupported` (the
+    /// transport has no multi: zookeeper-async), `Closed`. Everything but
+    /// `Indeterminate` means nothing was written.
+    ///
+    /// ```no_run
+    /// # async fn example(election: zkelect::Election) -> Result<(), zkelect::GuardedWriteError> {
+    /// use zkelect::MultiOp;
+    ///
+    /// election
+    ///     .guarded(vec![
+    ///         MultiOp::SetData { path: "/svc/config".into(), data: b"v2".to_vec(), version: None },
+    ///         MultiOp::Delete { path: "/svc/pending".into(), version: None },
+    ///     ])
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn guarded(
+        &self,
+        ops: Vec<MultiOp>,
+    ) -> Result<Vec<MultiOpResult>, GuardedWriteError> {
+        let (token, node) = self.leading_node()?;
+        let transport = self
+            .writer
+            .transport
+            .upgrade()
+            .ok_or(GuardedWriteError::Closed)?;
+        let own = format!("{}/{node}", self.writer.path);
+        let mut all = Vec::with_capacity(ops.len() + 1);
+        all.push(MultiOp::Check {
+            path: own,
+            version: None,
+        });
+        all.extend(ops);
+        match transport.multi(all).await {
+            Ok(mut results) => {
+                if !results.is_empty() {
+                    results.remove(0);
+                }
+                Ok(results)
+            }
+            Err(e) => Err(guard_error(e, token)),
+        }
+    }
+
+    /// Sets the data of `path` only if this candidate still leads (see
+    /// [`guarded`](Self::guarded)), and returns the node's new stat.
+    ///
+    /// ```no_run
+    /// # async fn example(election: zkelect::Election) {
+    /// use zkelect::GuardedWriteError;
+    ///
+    /// match election.guarded_set_data("/svc/config", b"v2".to_vec()).await {
+    ///     Ok(stat) => println!("written, version {}", stat.version),
+    ///     Err(GuardedWriteError::Deposed { token }) => println!("term {token} is over: not written"),
+    ///     Err(e) => println!("not written: {e}"),
+    /// }
+    /// # }
+    /// ```
+    pub async fn guarded_set_data(
+        &self,
+        path: impl Into<String>,
+        data: impl Into<Vec<u8>>,
+    ) -> Result<Stat, GuardedWriteError> {
+        let op = MultiOp::SetData {
+            path: path.into(),
+            data: data.into(),
+            version: None,
+        };
+        match self.guarded(vec![op]).await?.as_slice() {
+            [MultiOpResult::DataSet(stat)] => Ok(*stat),
+            // The transport answered something else than it was asked: the
+            // write may have happened, so say it is unknown.
+            _ => Err(GuardedWriteError::Indeterminate(ZkCode::Other(-1))),
+        }
+    }
+
     /// Leaves for good: demotes at once, deletes the node (waiting at most the
     /// close timeout), closes the session (again at most the close timeout)
     /// and waits until the driver task has ended, so nothing is left running.
@@ -530,6 +717,87 @@ impl Election {
             }
             // Once `done` is sent the task returns at once; an aborted one at its next poll.
             let _ = task.await;
+        }
+    }
+}
+
+/// Translates a failed guarded multi: index 0 is the leadership check.
+fn guard_error(e: MultiError, token: FencingToken) -> GuardedWriteError {
+    let in_doubt = |code: ZkCode| code.is_connection_fault() || code == ZkCode::SessionExpired;
+    match e {
+        MultiError::Unsupported => GuardedWriteError::Unsupported,
+        MultiError::Op {
+            index: 0,
+            code: ZkCode::NoNode | ZkCode::BadVersion,
+        } => GuardedWriteError::Deposed { token },
+        MultiError::Op { index: 0, code } | MultiError::Request(code) if in_doubt(code) => {
+            GuardedWriteError::Indeterminate(code)
+        }
+        MultiError::Op { index: 0, code } | MultiError::Request(code) => {
+            GuardedWriteError::Refused(code)
+        }
+        MultiError::Op { index, code } => GuardedWriteError::Op {
+            index: index - 1,
+            code,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_errors_say_whether_anything_was_written() {
+        let t = FencingToken(7);
+        let table = [
+            (MultiError::Unsupported, GuardedWriteError::Unsupported),
+            (
+                MultiError::Op {
+                    index: 0,
+                    code: ZkCode::NoNode,
+                },
+                GuardedWriteError::Deposed { token: t },
+            ),
+            (
+                MultiError::Op {
+                    index: 0,
+                    code: ZkCode::BadVersion,
+                },
+                GuardedWriteError::Deposed { token: t },
+            ),
+            (
+                MultiError::Op {
+                    index: 0,
+                    code: ZkCode::NoAuth,
+                },
+                GuardedWriteError::Refused(ZkCode::NoAuth),
+            ),
+            (
+                MultiError::Op {
+                    index: 2,
+                    code: ZkCode::BadVersion,
+                },
+                GuardedWriteError::Op {
+                    index: 1,
+                    code: ZkCode::BadVersion,
+                },
+            ),
+            (
+                MultiError::Request(ZkCode::ConnectionLoss),
+                GuardedWriteError::Indeterminate(ZkCode::ConnectionLoss),
+            ),
+            (
+                MultiError::Request(ZkCode::SessionExpired),
+                GuardedWriteError::Indeterminate(ZkCode::SessionExpired),
+            ),
+            (
+                MultiError::Request(ZkCode::BadArguments),
+                GuardedWriteError::Refused(ZkCode::BadArguments),
+            ),
+        ];
+        for (from, to) in table {
+            assert_eq!(guard_error(from, t), to, "{from:?}");
         }
     }
 }

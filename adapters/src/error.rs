@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use zkelect_core::{CandidateError, ConfigError};
+use zkelect_core::{CandidateError, ConfigError, FencingToken, ZkCode};
 
 /// What can go wrong with an [`Election`](crate::Election) or a transport's setup.
 ///
@@ -54,4 +54,108 @@ pub enum ElectionError {
     /// Something did not happen in time.
     #[error("timed out after {0:?} waiting for {1}")]
     Timeout(Duration, &'static str),
+    /// TLS could not be set up, or the server's certificate was not accepted.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+}
+
+/// Why TLS to ZooKeeper failed (the zookeeper-client transport's TLS).
+///
+/// ```
+/// use zkelect::{ElectionError, TlsError};
+///
+/// fn explain(e: &ElectionError) -> &'static str {
+///     match e {
+///         ElectionError::Tls(TlsError::Config { .. }) => "fix the CA, certificate or key files",
+///         ElectionError::Tls(TlsError::Rejected { .. }) => "the server's certificate is not trusted",
+///         ElectionError::Tls(TlsError::Handshake { .. }) => "the TLS handshake failed",
+///         _ => "something else",
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// A CA, certificate or key could not be read or holds nothing usable,
+    /// or a host name cannot be checked against a certificate. Found before
+    /// any network traffic.
+    #[error("TLS settings: {what}: {reason}")]
+    Config {
+        /// Which setting (a file, a host name).
+        what: String,
+        /// Why.
+        reason: String,
+    },
+    /// The server's certificate was rejected: not signed by the trusted CA,
+    /// not naming the host, expired, revoked, …
+    #[error("the TLS certificate of {host} was rejected: {reason}")]
+    Rejected {
+        /// `host:port` as in the connect string.
+        host: String,
+        /// The TLS library's verdict.
+        reason: String,
+    },
+    /// The TLS handshake failed otherwise (the server refused our
+    /// certificate, no common protocol version, an alert, …).
+    #[error("the TLS handshake with {host} failed: {reason}")]
+    Handshake {
+        /// `host:port` as in the connect string.
+        host: String,
+        /// The TLS library's verdict.
+        reason: String,
+    },
+}
+
+/// Why a guarded write ([`Election::guarded`](crate::Election::guarded),
+/// [`Election::guarded_set_data`](crate::Election::guarded_set_data)) was not applied.
+///
+/// Only [`Indeterminate`](Self::Indeterminate) leaves the outcome open; every
+/// other variant means nothing was written.
+///
+/// ```
+/// use zkelect::GuardedWriteError;
+///
+/// fn retry_worth_it(e: &GuardedWriteError) -> bool {
+///     // Deposed or not leading: another candidate leads now; stop writing.
+///     matches!(e, GuardedWriteError::Indeterminate(_))
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GuardedWriteError {
+    /// This candidate does not lead (as far as it knows): nothing was sent.
+    #[error("not leading: nothing was written")]
+    NotLeader,
+    /// The server says this candidate's node is gone (its session expired,
+    /// it was revoked, it resigned): it no longer leads, and nothing was
+    /// written. The token is the one the write was guarded with.
+    #[error("deposed: the leader node of term {token} is gone; nothing was written")]
+    Deposed {
+        /// The fencing token of the term that ended.
+        token: FencingToken,
+    },
+    /// One of the caller's operations failed (index into them); nothing was written.
+    #[error("guarded operation {index} failed: {code}; nothing was written")]
+    Op {
+        /// Index into the caller's operations.
+        index: usize,
+        /// Why (`NoNode`, `BadVersion`, `NoAuth`, …).
+        code: ZkCode,
+    },
+    /// The server refused the leadership check or the request as a whole
+    /// with this code (e.g. `NoAuth`, `BadArguments`); nothing was written.
+    #[error("the guarded write was refused: {0}; nothing was written")]
+    Refused(ZkCode),
+    /// The request failed with the connection (`ConnectionLoss`,
+    /// `OperationTimeout`, `SessionExpired`): the write may or may not have
+    /// been applied. Read back before retrying.
+    #[error("the guarded write's outcome is unknown: {0}")]
+    Indeterminate(ZkCode),
+    /// The transport cannot apply operations atomically (zookeeper-async has
+    /// no multi): use the zookeeper-client or memory transport.
+    #[error("this transport has no multi: guarded writes need the zookeeper-client (or memory) transport")]
+    Unsupported,
+    /// The election is closed.
+    #[error("the election is closed")]
+    Closed,
 }

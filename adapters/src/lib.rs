@@ -46,7 +46,15 @@
 //!   (feature `zookeeper-async`, on by default) and makes up for that
 //!   client's defects (see [`zk_async`]); `memory::MemoryTransport` (feature
 //!   `memory`) runs over the simulator's in-memory ZooKeeper, also under
-//!   paused tokio time.
+//!   paused tokio time; [`ZkClientTransport`]
+//!   (feature `zookeeper-client`, with `zookeeper-client-tls` and
+//!   `zookeeper-client-sasl`) talks to real servers through
+//!   `zookeeper-client`, with TLS, SASL and `multi` (see [`zk_client`]).
+//!   [`Election::connect`] takes the settings of either real transport.
+//! - Guarded writes: [`Election::guarded`] and [`Election::guarded_set_data`]
+//!   write to ZooKeeper only if this candidate still leads, checked by the
+//!   server atomically with the write (a `multi`; zookeeper-client and memory
+//!   transports).
 //! - The driver: one task per election that owns the core's `Candidate`, and
 //!   holds no election logic of its own. Time is tokio's, so
 //!   `#[tokio::test(start_paused = true)]` runs elections in virtual time.
@@ -70,13 +78,19 @@ pub mod memory;
 pub mod transport;
 #[cfg(feature = "zookeeper-async")]
 pub mod zk_async;
+#[cfg(feature = "zookeeper-client")]
+pub mod zk_client;
 
 pub use driver::Metrics;
-pub use election::{Election, ElectionBuilder, LeadOutcome};
-pub use error::ElectionError;
-pub use transport::{EventStream, Transport, TransportEvent};
+pub use election::{Connect, Connecting, Election, ElectionBuilder, LeadOutcome};
+pub use error::{ElectionError, GuardedWriteError, TlsError};
+pub use transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport, TransportEvent};
 #[cfg(feature = "zookeeper-async")]
 pub use zk_async::{ConnectOptions, ZkAsyncTransport, SESSION_TIMEOUT_MIN};
+#[cfg(feature = "zookeeper-client-tls")]
+pub use zk_client::TlsSettings;
+#[cfg(feature = "zookeeper-client")]
+pub use zk_client::{ZkClientOptions, ZkClientTransport};
 /// The state machine this crate drives, for everything not re-exported here.
 pub use zkelect_core as core;
 pub use zkelect_core::{

@@ -30,7 +30,9 @@ use tokio::time::Instant;
 use zkelect_core::{Reply, Request, SessionEvent, SessionId, Timestamp, ZkCode};
 use zkelect_sim::zk::{Fired, ZkModel};
 
-use crate::transport::{EventStream, Transport, TransportEvent};
+use crate::transport::{
+    EventStream, MultiError, MultiOp, MultiOpResult, Transport, TransportEvent,
+};
 
 struct Shared {
     model: ZkModel,
@@ -122,6 +124,14 @@ impl MemoryServer {
         )
     }
 
+    /// The data of `path` right now, if it exists.
+    pub fn data(&self, path: &str) -> Option<Vec<u8>> {
+        self.shared
+            .lock()
+            .ok()
+            .and_then(|s| s.model.data(path).map(<[u8]>::to_vec))
+    }
+
     /// The children of `path` right now.
     pub fn children(&self, path: &str) -> Vec<String> {
         self.shared
@@ -154,6 +164,76 @@ impl Transport for MemoryTransport {
         result
     }
 
+    /// All or nothing over the model: the operations run on a copy, which
+    /// replaces the model only if every one succeeded; watches fire then.
+    async fn multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiOpResult>, MultiError> {
+        let Some(session) = self.session else {
+            return Err(MultiError::Request(ZkCode::ConnectionLoss));
+        };
+        let Ok(mut shared) = self.server.shared.lock() else {
+            return Err(MultiError::Request(ZkCode::ConnectionLoss));
+        };
+        shared.expire();
+        let now = shared.now();
+        if !shared.model.session_alive(session) {
+            return Err(MultiError::Request(ZkCode::SessionExpired));
+        }
+        let mut model = shared.model.clone();
+        let mut fired = Vec::new();
+        let mut results = Vec::with_capacity(ops.len());
+        for (index, op) in ops.into_iter().enumerate() {
+            let failed = |code| MultiError::Op { index, code };
+            let (result, more) = match op {
+                MultiOp::Check { path, version } => match model.stat(&path) {
+                    None => return Err(failed(ZkCode::NoNode)),
+                    Some(stat) if version.is_some_and(|v| v != stat.version) => {
+                        return Err(failed(ZkCode::BadVersion))
+                    }
+                    Some(_) => (MultiOpResult::Checked, Vec::new()),
+                },
+                MultiOp::Create {
+                    path,
+                    data,
+                    mode,
+                    acl,
+                } => {
+                    let request = Request::Create {
+                        path,
+                        data,
+                        mode,
+                        acl,
+                    };
+                    match model.apply(now, session, &request) {
+                        (Ok(Reply::Created { path, .. }), more) => {
+                            (MultiOpResult::Created { path }, more)
+                        }
+                        (Ok(_), _) => return Err(failed(ZkCode::Other(-2))),
+                        (Err(code), _) => return Err(failed(code)),
+                    }
+                }
+                MultiOp::SetData {
+                    path,
+                    data,
+                    version,
+                } => match model.set_data(now, session, &path, &data, version) {
+                    (Ok(stat), more) => (MultiOpResult::DataSet(stat), more),
+                    (Err(code), _) => return Err(failed(code)),
+                },
+                MultiOp::Delete { path, version } => {
+                    match model.apply(now, session, &Request::Delete { path, version }) {
+                        (Ok(_), more) => (MultiOpResult::Deleted, more),
+                        (Err(code), _) => return Err(failed(code)),
+                    }
+                }
+            };
+            results.push(result);
+            fired.extend(more);
+        }
+        shared.model = model;
+        shared.deliver(fired);
+        Ok(results)
+    }
+
     async fn close(&self) {
         let Some(session) = self.session else { return };
         if let Ok(mut shared) = self.server.shared.lock() {
@@ -163,5 +243,132 @@ impl Transport for MemoryTransport {
                 let _ = tx.send(TransportEvent::Session(SessionEvent::Closed));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use zkelect_core::{Acl, CreateMode, Request, ZkCode};
+
+    use super::MemoryServer;
+    use crate::transport::{MultiError, MultiOp, MultiOpResult, Transport};
+    use crate::{Election, GuardedWriteError};
+
+    const SESSION: Duration = Duration::from_secs(4);
+
+    fn create(path: &str) -> Request {
+        Request::Create {
+            path: path.into(),
+            data: Vec::new(),
+            mode: CreateMode::Persistent,
+            acl: Acl::Open,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_multi_applies_all_or_nothing() {
+        let server = MemoryServer::new();
+        let (zk, _events) = server.connect(SESSION);
+        assert!(zk.perform(create("/a")).await.is_ok());
+        let failing = vec![
+            MultiOp::SetData {
+                path: "/a".into(),
+                data: b"x".to_vec(),
+                version: None,
+            },
+            MultiOp::Check {
+                path: "/missing".into(),
+                version: None,
+            },
+        ];
+        assert_eq!(
+            zk.multi(failing).await,
+            Err(MultiError::Op {
+                index: 1,
+                code: ZkCode::NoNode
+            })
+        );
+        assert_eq!(
+            server.data("/a"),
+            Some(Vec::new()),
+            "the first op was rolled back"
+        );
+        let passing = vec![
+            MultiOp::Check {
+                path: "/a".into(),
+                version: Some(0),
+            },
+            MultiOp::SetData {
+                path: "/a".into(),
+                data: b"y".to_vec(),
+                version: Some(0),
+            },
+        ];
+        let results = zk.multi(passing).await.unwrap();
+        assert!(
+            matches!(results.as_slice(), [MultiOpResult::Checked, MultiOpResult::DataSet(s)] if s.version == 1)
+        );
+        assert_eq!(server.data("/a"), Some(b"y".to_vec()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn guarded_writes_pass_for_the_leader_and_fail_for_a_deposed_one() {
+        let server = MemoryServer::new();
+        let (admin, _admin_events) = server.connect(SESSION);
+        assert!(admin.perform(create("/fenced")).await.is_ok());
+        let (a, a_events) = server.connect(SESSION);
+        let leader = Election::builder(a, a_events)
+            .path("/svc/leader")
+            .id("a")
+            .join()
+            .await
+            .unwrap();
+        let token = leader.wait_leader().await.unwrap();
+        let (b, b_events) = server.connect(SESSION);
+        let follower = Election::builder(b, b_events)
+            .path("/svc/leader")
+            .id("b")
+            .join()
+            .await
+            .unwrap();
+        assert_eq!(
+            follower.guarded_set_data("/fenced", b"b".to_vec()).await,
+            Err(GuardedWriteError::NotLeader)
+        );
+        let stat = leader
+            .guarded_set_data("/fenced", b"a1".to_vec())
+            .await
+            .unwrap();
+        assert_eq!(stat.version, 1);
+        // An operator revokes the leader's node; the leader writes before
+        // its driver has heard of it (nothing yields in between on this
+        // single-threaded runtime), so only the server's check stops it.
+        let node = leader.node().unwrap();
+        assert!(admin
+            .perform(Request::Delete {
+                path: format!("/svc/leader/{node}"),
+                version: None,
+            })
+            .await
+            .is_ok());
+        assert_eq!(
+            leader.guarded_set_data("/fenced", b"zombie".to_vec()).await,
+            Err(GuardedWriteError::Deposed { token })
+        );
+        assert_eq!(server.data("/fenced"), Some(b"a1".to_vec()));
+        follower.wait_leader().await.unwrap();
+        follower
+            .guarded_set_data("/fenced", b"b".to_vec())
+            .await
+            .unwrap();
+        assert_eq!(server.data("/fenced"), Some(b"b".to_vec()));
+        leader.close().await;
+        assert_eq!(
+            leader.guarded_set_data("/fenced", b"late".to_vec()).await,
+            Err(GuardedWriteError::Closed)
+        );
+        follower.close().await;
     }
 }

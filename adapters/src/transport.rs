@@ -13,8 +13,22 @@
 //! - [`ZkAsyncTransport`](crate::ZkAsyncTransport) over `zookeeper-async`,
 //!   whose callbacks only `send` into the stream;
 //! - `memory::MemoryTransport` (feature `memory`) over the simulator's model;
-//! - a transport over `zookeeper-client` would forward its `StateWatcher` and
-//!   each `OneshotWatcher` into the stream from small forwarding tasks.
+//! - [`ZkClientTransport`](crate::zk_client::ZkClientTransport) over
+//!   `zookeeper-client` (feature `zookeeper-client`), which forwards its
+//!   `StateWatcher` and each `OneshotWatcher` into the stream from small
+//!   forwarding tasks.
+//!
+//! # Atomic multi-operations
+//!
+//! [`Transport::multi`] is the one method the election itself never calls:
+//! it serves [`Election::guarded`](crate::Election::guarded), the fencing
+//! helper that checks "still leader" atomically with a write (ZooKeeper's
+//! `multi`: a check of the leader's own node plus the write, all or nothing).
+//! It was added to the trait when the second real transport showed the gap:
+//! the write has to go through the session that holds the election's
+//! credentials, and only the transport can reach it. It has a default body
+//! answering [`MultiError::Unsupported`], so transports over clients without
+//! `multi` (zookeeper-async) need no code for it and say so with a typed error.
 //!
 //! Two helpers ship with the trait: it is implemented for `Arc<T>` and
 //! `Box<T>` of any transport, so one transport can be shared with code that
@@ -24,7 +38,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
-use zkelect_core::{Reply, Request, SessionEvent, WatchEvent, ZkCode};
+use zkelect_core::{Acl, CreateMode, Reply, Request, SessionEvent, Stat, WatchEvent, ZkCode};
 
 /// Something a transport reports without being asked: a session change or a fired watch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +112,19 @@ pub trait Transport: Send + Sync + 'static {
     /// Performs one request and answers it, in bounded time.
     async fn perform(&self, request: Request) -> Result<Reply, ZkCode>;
 
+    /// Applies `ops` atomically (ZooKeeper `multi`): all of them or none, in
+    /// bounded time. The results are in the order of `ops`.
+    ///
+    /// Errors: [`MultiError::Op`] when one operation failed (nothing was
+    /// applied); [`MultiError::Request`] when the request as a whole failed
+    /// (with `ConnectionLoss` or `OperationTimeout` it may or may not have
+    /// been applied); [`MultiError::Unsupported`] — the default — when the
+    /// client cannot do it.
+    async fn multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiOpResult>, MultiError> {
+        let _ = ops;
+        Err(MultiError::Unsupported)
+    }
+
     /// Closes the session (its ephemeral nodes go at once). Idempotent, bounded in time.
     async fn close(&self);
 }
@@ -106,6 +133,10 @@ pub trait Transport: Send + Sync + 'static {
 impl<T: Transport + ?Sized> Transport for Arc<T> {
     async fn perform(&self, request: Request) -> Result<Reply, ZkCode> {
         (**self).perform(request).await
+    }
+
+    async fn multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiOpResult>, MultiError> {
+        (**self).multi(ops).await
     }
 
     async fn close(&self) {
@@ -119,7 +150,100 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
         (**self).perform(request).await
     }
 
+    async fn multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiOpResult>, MultiError> {
+        (**self).multi(ops).await
+    }
+
     async fn close(&self) {
         (**self).close().await;
     }
+}
+
+/// One operation of a [`Transport::multi`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum MultiOp {
+    /// Fails the whole multi unless the node exists (and, with `version`,
+    /// has that data version). Applies nothing itself.
+    Check {
+        /// Node path.
+        path: String,
+        /// Expected data version, or `None` for any (existence only).
+        version: Option<i32>,
+    },
+    /// Creates a node (sequential modes append the sequence to `path`).
+    Create {
+        /// Full path.
+        path: String,
+        /// The node's data.
+        data: Vec<u8>,
+        /// Persistent, ephemeral, sequential, container.
+        mode: CreateMode,
+        /// Access control for the new node.
+        acl: Acl,
+    },
+    /// Replaces a node's data.
+    SetData {
+        /// Node path.
+        path: String,
+        /// The new data.
+        data: Vec<u8>,
+        /// Expected data version, or `None` for any.
+        version: Option<i32>,
+    },
+    /// Deletes a node.
+    Delete {
+        /// Node path.
+        path: String,
+        /// Expected data version, or `None` for any.
+        version: Option<i32>,
+    },
+}
+
+impl MultiOp {
+    /// The path the operation is about.
+    pub fn path(&self) -> &str {
+        match self {
+            Self::Check { path, .. }
+            | Self::Create { path, .. }
+            | Self::SetData { path, .. }
+            | Self::Delete { path, .. } => path,
+        }
+    }
+}
+
+/// What one [`MultiOp`] did, at the same index.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum MultiOpResult {
+    /// The check passed.
+    Checked,
+    /// The node was created at `path` (with the sequence, if sequential).
+    /// ZooKeeper returns no usable `Stat` for a create inside a multi.
+    Created {
+        /// Full path of the created node.
+        path: String,
+    },
+    /// The data was replaced; the node's new stat.
+    DataSet(Stat),
+    /// The node was deleted.
+    Deleted,
+}
+
+/// Why a [`Transport::multi`] failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MultiError {
+    /// This transport's client has no `multi` (zookeeper-async).
+    #[error("this transport cannot apply operations atomically (no multi)")]
+    Unsupported,
+    /// The operation at `index` failed with `code`; nothing was applied.
+    #[error("operation {index} of the multi failed: {code}")]
+    Op {
+        /// Index into the operations.
+        index: usize,
+        /// Why it failed (`NoNode`, `BadVersion`, `NodeExists`, `NoAuth`, …).
+        code: ZkCode,
+    },
+    /// The request as a whole failed. With `ConnectionLoss` or
+    /// `OperationTimeout` it may or may not have been applied.
+    #[error("the multi request failed: {0}")]
+    Request(ZkCode),
 }

@@ -192,6 +192,15 @@ impl ConnectOptions {
     }
 }
 
+impl crate::Connect for ConnectOptions {
+    fn connect(self: Box<Self>) -> crate::Connecting {
+        Box::pin(async move {
+            let (transport, events) = ZkAsyncTransport::connect(*self).await?;
+            Ok((Arc::new(transport) as Arc<dyn Transport>, events))
+        })
+    }
+}
+
 /// What the client's callbacks send, in the order they happen: the one
 /// channel every callback writes to. Callbacks never block and run no logic.
 #[derive(Debug)]

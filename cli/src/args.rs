@@ -33,12 +33,12 @@ pub(crate) enum Cmd {
     Demo(DemoArgs),
     /// Run a command only while this process is the leader.
     #[command(
-        after_help = "Examples:\n  zkelect run --connect zk1:2181,zk2:2181 --path /svc/cron/leader --id $(hostname) -- ./cron-master\n  zkelect run --connect 127.0.0.1:2181 --path /svc/leader --id a --auth svc:secret --policy session-aware -- sh -c 'exec worker'\n\nThe command gets SIGTERM (then SIGKILL after --grace-ms) the moment leadership is\nsuspended or lost, is started again on re-election, and finds the fencing token in\nZKELECT_FENCING_TOKEN. SIGTERM or SIGINT to zkelect stops the command, deletes the\nnode and exits 0."
+        after_help = "Examples:\n  zkelect run --connect zk1:2181,zk2:2181 --path /svc/cron/leader --id $(hostname) -- ./cron-master\n  zkelect run --connect 127.0.0.1:2181 --path /svc/leader --id a --auth svc:secret --policy session-aware -- sh -c 'exec worker'\n  zkelect run --connect zk1:2281 --path /svc/leader --id a --transport zookeeper-client --tls-ca ca.pem --tls-cert me.pem --tls-key me-key.pem -- ./daemon\n\nThe command gets SIGTERM (then SIGKILL after --grace-ms) the moment leadership is\nsuspended or lost, is started again on re-election, and finds the fencing token in\nZKELECT_FENCING_TOKEN. SIGTERM or SIGINT to zkelect stops the command, deletes the\nnode and exits 0."
     )]
     Run(RunArgs),
     /// Show the queue: the leader, each candidate's id and data, who watches whom.
     #[command(
-        after_help = "Examples:\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --json\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --watch"
+        after_help = "Examples:\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --json\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --watch\n  zkelect status --connect zk1:2281 --path /svc/leader --transport zookeeper-client --tls-ca ca.pem"
     )]
     Status(StatusArgs),
     /// Delete a candidate's node to force it out (it rejoins at the back).
@@ -74,6 +74,30 @@ pub(crate) struct ConnectArgs {
     /// Digest credentials `user:password`; nodes then get creator-only write ACLs.
     #[arg(long, value_name = "USER:PASS")]
     pub(crate) auth: Option<String>,
+    /// The ZooKeeper client library: zookeeper-async, or zookeeper-client
+    /// (needed for TLS).
+    #[arg(long, value_enum, default_value_t = TransportArg::ZookeeperAsync)]
+    pub(crate) transport: TransportArg,
+    /// Talk TLS, trusting the CA certificate(s) in this PEM file
+    /// (`--transport zookeeper-client`). The servers' certificates must name
+    /// the hosts as written in --connect.
+    #[arg(long = "tls-ca", value_name = "FILE")]
+    pub(crate) tls_ca: Option<PathBuf>,
+    /// A client certificate (PEM) for servers that ask for one; needs --tls-key and --tls-ca.
+    #[arg(long = "tls-cert", value_name = "FILE", requires_all = ["tls_key", "tls_ca"])]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM); needs --tls-cert.
+    #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
+}
+
+/// The ZooKeeper client library under the election.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TransportArg {
+    /// zookeeper-async (no TLS).
+    ZookeeperAsync,
+    /// zookeeper-client (TLS with --tls-ca).
+    ZookeeperClient,
 }
 
 impl ConnectArgs {
@@ -275,6 +299,48 @@ mod tests {
         .unwrap();
         let Cmd::Run(run) = ok.command else { panic!() };
         assert_eq!(run.command, ["sleep", "1"]);
+    }
+
+    fn status(extra: &[&str]) -> Result<Cli, clap::Error> {
+        let mut args = vec!["zkelect", "status", "--connect", "h:1", "--path", "/p"];
+        args.extend_from_slice(extra);
+        Cli::try_parse_from(args)
+    }
+
+    #[test]
+    fn transports_and_tls_options_parse() {
+        let Cmd::Status(plain) = status(&[]).unwrap().command else {
+            panic!()
+        };
+        assert_eq!(plain.conn.transport, TransportArg::ZookeeperAsync);
+        assert!(plain.conn.tls_ca.is_none());
+        let Cmd::Status(tls) = status(&[
+            "--transport",
+            "zookeeper-client",
+            "--tls-ca",
+            "ca.pem",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!()
+        };
+        assert_eq!(tls.conn.transport, TransportArg::ZookeeperClient);
+        assert_eq!(tls.conn.tls_key, Some(PathBuf::from("k.pem")));
+        // A certificate without its key, a key without its certificate, a
+        // certificate without a CA, an unknown transport: usage errors.
+        for bad in [
+            &["--tls-ca", "ca.pem", "--tls-cert", "c.pem"][..],
+            &["--tls-ca", "ca.pem", "--tls-key", "k.pem"],
+            &["--tls-cert", "c.pem", "--tls-key", "k.pem"],
+            &["--transport", "zookeeper"],
+        ] {
+            assert!(status(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -1,18 +1,24 @@
 //! Turning command-line connection settings into a transport, with the errors
 //! mapped to exit codes.
 
-use zkelect::{ConnectOptions, ElectionError, EventStream, ZkAsyncTransport};
+use std::sync::Arc;
+
+use zkelect::zk_client::{TlsSettings, ZkClientOptions};
+use zkelect::{Connect, ConnectOptions, ElectionError, EventStream, TlsError, Transport};
 use zkelect_core::{Acl, CandidateError, ZkCode};
 
-use crate::args::ConnectArgs;
+use crate::args::{ConnectArgs, TransportArg};
 use crate::exit::{Code, Failure};
 
 /// The exit code an election error deserves.
 pub(crate) fn code_of(e: &ElectionError) -> Code {
     match e {
         ElectionError::Config(_) | ElectionError::SessionTimeoutTooShort { .. } => Code::Config,
+        ElectionError::Tls(TlsError::Config { .. }) => Code::Config,
         ElectionError::Connect { .. } | ElectionError::Timeout(..) => Code::Unreachable,
         ElectionError::Auth(_) | ElectionError::Fatal(CandidateError::AuthFailed) => Code::Auth,
+        // The server's certificate (or ours) was refused: a trust failure.
+        ElectionError::Tls(_) => Code::Auth,
         ElectionError::Fatal(CandidateError::Refused {
             code: ZkCode::NoAuth | ZkCode::InvalidAcl | ZkCode::AuthFailed,
             ..
@@ -34,21 +40,58 @@ pub(crate) fn acl_for(conn: &ConnectArgs) -> Acl {
     }
 }
 
+fn usage(message: String) -> Failure {
+    Failure::new(Code::Usage, anyhow::anyhow!(message))
+}
+
+/// The settings of the chosen transport, checked before any traffic: bad
+/// combinations are usage errors (2), unreadable TLS files config errors (3).
+pub(crate) fn settings(conn: &ConnectArgs) -> Result<Box<dyn Connect>, Failure> {
+    if let Some(auth) = &conn.auth {
+        if !auth.contains(':') {
+            return Err(usage(format!("--auth takes user:password, got {auth:?}")));
+        }
+    }
+    let tls_given = conn.tls_ca.is_some() || conn.tls_cert.is_some() || conn.tls_key.is_some();
+    match conn.transport {
+        TransportArg::ZookeeperAsync => {
+            if tls_given {
+                return Err(usage(
+                    "--tls-ca, --tls-cert and --tls-key need --transport zookeeper-client \
+                     (zookeeper-async has no TLS)"
+                        .into(),
+                ));
+            }
+            let mut options = ConnectOptions::new(conn.connect.clone())
+                .session_timeout(conn.session_timeout())
+                .connect_timeout(conn.connect_timeout());
+            if let Some(auth) = &conn.auth {
+                options = options.digest(auth.clone());
+            }
+            Ok(Box::new(options))
+        }
+        TransportArg::ZookeeperClient => {
+            let mut options = ZkClientOptions::new(conn.connect.clone())
+                .session_timeout(conn.session_timeout())
+                .connect_timeout(conn.connect_timeout());
+            if let Some(auth) = &conn.auth {
+                options = options.digest(auth.clone());
+            }
+            if let Some(ca) = &conn.tls_ca {
+                let mut tls = TlsSettings::from_ca_file(ca).map_err(failure)?;
+                if let (Some(cert), Some(key)) = (&conn.tls_cert, &conn.tls_key) {
+                    tls = tls.identity_files(cert, key).map_err(failure)?;
+                }
+                options = options.tls(tls);
+            }
+            Ok(Box::new(options))
+        }
+    }
+}
+
 /// Connects with the given settings.
 pub(crate) async fn connect(
     conn: &ConnectArgs,
-) -> Result<(ZkAsyncTransport, EventStream), Failure> {
-    let mut options = ConnectOptions::new(conn.connect.clone())
-        .session_timeout(conn.session_timeout())
-        .connect_timeout(conn.connect_timeout());
-    if let Some(auth) = &conn.auth {
-        if !auth.contains(':') {
-            return Err(Failure::new(
-                Code::Usage,
-                anyhow::anyhow!("--auth takes user:password, got {auth:?}"),
-            ));
-        }
-        options = options.digest(auth.clone());
-    }
-    ZkAsyncTransport::connect(options).await.map_err(failure)
+) -> Result<(Arc<dyn Transport>, EventStream), Failure> {
+    settings(conn)?.connect().await.map_err(failure)
 }

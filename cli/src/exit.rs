@@ -22,7 +22,7 @@ pub(crate) enum Code {
     Config = 3,
     /// The server could not be reached within the connect timeout.
     Unreachable = 4,
-    /// Authentication failed or an ACL refused us.
+    /// Authentication failed, an ACL refused us, or a TLS certificate was refused.
     Auth = 5,
     /// The simulator found an invariant violated.
     Violation = 6,

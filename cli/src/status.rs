@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use zkelect::{Transport, TransportEvent, ZkAsyncTransport};
+use zkelect::{Transport, TransportEvent};
 use zkelect_core::config::{split_payload, validate_path};
 use zkelect_core::{Reply, Request, ZkCode};
 
@@ -22,7 +22,7 @@ fn zk_failure(what: &str, code: ZkCode) -> Failure {
     Failure::new(exit, anyhow::anyhow!("{what}: {code}"))
 }
 
-async fn children(zk: &ZkAsyncTransport, path: &str, watch: bool) -> Result<Vec<String>, Failure> {
+async fn children(zk: &dyn Transport, path: &str, watch: bool) -> Result<Vec<String>, Failure> {
     match zk
         .perform(Request::GetChildren {
             path: path.to_owned(),
@@ -37,11 +37,7 @@ async fn children(zk: &ZkAsyncTransport, path: &str, watch: bool) -> Result<Vec<
     }
 }
 
-async fn read_all(
-    zk: &ZkAsyncTransport,
-    path: &str,
-    names: &[String],
-) -> BTreeMap<String, NodeInfo> {
+async fn read_all(zk: &dyn Transport, path: &str, names: &[String]) -> BTreeMap<String, NodeInfo> {
     let mut info = BTreeMap::new();
     for name in names {
         let request = Request::GetData {
@@ -67,8 +63,8 @@ pub(crate) async fn status(args: StatusArgs) -> Result<(), Failure> {
     let (zk, mut events) = connect(&args.conn).await?;
     let path = args.conn.path.clone();
     loop {
-        let names = children(&zk, &path, args.watch).await?;
-        let info = read_all(&zk, &path, &names).await;
+        let names = children(&*zk, &path, args.watch).await?;
+        let info = read_all(&*zk, &path, &names).await;
         let view = QueueView::build(&path, 1, &names, &info, "n_", args.interop);
         if args.json {
             println!("{}", serde_json::to_string(&view).code(Code::Other)?);
@@ -103,8 +99,8 @@ pub(crate) async fn revoke(args: RevokeArgs) -> Result<(), Failure> {
     validate_path(&args.conn.path).code(Code::Config)?;
     let (zk, _events) = connect(&args.conn).await?;
     let path = args.conn.path.clone();
-    let names = children(&zk, &path, false).await?;
-    let info = read_all(&zk, &path, &names).await;
+    let names = children(&*zk, &path, false).await?;
+    let info = read_all(&*zk, &path, &names).await;
     let mut revoked = 0;
     for (name, node) in &info {
         if split_payload(&node.data).0 != args.id {

@@ -28,6 +28,18 @@ const DEBIAN_REQUIRED_JARS: &[&str] = &["zookeeper.jar", "zookeeper-jute.jar"];
 /// no-op logger).
 const DEBIAN_LOGGING_JARS: &[&str] = &["slf4j-log4j12.jar", "log4j-1.2.jar"];
 
+/// Netty jars the manifest forgets (Debian layout; same package,
+/// `libnetty-java`). The default NIO connection factory never loads them,
+/// but `NettyServerCnxnFactory` — the only one that serves a TLS port —
+/// fails every connection with `ClassNotFoundException:
+/// io.netty.handler.codec.ByteToMessageDecoder` without `netty-codec`, and
+/// needs the resolver and the native transport's common classes too.
+const DEBIAN_NETTY_JARS: &[&str] = &[
+    "netty-codec.jar",
+    "netty-resolver.jar",
+    "netty-transport-native-unix-common.jar",
+];
+
 /// The Java runtime and class path used to run ZooKeeper servers.
 ///
 /// Found by [`ZkInstall::detect`]; environment variables override the Debian
@@ -171,6 +183,7 @@ fn debian_classpath(dir: &Path) -> Result<Vec<PathBuf>> {
     classpath.extend(
         DEBIAN_LOGGING_JARS
             .iter()
+            .chain(DEBIAN_NETTY_JARS)
             .map(|jar| dir.join(jar))
             .filter(|p| p.is_file()),
     );

@@ -8,6 +8,10 @@
 //!   it can be paused (`SIGSTOP`), resumed, killed, stopped and restarted on the
 //!   same ports and data dir (sessions survive a restart).
 //! * [`ZkEnsemble`]: a quorum of (by default) three `QuorumPeerMain` servers.
+//! * [`TestPki`]: a CA and certificates made in the test, for a server with a
+//!   TLS client port ([`ZkServerBuilder::tls`]).
+//! * [`TransportKind`]: zookeeper-async or zookeeper-client, to run one
+//!   scenario over either transport of the `zkelect` crate.
 //! * [`Proxy`]: a TCP proxy that can black-hole traffic without closing sockets,
 //!   cut connections with an RST, and cut a connection right after the client's
 //!   next request reached the server (so that the reply is lost).
@@ -54,9 +58,13 @@ mod ports;
 mod process;
 mod proxy;
 mod server;
+mod tls;
+pub mod transports;
 
 pub use error::{FixtureError, Result};
 pub use fourlw::{four_letter_word, parse_mntr, ServerMode};
 pub use install::{ZkInstall, TEST_DEPS_HINT};
 pub use proxy::{ConnectionId, Proxy};
 pub use server::{ZkEnsemble, ZkEnsembleBuilder, ZkServer, ZkServerBuilder};
+pub use tls::{ClientAuth, TestPki};
+pub use transports::TransportKind;

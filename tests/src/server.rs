@@ -19,6 +19,7 @@ use crate::fourlw::{four_letter_word, parse_mntr, ServerMode};
 use crate::install::ZkInstall;
 use crate::ports::free_port;
 use crate::process::{command_with_deathsig, JvmProcess};
+use crate::tls::{ClientAuth, ServerTls, TestPki};
 
 const STANDALONE_MAIN: &str = "org.apache.zookeeper.server.ZooKeeperServerMain";
 const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
@@ -46,6 +47,8 @@ struct Settings {
     extra_config: Vec<(String, String)>,
     jvm_args: Vec<String>,
     install: Option<ZkInstall>,
+    /// A TLS client port next to the plain one (standalone servers).
+    tls: Option<ServerTls>,
 }
 
 impl Settings {
@@ -60,6 +63,7 @@ impl Settings {
             extra_config: Vec::new(),
             jvm_args: Vec::new(),
             install: None,
+            tls: None,
         }
     }
 
@@ -201,6 +205,32 @@ impl Default for ZkServerBuilder {
 impl ZkServerBuilder {
     builder_setters!();
 
+    /// Adds a TLS client port (`secureClientPort`, see
+    /// [`ZkServer::secure_connect_string`]) with the server certificate of
+    /// `pki`, served by the Netty connection factory, which then serves the
+    /// plain port too. Clients are not asked for a certificate unless
+    /// [`tls_client_auth`](Self::tls_client_auth) says so.
+    pub fn tls(mut self, pki: &TestPki) -> Self {
+        let client_auth = self
+            .settings
+            .tls
+            .as_ref()
+            .map_or(ClientAuth::None, |t| t.client_auth);
+        let mut tls = ServerTls::new(pki);
+        tls.client_auth = client_auth;
+        self.settings.tls = Some(tls);
+        self
+    }
+
+    /// Whether the TLS port asks clients for a certificate signed by the
+    /// CA (`ssl.clientAuth`); call after [`tls`](Self::tls).
+    pub fn tls_client_auth(mut self, auth: ClientAuth) -> Self {
+        if let Some(tls) = self.settings.tls.as_mut() {
+            tls.client_auth = auth;
+        }
+        self
+    }
+
     /// Starts the server and waits until it serves requests.
     ///
     /// # Errors
@@ -253,6 +283,8 @@ pub struct ZkServer {
     name: String,
     role: Role,
     addr: SocketAddr,
+    /// The TLS client port, if the server has one.
+    secure_addr: Option<SocketAddr>,
     session_bounds: (Duration, Duration),
     start_timeout: Duration,
     program: PathBuf,
@@ -326,6 +358,16 @@ impl ZkServer {
                 );
             }
         }
+        let secure_port = match &settings.tls {
+            Some(tls) => {
+                let port = free_port()?;
+                for (key, value) in tls.config_lines(port) {
+                    let _ = writeln!(cfg, "{key}={value}");
+                }
+                Some(port)
+            }
+            None => None,
+        };
         for (key, value) in &settings.extra_config {
             let _ = writeln!(cfg, "{key}={value}");
         }
@@ -379,6 +421,7 @@ impl ZkServer {
             name,
             role,
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, client_port)),
+            secure_addr: secure_port.map(|port| SocketAddr::from((Ipv4Addr::LOCALHOST, port))),
             session_bounds,
             start_timeout: settings.start_timeout,
             program: install.java.clone(),
@@ -492,7 +535,11 @@ impl ZkServer {
             self.check_alive()?;
             if let Ok(reply) = four_letter_word(self.addr, "srvr", PROBE_TIMEOUT) {
                 match ServerMode::from_srvr(&reply) {
-                    Some(mode) if mode.is_serving() => return Ok(mode),
+                    // The TLS port may open a moment after the plain one.
+                    Some(mode) if mode.is_serving() && self.secure_port_open() => return Ok(mode),
+                    Some(mode) if mode.is_serving() => {
+                        last_reply = Some("serving, but the TLS port is not open yet".into());
+                    }
                     _ => last_reply = Some(reply.trim().to_owned()),
                 }
             }
@@ -508,6 +555,12 @@ impl ZkServer {
         }
     }
 
+    /// Whether the TLS port (if any) accepts connections.
+    fn secure_port_open(&self) -> bool {
+        self.secure_addr
+            .is_none_or(|addr| std::net::TcpStream::connect_timeout(&addr, PROBE_TIMEOUT).is_ok())
+    }
+
     /// The server's name in messages and on the JVM command line
     /// (`-Dzkelect.fixture=<name>`).
     pub fn name(&self) -> &str {
@@ -517,6 +570,13 @@ impl ZkServer {
     /// `127.0.0.1:<port>`, for a ZooKeeper client.
     pub fn connect_string(&self) -> String {
         self.addr.to_string()
+    }
+
+    /// `127.0.0.1:<secure port>`, the TLS client port, if the server was
+    /// built with [`ZkServerBuilder::tls`]. Its certificate names
+    /// `127.0.0.1` and `localhost`.
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.secure_addr.map(|addr| addr.to_string())
     }
 
     /// The server's `myid` in an ensemble (`None` for a standalone server).
