@@ -5,8 +5,8 @@
 //!
 //! Every scenario is an `async fn(Client)`, run once per real client by the
 //! modules `every_scenario_on!` makes at the end of this file
-//! (`on_zookeeper_async::…`), so the transports are held to the same
-//! scenarios.
+//! (`on_zookeeper_async::…`, `on_zookeeper_client::…`), so the transports
+//! are held to the same scenarios.
 //!
 //! | scenario | tests |
 //! |---|---|
@@ -1148,4 +1148,5 @@ macro_rules! every_scenario_on {
     };
 }
 
-every_scenario_on!(on_zookeeper_async, super::Client::ZkAsync);
+every_scenario_on!(on_zookeeper_async, super::Client::ZookeeperAsync);
+every_scenario_on!(on_zookeeper_client, super::Client::ZookeeperClient);

@@ -24,11 +24,13 @@ use std::sync::{Arc, Mutex, Once, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::broadcast::error::RecvError;
+use zkelect::zk_client::ZkClientOptions;
 use zkelect::{
-    ConnectOptions, DemotionReason, Election, ElectionBuilder, ElectionError, EventStream,
-    FencingToken, Notice, Role, Transport, ZkAsyncTransport,
+    Connect, ConnectOptions, DemotionReason, Election, ElectionBuilder, ElectionError, EventStream,
+    FencingToken, Notice, Role, Transport,
 };
 use zkelect_core::name;
+use zkelect_tests::transports::{CONNECT_TIMEOUT, RECONNECT_DELAY};
 use zkelect_tests::{ZkEnsemble, ZkServer};
 use zookeeper_async::{Stat, WatchedEvent, ZkError, ZooKeeper};
 
@@ -80,12 +82,8 @@ pub(crate) fn start_ensemble() -> ZkEnsemble {
 
 /// The real ZooKeeper clients a transport can be built on: every
 /// real-server scenario runs once on each (`election.rs`'s
-/// `on_every_client!`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Client {
-    /// [`ZkAsyncTransport`] over the `zookeeper-async` crate.
-    ZkAsync,
-}
+/// `every_scenario_on!`).
+pub(crate) use zkelect_tests::TransportKind as Client;
 
 /// Credentials a session adds: digest `user:password`, or any scheme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,36 +94,33 @@ pub(crate) enum Credentials<'a> {
     Scheme(&'a str, &'a str),
 }
 
-/// The connection settings of every zookeeper-async candidate: [`SESSION`],
-/// a bounded connect, digest credentials if given.
-pub(crate) fn options(hosts: &str, digest: Option<&str>) -> ConnectOptions {
-    let options = ConnectOptions::new(hosts)
-        .session_timeout(SESSION)
-        .connect_timeout(Duration::from_secs(15))
-        .reconnect_delay(Duration::from_millis(100));
-    match digest {
-        Some(credentials) => options.digest(credentials),
-        None => options,
-    }
-}
-
-/// Connects a transport on `client` (its own session) with `credentials`.
+/// Connects a transport on `client` (its own session, [`SESSION`], the
+/// fixture's connect timeout and reconnect delay) with `credentials`.
 pub(crate) async fn connect(
     client: Client,
     hosts: &str,
     credentials: Option<Credentials<'_>>,
 ) -> Result<(Box<dyn Transport>, EventStream), ElectionError> {
-    match client {
-        Client::ZkAsync => {
-            let options = match credentials {
-                None => options(hosts, None),
-                Some(Credentials::Digest(digest)) => options(hosts, Some(digest)),
-                Some(Credentials::Scheme(scheme, auth)) => options(hosts, None).auth(scheme, auth),
-            };
-            let (t, events) = ZkAsyncTransport::connect(options).await?;
-            Ok((Box::new(t), events))
-        }
-    }
+    let settings: Box<dyn Connect> = match (client, credentials) {
+        (_, None) => client.settings(hosts, SESSION, None),
+        (_, Some(Credentials::Digest(digest))) => client.settings(hosts, SESSION, Some(digest)),
+        (Client::ZookeeperAsync, Some(Credentials::Scheme(scheme, auth))) => Box::new(
+            ConnectOptions::new(hosts)
+                .session_timeout(SESSION)
+                .connect_timeout(CONNECT_TIMEOUT)
+                .reconnect_delay(RECONNECT_DELAY)
+                .auth(scheme, auth),
+        ),
+        (Client::ZookeeperClient, Some(Credentials::Scheme(scheme, auth))) => Box::new(
+            ZkClientOptions::new(hosts)
+                .session_timeout(SESSION)
+                .connect_timeout(CONNECT_TIMEOUT)
+                .reconnect_delay(RECONNECT_DELAY)
+                .auth(scheme, auth.as_bytes().to_vec()),
+        ),
+    };
+    let (t, events) = settings.connect().await?;
+    Ok((Box::new(t), events))
 }
 
 /// Connects a transport on `client` (its own session), with digest
