@@ -35,7 +35,7 @@ use zkelect::{
     Acl, CandidateError, ConnectionPolicy, DemotionReason, Election, ElectionError, EventStream,
     Notice, Reply, Request, Role, Transport, ZkCode,
 };
-use zkelect_tests::{Proxy, ZkServer};
+use zkelect_tests::{Proxy, ZkEnsemble, ZkServer};
 use zookeeper_async::{Acl as ZkAcl, CreateMode as ZkMode, ZkError, ZooKeeperExt};
 
 use harness::{
@@ -778,8 +778,9 @@ async fn ensemble_follower_then_leader_killed_keeps_one_leader_and_tokens_only_g
     let hosts = ensemble.connect_string();
     let path = "/e2e/ensemble/leader";
     let n = ensemble.len();
-    // Candidate i talks to server i first (zookeeper-async tries hosts in
-    // order), so every server has a client to lose.
+    // Candidate i lists server i first. zookeeper-async tries hosts in that
+    // order, so every server has a client to lose; zookeeper-client shuffles
+    // them, so who is where is read off the servers (`cons`) below.
     let mut cands = Vec::new();
     for i in 0..n {
         let rotated: Vec<String> = (0..n)
@@ -792,23 +793,27 @@ async fn ensemble_follower_then_leader_killed_keeps_one_leader_and_tokens_only_g
     let all: Vec<&Cand> = cands.iter().collect();
     let first = wait_settled(&all, &hosts, path, SETTLE).await;
     assert_token_is_czxid(&hosts, path, &first).await;
+    let mut sessions = Vec::new();
+    for c in &all {
+        sessions.push(owner(&hosts, path, &c.node().expect("a node")).await);
+    }
 
-    // A follower dies: its client moves to another server.
+    // A follower dies (the one serving most candidates): its clients move to
+    // another server.
     let zk_leader = ensemble.leader_index().expect("an ensemble leader");
-    let follower = (zk_leader + 1) % n;
+    let on = servers_of(&ensemble, &sessions);
+    let follower = (0..n)
+        .filter(|&s| s != zk_leader)
+        .max_by_key(|&s| on.iter().filter(|&&at| at == Some(s)).count())
+        .expect("a follower");
+    let moved: Vec<&Cand> = (0..n)
+        .filter(|&i| on[i] == Some(follower))
+        .map(|i| all[i])
+        .collect();
+    println!("candidates on servers {on:?}; killing follower {follower}");
     let killed_at = Instant::now();
     ensemble.server(follower).expect("node").kill();
-    wait_for(
-        "the candidate on the killed follower to resume elsewhere",
-        SETTLE,
-        || {
-            all[follower]
-                .rec
-                .first_after(killed_at, |e| matches!(e, Event::Notice(Notice::Resumed)))
-        },
-        || describe(&all),
-    )
-    .await;
+    await_resumed(&moved, killed_at, "on the killed follower", &all).await;
     let second = wait_settled(&all, &hosts, path, SETTLE).await;
     assert!(second.token >= first.token);
     println!(
@@ -826,6 +831,12 @@ async fn ensemble_follower_then_leader_killed_keeps_one_leader_and_tokens_only_g
         .wait_for_leader(Duration::from_secs(30))
         .expect("a full ensemble");
     let zk_leader = ensemble.leader_index().expect("an ensemble leader");
+    let on = servers_of(&ensemble, &sessions);
+    let moved: Vec<&Cand> = (0..n)
+        .filter(|&i| on[i] == Some(zk_leader))
+        .map(|i| all[i])
+        .collect();
+    println!("candidates on servers {on:?}; killing the ensemble's leader {zk_leader}");
     let killed_at = Instant::now();
     ensemble.server(zk_leader).expect("node").kill();
     let new_zk_leader = ensemble
@@ -835,17 +846,7 @@ async fn ensemble_follower_then_leader_killed_keeps_one_leader_and_tokens_only_g
         "ensemble leader {zk_leader} killed; {new_zk_leader} leads the ensemble after {} ms",
         ms(killed_at.elapsed())
     );
-    wait_for(
-        "the candidate on the killed leader to resume elsewhere",
-        SETTLE,
-        || {
-            all[zk_leader]
-                .rec
-                .first_after(killed_at, |e| matches!(e, Event::Notice(Notice::Resumed)))
-        },
-        || describe(&all),
-    )
-    .await;
+    await_resumed(&moved, killed_at, "on the killed ensemble leader", &all).await;
     let third = wait_settled(&all, &hosts, path, SETTLE).await;
     assert!(third.token >= second.token);
     assert_token_is_czxid(&hosts, path, &third).await;
@@ -865,6 +866,39 @@ async fn ensemble_follower_then_leader_killed_keeps_one_leader_and_tokens_only_g
     println!("elections: {tokens:?}");
     assert_terms_disjoint(&all);
     close_all(&all).await;
+}
+
+/// For each session, the index of the ensemble server it is connected to
+/// (from each live server's `cons`), if any.
+fn servers_of(ensemble: &ZkEnsemble, sessions: &[i64]) -> Vec<Option<usize>> {
+    let mut on = vec![None; sessions.len()];
+    for (index, server) in ensemble.servers().iter().enumerate() {
+        let Ok(cons) = server.four_letter_word("cons") else {
+            continue;
+        };
+        for (i, session) in sessions.iter().enumerate() {
+            if cons.contains(&format!("sid=0x{session:x},")) {
+                on[i] = Some(index);
+            }
+        }
+    }
+    on
+}
+
+/// Waits for each of `moved` to report `Resumed` after `since`.
+async fn await_resumed(moved: &[&Cand], since: Instant, where_: &str, all: &[&Cand]) {
+    for c in moved {
+        wait_for(
+            &format!("{}, {where_}, to resume elsewhere", c.label),
+            SETTLE,
+            || {
+                c.rec
+                    .first_after(since, |e| matches!(e, Event::Notice(Notice::Resumed)))
+            },
+            || describe(all),
+        )
+        .await;
+    }
 }
 
 // ----- 6. digest credentials and creator-only ACLs --------------------------------
