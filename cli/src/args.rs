@@ -210,6 +210,8 @@ pub(crate) enum FaultsArg {
     All,
     /// All of the above plus process pauses (checked with fencing).
     Pauses,
+    /// All but pauses, plus client event threads lagging behind replies.
+    Lag,
 }
 
 /// Parses `A..B` into a half-open range.

@@ -42,6 +42,7 @@ pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
                 FaultsArg::None => FaultMix::None,
                 FaultsArg::All => FaultMix::Standard,
                 FaultsArg::Pauses => FaultMix::WithPauses,
+                FaultsArg::Lag => FaultMix::WithEventLag,
             },
         },
         canary: args.canary.map(|c| match c {

@@ -18,6 +18,10 @@
 //! - Arrival order is not trusted: a watch event may overtake the reply that set
 //!   the watch, and a reply may overtake an event the server sent first. Every
 //!   handler checks the current state rather than assuming a sequence.
+//! - Watch events carry a path and nothing else, so an event is taken as news
+//!   about the node watched now only when no other node can ever have borne
+//!   that path: a protected name, whose nonce is fresh for every create
+//!   ([`name::never_reused`]). Anything else is confirmed with a read.
 //!
 //! # Theory of operation
 //!
@@ -27,8 +31,21 @@
 //! creation watch). Sequence numbers only grow, so the set of nodes below one's
 //! own can only shrink: when the predecessor goes and fewer than k nodes of the
 //! last listing remain below, the candidate leads on the notification itself
-//! (zero-round-trip takeover); otherwise it watches the next lower node of that
-//! listing, which is exactly as correct as a fresh listing, and cheaper.
+//! (zero-round-trip takeover); otherwise it lists again.
+//!
+//! "Sequence numbers only grow" holds under one incarnation of the election
+//! path: deleted and recreated, it numbers from zero again. Three rules keep
+//! the takeover inside that guarantee:
+//!
+//! - every create draws a fresh nonce, so a protected name is never given to a
+//!   second node, and a listing that shows our own name shows our node's
+//!   incarnation of the path;
+//! - a `NodeDeleted` is acted on at once only for such a name; for any other
+//!   name it may be about an older node of that name (a wipe, then a late event:
+//!   found by the simulator), so the node is read again and the read decides;
+//! - a watched node read with a czxid not below our own node's, or other than
+//!   the one read before, was created after our node: it is not the
+//!   predecessor our listing showed, and the candidate lists again.
 //!
 //! Contact with the server is tracked as the send time of the newest request the
 //! server answered (`last_ack`): the server cannot expire the session before
@@ -54,7 +71,7 @@ use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKi
 const NEAREST_KEPT: usize = 8;
 
 /// How many past sessions' nonces a candidate remembers, to clear their nodes.
-const OLD_NONCES_KEPT: usize = 8;
+const OLD_NONCES_KEPT: usize = 16;
 
 /// Counters a driver can export as metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -156,6 +173,14 @@ struct Own {
     token: FencingToken,
 }
 
+/// What a follower read of a node it watches.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Seen {
+    name: String,
+    /// Which node bore the name when it was read.
+    czxid: i64,
+}
+
 /// Leadership as the application must see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Leadership {
@@ -221,6 +246,8 @@ pub struct Candidate {
     session_id: Option<SessionId>,
     timeout: Duration,
     epoch: u64,
+    /// Creates sent in this session: the last one's nonce is `nonce(seed, epoch, creates - 1)`.
+    creates: u64,
     /// Nonces of this candidate's earlier sessions: a node bearing one is ours
     /// from the past (a create applied after its session was given up on, or a
     /// dying session's node) and is deleted when a listing shows it.
@@ -251,17 +278,19 @@ pub struct Candidate {
     /// soon as that one is answered, so a short stall does not cost a whole
     /// third of the timeout of contact (and a needless suspension).
     probe_due: bool,
-    /// How many participants were below our node in the last listing, minus
-    /// those seen gone since: an upper bound on how many are below it now.
-    lower_count: usize,
-    /// The nearest of them, oldest first: the next predecessors to watch.
+    /// The participants below our node in the last listing, nearest kept,
+    /// oldest first, minus those seen gone since: the next predecessors to watch.
     lower: Vec<String>,
+    /// How many more the listing showed below those kept in `lower`.
+    older: usize,
     /// The nodes this follower watches, nearest first: the k nearest below its
     /// own (with k = 1, just the predecessor). Its standing can only change when
     /// one of them goes — deletions further down leave k nodes below it.
     watched: Vec<String>,
     /// Those of `watched` whose watch the server has confirmed.
     armed: Vec<String>,
+    /// What the replies said about the watched nodes since the last listing.
+    seen: Vec<Seen>,
     leadership: Leadership,
     link_up: bool,
     /// A `Suspended` notice went out and its `Resumed` has not yet.
@@ -294,6 +323,7 @@ impl Candidate {
             session_id: None,
             timeout: Duration::ZERO,
             epoch: 0,
+            creates: 0,
             old_nonces: VecDeque::new(),
             clearing: Vec::new(),
             last_ack: None,
@@ -309,10 +339,11 @@ impl Candidate {
             own_watch_failed: false,
             probe_op: None,
             probe_due: false,
-            lower_count: 0,
+            older: 0,
             lower: Vec::new(),
             watched: Vec::new(),
             armed: Vec::new(),
+            seen: Vec::new(),
             leadership: Leadership::None,
             link_up: false,
             suspended: false,
@@ -574,10 +605,19 @@ impl Candidate {
         format!("{}/{}", self.config.path(), name)
     }
 
-    fn current_nonce(&self) -> Option<String> {
+    /// The nonce of the last create sent in this session.
+    fn last_nonce(&self) -> Option<String> {
+        let last = self.creates.checked_sub(1)?;
         self.config
             .protected_create()
-            .then(|| name::nonce(self.config.nonce_seed(), self.epoch))
+            .then(|| name::nonce(self.config.nonce_seed(), self.epoch, last))
+    }
+
+    /// A fresh nonce for a create about to be sent: one per create, so no two
+    /// nodes ever bear the same name (see [`name::nonce`]).
+    fn next_nonce(&mut self) -> Option<String> {
+        self.creates += 1;
+        self.last_nonce()
     }
 
     fn emit(&mut self, purpose: Purpose, request: Request) -> OpId {
@@ -622,10 +662,16 @@ impl Candidate {
     fn set_step(&mut self, step: Step) {
         self.supersede_main();
         if !matches!(step, Step::Watch { .. } | Step::Wait) {
-            self.watched.clear();
-            self.armed.clear();
+            self.forget_watched();
         }
         self.step = step;
+    }
+
+    /// Forgets the watched nodes and what was learned of them.
+    fn forget_watched(&mut self) {
+        self.watched.clear();
+        self.armed.clear();
+        self.seen.clear();
     }
 
     /// Issues whatever the current state calls for and re-arms the timers.
@@ -689,8 +735,8 @@ impl Candidate {
                 return self.issue_step();
             }
             Step::Create => {
-                let prefix =
-                    name::create_prefix(self.config.prefix(), self.current_nonce().as_deref());
+                let nonce = self.next_nonce();
+                let prefix = name::create_prefix(self.config.prefix(), nonce.as_deref());
                 (
                     Purpose::Create,
                     Request::Create {
@@ -897,8 +943,7 @@ impl Candidate {
             return;
         }
         self.set_step(Step::Lead);
-        self.lower.clear();
-        self.lower_count = 0;
+        self.forget_lower();
         match self.leadership {
             Leadership::Active(_) => {}
             Leadership::Suspended(_) => {
@@ -945,8 +990,7 @@ impl Candidate {
         self.failed = true;
         self.step = Step::Done;
         self.main_op = None;
-        self.watched.clear();
-        self.armed.clear();
+        self.forget_watched();
         self.timers = TimerTable::default();
     }
 
@@ -961,10 +1005,8 @@ impl Candidate {
     // ----- leaving ---------------------------------------------------------------
 
     fn start_leaving(&mut self) {
-        self.watched.clear();
-        self.armed.clear();
-        self.lower.clear();
-        self.lower_count = 0;
+        self.forget_watched();
+        self.forget_lower();
         if self.create_in_flight() {
             // The create's reply decides: the node will be deleted when it is known.
             self.step = Step::Create;
@@ -1016,8 +1058,7 @@ impl Candidate {
         if let Some(op) = self.own_watch_op.take() {
             self.ops.remove(&op);
         }
-        self.lower.clear();
-        self.lower_count = 0;
+        self.forget_lower();
         if self.leaving() {
             return self.finish_leaving();
         }
@@ -1174,7 +1215,7 @@ impl Candidate {
             }
         };
         self.clear_old_nodes(&children);
-        let nonce = self.current_nonce();
+        let nonce = self.last_nonce();
         let mut mine: Vec<NodeName> = children
             .iter()
             .filter_map(|c| name::parse(c, self.config.prefix(), false))
@@ -1338,7 +1379,7 @@ impl Candidate {
         if self.leadership != Leadership::None {
             self.demote(DemotionReason::Displaced);
         }
-        self.lower_count = standing.rank;
+        self.older = standing.rank - standing.nearest_lower.len();
         self.lower = standing.nearest_lower;
         match self.config.strategy() {
             WatchStrategy::Predecessor => self.watch_next_lower(),
@@ -1353,7 +1394,7 @@ impl Candidate {
     /// of, arming one at a time; leads at once if fewer than k remain below.
     fn watch_next_lower(&mut self) {
         let k = self.config.leaders() as usize;
-        if self.lower_count < k {
+        if self.below() < k {
             return self.become_leader(true);
         }
         if self.lower.len() < k {
@@ -1383,11 +1424,22 @@ impl Candidate {
             return;
         }
         match result {
+            Ok(Reply::Data { stat, .. }) => {
+                if !self.learn_watched(&pred, stat) {
+                    // Another node bears the name now, created after ours: the
+                    // path was deleted and recreated, and our node with it, or
+                    // ours is not what we think. Look again, and check ours.
+                    self.own_watch_armed = false;
+                    return self.set_step(Step::List);
+                }
+                self.armed.push(pred);
+                self.watch_next_lower();
+            }
             Ok(_) => {
                 self.armed.push(pred);
                 self.watch_next_lower();
             }
-            Err(ZkCode::NoNode) => self.pred_gone(&pred),
+            Err(ZkCode::NoNode) => self.pred_gone(&pred, false),
             Err(code) => {
                 let path = self.child_path(&pred);
                 self.main_error("watch", path, code);
@@ -1395,23 +1447,73 @@ impl Candidate {
         }
     }
 
+    /// Checks a read of a watched node against our node and earlier reads.
+    /// False if the node bearing the name is not the one our listing showed:
+    /// one created after our node (a lower sequence is an older node only under
+    /// one incarnation of the path), or another than the one read before.
+    fn learn_watched(&mut self, pred: &str, stat: Stat) -> bool {
+        let own_czxid = self.own.as_ref().map_or(i64::MAX, |o| o.token.0);
+        if stat.czxid >= own_czxid {
+            return false;
+        }
+        match self.seen.iter().find(|s| s.name == pred) {
+            Some(seen) => seen.czxid == stat.czxid,
+            None => {
+                self.seen.push(Seen {
+                    name: pred.to_owned(),
+                    czxid: stat.czxid,
+                });
+                true
+            }
+        }
+    }
+
+    /// An upper bound on how many participants are below our node now: all
+    /// the last listing showed below, minus those seen gone.
+    fn below(&self) -> usize {
+        self.older + self.lower.len()
+    }
+
+    /// Forgets the last listing's view of the nodes below ours.
+    fn forget_lower(&mut self) {
+        self.lower.clear();
+        self.older = 0;
+    }
+
     /// A watched node is gone: drop it from the last listing; with fewer than k
     /// nodes left below, this candidate leads now (they can only have shrunk).
-    fn pred_gone(&mut self, pred: &str) {
+    /// `zero_rtt`: learned from the notification itself, not from a read.
+    fn pred_gone(&mut self, pred: &str, zero_rtt: bool) {
         if let Some(i) = self.lower.iter().position(|n| n == pred) {
             self.lower.remove(i);
-            self.lower_count = self.lower_count.saturating_sub(1);
         }
         self.armed.retain(|n| n != pred);
         self.watched.retain(|n| n != pred);
-        if self.lower_count < self.config.leaders() as usize {
-            return self.become_leader(true);
+        self.seen.retain(|s| s.name != pred);
+        if self.below() < self.config.leaders() as usize {
+            return self.become_leader(zero_rtt);
         }
         // Nodes below may have gone unseen since the listing (only the watched
         // ones report): list again, one round trip however stale the listing is,
         // instead of probing remembered names one by one (found by the benchmark:
         // at N = 50 a follower walked through up to 8 dead names).
         self.set_step(Step::List);
+    }
+
+    /// A watched node's watch fired with an event that proves nothing by
+    /// itself: read the node again, which re-arms the watch; the reply decides.
+    fn reread_watched(&mut self, pred: &str) {
+        self.armed.retain(|n| n != pred);
+        if self.step
+            == (Step::Watch {
+                pred: pred.to_owned(),
+            })
+        {
+            // The read in flight may be the one whose watch just fired: its
+            // reply would arm nothing. Send another.
+            self.supersede_main();
+        }
+        self.watch_next_lower();
     }
 
     fn on_watch_own(&mut self, name: String, result: Result<Reply, ZkCode>) {
@@ -1423,6 +1525,11 @@ impl Candidate {
                 if !self.owned_by_this_session(stat) {
                     // Our node belongs to another session: ours ended without a word.
                     return self.own_gone(DemotionReason::Expired);
+                }
+                if self.own.as_ref().is_some_and(|o| o.token.0 != stat.czxid) {
+                    // Another node of ours bears the name (only possible without
+                    // protected names): the one we created is gone.
+                    return self.own_gone(DemotionReason::Revoked);
                 }
                 self.learn_session(stat);
                 // An event that overtook this reply already spent the watch.
@@ -1476,12 +1583,16 @@ impl Candidate {
         }
         let name = event.path.rsplit('/').next().unwrap_or_default();
         if self.child_path(name) == event.path && self.watched.iter().any(|w| w == name) {
-            if event.kind == WatchKind::NodeDeleted {
-                let name = name.to_owned();
-                self.pred_gone(&name);
+            let name = name.to_owned();
+            if event.kind == WatchKind::NodeDeleted && name::never_reused(&name) {
+                // Only one node ever bore this name: the event is about it,
+                // however late it comes.
+                self.pred_gone(&name, true);
             } else {
-                // The watch is spent; look again rather than wait forever.
-                self.set_step(Step::List);
+                // The watch is spent (a data change, say), or the deletion may be of an older node of the same
+                // name (the path deleted and recreated, the event late): read
+                // the node again rather than wait forever or trust the event.
+                self.reread_watched(&name);
             }
             return;
         }
@@ -1523,8 +1634,7 @@ impl Candidate {
             SessionEvent::Closed => {
                 self.demote(DemotionReason::Closed);
                 self.own = None;
-                self.watched.clear();
-                self.armed.clear();
+                self.forget_watched();
                 self.step = Step::Done;
                 self.main_op = None;
                 self.ops.clear();
@@ -1574,14 +1684,24 @@ impl Candidate {
         self.demote(DemotionReason::Expired);
         self.session = Session::Expired;
         self.session_id = None;
-        if let Some(nonce) = self.current_nonce() {
-            self.old_nonces.push_back(nonce);
+        // The nodes this session may have left: ours, and the last create's
+        // (in flight, or lost with its reply).
+        let own_nonce = self
+            .own
+            .as_ref()
+            .and_then(|o| name::nonce_of(&o.name))
+            .map(str::to_owned);
+        for nonce in [own_nonce, self.last_nonce()].into_iter().flatten() {
+            if !self.old_nonces.contains(&nonce) {
+                self.old_nonces.push_back(nonce);
+            }
             if self.old_nonces.len() > OLD_NONCES_KEPT {
                 self.old_nonces.pop_front();
             }
         }
         self.clearing.clear();
         self.epoch += 1;
+        self.creates = 0;
         self.last_ack = None;
         self.ops.clear();
         self.main_op = None;
@@ -1590,10 +1710,8 @@ impl Candidate {
         self.probe_op = None;
         self.create_uncertain = false;
         self.own = None;
-        self.lower.clear();
-        self.lower_count = 0;
-        self.watched.clear();
-        self.armed.clear();
+        self.forget_lower();
+        self.forget_watched();
         self.timers.stop(Timer::Retry);
         if self.leaving() {
             return self.finish_leaving();

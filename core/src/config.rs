@@ -200,11 +200,11 @@ impl Config {
     pub fn interop(&self) -> bool {
         self.interop
     }
-    /// Whether node names carry a per-session nonce (`_c_<nonce>-`).
+    /// Whether node names carry a nonce (`_c_<nonce>-`), fresh for every node.
     pub fn protected_create(&self) -> bool {
         self.protected_create
     }
-    /// Seed for the per-session nonces and the backoff jitter.
+    /// Seed for the node-name nonces and the backoff jitter.
     pub fn nonce_seed(&self) -> u64 {
         self.nonce_seed
     }
@@ -308,8 +308,9 @@ impl ConfigBuilder {
         self.config.interop = yes;
         self
     }
-    /// Put a per-session nonce in node names so a create lost to ConnectionLoss is
-    /// found again (default true; turning it off exists for tests and canaries).
+    /// Put a nonce in node names, fresh for every node, so a create lost to
+    /// ConnectionLoss is found again and a name is never reused (default true;
+    /// turning it off exists for tests and canaries).
     pub fn protected_create(mut self, yes: bool) -> Self {
         self.config.protected_create = yes;
         self
