@@ -47,6 +47,15 @@
 //!   the one read before, was created after our node: it is not the
 //!   predecessor our listing showed, and the candidate lists again.
 //!
+//! The leader marker: a new leader rewrites its node's data unchanged
+//! (`setData` expecting version 0). Its successor's data watch fires, the
+//! successor reads the node again and finds data version 1 with the bytes it
+//! read at version 0 of the same czxid: the node has led, so fewer than k
+//! nodes are below it, for good. A follower that listed before its predecessor
+//! led (in a rotation, always) thereby learns that its standing is as good as
+//! a fresh listing would show, and the predecessor's deletion elects it on the
+//! notification alone.
+//!
 //! Contact with the server is tracked as the send time of the newest request the
 //! server answered (`last_ack`): the server cannot expire the session before
 //! `last_ack + session timeout`. A probe every third of the timeout keeps it
@@ -92,6 +101,10 @@ pub struct Stats {
     pub listings: u64,
     /// Lost creates found again by their nonce.
     pub recovered_creates: u64,
+    /// Leader markers written on this candidate's own node.
+    pub marks_written: u64,
+    /// Leader markers found on a watched node that tightened this follower's standing.
+    pub marks_seen: u64,
 }
 
 /// The application's standing intent.
@@ -155,6 +168,7 @@ enum Purpose {
     List,
     WatchPred(String),
     WatchOwn(String),
+    Mark(String),
     Delete(String),
     DeleteExtra,
     Probe,
@@ -171,6 +185,8 @@ struct InFlight {
 struct Own {
     name: String,
     token: FencingToken,
+    /// The leader marker is written, or need not be tried again.
+    marked: bool,
 }
 
 /// What a follower read of a node it watches.
@@ -179,6 +195,9 @@ struct Seen {
     name: String,
     /// Which node bore the name when it was read.
     czxid: i64,
+    /// Its data when read at data version 0: the same bytes at version 1 of the
+    /// same node are its leader marker.
+    original: Option<Vec<u8>>,
 }
 
 /// Leadership as the application must see it.
@@ -283,6 +302,10 @@ pub struct Candidate {
     lower: Vec<String>,
     /// How many more the listing showed below those kept in `lower`.
     older: usize,
+    /// For each node of `lower` found to have led (its leader marker): how many
+    /// entries of `lower` are below it. Fewer than k nodes were below it when it
+    /// led, and none can have been added since; see [`Self::below`].
+    marks: Vec<usize>,
     /// The nodes this follower watches, nearest first: the k nearest below its
     /// own (with k = 1, just the predecessor). Its standing can only change when
     /// one of them goes — deletions further down leave k nodes below it.
@@ -291,6 +314,10 @@ pub struct Candidate {
     armed: Vec<String>,
     /// What the replies said about the watched nodes since the last listing.
     seen: Vec<Seen>,
+    /// The leader marker's `setData`, in flight.
+    mark_op: Option<OpId>,
+    /// The last marker failed on the connection: wait for proof it works again.
+    mark_failed: bool,
     leadership: Leadership,
     link_up: bool,
     /// A `Suspended` notice went out and its `Resumed` has not yet.
@@ -340,10 +367,13 @@ impl Candidate {
             probe_op: None,
             probe_due: false,
             older: 0,
+            marks: Vec::new(),
             lower: Vec::new(),
             watched: Vec::new(),
             armed: Vec::new(),
             seen: Vec::new(),
+            mark_op: None,
+            mark_failed: false,
             leadership: Leadership::None,
             link_up: false,
             suspended: false,
@@ -685,6 +715,7 @@ impl Candidate {
                 self.issue_step();
             }
             self.arm_own_watch();
+            self.send_marker();
             if self.config.probe()
                 && !self.timers.is_set(Timer::Probe)
                 && self.intent != Intent::Out
@@ -794,6 +825,35 @@ impl Candidate {
         self.own_watch_op = Some(self.emit(
             Purpose::WatchOwn(name),
             Request::GetData { path, watch: true },
+        ));
+    }
+
+    /// A leader marks its node once (see the theory of operation): the same
+    /// bytes, so the application's data in the node (and what Curator or
+    /// `zkelect status` read as the id) is untouched, and expecting version 0,
+    /// so a node someone else already wrote is left alone, unmarked.
+    fn send_marker(&mut self) {
+        if !self.config.leader_marker()
+            || self.mark_op.is_some()
+            || self.mark_failed
+            || self.step != Step::Lead
+            || !matches!(self.leadership, Leadership::Active(_))
+        {
+            return;
+        }
+        let Some(own) = self.own.as_ref().filter(|o| !o.marked) else {
+            return;
+        };
+        let name = own.name.clone();
+        let path = self.child_path(&name);
+        let data = self.config.node_payload();
+        self.mark_op = Some(self.emit(
+            Purpose::Mark(name),
+            Request::SetData {
+                path,
+                data,
+                version: Some(0),
+            },
         ));
     }
 
@@ -1083,6 +1143,7 @@ impl Candidate {
         );
         if answered {
             self.own_watch_failed = false;
+            self.mark_failed = false;
         }
         if answered && matches!(self.session, Session::Connected | Session::Disconnected) {
             self.last_ack = Some(
@@ -1096,6 +1157,9 @@ impl Candidate {
         }
         if self.own_watch_op == Some(op) {
             self.own_watch_op = None;
+        }
+        if self.mark_op == Some(op) {
+            self.mark_op = None;
         }
         if self.probe_op == Some(op) {
             self.probe_op = None;
@@ -1117,6 +1181,7 @@ impl Candidate {
             Purpose::List => self.on_list(result),
             Purpose::WatchPred(pred) => self.on_watch_pred(pred, result),
             Purpose::WatchOwn(name) => self.on_watch_own(name, result),
+            Purpose::Mark(name) => self.on_mark(&name, result),
             Purpose::Delete(_) => self.on_delete(result),
             // Only the contact they prove matters (counted above).
             Purpose::DeleteExtra | Purpose::Probe => {}
@@ -1163,6 +1228,7 @@ impl Candidate {
                 self.own = Some(Own {
                     name: name.clone(),
                     token: FencingToken(stat.czxid),
+                    marked: false,
                 });
                 self.own_watch_armed = false;
                 if self.leaving() {
@@ -1262,6 +1328,7 @@ impl Candidate {
                 self.own = Some(Own {
                     name: name.clone(),
                     token: FencingToken(stat.czxid),
+                    marked: false,
                 });
                 // The adopting getData left a data watch on the node.
                 self.own_watch_armed = true;
@@ -1381,6 +1448,7 @@ impl Candidate {
         }
         self.older = standing.rank - standing.nearest_lower.len();
         self.lower = standing.nearest_lower;
+        self.marks.clear();
         match self.config.strategy() {
             WatchStrategy::Predecessor => self.watch_next_lower(),
             WatchStrategy::Parent => {
@@ -1424,8 +1492,8 @@ impl Candidate {
             return;
         }
         match result {
-            Ok(Reply::Data { stat, .. }) => {
-                if !self.learn_watched(&pred, stat) {
+            Ok(Reply::Data { data, stat }) => {
+                if !self.learn_watched(&pred, data, stat) {
                     // Another node bears the name now, created after ours: the
                     // path was deleted and recreated, and our node with it, or
                     // ours is not what we think. Look again, and check ours.
@@ -1447,37 +1515,77 @@ impl Candidate {
         }
     }
 
-    /// Checks a read of a watched node against our node and earlier reads.
-    /// False if the node bearing the name is not the one our listing showed:
-    /// one created after our node (a lower sequence is an older node only under
-    /// one incarnation of the path), or another than the one read before.
-    fn learn_watched(&mut self, pred: &str, stat: Stat) -> bool {
+    /// Checks a read of a watched node against our node and earlier reads, and
+    /// looks for its leader marker. False if the node bearing the name is not
+    /// the one our listing showed: one created after our node (a lower
+    /// sequence is an older node only under one incarnation of the path), or
+    /// another than the one read before.
+    fn learn_watched(&mut self, pred: &str, data: Vec<u8>, stat: Stat) -> bool {
         let own_czxid = self.own.as_ref().map_or(i64::MAX, |o| o.token.0);
         if stat.czxid >= own_czxid {
             return false;
         }
-        match self.seen.iter().find(|s| s.name == pred) {
-            Some(seen) => seen.czxid == stat.czxid,
+        let i = match self.seen.iter().position(|s| s.name == pred) {
+            Some(i) if self.seen[i].czxid != stat.czxid => return false,
+            Some(i) => i,
             None => {
                 self.seen.push(Seen {
                     name: pred.to_owned(),
                     czxid: stat.czxid,
+                    original: None,
                 });
-                true
+                self.seen.len() - 1
             }
+        };
+        if stat.version == 0 {
+            self.seen[i].original = Some(data);
+        } else if stat.version == 1 && self.seen[i].original.as_deref() == Some(data.as_slice()) {
+            // Version 1 with the bytes of version 0: the leader's own rewrite,
+            // expecting version 0. An operator's write changes the bytes (or
+            // comes second and makes the version 2) and proves nothing. Without
+            // a version-0 read to compare with, nothing is learned either:
+            // the next listing will tell.
+            self.seen[i].original = None;
+            self.watched_led(pred);
+        }
+        true
+    }
+
+    /// A watched node has led: when it did, fewer than k nodes were below it,
+    /// and none can have been added below it since. So at most k, plus those of
+    /// the listing between it and us, are below our node now.
+    fn watched_led(&mut self, pred: &str) {
+        let Some(i) = self.lower.iter().position(|n| n == pred) else {
+            return;
+        };
+        let before = self.below();
+        self.marks.push(i);
+        if self.below() < before {
+            self.stats.marks_seen += 1;
         }
     }
 
-    /// An upper bound on how many participants are below our node now: all
-    /// the last listing showed below, minus those seen gone.
+    /// An upper bound on how many participants are below our node now.
+    ///
+    /// Without a marker: all the last listing showed below, minus those seen
+    /// gone. With a marker on `lower[m]`: fewer than k of those below it (they
+    /// may include nodes already gone when it led, so a deletion seen among
+    /// them later only counts when fewer than k - 1 remain to choose from), plus
+    /// it and those between it and us, all of which the listing showed and kept.
     fn below(&self) -> usize {
-        self.older + self.lower.len()
+        let k = self.config.leaders() as usize;
+        let listed = self.older + self.lower.len();
+        self.marks
+            .iter()
+            .map(|&m| (k - 1).min(self.older + m) + (self.lower.len() - m))
+            .fold(listed, usize::min)
     }
 
     /// Forgets the last listing's view of the nodes below ours.
     fn forget_lower(&mut self) {
         self.lower.clear();
         self.older = 0;
+        self.marks.clear();
     }
 
     /// A watched node is gone: drop it from the last listing; with fewer than k
@@ -1486,6 +1594,11 @@ impl Candidate {
     fn pred_gone(&mut self, pred: &str, zero_rtt: bool) {
         if let Some(i) = self.lower.iter().position(|n| n == pred) {
             self.lower.remove(i);
+            for m in &mut self.marks {
+                if i < *m {
+                    *m -= 1;
+                }
+            }
         }
         self.armed.retain(|n| n != pred);
         self.watched.retain(|n| n != pred);
@@ -1514,6 +1627,24 @@ impl Candidate {
             self.supersede_main();
         }
         self.watch_next_lower();
+    }
+
+    /// The answer to the leader marker. Anything but a connection fault ends
+    /// the attempt: the marker only saves a successor a round trip, and a node
+    /// someone else wrote (BadVersion) or that is gone (the own-node watch will
+    /// tell) is not worth another.
+    fn on_mark(&mut self, name: &str, result: Result<Reply, ZkCode>) {
+        let Some(own) = self.own.as_mut().filter(|o| o.name == name) else {
+            return;
+        };
+        match result {
+            Err(code) if code.is_connection_fault() => self.mark_failed = true,
+            Ok(_) => {
+                own.marked = true;
+                self.stats.marks_written += 1;
+            }
+            Err(_) => own.marked = true,
+        }
     }
 
     fn on_watch_own(&mut self, name: String, result: Result<Reply, ZkCode>) {
@@ -1589,7 +1720,8 @@ impl Candidate {
                 // however late it comes.
                 self.pred_gone(&name, true);
             } else {
-                // The watch is spent (a data change, say), or the deletion may be of an older node of the same
+                // The watch is spent (a data change: the leader marker, or an
+                // operator), or the deletion may be of an older node of the same
                 // name (the path deleted and recreated, the event late): read
                 // the node again rather than wait forever or trust the event.
                 self.reread_watched(&name);
@@ -1658,6 +1790,7 @@ impl Candidate {
         self.timers.stop(Timer::Retry);
         self.backoff.reset();
         self.own_watch_failed = false;
+        self.mark_failed = false;
         if self.config.probe() && !timeout.is_zero() && self.intent != Intent::Out {
             // Contact must be proven on this connection before leading again.
             self.send_probe();
@@ -1702,6 +1835,7 @@ impl Candidate {
         self.clearing.clear();
         self.epoch += 1;
         self.creates = 0;
+        self.mark_op = None;
         self.last_ack = None;
         self.ops.clear();
         self.main_op = None;

@@ -1590,8 +1590,9 @@ fn reply_text(r: &Reply) -> String {
     match r {
         Reply::Created { path, stat } => format!("created {} czxid={}", short(path), stat.czxid),
         Reply::Children(c) => format!("children[{}]", c.len()),
-        Reply::Data { stat, .. } => format!("data czxid={}", stat.czxid),
+        Reply::Data { stat, .. } => format!("data czxid={} v{}", stat.czxid, stat.version),
         Reply::Exists(s) => format!("exists={}", s.is_some()),
         Reply::Deleted => "deleted".into(),
+        Reply::Set(stat) => format!("set version={}", stat.version),
     }
 }
