@@ -72,6 +72,10 @@ pub struct Metrics {
     pub zero_rtt_takeovers: u64,
     /// Creates whose reply was lost and whose node was found again by its nonce.
     pub recovered_creates: u64,
+    /// Leader markers this candidate wrote on its node on being elected.
+    pub marks_written: u64,
+    /// Leader markers found on a watched node, each sparing a later listing.
+    pub marks_seen: u64,
 }
 
 /// The live counters behind [`Metrics`].
@@ -87,6 +91,8 @@ pub(crate) struct Counters {
     stale_replies: AtomicU64,
     zero_rtt_takeovers: AtomicU64,
     recovered_creates: AtomicU64,
+    marks_written: AtomicU64,
+    marks_seen: AtomicU64,
 }
 
 impl Counters {
@@ -103,6 +109,8 @@ impl Counters {
             stale_replies: get(&self.stale_replies),
             zero_rtt_takeovers: get(&self.zero_rtt_takeovers),
             recovered_creates: get(&self.recovered_creates),
+            marks_written: get(&self.marks_written),
+            marks_seen: get(&self.marks_seen),
         }
     }
 }
@@ -390,6 +398,9 @@ impl Driver {
             .store(stats.zero_rtt_takeovers, Ordering::Relaxed);
         c.recovered_creates
             .store(stats.recovered_creates, Ordering::Relaxed);
+        c.marks_written
+            .store(stats.marks_written, Ordering::Relaxed);
+        c.marks_seen.store(stats.marks_seen, Ordering::Relaxed);
         while let Some(notice) = self.candidate.poll_notice() {
             match &notice {
                 Notice::Elected { token } => {

@@ -466,6 +466,14 @@ impl ZkAsyncTransport {
             Request::Delete { path, version } => {
                 zk.delete(&path, version).await.map(|()| Reply::Deleted)
             }
+            Request::SetData {
+                path,
+                data,
+                version,
+            } => zk
+                .set_data(&path, data, version)
+                .await
+                .map(|stat| Reply::Set(map_stat(&stat))),
         }
     }
 }

@@ -635,6 +635,14 @@ async fn perform_raw(
             client.delete(&path, version).await?;
             (Reply::Deleted, None)
         }
+        Request::SetData {
+            path,
+            data,
+            version,
+        } => {
+            let stat = client.set_data(&path, &data, version).await?;
+            (Reply::Set(map_stat(&stat)), None)
+        }
     })
 }
 

@@ -65,12 +65,10 @@ pub struct RoundSettings {
     pub control: Duration,
 }
 
-/// One recorded round, printed as one JSON line.
-#[derive(Debug, Clone, Serialize)]
-pub struct RoundRecord {
-    /// Always `"round"`.
-    #[serde(rename = "type")]
-    pub kind: &'static str,
+/// Which configuration a JSON line is about: its `impl`, `strategy` and `n`
+/// fields (flattened into each record).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Setup {
     /// `latch` or `zkelect`.
     #[serde(rename = "impl")]
     pub implementation: &'static str,
@@ -78,6 +76,28 @@ pub struct RoundRecord {
     pub strategy: Option<String>,
     /// Contenders (N).
     pub n: usize,
+}
+
+impl Setup {
+    /// `implementation` with `n` contenders.
+    pub fn of(implementation: &dyn Implementation, n: usize) -> Setup {
+        Setup {
+            implementation: implementation.name(),
+            strategy: implementation.strategy().map(|s| s.to_string()),
+            n,
+        }
+    }
+}
+
+/// One recorded round, printed as one JSON line.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundRecord {
+    /// Always `"round"`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The configuration.
+    #[serde(flatten)]
+    pub setup: Setup,
     /// Round number, from 1.
     pub round: usize,
     /// Microseconds from just before the close to the new leader's notice.
@@ -115,13 +135,9 @@ pub struct ConfigReport {
     /// Always `"config"`.
     #[serde(rename = "type")]
     pub kind: &'static str,
-    /// `latch` or `zkelect`.
-    #[serde(rename = "impl")]
-    pub implementation: &'static str,
-    /// The watch strategy, if any.
-    pub strategy: Option<String>,
-    /// Contenders (N).
-    pub n: usize,
+    /// The configuration.
+    #[serde(flatten)]
+    pub setup: Setup,
     /// Milliseconds to start all N contenders.
     pub startup_ms: f64,
 }
@@ -157,9 +173,7 @@ impl Config {
         let contenders = start_all(&implementation, path, settings, &board).await?;
         let report = ConfigReport {
             kind: "config",
-            implementation: implementation.name(),
-            strategy: implementation.strategy().map(|s| s.to_string()),
-            n: settings.candidates,
+            setup: Setup::of(implementation.as_ref(), settings.candidates),
             startup_ms: round_to_tenth(started.elapsed().as_secs_f64() * 1e3),
         };
         Ok(Config {
@@ -261,9 +275,7 @@ impl Config {
             };
             Some(RoundRecord {
                 kind: "round",
-                implementation: self.implementation.name(),
-                strategy: self.implementation.strategy().map(|s| s.to_string()),
-                n: settings.candidates,
+                setup: Setup::of(self.implementation.as_ref(), settings.candidates),
                 round: round - settings.warmup + 1,
                 failover_us: round_to_tenth(failover.as_secs_f64() * 1e6),
                 packets_received: received

@@ -431,10 +431,7 @@ async fn run_all(
                         let label = config.label();
                         let done = recorded
                             .iter()
-                            .filter(|r| {
-                                r.implementation == config.report().implementation
-                                    && r.strategy == config.report().strategy
-                            })
+                            .filter(|r| r.setup == config.report().setup)
                             .count();
                         let failure = Failure::new(&label, n, done, &e);
                         eprintln!(
@@ -454,10 +451,7 @@ async fn run_all(
             let label = config.label();
             let mine: Vec<f64> = recorded
                 .iter()
-                .filter(|r| {
-                    r.implementation == config.report().implementation
-                        && r.strategy == config.report().strategy
-                })
+                .filter(|r| r.setup == config.report().setup)
                 .map(|r| r.failover_us)
                 .collect();
             eprintln!(
@@ -631,12 +625,20 @@ fn markdown(
          *net of control*: the median over the rounds of that figure less the packets counted the same way in a control window \
          just before the round (nothing but the idle sessions' pings and zkelect's liveness probes, which come in bursts \
          at large N as the sessions started together), scaled to the round's window. \
-         *watches fired*: watchers the server triggered in the window (`zk_sum_node_*_watch_count`).",
+         *watches fired*: watchers the server triggered in the window (`zk_sum_node_*_watch_count`). \
+         zkelect/predecessor's packets include, after the takeover, its leader marker: the new leader's `setData` \
+         on its own node, its successor's re-read of that node, and the new leader's own-node watch set again \
+         (what lets the next failover take over on the notification alone).",
         args.quiet_ms
     );
     let gaps: Vec<String> = rows
         .iter()
-        .filter_map(|r| Some(format!("{:.0} µs at N = {}", r.median_poll_gap_us?, r.n)))
+        .filter_map(|r| {
+            Some(format!(
+                "{:.0} µs at N = {}",
+                r.median_poll_gap_us?, r.setup.n
+            ))
+        })
         .collect();
     if !gaps.is_empty() {
         let _ = writeln!(
@@ -660,9 +662,9 @@ fn markdown(
     };
     for c in configs {
         startup.rows.push(vec![
-            c.implementation.to_owned(),
-            c.strategy.clone().unwrap_or_else(|| "—".into()),
-            c.n.to_string(),
+            c.setup.implementation.to_owned(),
+            c.setup.strategy.clone().unwrap_or_else(|| "—".into()),
+            c.setup.n.to_string(),
             format!("{:.0}", c.startup_ms),
         ]);
     }

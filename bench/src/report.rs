@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::baseline::BaselineRecord;
-use crate::failover::{ConfigReport, RoundRecord};
+use crate::failover::{ConfigReport, RoundRecord, Setup};
 use crate::stats::Summary;
 
 /// One summary row, also printed as one JSON line.
@@ -15,13 +15,9 @@ pub struct SummaryRow {
     /// Always `"summary"`.
     #[serde(rename = "type")]
     pub kind: &'static str,
-    /// `latch` or `zkelect`.
-    #[serde(rename = "impl")]
-    pub implementation: &'static str,
-    /// The watch strategy, if any.
-    pub strategy: Option<String>,
-    /// Contenders (N).
-    pub n: usize,
+    /// The configuration.
+    #[serde(flatten)]
+    pub setup: Setup,
     /// Recorded rounds.
     pub rounds: usize,
     /// Median failover, microseconds.
@@ -58,21 +54,15 @@ pub struct SummaryRow {
     pub median_poll_gap_us: Option<f64>,
 }
 
-type Key = (&'static str, Option<String>, usize);
-
 /// Builds the summary rows (ordered by N, then implementation, then strategy).
 pub fn summarize(
     rounds: &[RoundRecord],
     configs: &[ConfigReport],
     baselines: &[BaselineRecord],
 ) -> Vec<SummaryRow> {
-    let mut groups: BTreeMap<(usize, &'static str, Option<String>), Vec<&RoundRecord>> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<&Setup, Vec<&RoundRecord>> = BTreeMap::new();
     for r in rounds {
-        groups
-            .entry((r.n, r.implementation, r.strategy.clone()))
-            .or_default()
-            .push(r);
+        groups.entry(&r.setup).or_default().push(r);
     }
     let baseline = |name: &str| {
         baselines
@@ -82,32 +72,27 @@ pub fn summarize(
     };
     let latch_median: BTreeMap<usize, f64> = groups
         .iter()
-        .filter(|((_, imp, _), _)| *imp == "latch")
-        .filter_map(|((n, _, _), rs)| Some((*n, median(rs.iter().map(|r| r.failover_us))?)))
+        .filter(|(setup, _)| setup.implementation == "latch")
+        .filter_map(|(setup, rs)| Some((setup.n, median(rs.iter().map(|r| r.failover_us))?)))
         .collect();
-    let startup: BTreeMap<Key, f64> = configs
-        .iter()
-        .map(|c| ((c.implementation, c.strategy.clone(), c.n), c.startup_ms))
-        .collect();
+    let startup: BTreeMap<&Setup, f64> = configs.iter().map(|c| (&c.setup, c.startup_ms)).collect();
 
     let mut rows: Vec<SummaryRow> = groups
         .into_iter()
-        .filter_map(|((n, implementation, strategy), rs)| {
+        .filter_map(|(setup, rs)| {
             let failover = Summary::of(&rs.iter().map(|r| r.failover_us).collect::<Vec<_>>())?;
             let ratio = |base: Option<f64>| base.filter(|b| *b > 0.0).map(|b| failover.median / b);
             Some(SummaryRow {
                 kind: "summary",
-                implementation,
-                strategy: strategy.clone(),
-                n,
+                setup: setup.clone(),
                 rounds: rs.len(),
                 median_us: failover.median,
                 p90_us: failover.p90,
                 max_us: failover.max,
-                vs_latch: if implementation == "latch" {
+                vs_latch: if setup.implementation == "latch" {
                     None
                 } else {
-                    ratio(latch_median.get(&n).copied())
+                    ratio(latch_median.get(&setup.n).copied())
                 },
                 vs_delete_notify: ratio(baseline("delete_notify")),
                 vs_close_notify: ratio(baseline("close_notify")),
@@ -127,18 +112,18 @@ pub fn summarize(
                 ),
                 unsettled: rs.iter().filter(|r| !r.settled).count(),
                 leader_anomalies: rs.iter().filter(|r| r.leaders_after != 1).count(),
-                startup_ms: startup.get(&(implementation, strategy, n)).copied(),
+                startup_ms: startup.get(setup).copied(),
                 median_poll_gap_us: median(rs.iter().filter_map(|r| r.poll_gap_us)),
             })
         })
         .collect();
     // By N, then the latch, then zkelect's strategies in their natural order.
-    let rank = |r: &SummaryRow| match r.strategy.as_deref() {
+    let rank = |r: &SummaryRow| match r.setup.strategy.as_deref() {
         None => 0,
         Some("predecessor") => 1,
         Some(_) => 2,
     };
-    rows.sort_by_key(|r| (r.n, rank(r), r.implementation));
+    rows.sort_by_key(|r| (r.setup.n, rank(r), r.setup.implementation));
     rows
 }
 
@@ -260,9 +245,9 @@ pub fn summary_table(rows: &[SummaryRow]) -> Table {
             .iter()
             .map(|r| {
                 vec![
-                    r.implementation.to_owned(),
-                    r.strategy.clone().unwrap_or_else(|| "—".into()),
-                    r.n.to_string(),
+                    r.setup.implementation.to_owned(),
+                    r.setup.strategy.clone().unwrap_or_else(|| "—".into()),
+                    r.setup.n.to_string(),
                     r.rounds.to_string(),
                     ms(r.median_us),
                     ms(r.p90_us),
@@ -328,9 +313,11 @@ mod tests {
     fn round(imp: &'static str, strategy: Option<&str>, n: usize, us: f64) -> RoundRecord {
         RoundRecord {
             kind: "round",
-            implementation: imp,
-            strategy: strategy.map(String::from),
-            n,
+            setup: Setup {
+                implementation: imp,
+                strategy: strategy.map(String::from),
+                n,
+            },
             round: 1,
             failover_us: us,
             packets_received: 3,
@@ -366,7 +353,7 @@ mod tests {
         let rows = summarize(&rounds, &[], &baselines);
         assert_eq!(rows.len(), 2);
         let latch = &rows[0];
-        assert_eq!(latch.implementation, "latch");
+        assert_eq!(latch.setup.implementation, "latch");
         assert_eq!(latch.median_us, 3000.0);
         assert_eq!(latch.vs_latch, None);
         assert_eq!(latch.vs_delete_notify, Some(6.0));

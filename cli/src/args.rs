@@ -240,7 +240,7 @@ pub(crate) enum FaultsArg {
     All,
     /// All of the above plus process pauses (checked with fencing).
     Pauses,
-    /// All of the above plus client event threads that lag behind replies.
+    /// All but pauses, plus client event threads lagging behind replies.
     Lag,
 }
 

@@ -18,6 +18,10 @@
 //! - Arrival order is not trusted: a watch event may overtake the reply that set
 //!   the watch, and a reply may overtake an event the server sent first. Every
 //!   handler checks the current state rather than assuming a sequence.
+//! - Watch events carry a path and nothing else, so an event is taken as news
+//!   about the node watched now only when no other node can ever have borne
+//!   that path: a protected name, whose nonce is fresh for every create
+//!   ([`name::never_reused`]). Anything else is confirmed with a read.
 //!
 //! # Theory of operation
 //!
@@ -27,8 +31,30 @@
 //! creation watch). Sequence numbers only grow, so the set of nodes below one's
 //! own can only shrink: when the predecessor goes and fewer than k nodes of the
 //! last listing remain below, the candidate leads on the notification itself
-//! (zero-round-trip takeover); otherwise it watches the next lower node of that
-//! listing, which is exactly as correct as a fresh listing, and cheaper.
+//! (zero-round-trip takeover); otherwise it lists again.
+//!
+//! "Sequence numbers only grow" holds under one incarnation of the election
+//! path: deleted and recreated, it numbers from zero again. Three rules keep
+//! the takeover inside that guarantee:
+//!
+//! - every create draws a fresh nonce, so a protected name is never given to a
+//!   second node, and a listing that shows our own name shows our node's
+//!   incarnation of the path;
+//! - a `NodeDeleted` is acted on at once only for such a name; for any other
+//!   name it may be about an older node of that name (a wipe, then a late event:
+//!   found by the simulator), so the node is read again and the read decides;
+//! - a watched node read with a czxid not below our own node's, or other than
+//!   the one read before, was created after our node: it is not the
+//!   predecessor our listing showed, and the candidate lists again.
+//!
+//! The leader marker: a new leader rewrites its node's data unchanged
+//! (`setData` expecting version 0). Its successor's data watch fires, the
+//! successor reads the node again and finds data version 1 with the bytes it
+//! read at version 0 of the same czxid: the node has led, so fewer than k
+//! nodes are below it, for good. A follower that listed before its predecessor
+//! led (in a rotation, always) thereby learns that its standing is as good as
+//! a fresh listing would show, and the predecessor's deletion elects it on the
+//! notification alone.
 //!
 //! Contact with the server is tracked as the send time of the newest request the
 //! server answered (`last_ack`): the server cannot expire the session before
@@ -54,7 +80,7 @@ use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKi
 const NEAREST_KEPT: usize = 8;
 
 /// How many past sessions' nonces a candidate remembers, to clear their nodes.
-const OLD_NONCES_KEPT: usize = 8;
+const OLD_NONCES_KEPT: usize = 16;
 
 /// Counters a driver can export as metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -75,6 +101,10 @@ pub struct Stats {
     pub listings: u64,
     /// Lost creates found again by their nonce.
     pub recovered_creates: u64,
+    /// Leader markers written on this candidate's own node.
+    pub marks_written: u64,
+    /// Leader markers found on a watched node that tightened this follower's standing.
+    pub marks_seen: u64,
 }
 
 /// The application's standing intent.
@@ -138,6 +168,7 @@ enum Purpose {
     List,
     WatchPred(String),
     WatchOwn(String),
+    Mark(String),
     Delete(String),
     DeleteExtra,
     Probe,
@@ -154,6 +185,19 @@ struct InFlight {
 struct Own {
     name: String,
     token: FencingToken,
+    /// The leader marker is written, or need not be tried again.
+    marked: bool,
+}
+
+/// What a follower read of a node it watches.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Seen {
+    name: String,
+    /// Which node bore the name when it was read.
+    czxid: i64,
+    /// Its data when read at data version 0: the same bytes at version 1 of the
+    /// same node are its leader marker.
+    original: Option<Vec<u8>>,
 }
 
 /// Leadership as the application must see it.
@@ -221,6 +265,8 @@ pub struct Candidate {
     session_id: Option<SessionId>,
     timeout: Duration,
     epoch: u64,
+    /// Creates sent in this session: the last one's nonce is `nonce(seed, epoch, creates - 1)`.
+    creates: u64,
     /// Nonces of this candidate's earlier sessions: a node bearing one is ours
     /// from the past (a create applied after its session was given up on, or a
     /// dying session's node) and is deleted when a listing shows it.
@@ -251,17 +297,27 @@ pub struct Candidate {
     /// soon as that one is answered, so a short stall does not cost a whole
     /// third of the timeout of contact (and a needless suspension).
     probe_due: bool,
-    /// How many participants were below our node in the last listing, minus
-    /// those seen gone since: an upper bound on how many are below it now.
-    lower_count: usize,
-    /// The nearest of them, oldest first: the next predecessors to watch.
+    /// The participants below our node in the last listing, nearest kept,
+    /// oldest first, minus those seen gone since: the next predecessors to watch.
     lower: Vec<String>,
+    /// How many more the listing showed below those kept in `lower`.
+    older: usize,
+    /// For each node of `lower` found to have led (its leader marker): how many
+    /// entries of `lower` are below it. Fewer than k nodes were below it when it
+    /// led, and none can have been added since; see [`Self::below`].
+    marks: Vec<usize>,
     /// The nodes this follower watches, nearest first: the k nearest below its
     /// own (with k = 1, just the predecessor). Its standing can only change when
     /// one of them goes — deletions further down leave k nodes below it.
     watched: Vec<String>,
     /// Those of `watched` whose watch the server has confirmed.
     armed: Vec<String>,
+    /// What the replies said about the watched nodes since the last listing.
+    seen: Vec<Seen>,
+    /// The leader marker's `setData`, in flight.
+    mark_op: Option<OpId>,
+    /// The last marker failed on the connection: wait for proof it works again.
+    mark_failed: bool,
     leadership: Leadership,
     link_up: bool,
     /// A `Suspended` notice went out and its `Resumed` has not yet.
@@ -294,6 +350,7 @@ impl Candidate {
             session_id: None,
             timeout: Duration::ZERO,
             epoch: 0,
+            creates: 0,
             old_nonces: VecDeque::new(),
             clearing: Vec::new(),
             last_ack: None,
@@ -309,10 +366,14 @@ impl Candidate {
             own_watch_failed: false,
             probe_op: None,
             probe_due: false,
-            lower_count: 0,
+            older: 0,
+            marks: Vec::new(),
             lower: Vec::new(),
             watched: Vec::new(),
             armed: Vec::new(),
+            seen: Vec::new(),
+            mark_op: None,
+            mark_failed: false,
             leadership: Leadership::None,
             link_up: false,
             suspended: false,
@@ -574,10 +635,19 @@ impl Candidate {
         format!("{}/{}", self.config.path(), name)
     }
 
-    fn current_nonce(&self) -> Option<String> {
+    /// The nonce of the last create sent in this session.
+    fn last_nonce(&self) -> Option<String> {
+        let last = self.creates.checked_sub(1)?;
         self.config
             .protected_create()
-            .then(|| name::nonce(self.config.nonce_seed(), self.epoch))
+            .then(|| name::nonce(self.config.nonce_seed(), self.epoch, last))
+    }
+
+    /// A fresh nonce for a create about to be sent: one per create, so no two
+    /// nodes ever bear the same name (see [`name::nonce`]).
+    fn next_nonce(&mut self) -> Option<String> {
+        self.creates += 1;
+        self.last_nonce()
     }
 
     fn emit(&mut self, purpose: Purpose, request: Request) -> OpId {
@@ -622,10 +692,16 @@ impl Candidate {
     fn set_step(&mut self, step: Step) {
         self.supersede_main();
         if !matches!(step, Step::Watch { .. } | Step::Wait) {
-            self.watched.clear();
-            self.armed.clear();
+            self.forget_watched();
         }
         self.step = step;
+    }
+
+    /// Forgets the watched nodes and what was learned of them.
+    fn forget_watched(&mut self) {
+        self.watched.clear();
+        self.armed.clear();
+        self.seen.clear();
     }
 
     /// Issues whatever the current state calls for and re-arms the timers.
@@ -639,6 +715,7 @@ impl Candidate {
                 self.issue_step();
             }
             self.arm_own_watch();
+            self.send_marker();
             if self.config.probe()
                 && !self.timers.is_set(Timer::Probe)
                 && self.intent != Intent::Out
@@ -689,8 +766,8 @@ impl Candidate {
                 return self.issue_step();
             }
             Step::Create => {
-                let prefix =
-                    name::create_prefix(self.config.prefix(), self.current_nonce().as_deref());
+                let nonce = self.next_nonce();
+                let prefix = name::create_prefix(self.config.prefix(), nonce.as_deref());
                 (
                     Purpose::Create,
                     Request::Create {
@@ -748,6 +825,35 @@ impl Candidate {
         self.own_watch_op = Some(self.emit(
             Purpose::WatchOwn(name),
             Request::GetData { path, watch: true },
+        ));
+    }
+
+    /// A leader marks its node once (see the theory of operation): the same
+    /// bytes, so the application's data in the node (and what Curator or
+    /// `zkelect status` read as the id) is untouched, and expecting version 0,
+    /// so a node someone else already wrote is left alone, unmarked.
+    fn send_marker(&mut self) {
+        if !self.config.leader_marker()
+            || self.mark_op.is_some()
+            || self.mark_failed
+            || self.step != Step::Lead
+            || !matches!(self.leadership, Leadership::Active(_))
+        {
+            return;
+        }
+        let Some(own) = self.own.as_ref().filter(|o| !o.marked) else {
+            return;
+        };
+        let name = own.name.clone();
+        let path = self.child_path(&name);
+        let data = self.config.node_payload();
+        self.mark_op = Some(self.emit(
+            Purpose::Mark(name),
+            Request::SetData {
+                path,
+                data,
+                version: Some(0),
+            },
         ));
     }
 
@@ -897,8 +1003,7 @@ impl Candidate {
             return;
         }
         self.set_step(Step::Lead);
-        self.lower.clear();
-        self.lower_count = 0;
+        self.forget_lower();
         match self.leadership {
             Leadership::Active(_) => {}
             Leadership::Suspended(_) => {
@@ -945,8 +1050,7 @@ impl Candidate {
         self.failed = true;
         self.step = Step::Done;
         self.main_op = None;
-        self.watched.clear();
-        self.armed.clear();
+        self.forget_watched();
         self.timers = TimerTable::default();
     }
 
@@ -961,10 +1065,8 @@ impl Candidate {
     // ----- leaving ---------------------------------------------------------------
 
     fn start_leaving(&mut self) {
-        self.watched.clear();
-        self.armed.clear();
-        self.lower.clear();
-        self.lower_count = 0;
+        self.forget_watched();
+        self.forget_lower();
         if self.create_in_flight() {
             // The create's reply decides: the node will be deleted when it is known.
             self.step = Step::Create;
@@ -1016,8 +1118,7 @@ impl Candidate {
         if let Some(op) = self.own_watch_op.take() {
             self.ops.remove(&op);
         }
-        self.lower.clear();
-        self.lower_count = 0;
+        self.forget_lower();
         if self.leaving() {
             return self.finish_leaving();
         }
@@ -1042,6 +1143,7 @@ impl Candidate {
         );
         if answered {
             self.own_watch_failed = false;
+            self.mark_failed = false;
         }
         if answered && matches!(self.session, Session::Connected | Session::Disconnected) {
             self.last_ack = Some(
@@ -1055,6 +1157,9 @@ impl Candidate {
         }
         if self.own_watch_op == Some(op) {
             self.own_watch_op = None;
+        }
+        if self.mark_op == Some(op) {
+            self.mark_op = None;
         }
         if self.probe_op == Some(op) {
             self.probe_op = None;
@@ -1076,6 +1181,7 @@ impl Candidate {
             Purpose::List => self.on_list(result),
             Purpose::WatchPred(pred) => self.on_watch_pred(pred, result),
             Purpose::WatchOwn(name) => self.on_watch_own(name, result),
+            Purpose::Mark(name) => self.on_mark(&name, result),
             Purpose::Delete(_) => self.on_delete(result),
             // Only the contact they prove matters (counted above).
             Purpose::DeleteExtra | Purpose::Probe => {}
@@ -1122,6 +1228,7 @@ impl Candidate {
                 self.own = Some(Own {
                     name: name.clone(),
                     token: FencingToken(stat.czxid),
+                    marked: false,
                 });
                 self.own_watch_armed = false;
                 if self.leaving() {
@@ -1174,7 +1281,7 @@ impl Candidate {
             }
         };
         self.clear_old_nodes(&children);
-        let nonce = self.current_nonce();
+        let nonce = self.last_nonce();
         let mut mine: Vec<NodeName> = children
             .iter()
             .filter_map(|c| name::parse(c, self.config.prefix(), false))
@@ -1221,6 +1328,7 @@ impl Candidate {
                 self.own = Some(Own {
                     name: name.clone(),
                     token: FencingToken(stat.czxid),
+                    marked: false,
                 });
                 // The adopting getData left a data watch on the node.
                 self.own_watch_armed = true;
@@ -1338,8 +1446,9 @@ impl Candidate {
         if self.leadership != Leadership::None {
             self.demote(DemotionReason::Displaced);
         }
-        self.lower_count = standing.rank;
+        self.older = standing.rank - standing.nearest_lower.len();
         self.lower = standing.nearest_lower;
+        self.marks.clear();
         match self.config.strategy() {
             WatchStrategy::Predecessor => self.watch_next_lower(),
             WatchStrategy::Parent => {
@@ -1353,7 +1462,7 @@ impl Candidate {
     /// of, arming one at a time; leads at once if fewer than k remain below.
     fn watch_next_lower(&mut self) {
         let k = self.config.leaders() as usize;
-        if self.lower_count < k {
+        if self.below() < k {
             return self.become_leader(true);
         }
         if self.lower.len() < k {
@@ -1383,11 +1492,22 @@ impl Candidate {
             return;
         }
         match result {
+            Ok(Reply::Data { data, stat }) => {
+                if !self.learn_watched(&pred, data, stat) {
+                    // Another node bears the name now, created after ours: the
+                    // path was deleted and recreated, and our node with it, or
+                    // ours is not what we think. Look again, and check ours.
+                    self.own_watch_armed = false;
+                    return self.set_step(Step::List);
+                }
+                self.armed.push(pred);
+                self.watch_next_lower();
+            }
             Ok(_) => {
                 self.armed.push(pred);
                 self.watch_next_lower();
             }
-            Err(ZkCode::NoNode) => self.pred_gone(&pred),
+            Err(ZkCode::NoNode) => self.pred_gone(&pred, false),
             Err(code) => {
                 let path = self.child_path(&pred);
                 self.main_error("watch", path, code);
@@ -1395,23 +1515,136 @@ impl Candidate {
         }
     }
 
+    /// Checks a read of a watched node against our node and earlier reads, and
+    /// looks for its leader marker. False if the node bearing the name is not
+    /// the one our listing showed: one created after our node (a lower
+    /// sequence is an older node only under one incarnation of the path), or
+    /// another than the one read before.
+    fn learn_watched(&mut self, pred: &str, data: Vec<u8>, stat: Stat) -> bool {
+        let own_czxid = self.own.as_ref().map_or(i64::MAX, |o| o.token.0);
+        if stat.czxid >= own_czxid {
+            return false;
+        }
+        let i = match self.seen.iter().position(|s| s.name == pred) {
+            Some(i) if self.seen[i].czxid != stat.czxid => return false,
+            Some(i) => i,
+            None => {
+                self.seen.push(Seen {
+                    name: pred.to_owned(),
+                    czxid: stat.czxid,
+                    original: None,
+                });
+                self.seen.len() - 1
+            }
+        };
+        if stat.version == 0 {
+            self.seen[i].original = Some(data);
+        } else if stat.version == 1 && self.seen[i].original.as_deref() == Some(data.as_slice()) {
+            // Version 1 with the bytes of version 0: the leader's own rewrite,
+            // expecting version 0. An operator's write changes the bytes (or
+            // comes second and makes the version 2) and proves nothing. Without
+            // a version-0 read to compare with, nothing is learned either:
+            // the next listing will tell.
+            self.seen[i].original = None;
+            self.watched_led(pred);
+        }
+        true
+    }
+
+    /// A watched node has led: when it did, fewer than k nodes were below it,
+    /// and none can have been added below it since. So at most k, plus those of
+    /// the listing between it and us, are below our node now.
+    fn watched_led(&mut self, pred: &str) {
+        let Some(i) = self.lower.iter().position(|n| n == pred) else {
+            return;
+        };
+        let before = self.below();
+        self.marks.push(i);
+        if self.below() < before {
+            self.stats.marks_seen += 1;
+        }
+    }
+
+    /// An upper bound on how many participants are below our node now.
+    ///
+    /// Without a marker: all the last listing showed below, minus those seen
+    /// gone. With a marker on `lower[m]`: fewer than k of those below it (they
+    /// may include nodes already gone when it led, so a deletion seen among
+    /// them later only counts when fewer than k - 1 remain to choose from), plus
+    /// it and those between it and us, all of which the listing showed and kept.
+    fn below(&self) -> usize {
+        let k = self.config.leaders() as usize;
+        let listed = self.older + self.lower.len();
+        self.marks
+            .iter()
+            .map(|&m| (k - 1).min(self.older + m) + (self.lower.len() - m))
+            .fold(listed, usize::min)
+    }
+
+    /// Forgets the last listing's view of the nodes below ours.
+    fn forget_lower(&mut self) {
+        self.lower.clear();
+        self.older = 0;
+        self.marks.clear();
+    }
+
     /// A watched node is gone: drop it from the last listing; with fewer than k
     /// nodes left below, this candidate leads now (they can only have shrunk).
-    fn pred_gone(&mut self, pred: &str) {
+    /// `zero_rtt`: learned from the notification itself, not from a read.
+    fn pred_gone(&mut self, pred: &str, zero_rtt: bool) {
         if let Some(i) = self.lower.iter().position(|n| n == pred) {
             self.lower.remove(i);
-            self.lower_count = self.lower_count.saturating_sub(1);
+            for m in &mut self.marks {
+                if i < *m {
+                    *m -= 1;
+                }
+            }
         }
         self.armed.retain(|n| n != pred);
         self.watched.retain(|n| n != pred);
-        if self.lower_count < self.config.leaders() as usize {
-            return self.become_leader(true);
+        self.seen.retain(|s| s.name != pred);
+        if self.below() < self.config.leaders() as usize {
+            return self.become_leader(zero_rtt);
         }
         // Nodes below may have gone unseen since the listing (only the watched
         // ones report): list again, one round trip however stale the listing is,
         // instead of probing remembered names one by one (found by the benchmark:
         // at N = 50 a follower walked through up to 8 dead names).
         self.set_step(Step::List);
+    }
+
+    /// A watched node's watch fired with an event that proves nothing by
+    /// itself: read the node again, which re-arms the watch; the reply decides.
+    fn reread_watched(&mut self, pred: &str) {
+        self.armed.retain(|n| n != pred);
+        if self.step
+            == (Step::Watch {
+                pred: pred.to_owned(),
+            })
+        {
+            // The read in flight may be the one whose watch just fired: its
+            // reply would arm nothing. Send another.
+            self.supersede_main();
+        }
+        self.watch_next_lower();
+    }
+
+    /// The answer to the leader marker. Anything but a connection fault ends
+    /// the attempt: the marker only saves a successor a round trip, and a node
+    /// someone else wrote (BadVersion) or that is gone (the own-node watch will
+    /// tell) is not worth another.
+    fn on_mark(&mut self, name: &str, result: Result<Reply, ZkCode>) {
+        let Some(own) = self.own.as_mut().filter(|o| o.name == name) else {
+            return;
+        };
+        match result {
+            Err(code) if code.is_connection_fault() => self.mark_failed = true,
+            Ok(_) => {
+                own.marked = true;
+                self.stats.marks_written += 1;
+            }
+            Err(_) => own.marked = true,
+        }
     }
 
     fn on_watch_own(&mut self, name: String, result: Result<Reply, ZkCode>) {
@@ -1423,6 +1656,11 @@ impl Candidate {
                 if !self.owned_by_this_session(stat) {
                     // Our node belongs to another session: ours ended without a word.
                     return self.own_gone(DemotionReason::Expired);
+                }
+                if self.own.as_ref().is_some_and(|o| o.token.0 != stat.czxid) {
+                    // Another node of ours bears the name (only possible without
+                    // protected names): the one we created is gone.
+                    return self.own_gone(DemotionReason::Revoked);
                 }
                 self.learn_session(stat);
                 // An event that overtook this reply already spent the watch.
@@ -1476,12 +1714,17 @@ impl Candidate {
         }
         let name = event.path.rsplit('/').next().unwrap_or_default();
         if self.child_path(name) == event.path && self.watched.iter().any(|w| w == name) {
-            if event.kind == WatchKind::NodeDeleted {
-                let name = name.to_owned();
-                self.pred_gone(&name);
+            let name = name.to_owned();
+            if event.kind == WatchKind::NodeDeleted && name::never_reused(&name) {
+                // Only one node ever bore this name: the event is about it,
+                // however late it comes.
+                self.pred_gone(&name, true);
             } else {
-                // The watch is spent; look again rather than wait forever.
-                self.set_step(Step::List);
+                // The watch is spent (a data change: the leader marker, or an
+                // operator), or the deletion may be of an older node of the same
+                // name (the path deleted and recreated, the event late): read
+                // the node again rather than wait forever or trust the event.
+                self.reread_watched(&name);
             }
             return;
         }
@@ -1523,8 +1766,7 @@ impl Candidate {
             SessionEvent::Closed => {
                 self.demote(DemotionReason::Closed);
                 self.own = None;
-                self.watched.clear();
-                self.armed.clear();
+                self.forget_watched();
                 self.step = Step::Done;
                 self.main_op = None;
                 self.ops.clear();
@@ -1548,6 +1790,7 @@ impl Candidate {
         self.timers.stop(Timer::Retry);
         self.backoff.reset();
         self.own_watch_failed = false;
+        self.mark_failed = false;
         if self.config.probe() && !timeout.is_zero() && self.intent != Intent::Out {
             // Contact must be proven on this connection before leading again.
             self.send_probe();
@@ -1574,14 +1817,25 @@ impl Candidate {
         self.demote(DemotionReason::Expired);
         self.session = Session::Expired;
         self.session_id = None;
-        if let Some(nonce) = self.current_nonce() {
-            self.old_nonces.push_back(nonce);
+        // The nodes this session may have left: ours, and the last create's
+        // (in flight, or lost with its reply).
+        let own_nonce = self
+            .own
+            .as_ref()
+            .and_then(|o| name::nonce_of(&o.name))
+            .map(str::to_owned);
+        for nonce in [own_nonce, self.last_nonce()].into_iter().flatten() {
+            if !self.old_nonces.contains(&nonce) {
+                self.old_nonces.push_back(nonce);
+            }
             if self.old_nonces.len() > OLD_NONCES_KEPT {
                 self.old_nonces.pop_front();
             }
         }
         self.clearing.clear();
         self.epoch += 1;
+        self.creates = 0;
+        self.mark_op = None;
         self.last_ack = None;
         self.ops.clear();
         self.main_op = None;
@@ -1590,10 +1844,8 @@ impl Candidate {
         self.probe_op = None;
         self.create_uncertain = false;
         self.own = None;
-        self.lower.clear();
-        self.lower_count = 0;
-        self.watched.clear();
-        self.armed.clear();
+        self.forget_lower();
+        self.forget_watched();
         self.timers.stop(Timer::Retry);
         if self.leaving() {
             return self.finish_leaving();

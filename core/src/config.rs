@@ -119,6 +119,7 @@ pub struct Config {
     backoff_min: Duration,
     backoff_max: Duration,
     probe: bool,
+    leader_marker: bool,
 }
 
 impl Config {
@@ -144,6 +145,7 @@ impl Config {
                 backoff_min: Duration::from_millis(50),
                 backoff_max: Duration::from_secs(5),
                 probe: true,
+                leader_marker: true,
             },
         }
     }
@@ -200,11 +202,11 @@ impl Config {
     pub fn interop(&self) -> bool {
         self.interop
     }
-    /// Whether node names carry a per-session nonce (`_c_<nonce>-`).
+    /// Whether node names carry a nonce (`_c_<nonce>-`), fresh for every node.
     pub fn protected_create(&self) -> bool {
         self.protected_create
     }
-    /// Seed for the per-session nonces and the backoff jitter.
+    /// Seed for the node-name nonces and the backoff jitter.
     pub fn nonce_seed(&self) -> u64 {
         self.nonce_seed
     }
@@ -219,6 +221,16 @@ impl Config {
     /// Whether the machine probes the server every third of the session timeout.
     pub fn probe(&self) -> bool {
         self.probe
+    }
+    /// Whether a new leader marks its node (see [`ConfigBuilder::leader_marker`]):
+    /// asked for, with the `Predecessor` strategy, as a candidate, with
+    /// protected names, and without interop.
+    pub fn leader_marker(&self) -> bool {
+        self.leader_marker
+            && self.strategy == WatchStrategy::Predecessor
+            && self.mode == Mode::Candidate
+            && self.protected_create
+            && !self.interop
     }
 
     /// The bytes stored in the candidate's node: the id, then `\n` and the data if any.
@@ -308,8 +320,9 @@ impl ConfigBuilder {
         self.config.interop = yes;
         self
     }
-    /// Put a per-session nonce in node names so a create lost to ConnectionLoss is
-    /// found again (default true; turning it off exists for tests and canaries).
+    /// Put a nonce in node names, fresh for every node, so a create lost to
+    /// ConnectionLoss is found again and a name is never reused (default true;
+    /// turning it off exists for tests and canaries).
     pub fn protected_create(mut self, yes: bool) -> Self {
         self.config.protected_create = yes;
         self
@@ -317,6 +330,25 @@ impl ConfigBuilder {
     /// Seed for nonces and jitter; drivers pass OS randomness, the simulator its seed.
     pub fn nonce_seed(mut self, seed: u64) -> Self {
         self.config.nonce_seed = seed;
+        self
+    }
+    /// Mark the node of a new leader (default true): the leader rewrites its
+    /// node's data unchanged (`setData` expecting version 0), which fires its
+    /// successor's watch; the successor reads the node again, sees data version
+    /// 1 with the bytes it read at version 0, and so knows fewer than k nodes are
+    /// below its predecessor for good (sequence numbers only grow). When the
+    /// predecessor goes, the successor leads on the notification alone instead
+    /// of listing the children again: three requests per election, none during
+    /// a failover.
+    ///
+    /// Off with interop, whatever is asked here: Curator's LeaderLatch acts only
+    /// on `NodeDeleted`, so a data change would spend a Curator successor's watch
+    /// and leave it waiting forever. Off with the `Parent` strategy and for
+    /// observers, which have no predecessor to learn about. Off without
+    /// protected names: after the election path is recreated, an unprotected
+    /// name may be another candidate's node, which the write would mark.
+    pub fn leader_marker(mut self, yes: bool) -> Self {
+        self.config.leader_marker = yes;
         self
     }
     /// Retry delays: exponential from `min` to `max`, with deterministic jitter.

@@ -43,24 +43,25 @@
 //! a.join(t);
 //! a.handle(t, connected.clone());
 //! let create = next(&mut a, "create");         // create /svc/leader/_c_<nonce>-n_
+//! let a_node = format!("{}0000000000", create.request.path()); // the server appends the sequence
 //! a.handle(t, Input::Reply { op: create.op, result: Ok(Reply::Created {
-//!     path: "/svc/leader/n_0000000000".into(), stat: stat(100) }) });
+//!     path: a_node.clone(), stat: stat(100) }) });
+//! let a_name = a.node().unwrap().to_owned();   // _c_<nonce>-n_0000000000
 //! let list = next(&mut a, "children");         // getChildren(/svc/leader)
-//! a.handle(t, Input::Reply { op: list.op, result: Ok(Reply::Children(vec![
-//!     "n_0000000000".into()])) });
+//! a.handle(t, Input::Reply { op: list.op, result: Ok(Reply::Children(vec![a_name.clone()])) });
 //! assert_eq!(a.role(), Role::Leader(FencingToken(100)));
 //!
 //! // b is behind a, so it watches a (and only a).
-//! let mut b = Candidate::new(Config::builder("/svc/leader", "b").probe(false).build()?);
+//! let mut b = Candidate::new(Config::builder("/svc/leader", "b").probe(false).nonce_seed(2).build()?);
 //! b.join(t);
 //! b.handle(t, connected);
 //! let create = next(&mut b, "create");
 //! b.handle(t, Input::Reply { op: create.op, result: Ok(Reply::Created {
-//!     path: "/svc/leader/n_0000000001".into(), stat: stat(101) }) });
+//!     path: format!("{}0000000001", create.request.path()), stat: stat(101) }) });
 //! let list = next(&mut b, "children");
 //! b.handle(t, Input::Reply { op: list.op, result: Ok(Reply::Children(vec![
-//!     "n_0000000001".into(), "n_0000000000".into()])) });
-//! assert_eq!(b.watching(), Some("n_0000000000"));
+//!     b.node().unwrap().to_owned(), a_name.clone()])) });
+//! assert_eq!(b.watching(), Some(a_name.as_str()));
 //! assert_eq!(b.role(), Role::Follower);
 //!
 //! // a resigns: it is demoted before its delete is even sent.
@@ -68,9 +69,10 @@
 //! assert!(std::iter::from_fn(|| a.poll_notice())
 //!     .any(|n| n == Notice::Demoted { reason: DemotionReason::Resigned }));
 //!
-//! // b learns of the deletion and leads at once: a was the only node below it.
-//! b.handle(t, Input::Watch(WatchEvent {
-//!     kind: WatchKind::NodeDeleted, path: "/svc/leader/n_0000000000".into() }));
+//! // b learns of the deletion and leads at once: a was the only node below it,
+//! // and a's name carries a nonce drawn for that one node, so the event cannot
+//! // be about another node of the same name.
+//! b.handle(t, Input::Watch(WatchEvent { kind: WatchKind::NodeDeleted, path: a_node }));
 //! assert_eq!(b.role(), Role::Leader(FencingToken(101)));
 //! # Ok::<(), ConfigError>(())
 //! ```

@@ -301,20 +301,59 @@ pub fn queue(children: &[String], prefix: &str, interop: bool) -> (Vec<NodeName>
     (parsed, ignored)
 }
 
-/// The nonce for the `epoch`-th session of a candidate seeded with `seed`:
-/// 16 lowercase hex digits, different for every epoch.
+/// The nonce for the `create`-th node of the `epoch`-th session of a candidate
+/// seeded with `seed`: 16 lowercase hex digits, different for every node.
+///
+/// A fresh nonce per node (not only per session) makes every protected name
+/// unique for good: after the election path is deleted and recreated the
+/// sequence numbers restart, and a per-session nonce would give a candidate
+/// that rejoins its old name back, so that a late watch event about the old node
+/// would read as news about the new one (found by the simulator). Retries of
+/// one create whose fate is unknown keep its nonce: that is how the node is
+/// found again (see [`never_reused`]).
 ///
 /// ```
 /// use zkelect_core::name::nonce;
-/// assert_eq!(nonce(7, 0).len(), 16);
-/// assert_ne!(nonce(7, 0), nonce(7, 1));
-/// assert_eq!(nonce(7, 3), nonce(7, 3));
+/// assert_eq!(nonce(7, 0, 0).len(), 16);
+/// assert_ne!(nonce(7, 0, 0), nonce(7, 1, 0));
+/// assert_ne!(nonce(7, 0, 0), nonce(7, 0, 1));
+/// assert_eq!(nonce(7, 3, 2), nonce(7, 3, 2));
 /// ```
-pub fn nonce(seed: u64, epoch: u64) -> String {
+pub fn nonce(seed: u64, epoch: u64, create: u64) -> String {
+    let x = splitmix64(seed ^ epoch.wrapping_mul(0xA076_1D64_78BD_642F));
     format!(
         "{:016x}",
-        splitmix64(seed ^ epoch.wrapping_mul(0xA076_1D64_78BD_642F))
+        splitmix64(x ^ create.wrapping_mul(0xE703_7ED1_A0B4_28DB))
     )
+}
+
+/// Whether a child name is never given to a second node: a protected name
+/// (`_c_<nonce>-…`), whose nonce is drawn afresh for every create — by zkelect
+/// ([`nonce`]) and by Curator's `withProtection` (a random UUID per create).
+///
+/// Only for such a name is a watch event proof about the one node that bore it.
+/// Any other name (kazoo's `<uuid>__lock__`, which keeps its UUID across
+/// acquisitions; unprotected names) comes back after the election path is
+/// deleted and recreated, and a late `NodeDeleted` for it may be about an older
+/// node than the one watched now.
+///
+/// ```
+/// use zkelect_core::name::never_reused;
+/// assert!(never_reused("_c_0123456789abcdef-n_0000000007"));
+/// assert!(!never_reused("n_0000000007"));
+/// assert!(!never_reused("0123456789abcdef0123456789abcdef__lock__0000000001"));
+/// assert!(!never_reused("_c_-n_0000000007"));
+/// ```
+pub fn never_reused(name: &str) -> bool {
+    nonce_of(name).is_some()
+}
+
+/// The nonce of a protected name (the part between `_c_` and the next `-`).
+pub(crate) fn nonce_of(name: &str) -> Option<&str> {
+    name.strip_prefix(PROTECTED_MARKER)
+        .and_then(|rest| rest.split_once('-'))
+        .map(|(nonce, _)| nonce)
+        .filter(|nonce| !nonce.is_empty())
 }
 
 /// The name prefix a candidate creates: `_c_<nonce>-<prefix>` or just `<prefix>`.

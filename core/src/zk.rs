@@ -128,6 +128,17 @@ pub enum Request {
         /// Expected data version, or `None` for any.
         version: Option<i32>,
     },
+    /// `setData`, with an expected version or any (`None` = -1). zkelect sends
+    /// one only as the leader marker: a new leader rewrites its own node's data
+    /// unchanged, so the node's data version says "this node has led".
+    SetData {
+        /// Node path.
+        path: String,
+        /// The node's new data.
+        data: Vec<u8>,
+        /// Expected data version, or `None` for any.
+        version: Option<i32>,
+    },
 }
 
 impl Request {
@@ -138,7 +149,8 @@ impl Request {
             | Self::GetChildren { path, .. }
             | Self::GetData { path, .. }
             | Self::Exists { path, .. }
-            | Self::Delete { path, .. } => path,
+            | Self::Delete { path, .. }
+            | Self::SetData { path, .. } => path,
         }
     }
 
@@ -148,11 +160,11 @@ impl Request {
             Self::GetChildren { watch, .. }
             | Self::GetData { watch, .. }
             | Self::Exists { watch, .. } => *watch,
-            Self::Create { .. } | Self::Delete { .. } => false,
+            Self::Create { .. } | Self::Delete { .. } | Self::SetData { .. } => false,
         }
     }
 
-    /// A short verb for traces: `create`, `children`, `data`, `exists`, `delete`.
+    /// A short verb for traces: `create`, `children`, `data`, `exists`, `delete`, `set`.
     pub fn verb(&self) -> &'static str {
         match self {
             Self::Create { .. } => "create",
@@ -160,6 +172,7 @@ impl Request {
             Self::GetData { .. } => "data",
             Self::Exists { .. } => "exists",
             Self::Delete { .. } => "delete",
+            Self::SetData { .. } => "set",
         }
     }
 }
@@ -188,6 +201,8 @@ pub enum Reply {
     Exists(Option<Stat>),
     /// Answer to `Delete`.
     Deleted,
+    /// Answer to `SetData`: the node's new stat.
+    Set(Stat),
 }
 
 /// A ZooKeeper error code, as the core sees it.

@@ -221,6 +221,7 @@ impl World {
             Request::GetData { .. } => Reply::Data { data: vec![], stat },
             Request::Exists { .. } => Reply::Exists(Some(stat)),
             Request::Delete { .. } => Reply::Deleted,
+            Request::SetData { .. } => Reply::Set(stat),
         })
     }
 

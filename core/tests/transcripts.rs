@@ -18,6 +18,12 @@ fn demoted(reason: DemotionReason) -> Notice {
     Notice::Demoted { reason }
 }
 
+// Other candidates' protected names: a fresh nonce for every create, so no other
+// node ever bears them, and a deletion event for one is trusted as it comes.
+const P0: &str = "_c_000000000000a000-n_0000000000";
+const P1: &str = "_c_000000000000a001-n_0000000001";
+const P2: &str = "_c_000000000000a002-n_0000000002";
+
 // ----- predecessor watch ------------------------------------------------------
 
 #[test]
@@ -63,32 +69,46 @@ fn predecessor_already_gone_lists_again_at_once() {
 }
 
 #[test]
-fn any_event_on_the_predecessor_leads_to_a_relist() {
-    let mut d = Driver::in_queue(
-        config("b"),
-        "n_0000000001",
-        11,
-        &["n_0000000000", "n_0000000001"],
-    );
-    d.data_ok("n_0000000000", 10);
-    d.event(WatchKind::NodeDataChanged, "n_0000000000");
-    d.take("children");
-    assert_eq!(d.c.role(), Role::Follower);
+fn any_other_event_on_the_predecessor_reads_it_again() {
+    let mut d = Driver::in_queue(config("b"), "n_0000000001", 11, &[P0, "n_0000000001"]);
+    d.data_ok(P0, 10);
+    for kind in [WatchKind::NodeDataChanged, WatchKind::NodeCreated] {
+        d.event(kind, P0);
+        // The watch is spent: reading the node re-arms it (no listing needed).
+        let again = d.take_data(P0);
+        assert_eq!(
+            again.request,
+            Request::GetData {
+                path: format!("{PATH}/{P0}"),
+                watch: true
+            }
+        );
+        assert!(!d.has_pending("children"), "{:?}", d.pending);
+        d.reply(
+            again.op,
+            Ok(Reply::Data {
+                data: vec![],
+                stat: stat(10, SessionId(1)),
+            }),
+        );
+        assert_eq!(d.c.role(), Role::Follower);
+    }
+    // Gone by the time it is read again: the read's NoNode is the deletion.
+    d.event(WatchKind::NodeDataChanged, P0);
+    let again = d.take_data(P0);
+    d.reply(again.op, Err(ZkCode::NoNode));
+    assert!(d.c.role().is_leader());
+    assert_eq!(d.c.stats().zero_rtt_takeovers, 0, "it took a read");
 }
 
 // ----- zero-round-trip takeover --------------------------------------------------
 
 #[test]
 fn deleted_only_predecessor_elects_on_the_notification_itself() {
-    let mut d = Driver::in_queue(
-        config("b"),
-        "n_0000000001",
-        11,
-        &["n_0000000000", "n_0000000001"],
-    );
-    d.data_ok("n_0000000000", 10);
+    let mut d = Driver::in_queue(config("b"), "n_0000000001", 11, &[P0, "n_0000000001"]);
+    d.data_ok(P0, 10);
     d.take_notices();
-    d.event(WatchKind::NodeDeleted, "n_0000000000");
+    d.event(WatchKind::NodeDeleted, P0);
     assert_eq!(d.c.role(), Role::Leader(FencingToken(11)));
     assert!(d.take_notices().contains(&elected(11)));
     assert!(
@@ -101,32 +121,22 @@ fn deleted_only_predecessor_elects_on_the_notification_itself() {
 
 #[test]
 fn deleted_predecessor_with_lower_nodes_left_reverifies_the_next_one() {
-    let mut d = Driver::in_queue(
-        config("c"),
-        "n_0000000002",
-        12,
-        &["n_0000000000", "n_0000000001", "n_0000000002"],
-    );
-    d.data_ok("n_0000000001", 11);
-    d.event(WatchKind::NodeDeleted, "n_0000000001");
-    assert_eq!(d.c.role(), Role::Follower, "n_0 may still lead");
-    d.children(&["n_0000000000", "n_0000000002"]);
-    d.data_ok("n_0000000000", 10);
-    d.event(WatchKind::NodeDeleted, "n_0000000000");
+    let mut d = Driver::in_queue(config("c"), "n_0000000002", 12, &[P0, P1, "n_0000000002"]);
+    d.data_ok(P1, 11);
+    d.event(WatchKind::NodeDeleted, P1);
+    assert_eq!(d.c.role(), Role::Follower, "P0 may still lead");
+    d.children(&[P0, "n_0000000002"]);
+    d.data_ok(P0, 10);
+    d.event(WatchKind::NodeDeleted, P0);
     assert_eq!(d.c.role(), Role::Leader(FencingToken(12)));
 }
 
 #[test]
 fn watch_event_overtaking_the_reply_that_set_it_is_acted_on() {
-    let mut d = Driver::in_queue(
-        config("b"),
-        "n_0000000001",
-        11,
-        &["n_0000000000", "n_0000000001"],
-    );
-    let watch = d.take_data("n_0000000000");
+    let mut d = Driver::in_queue(config("b"), "n_0000000001", 11, &[P0, "n_0000000001"]);
+    let watch = d.take_data(P0);
     // The client delivered the deletion before the getData reply (zookeeper-async does).
-    d.event(WatchKind::NodeDeleted, "n_0000000000");
+    d.event(WatchKind::NodeDeleted, P0);
     assert!(d.c.role().is_leader());
     d.reply(
         watch.op,
@@ -197,6 +207,262 @@ fn a_late_deletion_event_for_an_old_node_of_the_same_name_is_not_a_revocation() 
     assert!(d.c.role().is_leader());
 }
 
+// ----- names that come back -----------------------------------------------------------
+
+#[test]
+fn a_late_deletion_of_an_older_node_of_a_reused_name_does_not_elect() {
+    // Found by the simulator (seed 13906 with lagging events): the election
+    // path was deleted and recreated, the sequence restarted, the predecessor's
+    // name came back on a new node, and the deletion event of the old node,
+    // handed over late by the client's event thread, elected a second leader.
+    // Names without a per-create nonce (kazoo's, unprotected ones) can always
+    // come back like this.
+    let mut d = Driver::in_queue(
+        config("b"),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    d.data_ok("n_0000000000", 10);
+    // The whole election is deleted: our node's event comes in time ...
+    d.event(WatchKind::NodeDeleted, "n_0000000001");
+    d.children(&[]);
+    // ... we join the new incarnation behind a new node of the same name ...
+    d.created("n_0000000001", 31);
+    d.data_ok("n_0000000001", 31);
+    d.children(&["n_0000000000", "n_0000000001"]);
+    d.data_ok("n_0000000000", 30);
+    d.take_notices();
+    // ... and now the old node's deletion arrives.
+    d.event(WatchKind::NodeDeleted, "n_0000000000");
+    assert_eq!(
+        d.c.role(),
+        Role::Follower,
+        "the event may be about the old node"
+    );
+    assert!(d.take_notices().is_empty());
+    // A read settles it: the node watched now is alive, and watched again.
+    d.data_ok("n_0000000000", 30);
+    assert_eq!(d.c.role(), Role::Follower);
+    assert_eq!(d.c.watching(), Some("n_0000000000"));
+    // Its own deletion, confirmed the same way, elects.
+    d.event(WatchKind::NodeDeleted, "n_0000000000");
+    let confirm = d.take_data("n_0000000000");
+    d.reply(confirm.op, Err(ZkCode::NoNode));
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(31)));
+}
+
+#[test]
+fn every_create_draws_a_fresh_nonce_so_a_name_never_comes_back() {
+    // The other half of seed 13906: the predecessor's name came back because
+    // its candidate rejoined in the same session with the same nonce.
+    let mut d = Driver::joined(config("a"));
+    d.answer_probes();
+    let first = d.take("create");
+    let name = format!("_c_{}-n_0000000000", nonce_of(&first));
+    d.reply(
+        first.op,
+        Ok(Reply::Created {
+            path: format!("{PATH}/{name}"),
+            stat: stat(10, SID),
+        }),
+    );
+    d.data_ok(&name, 10);
+    d.children(&[&name]);
+    assert!(d.c.role().is_leader());
+    // The election is deleted and recreated; we rejoin in the same session.
+    d.event(WatchKind::NodeDeleted, &name);
+    d.children(&[]);
+    let second = d.take("create");
+    assert_ne!(nonce_of(&second), nonce_of(&first));
+    assert!(name::never_reused(&name));
+}
+
+#[test]
+fn a_watched_node_created_after_ours_is_not_our_predecessor() {
+    // Our listing showed a node of that name below ours; the node read now
+    // was created after ours, so the path was recreated since (under one
+    // incarnation a lower sequence is an older node).
+    let mut d = Driver::in_queue(
+        config("b"),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    d.data_ok("n_0000000000", 40);
+    assert!(d.has_pending("children"), "{:?}", d.pending);
+    assert_eq!(d.c.role(), Role::Follower);
+    // Our own node is checked too: a different czxid means ours is gone.
+    let own = d.take_data("n_0000000001");
+    d.reply(
+        own.op,
+        Ok(Reply::Data {
+            data: vec![],
+            stat: stat(41, SID),
+        }),
+    );
+    assert_eq!(d.c.node(), None);
+}
+
+#[test]
+fn a_watched_name_read_with_another_czxid_is_not_the_node_listed() {
+    let mut d = Driver::in_queue(
+        config("b"),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    d.data_ok("n_0000000000", 10);
+    d.event(WatchKind::NodeDataChanged, "n_0000000000");
+    d.data_ok("n_0000000000", 9);
+    assert!(d.has_pending("children"), "{:?}", d.pending);
+}
+
+// ----- leader marker ----------------------------------------------------------------
+
+#[test]
+fn a_new_leader_marks_its_node_with_its_own_bytes_expecting_version_0() {
+    let mut d = Driver::in_queue(
+        config("a").data(b"app".to_vec()),
+        "n_0000000000",
+        10,
+        &["n_0000000000"],
+    );
+    assert!(d.c.role().is_leader());
+    let mark = d.take("set");
+    assert_eq!(
+        mark.request,
+        Request::SetData {
+            path: format!("{PATH}/n_0000000000"),
+            data: b"a\napp".to_vec(),
+            version: Some(0),
+        },
+        "the application's bytes stay as they are"
+    );
+    d.reply(
+        mark.op,
+        Ok(Reply::Set(Stat {
+            version: 1,
+            ..stat(10, SID)
+        })),
+    );
+    assert_eq!(d.c.stats().marks_written, 1);
+    // Our own watch fires on it and is set again; nothing is marked twice.
+    d.event(WatchKind::NodeDataChanged, "n_0000000000");
+    d.take_data("n_0000000000");
+    assert!(d.c.role().is_leader());
+    assert!(!d.has_pending("set"), "{:?}", d.pending);
+}
+
+#[test]
+fn a_marker_refused_is_given_up_and_one_lost_to_the_connection_is_sent_again() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    let mark = d.take("set");
+    d.reply(mark.op, Err(ZkCode::ConnectionLoss));
+    assert!(!d.has_pending("set"), "not before the connection is back");
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    d.answer_probes();
+    d.children(&["n_0000000000"]);
+    let again = d.take("set");
+    // Someone wrote the node meanwhile (or our first write did land).
+    d.reply(again.op, Err(ZkCode::BadVersion));
+    d.sleep(1_000);
+    d.answer_probes();
+    assert!(!d.has_pending("set"), "{:?}", d.pending);
+    assert!(d.c.role().is_leader());
+}
+
+#[test]
+fn follower_whose_predecessor_has_led_takes_over_on_the_deletion_alone() {
+    // A rotation: we listed while P0 led and P1 followed it, so two nodes
+    // were below ours. P0 went (we did not see it); P1 took over and marked
+    // its node, which fired our watch.
+    let mut d = Driver::in_queue(config("c"), "n_0000000002", 12, &[P0, P1, "n_0000000002"]);
+    d.data_at(P1, 11, 0, b"b");
+    d.event(WatchKind::NodeDataChanged, P1);
+    d.data_at(P1, 11, 1, b"b");
+    assert_eq!(d.c.stats().marks_seen, 1);
+    assert_eq!(d.c.watching(), Some(P1));
+    d.take_notices();
+    d.event(WatchKind::NodeDeleted, P1);
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(12)));
+    assert!(d.take_notices().contains(&elected(12)));
+    assert!(!d.has_pending("children"), "{:?}", d.pending);
+    assert_eq!(d.c.stats().zero_rtt_takeovers, 1);
+}
+
+#[test]
+fn an_operator_write_on_the_predecessor_is_not_a_leader_marker() {
+    let mut d = Driver::in_queue(config("c"), "n_0000000002", 12, &[P0, P1, "n_0000000002"]);
+    d.data_at(P1, 11, 0, b"b");
+    d.event(WatchKind::NodeDataChanged, P1);
+    d.data_at(P1, 11, 1, b"touched");
+    d.event(WatchKind::NodeDeleted, P1);
+    assert_eq!(d.c.role(), Role::Follower, "P0 may still lead");
+    d.take("children");
+    assert_eq!(d.c.stats().marks_seen, 0);
+}
+
+#[test]
+fn a_marker_without_a_version_0_read_to_compare_teaches_nothing() {
+    let mut d = Driver::in_queue(config("c"), "n_0000000002", 12, &[P0, P1, "n_0000000002"]);
+    d.data_at(P1, 11, 1, b"b");
+    d.event(WatchKind::NodeDeleted, P1);
+    assert_eq!(d.c.role(), Role::Follower);
+    d.take("children");
+}
+
+#[test]
+fn a_marker_on_another_node_of_the_same_name_teaches_nothing() {
+    let names = ["n_0000000000", "n_0000000001", "n_0000000002"];
+    let mut d = Driver::in_queue(config("c"), "n_0000000002", 12, &names);
+    d.data_at("n_0000000001", 11, 0, b"b");
+    d.event(WatchKind::NodeDataChanged, "n_0000000001");
+    d.data_at("n_0000000001", 7, 1, b"b");
+    assert_eq!(d.c.stats().marks_seen, 0);
+    assert!(d.has_pending("children"), "{:?}", d.pending);
+}
+
+#[test]
+fn with_k_leaders_a_marker_bounds_the_nodes_below() {
+    let queue = [P0, P1, P2, "n_0000000003"];
+    let marked = || {
+        let mut d = Driver::in_queue(config("d").leaders(2), "n_0000000003", 13, &queue);
+        d.data_at(P2, 12, 0, b"c");
+        d.data_at(P1, 11, 0, b"b");
+        // P2 led: at most one node was below it then, so at most two below us.
+        d.event(WatchKind::NodeDataChanged, P2);
+        d.data_at(P2, 12, 1, b"c");
+        assert_eq!(d.c.stats().marks_seen, 1);
+        d
+    };
+    let mut d = marked();
+    d.event(WatchKind::NodeDeleted, P2);
+    assert!(d.c.role().is_leader(), "at most one left below");
+    assert!(!d.has_pending("children"), "{:?}", d.pending);
+    // Found by the simulator (seed 564): P1 may be the node whose going let
+    // P2 lead, already left out of "at most one below P2"; its deletion must
+    // not be counted twice.
+    let mut d = marked();
+    d.event(WatchKind::NodeDeleted, P1);
+    assert_eq!(d.c.role(), Role::Follower, "P0 and P2 may both be below");
+    d.take("children");
+}
+
+#[test]
+fn no_marker_with_interop_the_parent_strategy_or_when_turned_off() {
+    for builder in [
+        config("a").interop(true),
+        config("a").strategy(WatchStrategy::Parent),
+        config("a").leader_marker(false),
+    ] {
+        let d = Driver::in_queue(builder, "n_0000000000", 10, &["n_0000000000"]);
+        assert!(d.c.role().is_leader());
+        assert!(!d.has_pending("set"), "{:?}", d.pending);
+    }
+}
+
 // ----- protected create -------------------------------------------------------------
 
 fn nonce_of(cmd: &Command) -> String {
@@ -254,10 +520,10 @@ fn lost_create_that_was_not_applied_is_created_again() {
     d.connect(SID);
     d.children(&["n_0000000002"]);
     let again = d.take("create");
-    assert_eq!(
+    assert_ne!(
         nonce_of(&again),
         nonce_of(&create),
-        "same session, same nonce"
+        "nothing bears the first nonce; every create draws its own"
     );
 }
 
@@ -402,7 +668,11 @@ fn curator_and_kazoo_nodes_queue_with_ours_by_sequence() {
     let mut d = Driver::in_queue(config("a").interop(true), "n_0000000003", 13, &children);
     assert_eq!(d.c.role(), Role::Follower);
     d.data_ok(kazoo, 12);
+    // kazoo keeps its name's UUID across acquisitions, so the name may come
+    // back after the path is recreated: its deletion is confirmed by a read.
     d.event(WatchKind::NodeDeleted, kazoo);
+    let confirm = d.take_data(kazoo);
+    d.reply(confirm.op, Err(ZkCode::NoNode));
     d.children(&[curator, "n_0000000003"]);
     d.data_ok(curator, 11);
     d.event(WatchKind::NodeDeleted, curator);
@@ -607,6 +877,7 @@ fn resign_demotes_at_once_deletes_the_node_and_rejoins_at_the_back() {
 #[test]
 fn close_is_idempotent_and_a_missing_node_counts_as_deleted() {
     let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    d.take("set");
     d.close();
     d.close();
     let del = d.take("delete");
@@ -755,14 +1026,14 @@ fn transient_errors_retry_after_backoff_via_poll_timeout() {
 
 #[test]
 fn the_k_lowest_candidates_lead() {
-    let children = ["n_0000000000", "n_0000000001", "n_0000000002"];
-    let second = Driver::in_queue(config("b").leaders(2), "n_0000000001", 11, &children);
+    let children = [P0, P1, "n_0000000002"];
+    let second = Driver::in_queue(config("b").leaders(2), P1, 11, &children);
     assert!(second.c.role().is_leader());
     let mut third = Driver::in_queue(config("c").leaders(2), "n_0000000002", 12, &children);
     assert_eq!(third.c.role(), Role::Follower);
-    third.data_ok("n_0000000001", 11);
+    third.data_ok(P1, 11);
     // Either leader leaving makes room: here the nearer one goes.
-    third.event(WatchKind::NodeDeleted, "n_0000000001");
+    third.event(WatchKind::NodeDeleted, P1);
     assert!(third.c.role().is_leader());
 }
 
@@ -770,12 +1041,12 @@ fn the_k_lowest_candidates_lead() {
 fn with_k_leaders_the_first_follower_learns_when_any_leader_goes() {
     // Found by the simulator (seed 6): watching only the immediate predecessor,
     // itself a leader, the first follower never learned that the other leader left.
-    let children = ["n_0000000000", "n_0000000001", "n_0000000002"];
+    let children = [P0, P1, "n_0000000002"];
     let mut third = Driver::in_queue(config("c").leaders(2), "n_0000000002", 12, &children);
-    third.data_ok("n_0000000001", 11);
-    third.data_ok("n_0000000000", 10);
-    assert_eq!(third.c.watched(), ["n_0000000001", "n_0000000000"]);
-    third.event(WatchKind::NodeDeleted, "n_0000000000");
+    third.data_ok(P1, 11);
+    third.data_ok(P0, 10);
+    assert_eq!(third.c.watched(), [P1, P0]);
+    third.event(WatchKind::NodeDeleted, P0);
     assert!(
         third.c.role().is_leader(),
         "one of the two lower leaders went"
@@ -784,26 +1055,21 @@ fn with_k_leaders_the_first_follower_learns_when_any_leader_goes() {
 
 #[test]
 fn deeper_deletions_do_not_wake_a_follower_with_k_nodes_still_below() {
-    let children = [
-        "n_0000000000",
-        "n_0000000001",
-        "n_0000000002",
-        "n_0000000003",
-    ];
+    let children = [P0, P1, P2, "n_0000000003"];
     let mut d = Driver::in_queue(config("d").leaders(2), "n_0000000003", 13, &children);
-    d.data_ok("n_0000000002", 12);
-    d.data_ok("n_0000000001", 11);
+    d.data_ok(P2, 12);
+    d.data_ok(P1, 11);
     assert!(
         !d.has_pending("data"),
         "only the two nearest are watched: {:?}",
         d.pending
     );
-    d.event(WatchKind::NodeDeleted, "n_0000000001");
-    assert_eq!(d.c.role(), Role::Follower, "n_0 and n_2 may still be below");
-    d.children(&["n_0000000000", "n_0000000002", "n_0000000003"]);
-    d.data_ok("n_0000000002", 12);
-    d.data_ok("n_0000000000", 10);
-    d.event(WatchKind::NodeDeleted, "n_0000000000");
+    d.event(WatchKind::NodeDeleted, P1);
+    assert_eq!(d.c.role(), Role::Follower, "P0 and P2 may still be below");
+    d.children(&[P0, P2, "n_0000000003"]);
+    d.data_ok(P2, 12);
+    d.data_ok(P0, 10);
+    d.event(WatchKind::NodeDeleted, P0);
     assert!(d.c.role().is_leader());
 }
 

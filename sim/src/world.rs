@@ -486,7 +486,12 @@ impl World {
             candidate: &p.c,
             crashed: p.crashed,
             paused: p.paused_until.is_some_and(|t| self.now < t),
-            resumed_at: p.resumed_at,
+            // A pause is over at its end even before its `Resume` event is
+            // handled (another event at the same moment may come first).
+            resumed_at: match p.paused_until {
+                Some(t) if t <= self.now => t,
+                _ => p.resumed_at,
+            },
             session: p.session,
             session_closed: p.session_closed,
             session_timeout: p.timeout,
@@ -1585,8 +1590,9 @@ fn reply_text(r: &Reply) -> String {
     match r {
         Reply::Created { path, stat } => format!("created {} czxid={}", short(path), stat.czxid),
         Reply::Children(c) => format!("children[{}]", c.len()),
-        Reply::Data { stat, .. } => format!("data czxid={}", stat.czxid),
+        Reply::Data { stat, .. } => format!("data czxid={} v{}", stat.czxid, stat.version),
         Reply::Exists(s) => format!("exists={}", s.is_some()),
         Reply::Deleted => "deleted".into(),
+        Reply::Set(stat) => format!("set version={}", stat.version),
     }
 }

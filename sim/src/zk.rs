@@ -476,11 +476,19 @@ impl ZkModel {
                 let fired = self.remove(path);
                 (Ok(Reply::Deleted), fired)
             }
+            Request::SetData {
+                path,
+                data,
+                version,
+            } => {
+                let (result, fired) = self.write(session, path, data, *version);
+                (result.map(Reply::Set), fired)
+            }
         }
     }
 
-    /// `setData` from `session` at `now` (zkelect never sends one; an operator
-    /// or another application might): checks WRITE on the node and the version
+    /// `setData` from `session` at `now` (zkelect's leader marker, or an
+    /// operator's write): checks WRITE on the node and the version
     /// (`None` = any), bumps the version and mzxid, and fires the data watches
     /// with `NodeDataChanged`.
     pub fn set_data(
@@ -496,6 +504,17 @@ impl ZkModel {
         }
         self.touch(now, session);
         self.ops += 1;
+        self.write(session, path, data, version)
+    }
+
+    /// The body of `setData`, for a live session.
+    fn write(
+        &mut self,
+        session: SessionId,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> (Result<Stat, ZkCode>, Vec<Fired>) {
         let Some(node) = self.nodes.get(path) else {
             return (Err(ZkCode::NoNode), Vec::new());
         };

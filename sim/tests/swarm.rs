@@ -66,6 +66,20 @@ fn pauses_never_let_a_deposed_leader_write_to_the_fenced_resource() {
     assert!(!wide || stats.fenced_rejections > 0, "{stats}");
 }
 
+/// Client event threads that lag behind their replies, with the rest of the
+/// standard faults (the election wiped and recreated among them): a late
+/// deletion event for a name that came back once elected a second leader
+/// (seed 13906, in this range).
+#[test]
+fn lagging_event_threads_never_elect_a_second_leader() {
+    let stats = holds(
+        "lagging events",
+        seeds(13_000..14_000),
+        options(FaultMix::WithEventLag),
+    );
+    assert!(stats.revocations > 0, "{stats}");
+}
+
 #[test]
 fn calm_runs_elect_and_hand_over_with_k_one_or_two() {
     for leaders in [1, 2] {

@@ -179,6 +179,22 @@ impl Driver {
         cmd
     }
 
+    /// Answers the pending getData on `name` with this data version and data.
+    pub fn data_at(&mut self, name: &str, czxid: i64, version: i32, data: &[u8]) -> Command {
+        let cmd = self.take_data(name);
+        self.reply(
+            cmd.op,
+            Ok(Reply::Data {
+                data: data.to_vec(),
+                stat: Stat {
+                    version,
+                    ..stat(czxid, SessionId(0x999))
+                },
+            }),
+        );
+        cmd
+    }
+
     pub fn take_data(&mut self, name: &str) -> Command {
         let path = format!("{PATH}/{name}");
         let i = self
