@@ -313,6 +313,50 @@ mod tests {
         assert_eq!(server.data("/a"), Some(b"y".to_vec()));
     }
 
+    /// Bad input to a guarded write: the failing operation is named, by its
+    /// index among the caller's, and nothing of the multi is applied.
+    #[tokio::test(start_paused = true)]
+    async fn a_guarded_write_with_a_bad_operation_names_it_and_writes_nothing() {
+        let server = MemoryServer::new();
+        let (admin, _admin_events) = server.connect(SESSION);
+        assert!(admin.perform(create("/fenced")).await.is_ok());
+        let (a, a_events) = server.connect(SESSION);
+        let leader = Election::builder(a, a_events)
+            .path("/svc/leader")
+            .id("a")
+            .join()
+            .await
+            .unwrap();
+        leader.wait_leader().await.unwrap();
+        let set = |path: &str| MultiOp::SetData {
+            path: path.to_owned(),
+            data: b"x".to_vec(),
+            version: None,
+        };
+        assert_eq!(
+            leader.guarded(vec![set("/fenced"), set("/missing")]).await,
+            Err(GuardedWriteError::Op {
+                index: 1,
+                code: ZkCode::NoNode
+            })
+        );
+        assert_eq!(
+            leader
+                .guarded(vec![MultiOp::SetData {
+                    path: "/fenced".to_owned(),
+                    data: b"x".to_vec(),
+                    version: Some(7),
+                }])
+                .await,
+            Err(GuardedWriteError::Op {
+                index: 0,
+                code: ZkCode::BadVersion
+            })
+        );
+        assert_eq!(server.data("/fenced"), Some(Vec::new()), "nothing written");
+        leader.close().await;
+    }
+
     #[tokio::test(start_paused = true)]
     async fn guarded_writes_pass_for_the_leader_and_fail_for_a_deposed_one() {
         let server = MemoryServer::new();
