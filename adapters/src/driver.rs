@@ -427,6 +427,11 @@ impl Driver {
                     }
                     info!(leader = leader.as_deref().unwrap_or("-"), "leader changed");
                 }
+                Notice::PersistentSkipped { node } => warn!(
+                    node,
+                    "skipping a persistent child that looks like a contender: \
+                     no process holds it and it will not go away by itself"
+                ),
                 Notice::Error(e) => {
                     warn!(error = %e, "election stopped by a fatal error");
                     if let Ok(mut slot) = self.outputs.error.lock() {

@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use zkelect_core::{
     Acl, Candidate, CandidateError, Config, ConfigBuilder, ConnectionPolicy, DemotionReason,
-    FencingToken, Mode, Notice, Role, Stat, WatchStrategy, ZkCode,
+    FencingToken, Interop, Mode, Notice, Role, Stat, WatchStrategy, ZkCode,
 };
 
 use crate::driver::{Clock, Driver, Intent, Metrics, Outputs};
@@ -189,9 +189,23 @@ impl ElectionBuilder {
         self.tune(move |c| c.rejoin_on_revoke(yes))
     }
 
-    /// Let Curator and kazoo nodes queue with ours.
-    pub fn interop(self, yes: bool) -> Self {
-        self.tune(move |c| c.interop(yes))
+    /// Share the queue with Curator's `LeaderLatch` or kazoo's `Election`
+    /// (default [`Interop::None`]): our nodes are named in that library's
+    /// scheme, so it orders them as we do, and its nodes queue with ours.
+    ///
+    /// ```no_run
+    /// # async fn example() -> Result<(), zkelect::ElectionError> {
+    /// use zkelect::{ConnectOptions, Election, Interop};
+    /// let election = Election::connect(ConnectOptions::new("127.0.0.1:2181"))
+    ///     .path("/svc/leader") // the path the Curator fleet's LeaderLatch uses
+    ///     .id("node-a")
+    ///     .interop(Interop::Curator)
+    ///     .join()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn interop(self, scheme: Interop) -> Self {
+        self.tune(move |c| c.interop(scheme))
     }
 
     /// Any other core setting.

@@ -94,7 +94,7 @@ pub use zk_client::{ZkClientOptions, ZkClientTransport};
 /// The state machine this crate drives, for everything not re-exported here.
 pub use zkelect_core as core;
 pub use zkelect_core::{
-    Acl, CandidateError, ConfigError, ConnectionPolicy, DemotionReason, FencingToken, Notice,
-    Reply, Request, Role, SessionEvent, SessionId, Stat, WatchEvent, WatchKind, WatchStrategy,
-    ZkCode,
+    Acl, CandidateError, ConfigError, ConnectionPolicy, DemotionReason, FencingToken, Interop,
+    Notice, Reply, Request, Role, SessionEvent, SessionId, Stat, WatchEvent, WatchKind,
+    WatchStrategy, ZkCode,
 };

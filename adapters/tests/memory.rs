@@ -26,7 +26,11 @@ async fn three_candidates_elect_one_and_the_next_in_sequence_succeeds() {
     let leaders: Vec<_> = elections.iter().filter(|e| e.role().is_leader()).collect();
     assert_eq!(leaders.len(), 1);
     // The queue order decides the successor: the next in sequence.
-    let (queue, _) = name::queue(&server.children("/svc/leader"), "n_", false);
+    let (queue, _) = name::queue(
+        &server.children("/svc/leader"),
+        "n_",
+        zkelect::Interop::None,
+    );
     let next = queue[1].name.clone();
     elections[0].close().await;
     let successor = elections

@@ -117,6 +117,28 @@ pub(crate) enum PolicyArg {
     SessionAware,
 }
 
+/// Whose naming scheme the queue follows (see the README's interop table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum InteropArg {
+    /// zkelect's own names only.
+    #[default]
+    None,
+    /// Share the queue with Apache Curator's LeaderLatch.
+    Curator,
+    /// Share the queue with kazoo's Election (or Lock).
+    Kazoo,
+}
+
+impl InteropArg {
+    pub(crate) fn scheme(self) -> zkelect::Interop {
+        match self {
+            InteropArg::None => zkelect::Interop::None,
+            InteropArg::Curator => zkelect::Interop::Curator,
+            InteropArg::Kazoo => zkelect::Interop::Kazoo,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
     #[command(flatten)]
@@ -130,6 +152,10 @@ pub(crate) struct RunArgs {
     /// What to do when the connection is suspended.
     #[arg(long, value_enum, default_value_t = PolicyArg::Standard)]
     pub(crate) policy: PolicyArg,
+    /// Share the queue with another library's election: our node is named in
+    /// its scheme and its nodes queue with ours.
+    #[arg(long, value_enum, default_value_t = InteropArg::None)]
+    pub(crate) interop: InteropArg,
     /// Milliseconds between SIGTERM and SIGKILL when leadership is lost.
     #[arg(long = "grace-ms", value_name = "MS", default_value_t = 5_000)]
     pub(crate) grace_ms: u64,
@@ -158,9 +184,9 @@ pub(crate) struct StatusArgs {
     /// Print again whenever the queue changes (until interrupted).
     #[arg(long)]
     pub(crate) watch: bool,
-    /// Count Curator LeaderLatch and kazoo nodes as candidates.
-    #[arg(long)]
-    pub(crate) interop: bool,
+    /// Read the queue in another library's scheme: Curator LeaderLatch or kazoo nodes count as candidates.
+    #[arg(long, value_enum, default_value_t = InteropArg::None)]
+    pub(crate) interop: InteropArg,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use zkelect_core::config::split_payload;
 use zkelect_core::name::{self, Origin};
+use zkelect_core::Interop;
 
 /// One node in the queue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -56,9 +57,9 @@ impl QueueView {
         leaders: u32,
         children: &[String],
         info: &BTreeMap<String, NodeInfo>,
-        prefix: &str,
-        interop: bool,
+        interop: Interop,
     ) -> Self {
+        let prefix = interop.stem().unwrap_or("n_");
         let (queue, _) = name::queue(children, prefix, interop);
         let in_queue: std::collections::BTreeSet<&str> =
             queue.iter().map(|n| n.name.as_str()).collect();
@@ -91,7 +92,6 @@ impl QueueView {
                         Origin::Ours { .. } => "zkelect",
                         Origin::Curator => "curator",
                         Origin::Kazoo => "kazoo",
-                        Origin::Other => "other",
                     },
                     watches: (!is_leader && i > 0).then(|| queue[i - 1].name.clone()),
                     session: node_info
@@ -184,7 +184,7 @@ mod tests {
             "_c_00000000000000bb-n_0000000007".to_string(),
             info("node-b", 0x11),
         );
-        let view = QueueView::build("/svc", 1, &children, &infos, "n_", false);
+        let view = QueueView::build("/svc", 1, &children, &infos, Interop::None);
         assert_eq!(view.queue.len(), 2);
         assert_eq!(view.queue[0].id.as_deref(), Some("node-a"));
         assert_eq!(view.queue[0].data.as_deref(), Some("10.0.0.1:80"));
@@ -200,8 +200,18 @@ mod tests {
         let json = serde_json::to_value(&view).unwrap();
         assert_eq!(json["queue"][0]["leader"], true);
 
-        let interop = QueueView::build("/svc", 2, &children, &infos, "n_", true);
+        let children: Vec<String> = [
+            "_c_00000000000000bb-latch-0000000007",
+            "n_0000000003",
+            "_c_0a1b2c3d-1111-2222-3333-444455556666-latch-0000000001",
+            "junk",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let interop = QueueView::build("/svc", 2, &children, &infos, Interop::Curator);
         assert_eq!(interop.queue[0].origin, "curator");
+        assert_eq!(interop.queue[1].origin, "zkelect");
         assert_eq!(
             interop.queue[0].id, None,
             "vanished or unread: shown as unknown"
@@ -210,12 +220,12 @@ mod tests {
             interop.queue[1].watches, None,
             "second of two leaders watches nobody"
         );
-        assert_eq!(interop.ignored, ["junk"]);
+        assert_eq!(interop.ignored, ["junk", "n_0000000003"]);
     }
 
     #[test]
     fn empty_election_says_nobody_leads() {
-        let view = QueueView::build("/svc", 1, &[], &BTreeMap::new(), "n_", false);
+        let view = QueueView::build("/svc", 1, &[], &BTreeMap::new(), Interop::None);
         assert!(view.render().contains("nobody leads"));
     }
 }

@@ -33,6 +33,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure
         .path(&args.conn.path)
         .id(&args.id)
         .policy(policy)
+        .interop(args.interop.scheme())
         .acl(acl_for(&args.conn));
     if let Some(data) = &args.data {
         builder = builder.data(data.clone().into_bytes());

@@ -65,7 +65,7 @@ pub(crate) async fn status(args: StatusArgs) -> Result<(), Failure> {
     loop {
         let names = children(&*zk, &path, args.watch).await?;
         let info = read_all(&*zk, &path, &names).await;
-        let view = QueueView::build(&path, 1, &names, &info, "n_", args.interop);
+        let view = QueueView::build(&path, 1, &names, &info, args.interop.scheme());
         if args.json {
             println!("{}", serde_json::to_string(&view).code(Code::Other)?);
         } else {

@@ -63,11 +63,11 @@
 //! the client library has not noticed, and under the `SessionAware` policy a
 //! leader demotes itself at nine tenths, before the server could have expired it.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use crate::command::{Command, OpId};
-use crate::config::{Config, ConnectionPolicy, Mode, WatchStrategy};
+use crate::config::{Config, ConnectionPolicy, Interop, Mode, WatchStrategy};
 use crate::input::{Input, SessionEvent};
 use crate::name::{self, NodeName, Origin};
 use crate::notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
@@ -105,6 +105,8 @@ pub struct Stats {
     pub marks_written: u64,
     /// Leader markers found on a watched node that tightened this follower's standing.
     pub marks_seen: u64,
+    /// Persistent look-alike children found and skipped (counted once per name).
+    pub persistent_skipped: u64,
 }
 
 /// The application's standing intent.
@@ -314,6 +316,13 @@ pub struct Candidate {
     armed: Vec<String>,
     /// What the replies said about the watched nodes since the last listing.
     seen: Vec<Seen>,
+    /// Children found persistent (`ephemeralOwner` 0) by the read that
+    /// watched them: never contenders, left out of every standing. Cleared on
+    /// any event about one (it is read again if it matters) and whenever the
+    /// watches that would report such events may have been lost.
+    persistent: BTreeSet<String>,
+    /// Persistent children already reported, so each is reported once.
+    persistent_reported: BTreeSet<String>,
     /// The leader marker's `setData`, in flight.
     mark_op: Option<OpId>,
     /// The last marker failed on the connection: wait for proof it works again.
@@ -372,6 +381,8 @@ impl Candidate {
             watched: Vec::new(),
             armed: Vec::new(),
             seen: Vec::new(),
+            persistent: BTreeSet::new(),
+            persistent_reported: BTreeSet::new(),
             mark_op: None,
             mark_failed: false,
             leadership: Leadership::None,
@@ -1284,7 +1295,7 @@ impl Candidate {
         let nonce = self.last_nonce();
         let mut mine: Vec<NodeName> = children
             .iter()
-            .filter_map(|c| name::parse(c, self.config.prefix(), false))
+            .filter_map(|c| name::parse(c, self.config.prefix(), Interop::None))
             .filter(|n| matches!(&n.origin, Origin::Ours { nonce: found } if found.is_some() && *found == nonce))
             .collect();
         name::order(&mut mine);
@@ -1424,8 +1435,14 @@ impl Candidate {
             self.config.prefix(),
             self.config.interop(),
             NEAREST_KEPT.max(2 * k),
+            &self.persistent,
         );
         self.stats.ignored_children += standing.ignored as u64;
+        if let Some(node) = standing.negative {
+            if self.config.interop() != Interop::None {
+                return self.refuse_shared_queue(node);
+            }
+        }
         self.leader_seen(standing.oldest.clone());
         if self.is_observer() {
             let again = std::mem::take(&mut self.relist_after);
@@ -1492,6 +1509,12 @@ impl Candidate {
             return;
         }
         match result {
+            // Checked before the czxid: a look-alike an operator creates after
+            // our node would otherwise read as a newer node under that name,
+            // and every listing would show it again.
+            Ok(Reply::Data { stat, .. }) if stat.ephemeral_owner == 0 => {
+                self.skip_persistent(pred);
+            }
             Ok(Reply::Data { data, stat }) => {
                 if !self.learn_watched(&pred, data, stat) {
                     // Another node bears the name now, created after ours: the
@@ -1513,6 +1536,41 @@ impl Candidate {
                 self.main_error("watch", path, code);
             }
         }
+    }
+
+    /// A watched node is persistent: no process holds it, and it goes only when
+    /// someone deletes it. Leave it out from now on, as if it were gone, and
+    /// watch the next one below (the listing's other nodes are as good as they
+    /// were; a fresh listing is not needed).
+    fn skip_persistent(&mut self, pred: String) {
+        if self.persistent_reported.insert(pred.clone()) {
+            self.stats.persistent_skipped += 1;
+            self.notices
+                .push_back(Notice::PersistentSkipped { node: pred.clone() });
+        }
+        self.persistent.insert(pred.clone());
+        if let Some(i) = self.lower.iter().position(|n| *n == pred) {
+            self.lower.remove(i);
+            for m in &mut self.marks {
+                if i < *m {
+                    *m -= 1;
+                }
+            }
+        }
+        self.armed.retain(|n| *n != pred);
+        self.watched.retain(|n| *n != pred);
+        self.seen.retain(|s| s.name != pred);
+        self.watch_next_lower();
+    }
+
+    /// A queue shared with another library has a negative sequence, where that
+    /// library's text order and ours disagree: stop taking part.
+    fn refuse_shared_queue(&mut self, node: String) {
+        self.demote(DemotionReason::Failed);
+        self.notices
+            .push_back(Notice::Error(CandidateError::SequenceWrapped { node }));
+        self.intent = Intent::Close;
+        self.start_leaving();
     }
 
     /// Checks a read of a watched node against our node and earlier reads, and
@@ -1713,6 +1771,10 @@ impl Candidate {
             return;
         }
         let name = event.path.rsplit('/').next().unwrap_or_default();
+        if self.child_path(name) == event.path && self.persistent.remove(name) {
+            // Whatever happened to it, the next read decides what it is.
+            return;
+        }
         if self.child_path(name) == event.path && self.watched.iter().any(|w| w == name) {
             let name = name.to_owned();
             if event.kind == WatchKind::NodeDeleted && name::never_reused(&name) {
@@ -1799,7 +1861,9 @@ impl Candidate {
             return;
         }
         // Same session after a disconnect: the client may have lost every watch
-        // (zookeeper-async does), so look again and re-arm them.
+        // (zookeeper-async does), so look again and re-arm them. A persistent
+        // child's watch is gone too, so it is read again before it is skipped.
+        self.persistent.clear();
         self.own_watch_armed = false;
         if let Some(op) = self.own_watch_op.take() {
             self.ops.remove(&op);
@@ -1844,6 +1908,7 @@ impl Candidate {
         self.probe_op = None;
         self.create_uncertain = false;
         self.own = None;
+        self.persistent.clear();
         self.forget_lower();
         self.forget_watched();
         self.timers.stop(Timer::Retry);

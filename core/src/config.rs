@@ -38,6 +38,10 @@ pub enum ConfigError {
         /// Which rule it breaks.
         reason: &'static str,
     },
+    /// A node prefix was set together with an [`Interop`] scheme, which
+    /// fixes the name.
+    #[error("a node prefix cannot be combined with interop {0:?}: the scheme fixes the node name")]
+    InteropPrefix(Interop),
     /// `leaders` is 0 or larger than [`LEADERS_MAX`].
     #[error("leaders must be between 1 and {LEADERS_MAX}, got {0}")]
     InvalidLeaders(u32),
@@ -77,6 +81,88 @@ pub enum ConnectionPolicy {
     SessionAware,
 }
 
+/// Which other library's naming scheme this candidate's nodes follow, so that a
+/// queue can be shared with that library's own recipe.
+///
+/// Sharing a queue takes both directions: we must order the other library's
+/// nodes as it does, and it must order ours as we do. Curator and kazoo each
+/// recognise only their own node names (Curator sorts by the text after its
+/// lock name, kazoo counts only names matching its pattern), so with interop
+/// zkelect names its own nodes in the chosen scheme, keeping its protected
+/// nonce in the part the other library ignores, and takes part in a queue of
+/// our names and that library's names only.
+///
+/// | scheme | our node name | foreign names we queue with |
+/// |---|---|---|
+/// | `None` | `_c_<nonce>-n_NNNNNNNNNN` | none |
+/// | `Curator` | `_c_<nonce>-latch-NNNNNNNNNN` | LeaderLatch `_c_<uuid>-latch-NNNNNNNNNN` |
+/// | `Kazoo` | `_c_<nonce>-__lock__NNNNNNNNNN` | Election/Lock `<uuid hex>__lock__NNNNNNNNNN` |
+///
+/// Both libraries compare the sequence as text, which agrees with its numeric
+/// order only while it is not negative: once the parent's counter has passed
+/// 2^31 − 1, a shared queue is refused
+/// ([`CandidateError::SequenceWrapped`](crate::CandidateError::SequenceWrapped)).
+/// The leader marker ([`ConfigBuilder::leader_marker`]) is off with interop.
+///
+/// ```
+/// use zkelect_core::{Config, Interop};
+/// let config = Config::builder("/svc/leader", "node-a").interop(Interop::Curator).build()?;
+/// assert_eq!(config.prefix(), "latch-");
+/// # Ok::<(), zkelect_core::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Interop {
+    /// zkelect's own names only; anything else under the path is ignored.
+    #[default]
+    None,
+    /// Apache Curator's `LeaderLatch` (lock name `latch-`).
+    Curator,
+    /// kazoo's `Election` and `Lock` (node name `__lock__`).
+    Kazoo,
+}
+
+impl Interop {
+    /// Every scheme.
+    pub const ALL: [Interop; 3] = [Interop::None, Interop::Curator, Interop::Kazoo];
+
+    /// The text before the sequence that the other library looks for, which
+    /// our nodes then carry too; `None` for zkelect's own scheme.
+    pub fn stem(self) -> Option<&'static str> {
+        match self {
+            Interop::None => None,
+            Interop::Curator => Some("latch-"),
+            Interop::Kazoo => Some("__lock__"),
+        }
+    }
+
+    /// Its name on the command line (`--interop`).
+    pub fn flag(self) -> &'static str {
+        match self {
+            Interop::None => "none",
+            Interop::Curator => "curator",
+            Interop::Kazoo => "kazoo",
+        }
+    }
+
+    /// The scheme spelled `flag`, if any.
+    pub fn from_flag(flag: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|i| i.flag() == flag)
+    }
+}
+
+/// Lock names of other libraries' recipes: a prefix containing one would make
+/// our nodes look like theirs to them while we ignore theirs, so half of an
+/// interop. [`Interop`] is the whole of it.
+const FOREIGN_STEMS: [&str; 6] = [
+    "latch-",
+    "lock-",
+    "__lock__",
+    "__rlock__",
+    "__READ__",
+    "__WRIT__",
+];
+
 /// Candidate or observer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -104,7 +190,8 @@ pub struct Config {
     path: String,
     id: String,
     data: Vec<u8>,
-    prefix: String,
+    /// Set by the user; `None` means the scheme's own (`n_` without interop).
+    prefix: Option<String>,
     leaders: u32,
     strategy: WatchStrategy,
     policy: ConnectionPolicy,
@@ -113,7 +200,7 @@ pub struct Config {
     create_parents: bool,
     container_parent: bool,
     rejoin_on_revoke: bool,
-    interop: bool,
+    interop: Interop,
     protected_create: bool,
     nonce_seed: u64,
     backoff_min: Duration,
@@ -130,7 +217,7 @@ impl Config {
                 path: path.into(),
                 id: id.into(),
                 data: Vec::new(),
-                prefix: "n_".to_owned(),
+                prefix: None,
                 leaders: 1,
                 strategy: WatchStrategy::default(),
                 policy: ConnectionPolicy::default(),
@@ -139,7 +226,7 @@ impl Config {
                 create_parents: true,
                 container_parent: false,
                 rejoin_on_revoke: true,
-                interop: false,
+                interop: Interop::None,
                 protected_create: true,
                 nonce_seed: 0,
                 backoff_min: Duration::from_millis(50),
@@ -162,9 +249,14 @@ impl Config {
     pub fn data(&self) -> &[u8] {
         &self.data
     }
-    /// The node-name prefix (before the sequence), `n_` by default.
+    /// The node-name prefix (before the sequence): the interop scheme's stem
+    /// (`latch-`, `__lock__`), else the one set, else `n_`.
     pub fn prefix(&self) -> &str {
-        &self.prefix
+        match (self.interop.stem(), &self.prefix) {
+            (Some(stem), _) => stem,
+            (None, Some(prefix)) => prefix,
+            (None, None) => "n_",
+        }
     }
     /// How many leaders the election has (the k lowest nodes lead).
     pub fn leaders(&self) -> u32 {
@@ -198,8 +290,8 @@ impl Config {
     pub fn rejoin_on_revoke(&self) -> bool {
         self.rejoin_on_revoke
     }
-    /// Whether other libraries' nodes (Curator, kazoo) take part in the queue.
-    pub fn interop(&self) -> bool {
+    /// Which other library's naming scheme our nodes follow (see [`Interop`]).
+    pub fn interop(&self) -> Interop {
         self.interop
     }
     /// Whether node names carry a nonce (`_c_<nonce>-`), fresh for every node.
@@ -230,7 +322,7 @@ impl Config {
             && self.strategy == WatchStrategy::Predecessor
             && self.mode == Mode::Candidate
             && self.protected_create
-            && !self.interop
+            && self.interop == Interop::None
     }
 
     /// The bytes stored in the candidate's node: the id, then `\n` and the data if any.
@@ -272,7 +364,7 @@ impl ConfigBuilder {
     }
     /// Node-name prefix before the sequence (default `n_`).
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.config.prefix = prefix.into();
+        self.config.prefix = Some(prefix.into());
         self
     }
     /// Number of leaders: the k lowest nodes lead (default 1).
@@ -315,9 +407,11 @@ impl ConfigBuilder {
         self.config.rejoin_on_revoke = yes;
         self
     }
-    /// Let Curator LeaderLatch and kazoo nodes take part in the queue by sequence (default false).
-    pub fn interop(mut self, yes: bool) -> Self {
-        self.config.interop = yes;
+    /// Share the queue with another library's recipe (default [`Interop::None`]):
+    /// our nodes are named in its scheme and its nodes queue with ours. Cannot
+    /// be combined with [`prefix`](Self::prefix).
+    pub fn interop(mut self, scheme: Interop) -> Self {
+        self.config.interop = scheme;
         self
     }
     /// Put a nonce in node names, fresh for every node, so a create lost to
@@ -372,7 +466,12 @@ impl ConfigBuilder {
         let c = self.config;
         validate_path(&c.path)?;
         validate_id(&c.id)?;
-        validate_prefix(&c.prefix)?;
+        if let Some(prefix) = &c.prefix {
+            if c.interop != Interop::None {
+                return Err(ConfigError::InteropPrefix(c.interop));
+            }
+            validate_prefix(prefix)?;
+        }
         if c.leaders == 0 || c.leaders > LEADERS_MAX {
             return Err(ConfigError::InvalidLeaders(c.leaders));
         }
@@ -511,6 +610,9 @@ fn validate_prefix(prefix: &str) -> Result<(), ConfigError> {
     if let Some(reason) = bad_chars(prefix) {
         return bad(reason);
     }
+    if FOREIGN_STEMS.iter().any(|stem| prefix.contains(stem)) {
+        return bad("names another library's lock (Curator, kazoo): use Interop instead");
+    }
     Ok(())
 }
 
@@ -557,10 +659,60 @@ mod tests {
     #[test]
     fn prefixes_cannot_confuse_the_sequence_parser() {
         assert!(validate_prefix("n_").is_ok());
-        assert!(validate_prefix("latch-").is_ok());
         for bad in ["", "a/b", "n1", "_c_x", &"p".repeat(65)] {
             assert!(validate_prefix(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn another_librarys_lock_name_is_refused_as_a_prefix() {
+        // Half an interop: Curator or kazoo would see our nodes, we would not see theirs.
+        for foreign in [
+            "latch-",
+            "my-lock-",
+            "__lock__",
+            "x__rlock__",
+            "__READ__",
+            "__WRIT__",
+        ] {
+            let err = Config::builder("/e", "a")
+                .prefix(foreign)
+                .build()
+                .unwrap_err();
+            assert!(
+                matches!(err, ConfigError::InvalidPrefix { .. }),
+                "{foreign:?}: {err}"
+            );
+            assert!(err.to_string().contains("Interop"), "{err}");
+        }
+    }
+
+    #[test]
+    fn interop_fixes_the_node_name() {
+        for (scheme, stem) in [
+            (Interop::None, "n_"),
+            (Interop::Curator, "latch-"),
+            (Interop::Kazoo, "__lock__"),
+        ] {
+            let c = Config::builder("/e", "a").interop(scheme).build().unwrap();
+            assert_eq!(c.prefix(), stem);
+            assert_eq!(Interop::from_flag(scheme.flag()), Some(scheme));
+            assert!(!c.leader_marker() || scheme == Interop::None);
+        }
+        assert_eq!(
+            Config::builder("/e", "a")
+                .prefix("x_")
+                .interop(Interop::Kazoo)
+                .build(),
+            Err(ConfigError::InteropPrefix(Interop::Kazoo))
+        );
+        assert_eq!(
+            Config::builder("/e", "a")
+                .prefix("x_")
+                .build()
+                .map(|c| c.prefix().to_owned()),
+            Ok("x_".to_owned())
+        );
     }
 
     #[test]

@@ -98,7 +98,9 @@ mod zk;
 
 pub use candidate::{Candidate, Stats};
 pub use command::{Command, OpId};
-pub use config::{Config, ConfigBuilder, ConfigError, ConnectionPolicy, Mode, WatchStrategy};
+pub use config::{
+    Config, ConfigBuilder, ConfigError, ConnectionPolicy, Interop, Mode, WatchStrategy,
+};
 pub use input::{Input, SessionEvent};
 pub use notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
 pub use time::Timestamp;

@@ -9,7 +9,10 @@
 //! correct as long as the live nodes span less than 2^31 sequence numbers.
 
 use std::cmp::Ordering;
+use std::collections::BTreeSet;
 use std::fmt;
+
+use crate::config::Interop;
 
 /// The marker that starts a protected name, as Curator uses it.
 pub const PROTECTED_MARKER: &str = "_c_";
@@ -29,8 +32,6 @@ pub enum Origin {
     Curator,
     /// kazoo's Election/Lock: `<32 hex>__lock__NNNNNNNNNN`.
     Kazoo,
-    /// Some other sequential name.
-    Other,
 }
 
 /// A child name whose sequence suffix parsed.
@@ -116,11 +117,16 @@ enum Kind<'a> {
     Ours(Option<&'a str>),
     Curator,
     Kazoo,
-    Other,
 }
 
 /// Classifies and parses a child name without allocating.
-fn scan<'a>(name: &'a str, prefix: &str, interop: bool) -> Option<(i32, Kind<'a>)> {
+///
+/// Ours: `[_c_<nonce>-]<prefix><seq>`, exactly. Foreign names count only in
+/// the chosen scheme, and as that library finds them: Curator takes the text
+/// after the *last* `latch-` (`StandardLockInternalsDriver.fixForSorting`),
+/// kazoo searches for `__lock__` followed by the sequence at the end (its
+/// contender pattern); anything may stand before either.
+fn scan<'a>(name: &'a str, prefix: &str, interop: Interop) -> Option<(i32, Kind<'a>)> {
     let (nonce, rest) = match name.strip_prefix(PROTECTED_MARKER) {
         Some(after) => match after.split_once('-') {
             Some((nonce, rest)) => (Some(nonce), rest),
@@ -131,35 +137,33 @@ fn scan<'a>(name: &'a str, prefix: &str, interop: bool) -> Option<(i32, Kind<'a>
     if let Some(seq) = rest.strip_prefix(prefix).and_then(parse_sequence) {
         return Some((seq, Kind::Ours(nonce)));
     }
-    if !interop {
-        return None;
+    match interop {
+        Interop::None => None,
+        Interop::Curator => after_marker(name, "latch-").map(|(_, seq)| (seq, Kind::Curator)),
+        Interop::Kazoo => after_marker(name, "__lock__").map(|(_, seq)| (seq, Kind::Kazoo)),
     }
-    if let Some((_, seq)) = after_marker(name, "latch-") {
-        return Some((seq, Kind::Curator));
-    }
-    if let Some((_, seq)) = after_marker(name, "__lock__") {
-        return Some((seq, Kind::Kazoo));
-    }
-    split_sequence(name).map(|(_, seq)| (seq, Kind::Other))
 }
 
 /// Parses a child name, or returns `None` if it takes no part in the queue.
 ///
-/// Names with our `prefix` (protected or not) always take part; with `interop`,
-/// Curator LeaderLatch (`latch-`) and kazoo (`__lock__`) names take part too, and
-/// any other name with a sequence suffix.
+/// Names with our `prefix` (protected or not) always take part; with an
+/// [`Interop`] scheme, that library's names take part too, and no others.
 ///
 /// ```
 /// use zkelect_core::name::{parse, Origin};
-/// let ours = parse("_c_0123456789abcdef-n_0000000003", "n_", false).unwrap();
+/// use zkelect_core::Interop;
+/// let ours = parse("_c_0123456789abcdef-n_0000000003", "n_", Interop::None).unwrap();
 /// assert_eq!(ours.seq, 3);
 /// assert_eq!(ours.origin, Origin::Ours { nonce: Some("0123456789abcdef".into()) });
 /// let curator = "_c_9f1c6f0e-4b5d-4c1e-9a7b-2d8e0f6a1b3c-latch-0000000002";
-/// assert!(parse(curator, "n_", false).is_none());
-/// assert_eq!(parse(curator, "n_", true).unwrap().origin, Origin::Curator);
-/// assert!(parse("garbage", "n_", true).is_none());
+/// assert!(parse(curator, "n_", Interop::None).is_none());
+/// assert_eq!(parse(curator, "latch-", Interop::Curator).unwrap().origin, Origin::Curator);
+/// let kazoo = "0123456789abcdef0123456789abcdef__lock__0000000001";
+/// assert!(parse(kazoo, "latch-", Interop::Curator).is_none());
+/// assert_eq!(parse(kazoo, "__lock__", Interop::Kazoo).unwrap().origin, Origin::Kazoo);
+/// assert!(parse("garbage", "n_", Interop::Kazoo).is_none());
 /// ```
-pub fn parse(name: &str, prefix: &str, interop: bool) -> Option<NodeName> {
+pub fn parse(name: &str, prefix: &str, interop: Interop) -> Option<NodeName> {
     let (seq, kind) = scan(name, prefix, interop)?;
     let origin = match kind {
         Kind::Ours(nonce) => Origin::Ours {
@@ -167,7 +171,6 @@ pub fn parse(name: &str, prefix: &str, interop: bool) -> Option<NodeName> {
         },
         Kind::Curator => Origin::Curator,
         Kind::Kazoo => Origin::Kazoo,
-        Kind::Other => Origin::Other,
     };
     Some(NodeName {
         name: name.to_owned(),
@@ -189,9 +192,15 @@ pub struct Standing {
     pub oldest: Option<String>,
     /// Children that take no part (unparsable or foreign without interop).
     pub ignored: usize,
+    /// Participants left out because they are known to be persistent.
+    pub skipped: usize,
+    /// A participant whose sequence is negative (the parent's counter passed
+    /// 2^31 − 1), if any: the order other libraries see differs from ours there.
+    pub negative: Option<String>,
 }
 
-/// Finds `own` in `children` in one pass, without sorting the whole listing.
+/// Finds `own` in `children` in one pass, without sorting the whole listing,
+/// leaving out the names in `skipped` (persistent look-alikes).
 ///
 /// Ordering is relative to `own`'s sequence as serial numbers, so the result
 /// agrees with [`order`] whenever the live nodes span less than 2^31 sequences.
@@ -199,10 +208,12 @@ pub struct Standing {
 /// listing of 10,000 children well under a millisecond.
 ///
 /// ```
+/// use std::collections::BTreeSet;
 /// use zkelect_core::name::standing;
+/// use zkelect_core::Interop;
 /// let children: Vec<String> = ["n_0000000003", "n_0000000001", "x", "n_0000000002"]
 ///     .iter().map(|s| s.to_string()).collect();
-/// let s = standing(&children, "n_0000000003", "n_", false, 1);
+/// let s = standing(&children, "n_0000000003", "n_", Interop::None, 1, &BTreeSet::new());
 /// assert_eq!((s.found, s.rank, s.ignored), (true, 2, 1));
 /// assert_eq!(s.nearest_lower, ["n_0000000002"]);
 /// assert_eq!(s.oldest.as_deref(), Some("n_0000000001"));
@@ -211,8 +222,9 @@ pub fn standing(
     children: &[String],
     own: &str,
     prefix: &str,
-    interop: bool,
+    interop: Interop,
     keep: usize,
+    skipped: &BTreeSet<String>,
 ) -> Standing {
     let own_seq = scan(own, prefix, interop).map(|(seq, _)| seq);
     let mut out = Standing::default();
@@ -223,6 +235,13 @@ pub fn standing(
             out.ignored += 1;
             continue;
         };
+        if seq < 0 && out.negative.is_none() {
+            out.negative = Some(child.clone());
+        }
+        if skipped.contains(child) {
+            out.skipped += 1;
+            continue;
+        }
         // Distance from our node on the circle: negative means older.
         let rel = own_seq.map_or(seq, |own_seq| seq.wrapping_sub(own_seq));
         if oldest.is_none_or(|(r, n)| (rel, child.as_str()) < (r, n)) {
@@ -291,7 +310,7 @@ pub fn order(names: &mut [NodeName]) {
 }
 
 /// The parsed, ordered participants among `children`, plus the names ignored.
-pub fn queue(children: &[String], prefix: &str, interop: bool) -> (Vec<NodeName>, usize) {
+pub fn queue(children: &[String], prefix: &str, interop: Interop) -> (Vec<NodeName>, usize) {
     let mut parsed: Vec<NodeName> = children
         .iter()
         .filter_map(|c| parse(c, prefix, interop))
@@ -376,9 +395,9 @@ pub(crate) fn splitmix64(mut x: u64) -> u64 {
 mod tests {
     use super::*;
 
-    fn names(children: &[&str], interop: bool) -> Vec<String> {
+    fn names(children: &[&str], interop: Interop) -> Vec<String> {
         let owned: Vec<String> = children.iter().map(|s| s.to_string()).collect();
-        queue(&owned, "n_", interop)
+        queue(&owned, interop.stem().unwrap_or("n_"), interop)
             .0
             .into_iter()
             .map(|n| n.name)
@@ -408,7 +427,11 @@ mod tests {
     #[test]
     fn sequence_suffix_table() {
         for (name, want) in SEQUENCES {
-            assert_eq!(parse(name, "n_", false).map(|n| n.seq), *want, "{name:?}");
+            assert_eq!(
+                parse(name, "n_", Interop::None).map(|n| n.seq),
+                *want,
+                "{name:?}"
+            );
         }
     }
 
@@ -429,7 +452,7 @@ mod tests {
         ] {
             let name = format!("n_{seq:010}");
             assert_eq!(
-                parse(&name, "n_", false).map(|n| n.seq),
+                parse(&name, "n_", Interop::None).map(|n| n.seq),
                 Some(seq),
                 "{name}"
             );
@@ -439,7 +462,7 @@ mod tests {
     #[test]
     fn wrap_orders_max_before_min() {
         assert_eq!(
-            names(&["n_-2147483648", "n_2147483647"], false),
+            names(&["n_-2147483648", "n_2147483647"], Interop::None),
             ["n_2147483647", "n_-2147483648"]
         );
         assert_eq!(
@@ -450,7 +473,7 @@ mod tests {
                     "n_-2147483648",
                     "n_2147483647"
                 ],
-                false
+                Interop::None
             ),
             [
                 "n_2147483646",
@@ -466,7 +489,10 @@ mod tests {
         // As strings "n_-000000001" < "n_0000000005", but -1 follows 5 only after a wrap;
         // with no wrap in sight, -1 is older.
         assert_eq!(
-            names(&["n_0000000010", "n_0000000009", "n_-000000001"], false),
+            names(
+                &["n_0000000010", "n_0000000009", "n_-000000001"],
+                Interop::None
+            ),
             ["n_-000000001", "n_0000000009", "n_0000000010"]
         );
         assert_eq!(
@@ -475,7 +501,7 @@ mod tests {
                     "_c_bbbbbbbbbbbbbbbb-n_0000000002",
                     "_c_aaaaaaaaaaaaaaaa-n_0000000010"
                 ],
-                false
+                Interop::None
             ),
             [
                 "_c_bbbbbbbbbbbbbbbb-n_0000000002",
@@ -499,31 +525,71 @@ mod tests {
     }
 
     #[test]
-    fn foreign_names_join_only_with_interop() {
+    fn foreign_names_join_only_in_their_own_scheme() {
         let children = [
             "_c_0a1b2c3d-1111-2222-3333-444455556666-latch-0000000003",
             "0123456789abcdef0123456789abcdef__lock__0000000001",
             "_c_00000000000000aa-n_0000000002",
+            "_c_00000000000000bb-latch-0000000004",
+            "_c_00000000000000cc-__lock__0000000005",
+            "x__rlock__0000000006",
             "garbage",
             "lock-",
         ];
         assert_eq!(
-            names(&children, false),
+            names(&children, Interop::None),
             ["_c_00000000000000aa-n_0000000002"]
         );
         assert_eq!(
-            names(&children, true),
+            names(&children, Interop::Curator),
+            [
+                "_c_0a1b2c3d-1111-2222-3333-444455556666-latch-0000000003",
+                "_c_00000000000000bb-latch-0000000004",
+            ]
+        );
+        assert_eq!(
+            names(&children, Interop::Kazoo),
             [
                 "0123456789abcdef0123456789abcdef__lock__0000000001",
-                "_c_00000000000000aa-n_0000000002",
-                "_c_0a1b2c3d-1111-2222-3333-444455556666-latch-0000000003",
+                "_c_00000000000000cc-__lock__0000000005",
             ]
         );
         let owned: Vec<String> = children.iter().map(|s| s.to_string()).collect();
-        let (q, ignored) = queue(&owned, "n_", true);
-        assert_eq!(ignored, 2);
+        let (q, ignored) = queue(&owned, "latch-", Interop::Curator);
+        assert_eq!(ignored, 6);
+        assert_eq!(q[0].origin, Origin::Curator);
+        assert_eq!(
+            q[1].origin,
+            Origin::Ours {
+                nonce: Some("00000000000000bb".into())
+            }
+        );
+        let (q, _) = queue(&owned, "__lock__", Interop::Kazoo);
         assert_eq!(q[0].origin, Origin::Kazoo);
-        assert_eq!(q[2].origin, Origin::Curator);
+        assert_eq!(
+            q[1].origin,
+            Origin::Ours {
+                nonce: Some("00000000000000cc".into())
+            }
+        );
+    }
+
+    #[test]
+    fn standing_leaves_out_skipped_names_and_reports_negative_sequences() {
+        let children: Vec<String> = [
+            "n_0000000001",
+            "n_0000000002",
+            "n_0000000003",
+            "n_-000000009",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let skipped: BTreeSet<String> = ["n_0000000002".to_owned()].into();
+        let s = standing(&children, "n_0000000003", "n_", Interop::None, 4, &skipped);
+        assert_eq!((s.rank, s.skipped), (2, 1));
+        assert_eq!(s.nearest_lower, ["n_-000000009", "n_0000000001"]);
+        assert_eq!(s.negative.as_deref(), Some("n_-000000009"));
     }
 
     #[test]
@@ -535,10 +601,10 @@ mod tests {
             "n_-2147483600",
             "n_2147483645",
         ];
-        let want = names(&base, false);
+        let want = names(&base, Interop::None);
         let mut rev = base;
         rev.reverse();
-        assert_eq!(names(&rev, false), want);
+        assert_eq!(names(&rev, Interop::None), want);
         assert_eq!(want[0], "n_2147483640");
         assert_eq!(want[4], "n_-2147483600");
     }
@@ -558,9 +624,9 @@ mod tests {
                 .map(|off| format!("n_{:010}", base.wrapping_add(*off as i32)))
                 .collect();
             let own = own_pick.get(&children).clone();
-            let (ordered, _) = queue(&children, "n_", false);
+            let (ordered, _) = queue(&children, "n_", Interop::None);
             let rank = ordered.iter().position(|n| n.name == own).unwrap();
-            let s = standing(&children, &own, "n_", false, keep);
+            let s = standing(&children, &own, "n_", Interop::None, keep, &BTreeSet::new());
             proptest::prop_assert!(s.found);
             proptest::prop_assert_eq!(s.rank, rank);
             let want: Vec<String> = ordered[rank.saturating_sub(keep)..rank].iter().map(|n| n.name.clone()).collect();

@@ -75,6 +75,21 @@ pub enum CandidateError {
     /// The server rejected the session's credentials.
     #[error("authentication failed: the server rejected this session's credentials")]
     AuthFailed,
+    /// A queue shared with another library ([`Interop`](crate::Interop)) holds a
+    /// node whose sequence is negative: the parent's counter passed 2^31 − 1,
+    /// and Curator and kazoo compare sequences as text, which from there on
+    /// orders the queue differently from ZooKeeper's numbers (and from each
+    /// other's process to process). The candidate deleted its node and stopped;
+    /// recreate the election path to start the counter again.
+    #[error(
+        "sequence wrapped past 2^31-1 in a queue shared with another library ({node}): \
+         Curator and kazoo order negative sequences as text, so the queue cannot be shared safely; \
+         recreate the election path"
+    )]
+    SequenceWrapped {
+        /// The first node seen with a negative sequence.
+        node: String,
+    },
 }
 
 /// Something the application should know, drained with
@@ -107,6 +122,13 @@ pub enum Notice {
     LeaderChanged {
         /// Name of the lowest node, or `None` if the queue is empty.
         leader: Option<String>,
+    },
+    /// A node under the election path that looks like a contender is
+    /// persistent (its `ephemeralOwner` is 0): no live process holds it and it
+    /// will never go away by itself, so it is skipped. Reported once per node.
+    PersistentSkipped {
+        /// The node's name (not the full path).
+        node: String,
     },
     /// A fatal error; the candidate has stopped.
     Error(CandidateError),

@@ -140,7 +140,11 @@ fn config_strategy() -> impl Strategy<Value = Config> {
                     Mode::Candidate
                 })
                 .probe(probe)
-                .interop(interop)
+                .interop(if interop {
+                    Interop::Curator
+                } else {
+                    Interop::None
+                })
                 .nonce_seed(seed)
                 .build()
                 .expect("valid")

@@ -453,11 +453,13 @@ fn with_k_leaders_a_marker_bounds_the_nodes_below() {
 #[test]
 fn no_marker_with_interop_the_parent_strategy_or_when_turned_off() {
     for builder in [
-        config("a").interop(true),
+        config("a").interop(Interop::Curator),
+        config("a").interop(Interop::Kazoo),
         config("a").strategy(WatchStrategy::Parent),
         config("a").leader_marker(false),
     ] {
-        let d = Driver::in_queue(builder, "n_0000000000", 10, &["n_0000000000"]);
+        let own = format!("{}0000000000", builder.clone().build().unwrap().prefix());
+        let d = Driver::in_queue(builder, &own, 10, &[&own]);
         assert!(d.c.role().is_leader());
         assert!(!d.has_pending("set"), "{:?}", d.pending);
     }
@@ -661,25 +663,222 @@ fn unparsable_children_are_ignored_not_fatal() {
 }
 
 #[test]
-fn curator_and_kazoo_nodes_queue_with_ours_by_sequence() {
+fn curator_nodes_queue_with_ours_by_sequence_and_kazoo_nodes_do_not() {
     let curator = "_c_0a1b2c3d-1111-2222-3333-444455556666-latch-0000000001";
     let kazoo = "0123456789abcdef0123456789abcdef__lock__0000000002";
-    let children = [curator, kazoo, "n_0000000003"];
-    let mut d = Driver::in_queue(config("a").interop(true), "n_0000000003", 13, &children);
+    let own = "_c_00000000000000aa-latch-0000000003";
+    let children = [curator, kazoo, own];
+    let mut d = Driver::in_queue(config("a").interop(Interop::Curator), own, 13, &children);
     assert_eq!(d.c.role(), Role::Follower);
+    assert_eq!(
+        d.c.watching(),
+        Some(curator),
+        "kazoo's node is not in Curator's queue"
+    );
+    d.data_ok(curator, 11);
+    d.event(WatchKind::NodeDeleted, curator);
+    assert!(
+        d.c.role().is_leader(),
+        "a protected name's deletion elects at once"
+    );
+    // Without interop, and with another library's scheme, they are someone else's business.
+    let alone = Driver::in_queue(
+        config("a"),
+        "n_0000000003",
+        13,
+        &[curator, kazoo, "n_0000000003"],
+    );
+    assert!(alone.c.role().is_leader());
+}
+
+#[test]
+fn kazoo_nodes_queue_with_ours_and_their_deletion_is_confirmed_by_a_read() {
+    let curator = "_c_0a1b2c3d-1111-2222-3333-444455556666-latch-0000000001";
+    let kazoo = "0123456789abcdef0123456789abcdef__lock__0000000002";
+    let own = "_c_00000000000000aa-__lock__0000000003";
+    let children = [curator, kazoo, own];
+    let mut d = Driver::in_queue(config("a").interop(Interop::Kazoo), own, 13, &children);
+    assert_eq!(d.c.role(), Role::Follower);
+    assert_eq!(
+        d.c.watching(),
+        Some(kazoo),
+        "Curator's node is not in kazoo's queue"
+    );
     d.data_ok(kazoo, 12);
     // kazoo keeps its name's UUID across acquisitions, so the name may come
     // back after the path is recreated: its deletion is confirmed by a read.
     d.event(WatchKind::NodeDeleted, kazoo);
     let confirm = d.take_data(kazoo);
     d.reply(confirm.op, Err(ZkCode::NoNode));
-    d.children(&[curator, "n_0000000003"]);
-    d.data_ok(curator, 11);
-    d.event(WatchKind::NodeDeleted, curator);
     assert!(d.c.role().is_leader());
-    // Without interop they are someone else's business.
-    let alone = Driver::in_queue(config("a"), "n_0000000003", 13, &children);
-    assert!(alone.c.role().is_leader());
+}
+
+#[test]
+fn interop_names_our_node_in_the_other_librarys_scheme() {
+    for (scheme, stem) in [
+        (Interop::None, "n_"),
+        (Interop::Curator, "latch-"),
+        (Interop::Kazoo, "__lock__"),
+    ] {
+        let mut d = Driver::joined(config("a").interop(scheme));
+        d.answer_probes();
+        let create = d.take("create");
+        let Request::Create { path, .. } = &create.request else {
+            panic!("not a create")
+        };
+        let name = path.rsplit('/').next().unwrap();
+        let nonce = name
+            .strip_prefix("_c_")
+            .and_then(|r| r.split_once('-'))
+            .unwrap();
+        assert_eq!(nonce.0.len(), 16, "{name}");
+        assert_eq!(nonce.1, stem, "{scheme:?}: {name}");
+    }
+}
+
+#[test]
+fn a_shared_queue_past_the_sequence_wrap_is_refused_and_our_node_deleted() {
+    // Curator and kazoo compare "-000000001" < "0000000005" as text: the
+    // newcomer past the wrap would lead in their eyes, not in ours.
+    let own = "_c_00000000000000aa-latch-2147483647";
+    let newer = "_c_0a1b2c3d-1111-2222-3333-444455556666-latch--000000001";
+    let mut d = Driver::in_queue(
+        config("a").interop(Interop::Curator),
+        own,
+        13,
+        &[own, newer],
+    );
+    let notices = d.take_notices();
+    assert!(
+        notices.iter().any(|n| matches!(n,
+            Notice::Error(CandidateError::SequenceWrapped { node }) if node == newer)),
+        "{notices:?}"
+    );
+    assert!(!d.c.role().is_leader());
+    let delete = d.take("delete");
+    d.reply(delete.op, Ok(Reply::Deleted));
+    assert_eq!(d.c.role(), Role::Closed);
+    // zkelect's own order is wrap-safe: alone, the same queue is fine.
+    let d = Driver::in_queue(
+        config("a"),
+        "n_2147483647",
+        13,
+        &["n_2147483647", "n_-2147483648"],
+    );
+    assert!(d.c.role().is_leader());
+}
+
+// ----- persistent children ------------------------------------------------------------
+
+const LOOK_ALIKE: &str = "n_0000000000";
+
+/// Answers the pending getData on `name` with a persistent node's Stat.
+fn persistent(d: &mut Driver, name: &str, czxid: i64) {
+    let cmd = d.take_data(name);
+    d.reply(
+        cmd.op,
+        Ok(Reply::Data {
+            data: Vec::new(),
+            stat: stat(czxid, SessionId(0)),
+        }),
+    );
+}
+
+#[test]
+fn a_persistent_look_alike_is_skipped_within_one_round_trip_and_reported_once() {
+    let mut d = Driver::in_queue(
+        config("a"),
+        "n_0000000003",
+        13,
+        &[LOOK_ALIKE, "n_0000000003"],
+    );
+    assert_eq!(d.c.watching(), Some(LOOK_ALIKE));
+    d.take_notices();
+    persistent(&mut d, LOOK_ALIKE, 1);
+    assert!(
+        d.c.role().is_leader(),
+        "the read that would watch it shows it is no contender"
+    );
+    assert!(!d.has_pending("children"), "{:?}", d.pending);
+    assert_eq!(d.c.stats().persistent_skipped, 1);
+    let notices = d.take_notices();
+    assert!(notices.contains(&Notice::PersistentSkipped {
+        node: LOOK_ALIKE.into()
+    }));
+    // A later listing leaves it out without reading it again.
+    d.resign(true);
+    let delete = d.take("delete");
+    d.reply(delete.op, Ok(Reply::Deleted));
+    d.created("n_0000000004", 14);
+    d.data_ok("n_0000000004", 14);
+    d.children(&[LOOK_ALIKE, "n_0000000004"]);
+    assert!(d.c.role().is_leader());
+    assert!(d.try_take("get").is_none() || !d.has_pending("get"));
+    assert_eq!(d.c.stats().persistent_skipped, 1, "reported once");
+}
+
+#[test]
+fn persistent_nodes_are_skipped_one_by_one_down_to_a_live_predecessor() {
+    let children = [LOOK_ALIKE, "n_0000000001", "n_0000000002", "n_0000000003"];
+    let mut d = Driver::in_queue(config("a"), "n_0000000003", 13, &children);
+    persistent(&mut d, "n_0000000002", 2);
+    assert_eq!(
+        d.c.watching(),
+        Some("n_0000000001"),
+        "the next lower, no new listing"
+    );
+    assert!(!d.has_pending("children"));
+    d.data_ok("n_0000000001", 11);
+    assert_eq!(d.c.role(), Role::Follower, "a live contender is below");
+    d.event(WatchKind::NodeDeleted, "n_0000000001");
+    let confirm = d.take_data("n_0000000001");
+    d.reply(confirm.op, Err(ZkCode::NoNode));
+    d.children(&[LOOK_ALIKE, "n_0000000002", "n_0000000003"]);
+    persistent(&mut d, LOOK_ALIKE, 1);
+    assert!(d.c.role().is_leader());
+}
+
+#[test]
+fn a_persistent_look_alike_created_after_our_node_is_skipped_not_relisted_forever() {
+    let mut d = Driver::in_queue(
+        config("a"),
+        "n_0000000003",
+        13,
+        &[LOOK_ALIKE, "n_0000000003"],
+    );
+    // An operator made it by name after we joined: its czxid is newer than ours.
+    persistent(&mut d, LOOK_ALIKE, 40);
+    assert!(d.c.role().is_leader());
+}
+
+#[test]
+fn an_event_on_a_skipped_node_or_a_reconnect_makes_it_read_again() {
+    let mut d = Driver::in_queue(
+        config("a"),
+        "n_0000000003",
+        13,
+        &[LOOK_ALIKE, "n_0000000003"],
+    );
+    persistent(&mut d, LOOK_ALIKE, 1);
+    assert!(d.c.role().is_leader());
+    d.event(WatchKind::NodeDataChanged, LOOK_ALIKE);
+    assert!(
+        d.c.role().is_leader(),
+        "a skipped node's change is no news about us"
+    );
+    // Reconnect on the same session: the watches may be gone, so the listing
+    // and the reads start afresh.
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    d.answer_probes();
+    d.children(&[LOOK_ALIKE, "n_0000000003"]);
+    assert_eq!(
+        d.c.watching(),
+        Some(LOOK_ALIKE),
+        "read again after the reconnect"
+    );
+    persistent(&mut d, LOOK_ALIKE, 1);
+    assert!(d.c.role().is_leader());
 }
 
 // ----- connection states ------------------------------------------------------------------

@@ -1254,6 +1254,10 @@ impl World {
                 }
                 Notice::Resumed => Some(format!("p{pid} is back in contact with the server")),
                 Notice::LeaderChanged { .. } => None,
+                Notice::PersistentSkipped { node } => Some(format!(
+                    "p{pid} skips {}: a persistent node is no contender",
+                    short(node)
+                )),
                 Notice::Error(e) => Some(format!("p{pid} failed: {e}")),
             };
             if let Some(line) = line {

@@ -525,7 +525,7 @@ pub(crate) async fn stat(hosts: &str, path: &str) -> Option<Stat> {
 /// The election's participants among `children`, oldest first, as the core
 /// orders them (`zkelect_core::name::queue`); panics on a foreign child.
 pub(crate) fn queue(children: &[String]) -> Vec<String> {
-    let (queue, ignored) = name::queue(children, PREFIX, false);
+    let (queue, ignored) = name::queue(children, PREFIX, zkelect::Interop::None);
     assert_eq!(
         ignored, 0,
         "the election path holds children that are not candidates: {children:?}"
