@@ -59,6 +59,34 @@
 //!   holds no election logic of its own. Time is tokio's, so
 //!   `#[tokio::test(start_paused = true)]` runs elections in virtual time.
 //!
+//! ## Sharing a queue with Curator or kazoo
+//!
+//! [`ElectionBuilder::interop`] with [`Interop::Curator`] (LeaderLatch) or
+//! [`Interop::Kazoo`] (Election, Lock) makes a mixed fleet one election. Our
+//! nodes are named in that library's scheme so that it orders them exactly as
+//! it orders its own, and its nodes queue with ours:
+//!
+//! | scheme | our node | the other library's nodes | refused |
+//! |---|---|---|---|
+//! | `None` (default) | `_c_<nonce>-n_NNNNNNNNNN` | ignored | a prefix naming another library's lock |
+//! | `Curator` | `_c_<nonce>-latch-NNNNNNNNNN` | `_c_<uuid>-latch-NNNNNNNNNN` | a custom prefix; a negative sequence |
+//! | `Kazoo` | `_c_<nonce>-__lock__NNNNNNNNNN` | `<uuid hex>__lock__NNNNNNNNNN` | a custom prefix; a negative sequence |
+//!
+//! Both libraries compare sequences as text, which agrees with ZooKeeper's
+//! numbers until the parent's counter passes 2^31 − 1; from there a shared
+//! queue is refused with
+//! [`CandidateError::SequenceWrapped`].
+//! The leader marker is off with interop.
+//!
+//! ## Persistent look-alikes
+//!
+//! A child named like a contender but created PERSISTENT (its Stat's
+//! `ephemeralOwner` is 0) is held by no process and never goes away by itself.
+//! The candidate skips it as soon as the read that would watch it shows its
+//! Stat, reports it once ([`Notice::PersistentSkipped`], a `tracing` warning)
+//! and never touches it. An event on it, a reconnect or a new session makes it
+//! be read again.
+//!
 //! ## Panics, errors and unwraps
 //!
 //! Nothing reachable from the network or from user input panics. Setup
