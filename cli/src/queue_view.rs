@@ -40,6 +40,9 @@ pub(crate) struct QueueView {
     pub(crate) queue: Vec<Entry>,
     /// Children that are not candidates (unparsable, or foreign without --interop).
     pub(crate) ignored: Vec<String>,
+    /// Children named like candidates but persistent (`ephemeralOwner` 0):
+    /// no process holds them, and candidates skip them.
+    pub(crate) persistent: Vec<String>,
 }
 
 /// What status read for one child: its data and ephemeral owner.
@@ -61,11 +64,15 @@ impl QueueView {
     ) -> Self {
         let prefix = interop.stem().unwrap_or("n_");
         let (queue, _) = name::queue(children, prefix, interop);
+        let (persistent, queue): (Vec<_>, Vec<_>) = queue
+            .into_iter()
+            .partition(|n| info.get(&n.name).is_some_and(|ni| ni.owner == 0));
+        let persistent: Vec<String> = persistent.into_iter().map(|n| n.name).collect();
         let in_queue: std::collections::BTreeSet<&str> =
             queue.iter().map(|n| n.name.as_str()).collect();
         let mut ignored: Vec<String> = children
             .iter()
-            .filter(|c| !in_queue.contains(c.as_str()))
+            .filter(|c| !in_queue.contains(c.as_str()) && !persistent.contains(c))
             .cloned()
             .collect();
         ignored.sort();
@@ -105,6 +112,7 @@ impl QueueView {
             leaders,
             queue: entries,
             ignored,
+            persistent,
         }
     }
 
@@ -141,6 +149,12 @@ impl QueueView {
                 out,
                 "  {:>3}  {:<8} {:<24} {}{}{}{}",
                 e.position, role, id, e.node, watches, data, origin
+            );
+        }
+        for name in &self.persistent {
+            let _ = writeln!(
+                out,
+                "  ---  skipped  {name} (persistent: no process holds it)"
             );
         }
         for name in &self.ignored {
@@ -221,6 +235,31 @@ mod tests {
             "second of two leaders watches nobody"
         );
         assert_eq!(interop.ignored, ["junk", "n_0000000003"]);
+    }
+
+    #[test]
+    fn persistent_look_alikes_are_shown_apart_and_lead_nothing() {
+        let children: Vec<String> = ["n_0000000000", "_c_00000000000000bb-n_0000000007"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut infos = BTreeMap::new();
+        infos.insert("n_0000000000".to_string(), info("", 0));
+        infos.insert(
+            "_c_00000000000000bb-n_0000000007".to_string(),
+            info("node-b", 0x11),
+        );
+        let view = QueueView::build("/svc", 1, &children, &infos, Interop::None);
+        assert_eq!(view.queue.len(), 1);
+        assert!(view.queue[0].leader);
+        assert_eq!(view.queue[0].id.as_deref(), Some("node-b"));
+        assert_eq!(view.persistent, ["n_0000000000"]);
+        assert!(view.ignored.is_empty());
+        assert!(
+            view.render().contains("skipped  n_0000000000"),
+            "{}",
+            view.render()
+        );
     }
 
     #[test]
