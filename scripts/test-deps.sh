@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Installs what the end-to-end tests (crate zkelect-tests) need to run real
-# ZooKeeper servers: Debian's `zookeeper` package (3.8, its jars under
-# /usr/share/java) and a Java runtime. Idempotent: installs only what is
-# missing, says what it did, and fails loudly if an install fails.
+# Installs what the end-to-end tests (crate zkelect-tests) need:
+#   * real ZooKeeper servers: Debian's `zookeeper` package (3.8, its jars under
+#     /usr/share/java) and a Java runtime;
+#   * the foreign contenders of the interop tests (tests/interop/): Apache
+#     Curator 5.4's LeaderLatch (Debian's `libcurator-*-java`, which bring
+#     guava and slf4j-api), compiled with `javac` (`default-jdk-headless`), and
+#     kazoo 2.8's Election (`python3-kazoo`, run by Debian's /usr/bin/python3,
+#     not whatever `python3` comes first on PATH).
+# Idempotent: installs only what is missing, says what it did, and fails
+# loudly if an install fails or leaves something missing.
 #
 # Runs as root, or through sudo when not root and sudo exists.
 # Usage: scripts/test-deps.sh
@@ -14,6 +20,18 @@ die() { printf 'test-deps: ERROR: %s\n' "$*" >&2; exit 1; }
 ZK_JARS=(/usr/share/java/zookeeper.jar /usr/share/java/zookeeper-jute.jar)
 JRE_PACKAGE=openjdk-17-jre-headless
 ZK_PACKAGE=zookeeper
+CURATOR_JARS=(/usr/share/java/curator-recipes.jar /usr/share/java/curator-framework.jar /usr/share/java/curator-client.jar)
+CURATOR_PACKAGES=(libcurator-recipes-java libcurator-framework-java libcurator-client-java)
+# Dependencies of the Curator packages; listed on their own so that a machine
+# where only these went missing gets them back.
+GUAVA_JAR=/usr/share/java/guava.jar
+GUAVA_PACKAGE=libguava-java
+SLF4J_JAR=/usr/share/java/slf4j-api.jar
+SLF4J_PACKAGE=libslf4j-java
+JDK_PACKAGE=default-jdk-headless
+# The same interpreter the tests run (tests/src/foreign.rs).
+KAZOO_PYTHON=${ZKELECT_PYTHON:-/usr/bin/python3}
+KAZOO_PACKAGE=python3-kazoo
 
 have_java() {
     if [[ -n "${ZKELECT_JAVA:-}" && -x "${ZKELECT_JAVA}" ]]; then return 0; fi
@@ -21,11 +39,24 @@ have_java() {
     command -v java >/dev/null 2>&1
 }
 
-have_zookeeper() {
-    local jar
-    for jar in "${ZK_JARS[@]}"; do
-        [[ -f "$jar" ]] || return 1
+# Looked for where tests/src/foreign.rs looks.
+have_javac() {
+    if [[ -n "${ZKELECT_JAVAC:-}" && -x "${ZKELECT_JAVAC}" ]]; then return 0; fi
+    if [[ -n "${JAVA_HOME:-}" && -x "${JAVA_HOME}/bin/javac" ]]; then return 0; fi
+    command -v javac >/dev/null 2>&1
+}
+
+have_files() {
+    local file
+    for file in "$@"; do
+        [[ -f "$file" ]] || return 1
     done
+}
+
+have_zookeeper() { have_files "${ZK_JARS[@]}"; }
+
+have_kazoo() {
+    [[ -x "$KAZOO_PYTHON" ]] && "$KAZOO_PYTHON" -c 'import kazoo' >/dev/null 2>&1
 }
 
 packages=()
@@ -41,6 +72,38 @@ else
     log "Java missing: will install package '$JRE_PACKAGE'"
     packages+=("$JRE_PACKAGE")
 fi
+if have_javac; then
+    log "javac present ($(command -v javac || echo "${ZKELECT_JAVAC:-${JAVA_HOME:-}}")): nothing to do"
+else
+    log "javac missing: will install package '$JDK_PACKAGE'"
+    packages+=("$JDK_PACKAGE")
+fi
+if have_files "${CURATOR_JARS[@]}"; then
+    log "Curator jars present (${CURATOR_JARS[*]}): nothing to do"
+else
+    log "Curator jars missing (${CURATOR_JARS[*]}): will install packages ${CURATOR_PACKAGES[*]}"
+    packages+=("${CURATOR_PACKAGES[@]}")
+fi
+if have_files "$GUAVA_JAR"; then
+    log "guava present ($GUAVA_JAR): nothing to do"
+else
+    log "guava missing ($GUAVA_JAR): will install package '$GUAVA_PACKAGE'"
+    packages+=("$GUAVA_PACKAGE")
+fi
+if have_files "$SLF4J_JAR"; then
+    log "slf4j-api present ($SLF4J_JAR): nothing to do"
+else
+    log "slf4j-api missing ($SLF4J_JAR): will install package '$SLF4J_PACKAGE'"
+    packages+=("$SLF4J_PACKAGE")
+fi
+if have_kazoo; then
+    log "kazoo present ($KAZOO_PYTHON -c 'import kazoo'): nothing to do"
+elif [[ "$KAZOO_PYTHON" != /usr/bin/python3 ]]; then
+    die "ZKELECT_PYTHON=$KAZOO_PYTHON cannot import kazoo: install kazoo 2.8 for it, or unset ZKELECT_PYTHON to use Debian's /usr/bin/python3 and package '$KAZOO_PACKAGE'"
+else
+    log "kazoo missing ($KAZOO_PYTHON cannot import it): will install package '$KAZOO_PACKAGE'"
+    packages+=("$KAZOO_PACKAGE")
+fi
 
 if [[ ${#packages[@]} -eq 0 ]]; then
     log "all test dependencies are installed"
@@ -48,7 +111,7 @@ if [[ ${#packages[@]} -eq 0 ]]; then
 fi
 
 command -v apt-get >/dev/null 2>&1 \
-    || die "apt-get not found: install ${packages[*]} (ZooKeeper 3.8 and a Java 17 runtime) by hand, or set ZOOKEEPER_HOME / ZKELECT_ZK_CLASSPATH and ZKELECT_JAVA"
+    || die "apt-get not found: install ${packages[*]} (ZooKeeper 3.8, a Java 17 runtime and JDK, Curator 5.4, kazoo 2.8) by hand, or set ZOOKEEPER_HOME / ZKELECT_ZK_CLASSPATH, ZKELECT_JAVA, ZKELECT_JAVAC and ZKELECT_PYTHON"
 
 SUDO=()
 if [[ $(id -u) -ne 0 ]]; then
@@ -70,4 +133,9 @@ log "installing ${packages[*]}"
 
 have_zookeeper || die "package '$ZK_PACKAGE' installed but ${ZK_JARS[*]} still missing"
 have_java || die "package '$JRE_PACKAGE' installed but no 'java' on PATH"
-log "installed ${packages[*]}; java: $(command -v java)"
+have_javac || die "package '$JDK_PACKAGE' installed but no 'javac' on PATH"
+have_files "${CURATOR_JARS[@]}" || die "packages ${CURATOR_PACKAGES[*]} installed but ${CURATOR_JARS[*]} still missing"
+have_files "$GUAVA_JAR" || die "package '$GUAVA_PACKAGE' installed but $GUAVA_JAR still missing"
+have_files "$SLF4J_JAR" || die "package '$SLF4J_PACKAGE' installed but $SLF4J_JAR still missing"
+have_kazoo || die "package '$KAZOO_PACKAGE' installed but $KAZOO_PYTHON still cannot import kazoo"
+log "installed ${packages[*]}; java: $(command -v java), javac: $(command -v javac)"
