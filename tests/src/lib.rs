@@ -12,6 +12,9 @@
 //!   TLS client port ([`ZkServerBuilder::tls`]).
 //! * [`TransportKind`]: zookeeper-async or zookeeper-client, to run one
 //!   scenario over either transport of the `zkelect` crate.
+//! * [`foreign`]: real Curator `LeaderLatch` and kazoo `Election`
+//!   contenders, each a process of its own that reports its own belief of
+//!   leadership (the interop tests' witnesses).
 //! * [`Proxy`]: a TCP proxy that can black-hole traffic without closing sockets,
 //!   cut connections with an RST, and cut a connection right after the client's
 //!   next request reached the server (so that the reply is lost).
@@ -52,6 +55,7 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod foreign;
 mod fourlw;
 mod install;
 mod ports;

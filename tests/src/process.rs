@@ -58,6 +58,27 @@ pub(crate) fn command_with_deathsig(program: &Path) -> Command {
     command
 }
 
+/// Spawns `command` from the long-lived spawner thread (see [`spawner`]), so
+/// that a death signal set by [`command_with_deathsig`] fires only when this
+/// process dies.
+pub(crate) fn spawn_child(mut command: Command) -> io::Result<Child> {
+    match spawner() {
+        Some(spawner) => {
+            let (reply_tx, reply_rx) = mpsc::channel();
+            match spawner.send((command, reply_tx)) {
+                Ok(()) => reply_rx
+                    .recv()
+                    .map_err(|_| io::Error::other("the JVM spawner thread went away"))?,
+                // The spawner thread is gone (it never is in practice):
+                // spawn from here, losing only the death-signal guarantee
+                // for when this thread ends early.
+                Err(mpsc::SendError((mut command, _))) => command.spawn(),
+            }
+        }
+        None => command.spawn(),
+    }
+}
+
 /// A running (or exited, not yet dropped) JVM in its own process group.
 #[derive(Debug)]
 pub(crate) struct JvmProcess {
@@ -68,22 +89,8 @@ pub(crate) struct JvmProcess {
 
 impl JvmProcess {
     /// Spawns `command` from the long-lived spawner thread.
-    pub(crate) fn spawn(mut command: Command) -> io::Result<JvmProcess> {
-        let child = match spawner() {
-            Some(spawner) => {
-                let (reply_tx, reply_rx) = mpsc::channel();
-                match spawner.send((command, reply_tx)) {
-                    Ok(()) => reply_rx
-                        .recv()
-                        .map_err(|_| io::Error::other("the JVM spawner thread went away"))??,
-                    // The spawner thread is gone (it never is in practice):
-                    // spawn from here, losing only the death-signal guarantee
-                    // for when this thread ends early.
-                    Err(mpsc::SendError((mut command, _))) => command.spawn()?,
-                }
-            }
-            None => command.spawn()?,
-        };
+    pub(crate) fn spawn(command: Command) -> io::Result<JvmProcess> {
+        let child = spawn_child(command)?;
         Ok(JvmProcess {
             child,
             paused: false,
