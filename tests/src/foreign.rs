@@ -48,7 +48,8 @@ use crate::install::ZkInstall;
 use crate::process::{command_with_deathsig, spawn_child};
 
 /// What to tell someone whose machine lacks Curator, `javac` or kazoo.
-pub const FOREIGN_DEPS_HINT: &str = "run `scripts/test-deps.sh` (as root, or as a user with sudo) to install Debian's \
+pub const FOREIGN_DEPS_HINT: &str =
+    "run `scripts/test-deps.sh` (as root, or as a user with sudo) to install Debian's \
      `libcurator-recipes-java`, `libcurator-framework-java`, `libcurator-client-java`, \
      `default-jdk-headless` and `python3-kazoo`";
 
@@ -330,7 +331,14 @@ fn compile_curator(javac: &Path, classpath: &str) -> Result<PathBuf> {
         .tempdir()
         .map_err(io_error("cannot create a directory for javac's output"))?;
     let output = Command::new(javac)
-        .args(["-Xlint:all,-path", "-encoding", "UTF-8", "-cp", classpath, "-d"])
+        .args([
+            "-Xlint:all,-path",
+            "-encoding",
+            "UTF-8",
+            "-cp",
+            classpath,
+            "-d",
+        ])
         .arg(staging.path())
         .arg(CURATOR_SOURCE)
         .output()
@@ -375,7 +383,10 @@ fn kazoo_python() -> Result<PathBuf> {
             if imported {
                 Ok(python)
             } else {
-                Err(format!("kazoo ({} cannot `import kazoo`)", python.display()))
+                Err(format!(
+                    "kazoo ({} cannot `import kazoo`)",
+                    python.display()
+                ))
             }
         })
         .clone()
@@ -663,8 +674,13 @@ impl Foreign {
                 return Ok(line);
             }
             if let Some(status) = self.exit_status() {
-                // The reader may still hold its last lines: one more look.
-                thread::sleep(Duration::from_millis(50));
+                // Everything it printed has been read once the reader saw
+                // its stdout end.
+                let read_by = Instant::now() + Duration::from_secs(5);
+                while !self.lines().iter().any(|l| l.kind == Kind::Eof) && Instant::now() < read_by
+                {
+                    thread::sleep(Duration::from_millis(5));
+                }
                 if let Some(line) = self.lines().into_iter().find(|l| pred(l)) {
                     return Ok(line);
                 }
@@ -725,9 +741,8 @@ impl Foreign {
             }
             thread::sleep(Duration::from_millis(5));
         };
-        // Its last lines may still be on their way to the reader.
         let clean = self
-            .wait_line("CLOSED", Duration::from_secs(2), |l| l.kind == Kind::Closed)
+            .wait_line("CLOSED", Duration::ZERO, |l| l.kind == Kind::Closed)
             .is_ok();
         if status.success() && clean {
             Ok(())
@@ -862,7 +877,13 @@ mod tests {
         let after = Instant::now();
         // One clock: the mapped reading falls between two reads of it, up to
         // the base's own measuring gap (well under a millisecond).
-        assert!(mapped + Duration::from_millis(1) >= before, "{mapped:?} < {before:?}");
-        assert!(mapped <= after + Duration::from_millis(1), "{mapped:?} > {after:?}");
+        assert!(
+            mapped + Duration::from_millis(1) >= before,
+            "{mapped:?} < {before:?}"
+        );
+        assert!(
+            mapped <= after + Duration::from_millis(1),
+            "{mapped:?} > {after:?}"
+        );
     }
 }
