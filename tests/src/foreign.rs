@@ -224,14 +224,22 @@ struct CuratorRuntime {
 }
 
 fn curator() -> Result<CuratorRuntime> {
-    static CURATOR: OnceLock<std::result::Result<CuratorRuntime, String>> = OnceLock::new();
+    // Built once per process; a failure is kept as its (what, hint) so that
+    // every test that needs Curator fails with the same message.
+    static CURATOR: OnceLock<std::result::Result<CuratorRuntime, (String, String)>> =
+        OnceLock::new();
     CURATOR
-        .get_or_init(|| build_curator().map_err(|e| e.to_string()))
-        .clone()
-        .map_err(|what| ForeignError::NotInstalled {
-            what: format!("the Curator contender ({what})"),
-            hint: FOREIGN_DEPS_HINT.into(),
+        .get_or_init(|| {
+            build_curator().map_err(|e| match e {
+                ForeignError::NotInstalled { what, hint } => (what, hint),
+                other => (
+                    format!("a working Curator contender ({other})"),
+                    FOREIGN_DEPS_HINT.to_owned(),
+                ),
+            })
         })
+        .clone()
+        .map_err(|(what, hint)| ForeignError::NotInstalled { what, hint })
 }
 
 fn build_curator() -> Result<CuratorRuntime> {
