@@ -76,6 +76,8 @@ pub struct Metrics {
     pub marks_written: u64,
     /// Leader markers found on a watched node, each sparing a later listing.
     pub marks_seen: u64,
+    /// Persistent children named like contenders, skipped (once per name).
+    pub persistent_skipped: u64,
 }
 
 /// The live counters behind [`Metrics`].
@@ -93,6 +95,7 @@ pub(crate) struct Counters {
     recovered_creates: AtomicU64,
     marks_written: AtomicU64,
     marks_seen: AtomicU64,
+    persistent_skipped: AtomicU64,
 }
 
 impl Counters {
@@ -111,6 +114,7 @@ impl Counters {
             recovered_creates: get(&self.recovered_creates),
             marks_written: get(&self.marks_written),
             marks_seen: get(&self.marks_seen),
+            persistent_skipped: get(&self.persistent_skipped),
         }
     }
 }
@@ -401,6 +405,8 @@ impl Driver {
         c.marks_written
             .store(stats.marks_written, Ordering::Relaxed);
         c.marks_seen.store(stats.marks_seen, Ordering::Relaxed);
+        c.persistent_skipped
+            .store(stats.persistent_skipped, Ordering::Relaxed);
         while let Some(notice) = self.candidate.poll_notice() {
             match &notice {
                 Notice::Elected { token } => {

@@ -165,7 +165,13 @@ async fn a_lone_candidate_leads_next_to_persistent_look_alikes(client: Client, i
     // It stays the leader while they stay, and then does nothing more.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(cand.is_leader(), "{}", cand.describe());
-    let ops = cand.election.metrics().ops;
+    let metrics = cand.election.metrics();
+    assert_eq!(
+        metrics.persistent_skipped,
+        expected.len() as u64,
+        "the counter agrees with the notices"
+    );
+    let ops = metrics.ops;
     let node = cand.node().expect("a joined candidate has a node");
     println!(
         "{client} {interop:?}: {node} elected {} ms after joining; {ops} requests, {} look-alikes skipped",
