@@ -103,6 +103,8 @@ mod election;
 mod error;
 #[cfg(feature = "memory")]
 pub mod memory;
+#[cfg(feature = "zookeeper-async")]
+mod negotiate;
 pub mod transport;
 #[cfg(feature = "zookeeper-async")]
 pub mod zk_async;
