@@ -42,7 +42,9 @@ pub enum ElectionError {
     /// asks every server of the connect string with a handshake of its own
     /// before it connects; this server gave no answer before the connect
     /// timeout (down, not serving, not a ZooKeeper server, or TLS-only).
-    #[error("cannot learn the session timeout that ZooKeeper server {server} negotiates: {reason}")]
+    #[error(
+        "cannot connect to ZooKeeper server {server} to learn the session timeout it negotiates: {reason}"
+    )]
     SessionTimeoutUnknown {
         /// The server, as written in the connect string.
         server: String,

@@ -286,7 +286,9 @@ pub(crate) async fn smallest(
             .and_then(|mut addrs| addrs.next().ok_or_else(|| "no address".to_owned()));
         let addr = resolved.map_err(|reason| ElectionError::Connect {
             hosts: hosts.to_owned(),
-            reason: format!("bad server {server:?}: {reason}: expected host:port[,host:port…][/chroot]"),
+            reason: format!(
+                "bad server {server:?}: {reason}: expected host:port[,host:port…][/chroot]"
+            ),
         })?;
         let server = server.clone();
         probes.spawn(async move {
@@ -309,7 +311,9 @@ pub(crate) async fn smallest(
                     smallest = Some(Negotiated { timeout, server });
                 }
             }
-            Some(Err(reason)) => return Err(ElectionError::SessionTimeoutUnknown { server, reason }),
+            Some(Err(reason)) => {
+                return Err(ElectionError::SessionTimeoutUnknown { server, reason })
+            }
             None => {
                 return Err(ElectionError::SessionTimeoutUnknown {
                     server,
@@ -455,10 +459,7 @@ mod tests {
             }
         );
         let old = parse_connect_response(&response_body(2_000, 0x77, None)).unwrap();
-        assert_eq!(
-            (old.timeout, old.read_only),
-            (Duration::from_secs(2), None)
-        );
+        assert_eq!((old.timeout, old.read_only), (Duration::from_secs(2), None));
     }
 
     #[test]
@@ -482,7 +483,10 @@ mod tests {
     fn a_chroot_is_cut_off_and_every_server_is_kept() {
         assert_eq!(servers("a:1"), ["a:1"]);
         assert_eq!(servers("a:1, b:2 ,c:3/svc/x"), ["a:1", "b:2", "c:3"]);
-        assert_eq!(servers("[::1]:2181,127.0.0.1:2/"), ["[::1]:2181", "127.0.0.1:2"]);
+        assert_eq!(
+            servers("[::1]:2181,127.0.0.1:2/"),
+            ["[::1]:2181", "127.0.0.1:2"]
+        );
         assert_eq!(servers("a:1,"), ["a:1", ""]);
     }
 
@@ -492,7 +496,9 @@ mod tests {
         let (b, seen_b) = fake(Fake::Answer(4_000)).await;
         let (c, seen_c) = fake(Fake::Answer(20_000)).await;
         let hosts = format!("{a},{b},{c}/chroot/path");
-        let got = smallest(&hosts, REQUESTED, soon(5_000), RETRY).await.unwrap();
+        let got = smallest(&hosts, REQUESTED, soon(5_000), RETRY)
+            .await
+            .unwrap();
         assert_eq!(
             got,
             Negotiated {

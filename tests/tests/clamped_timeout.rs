@@ -98,9 +98,12 @@ async fn leader_behind_a_proxy(
     let proxy = Proxy::start(server.addr()).expect("start a proxy");
     let hosts = server.connect_string();
     let a = candidate(client, &proxy.connect_string(), path, "a").await;
-    wait_for("a to lead", SETTLE, || a.0.is_leader().then_some(()), || {
-        a.0.describe()
-    })
+    wait_for(
+        "a to lead",
+        SETTLE,
+        || a.0.is_leader().then_some(()),
+        || a.0.describe(),
+    )
     .await;
     let b = candidate(client, &hosts, path, "b").await;
     let s = wait_settled(&[&a.0, &b.0], &hosts, path, SETTLE).await;
@@ -143,16 +146,23 @@ async fn blackholed_leader_stops_leading_before_its_successor_is_elected(client:
     let left = a
         .rec
         .first_after(cut_at, |e| matches!(e, Event::Role(r) if !r.is_leader()))
-        .unwrap_or_else(|| panic!("{client}: a's role never left Leader\n{}", describe(&all)));
+        .unwrap_or_else(|| {
+            panic!(
+                "{client}: SPLIT BRAIN: a still had the Leader role when b was elected\n{}",
+                describe(&all)
+            )
+        });
     let suspended = a
         .rec
         .first_after(cut_at, |e| {
-            matches!(
-                e,
-                Event::Notice(Notice::Suspended | Notice::Demoted { .. })
-            )
+            matches!(e, Event::Notice(Notice::Suspended | Notice::Demoted { .. }))
         })
-        .unwrap_or_else(|| panic!("{client}: a never reported Suspended\n{}", describe(&all)));
+        .unwrap_or_else(|| {
+            panic!(
+                "{client}: a never reported Suspended (or Demoted)\n{}",
+                describe(&all)
+            )
+        });
     println!(
         "{client}: black hole at 0 ms: a {:?} at {} ms, a's role {:?} at {} ms, b Elected at {} ms",
         suspended.event,
