@@ -251,10 +251,11 @@ async fn ask(
             }
             Err(_) => break,
         }
-        if Instant::now() + retry >= deadline {
+        if Instant::now() >= deadline {
             break;
         }
-        tokio::time::sleep(retry).await;
+        // Until the deadline itself, as long as the client would try.
+        tokio::time::sleep_until(deadline.min(Instant::now() + retry)).await;
     }
     Err(match last {
         Some(e) => format!("{e} (tried until the connect timeout)"),
