@@ -12,7 +12,9 @@ use zkelect_core::{CandidateError, ConfigError, FencingToken, ZkCode};
 /// fn exit_code(e: &ElectionError) -> i32 {
 ///     match e {
 ///         ElectionError::Config(_) | ElectionError::SessionTimeoutTooShort { .. } => 2,
-///         ElectionError::Connect { .. } | ElectionError::Timeout(..) => 3,
+///         ElectionError::Connect { .. }
+///         | ElectionError::SessionTimeoutUnknown { .. }
+///         | ElectionError::Timeout(..) => 3,
 ///         ElectionError::Auth(_) => 4,
 ///         _ => 1,
 ///     }
@@ -24,14 +26,30 @@ pub enum ElectionError {
     /// The election's configuration is invalid (path, id, prefix, …).
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// The requested session timeout is too short for the transport's client
-    /// (zookeeper-async reconnects in a storm below 1.5 s).
+    /// The session timeout is too short for the transport's client
+    /// (zookeeper-async reconnects in a storm below 1.5 s): the requested one,
+    /// or, with zookeeper-async, the smallest one the servers negotiate.
     #[error("session timeout {requested:?} is below the {min:?} this transport can keep")]
     SessionTimeoutTooShort {
         /// What was asked for.
         requested: Duration,
         /// The shortest the transport accepts.
         min: Duration,
+    },
+    /// The session timeout a server negotiates could not be learned, so the
+    /// transport refuses to start rather than guess (a guess too high lets a
+    /// leader's lease outlast its session). The zookeeper-async transport
+    /// asks every server of the connect string with a handshake of its own
+    /// before it connects; this server gave no answer before the connect
+    /// timeout (down, not serving, not a ZooKeeper server, or TLS-only).
+    #[error(
+        "cannot connect to ZooKeeper server {server} to learn the session timeout it negotiates: {reason}"
+    )]
+    SessionTimeoutUnknown {
+        /// The server, as written in the connect string.
+        server: String,
+        /// Why (the last failure).
+        reason: String,
     },
     /// The server could not be reached, or the session could not be set up.
     #[error("cannot connect to ZooKeeper at {hosts}: {reason}")]

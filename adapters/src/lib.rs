@@ -87,6 +87,30 @@
 //! and never touches it. An event on it, a reconnect or a new session makes it
 //! be read again.
 //!
+//! ## The session timeout is the server's
+//!
+//! A ZooKeeper server clamps the session timeout a client requests into its
+//! `[minSessionTimeout, maxSessionTimeout]` (2 and 20 ticks by default). The
+//! core's lease, probe interval and suspension derive from the timeout a
+//! transport reports with `Connected`, so every transport reports the
+//! *negotiated* timeout, or a bound no greater than it — never the
+//! requested one, which can be far longer than the real session:
+//!
+//! - [`ZkClientTransport`]: the session's own negotiated timeout, which
+//!   zookeeper-client reads from the server's answer.
+//! - [`ZkAsyncTransport`]: zookeeper-async does not expose it, so before
+//!   connecting the transport asks every server of the connect string with a
+//!   handshake of its own (a throw-away session, closed at once) and reports
+//!   the smallest answer. A server that does not answer within the connect
+//!   timeout makes it refuse to start with
+//!   [`ElectionError::SessionTimeoutUnknown`]; it never guesses.
+//!   [`ConnectOptions::assume_session_timeout`] can only lower that bound.
+//! - A negotiated timeout below [`SESSION_TIMEOUT_MIN`] is refused on
+//!   zookeeper-async ([`ElectionError::SessionTimeoutTooShort`]).
+//!
+//! `zkelect run` and `zkelect status` go through the same transports, so the
+//! lease of a supervised command is the negotiated one too.
+//!
 //! ## Panics, errors and unwraps
 //!
 //! Nothing reachable from the network or from user input panics. Setup
@@ -103,6 +127,8 @@ mod election;
 mod error;
 #[cfg(feature = "memory")]
 pub mod memory;
+#[cfg(feature = "zookeeper-async")]
+mod negotiate;
 pub mod transport;
 #[cfg(feature = "zookeeper-async")]
 pub mod zk_async;

@@ -5,7 +5,8 @@
 //! | defect | workaround |
 //! |---|---|
 //! | `connect()` spins forever on a dead server | [`ZkAsyncTransport::connect`] runs the whole set-up (TCP, session, credentials, a first `exists("/")`) under one deadline, [`ConnectOptions::connect_timeout`], and uses `connect_with_retry_time` so a dead server is retried every [`ConnectOptions::reconnect_delay`] instead of in a busy loop |
-//! | a session timeout under 1.5 s makes it reconnect in a storm | refused: [`ElectionError::SessionTimeoutTooShort`] |
+//! | a session timeout under 1.5 s makes it reconnect in a storm | refused: [`ElectionError::SessionTimeoutTooShort`], for the requested timeout and for the smallest negotiated one |
+//! | the negotiated session timeout is not exposed (a server clamps the request into its `[minSessionTimeout, maxSessionTimeout]`, 2 and 20 ticks by default) | before connecting, a handshake of our own with every server of the connect string, on a throw-away connection whose session is closed at once (`negotiate`); the smallest answer is reported on every `Connected`, never the requested value. A server that gives no answer before [`ConnectOptions::connect_timeout`] makes `connect` fail with [`ElectionError::SessionTimeoutUnknown`] |
 //! | watches are lost on every reconnect, yet their callbacks stay registered and can fire with a new watch on the same path | every non-`Connected` state bumps a *generation*; a watch callback queues its event with the generation its request was sent in, and the pump task drops it if a reconnect came since. A watch request that straddled a reconnect answers `ConnectionLoss` (`settle`) so the core sets it again. After the reconnect the core re-lists and re-arms every watch on `Connected` |
 //! | digest credentials are lost on every reconnect | the pump task replays them before it reports `Connected`; until then requests wait (bounded) at a gate, and a `NoAuth` from a request that straddled a reconnect answers `ConnectionLoss` |
 //! | session expiry shows only as the deprecated `ZkState::NotConnected`, then a new session opens silently | `map_state`: `NotConnected` → `Expired`, the next `Connected` → `Connected { session_id: None }`, which the core treats as a new session; the core learns the session id from its node's `ephemeralOwner` and re-checks it after every reconnect |
@@ -14,16 +15,27 @@
 //! | no close on drop: a dropped client keeps pinging, so its session (and ephemeral node) lives on | `Drop` closes the session in the background if [`close`](Transport::close) was not called; so does a `connect` future dropped half-way |
 //! | watch callbacks run on the client's tasks, and a reply can overtake the watch event the server sent first | callbacks and the state listener only `send` into one unbounded channel — never block, never run logic — and one pump task turns it into the event stream in order; the core does not rely on reply/event order |
 //!
+//! # The session timeout
+//!
+//! The core's lease, probe interval and suspension all derive from the
+//! timeout reported with `Connected`, so it must never exceed the real
+//! session's. The smallest answer over all servers bounds it wherever the
+//! client connects, now or after any reconnect (the client re-sends the
+//! value it was given, and each server clamps it again; see `negotiate`).
+//! So every server of the connect string must answer the handshake: with
+//! one server down, `connect` refuses to start rather than guess.
+//! [`ConnectOptions::assume_session_timeout`] can only lower the reported
+//! value further (e.g. ahead of a planned change of the servers'
+//! `maxSessionTimeout`), never raise it.
+//!
 //! Limits: no TLS or SASL (a transport over `zookeeper-client` would bring
-//! them). The client does not expose the negotiated session timeout, so the
-//! requested one is reported to the core unless
-//! [`ConnectOptions::assume_session_timeout`] says otherwise. A server
-//! negotiates a request down only above its `maxSessionTimeout` (20 ticks by
-//! default, 40 s with the default 2 s tick): keep requests below it, or the
-//! core's lease would outlast the real session. If the server is unreachable
-//! when [`close`](Transport::close) is called, the client's I/O task keeps
-//! retrying (every `reconnect_delay`) until the server is back, then closes;
-//! the crate gives no way to stop it sooner.
+//! them). A server whose `maxSessionTimeout` is lowered (by a restart with a
+//! new `zoo.cfg`) after `connect` is not noticed: lower it with
+//! [`ConnectOptions::assume_session_timeout`] beforehand, or restart the
+//! clients. If the server is unreachable when [`close`](Transport::close) is
+//! called, the client's I/O task keeps retrying (every `reconnect_delay`)
+//! until the server is back, then closes; the crate gives no way to stop it
+//! sooner.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -41,6 +53,7 @@ use zkelect_core::{
 use zookeeper_async as zka;
 
 use crate::error::ElectionError;
+use crate::negotiate;
 use crate::transport::{EventStream, Transport, TransportEvent};
 
 /// The shortest session timeout this transport accepts. Below it the client
@@ -71,12 +84,15 @@ pub struct ConnectOptions {
     /// `host:port[,host:port…][/chroot]`, tried in order.
     pub hosts: String,
     /// Requested session timeout (default 10 s; at least [`SESSION_TIMEOUT_MIN`]).
+    /// The servers may negotiate it up or down; the negotiated one is what
+    /// the core is told.
     pub session_timeout: Duration,
-    /// Bound on the whole set-up: reaching a server, the session, the
-    /// credentials (default 10 s).
+    /// Bound on the whole set-up: learning every server's negotiated
+    /// session timeout, reaching a server, the session, the credentials
+    /// (default 10 s).
     pub connect_timeout: Duration,
-    /// Bound on each request (default: the session timeout). A request that
-    /// takes longer answers `OperationTimeout`.
+    /// Bound on each request (default: the negotiated session timeout). A
+    /// request that takes longer answers `OperationTimeout`.
     pub op_timeout: Option<Duration>,
     /// Credentials as `(scheme, bytes)`, e.g. `("digest", b"user:pass")`,
     /// added at connect and replayed after every reconnect.
@@ -84,8 +100,10 @@ pub struct ConnectOptions {
     /// Pause between attempts to reach a server that refuses connections
     /// (default 200 ms; the client would otherwise retry in a busy loop).
     pub reconnect_delay: Duration,
-    /// Reported to the core as the negotiated session timeout instead of
-    /// the requested one (the client does not expose the negotiated value).
+    /// A cap on the session timeout reported to the core: it reports the
+    /// smaller of this and the smallest timeout the servers negotiate. It
+    /// can only lower the bound the servers gave, never raise it (at least
+    /// [`SESSION_TIMEOUT_MIN`]).
     pub assume_session_timeout: Option<Duration>,
 }
 
@@ -160,8 +178,10 @@ impl ConnectOptions {
         self
     }
 
-    /// The session timeout to report to the core, when the server is known
-    /// to negotiate something else than requested.
+    /// Caps the session timeout reported to the core: the smaller of this
+    /// and what the servers negotiate is reported. For a server whose
+    /// `maxSessionTimeout` is about to be lowered; it never raises the
+    /// servers' answer.
     #[must_use]
     pub fn assume_session_timeout(mut self, timeout: Duration) -> Self {
         self.assume_session_timeout = Some(timeout);
@@ -169,8 +189,8 @@ impl ConnectOptions {
     }
 
     fn validate(&self) -> Result<(), ElectionError> {
-        let reported = self.assume_session_timeout.unwrap_or(self.session_timeout);
-        for requested in [self.session_timeout, reported] {
+        let cap = self.assume_session_timeout.unwrap_or(self.session_timeout);
+        for requested in [self.session_timeout, cap] {
             if requested < SESSION_TIMEOUT_MIN {
                 return Err(ElectionError::SessionTimeoutTooShort {
                     requested,
@@ -305,16 +325,43 @@ impl zka::Watcher for Quiet {
 }
 
 impl ZkAsyncTransport {
-    /// Connects, authenticates, proves the session answers, and returns the
-    /// transport with its event stream (which starts with `Connected`).
+    /// Learns the session timeout every server negotiates, connects,
+    /// authenticates, proves the session answers, and returns the transport
+    /// with its event stream (which starts with `Connected`, carrying the
+    /// smallest negotiated timeout).
     ///
     /// Everything is bounded by [`ConnectOptions::connect_timeout`]. Errors:
-    /// [`ElectionError::SessionTimeoutTooShort`] (refused before any network
-    /// traffic), [`ElectionError::Connect`] (bad address, no server answered),
-    /// [`ElectionError::Auth`] (credentials rejected).
+    /// [`ElectionError::SessionTimeoutTooShort`] (a request refused before
+    /// any network traffic, or servers that negotiate less),
+    /// [`ElectionError::SessionTimeoutUnknown`] (a server of the connect
+    /// string did not answer the handshake), [`ElectionError::Connect`] (bad
+    /// address, no server answered), [`ElectionError::Auth`] (credentials
+    /// rejected).
     pub async fn connect(options: ConnectOptions) -> Result<(Self, EventStream), ElectionError> {
         options.validate()?;
         let deadline = Instant::now() + options.connect_timeout;
+        let negotiated = negotiate::smallest(
+            &options.hosts,
+            options.session_timeout,
+            deadline,
+            options.reconnect_delay,
+        )
+        .await?;
+        if negotiated.timeout < SESSION_TIMEOUT_MIN {
+            // The client would reconnect in a storm on that server.
+            return Err(ElectionError::SessionTimeoutTooShort {
+                requested: negotiated.timeout,
+                min: SESSION_TIMEOUT_MIN,
+            });
+        }
+        let timeout = reported_timeout(negotiated.timeout, options.assume_session_timeout);
+        info!(
+            requested = ?options.session_timeout,
+            negotiated = ?negotiated.timeout,
+            by = negotiated.server,
+            reported = ?timeout,
+            "the servers' session timeout"
+        );
         let connecting = zka::ZooKeeper::connect_with_retry_time(
             &options.hosts,
             options.session_timeout,
@@ -347,10 +394,7 @@ impl ZkAsyncTransport {
         // and forwards the state. The pump task does the rest.
         let listener = Arc::clone(&shared);
         zk.add_listener(move |state| listener.on_state(state));
-        let timeout = options
-            .assume_session_timeout
-            .unwrap_or(options.session_timeout);
-        let op_timeout = options.op_timeout.unwrap_or(options.session_timeout);
+        let op_timeout = options.op_timeout.unwrap_or(timeout);
         let failure = match tokio::time::timeout_at(deadline, set_up(&zk, &shared, &options)).await
         {
             Ok(Ok(())) => None,
@@ -723,6 +767,13 @@ async fn pump<R, F>(
         info!(?event, ?state, "session");
         let _ = shared.events.send(TransportEvent::Session(event));
     }
+}
+
+/// The session timeout to report to the core: what the servers negotiate
+/// (their smallest answer), lowered to the user's cap if there is one, never
+/// raised.
+pub(crate) fn reported_timeout(negotiated: Duration, cap: Option<Duration>) -> Duration {
+    cap.map_or(negotiated, |cap| cap.min(negotiated))
 }
 
 #[allow(deprecated)]
@@ -1169,17 +1220,32 @@ mod tests {
 
     #[tokio::test]
     async fn unreachable_server_fails_within_the_connect_timeout() {
-        // Nothing listens on port 1; connect() alone would spin forever.
-        let opts = ConnectOptions::new("127.0.0.1:1")
+        // Nothing listens on port 1; connect() alone would spin forever. The
+        // server's session timeout cannot be learned: refused, not guessed.
+        let opts = ConnectOptions::new("127.0.0.1:1/chroot")
             .session_timeout(Duration::from_secs(2))
             .connect_timeout(Duration::from_millis(500));
         let started = std::time::Instant::now();
         let result = ZkAsyncTransport::connect(opts).await;
-        assert!(
-            matches!(result, Err(ElectionError::Connect { .. })),
-            "{result:?}"
-        );
+        match result {
+            Err(ElectionError::SessionTimeoutUnknown { server, reason }) => {
+                assert_eq!(server, "127.0.0.1:1");
+                assert!(reason.contains("cannot connect"), "{reason}");
+            }
+            other => panic!("expected SessionTimeoutUnknown, got {other:?}"),
+        }
         assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    #[test]
+    fn the_cap_only_lowers_the_negotiated_timeout() {
+        let four = Duration::from_secs(4);
+        assert_eq!(reported_timeout(four, None), four);
+        assert_eq!(reported_timeout(four, Some(Duration::from_secs(60))), four);
+        assert_eq!(
+            reported_timeout(four, Some(Duration::from_secs(2))),
+            Duration::from_secs(2)
+        );
     }
 
     /// A pump over fake credentials: `replays` answers each replay in turn

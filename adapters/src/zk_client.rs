@@ -17,6 +17,16 @@
 //! | a TLS certificate the client rejects is only logged; `connect` then retries until its timeout and answers `Timeout` | before connecting, one TLS handshake per TLS host with the same trust settings (`tls` feature): a rejected certificate fails at once with [`Rejected`](crate::TlsError::Rejected) |
 //! | a host name that is not a valid TLS server name makes the client panic in its handshake | refused up front with [`Config`](crate::TlsError::Config) |
 //!
+//! The session timeout reported to the core with `Connected` is the one the
+//! server negotiated for this session (the client reads it from the
+//! ConnectResponse and exposes it), never the requested one: a server clamps
+//! a request into its `[minSessionTimeout, maxSessionTimeout]`. Limit: after
+//! a reconnect (same session) to another server of an ensemble whose
+//! `maxSessionTimeout` is lower than the first server's, that server may cut
+//! the session's timeout again (it clamps the value the client re-sends)
+//! and the client does not expose the new value; give every server the same bounds (or use the zookeeper-async
+//! transport, which bounds the timeout by every server's answer).
+//!
 //! Its socket and timers run on `async-io`, not tokio, so tokio's paused
 //! clock does not move them: test it against real servers in real time.
 //!
@@ -92,8 +102,8 @@ pub struct ZkClientOptions {
     /// session, the credentials (default 10 s). Also bounds each attempt to
     /// open a new session after an expiry.
     pub connect_timeout: Duration,
-    /// Bound on each request (default: the session timeout). A request that
-    /// takes longer answers `OperationTimeout`.
+    /// Bound on each request (default: the first session's negotiated
+    /// timeout). A request that takes longer answers `OperationTimeout`.
     pub op_timeout: Option<Duration>,
     /// Credentials as `(scheme, bytes)`, e.g. `("digest", b"user:pass")`;
     /// the client replays them after every reconnect.
@@ -231,8 +241,10 @@ impl ZkClientOptions {
         }
     }
 
-    fn op_timeout_or_default(&self) -> Duration {
-        self.op_timeout.unwrap_or(self.session_timeout)
+    /// The bound on each request: as set, or the negotiated session timeout
+    /// (never the requested one, which the server may have cut).
+    fn op_timeout_or(&self, negotiated: Duration) -> Duration {
+        self.op_timeout.unwrap_or(negotiated)
     }
 }
 
@@ -512,6 +524,7 @@ impl ZkClientTransport {
         let (events, events_rx) = mpsc::unbounded_channel();
         let watcher = client.state_watcher();
         let connected = connected(&client);
+        let op_timeout = options.op_timeout_or(client.session_timeout());
         let inner = Arc::new(Inner {
             current: RwLock::new(Some(Current {
                 client,
@@ -520,7 +533,7 @@ impl ZkClientTransport {
             events,
             watches: Mutex::new(JoinSet::new()),
             closed: AtomicBool::new(false),
-            op_timeout: options.op_timeout_or_default(),
+            op_timeout,
         });
         info!(hosts = options.hosts, event = ?connected, "connected");
         let _ = inner.events.send(TransportEvent::Session(connected));
@@ -771,6 +784,10 @@ impl Drop for ZkClientTransport {
     }
 }
 
+/// `Connected` with the session's negotiated timeout: `Client::session_timeout`
+/// is the server's ConnectResponse value (zookeeper-client 0.11 keeps
+/// `max(negotiated, its connection timeout)`, and the latter is at most
+/// three fifths of the negotiated one), never the requested one.
 fn connected(client: &zkc::Client) -> SessionEvent {
     SessionEvent::Connected {
         session_id: Some(SessionId(client.session_id().0)),

@@ -15,7 +15,10 @@ pub(crate) fn code_of(e: &ElectionError) -> Code {
     match e {
         ElectionError::Config(_) | ElectionError::SessionTimeoutTooShort { .. } => Code::Config,
         ElectionError::Tls(TlsError::Config { .. }) => Code::Config,
-        ElectionError::Connect { .. } | ElectionError::Timeout(..) => Code::Unreachable,
+        // A server that did not answer the session-timeout handshake.
+        ElectionError::Connect { .. }
+        | ElectionError::SessionTimeoutUnknown { .. }
+        | ElectionError::Timeout(..) => Code::Unreachable,
         ElectionError::Auth(_) | ElectionError::Fatal(CandidateError::AuthFailed) => Code::Auth,
         // The server's certificate (or ours) was refused: a trust failure.
         ElectionError::Tls(_) => Code::Auth,

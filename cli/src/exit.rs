@@ -20,7 +20,8 @@ pub(crate) enum Code {
     Usage = 2,
     /// An invalid election path, id, prefix or setting.
     Config = 3,
-    /// The server could not be reached within the connect timeout.
+    /// The server could not be reached within the connect timeout, or a
+    /// server did not answer the session-timeout handshake (zookeeper-async).
     Unreachable = 4,
     /// Authentication failed, an ACL refused us, or a TLS certificate was refused.
     Auth = 5,
