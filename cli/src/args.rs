@@ -65,7 +65,9 @@ pub(crate) struct ConnectArgs {
     /// The election path.
     #[arg(long, value_name = "PATH")]
     pub(crate) path: String,
-    /// Session timeout in milliseconds (at least 1500 with zookeeper-async).
+    /// Requested session timeout in milliseconds (at least 1500 with
+    /// zookeeper-async). The server may clamp it; the lease and the watchdog
+    /// always use the value the server negotiated, never this one.
     #[arg(long = "session-timeout", value_name = "MS", default_value_t = 10_000)]
     pub(crate) session_timeout_ms: u64,
     /// How long to try to reach the server before giving up, in milliseconds.
