@@ -7,8 +7,11 @@
 //!   `now`, randomness as the configured seed, the world as [`Input`]s.
 //! - A reply is acted on only if its [`OpId`] is still in flight (`self.ops`);
 //!   anything else is stale and counted, never acted on.
-//! - The main lane has at most one request in flight (`main_op`); the own-node
-//!   watch and the liveness probe each have a lane of their own. So a candidate
+//! - The main lane has at most one request in flight; the own-node watch, the
+//!   leader marker and the liveness probe each have a lane of their own. The
+//!   in-flight map (`ops`, by [`OpId`], each with its `Purpose`) is the one
+//!   place that says what is in flight; a lane's state says only what the map
+//!   cannot (armed, waiting for proof of contact). So a candidate
 //!   never has two requests in flight for the same purpose, and never two watch
 //!   requests for the same path.
 //! - A create is never sent again while an earlier one may still be applied: a
@@ -156,24 +159,102 @@ enum Step {
     Lead,
     /// Deleting this candidate's node.
     Delete,
-    /// Closed or failed; nothing will happen again.
-    Done,
+    /// Nothing will happen again.
+    Done(End),
 }
 
-/// Why a request is in flight.
+/// How a candidate stopped for good.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum End {
+    /// Closed by the application or with the client.
+    Closed,
+    /// Stopped by a fatal error.
+    Failed,
+}
+
+/// Why a request is in flight. The in-flight map is the one place that says
+/// which request a lane waits for: a lane's state never repeats its [`OpId`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Purpose {
+    // The main lane (at most one in flight).
     Parent(usize),
     Create,
     Recover,
     Adopt(String),
     List,
     WatchPred(String),
-    WatchOwn(String),
-    Mark(String),
     Delete(String),
+    // Side lanes (at most one each in flight).
+    /// The data watch on our own node.
+    WatchOwn {
+        name: String,
+        /// An event on our node arrived while this request was in flight: its
+        /// reply arms nothing (that watch is already spent).
+        spent: bool,
+    },
+    /// The leader marker's `setData`.
+    Mark(String),
+    /// A liveness probe.
+    Probe {
+        /// Another probe fell due while this one was in flight: send it as
+        /// soon as this one is answered, so a short stall does not cost a
+        /// whole third of the timeout of contact (and a needless suspension).
+        again: bool,
+    },
+    // Any number in flight; only the contact they prove matters.
     DeleteExtra,
-    Probe,
+}
+
+impl Purpose {
+    /// Whether the main lane sent it.
+    fn is_main(&self) -> bool {
+        matches!(
+            self,
+            Self::Parent(_)
+                | Self::Create
+                | Self::Recover
+                | Self::Adopt(_)
+                | Self::List
+                | Self::WatchPred(_)
+                | Self::Delete(_)
+        )
+    }
+}
+
+/// The data watch on our own node, while no request for it is in flight (the
+/// in-flight map says when one is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum OwnWatch {
+    /// Not set: set it when the main lane allows.
+    Unarmed,
+    /// Set, and not yet fired.
+    Armed,
+    /// The last request failed on the connection: wait for proof the
+    /// connection works (any answer, or a new connection) before trying again.
+    AwaitProof,
+}
+
+/// The leader marker on our own node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Mark {
+    /// Not written yet: write it once leading (unless in flight).
+    Unwritten,
+    /// The last attempt failed on the connection: wait for proof it works again.
+    AwaitProof,
+    /// Written, or not worth trying again.
+    Done,
+}
+
+/// What the application was told about contact with the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Suspension {
+    /// Nothing outstanding.
+    Clear,
+    /// A `Suspended` notice went out and its `Resumed` has not yet.
+    Suspended,
+    /// Suspended, and the link is back: a suspended leader is re-verifying,
+    /// and `Resumed` waits for the answer.
+    Resuming,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -187,8 +268,7 @@ struct InFlight {
 struct Own {
     name: String,
     token: FencingToken,
-    /// The leader marker is written, or need not be tried again.
-    marked: bool,
+    mark: Mark,
 }
 
 /// What a follower read of a node it watches.
@@ -279,26 +359,13 @@ pub struct Candidate {
     last_ack: Option<Timestamp>,
     ops: BTreeMap<OpId, InFlight>,
     step: Step,
-    main_op: Option<OpId>,
     /// A create of this session may have been applied though its reply was lost.
     create_uncertain: bool,
     own: Option<Own>,
-    own_watch_op: Option<OpId>,
-    own_watch_armed: bool,
-    /// An event on our node arrived while its watch request was in flight: the
-    /// reply, when it comes, arms nothing (that watch is already spent).
-    own_watch_spent: bool,
+    own_watch: OwnWatch,
     /// A children event arrived while a watched listing was in flight: its reply
     /// may predate the change, so list once more after it.
     relist_after: bool,
-    /// The last own-watch request failed on the connection: wait for proof the
-    /// connection works (any answer, or a new connection) before trying again.
-    own_watch_failed: bool,
-    probe_op: Option<OpId>,
-    /// A probe fell due while the previous one was still in flight: send it as
-    /// soon as that one is answered, so a short stall does not cost a whole
-    /// third of the timeout of contact (and a needless suspension).
-    probe_due: bool,
     /// The participants below our node in the last listing, nearest kept,
     /// oldest first, minus those seen gone since: the next predecessors to watch.
     lower: Vec<String>,
@@ -323,18 +390,11 @@ pub struct Candidate {
     persistent: BTreeSet<String>,
     /// Persistent children already reported, so each is reported once.
     persistent_reported: BTreeSet<String>,
-    /// The leader marker's `setData`, in flight.
-    mark_op: Option<OpId>,
-    /// The last marker failed on the connection: wait for proof it works again.
-    mark_failed: bool,
     leadership: Leadership,
+    /// The link's last verdict ([`Self::link_ok`]), to act on its changes.
     link_up: bool,
-    /// A `Suspended` notice went out and its `Resumed` has not yet.
-    suspended: bool,
-    /// A suspended leader is re-verifying; `Resumed` waits for the answer.
-    resume_pending: bool,
+    suspension: Suspension,
     last_leader: Option<String>,
-    failed: bool,
     timers: TimerTable,
     backoff: Backoff,
     notices: VecDeque<Notice>,
@@ -365,16 +425,10 @@ impl Candidate {
             last_ack: None,
             ops: BTreeMap::new(),
             step: Step::Idle,
-            main_op: None,
             create_uncertain: false,
             own: None,
-            own_watch_op: None,
-            own_watch_armed: false,
-            own_watch_spent: false,
+            own_watch: OwnWatch::Unarmed,
             relist_after: false,
-            own_watch_failed: false,
-            probe_op: None,
-            probe_due: false,
             older: 0,
             marks: Vec::new(),
             lower: Vec::new(),
@@ -383,14 +437,10 @@ impl Candidate {
             seen: Vec::new(),
             persistent: BTreeSet::new(),
             persistent_reported: BTreeSet::new(),
-            mark_op: None,
-            mark_failed: false,
             leadership: Leadership::None,
             link_up: false,
-            suspended: false,
-            resume_pending: false,
+            suspension: Suspension::Clear,
             last_leader: None,
-            failed: false,
             timers: TimerTable::default(),
             backoff,
             notices: VecDeque::new(),
@@ -408,11 +458,10 @@ impl Candidate {
 
     /// What the application should be doing now.
     pub fn role(&self) -> Role {
-        if self.failed {
-            return Role::Failed;
-        }
-        if self.step == Step::Done {
-            return Role::Closed;
+        match self.step {
+            Step::Done(End::Failed) => return Role::Failed,
+            Step::Done(End::Closed) => return Role::Closed,
+            _ => {}
         }
         match self.leadership {
             Leadership::Active(t) => Role::Leader(t),
@@ -452,12 +501,12 @@ impl Candidate {
 
     /// True once [`close`](Self::close) has finished (or the client was closed).
     pub fn is_closed(&self) -> bool {
-        self.step == Step::Done && !self.failed
+        self.step == Step::Done(End::Closed)
     }
 
     /// True once a fatal error stopped the candidate.
     pub fn is_failed(&self) -> bool {
-        self.failed
+        self.step == Step::Done(End::Failed)
     }
 
     /// Counters.
@@ -502,7 +551,7 @@ impl Candidate {
     /// progress it turns the resign into resign-and-rejoin.
     pub fn join(&mut self, now: Timestamp) {
         self.enter(now);
-        if self.step == Step::Done {
+        if self.is_done() {
             return;
         }
         match self.intent {
@@ -521,7 +570,7 @@ impl Candidate {
     /// delete is confirmed. Idempotent.
     pub fn resign(&mut self, now: Timestamp, rejoin: bool) {
         self.enter(now);
-        if self.step == Step::Done {
+        if self.is_done() {
             return;
         }
         match self.intent {
@@ -542,7 +591,7 @@ impl Candidate {
     /// node already gone counts as deleted) and then stops. Idempotent.
     pub fn close(&mut self, now: Timestamp) {
         self.enter(now);
-        if self.step == Step::Done {
+        if self.is_done() {
             return;
         }
         match self.intent {
@@ -565,7 +614,7 @@ impl Candidate {
     /// Feeds one input from the world.
     pub fn handle(&mut self, now: Timestamp, input: Input) {
         self.enter(now);
-        if self.step == Step::Done {
+        if self.is_done() {
             if let Input::Reply { op, .. } = &input {
                 if self.ops.remove(op).is_none() {
                     self.stats.stale_replies += 1;
@@ -627,6 +676,10 @@ impl Candidate {
         self.check_link();
     }
 
+    fn is_done(&self) -> bool {
+        matches!(self.step, Step::Done(_))
+    }
+
     fn first_step(&self) -> Step {
         match self.config.mode() {
             Mode::Observer => Step::List,
@@ -679,25 +732,51 @@ impl Candidate {
         op
     }
 
+    /// The request in flight for a purpose, if any (at most one each, but
+    /// for `DeleteExtra`).
+    fn in_flight_for(&self, which: impl Fn(&Purpose) -> bool) -> Option<OpId> {
+        self.ops
+            .iter()
+            .find(|(_, f)| which(&f.purpose))
+            .map(|(&op, _)| op)
+    }
+
+    fn main_in_flight(&self) -> bool {
+        self.in_flight_for(Purpose::is_main).is_some()
+    }
+
     /// Forgets the main lane's request (its reply will be stale), unless it is a
     /// create, which must be waited for: it may still be applied.
     fn supersede_main(&mut self) {
-        if let Some(op) = self.main_op {
-            let is_create = self
-                .ops
-                .get(&op)
-                .is_some_and(|f| f.purpose == Purpose::Create);
-            if !is_create {
+        if let Some(op) = self.in_flight_for(Purpose::is_main) {
+            if self.ops[&op].purpose != Purpose::Create {
                 self.ops.remove(&op);
-                self.main_op = None;
             }
         }
     }
 
     fn create_in_flight(&self) -> bool {
-        self.main_op
-            .and_then(|op| self.ops.get(&op))
-            .is_some_and(|f| f.purpose == Purpose::Create)
+        self.in_flight_for(|p| *p == Purpose::Create).is_some()
+    }
+
+    fn own_watch_in_flight(&self) -> Option<OpId> {
+        self.in_flight_for(|p| matches!(p, Purpose::WatchOwn { .. }))
+    }
+
+    /// The own-node watch fired, or may have: set it again (unless waiting for
+    /// proof of contact).
+    fn own_watch_spent(&mut self) {
+        if self.own_watch == OwnWatch::Armed {
+            self.own_watch = OwnWatch::Unarmed;
+        }
+    }
+
+    /// Forgets the own-node watch request in flight, if any: its reply will be stale.
+    fn drop_own_watch(&mut self) {
+        self.own_watch = OwnWatch::Unarmed;
+        if let Some(op) = self.own_watch_in_flight() {
+            self.ops.remove(&op);
+        }
     }
 
     fn set_step(&mut self, step: Step) {
@@ -721,8 +800,8 @@ impl Candidate {
             self.step != Step::Lead || self.leadership != Leadership::None,
             "in the leading step without leadership"
         );
-        if self.session == Session::Connected && self.step != Step::Done {
-            if self.main_op.is_none() && !self.timers.is_set(Timer::Retry) {
+        if self.session == Session::Connected && !self.is_done() {
+            if !self.main_in_flight() && !self.timers.is_set(Timer::Retry) {
                 self.issue_step();
             }
             self.arm_own_watch();
@@ -737,10 +816,7 @@ impl Candidate {
                 }
             }
         }
-        if self.session != Session::Connected
-            || self.intent == Intent::Out
-            || self.step == Step::Done
-        {
+        if self.session != Session::Connected || self.intent == Intent::Out || self.is_done() {
             self.timers.stop(Timer::Probe);
         }
         self.arm_lease_timer();
@@ -749,7 +825,7 @@ impl Candidate {
     fn issue_step(&mut self) {
         let path = self.config.path().to_owned();
         let (purpose, request) = match self.step.clone() {
-            Step::Idle | Step::Wait | Step::Lead | Step::Done => return,
+            Step::Idle | Step::Wait | Step::Lead | Step::Done(_) => return,
             Step::Parents { index } => {
                 let ancestors = ancestors(&path);
                 let Some(target) = ancestors.get(index) else {
@@ -819,13 +895,12 @@ impl Candidate {
                 None => return,
             },
         };
-        self.main_op = Some(self.emit(purpose, request));
+        self.emit(purpose, request);
     }
 
     fn arm_own_watch(&mut self) {
-        if self.own_watch_armed
-            || self.own_watch_failed
-            || self.own_watch_op.is_some()
+        if self.own_watch != OwnWatch::Unarmed
+            || self.own_watch_in_flight().is_some()
             || self.step == Step::Delete
         {
             return;
@@ -833,10 +908,10 @@ impl Candidate {
         let Some(own) = &self.own else { return };
         let name = own.name.clone();
         let path = self.child_path(&name);
-        self.own_watch_op = Some(self.emit(
-            Purpose::WatchOwn(name),
+        self.emit(
+            Purpose::WatchOwn { name, spent: false },
             Request::GetData { path, watch: true },
-        ));
+        );
     }
 
     /// A leader marks its node once (see the theory of operation): the same
@@ -845,39 +920,50 @@ impl Candidate {
     /// so a node someone else already wrote is left alone, unmarked.
     fn send_marker(&mut self) {
         if !self.config.leader_marker()
-            || self.mark_op.is_some()
-            || self.mark_failed
             || self.step != Step::Lead
             || !matches!(self.leadership, Leadership::Active(_))
+            || self
+                .in_flight_for(|p| matches!(p, Purpose::Mark(_)))
+                .is_some()
         {
             return;
         }
-        let Some(own) = self.own.as_ref().filter(|o| !o.marked) else {
+        let Some(own) = self.own.as_ref().filter(|o| o.mark == Mark::Unwritten) else {
             return;
         };
         let name = own.name.clone();
         let path = self.child_path(&name);
         let data = self.config.node_payload();
-        self.mark_op = Some(self.emit(
+        self.emit(
             Purpose::Mark(name),
             Request::SetData {
                 path,
                 data,
                 version: Some(0),
             },
-        ));
+        );
     }
 
     fn send_probe(&mut self) {
-        if self.session != Session::Connected || self.step == Step::Done {
+        if self.session != Session::Connected || self.is_done() {
             return;
         }
-        if self.probe_op.is_none() {
-            let path = self.config.path().to_owned();
-            self.probe_op = Some(self.emit(Purpose::Probe, Request::Exists { path, watch: false }));
-            self.probe_due = false;
+        let in_flight = self
+            .ops
+            .values_mut()
+            .find(|f| matches!(f.purpose, Purpose::Probe { .. }));
+        if let Some(InFlight {
+            purpose: Purpose::Probe { again },
+            ..
+        }) = in_flight
+        {
+            *again = true;
         } else {
-            self.probe_due = true;
+            let path = self.config.path().to_owned();
+            self.emit(
+                Purpose::Probe { again: false },
+                Request::Exists { path, watch: false },
+            );
         }
         let every = self.timeout / 3;
         if !every.is_zero() {
@@ -885,8 +971,8 @@ impl Candidate {
         }
     }
 
+    /// Called from the main lane's reply handlers: its request is answered.
     fn retry_later(&mut self) {
-        self.main_op = None;
         if self.session == Session::Connected {
             let delay = self.backoff.next_delay();
             self.timers.set(Timer::Retry, self.now + delay);
@@ -931,17 +1017,17 @@ impl Candidate {
     fn check_link(&mut self) {
         let ok = self.link_ok();
         let was_up = std::mem::replace(&mut self.link_up, ok);
-        if self.step == Step::Done || self.intent == Intent::Out {
+        if self.is_done() || self.intent == Intent::Out {
             return;
         }
-        if was_up && !ok && !self.suspended {
-            self.suspended = true;
+        if was_up && !ok && self.suspension == Suspension::Clear {
+            self.suspension = Suspension::Suspended;
             self.notices.push_back(Notice::Suspended);
-        } else if !was_up && ok && self.suspended {
+        } else if !was_up && ok && self.suspension != Suspension::Clear {
             match self.leadership {
                 // Resumed is said once a fresh listing confirms leadership.
                 Leadership::Suspended(_) => {
-                    self.resume_pending = true;
+                    self.suspension = Suspension::Resuming;
                     if !matches!(
                         self.step,
                         Step::List | Step::Create | Step::Recover | Step::Adopt { .. }
@@ -975,9 +1061,8 @@ impl Candidate {
     }
 
     fn say_resumed(&mut self) {
-        self.resume_pending = false;
-        if self.suspended {
-            self.suspended = false;
+        if self.suspension != Suspension::Clear {
+            self.suspension = Suspension::Clear;
             self.notices.push_back(Notice::Resumed);
         }
     }
@@ -988,7 +1073,7 @@ impl Candidate {
             return;
         };
         let mut next: Option<Timestamp> = None;
-        if self.intent != Intent::Out && self.step != Step::Done {
+        if self.intent != Intent::Out && !self.is_done() {
             let suspend = ack + self.suspend_after();
             let lost = ack + self.lost_after();
             if self.config.probe() && self.link_up && suspend > self.now {
@@ -1029,7 +1114,7 @@ impl Candidate {
                 self.notices.push_back(Notice::Elected { token });
             }
         }
-        if self.resume_pending {
+        if self.suspension == Suspension::Resuming {
             self.say_resumed();
         }
         if self.config.leaders() == 1 {
@@ -1043,7 +1128,7 @@ impl Candidate {
             self.leadership = Leadership::None;
             self.notices.push_back(Notice::Demoted { reason });
         }
-        if self.resume_pending && self.link_up {
+        if self.suspension == Suspension::Resuming && self.link_up {
             self.say_resumed();
         }
     }
@@ -1058,11 +1143,22 @@ impl Candidate {
     fn fail(&mut self, error: CandidateError) {
         self.demote(DemotionReason::Failed);
         self.notices.push_back(Notice::Error(error));
-        self.failed = true;
-        self.step = Step::Done;
-        self.main_op = None;
+        self.stop(End::Failed);
+    }
+
+    /// Stops for good. A closed candidate has nothing left on the server (its
+    /// node is deleted, or the client closed its session) and awaits no reply;
+    /// a failed one leaves its node and its requests in flight as they were,
+    /// for the application to see: the node lives until the session ends.
+    fn stop(&mut self, end: End) {
+        self.step = Step::Done(end);
         self.forget_watched();
         self.timers = TimerTable::default();
+        if end == End::Closed {
+            self.own = None;
+            self.own_watch = OwnWatch::Unarmed;
+            self.ops.clear();
+        }
     }
 
     fn refused(&mut self, request_verb: &str, path: String, code: ZkCode) {
@@ -1098,10 +1194,7 @@ impl Candidate {
     /// The node is gone (or never was): complete the resign or close.
     fn finish_leaving(&mut self) {
         self.own = None;
-        self.own_watch_armed = false;
-        if let Some(op) = self.own_watch_op.take() {
-            self.ops.remove(&op);
-        }
+        self.drop_own_watch();
         match self.intent {
             Intent::Leave { rejoin: true } => {
                 self.intent = Intent::In;
@@ -1111,12 +1204,7 @@ impl Candidate {
                 self.intent = Intent::Out;
                 self.set_step(Step::Idle);
             }
-            Intent::Close => {
-                self.set_step(Step::Done);
-                self.main_op = None;
-                self.ops.clear();
-                self.timers = TimerTable::default();
-            }
+            Intent::Close => self.stop(End::Closed),
             Intent::In | Intent::Out => {}
         }
     }
@@ -1125,10 +1213,7 @@ impl Candidate {
     fn own_gone(&mut self, reason: DemotionReason) {
         self.demote(reason);
         self.own = None;
-        self.own_watch_armed = false;
-        if let Some(op) = self.own_watch_op.take() {
-            self.ops.remove(&op);
-        }
+        self.drop_own_watch();
         self.forget_lower();
         if self.leaving() {
             return self.finish_leaving();
@@ -1153,8 +1238,7 @@ impl Candidate {
             Err(ZkCode::ConnectionLoss | ZkCode::OperationTimeout | ZkCode::SessionExpired)
         );
         if answered {
-            self.own_watch_failed = false;
-            self.mark_failed = false;
+            self.proof_of_contact();
         }
         if answered && matches!(self.session, Session::Connected | Session::Disconnected) {
             self.last_ack = Some(
@@ -1163,20 +1247,8 @@ impl Candidate {
             );
             self.check_link();
         }
-        if self.main_op == Some(op) {
-            self.main_op = None;
-        }
-        if self.own_watch_op == Some(op) {
-            self.own_watch_op = None;
-        }
-        if self.mark_op == Some(op) {
-            self.mark_op = None;
-        }
-        if self.probe_op == Some(op) {
-            self.probe_op = None;
-            if std::mem::take(&mut self.probe_due) {
-                self.send_probe();
-            }
+        if flight.purpose == (Purpose::Probe { again: true }) {
+            self.send_probe();
         }
         if result == Err(ZkCode::SessionExpired) {
             return self.on_expired();
@@ -1191,11 +1263,22 @@ impl Candidate {
             Purpose::Adopt(name) => self.on_adopt(name, result),
             Purpose::List => self.on_list(result),
             Purpose::WatchPred(pred) => self.on_watch_pred(pred, result),
-            Purpose::WatchOwn(name) => self.on_watch_own(name, result),
+            Purpose::WatchOwn { name, spent } => self.on_watch_own(name, spent, result),
             Purpose::Mark(name) => self.on_mark(&name, result),
             Purpose::Delete(_) => self.on_delete(result),
             // Only the contact they prove matters (counted above).
-            Purpose::DeleteExtra | Purpose::Probe => {}
+            Purpose::DeleteExtra | Purpose::Probe { .. } => {}
+        }
+    }
+
+    /// The server answered, or a new connection is up: side lanes that failed
+    /// on the connection may try again.
+    fn proof_of_contact(&mut self) {
+        if self.own_watch == OwnWatch::AwaitProof {
+            self.own_watch = OwnWatch::Unarmed;
+        }
+        if let Some(own) = self.own.as_mut().filter(|o| o.mark == Mark::AwaitProof) {
+            own.mark = Mark::Unwritten;
         }
     }
 
@@ -1239,9 +1322,9 @@ impl Candidate {
                 self.own = Some(Own {
                     name: name.clone(),
                     token: FencingToken(stat.czxid),
-                    marked: false,
+                    mark: Mark::Unwritten,
                 });
-                self.own_watch_armed = false;
+                self.own_watch = OwnWatch::Unarmed;
                 if self.leaving() {
                     self.set_step(Step::Delete);
                     return;
@@ -1339,10 +1422,10 @@ impl Candidate {
                 self.own = Some(Own {
                     name: name.clone(),
                     token: FencingToken(stat.czxid),
-                    marked: false,
+                    mark: Mark::Unwritten,
                 });
                 // The adopting getData left a data watch on the node.
-                self.own_watch_armed = true;
+                self.own_watch = OwnWatch::Armed;
                 if self.leaving() {
                     self.set_step(Step::Delete);
                 } else {
@@ -1520,7 +1603,7 @@ impl Candidate {
                     // Another node bears the name now, created after ours: the
                     // path was deleted and recreated, and our node with it, or
                     // ours is not what we think. Look again, and check ours.
-                    self.own_watch_armed = false;
+                    self.own_watch_spent();
                     return self.set_step(Step::List);
                 }
                 self.armed.push(pred);
@@ -1696,16 +1779,16 @@ impl Candidate {
             return;
         };
         match result {
-            Err(code) if code.is_connection_fault() => self.mark_failed = true,
+            Err(code) if code.is_connection_fault() => own.mark = Mark::AwaitProof,
             Ok(_) => {
-                own.marked = true;
+                own.mark = Mark::Done;
                 self.stats.marks_written += 1;
             }
-            Err(_) => own.marked = true,
+            Err(_) => own.mark = Mark::Done,
         }
     }
 
-    fn on_watch_own(&mut self, name: String, result: Result<Reply, ZkCode>) {
+    fn on_watch_own(&mut self, name: String, spent: bool, result: Result<Reply, ZkCode>) {
         if self.own.as_ref().map(|o| &o.name) != Some(&name) {
             return;
         }
@@ -1722,7 +1805,9 @@ impl Candidate {
                 }
                 self.learn_session(stat);
                 // An event that overtook this reply already spent the watch.
-                self.own_watch_armed = !std::mem::take(&mut self.own_watch_spent);
+                if !spent {
+                    self.own_watch = OwnWatch::Armed;
+                }
             }
             Ok(_) => {}
             Err(ZkCode::NoNode) if self.step != Step::Delete => {
@@ -1733,7 +1818,7 @@ impl Candidate {
                 let path = self.child_path(&name);
                 self.refused("watch", path, code);
             }
-            Err(_) => self.own_watch_failed = true,
+            Err(_) => self.own_watch = OwnWatch::AwaitProof,
         }
     }
 
@@ -1754,9 +1839,11 @@ impl Candidate {
 
     fn on_watch(&mut self, event: WatchEvent) {
         if self.own_path().as_deref() == Some(event.path.as_str()) {
-            self.own_watch_armed = false;
-            if self.own_watch_op.is_some() {
-                self.own_watch_spent = true;
+            self.own_watch_spent();
+            for flight in self.ops.values_mut() {
+                if let Purpose::WatchOwn { spent, .. } = &mut flight.purpose {
+                    *spent = true;
+                }
             }
             if event.kind == WatchKind::NodeDeleted && self.step != Step::Delete {
                 // Stop acting at once, then look before rejoining: after the
@@ -1827,12 +1914,7 @@ impl Candidate {
             SessionEvent::AuthFailed => self.fail(CandidateError::AuthFailed),
             SessionEvent::Closed => {
                 self.demote(DemotionReason::Closed);
-                self.own = None;
-                self.forget_watched();
-                self.step = Step::Done;
-                self.main_op = None;
-                self.ops.clear();
-                self.timers = TimerTable::default();
+                self.stop(End::Closed);
             }
         }
     }
@@ -1851,8 +1933,7 @@ impl Candidate {
         }
         self.timers.stop(Timer::Retry);
         self.backoff.reset();
-        self.own_watch_failed = false;
-        self.mark_failed = false;
+        self.proof_of_contact();
         if self.config.probe() && !timeout.is_zero() && self.intent != Intent::Out {
             // Contact must be proven on this connection before leading again.
             self.send_probe();
@@ -1864,10 +1945,7 @@ impl Candidate {
         // (zookeeper-async does), so look again and re-arm them. A persistent
         // child's watch is gone too, so it is read again before it is skipped.
         self.persistent.clear();
-        self.own_watch_armed = false;
-        if let Some(op) = self.own_watch_op.take() {
-            self.ops.remove(&op);
-        }
+        self.drop_own_watch();
         match self.step {
             Step::Wait | Step::Lead | Step::Watch { .. } => self.set_step(Step::List),
             _ => self.supersede_main(),
@@ -1899,13 +1977,9 @@ impl Candidate {
         self.clearing.clear();
         self.epoch += 1;
         self.creates = 0;
-        self.mark_op = None;
         self.last_ack = None;
         self.ops.clear();
-        self.main_op = None;
-        self.own_watch_op = None;
-        self.own_watch_armed = false;
-        self.probe_op = None;
+        self.own_watch = OwnWatch::Unarmed;
         self.create_uncertain = false;
         self.own = None;
         self.persistent.clear();
