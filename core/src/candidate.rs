@@ -5,7 +5,7 @@
 //! - Every transition of a candidate lives here. This file knows nothing of
 //!   ZooKeeper client types, clocks, threads or randomness: time comes in as
 //!   `now`, randomness as the configured seed, the world as [`Input`]s.
-//! - A reply is acted on only if its [`OpId`] is still in flight (`self.ops`);
+//! - A reply is acted on only if its [`OpId`] is still in flight (`self.session.ops`);
 //!   anything else is stale and counted, never acted on.
 //! - The main lane has at most one request in flight; the own-node watch, the
 //!   leader marker and the liveness probe each have a lane of their own. The
@@ -127,7 +127,7 @@ enum Intent {
 
 /// The client's session as reported by the driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Session {
+enum Connection {
     /// No session yet.
     Pending,
     Connected,
@@ -271,6 +271,73 @@ struct Own {
     mark: Mark,
 }
 
+/// Everything that belongs to one ZooKeeper session. When the session ends,
+/// it is replaced whole: nothing of it can outlive its session by mistake.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct SessionState {
+    /// The session id, once known.
+    id: Option<SessionId>,
+    /// Which of this candidate's sessions this is (scopes the create nonces).
+    epoch: u64,
+    /// Creates sent in this session: the last one's nonce is `nonce(seed, epoch, creates - 1)`.
+    creates: u64,
+    /// A create of this session may have been applied though its reply was lost.
+    create_uncertain: bool,
+    /// Send time of the newest request the server answered in this session.
+    last_ack: Option<Timestamp>,
+    /// Every request in flight, by op: the one place that says what is in flight.
+    ops: BTreeMap<OpId, InFlight>,
+    /// Nodes of earlier sessions being deleted.
+    clearing: Vec<String>,
+    own: Option<Own>,
+    own_watch: OwnWatch,
+    /// The participants below our node in the last listing, nearest kept,
+    /// oldest first, minus those seen gone since: the next predecessors to watch.
+    lower: Vec<String>,
+    /// How many more the listing showed below those kept in `lower`.
+    older: usize,
+    /// For each node of `lower` found to have led (its leader marker): how many
+    /// entries of `lower` are below it. Fewer than k nodes were below it when it
+    /// led, and none can have been added since; see [`Candidate::below`].
+    marks: Vec<usize>,
+    /// The nodes this follower watches, nearest first: the k nearest below its
+    /// own (with k = 1, just the predecessor). Its standing can only change when
+    /// one of them goes — deletions further down leave k nodes below it.
+    watched: Vec<String>,
+    /// Those of `watched` whose watch the server has confirmed.
+    armed: Vec<String>,
+    /// What the replies said about the watched nodes since the last listing.
+    seen: Vec<Seen>,
+    /// Children found persistent (`ephemeralOwner` 0) by the read that
+    /// watched them: never contenders, left out of every standing. Cleared on
+    /// any event about one (it is read again if it matters) and whenever the
+    /// watches that would report such events may have been lost.
+    persistent: BTreeSet<String>,
+}
+
+impl SessionState {
+    fn new(epoch: u64) -> Self {
+        Self {
+            id: None,
+            epoch,
+            creates: 0,
+            create_uncertain: false,
+            last_ack: None,
+            ops: BTreeMap::new(),
+            clearing: Vec::new(),
+            own: None,
+            own_watch: OwnWatch::Unarmed,
+            lower: Vec::new(),
+            older: 0,
+            marks: Vec::new(),
+            watched: Vec::new(),
+            armed: Vec::new(),
+            seen: Vec::new(),
+            persistent: BTreeSet::new(),
+        }
+    }
+}
+
 /// What a follower read of a node it watches.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Seen {
@@ -343,51 +410,20 @@ pub struct Candidate {
     now: Timestamp,
     next_op: u64,
     intent: Intent,
-    session: Session,
-    session_id: Option<SessionId>,
+    connection: Connection,
+    /// The negotiated timeout of the latest connection (zero before the first).
     timeout: Duration,
-    epoch: u64,
-    /// Creates sent in this session: the last one's nonce is `nonce(seed, epoch, creates - 1)`.
-    creates: u64,
+    /// Everything that belongs to one ZooKeeper session, replaced whole when
+    /// the session ends.
+    session: SessionState,
     /// Nonces of this candidate's earlier sessions: a node bearing one is ours
     /// from the past (a create applied after its session was given up on, or a
     /// dying session's node) and is deleted when a listing shows it.
     old_nonces: VecDeque<String>,
-    /// Nodes of earlier sessions already being deleted.
-    clearing: Vec<String>,
-    /// Send time of the newest request the server answered in this session.
-    last_ack: Option<Timestamp>,
-    ops: BTreeMap<OpId, InFlight>,
     step: Step,
-    /// A create of this session may have been applied though its reply was lost.
-    create_uncertain: bool,
-    own: Option<Own>,
-    own_watch: OwnWatch,
     /// A children event arrived while a watched listing was in flight: its reply
     /// may predate the change, so list once more after it.
     relist_after: bool,
-    /// The participants below our node in the last listing, nearest kept,
-    /// oldest first, minus those seen gone since: the next predecessors to watch.
-    lower: Vec<String>,
-    /// How many more the listing showed below those kept in `lower`.
-    older: usize,
-    /// For each node of `lower` found to have led (its leader marker): how many
-    /// entries of `lower` are below it. Fewer than k nodes were below it when it
-    /// led, and none can have been added since; see [`Self::below`].
-    marks: Vec<usize>,
-    /// The nodes this follower watches, nearest first: the k nearest below its
-    /// own (with k = 1, just the predecessor). Its standing can only change when
-    /// one of them goes — deletions further down leave k nodes below it.
-    watched: Vec<String>,
-    /// Those of `watched` whose watch the server has confirmed.
-    armed: Vec<String>,
-    /// What the replies said about the watched nodes since the last listing.
-    seen: Vec<Seen>,
-    /// Children found persistent (`ephemeralOwner` 0) by the read that
-    /// watched them: never contenders, left out of every standing. Cleared on
-    /// any event about one (it is read again if it matters) and whenever the
-    /// watches that would report such events may have been lost.
-    persistent: BTreeSet<String>,
     /// Persistent children already reported, so each is reported once.
     persistent_reported: BTreeSet<String>,
     leadership: Leadership,
@@ -415,27 +451,12 @@ impl Candidate {
             now: Timestamp::ZERO,
             next_op: 1,
             intent: Intent::Out,
-            session: Session::Pending,
-            session_id: None,
+            connection: Connection::Pending,
             timeout: Duration::ZERO,
-            epoch: 0,
-            creates: 0,
+            session: SessionState::new(0),
             old_nonces: VecDeque::new(),
-            clearing: Vec::new(),
-            last_ack: None,
-            ops: BTreeMap::new(),
             step: Step::Idle,
-            create_uncertain: false,
-            own: None,
-            own_watch: OwnWatch::Unarmed,
             relist_after: false,
-            older: 0,
-            marks: Vec::new(),
-            lower: Vec::new(),
-            watched: Vec::new(),
-            armed: Vec::new(),
-            seen: Vec::new(),
-            persistent: BTreeSet::new(),
             persistent_reported: BTreeSet::new(),
             leadership: Leadership::None,
             link_up: false,
@@ -476,27 +497,27 @@ impl Candidate {
 
     /// This candidate's node name (not the full path), once known.
     pub fn node(&self) -> Option<&str> {
-        self.own.as_ref().map(|o| o.name.as_str())
+        self.session.own.as_ref().map(|o| o.name.as_str())
     }
 
     /// The fencing token of this candidate's node, once known.
     pub fn token(&self) -> Option<FencingToken> {
-        self.own.as_ref().map(|o| o.token)
+        self.session.own.as_ref().map(|o| o.token)
     }
 
     /// The nearest node this candidate watches (its predecessor), if any.
     pub fn watching(&self) -> Option<&str> {
-        self.watched.first().map(String::as_str)
+        self.session.watched.first().map(String::as_str)
     }
 
     /// Every node this candidate watches, nearest first (k of them with k leaders).
     pub fn watched(&self) -> &[String] {
-        &self.watched
+        &self.session.watched
     }
 
     /// The session id, once known.
     pub fn session_id(&self) -> Option<SessionId> {
-        self.session_id
+        self.session.id
     }
 
     /// True once [`close`](Self::close) has finished (or the client was closed).
@@ -517,7 +538,7 @@ impl Candidate {
     /// Send time of the newest request the server answered in this session: the
     /// server cannot expire the session before this plus the session timeout.
     pub fn last_contact(&self) -> Option<Timestamp> {
-        self.last_ack
+        self.session.last_ack
     }
 
     /// The session timeout the server negotiated (zero before the first connection).
@@ -533,7 +554,7 @@ impl Candidate {
         let Leadership::Active(_) = self.leadership else {
             return None;
         };
-        let ack = self.last_ack?;
+        let ack = self.session.last_ack?;
         Some(match self.config.policy() {
             ConnectionPolicy::Standard => ack + self.suspend_after(),
             ConnectionPolicy::SessionAware => ack + self.lost_after(),
@@ -542,7 +563,7 @@ impl Candidate {
 
     /// The requests emitted and not yet answered, oldest first.
     pub fn in_flight(&self) -> impl Iterator<Item = OpId> + '_ {
-        self.ops.keys().copied()
+        self.session.ops.keys().copied()
     }
 
     // ----- (C) intents ------------------------------------------------------
@@ -616,7 +637,7 @@ impl Candidate {
         self.enter(now);
         if self.is_done() {
             if let Input::Reply { op, .. } = &input {
-                if self.ops.remove(op).is_none() {
+                if self.session.ops.remove(op).is_none() {
                     self.stats.stale_replies += 1;
                 }
             }
@@ -692,7 +713,7 @@ impl Candidate {
     }
 
     fn own_path(&self) -> Option<String> {
-        self.own.as_ref().map(|o| self.child_path(&o.name))
+        self.session.own.as_ref().map(|o| self.child_path(&o.name))
     }
 
     fn child_path(&self, name: &str) -> String {
@@ -701,16 +722,16 @@ impl Candidate {
 
     /// The nonce of the last create sent in this session.
     fn last_nonce(&self) -> Option<String> {
-        let last = self.creates.checked_sub(1)?;
+        let last = self.session.creates.checked_sub(1)?;
         self.config
             .protected_create()
-            .then(|| name::nonce(self.config.nonce_seed(), self.epoch, last))
+            .then(|| name::nonce(self.config.nonce_seed(), self.session.epoch, last))
     }
 
     /// A fresh nonce for a create about to be sent: one per create, so no two
     /// nodes ever bear the same name (see [`name::nonce`]).
     fn next_nonce(&mut self) -> Option<String> {
-        self.creates += 1;
+        self.session.creates += 1;
         self.last_nonce()
     }
 
@@ -721,7 +742,7 @@ impl Candidate {
         if matches!(purpose, Purpose::List | Purpose::Recover) {
             self.stats.listings += 1;
         }
-        self.ops.insert(
+        self.session.ops.insert(
             op,
             InFlight {
                 purpose,
@@ -735,7 +756,8 @@ impl Candidate {
     /// The request in flight for a purpose, if any (at most one each, but
     /// for `DeleteExtra`).
     fn in_flight_for(&self, which: impl Fn(&Purpose) -> bool) -> Option<OpId> {
-        self.ops
+        self.session
+            .ops
             .iter()
             .find(|(_, f)| which(&f.purpose))
             .map(|(&op, _)| op)
@@ -749,8 +771,8 @@ impl Candidate {
     /// create, which must be waited for: it may still be applied.
     fn supersede_main(&mut self) {
         if let Some(op) = self.in_flight_for(Purpose::is_main) {
-            if self.ops[&op].purpose != Purpose::Create {
-                self.ops.remove(&op);
+            if self.session.ops[&op].purpose != Purpose::Create {
+                self.session.ops.remove(&op);
             }
         }
     }
@@ -766,16 +788,16 @@ impl Candidate {
     /// The own-node watch fired, or may have: set it again (unless waiting for
     /// proof of contact).
     fn own_watch_spent(&mut self) {
-        if self.own_watch == OwnWatch::Armed {
-            self.own_watch = OwnWatch::Unarmed;
+        if self.session.own_watch == OwnWatch::Armed {
+            self.session.own_watch = OwnWatch::Unarmed;
         }
     }
 
     /// Forgets the own-node watch request in flight, if any: its reply will be stale.
     fn drop_own_watch(&mut self) {
-        self.own_watch = OwnWatch::Unarmed;
+        self.session.own_watch = OwnWatch::Unarmed;
         if let Some(op) = self.own_watch_in_flight() {
-            self.ops.remove(&op);
+            self.session.ops.remove(&op);
         }
     }
 
@@ -789,9 +811,9 @@ impl Candidate {
 
     /// Forgets the watched nodes and what was learned of them.
     fn forget_watched(&mut self) {
-        self.watched.clear();
-        self.armed.clear();
-        self.seen.clear();
+        self.session.watched.clear();
+        self.session.armed.clear();
+        self.session.seen.clear();
     }
 
     /// Issues whatever the current state calls for and re-arms the timers.
@@ -800,7 +822,7 @@ impl Candidate {
             self.step != Step::Lead || self.leadership != Leadership::None,
             "in the leading step without leadership"
         );
-        if self.session == Session::Connected && !self.is_done() {
+        if self.connection == Connection::Connected && !self.is_done() {
             if !self.main_in_flight() && !self.timers.is_set(Timer::Retry) {
                 self.issue_step();
             }
@@ -816,7 +838,8 @@ impl Candidate {
                 }
             }
         }
-        if self.session != Session::Connected || self.intent == Intent::Out || self.is_done() {
+        if self.connection != Connection::Connected || self.intent == Intent::Out || self.is_done()
+        {
             self.timers.stop(Timer::Probe);
         }
         self.arm_lease_timer();
@@ -848,7 +871,7 @@ impl Candidate {
                     },
                 )
             }
-            Step::Create if self.create_uncertain => {
+            Step::Create if self.session.create_uncertain => {
                 self.step = Step::Recover;
                 return self.issue_step();
             }
@@ -884,7 +907,7 @@ impl Candidate {
                     Request::GetData { path, watch: true },
                 )
             }
-            Step::Delete => match &self.own {
+            Step::Delete => match &self.session.own {
                 Some(own) => (
                     Purpose::Delete(own.name.clone()),
                     Request::Delete {
@@ -899,13 +922,13 @@ impl Candidate {
     }
 
     fn arm_own_watch(&mut self) {
-        if self.own_watch != OwnWatch::Unarmed
+        if self.session.own_watch != OwnWatch::Unarmed
             || self.own_watch_in_flight().is_some()
             || self.step == Step::Delete
         {
             return;
         }
-        let Some(own) = &self.own else { return };
+        let Some(own) = &self.session.own else { return };
         let name = own.name.clone();
         let path = self.child_path(&name);
         self.emit(
@@ -928,7 +951,12 @@ impl Candidate {
         {
             return;
         }
-        let Some(own) = self.own.as_ref().filter(|o| o.mark == Mark::Unwritten) else {
+        let Some(own) = self
+            .session
+            .own
+            .as_ref()
+            .filter(|o| o.mark == Mark::Unwritten)
+        else {
             return;
         };
         let name = own.name.clone();
@@ -945,10 +973,11 @@ impl Candidate {
     }
 
     fn send_probe(&mut self) {
-        if self.session != Session::Connected || self.is_done() {
+        if self.connection != Connection::Connected || self.is_done() {
             return;
         }
         let in_flight = self
+            .session
             .ops
             .values_mut()
             .find(|f| matches!(f.purpose, Purpose::Probe { .. }));
@@ -973,7 +1002,7 @@ impl Candidate {
 
     /// Called from the main lane's reply handlers: its request is answered.
     fn retry_later(&mut self) {
-        if self.session == Session::Connected {
+        if self.connection == Connection::Connected {
             let delay = self.backoff.next_delay();
             self.timers.set(Timer::Retry, self.now + delay);
         }
@@ -991,25 +1020,27 @@ impl Candidate {
 
     /// Whether the server has answered recently enough to trust the session.
     fn link_ok(&self) -> bool {
-        if self.session != Session::Connected {
+        if self.connection != Connection::Connected {
             return false;
         }
         if !self.config.probe() {
             return true;
         }
-        self.last_ack
+        self.session
+            .last_ack
             .is_some_and(|t| self.now < t + self.suspend_after())
     }
 
     /// Whether the session can still be alive on the server.
     fn session_may_live(&self) -> bool {
-        if matches!(self.session, Session::Expired | Session::Pending) {
+        if matches!(self.connection, Connection::Expired | Connection::Pending) {
             return false;
         }
-        if self.session == Session::Connected && !self.config.probe() {
+        if self.connection == Connection::Connected && !self.config.probe() {
             return true;
         }
-        self.last_ack
+        self.session
+            .last_ack
             .is_some_and(|t| self.now < t + self.lost_after())
     }
 
@@ -1068,7 +1099,7 @@ impl Candidate {
     }
 
     fn arm_lease_timer(&mut self) {
-        let Some(ack) = self.last_ack else {
+        let Some(ack) = self.session.last_ack else {
             self.timers.stop(Timer::Lease);
             return;
         };
@@ -1118,7 +1149,7 @@ impl Candidate {
             self.say_resumed();
         }
         if self.config.leaders() == 1 {
-            let me = self.own.as_ref().map(|o| o.name.clone());
+            let me = self.session.own.as_ref().map(|o| o.name.clone());
             self.leader_seen(me);
         }
     }
@@ -1155,9 +1186,9 @@ impl Candidate {
         self.forget_watched();
         self.timers = TimerTable::default();
         if end == End::Closed {
-            self.own = None;
-            self.own_watch = OwnWatch::Unarmed;
-            self.ops.clear();
+            self.session.own = None;
+            self.session.own_watch = OwnWatch::Unarmed;
+            self.session.ops.clear();
         }
     }
 
@@ -1177,9 +1208,9 @@ impl Candidate {
         if self.create_in_flight() {
             // The create's reply decides: the node will be deleted when it is known.
             self.step = Step::Create;
-        } else if self.create_uncertain {
+        } else if self.session.create_uncertain {
             self.set_step(Step::Recover);
-        } else if self.own.is_some() {
+        } else if self.session.own.is_some() {
             self.set_step(Step::Delete);
         } else {
             self.set_step(Step::Idle);
@@ -1193,7 +1224,7 @@ impl Candidate {
 
     /// The node is gone (or never was): complete the resign or close.
     fn finish_leaving(&mut self) {
-        self.own = None;
+        self.session.own = None;
         self.drop_own_watch();
         match self.intent {
             Intent::Leave { rejoin: true } => {
@@ -1212,7 +1243,7 @@ impl Candidate {
     /// Our node vanished without our asking (revoked, or its session is gone).
     fn own_gone(&mut self, reason: DemotionReason) {
         self.demote(reason);
-        self.own = None;
+        self.session.own = None;
         self.drop_own_watch();
         self.forget_lower();
         if self.leaving() {
@@ -1229,7 +1260,7 @@ impl Candidate {
     // ----- replies -----------------------------------------------------------------
 
     fn on_reply(&mut self, op: OpId, result: Result<Reply, ZkCode>) {
-        let Some(flight) = self.ops.remove(&op) else {
+        let Some(flight) = self.session.ops.remove(&op) else {
             self.stats.stale_replies += 1;
             return;
         };
@@ -1240,9 +1271,15 @@ impl Candidate {
         if answered {
             self.proof_of_contact();
         }
-        if answered && matches!(self.session, Session::Connected | Session::Disconnected) {
-            self.last_ack = Some(
-                self.last_ack
+        if answered
+            && matches!(
+                self.connection,
+                Connection::Connected | Connection::Disconnected
+            )
+        {
+            self.session.last_ack = Some(
+                self.session
+                    .last_ack
                     .map_or(flight.sent_at, |t| t.max(flight.sent_at)),
             );
             self.check_link();
@@ -1274,10 +1311,15 @@ impl Candidate {
     /// The server answered, or a new connection is up: side lanes that failed
     /// on the connection may try again.
     fn proof_of_contact(&mut self) {
-        if self.own_watch == OwnWatch::AwaitProof {
-            self.own_watch = OwnWatch::Unarmed;
+        if self.session.own_watch == OwnWatch::AwaitProof {
+            self.session.own_watch = OwnWatch::Unarmed;
         }
-        if let Some(own) = self.own.as_mut().filter(|o| o.mark == Mark::AwaitProof) {
+        if let Some(own) = self
+            .session
+            .own
+            .as_mut()
+            .filter(|o| o.mark == Mark::AwaitProof)
+        {
             own.mark = Mark::Unwritten;
         }
     }
@@ -1317,14 +1359,14 @@ impl Candidate {
         match result {
             Ok(Reply::Created { path, stat }) => {
                 let name = path.rsplit('/').next().unwrap_or_default().to_owned();
-                self.create_uncertain = false;
+                self.session.create_uncertain = false;
                 self.learn_session(stat);
-                self.own = Some(Own {
+                self.session.own = Some(Own {
                     name: name.clone(),
                     token: FencingToken(stat.czxid),
                     mark: Mark::Unwritten,
                 });
-                self.own_watch = OwnWatch::Unarmed;
+                self.session.own_watch = OwnWatch::Unarmed;
                 if self.leaving() {
                     self.set_step(Step::Delete);
                     return;
@@ -1345,9 +1387,9 @@ impl Candidate {
                 );
             }
             Err(code) if code.is_connection_fault() => {
-                self.create_uncertain = self.config.protected_create();
+                self.session.create_uncertain = self.config.protected_create();
                 self.retry_later();
-                if self.leaving() && !self.create_uncertain {
+                if self.leaving() && !self.session.create_uncertain {
                     // Unprotected: nothing to find; the node (if any) dies with the session.
                     self.finish_leaving();
                 }
@@ -1385,7 +1427,7 @@ impl Candidate {
         let mut mine = mine.into_iter();
         match mine.next() {
             None => {
-                self.create_uncertain = false;
+                self.session.create_uncertain = false;
                 if self.leaving() {
                     self.finish_leaving();
                 } else {
@@ -1417,15 +1459,15 @@ impl Candidate {
         match result {
             Ok(Reply::Data { stat, .. }) if self.owned_by_this_session(stat) => {
                 self.learn_session(stat);
-                self.create_uncertain = false;
+                self.session.create_uncertain = false;
                 self.stats.recovered_creates += 1;
-                self.own = Some(Own {
+                self.session.own = Some(Own {
                     name: name.clone(),
                     token: FencingToken(stat.czxid),
                     mark: Mark::Unwritten,
                 });
                 // The adopting getData left a data watch on the node.
-                self.own_watch = OwnWatch::Armed;
+                self.session.own_watch = OwnWatch::Armed;
                 if self.leaving() {
                     self.set_step(Step::Delete);
                 } else {
@@ -1436,7 +1478,7 @@ impl Candidate {
             // Not ours (a dying session's node) or already gone: the create did not
             // take in this session.
             Ok(_) | Err(ZkCode::NoNode) => {
-                self.create_uncertain = false;
+                self.session.create_uncertain = false;
                 if self.leaving() {
                     self.finish_leaving();
                 } else {
@@ -1464,8 +1506,10 @@ impl Candidate {
             else {
                 continue;
             };
-            if self.old_nonces.iter().any(|old| old == nonce) && !self.clearing.contains(child) {
-                self.clearing.push(child.clone());
+            if self.old_nonces.iter().any(|old| old == nonce)
+                && !self.session.clearing.contains(child)
+            {
+                self.session.clearing.push(child.clone());
                 let path = self.child_path(child);
                 self.emit(
                     Purpose::DeleteExtra,
@@ -1481,13 +1525,14 @@ impl Candidate {
     fn owned_by_this_session(&self, stat: Stat) -> bool {
         stat.ephemeral_owner != 0
             && self
-                .session_id
+                .session
+                .id
                 .is_none_or(|sid| sid.0 == stat.ephemeral_owner)
     }
 
     fn learn_session(&mut self, stat: Stat) {
-        if self.session_id.is_none() && stat.ephemeral_owner != 0 {
-            self.session_id = Some(SessionId(stat.ephemeral_owner));
+        if self.session.id.is_none() && stat.ephemeral_owner != 0 {
+            self.session.id = Some(SessionId(stat.ephemeral_owner));
         }
     }
 
@@ -1499,7 +1544,7 @@ impl Candidate {
             Ok(Reply::Children(children)) => children,
             Ok(_) => return self.retry_later(),
             // The election path is gone, and our node with it.
-            Err(ZkCode::NoNode) if self.own.is_some() => {
+            Err(ZkCode::NoNode) if self.session.own.is_some() => {
                 return self.own_gone(DemotionReason::Revoked);
             }
             Err(code) => {
@@ -1511,14 +1556,14 @@ impl Candidate {
             self.clear_old_nodes(&children);
         }
         let k = self.config.leaders() as usize;
-        let own_name = self.own.as_ref().map_or("", |o| o.name.as_str());
+        let own_name = self.session.own.as_ref().map_or("", |o| o.name.as_str());
         let standing = name::standing(
             &children,
             own_name,
             self.config.prefix(),
             self.config.interop(),
             NEAREST_KEPT.max(2 * k),
-            &self.persistent,
+            &self.session.persistent,
         );
         self.stats.ignored_children += standing.ignored as u64;
         if let Some(node) = standing.negative {
@@ -1532,7 +1577,7 @@ impl Candidate {
             self.set_step(if again { Step::List } else { Step::Wait });
             return;
         }
-        if self.own.is_none() {
+        if self.session.own.is_none() {
             self.set_step(Step::Create);
             return;
         }
@@ -1546,9 +1591,9 @@ impl Candidate {
         if self.leadership != Leadership::None {
             self.demote(DemotionReason::Displaced);
         }
-        self.older = standing.rank - standing.nearest_lower.len();
-        self.lower = standing.nearest_lower;
-        self.marks.clear();
+        self.session.older = standing.rank - standing.nearest_lower.len();
+        self.session.lower = standing.nearest_lower;
+        self.session.marks.clear();
         match self.config.strategy() {
             WatchStrategy::Predecessor => self.watch_next_lower(),
             WatchStrategy::Parent => {
@@ -1565,18 +1610,21 @@ impl Candidate {
         if self.below() < k {
             return self.become_leader(true);
         }
-        if self.lower.len() < k {
+        if self.session.lower.len() < k {
             // Only the nearest few were kept; ask again for the rest.
             return self.set_step(Step::List);
         }
-        let want: Vec<String> = self.lower[self.lower.len() - k..]
+        let want: Vec<String> = self.session.lower[self.session.lower.len() - k..]
             .iter()
             .rev()
             .cloned()
             .collect();
-        self.armed.retain(|n| want.contains(n));
-        let next = want.iter().find(|n| !self.armed.contains(n)).cloned();
-        self.watched = want;
+        self.session.armed.retain(|n| want.contains(n));
+        let next = want
+            .iter()
+            .find(|n| !self.session.armed.contains(n))
+            .cloned();
+        self.session.watched = want;
         match next {
             Some(pred) => {
                 if self.step != (Step::Watch { pred: pred.clone() }) {
@@ -1606,11 +1654,11 @@ impl Candidate {
                     self.own_watch_spent();
                     return self.set_step(Step::List);
                 }
-                self.armed.push(pred);
+                self.session.armed.push(pred);
                 self.watch_next_lower();
             }
             Ok(_) => {
-                self.armed.push(pred);
+                self.session.armed.push(pred);
                 self.watch_next_lower();
             }
             Err(ZkCode::NoNode) => self.pred_gone(&pred, false),
@@ -1631,18 +1679,18 @@ impl Candidate {
             self.notices
                 .push_back(Notice::PersistentSkipped { node: pred.clone() });
         }
-        self.persistent.insert(pred.clone());
-        if let Some(i) = self.lower.iter().position(|n| *n == pred) {
-            self.lower.remove(i);
-            for m in &mut self.marks {
+        self.session.persistent.insert(pred.clone());
+        if let Some(i) = self.session.lower.iter().position(|n| *n == pred) {
+            self.session.lower.remove(i);
+            for m in &mut self.session.marks {
                 if i < *m {
                     *m -= 1;
                 }
             }
         }
-        self.armed.retain(|n| *n != pred);
-        self.watched.retain(|n| *n != pred);
-        self.seen.retain(|s| s.name != pred);
+        self.session.armed.retain(|n| *n != pred);
+        self.session.watched.retain(|n| *n != pred);
+        self.session.seen.retain(|s| s.name != pred);
         self.watch_next_lower();
     }
 
@@ -1662,31 +1710,33 @@ impl Candidate {
     /// sequence is an older node only under one incarnation of the path), or
     /// another than the one read before.
     fn learn_watched(&mut self, pred: &str, data: Vec<u8>, stat: Stat) -> bool {
-        let own_czxid = self.own.as_ref().map_or(i64::MAX, |o| o.token.0);
+        let own_czxid = self.session.own.as_ref().map_or(i64::MAX, |o| o.token.0);
         if stat.czxid >= own_czxid {
             return false;
         }
-        let i = match self.seen.iter().position(|s| s.name == pred) {
-            Some(i) if self.seen[i].czxid != stat.czxid => return false,
+        let i = match self.session.seen.iter().position(|s| s.name == pred) {
+            Some(i) if self.session.seen[i].czxid != stat.czxid => return false,
             Some(i) => i,
             None => {
-                self.seen.push(Seen {
+                self.session.seen.push(Seen {
                     name: pred.to_owned(),
                     czxid: stat.czxid,
                     original: None,
                 });
-                self.seen.len() - 1
+                self.session.seen.len() - 1
             }
         };
         if stat.version == 0 {
-            self.seen[i].original = Some(data);
-        } else if stat.version == 1 && self.seen[i].original.as_deref() == Some(data.as_slice()) {
+            self.session.seen[i].original = Some(data);
+        } else if stat.version == 1
+            && self.session.seen[i].original.as_deref() == Some(data.as_slice())
+        {
             // Version 1 with the bytes of version 0: the leader's own rewrite,
             // expecting version 0. An operator's write changes the bytes (or
             // comes second and makes the version 2) and proves nothing. Without
             // a version-0 read to compare with, nothing is learned either:
             // the next listing will tell.
-            self.seen[i].original = None;
+            self.session.seen[i].original = None;
             self.watched_led(pred);
         }
         true
@@ -1696,11 +1746,11 @@ impl Candidate {
     /// and none can have been added below it since. So at most k, plus those of
     /// the listing between it and us, are below our node now.
     fn watched_led(&mut self, pred: &str) {
-        let Some(i) = self.lower.iter().position(|n| n == pred) else {
+        let Some(i) = self.session.lower.iter().position(|n| n == pred) else {
             return;
         };
         let before = self.below();
-        self.marks.push(i);
+        self.session.marks.push(i);
         if self.below() < before {
             self.stats.marks_seen += 1;
         }
@@ -1715,35 +1765,36 @@ impl Candidate {
     /// it and those between it and us, all of which the listing showed and kept.
     fn below(&self) -> usize {
         let k = self.config.leaders() as usize;
-        let listed = self.older + self.lower.len();
-        self.marks
+        let listed = self.session.older + self.session.lower.len();
+        self.session
+            .marks
             .iter()
-            .map(|&m| (k - 1).min(self.older + m) + (self.lower.len() - m))
+            .map(|&m| (k - 1).min(self.session.older + m) + (self.session.lower.len() - m))
             .fold(listed, usize::min)
     }
 
     /// Forgets the last listing's view of the nodes below ours.
     fn forget_lower(&mut self) {
-        self.lower.clear();
-        self.older = 0;
-        self.marks.clear();
+        self.session.lower.clear();
+        self.session.older = 0;
+        self.session.marks.clear();
     }
 
     /// A watched node is gone: drop it from the last listing; with fewer than k
     /// nodes left below, this candidate leads now (they can only have shrunk).
     /// `zero_rtt`: learned from the notification itself, not from a read.
     fn pred_gone(&mut self, pred: &str, zero_rtt: bool) {
-        if let Some(i) = self.lower.iter().position(|n| n == pred) {
-            self.lower.remove(i);
-            for m in &mut self.marks {
+        if let Some(i) = self.session.lower.iter().position(|n| n == pred) {
+            self.session.lower.remove(i);
+            for m in &mut self.session.marks {
                 if i < *m {
                     *m -= 1;
                 }
             }
         }
-        self.armed.retain(|n| n != pred);
-        self.watched.retain(|n| n != pred);
-        self.seen.retain(|s| s.name != pred);
+        self.session.armed.retain(|n| n != pred);
+        self.session.watched.retain(|n| n != pred);
+        self.session.seen.retain(|s| s.name != pred);
         if self.below() < self.config.leaders() as usize {
             return self.become_leader(zero_rtt);
         }
@@ -1757,7 +1808,7 @@ impl Candidate {
     /// A watched node's watch fired with an event that proves nothing by
     /// itself: read the node again, which re-arms the watch; the reply decides.
     fn reread_watched(&mut self, pred: &str) {
-        self.armed.retain(|n| n != pred);
+        self.session.armed.retain(|n| n != pred);
         if self.step
             == (Step::Watch {
                 pred: pred.to_owned(),
@@ -1775,7 +1826,7 @@ impl Candidate {
     /// someone else wrote (BadVersion) or that is gone (the own-node watch will
     /// tell) is not worth another.
     fn on_mark(&mut self, name: &str, result: Result<Reply, ZkCode>) {
-        let Some(own) = self.own.as_mut().filter(|o| o.name == name) else {
+        let Some(own) = self.session.own.as_mut().filter(|o| o.name == name) else {
             return;
         };
         match result {
@@ -1789,7 +1840,7 @@ impl Candidate {
     }
 
     fn on_watch_own(&mut self, name: String, spent: bool, result: Result<Reply, ZkCode>) {
-        if self.own.as_ref().map(|o| &o.name) != Some(&name) {
+        if self.session.own.as_ref().map(|o| &o.name) != Some(&name) {
             return;
         }
         match result {
@@ -1798,7 +1849,12 @@ impl Candidate {
                     // Our node belongs to another session: ours ended without a word.
                     return self.own_gone(DemotionReason::Expired);
                 }
-                if self.own.as_ref().is_some_and(|o| o.token.0 != stat.czxid) {
+                if self
+                    .session
+                    .own
+                    .as_ref()
+                    .is_some_and(|o| o.token.0 != stat.czxid)
+                {
                     // Another node of ours bears the name (only possible without
                     // protected names): the one we created is gone.
                     return self.own_gone(DemotionReason::Revoked);
@@ -1806,7 +1862,7 @@ impl Candidate {
                 self.learn_session(stat);
                 // An event that overtook this reply already spent the watch.
                 if !spent {
-                    self.own_watch = OwnWatch::Armed;
+                    self.session.own_watch = OwnWatch::Armed;
                 }
             }
             Ok(_) => {}
@@ -1818,7 +1874,7 @@ impl Candidate {
                 let path = self.child_path(&name);
                 self.refused("watch", path, code);
             }
-            Err(_) => self.own_watch = OwnWatch::AwaitProof,
+            Err(_) => self.session.own_watch = OwnWatch::AwaitProof,
         }
     }
 
@@ -1840,7 +1896,7 @@ impl Candidate {
     fn on_watch(&mut self, event: WatchEvent) {
         if self.own_path().as_deref() == Some(event.path.as_str()) {
             self.own_watch_spent();
-            for flight in self.ops.values_mut() {
+            for flight in self.session.ops.values_mut() {
                 if let Purpose::WatchOwn { spent, .. } = &mut flight.purpose {
                     *spent = true;
                 }
@@ -1858,11 +1914,11 @@ impl Candidate {
             return;
         }
         let name = event.path.rsplit('/').next().unwrap_or_default();
-        if self.child_path(name) == event.path && self.persistent.remove(name) {
+        if self.child_path(name) == event.path && self.session.persistent.remove(name) {
             // Whatever happened to it, the next read decides what it is.
             return;
         }
-        if self.child_path(name) == event.path && self.watched.iter().any(|w| w == name) {
+        if self.child_path(name) == event.path && self.session.watched.iter().any(|w| w == name) {
             let name = name.to_owned();
             if event.kind == WatchKind::NodeDeleted && name::never_reused(&name) {
                 // Only one node ever bore this name: the event is about it,
@@ -1905,8 +1961,8 @@ impl Candidate {
                 timeout,
             } => self.on_connected(session_id, timeout),
             SessionEvent::Disconnected => {
-                if self.session == Session::Connected {
-                    self.session = Session::Disconnected;
+                if self.connection == Connection::Connected {
+                    self.connection = Connection::Disconnected;
                 }
                 self.timers.stop(Timer::Retry);
             }
@@ -1920,16 +1976,16 @@ impl Candidate {
     }
 
     fn on_connected(&mut self, session_id: Option<SessionId>, timeout: Duration) {
-        if let (Some(new), Some(old)) = (session_id, self.session_id) {
-            if new != old && self.session != Session::Expired {
+        if let (Some(new), Some(old)) = (session_id, self.session.id) {
+            if new != old && self.connection != Connection::Expired {
                 self.on_expired();
             }
         }
-        let new_session = matches!(self.session, Session::Pending | Session::Expired);
-        self.session = Session::Connected;
+        let new_session = matches!(self.connection, Connection::Pending | Connection::Expired);
+        self.connection = Connection::Connected;
         self.timeout = timeout;
         if session_id.is_some() {
-            self.session_id = session_id;
+            self.session.id = session_id;
         }
         self.timers.stop(Timer::Retry);
         self.backoff.reset();
@@ -1944,7 +2000,7 @@ impl Candidate {
         // Same session after a disconnect: the client may have lost every watch
         // (zookeeper-async does), so look again and re-arm them. A persistent
         // child's watch is gone too, so it is read again before it is skipped.
-        self.persistent.clear();
+        self.session.persistent.clear();
         self.drop_own_watch();
         match self.step {
             Step::Wait | Step::Lead | Step::Watch { .. } => self.set_step(Step::List),
@@ -1953,15 +2009,15 @@ impl Candidate {
     }
 
     fn on_expired(&mut self) {
-        if self.session == Session::Expired {
+        if self.connection == Connection::Expired {
             return;
         }
         self.demote(DemotionReason::Expired);
-        self.session = Session::Expired;
-        self.session_id = None;
+        self.connection = Connection::Expired;
         // The nodes this session may have left: ours, and the last create's
         // (in flight, or lost with its reply).
         let own_nonce = self
+            .session
             .own
             .as_ref()
             .and_then(|o| name::nonce_of(&o.name))
@@ -1974,17 +2030,7 @@ impl Candidate {
                 self.old_nonces.pop_front();
             }
         }
-        self.clearing.clear();
-        self.epoch += 1;
-        self.creates = 0;
-        self.last_ack = None;
-        self.ops.clear();
-        self.own_watch = OwnWatch::Unarmed;
-        self.create_uncertain = false;
-        self.own = None;
-        self.persistent.clear();
-        self.forget_lower();
-        self.forget_watched();
+        self.session = SessionState::new(self.session.epoch + 1);
         self.timers.stop(Timer::Retry);
         if self.leaving() {
             return self.finish_leaving();
