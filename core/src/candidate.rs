@@ -65,15 +65,29 @@
 //! fresh; after two thirds without contact the link counts as suspended even if
 //! the client library has not noticed, and under the `SessionAware` policy a
 //! leader demotes itself at nine tenths, before the server could have expired it.
+//!
+//! # Where the rest lives
+//!
+//! - `lease.rs`: the pure rules of contact and leadership over time
+//!   (`link_ok`, `session_may_live`, the lease's expiry and next deadline).
+//! - `standing.rs`: a follower's books on the nodes below its own (the last
+//!   listing, the markers seen, the watched and armed nodes) and the rule of
+//!   how many can be below it now.
+//! - Here: every transition, and the state, laid out so that impossible
+//!   combinations cannot be written down: each side lane is an enum, the
+//!   in-flight map is the only record of what is in flight, and everything of
+//!   one ZooKeeper session is one `SessionState`, replaced whole on expiry.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use crate::command::{Command, OpId};
-use crate::config::{Config, ConnectionPolicy, Interop, Mode, WatchStrategy};
+use crate::config::{Config, Interop, Mode, WatchStrategy};
 use crate::input::{Input, SessionEvent};
+use crate::lease::{Connection, Contact, Leadership};
 use crate::name::{self, NodeName, Origin};
 use crate::notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
+use crate::standing::{Next, Standing};
 use crate::time::Timestamp;
 use crate::timer::{Backoff, Timer, TimerTable};
 use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
@@ -123,17 +137,6 @@ enum Intent {
     Leave { rejoin: bool },
     /// Deleting the node, then stopping for good.
     Close,
-}
-
-/// The client's session as reported by the driver.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Connection {
-    /// No session yet.
-    Pending,
-    Connected,
-    Disconnected,
-    /// The session ended; waiting for a new one.
-    Expired,
 }
 
 /// What the main lane is doing.
@@ -291,28 +294,8 @@ struct SessionState {
     clearing: Vec<String>,
     own: Option<Own>,
     own_watch: OwnWatch,
-    /// The participants below our node in the last listing, nearest kept,
-    /// oldest first, minus those seen gone since: the next predecessors to watch.
-    lower: Vec<String>,
-    /// How many more the listing showed below those kept in `lower`.
-    older: usize,
-    /// For each node of `lower` found to have led (its leader marker): how many
-    /// entries of `lower` are below it. Fewer than k nodes were below it when it
-    /// led, and none can have been added since; see [`Candidate::below`].
-    marks: Vec<usize>,
-    /// The nodes this follower watches, nearest first: the k nearest below its
-    /// own (with k = 1, just the predecessor). Its standing can only change when
-    /// one of them goes — deletions further down leave k nodes below it.
-    watched: Vec<String>,
-    /// Those of `watched` whose watch the server has confirmed.
-    armed: Vec<String>,
-    /// What the replies said about the watched nodes since the last listing.
-    seen: Vec<Seen>,
-    /// Children found persistent (`ephemeralOwner` 0) by the read that
-    /// watched them: never contenders, left out of every standing. Cleared on
-    /// any event about one (it is read again if it matters) and whenever the
-    /// watches that would report such events may have been lost.
-    persistent: BTreeSet<String>,
+    /// The follower's view of the nodes below ours.
+    standing: Standing,
 }
 
 impl SessionState {
@@ -327,35 +310,9 @@ impl SessionState {
             clearing: Vec::new(),
             own: None,
             own_watch: OwnWatch::Unarmed,
-            lower: Vec::new(),
-            older: 0,
-            marks: Vec::new(),
-            watched: Vec::new(),
-            armed: Vec::new(),
-            seen: Vec::new(),
-            persistent: BTreeSet::new(),
+            standing: Standing::default(),
         }
     }
-}
-
-/// What a follower read of a node it watches.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Seen {
-    name: String,
-    /// Which node bore the name when it was read.
-    czxid: i64,
-    /// Its data when read at data version 0: the same bytes at version 1 of the
-    /// same node are its leader marker.
-    original: Option<Vec<u8>>,
-}
-
-/// Leadership as the application must see it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Leadership {
-    None,
-    Active(FencingToken),
-    /// Standard policy: leading on paper, but must not act until re-verified.
-    Suspended(FencingToken),
 }
 
 /// One participant in a leader election, as a pure state machine.
@@ -507,12 +464,12 @@ impl Candidate {
 
     /// The nearest node this candidate watches (its predecessor), if any.
     pub fn watching(&self) -> Option<&str> {
-        self.session.watched.first().map(String::as_str)
+        self.session.standing.watched().first().map(String::as_str)
     }
 
     /// Every node this candidate watches, nearest first (k of them with k leaders).
     pub fn watched(&self) -> &[String] {
-        &self.session.watched
+        self.session.standing.watched()
     }
 
     /// The session id, once known.
@@ -554,11 +511,7 @@ impl Candidate {
         let Leadership::Active(_) = self.leadership else {
             return None;
         };
-        let ack = self.session.last_ack?;
-        Some(match self.config.policy() {
-            ConnectionPolicy::Standard => ack + self.suspend_after(),
-            ConnectionPolicy::SessionAware => ack + self.lost_after(),
-        })
+        self.contact().expiry(self.config.policy())
     }
 
     /// The requests emitted and not yet answered, oldest first.
@@ -708,6 +661,11 @@ impl Candidate {
         }
     }
 
+    /// k: how many lead at once.
+    fn leaders(&self) -> usize {
+        self.config.leaders() as usize
+    }
+
     fn is_observer(&self) -> bool {
         self.config.mode() == Mode::Observer
     }
@@ -809,11 +767,12 @@ impl Candidate {
         self.step = step;
     }
 
-    /// Forgets the watched nodes and what was learned of them.
     fn forget_watched(&mut self) {
-        self.session.watched.clear();
-        self.session.armed.clear();
-        self.session.seen.clear();
+        self.session.standing.forget_watched();
+    }
+
+    fn forget_lower(&mut self) {
+        self.session.standing.forget_lower();
     }
 
     /// Issues whatever the current state calls for and re-arms the timers.
@@ -1010,38 +969,18 @@ impl Candidate {
 
     // ----- the lease ----------------------------------------------------------
 
-    fn suspend_after(&self) -> Duration {
-        self.timeout * 2 / 3
+    /// Contact with the server, for the clock to judge (see [`crate::lease`]).
+    fn contact(&self) -> Contact {
+        Contact {
+            connection: self.connection,
+            last_ack: self.session.last_ack,
+            timeout: self.timeout,
+            probe: self.config.probe(),
+        }
     }
 
-    fn lost_after(&self) -> Duration {
-        self.timeout * 9 / 10
-    }
-
-    /// Whether the server has answered recently enough to trust the session.
     fn link_ok(&self) -> bool {
-        if self.connection != Connection::Connected {
-            return false;
-        }
-        if !self.config.probe() {
-            return true;
-        }
-        self.session
-            .last_ack
-            .is_some_and(|t| self.now < t + self.suspend_after())
-    }
-
-    /// Whether the session can still be alive on the server.
-    fn session_may_live(&self) -> bool {
-        if matches!(self.connection, Connection::Expired | Connection::Pending) {
-            return false;
-        }
-        if self.connection == Connection::Connected && !self.config.probe() {
-            return true;
-        }
-        self.session
-            .last_ack
-            .is_some_and(|t| self.now < t + self.lost_after())
+        self.contact().link_ok(self.now)
     }
 
     /// Applies what the clock says about contact with the server.
@@ -1069,17 +1008,9 @@ impl Candidate {
                 _ => self.say_resumed(),
             }
         }
-        let lost = match self.leadership {
-            Leadership::Active(token) if !ok => match self.config.policy() {
-                ConnectionPolicy::Standard => {
-                    self.leadership = Leadership::Suspended(token);
-                    false
-                }
-                ConnectionPolicy::SessionAware => !self.session_may_live(),
-            },
-            Leadership::Suspended(_) => !self.session_may_live(),
-            _ => false,
-        };
+        let may_live = self.contact().session_may_live(self.now);
+        let lost;
+        (self.leadership, lost) = self.leadership.checked(self.config.policy(), ok, may_live);
         if lost {
             self.demote(DemotionReason::Lost);
             // The node may well still be ours: look again once the server answers
@@ -1099,21 +1030,12 @@ impl Candidate {
     }
 
     fn arm_lease_timer(&mut self) {
-        let Some(ack) = self.session.last_ack else {
-            self.timers.stop(Timer::Lease);
-            return;
+        let next = if self.intent != Intent::Out && !self.is_done() {
+            let leading = self.leadership != Leadership::None;
+            self.contact().deadline(self.now, self.link_up, leading)
+        } else {
+            None
         };
-        let mut next: Option<Timestamp> = None;
-        if self.intent != Intent::Out && !self.is_done() {
-            let suspend = ack + self.suspend_after();
-            let lost = ack + self.lost_after();
-            if self.config.probe() && self.link_up && suspend > self.now {
-                next = Some(suspend);
-            }
-            if self.leadership != Leadership::None && lost > self.now {
-                next = Some(next.map_or(lost, |n| n.min(lost)));
-            }
-        }
         match next {
             Some(at) => self.timers.set(Timer::Lease, at),
             None => self.timers.stop(Timer::Lease),
@@ -1563,7 +1485,7 @@ impl Candidate {
             self.config.prefix(),
             self.config.interop(),
             NEAREST_KEPT.max(2 * k),
-            &self.session.persistent,
+            &self.session.standing.persistent,
         );
         self.stats.ignored_children += standing.ignored as u64;
         if let Some(node) = standing.negative {
@@ -1591,9 +1513,9 @@ impl Candidate {
         if self.leadership != Leadership::None {
             self.demote(DemotionReason::Displaced);
         }
-        self.session.older = standing.rank - standing.nearest_lower.len();
-        self.session.lower = standing.nearest_lower;
-        self.session.marks.clear();
+        self.session
+            .standing
+            .listed(standing.rank, standing.nearest_lower);
         match self.config.strategy() {
             WatchStrategy::Predecessor => self.watch_next_lower(),
             WatchStrategy::Parent => {
@@ -1606,32 +1528,15 @@ impl Candidate {
     /// Watches the k nearest nodes below ours that the last listing still knows
     /// of, arming one at a time; leads at once if fewer than k remain below.
     fn watch_next_lower(&mut self) {
-        let k = self.config.leaders() as usize;
-        if self.below() < k {
-            return self.become_leader(true);
-        }
-        if self.session.lower.len() < k {
-            // Only the nearest few were kept; ask again for the rest.
-            return self.set_step(Step::List);
-        }
-        let want: Vec<String> = self.session.lower[self.session.lower.len() - k..]
-            .iter()
-            .rev()
-            .cloned()
-            .collect();
-        self.session.armed.retain(|n| want.contains(n));
-        let next = want
-            .iter()
-            .find(|n| !self.session.armed.contains(n))
-            .cloned();
-        self.session.watched = want;
-        match next {
-            Some(pred) => {
+        match self.session.standing.next(self.leaders()) {
+            Next::Lead => self.become_leader(true),
+            Next::List => self.set_step(Step::List),
+            Next::Watch(pred) => {
                 if self.step != (Step::Watch { pred: pred.clone() }) {
                     self.set_step(Step::Watch { pred });
                 }
             }
-            None => self.step = Step::Wait,
+            Next::Wait => self.step = Step::Wait,
         }
     }
 
@@ -1647,18 +1552,24 @@ impl Candidate {
                 self.skip_persistent(pred);
             }
             Ok(Reply::Data { data, stat }) => {
-                if !self.learn_watched(&pred, data, stat) {
+                let own_czxid = self.session.own.as_ref().map_or(i64::MAX, |o| o.token.0);
+                let k = self.leaders();
+                let Some(tightened) = self.session.standing.learn(&pred, data, stat, own_czxid, k)
+                else {
                     // Another node bears the name now, created after ours: the
                     // path was deleted and recreated, and our node with it, or
                     // ours is not what we think. Look again, and check ours.
                     self.own_watch_spent();
                     return self.set_step(Step::List);
+                };
+                if tightened {
+                    self.stats.marks_seen += 1;
                 }
-                self.session.armed.push(pred);
+                self.session.standing.armed(pred);
                 self.watch_next_lower();
             }
             Ok(_) => {
-                self.session.armed.push(pred);
+                self.session.standing.armed(pred);
                 self.watch_next_lower();
             }
             Err(ZkCode::NoNode) => self.pred_gone(&pred, false),
@@ -1679,18 +1590,8 @@ impl Candidate {
             self.notices
                 .push_back(Notice::PersistentSkipped { node: pred.clone() });
         }
-        self.session.persistent.insert(pred.clone());
-        if let Some(i) = self.session.lower.iter().position(|n| *n == pred) {
-            self.session.lower.remove(i);
-            for m in &mut self.session.marks {
-                if i < *m {
-                    *m -= 1;
-                }
-            }
-        }
-        self.session.armed.retain(|n| *n != pred);
-        self.session.watched.retain(|n| *n != pred);
-        self.session.seen.retain(|s| s.name != pred);
+        self.session.standing.persistent.insert(pred.clone());
+        self.session.standing.remove(&pred);
         self.watch_next_lower();
     }
 
@@ -1704,98 +1605,12 @@ impl Candidate {
         self.start_leaving();
     }
 
-    /// Checks a read of a watched node against our node and earlier reads, and
-    /// looks for its leader marker. False if the node bearing the name is not
-    /// the one our listing showed: one created after our node (a lower
-    /// sequence is an older node only under one incarnation of the path), or
-    /// another than the one read before.
-    fn learn_watched(&mut self, pred: &str, data: Vec<u8>, stat: Stat) -> bool {
-        let own_czxid = self.session.own.as_ref().map_or(i64::MAX, |o| o.token.0);
-        if stat.czxid >= own_czxid {
-            return false;
-        }
-        let i = match self.session.seen.iter().position(|s| s.name == pred) {
-            Some(i) if self.session.seen[i].czxid != stat.czxid => return false,
-            Some(i) => i,
-            None => {
-                self.session.seen.push(Seen {
-                    name: pred.to_owned(),
-                    czxid: stat.czxid,
-                    original: None,
-                });
-                self.session.seen.len() - 1
-            }
-        };
-        if stat.version == 0 {
-            self.session.seen[i].original = Some(data);
-        } else if stat.version == 1
-            && self.session.seen[i].original.as_deref() == Some(data.as_slice())
-        {
-            // Version 1 with the bytes of version 0: the leader's own rewrite,
-            // expecting version 0. An operator's write changes the bytes (or
-            // comes second and makes the version 2) and proves nothing. Without
-            // a version-0 read to compare with, nothing is learned either:
-            // the next listing will tell.
-            self.session.seen[i].original = None;
-            self.watched_led(pred);
-        }
-        true
-    }
-
-    /// A watched node has led: when it did, fewer than k nodes were below it,
-    /// and none can have been added below it since. So at most k, plus those of
-    /// the listing between it and us, are below our node now.
-    fn watched_led(&mut self, pred: &str) {
-        let Some(i) = self.session.lower.iter().position(|n| n == pred) else {
-            return;
-        };
-        let before = self.below();
-        self.session.marks.push(i);
-        if self.below() < before {
-            self.stats.marks_seen += 1;
-        }
-    }
-
-    /// An upper bound on how many participants are below our node now.
-    ///
-    /// Without a marker: all the last listing showed below, minus those seen
-    /// gone. With a marker on `lower[m]`: fewer than k of those below it (they
-    /// may include nodes already gone when it led, so a deletion seen among
-    /// them later only counts when fewer than k - 1 remain to choose from), plus
-    /// it and those between it and us, all of which the listing showed and kept.
-    fn below(&self) -> usize {
-        let k = self.config.leaders() as usize;
-        let listed = self.session.older + self.session.lower.len();
-        self.session
-            .marks
-            .iter()
-            .map(|&m| (k - 1).min(self.session.older + m) + (self.session.lower.len() - m))
-            .fold(listed, usize::min)
-    }
-
-    /// Forgets the last listing's view of the nodes below ours.
-    fn forget_lower(&mut self) {
-        self.session.lower.clear();
-        self.session.older = 0;
-        self.session.marks.clear();
-    }
-
     /// A watched node is gone: drop it from the last listing; with fewer than k
     /// nodes left below, this candidate leads now (they can only have shrunk).
     /// `zero_rtt`: learned from the notification itself, not from a read.
     fn pred_gone(&mut self, pred: &str, zero_rtt: bool) {
-        if let Some(i) = self.session.lower.iter().position(|n| n == pred) {
-            self.session.lower.remove(i);
-            for m in &mut self.session.marks {
-                if i < *m {
-                    *m -= 1;
-                }
-            }
-        }
-        self.session.armed.retain(|n| n != pred);
-        self.session.watched.retain(|n| n != pred);
-        self.session.seen.retain(|s| s.name != pred);
-        if self.below() < self.config.leaders() as usize {
+        self.session.standing.remove(pred);
+        if self.session.standing.below(self.leaders()) < self.leaders() {
             return self.become_leader(zero_rtt);
         }
         // Nodes below may have gone unseen since the listing (only the watched
@@ -1808,7 +1623,7 @@ impl Candidate {
     /// A watched node's watch fired with an event that proves nothing by
     /// itself: read the node again, which re-arms the watch; the reply decides.
     fn reread_watched(&mut self, pred: &str) {
-        self.session.armed.retain(|n| n != pred);
+        self.session.standing.disarm(pred);
         if self.step
             == (Step::Watch {
                 pred: pred.to_owned(),
@@ -1914,11 +1729,11 @@ impl Candidate {
             return;
         }
         let name = event.path.rsplit('/').next().unwrap_or_default();
-        if self.child_path(name) == event.path && self.session.persistent.remove(name) {
+        if self.child_path(name) == event.path && self.session.standing.persistent.remove(name) {
             // Whatever happened to it, the next read decides what it is.
             return;
         }
-        if self.child_path(name) == event.path && self.session.watched.iter().any(|w| w == name) {
+        if self.child_path(name) == event.path && self.session.standing.is_watched(name) {
             let name = name.to_owned();
             if event.kind == WatchKind::NodeDeleted && name::never_reused(&name) {
                 // Only one node ever bore this name: the event is about it,
@@ -2000,7 +1815,7 @@ impl Candidate {
         // Same session after a disconnect: the client may have lost every watch
         // (zookeeper-async does), so look again and re-arm them. A persistent
         // child's watch is gone too, so it is read again before it is skipped.
-        self.session.persistent.clear();
+        self.session.standing.persistent.clear();
         self.drop_own_watch();
         match self.step {
             Step::Wait | Step::Lead | Step::Watch { .. } => self.set_step(Step::List),

@@ -1,0 +1,410 @@
+//! A follower's standing: what it knows of the nodes below its own, which of
+//! them it watches, and what it learned from reading them.
+//!
+//! A pure value with no I/O and no notion of requests: the machine in
+//! `candidate.rs` decides what to send, this module only keeps the books and
+//! answers "how many can be below us now" and "what to watch next". Every
+//! rule here leans on one fact of the recipe: sequence numbers only grow (under
+//! one incarnation of the election path), so the set of nodes below a node can
+//! only shrink after the listing that showed it.
+
+use std::collections::BTreeSet;
+
+use crate::zk::Stat;
+
+/// What a follower read of a node it watches.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Seen {
+    name: String,
+    /// Which node bore the name when it was read.
+    czxid: i64,
+    /// Its data when read at data version 0: the same bytes at version 1 of the
+    /// same node are its leader marker.
+    original: Option<Vec<u8>>,
+}
+
+/// What to do after the books changed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Next {
+    /// Fewer than k nodes can be below ours: lead.
+    Lead,
+    /// Too few of the nearest are known (or nodes may have gone unseen): list again.
+    List,
+    /// Set a data watch on this node (the nearest not yet armed).
+    Watch(String),
+    /// Every watch is armed: wait for one to fire.
+    Wait,
+}
+
+/// The follower's view of the queue below its own node, from the last listing
+/// and the reads and events since.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Standing {
+    /// The participants below our node in the last listing, nearest kept,
+    /// oldest first, minus those seen gone since: the next predecessors to watch.
+    lower: Vec<String>,
+    /// How many more the listing showed below those kept in `lower`.
+    older: usize,
+    /// For each node of `lower` found to have led (its leader marker): how many
+    /// entries of `lower` are below it. Fewer than k nodes were below it when it
+    /// led, and none can have been added since; see [`Self::below`].
+    marks: Vec<usize>,
+    /// The nodes this follower watches, nearest first: the k nearest below its
+    /// own (with k = 1, just the predecessor). Its standing can only change when
+    /// one of them goes — deletions further down leave k nodes below it.
+    watched: Vec<String>,
+    /// Those of `watched` whose watch the server has confirmed.
+    armed: Vec<String>,
+    /// What the replies said about the watched nodes since the last listing.
+    seen: Vec<Seen>,
+    /// Children found persistent (`ephemeralOwner` 0) by the read that
+    /// watched them: never contenders, left out of every standing. Cleared on
+    /// any event about one (it is read again if it matters) and whenever the
+    /// watches that would report such events may have been lost.
+    pub(crate) persistent: BTreeSet<String>,
+}
+
+impl Standing {
+    /// Takes in a listing: `rank` nodes are below ours, of which `nearest`
+    /// (oldest first) are the nearest ones kept.
+    pub(crate) fn listed(&mut self, rank: usize, nearest: Vec<String>) {
+        self.older = rank - nearest.len();
+        self.lower = nearest;
+        self.marks.clear();
+    }
+
+    /// An upper bound on how many participants are below our node now, with
+    /// `k` leaders.
+    ///
+    /// Without a marker: all the last listing showed below, minus those seen
+    /// gone. With a marker on `lower[m]`: fewer than k of those below it (they
+    /// may include nodes already gone when it led, so a deletion seen among
+    /// them later only counts when fewer than k - 1 remain to choose from), plus
+    /// it and those between it and us, all of which the listing showed and kept.
+    pub(crate) fn below(&self, k: usize) -> usize {
+        let listed = self.older + self.lower.len();
+        self.marks
+            .iter()
+            .map(|&m| (k - 1).min(self.older + m) + (self.lower.len() - m))
+            .fold(listed, usize::min)
+    }
+
+    /// Forgets the last listing's view of the nodes below ours.
+    pub(crate) fn forget_lower(&mut self) {
+        self.lower.clear();
+        self.older = 0;
+        self.marks.clear();
+    }
+
+    /// Forgets the watched nodes and what was learned of them.
+    pub(crate) fn forget_watched(&mut self) {
+        self.watched.clear();
+        self.armed.clear();
+        self.seen.clear();
+    }
+
+    /// The nodes watched, nearest first.
+    pub(crate) fn watched(&self) -> &[String] {
+        &self.watched
+    }
+
+    /// Whether `name` is one of the watched nodes.
+    pub(crate) fn is_watched(&self, name: &str) -> bool {
+        self.watched.iter().any(|w| w == name)
+    }
+
+    /// The server confirmed the watch on `name`.
+    pub(crate) fn armed(&mut self, name: String) {
+        self.armed.push(name);
+    }
+
+    /// The watch on `name` fired (or may have): it must be set again.
+    pub(crate) fn disarm(&mut self, name: &str) {
+        self.armed.retain(|n| n != name);
+    }
+
+    /// `name` is gone (or never counts, being persistent): it leaves the
+    /// listing and the watches.
+    pub(crate) fn remove(&mut self, name: &str) {
+        if let Some(i) = self.lower.iter().position(|n| n == name) {
+            self.lower.remove(i);
+            for m in &mut self.marks {
+                if i < *m {
+                    *m -= 1;
+                }
+            }
+        }
+        self.armed.retain(|n| n != name);
+        self.watched.retain(|n| n != name);
+        self.seen.retain(|s| s.name != name);
+    }
+
+    /// What to do now, with `k` leaders: lead if fewer than k can be below;
+    /// else watch the k nearest below that the last listing still knows of,
+    /// arming one at a time (and remembering them as the watched nodes).
+    pub(crate) fn next(&mut self, k: usize) -> Next {
+        if self.below(k) < k {
+            return Next::Lead;
+        }
+        if self.lower.len() < k {
+            // Only the nearest few were kept; ask again for the rest.
+            return Next::List;
+        }
+        let want: Vec<String> = self.lower[self.lower.len() - k..]
+            .iter()
+            .rev()
+            .cloned()
+            .collect();
+        self.armed.retain(|n| want.contains(n));
+        let next = want.iter().find(|n| !self.armed.contains(n)).cloned();
+        self.watched = want;
+        next.map_or(Next::Wait, Next::Watch)
+    }
+
+    /// Checks a read of the watched node `name` against our node (`own_czxid`)
+    /// and earlier reads, and looks for its leader marker. `None` if the node
+    /// bearing the name is not the one our listing showed: one created after
+    /// our node (a lower sequence is an older node only under one incarnation
+    /// of the path), or another than the one read before. Otherwise whether a
+    /// marker found on it lowered [`Self::below`].
+    pub(crate) fn learn(
+        &mut self,
+        name: &str,
+        data: Vec<u8>,
+        stat: Stat,
+        own_czxid: i64,
+        k: usize,
+    ) -> Option<bool> {
+        if stat.czxid >= own_czxid {
+            return None;
+        }
+        let i = match self.seen.iter().position(|s| s.name == name) {
+            Some(i) if self.seen[i].czxid != stat.czxid => return None,
+            Some(i) => i,
+            None => {
+                self.seen.push(Seen {
+                    name: name.to_owned(),
+                    czxid: stat.czxid,
+                    original: None,
+                });
+                self.seen.len() - 1
+            }
+        };
+        if stat.version == 0 {
+            self.seen[i].original = Some(data);
+        } else if stat.version == 1 && self.seen[i].original.as_deref() == Some(data.as_slice()) {
+            // Version 1 with the bytes of version 0: the leader's own rewrite,
+            // expecting version 0. An operator's write changes the bytes (or
+            // comes second and makes the version 2) and proves nothing. Without
+            // a version-0 read to compare with, nothing is learned either:
+            // the next listing will tell.
+            self.seen[i].original = None;
+            return Some(self.led(name, k));
+        }
+        Some(false)
+    }
+
+    /// A watched node has led: when it did, fewer than k nodes were below it,
+    /// and none can have been added below it since. So at most k, plus those of
+    /// the listing between it and us, are below our node now. True if that
+    /// lowered [`Self::below`].
+    fn led(&mut self, name: &str, k: usize) -> bool {
+        let Some(i) = self.lower.iter().position(|n| n == name) else {
+            return false;
+        };
+        let before = self.below(k);
+        self.marks.push(i);
+        self.below(k) < before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("n{i}")).collect()
+    }
+
+    /// A standing from a listing: `rank` below, the nearest `kept` of them
+    /// kept (named `n0` oldest … `n{kept-1}` nearest), markers on `marks`.
+    fn standing(rank: usize, kept: usize, marks: &[usize]) -> Standing {
+        let mut s = Standing::default();
+        s.listed(rank, names(kept));
+        s.marks = marks.to_vec();
+        s
+    }
+
+    /// One row of [`BELOW`].
+    type BelowCase = (
+        usize,
+        usize,
+        usize,
+        &'static [usize],
+        &'static [&'static str],
+        usize,
+    );
+
+    /// How many can be below us (an upper bound), after a listing, markers and
+    /// deletions: the rule the zero-round-trip takeover rests on.
+    /// (k, rank, kept, marks, gone) → below.
+    #[rustfmt::skip]
+    const BELOW: &[BelowCase] = &[
+        // No marker: what the listing showed, minus those seen gone.
+        (1, 0, 0, &[], &[], 0),
+        (1, 1, 1, &[], &[], 1),
+        (1, 1, 1, &[], &["n0"], 0),
+        (1, 5, 3, &[], &[], 5),
+        (1, 5, 3, &[], &["n2"], 4),
+        // A gone name the listing did not keep changes nothing.
+        (1, 5, 3, &[], &["zz"], 5),
+        // k = 1, the nearest led: nothing below it, so it is all that is below us.
+        (1, 5, 3, &[2], &[], 1),
+        (1, 5, 3, &[2], &["n2"], 0),
+        // A marker further down: it and those between it and us.
+        (1, 5, 3, &[0], &[], 3),
+        (1, 5, 3, &[0], &["n1"], 2),
+        // A deletion below the marked node does not count for k = 1.
+        (1, 5, 3, &[1], &[], 2),
+        (1, 5, 3, &[1], &["n0"], 2),
+        // k = 2: fewer than 2 below the leader, so at most 1 plus it.
+        (2, 6, 4, &[3], &[], 2),
+        (2, 6, 4, &[3], &["n3"], 1),
+        // …and a deletion among those below it counts only when fewer than
+        // k - 1 remain to choose from.
+        (2, 6, 4, &[3], &["n0"], 2),
+        (2, 2, 2, &[1], &["n0"], 1),
+        // The tightest marker wins.
+        (1, 5, 3, &[0, 2], &[], 1),
+        (3, 8, 8, &[5], &[], 5),
+    ];
+
+    #[test]
+    fn below_counts_what_the_listing_markers_and_deletions_allow() {
+        for (i, &(k, rank, kept, marks, gone, below)) in BELOW.iter().enumerate() {
+            let mut s = standing(rank, kept, marks);
+            for g in gone {
+                s.remove(g);
+            }
+            assert_eq!(
+                s.below(k),
+                below,
+                "case {i}: k={k} rank={rank} kept={kept} marks={marks:?} gone={gone:?}"
+            );
+        }
+    }
+
+    /// [`Next`] as a table can spell it.
+    #[derive(Debug, Clone, Copy)]
+    enum Want {
+        Lead,
+        List,
+        Watch(&'static str),
+        Wait,
+    }
+
+    /// One row of [`NEXT`].
+    type NextCase = (
+        usize,
+        usize,
+        usize,
+        &'static [&'static str],
+        Want,
+        &'static [&'static str],
+    );
+
+    /// What a follower does with its standing: lead, list again, or watch the
+    /// k nearest below, one request at a time, nearest first.
+    /// (k, rank, kept, armed) → (next, watched).
+    #[rustfmt::skip]
+    const NEXT: &[NextCase] = &[
+        (1, 0, 0, &[], Want::Lead, &[]),
+        (2, 1, 1, &[], Want::Lead, &[]),
+        // Enough below, but too few of them kept: list again.
+        (2, 9, 1, &[], Want::List, &[]),
+        (1, 3, 3, &[], Want::Watch("n2"), &["n2"]),
+        (1, 3, 3, &["n2"], Want::Wait, &["n2"]),
+        (2, 3, 3, &[], Want::Watch("n2"), &["n2", "n1"]),
+        (2, 3, 3, &["n2"], Want::Watch("n1"), &["n2", "n1"]),
+        (2, 3, 3, &["n1", "n2"], Want::Wait, &["n2", "n1"]),
+        // An armed node no longer among the k nearest is forgotten.
+        (1, 3, 3, &["n0"], Want::Watch("n2"), &["n2"]),
+    ];
+
+    #[test]
+    fn next_leads_lists_or_watches_the_k_nearest_one_at_a_time() {
+        for (i, &(k, rank, kept, armed, want, watched)) in NEXT.iter().enumerate() {
+            let mut s = standing(rank, kept, &[]);
+            for a in armed {
+                s.armed(a.to_string());
+            }
+            let expected = match want {
+                Want::Lead => Next::Lead,
+                Want::List => Next::List,
+                Want::Watch(name) => Next::Watch(name.to_owned()),
+                Want::Wait => Next::Wait,
+            };
+            assert_eq!(s.next(k), expected, "case {i}");
+            assert_eq!(s.watched(), watched, "case {i}");
+        }
+    }
+
+    fn read(czxid: i64, version: i32) -> Stat {
+        Stat {
+            czxid,
+            version,
+            ephemeral_owner: 9,
+            ..Stat::default()
+        }
+    }
+
+    /// One row of [`LEARN`].
+    type LearnCase = (&'static [(i64, i32, &'static [u8])], Option<bool>);
+
+    /// Reads of the watched predecessor `n2` (our node has czxid 100, k = 1):
+    /// (czxid, data version, data) → what `learn` says after the last.
+    #[rustfmt::skip]
+    const LEARN: &[LearnCase] = &[
+        // A plain read of the node the listing showed.
+        (&[(50, 0, b"a")], Some(false)),
+        // Created after our node: not the predecessor the listing showed.
+        (&[(100, 0, b"a")], None),
+        (&[(150, 0, b"a")], None),
+        // Read again as another node of the same name.
+        (&[(50, 0, b"a"), (60, 0, b"a")], None),
+        // The marker: version 1 with the bytes of version 0, same node.
+        (&[(50, 0, b"a"), (50, 1, b"a")], Some(true)),
+        // Other bytes at version 1 (an operator): nothing learned.
+        (&[(50, 0, b"a"), (50, 1, b"b")], Some(false)),
+        // Version 1 without a version-0 read: nothing learned.
+        (&[(50, 1, b"a")], Some(false)),
+        // Version 2: a second write, proves nothing.
+        (&[(50, 0, b"a"), (50, 2, b"a")], Some(false)),
+    ];
+
+    #[test]
+    fn learn_finds_the_leader_marker_and_newer_nodes() {
+        for (i, (reads, last)) in LEARN.iter().enumerate() {
+            let mut s = standing(5, 3, &[]);
+            let mut out = None;
+            for &(czxid, version, data) in *reads {
+                out = s.learn("n2", data.to_vec(), read(czxid, version), 100, 1);
+            }
+            assert_eq!(out, *last, "case {i}: {reads:?}");
+            if *last == Some(true) {
+                assert_eq!(s.below(1), 1, "case {i}: the marker leaves only n2 below");
+            }
+        }
+    }
+
+    #[test]
+    fn remove_shifts_markers_above_the_removed_node() {
+        let mut s = standing(5, 4, &[3]);
+        assert_eq!(s.below(1), 1);
+        s.remove("n1");
+        assert_eq!(s.marks, [2]);
+        assert_eq!(s.below(1), 1);
+        s.remove("n3");
+        assert_eq!(s.below(1), 0);
+    }
+}
