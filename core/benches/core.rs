@@ -19,10 +19,10 @@ fn connected() -> Input {
     })
 }
 
-fn take(c: &mut Candidate, verb: &str) -> Command {
+fn take(c: &mut Candidate, verb: Verb) -> Command {
     let all: Vec<Command> = std::iter::from_fn(|| c.poll_command()).collect();
     all.into_iter()
-        .find(|cmd| cmd.request.verb() == verb)
+        .find(|cmd| cmd.request.kind() == verb)
         .expect("the machine emits this request")
 }
 
@@ -36,7 +36,7 @@ fn waiting_for_listing(n: usize) -> (Candidate, OpId, Vec<String>) {
     let t = Timestamp::ZERO;
     c.join(t);
     c.handle(t, connected());
-    let create = take(&mut c, "create");
+    let create = take(&mut c, Verb::Create);
     let own = format!("_c_0000000000000001-n_{:010}", n - 1);
     c.handle(
         t,
@@ -52,7 +52,7 @@ fn waiting_for_listing(n: usize) -> (Candidate, OpId, Vec<String>) {
             }),
         },
     );
-    let list = take(&mut c, "children");
+    let list = take(&mut c, Verb::GetChildren);
     // Listings arrive in the server's hash order, not sorted: shuffle deterministically.
     let mut children: Vec<String> = (0..n - 1)
         .map(|i| format!("_c_{:016x}-n_{:010}", i * 7919, i))

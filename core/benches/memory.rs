@@ -31,7 +31,7 @@ fn idle_follower(i: usize) -> Candidate {
     let mut commands: Vec<Command> = std::iter::from_fn(|| c.poll_command()).collect();
     let create = commands
         .iter()
-        .find(|c| c.request.verb() == "create")
+        .find(|c| c.request.kind() == Verb::Create)
         .expect("create")
         .op;
     let own = "_c_00000000000000aa-n_0000000009".to_owned();
@@ -52,7 +52,7 @@ fn idle_follower(i: usize) -> Candidate {
     commands.extend(std::iter::from_fn(|| c.poll_command()));
     let list = commands
         .iter()
-        .find(|c| c.request.verb() == "children")
+        .find(|c| c.request.kind() == Verb::GetChildren)
         .expect("list")
         .op;
     let children = (0..9)

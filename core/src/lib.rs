@@ -33,21 +33,21 @@
 //!     timeout: Duration::from_secs(10),
 //! });
 //! let stat = |czxid| Stat { czxid, ephemeral_owner: 1, ..Stat::default() };
-//! // Takes the first pending command with this verb (create, children, data, …).
-//! fn next(c: &mut Candidate, verb: &str) -> Command {
+//! // Takes the first pending command of this kind (create, getChildren, getData, …).
+//! fn next(c: &mut Candidate, verb: Verb) -> Command {
 //!     let all: Vec<Command> = std::iter::from_fn(|| c.poll_command()).collect();
-//!     all.into_iter().find(|cmd| cmd.request.verb() == verb).unwrap()
+//!     all.into_iter().find(|cmd| cmd.request.kind() == verb).unwrap()
 //! }
 //!
 //! let mut a = Candidate::new(Config::builder("/svc/leader", "a").probe(false).build()?);
 //! a.join(t);
 //! a.handle(t, connected.clone());
-//! let create = next(&mut a, "create");         // create /svc/leader/_c_<nonce>-n_
+//! let create = next(&mut a, Verb::Create);     // create /svc/leader/_c_<nonce>-n_
 //! let a_node = format!("{}0000000000", create.request.path()); // the server appends the sequence
 //! a.handle(t, Input::Reply { op: create.op, result: Ok(Reply::Created {
 //!     path: a_node.clone(), stat: stat(100) }) });
 //! let a_name = a.node().unwrap().to_owned();   // _c_<nonce>-n_0000000000
-//! let list = next(&mut a, "children");         // getChildren(/svc/leader)
+//! let list = next(&mut a, Verb::GetChildren);  // getChildren(/svc/leader)
 //! a.handle(t, Input::Reply { op: list.op, result: Ok(Reply::Children(vec![a_name.clone()])) });
 //! assert_eq!(a.role(), Role::Leader(FencingToken(100)));
 //!
@@ -55,10 +55,10 @@
 //! let mut b = Candidate::new(Config::builder("/svc/leader", "b").probe(false).nonce_seed(2).build()?);
 //! b.join(t);
 //! b.handle(t, connected);
-//! let create = next(&mut b, "create");
+//! let create = next(&mut b, Verb::Create);
 //! b.handle(t, Input::Reply { op: create.op, result: Ok(Reply::Created {
 //!     path: format!("{}0000000001", create.request.path()), stat: stat(101) }) });
-//! let list = next(&mut b, "children");
+//! let list = next(&mut b, Verb::GetChildren);
 //! b.handle(t, Input::Reply { op: list.op, result: Ok(Reply::Children(vec![
 //!     b.node().unwrap().to_owned(), a_name.clone()])) });
 //! assert_eq!(b.watching(), Some(a_name.as_str()));
@@ -106,4 +106,6 @@ pub use config::{
 pub use input::{Input, SessionEvent};
 pub use notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
 pub use time::Timestamp;
-pub use zk::{Acl, CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
+pub use zk::{
+    Acl, CreateMode, Reply, Request, SessionId, Stat, Verb, WatchEvent, WatchKind, ZkCode,
+};

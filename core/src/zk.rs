@@ -164,16 +164,60 @@ impl Request {
         }
     }
 
+    /// Which kind of request this is, to match on without its fields.
+    pub fn kind(&self) -> Verb {
+        match self {
+            Self::Create { .. } => Verb::Create,
+            Self::GetChildren { .. } => Verb::GetChildren,
+            Self::GetData { .. } => Verb::GetData,
+            Self::Exists { .. } => Verb::Exists,
+            Self::Delete { .. } => Verb::Delete,
+            Self::SetData { .. } => Verb::SetData,
+        }
+    }
+
     /// A short verb for traces: `create`, `children`, `data`, `exists`, `delete`, `set`.
     pub fn verb(&self) -> &'static str {
+        self.kind().as_str()
+    }
+}
+
+/// The kind of a [`Request`], without its fields: what a test or a trace
+/// matches on, checked by the compiler rather than spelled as a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Verb {
+    /// [`Request::Create`].
+    Create,
+    /// [`Request::GetChildren`].
+    GetChildren,
+    /// [`Request::GetData`].
+    GetData,
+    /// [`Request::Exists`].
+    Exists,
+    /// [`Request::Delete`].
+    Delete,
+    /// [`Request::SetData`].
+    SetData,
+}
+
+impl Verb {
+    /// The short word traces print: `create`, `children`, `data`, `exists`, `delete`, `set`.
+    pub fn as_str(self) -> &'static str {
         match self {
-            Self::Create { .. } => "create",
-            Self::GetChildren { .. } => "children",
-            Self::GetData { .. } => "data",
-            Self::Exists { .. } => "exists",
-            Self::Delete { .. } => "delete",
-            Self::SetData { .. } => "set",
+            Self::Create => "create",
+            Self::GetChildren => "children",
+            Self::GetData => "data",
+            Self::Exists => "exists",
+            Self::Delete => "delete",
+            Self::SetData => "set",
         }
+    }
+}
+
+impl fmt::Display for Verb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

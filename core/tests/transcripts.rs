@@ -83,7 +83,7 @@ fn any_other_event_on_the_predecessor_reads_it_again() {
                 watch: true
             }
         );
-        assert!(!d.has_pending("children"), "{:?}", d.pending);
+        assert!(!d.has_pending(Verb::GetChildren), "{:?}", d.pending);
         d.reply(
             again.op,
             Ok(Reply::Data {
@@ -112,7 +112,7 @@ fn deleted_only_predecessor_elects_on_the_notification_itself() {
     assert_eq!(d.c.role(), Role::Leader(FencingToken(11)));
     assert!(d.take_notices().contains(&elected(11)));
     assert!(
-        !d.has_pending("children"),
+        !d.has_pending(Verb::GetChildren),
         "no re-list needed: {:?}",
         d.pending
     );
@@ -180,7 +180,7 @@ fn revoked_candidate_stays_out_when_configured() {
     d.event(WatchKind::NodeDeleted, "n_0000000000");
     d.children(&[]);
     assert_eq!(d.c.role(), Role::Idle);
-    assert!(!d.has_pending("create"));
+    assert!(!d.has_pending(Verb::Create));
 }
 
 #[test]
@@ -190,7 +190,7 @@ fn listing_without_our_node_means_it_was_revoked() {
         .take_notices()
         .iter()
         .all(|n| !matches!(n, Notice::Elected { .. })));
-    d.take("create");
+    d.take(Verb::Create);
 }
 
 #[test]
@@ -203,7 +203,7 @@ fn a_late_deletion_event_for_an_old_node_of_the_same_name_is_not_a_revocation() 
     assert_eq!(d.take_notices(), vec![demoted(DemotionReason::Revoked)]);
     d.children(&["n_0000000000"]);
     assert_eq!(d.c.node(), Some("n_0000000000"), "the node is still ours");
-    assert!(!d.has_pending("create"), "no second node");
+    assert!(!d.has_pending(Verb::Create), "no second node");
     assert!(d.c.role().is_leader());
 }
 
@@ -258,7 +258,7 @@ fn every_create_draws_a_fresh_nonce_so_a_name_never_comes_back() {
     // its candidate rejoined in the same session with the same nonce.
     let mut d = Driver::joined(config("a"));
     d.answer_probes();
-    let first = d.take("create");
+    let first = d.take(Verb::Create);
     let name = format!("_c_{}-n_0000000000", nonce_of(&first));
     d.reply(
         first.op,
@@ -273,7 +273,7 @@ fn every_create_draws_a_fresh_nonce_so_a_name_never_comes_back() {
     // The election is deleted and recreated; we rejoin in the same session.
     d.event(WatchKind::NodeDeleted, &name);
     d.children(&[]);
-    let second = d.take("create");
+    let second = d.take(Verb::Create);
     assert_ne!(nonce_of(&second), nonce_of(&first));
     assert!(name::never_reused(&name));
 }
@@ -290,7 +290,7 @@ fn a_watched_node_created_after_ours_is_not_our_predecessor() {
         &["n_0000000000", "n_0000000001"],
     );
     d.data_ok("n_0000000000", 40);
-    assert!(d.has_pending("children"), "{:?}", d.pending);
+    assert!(d.has_pending(Verb::GetChildren), "{:?}", d.pending);
     assert_eq!(d.c.role(), Role::Follower);
     // Our own node is checked too: a different czxid means ours is gone.
     let own = d.take_data("n_0000000001");
@@ -315,7 +315,7 @@ fn a_watched_name_read_with_another_czxid_is_not_the_node_listed() {
     d.data_ok("n_0000000000", 10);
     d.event(WatchKind::NodeDataChanged, "n_0000000000");
     d.data_ok("n_0000000000", 9);
-    assert!(d.has_pending("children"), "{:?}", d.pending);
+    assert!(d.has_pending(Verb::GetChildren), "{:?}", d.pending);
 }
 
 // ----- leader marker ----------------------------------------------------------------
@@ -329,7 +329,7 @@ fn a_new_leader_marks_its_node_with_its_own_bytes_expecting_version_0() {
         &["n_0000000000"],
     );
     assert!(d.c.role().is_leader());
-    let mark = d.take("set");
+    let mark = d.take(Verb::SetData);
     assert_eq!(
         mark.request,
         Request::SetData {
@@ -351,25 +351,28 @@ fn a_new_leader_marks_its_node_with_its_own_bytes_expecting_version_0() {
     d.event(WatchKind::NodeDataChanged, "n_0000000000");
     d.take_data("n_0000000000");
     assert!(d.c.role().is_leader());
-    assert!(!d.has_pending("set"), "{:?}", d.pending);
+    assert!(!d.has_pending(Verb::SetData), "{:?}", d.pending);
 }
 
 #[test]
 fn a_marker_refused_is_given_up_and_one_lost_to_the_connection_is_sent_again() {
     let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
-    let mark = d.take("set");
+    let mark = d.take(Verb::SetData);
     d.reply(mark.op, Err(ZkCode::ConnectionLoss));
-    assert!(!d.has_pending("set"), "not before the connection is back");
+    assert!(
+        !d.has_pending(Verb::SetData),
+        "not before the connection is back"
+    );
     d.session(SessionEvent::Disconnected);
     d.connect(SID);
     d.answer_probes();
     d.children(&["n_0000000000"]);
-    let again = d.take("set");
+    let again = d.take(Verb::SetData);
     // Someone wrote the node meanwhile (or our first write did land).
     d.reply(again.op, Err(ZkCode::BadVersion));
     d.sleep(1_000);
     d.answer_probes();
-    assert!(!d.has_pending("set"), "{:?}", d.pending);
+    assert!(!d.has_pending(Verb::SetData), "{:?}", d.pending);
     assert!(d.c.role().is_leader());
 }
 
@@ -388,7 +391,7 @@ fn follower_whose_predecessor_has_led_takes_over_on_the_deletion_alone() {
     d.event(WatchKind::NodeDeleted, P1);
     assert_eq!(d.c.role(), Role::Leader(FencingToken(12)));
     assert!(d.take_notices().contains(&elected(12)));
-    assert!(!d.has_pending("children"), "{:?}", d.pending);
+    assert!(!d.has_pending(Verb::GetChildren), "{:?}", d.pending);
     assert_eq!(d.c.stats().zero_rtt_takeovers, 1);
 }
 
@@ -400,7 +403,7 @@ fn an_operator_write_on_the_predecessor_is_not_a_leader_marker() {
     d.data_at(P1, 11, 1, b"touched");
     d.event(WatchKind::NodeDeleted, P1);
     assert_eq!(d.c.role(), Role::Follower, "P0 may still lead");
-    d.take("children");
+    d.take(Verb::GetChildren);
     assert_eq!(d.c.stats().marks_seen, 0);
 }
 
@@ -410,7 +413,7 @@ fn a_marker_without_a_version_0_read_to_compare_teaches_nothing() {
     d.data_at(P1, 11, 1, b"b");
     d.event(WatchKind::NodeDeleted, P1);
     assert_eq!(d.c.role(), Role::Follower);
-    d.take("children");
+    d.take(Verb::GetChildren);
 }
 
 #[test]
@@ -421,7 +424,7 @@ fn a_marker_on_another_node_of_the_same_name_teaches_nothing() {
     d.event(WatchKind::NodeDataChanged, "n_0000000001");
     d.data_at("n_0000000001", 7, 1, b"b");
     assert_eq!(d.c.stats().marks_seen, 0);
-    assert!(d.has_pending("children"), "{:?}", d.pending);
+    assert!(d.has_pending(Verb::GetChildren), "{:?}", d.pending);
 }
 
 #[test]
@@ -440,14 +443,14 @@ fn with_k_leaders_a_marker_bounds_the_nodes_below() {
     let mut d = marked();
     d.event(WatchKind::NodeDeleted, P2);
     assert!(d.c.role().is_leader(), "at most one left below");
-    assert!(!d.has_pending("children"), "{:?}", d.pending);
+    assert!(!d.has_pending(Verb::GetChildren), "{:?}", d.pending);
     // Found by the simulator (seed 564): P1 may be the node whose going let
     // P2 lead, already left out of "at most one below P2"; its deletion must
     // not be counted twice.
     let mut d = marked();
     d.event(WatchKind::NodeDeleted, P1);
     assert_eq!(d.c.role(), Role::Follower, "P0 and P2 may both be below");
-    d.take("children");
+    d.take(Verb::GetChildren);
 }
 
 #[test]
@@ -461,7 +464,7 @@ fn no_marker_with_interop_the_parent_strategy_or_when_turned_off() {
         let own = format!("{}0000000000", builder.clone().build().unwrap().prefix());
         let d = Driver::in_queue(builder, &own, 10, &[&own]);
         assert!(d.c.role().is_leader());
-        assert!(!d.has_pending("set"), "{:?}", d.pending);
+        assert!(!d.has_pending(Verb::SetData), "{:?}", d.pending);
     }
 }
 
@@ -480,7 +483,7 @@ fn nonce_of(cmd: &Command) -> String {
 fn lost_create_reply_is_recovered_without_a_leaked_node() {
     let mut d = Driver::joined(config("a"));
     d.answer_probes();
-    let create = d.take("create");
+    let create = d.take(Verb::Create);
     let nonce = nonce_of(&create);
     // The server applied the create, but the reply was lost with the connection.
     d.reply(create.op, Err(ZkCode::ConnectionLoss));
@@ -488,7 +491,7 @@ fn lost_create_reply_is_recovered_without_a_leaked_node() {
     d.connect(SID);
     d.answer_probes();
     assert!(
-        !d.has_pending("create"),
+        !d.has_pending(Verb::Create),
         "must not create again before looking"
     );
     let ours = format!("_c_{nonce}-n_0000000004");
@@ -507,7 +510,11 @@ fn lost_create_reply_is_recovered_without_a_leaked_node() {
         .take_notices()
         .contains(&Notice::Joined { node: ours.clone() }));
     d.children(&["n_0000000002", &ours, "_c_ffffffffffffffff-n_0000000003"]);
-    assert!(!d.has_pending("create"), "no second node: {:?}", d.pending);
+    assert!(
+        !d.has_pending(Verb::Create),
+        "no second node: {:?}",
+        d.pending
+    );
     assert_eq!(d.c.stats().recovered_creates, 1);
     d.take_data("_c_ffffffffffffffff-n_0000000003");
 }
@@ -516,12 +523,12 @@ fn lost_create_reply_is_recovered_without_a_leaked_node() {
 fn lost_create_that_was_not_applied_is_created_again() {
     let mut d = Driver::joined(config("a"));
     d.answer_probes();
-    let create = d.take("create");
+    let create = d.take(Verb::Create);
     d.reply(create.op, Err(ZkCode::ConnectionLoss));
     d.session(SessionEvent::Disconnected);
     d.connect(SID);
     d.children(&["n_0000000002"]);
-    let again = d.take("create");
+    let again = d.take(Verb::Create);
     assert_ne!(
         nonce_of(&again),
         nonce_of(&create),
@@ -533,7 +540,7 @@ fn lost_create_that_was_not_applied_is_created_again() {
 fn node_of_another_session_is_never_adopted() {
     let mut d = Driver::joined(config("a"));
     d.answer_probes();
-    let create = d.take("create");
+    let create = d.take(Verb::Create);
     let nonce = nonce_of(&create);
     d.reply(create.op, Err(ZkCode::ConnectionLoss));
     d.session(SessionEvent::Disconnected);
@@ -549,7 +556,7 @@ fn node_of_another_session_is_never_adopted() {
         }),
     );
     assert_eq!(d.c.node(), None);
-    d.take("create");
+    d.take(Verb::Create);
 }
 
 #[test]
@@ -557,39 +564,39 @@ fn lost_create_before_the_election_path_exists_is_created_again() {
     // Found by the simulator (seed 103089): the recovery listing got NoNode and retried forever.
     let mut d = Driver::joined(config("a"));
     d.answer_probes();
-    let create = d.take("create");
+    let create = d.take(Verb::Create);
     d.reply(create.op, Err(ZkCode::ConnectionLoss));
     d.session(SessionEvent::Disconnected);
     d.connect(SID);
-    let list = d.take("children");
+    let list = d.take(Verb::GetChildren);
     d.reply(list.op, Err(ZkCode::NoNode));
-    let again = d.take("create");
+    let again = d.take(Verb::Create);
     d.reply(again.op, Err(ZkCode::NoNode));
-    let parent = d.take("create");
+    let parent = d.take(Verb::Create);
     assert!(matches!(&parent.request, Request::Create { path, .. } if path == "/svc"));
 }
 
 #[test]
 fn nonce_is_renewed_for_every_new_session() {
     let mut d = Driver::joined(config("a"));
-    let first = d.take("create");
+    let first = d.take(Verb::Create);
     d.session(SessionEvent::Expired);
     d.connect(SessionId(0x200));
-    let second = d.take("create");
+    let second = d.take(Verb::Create);
     assert_ne!(nonce_of(&first), nonce_of(&second));
 }
 
 #[test]
 fn node_left_behind_by_an_earlier_session_is_deleted_when_seen() {
     let mut d = Driver::joined(config("a"));
-    let first = d.take("create");
+    let first = d.take(Verb::Create);
     let old_nonce = nonce_of(&first);
     d.session(SessionEvent::Expired);
     d.connect(SessionId(0x200));
     d.answer_probes();
     // The old create, queued by the client, was applied on the new session after all.
     let orphan = format!("_c_{old_nonce}-n_0000000001");
-    let create = d.take("create");
+    let create = d.take(Verb::Create);
     d.reply(
         create.op,
         Ok(Reply::Created {
@@ -599,7 +606,7 @@ fn node_left_behind_by_an_earlier_session_is_deleted_when_seen() {
     );
     let own = format!("_c_{}-n_0000000002", nonce_of(&create));
     d.children(&[&orphan, &own]);
-    let del = d.take("delete");
+    let del = d.take(Verb::Delete);
     assert_eq!(
         del.request,
         Request::Delete {
@@ -722,7 +729,7 @@ fn interop_names_our_node_in_the_other_librarys_scheme() {
     ] {
         let mut d = Driver::joined(config("a").interop(scheme));
         d.answer_probes();
-        let create = d.take("create");
+        let create = d.take(Verb::Create);
         let Request::Create { path, .. } = &create.request else {
             panic!("not a create")
         };
@@ -755,7 +762,7 @@ fn a_shared_queue_past_the_sequence_wrap_is_refused_and_our_node_deleted() {
         "{notices:?}"
     );
     assert!(!d.c.role().is_leader());
-    let delete = d.take("delete");
+    let delete = d.take(Verb::Delete);
     d.reply(delete.op, Ok(Reply::Deleted));
     assert_eq!(d.c.role(), Role::Closed);
     // zkelect's own order is wrap-safe: alone, the same queue is fine.
@@ -799,7 +806,7 @@ fn a_persistent_look_alike_is_skipped_within_one_round_trip_and_reported_once() 
         d.c.role().is_leader(),
         "the read that would watch it shows it is no contender"
     );
-    assert!(!d.has_pending("children"), "{:?}", d.pending);
+    assert!(!d.has_pending(Verb::GetChildren), "{:?}", d.pending);
     assert_eq!(d.c.stats().persistent_skipped, 1);
     let notices = d.take_notices();
     assert!(notices.contains(&Notice::PersistentSkipped {
@@ -807,13 +814,15 @@ fn a_persistent_look_alike_is_skipped_within_one_round_trip_and_reported_once() 
     }));
     // A later listing leaves it out without reading it again.
     d.resign(true);
-    let delete = d.take("delete");
+    let delete = d.take(Verb::Delete);
     d.reply(delete.op, Ok(Reply::Deleted));
     d.created("n_0000000004", 14);
     d.data_ok("n_0000000004", 14);
     d.children(&[LOOK_ALIKE, "n_0000000004"]);
     assert!(d.c.role().is_leader());
-    assert!(d.try_take("get").is_none() || !d.has_pending("get"));
+    // While verbs were strings this asked for pending "get"s: no request
+    // has that verb, so it held whatever was pending.
+    assert!(!d.has_pending(Verb::GetData), "{:?}", d.pending);
     assert_eq!(d.c.stats().persistent_skipped, 1, "reported once");
 }
 
@@ -827,7 +836,7 @@ fn persistent_nodes_are_skipped_one_by_one_down_to_a_live_predecessor() {
         Some("n_0000000001"),
         "the next lower, no new listing"
     );
-    assert!(!d.has_pending("children"));
+    assert!(!d.has_pending(Verb::GetChildren));
     d.data_ok("n_0000000001", 11);
     assert_eq!(d.c.role(), Role::Follower, "a live contender is below");
     d.event(WatchKind::NodeDeleted, "n_0000000001");
@@ -920,7 +929,7 @@ fn silent_server_suspends_a_leader_even_if_the_client_says_nothing() {
     d.take_notices();
     // Probes go out every 1000 ms and are never answered (a blackholed server).
     d.sleep(1_000);
-    assert!(d.has_pending("exists"));
+    assert!(d.has_pending(Verb::Exists));
     d.sleep(999);
     assert!(d.c.role().is_leader(), "t=1999 < 2/3 of 3000");
     d.sleep(1);
@@ -949,12 +958,18 @@ fn lease_expiry_follows_the_last_answered_request() {
 fn a_probe_due_during_a_stall_goes_out_as_soon_as_the_late_one_returns() {
     let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
     d.sleep(1_000);
-    let late = d.take("exists");
+    let late = d.take(Verb::Exists);
     // The next probe falls due while the first is still unanswered (a stall).
     d.sleep(1_000);
-    assert!(!d.has_pending("exists"), "one probe in flight at a time");
+    assert!(
+        !d.has_pending(Verb::Exists),
+        "one probe in flight at a time"
+    );
     d.reply(late.op, Ok(Reply::Exists(Some(Stat::default()))));
-    assert!(d.has_pending("exists"), "the due probe goes out at once");
+    assert!(
+        d.has_pending(Verb::Exists),
+        "the due probe goes out at once"
+    );
 }
 
 #[test]
@@ -1006,7 +1021,7 @@ fn expired_leader_is_demoted_forgets_its_node_and_rejoins_on_a_new_session() {
     assert_eq!(d.c.node(), None);
     assert!(d.pending.is_empty(), "nothing until a new session");
     d.connect(SessionId(0x200));
-    d.take("create");
+    d.take(Verb::Create);
 }
 
 #[test]
@@ -1015,7 +1030,7 @@ fn connected_to_a_different_session_counts_as_expiry() {
     d.take_notices();
     d.connect(SessionId(0x555));
     assert!(d.take_notices().contains(&demoted(DemotionReason::Expired)));
-    d.take("create");
+    d.take(Verb::Create);
 }
 
 #[test]
@@ -1060,7 +1075,7 @@ fn resign_demotes_at_once_deletes_the_node_and_rejoins_at_the_back() {
     d.take_notices();
     d.resign(true);
     assert_eq!(d.take_notices(), vec![demoted(DemotionReason::Resigned)]);
-    let del = d.take("delete");
+    let del = d.take(Verb::Delete);
     assert_eq!(
         del.request,
         Request::Delete {
@@ -1076,11 +1091,11 @@ fn resign_demotes_at_once_deletes_the_node_and_rejoins_at_the_back() {
 #[test]
 fn close_is_idempotent_and_a_missing_node_counts_as_deleted() {
     let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
-    d.take("set");
+    d.take(Verb::SetData);
     d.close();
     d.close();
-    let del = d.take("delete");
-    assert!(!d.has_pending("delete"), "one delete for two closes");
+    let del = d.take(Verb::Delete);
+    assert!(!d.has_pending(Verb::Delete), "one delete for two closes");
     d.reply(del.op, Err(ZkCode::NoNode));
     assert!(d.c.is_closed());
     assert_eq!(d.c.role(), Role::Closed);
@@ -1093,12 +1108,12 @@ fn close_is_idempotent_and_a_missing_node_counts_as_deleted() {
 fn delete_lost_to_connection_loss_is_retried() {
     let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
     d.close();
-    let del = d.take("delete");
+    let del = d.take(Verb::Delete);
     d.reply(del.op, Err(ZkCode::ConnectionLoss));
     d.session(SessionEvent::Disconnected);
-    assert!(!d.has_pending("delete"));
+    assert!(!d.has_pending(Verb::Delete));
     d.connect(SID);
-    let again = d.take("delete");
+    let again = d.take(Verb::Delete);
     d.reply(again.op, Ok(Reply::Deleted));
     assert!(d.c.is_closed());
 }
@@ -1109,7 +1124,7 @@ fn close_while_the_create_is_in_flight_deletes_the_node_once_it_exists() {
     d.close();
     assert!(!d.c.is_closed());
     d.created("n_0000000000", 10);
-    let del = d.take("delete");
+    let del = d.take(Verb::Delete);
     d.reply(del.op, Ok(Reply::Deleted));
     assert!(d.c.is_closed());
 }
@@ -1130,10 +1145,10 @@ fn close_after_expiry_needs_no_delete() {
 fn missing_election_path_creates_the_parents_then_retries() {
     let mut d = Driver::joined(config("a"));
     d.answer_probes();
-    let create = d.take("create");
+    let create = d.take(Verb::Create);
     d.reply(create.op, Err(ZkCode::NoNode));
     for (path, result) in [("/svc", Ok(())), ("/svc/leader", Err(ZkCode::NodeExists))] {
-        let cmd = d.take("create");
+        let cmd = d.take(Verb::Create);
         let Request::Create { path: p, mode, .. } = &cmd.request else {
             unreachable!()
         };
@@ -1144,7 +1159,7 @@ fn missing_election_path_creates_the_parents_then_retries() {
         });
         d.reply(cmd.op, result);
     }
-    let again = d.take("create");
+    let again = d.take(Verb::Create);
     assert!(matches!(
         again.request,
         Request::Create {
@@ -1157,11 +1172,11 @@ fn missing_election_path_creates_the_parents_then_retries() {
 #[test]
 fn container_parent_is_requested_when_configured() {
     let mut d = Driver::joined(config("a").container_parent(true));
-    let create = d.take("create");
+    let create = d.take(Verb::Create);
     d.reply(create.op, Err(ZkCode::NoNode));
-    let first = d.take("create");
+    let first = d.take(Verb::Create);
     d.reply(first.op, Err(ZkCode::NodeExists));
-    let last = d.take("create");
+    let last = d.take(Verb::Create);
     assert!(matches!(
         last.request,
         Request::Create {
@@ -1176,7 +1191,7 @@ fn container_parent_is_requested_when_configured() {
 #[test]
 fn no_auth_is_fatal_and_reported_with_its_cause() {
     let mut d = Driver::joined(config("a").acl(Acl::CreatorAll));
-    let create = d.take("create");
+    let create = d.take(Verb::Create);
     d.reply(create.op, Err(ZkCode::NoAuth));
     let notices = d.take_notices();
     assert!(
@@ -1191,7 +1206,7 @@ fn no_auth_is_fatal_and_reported_with_its_cause() {
     );
     assert_eq!(d.c.role(), Role::Failed);
     d.sleep(10_000);
-    assert!(!d.has_pending("create"), "no retry after a fatal error");
+    assert!(!d.has_pending(Verb::Create), "no retry after a fatal error");
 }
 
 #[test]
@@ -1214,7 +1229,7 @@ fn transient_errors_retry_after_backoff_via_poll_timeout() {
     );
     let watch = d.take_data("n_0000000000");
     d.reply(watch.op, Err(ZkCode::OperationTimeout));
-    assert!(!d.has_pending("data"), "not at once");
+    assert!(!d.has_pending(Verb::GetData), "not at once");
     let wake = d.c.poll_timeout().unwrap();
     assert!(wake <= d.now + Duration::from_millis(100));
     d.sleep(100);
@@ -1259,7 +1274,7 @@ fn deeper_deletions_do_not_wake_a_follower_with_k_nodes_still_below() {
     d.data_ok(P2, 12);
     d.data_ok(P1, 11);
     assert!(
-        !d.has_pending("data"),
+        !d.has_pending(Verb::GetData),
         "only the two nearest are watched: {:?}",
         d.pending
     );
@@ -1278,8 +1293,8 @@ fn deeper_deletions_do_not_wake_a_follower_with_k_nodes_still_below() {
 fn observer_follows_the_leader_without_a_node_of_its_own() {
     let mut d = Driver::joined(config("watcher").mode(Mode::Observer));
     d.answer_probes();
-    assert!(!d.has_pending("create"));
-    let list = d.take("children");
+    assert!(!d.has_pending(Verb::Create));
+    let list = d.take(Verb::GetChildren);
     assert_eq!(
         list.request,
         Request::GetChildren {
@@ -1318,7 +1333,7 @@ fn children_event_overtaking_a_watched_listing_lists_again() {
         &["n_0000000000", "n_0000000001"],
     );
     d.event(WatchKind::NodeChildrenChanged, "");
-    let list = d.take("children");
+    let list = d.take(Verb::GetChildren);
     d.event(WatchKind::NodeChildrenChanged, "");
     d.reply(
         list.op,
@@ -1357,9 +1372,9 @@ fn parent_strategy_lists_with_a_child_watch_and_no_predecessor_watch() {
         11,
         &["n_0000000000", "n_0000000001"],
     );
-    assert!(!d.has_pending("data"), "{:?}", d.pending);
+    assert!(!d.has_pending(Verb::GetData), "{:?}", d.pending);
     d.event(WatchKind::NodeChildrenChanged, "");
-    let list = d.take("children");
+    let list = d.take(Verb::GetChildren);
     assert_eq!(
         list.request,
         Request::GetChildren {
@@ -1393,7 +1408,7 @@ fn stale_reply_for_an_old_op_is_ignored() {
 #[test]
 fn duplicate_reply_is_ignored() {
     let mut d = Driver::joined(config("a"));
-    let create = d.take("create");
+    let create = d.take(Verb::Create);
     let created = Ok(Reply::Created {
         path: format!("{PATH}/n_0000000000"),
         stat: stat(10, SID),

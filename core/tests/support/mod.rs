@@ -1,5 +1,5 @@
 //! A tiny hand-driver for transcript tests: feed inputs, take the commands the
-//! machine emitted by verb, answer them, read the notices.
+//! machine emitted by kind ([`Verb`]), answer them, read the notices.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -115,26 +115,26 @@ impl Driver {
         }
     }
 
-    /// Removes and returns the first pending command with this verb.
-    pub fn take(&mut self, verb: &str) -> Command {
+    /// Removes and returns the first pending command of this kind.
+    pub fn take(&mut self, verb: Verb) -> Command {
         self.try_take(verb)
             .unwrap_or_else(|| panic!("no pending {verb}; pending: {:#?}", self.pending))
     }
 
-    pub fn try_take(&mut self, verb: &str) -> Option<Command> {
-        let i = self.pending.iter().position(|c| c.request.verb() == verb)?;
+    pub fn try_take(&mut self, verb: Verb) -> Option<Command> {
+        let i = self.pending.iter().position(|c| c.request.kind() == verb)?;
         Some(self.pending.remove(i))
     }
 
     /// Answers every pending probe (`exists`), proving contact with the server.
     pub fn answer_probes(&mut self) {
-        while let Some(p) = self.try_take("exists") {
+        while let Some(p) = self.try_take(Verb::Exists) {
             self.reply(p.op, Ok(Reply::Exists(Some(Stat::default()))));
         }
     }
 
-    pub fn has_pending(&self, verb: &str) -> bool {
-        self.pending.iter().any(|c| c.request.verb() == verb)
+    pub fn has_pending(&self, verb: Verb) -> bool {
+        self.pending.iter().any(|c| c.request.kind() == verb)
     }
 
     pub fn reply(&mut self, op: OpId, result: Result<Reply, ZkCode>) {
@@ -143,7 +143,7 @@ impl Driver {
 
     /// Answers the pending create with `name` and czxid.
     pub fn created(&mut self, name: &str, czxid: i64) -> Command {
-        let cmd = self.take("create");
+        let cmd = self.take(Verb::Create);
         self.reply(
             cmd.op,
             Ok(Reply::Created {
@@ -156,7 +156,7 @@ impl Driver {
 
     /// Answers the pending listing.
     pub fn children(&mut self, names: &[&str]) -> Command {
-        let cmd = self.take("children");
+        let cmd = self.take(Verb::GetChildren);
         self.reply(
             cmd.op,
             Ok(Reply::Children(
