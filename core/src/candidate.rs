@@ -5,7 +5,7 @@
 //! - Every transition of a candidate lives here. This file knows nothing of
 //!   ZooKeeper client types, clocks, threads or randomness: time comes in as
 //!   `now`, randomness as the configured seed, the world as [`Input`]s.
-//! - A reply is acted on only if its [`OpId`] is still in flight (`self.session.ops`);
+//! - A reply is acted on only if its [`OpId`] is still in flight (`session.ops`);
 //!   anything else is stale and counted, never acted on.
 //! - The main lane has at most one request in flight; the own-node watch, the
 //!   leader marker and the liveness probe each have a lane of their own. The
@@ -725,6 +725,25 @@ impl Candidate {
         self.in_flight_for(Purpose::is_main).is_some()
     }
 
+    /// The lanes' invariants: at most one request in flight per lane, and an
+    /// own-node watch that is armed or waiting for proof has none in flight
+    /// and a node to be about.
+    fn lanes_hold(&self) -> bool {
+        let count = |which: fn(&Purpose) -> bool| {
+            self.session
+                .ops
+                .values()
+                .filter(|f| which(&f.purpose))
+                .count()
+        };
+        count(Purpose::is_main) <= 1
+            && count(|p| matches!(p, Purpose::WatchOwn { .. })) <= 1
+            && count(|p| matches!(p, Purpose::Mark(_))) <= 1
+            && count(|p| matches!(p, Purpose::Probe { .. })) <= 1
+            && (self.session.own_watch == OwnWatch::Unarmed
+                || (self.own_watch_in_flight().is_none() && self.session.own.is_some()))
+    }
+
     /// Forgets the main lane's request (its reply will be stale), unless it is a
     /// create, which must be waited for: it may still be applied.
     fn supersede_main(&mut self) {
@@ -780,6 +799,10 @@ impl Candidate {
         debug_assert!(
             self.step != Step::Lead || self.leadership != Leadership::None,
             "in the leading step without leadership"
+        );
+        debug_assert!(
+            self.lanes_hold(),
+            "a lane's state contradicts the in-flight map"
         );
         if self.connection == Connection::Connected && !self.is_done() {
             if !self.main_in_flight() && !self.timers.is_set(Timer::Retry) {
