@@ -9,9 +9,6 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Leader election on Apache ZooKeeper.
 #[derive(Debug, Parser)]
 #[command(name = "zkelect", version, about, propagate_version = true)]
-#[command(
-    after_help = "Examples:\n  zkelect demo\n  zkelect run --connect 127.0.0.1:2181 --path /svc/leader --id node-a -- ./my-daemon --flag\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --json\n  zkelect sim --seeds 1..500"
-)]
 pub(crate) struct Cli {
     /// More logging (-v: debug, -vv: trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -21,6 +18,24 @@ pub(crate) struct Cli {
     pub(crate) quiet: bool,
     #[command(subcommand)]
     pub(crate) command: Cmd,
+}
+
+/// The examples at the end of `zkelect --help`, before the exit codes.
+const EXAMPLES: &str = "Examples:\n  zkelect demo\n  zkelect run --connect 127.0.0.1:2181 --path /svc/leader --id node-a -- ./my-daemon --flag\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --json\n  zkelect sim --seeds 1..500";
+
+impl Cli {
+    /// The command line's definition, with the examples and the exit-code
+    /// table ([`crate::exit::TABLE`]) after the options.
+    pub(crate) fn definition() -> clap::Command {
+        use clap::CommandFactory;
+        Self::command().after_help(format!("{EXAMPLES}\n\n{}", crate::exit::TABLE))
+    }
+
+    /// Parses the process's arguments against [`Cli::definition`].
+    pub(crate) fn parse_args() -> Result<Self, clap::Error> {
+        use clap::FromArgMatches;
+        Self::from_arg_matches(&Self::definition().try_get_matches()?)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -43,7 +58,7 @@ pub(crate) enum Cmd {
     Status(StatusArgs),
     /// Delete a candidate's node to force it out (it rejoins at the back).
     #[command(
-        after_help = "Examples:\n  zkelect revoke --connect 127.0.0.1:2181 --path /svc/leader --id node-a"
+        after_help = "Examples:\n  zkelect revoke --connect 127.0.0.1:2181 --path /svc/leader --id node-a\n  zkelect revoke --connect 127.0.0.1:2181 --path /svc/leader --id node-a --node n_0000000007\n\nIds are not unique: ZooKeeper lets two candidates carry the same id. With several\nnodes for the id, revoke refuses (exit 10) and lists them; pick one with --node\nor take them all with --all."
     )]
     Revoke(RevokeArgs),
     /// (internal) The lease watchdog between `zkelect run` and its command.
@@ -158,6 +173,10 @@ pub(crate) struct RunArgs {
     /// its scheme and its nodes queue with ours.
     #[arg(long, value_enum, default_value_t = InteropArg::None)]
     pub(crate) interop: InteropArg,
+    /// Give up (exit 9, node deleted) if not elected within this many
+    /// milliseconds of joining; without it, wait as long as it takes.
+    #[arg(long = "lead-timeout", value_name = "MS")]
+    pub(crate) lead_timeout_ms: Option<u64>,
     /// Milliseconds between SIGTERM and SIGKILL when leadership is lost.
     #[arg(long = "grace-ms", value_name = "MS", default_value_t = 5_000)]
     pub(crate) grace_ms: u64,
@@ -198,6 +217,14 @@ pub(crate) struct RevokeArgs {
     /// The id of the candidate to force out.
     #[arg(long)]
     pub(crate) id: String,
+    /// Ids are not unique: when several nodes carry the id, revoke them all
+    /// (without this, or --node, several are refused with exit 10).
+    #[arg(long, conflicts_with = "node")]
+    pub(crate) all: bool,
+    /// Revoke only this node (its name, as `status` shows it), which must
+    /// carry the id: tells apart candidates that share an id.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) node: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -373,7 +400,11 @@ mod tests {
 
     #[test]
     fn cli_definition_is_consistent() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
+        Cli::definition().debug_assert();
+        let help = Cli::definition().render_help().to_string();
+        assert!(
+            help.contains(crate::exit::TABLE.lines().last().unwrap_or("")),
+            "{help}"
+        );
     }
 }

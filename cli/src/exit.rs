@@ -1,7 +1,16 @@
 //! Exit codes: one per kind of failure, so scripts can tell them apart.
+//!
+//! [`TABLE`] is the one list of them: `zkelect --help` prints it and the
+//! README carries it word for word (a test compares the two).
+//!
+//! A supervised command's own exit code is never passed through except 0:
+//! its codes would collide with these. A command that exits non-zero (or dies
+//! of a signal) makes `zkelect run` exit [`Code::CommandFailed`], and the log
+//! says how it ended; 126 and 127, the shell's "cannot execute" and "not
+//! found", count as [`Code::Spawn`].
 
 use std::fmt;
-use std::process::ExitCode;
+use std::process::{ExitCode, ExitStatus};
 
 /// A failure with the exit code it maps to.
 #[derive(Debug)]
@@ -27,11 +36,38 @@ pub(crate) enum Code {
     Auth = 5,
     /// The simulator found an invariant violated.
     Violation = 6,
-    /// The supervised command could not be started.
+    /// The supervised command could not be started (not found, not executable).
     Spawn = 7,
-    /// The election stopped with a fatal ZooKeeper error.
+    /// The election stopped for good with a fatal ZooKeeper error: leadership
+    /// (or the lock) is lost and will not come back in this process.
     Election = 8,
+    /// Waiting for leadership (`run --lead-timeout`) or a lock took longer
+    /// than allowed.
+    LockTimeout = 9,
+    /// `revoke` found no candidate with the id (or several, without `--all`).
+    UnknownId = 10,
+    /// The supervised command exited non-zero, or was killed by a signal, by
+    /// itself while leading.
+    CommandFailed = 11,
 }
+
+/// The exit codes as `zkelect --help` and the README show them.
+pub(crate) const TABLE: &str = "\
+Exit codes:
+   0  success; or the command run by `run` exited 0 while leading
+   1  any other failure
+   2  usage: a bad option or argument
+   3  an invalid setting: election path, id, timeout, TLS files
+   4  ZooKeeper unreachable within --connect-timeout
+   5  authentication, ACL or TLS certificate refused
+   6  `sim`: an invariant was violated
+   7  `run`: the command could not start (not found, not executable, or it
+      exited 126 or 127, the shell's codes for the same)
+   8  the election failed for good: leadership (or a lock) lost, not retried
+   9  `run --lead-timeout`: not elected in time (the node is deleted)
+  10  `revoke`: no candidate has that id, or several do (use --all)
+  11  `run`: the command exited non-zero or was killed by a signal while
+      leading (its own code is logged, not passed through)";
 
 impl Failure {
     pub(crate) fn new(code: Code, error: impl Into<anyhow::Error>) -> Self {
@@ -62,5 +98,98 @@ pub(crate) trait WithCode<T> {
 impl<T, E: Into<anyhow::Error>> WithCode<T> for Result<T, E> {
     fn code(self, code: Code) -> Result<T, Failure> {
         self.map_err(|e| Failure::new(code, e))
+    }
+}
+
+/// How a process ended, for people: "exited with code 3", "killed by SIGKILL".
+pub(crate) fn describe(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        // The lease watchdog reports its command's death by signal the
+        // shell's way, as 128 + the signal.
+        let signalled = code
+            .checked_sub(128)
+            .and_then(|n| nix::sys::signal::Signal::try_from(n).ok());
+        return match signalled {
+            Some(signal) => format!("exited with code {code} (128 + {signal}: killed by {signal})"),
+            None => format!("exited with code {code}"),
+        };
+    }
+    match status.signal() {
+        Some(n) => match nix::sys::signal::Signal::try_from(n) {
+            Ok(signal) => format!("killed by {signal}"),
+            Err(_) => format!("killed by signal {n}"),
+        },
+        None => format!("ended with wait status {}", status.into_raw()),
+    }
+}
+
+/// What `zkelect run` makes of its command's own exit (see the module docs).
+pub(crate) fn of_command(status: ExitStatus) -> Result<ExitCode, Failure> {
+    match status.code() {
+        Some(0) => Ok(ExitCode::SUCCESS),
+        Some(126 | 127) => Err(Failure::new(
+            Code::Spawn,
+            anyhow::anyhow!("the command could not be started: it {}", describe(status)),
+        )),
+        _ => Err(Failure::new(
+            Code::CommandFailed,
+            anyhow::anyhow!("the command {} while leading", describe(status)),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn every_code_is_in_the_table_once_and_the_readme_carries_it() {
+        let codes = [
+            Code::Other,
+            Code::Usage,
+            Code::Config,
+            Code::Unreachable,
+            Code::Auth,
+            Code::Violation,
+            Code::Spawn,
+            Code::Election,
+            Code::LockTimeout,
+            Code::UnknownId,
+            Code::CommandFailed,
+        ];
+        for code in codes {
+            let row = format!("\n{:>4}  ", code as u8);
+            assert_eq!(TABLE.matches(&row).count(), 1, "{code:?} in\n{TABLE}");
+        }
+        let readme = include_str!("../../README.md");
+        assert!(
+            readme.contains(TABLE),
+            "README.md must hold exit::TABLE word for word:\n{TABLE}"
+        );
+    }
+
+    #[test]
+    fn statuses_read_as_words_and_only_zero_passes_through() {
+        // Raw wait statuses: the code in the high byte, a signal in the low.
+        let exited = |code: i32| ExitStatus::from_raw(code << 8);
+        assert_eq!(describe(exited(3)), "exited with code 3");
+        assert_eq!(
+            describe(exited(143)),
+            "exited with code 143 (128 + SIGTERM: killed by SIGTERM)"
+        );
+        assert_eq!(describe(ExitStatus::from_raw(9)), "killed by SIGKILL");
+        assert_eq!(of_command(exited(0)).unwrap(), ExitCode::SUCCESS);
+        for (status, code) in [
+            (exited(3), Code::CommandFailed),
+            (exited(1), Code::CommandFailed),
+            (exited(127), Code::Spawn),
+            (exited(126), Code::Spawn),
+            (ExitStatus::from_raw(15), Code::CommandFailed),
+        ] {
+            let failure = of_command(status).unwrap_err();
+            assert_eq!(failure.code, code, "{failure}");
+        }
     }
 }

@@ -183,7 +183,13 @@ pub(crate) fn watchdog_main(first_lease: Duration, command: &[OsString]) -> std:
         }
         Err(e) => {
             eprintln!("zkelect __lease: cannot start {program:?}: {e}");
-            std::process::ExitCode::from(127)
+            // The shell's codes, which `zkelect run` reads as "could not start".
+            let code = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                126
+            } else {
+                127
+            };
+            std::process::ExitCode::from(code)
         }
     }
 }

@@ -17,7 +17,6 @@ mod supervise;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 use crate::args::{Cli, Cmd};
@@ -42,7 +41,7 @@ fn init_logging(verbose: u8, quiet: bool) {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::parse_args() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

@@ -9,8 +9,7 @@ use zkelect_core::{Config, ConnectionPolicy, Role};
 
 use crate::args::{PolicyArg, RunArgs};
 use crate::connect::{acl_for, connect, failure};
-use crate::exit::{Code, Failure, WithCode};
-use crate::lease;
+use crate::exit::{self, Code, Failure, WithCode};
 use crate::supervise::{supervise, ChildSpec, Ended};
 
 pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure> {
@@ -24,6 +23,9 @@ pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure
             anyhow::anyhow!("no command after --"),
         ));
     };
+    // A command that cannot start would win leadership only to give it up at
+    // once: refuse it before joining.
+    runnable(program).map_err(|e| Failure::new(Code::Spawn, e))?;
     let (transport, events) = connect(&args.conn).await?;
     let policy = match args.policy {
         PolicyArg::Standard => ConnectionPolicy::Standard,
@@ -40,6 +42,19 @@ pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure
     }
     let election = builder.join().await.map_err(failure)?;
     info!(node = ?election.node(), "joined the election");
+    if let Some(ms) = args.lead_timeout_ms {
+        let bound = Duration::from_millis(ms);
+        if tokio::time::timeout(bound, election.wait_leader())
+            .await
+            .is_err()
+        {
+            election.close().await;
+            return Err(Failure::new(
+                Code::LockTimeout,
+                anyhow::anyhow!("not elected within --lead-timeout {ms} ms; left the election"),
+            ));
+        }
+    }
     let spec = ChildSpec {
         program: program.clone(),
         args: rest.to_vec(),
@@ -60,7 +75,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure
         .code(Code::Spawn)?;
     let outcome = match ended {
         Ended::Shutdown => Ok(std::process::ExitCode::SUCCESS),
-        Ended::ChildExited(status) => Ok(lease::exit_code_of(status)),
+        Ended::ChildExited(status) => exit::of_command(status),
         Ended::ElectionOver(Role::Failed) => {
             let e = election.wait_leader().await.err();
             Err(match e {
@@ -73,4 +88,44 @@ pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure
     election.close().await;
     info!("closed: node deleted, session closed");
     outcome
+}
+
+/// Whether `program` names an executable file: as a path when it holds a
+/// `/`, else somewhere on `PATH` (as `execvp` looks for it).
+fn runnable(program: &std::ffi::OsStr) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+    let executable = |path: &Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let as_path = Path::new(program);
+    if program.as_encoded_bytes().contains(&b'/') {
+        if executable(as_path) {
+            return Ok(());
+        }
+        anyhow::bail!("cannot start {program:?}: no executable file there");
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if std::env::split_paths(&path).any(|dir| executable(&dir.join(program))) {
+        return Ok(());
+    }
+    anyhow::bail!("cannot start {program:?}: command not found on PATH")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runnable;
+
+    #[test]
+    fn commands_are_looked_up_like_execvp_does() {
+        assert!(runnable("sh".as_ref()).is_ok());
+        assert!(runnable("/bin/sh".as_ref()).is_ok());
+        let missing = runnable("zkelect-no-such-command".as_ref()).unwrap_err();
+        assert!(missing.to_string().contains("not found"), "{missing}");
+        let plain = std::env::temp_dir().join(format!("zkelect-plain-{}", std::process::id()));
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        assert!(runnable(plain.as_os_str()).is_err(), "not executable");
+        let _ = std::fs::remove_file(plain);
+        assert!(runnable("/nonexistent/x".as_ref()).is_err());
+    }
 }

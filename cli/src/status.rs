@@ -101,11 +101,17 @@ pub(crate) async fn revoke(args: RevokeArgs) -> Result<(), Failure> {
     let path = args.conn.path.clone();
     let names = children(&*zk, &path, false).await?;
     let info = read_all(&*zk, &path, &names).await;
-    let mut revoked = 0;
-    for (name, node) in &info {
-        if split_payload(&node.data).0 != args.id {
-            continue;
+    let targets = match pick(&args, &info) {
+        Ok(targets) => targets,
+        Err(e) => {
+            zk.close().await;
+            return Err(Failure::new(
+                Code::UnknownId,
+                e.context(format!("in {path}")),
+            ));
         }
+    };
+    for name in targets {
         match zk
             .perform(Request::Delete {
                 path: format!("{path}/{name}"),
@@ -113,19 +119,46 @@ pub(crate) async fn revoke(args: RevokeArgs) -> Result<(), Failure> {
             })
             .await
         {
-            Ok(_) | Err(ZkCode::NoNode) => {
-                eprintln!("revoked {name} (id {})", args.id);
-                revoked += 1;
-            }
+            Ok(_) | Err(ZkCode::NoNode) => eprintln!("revoked {name} (id {})", args.id),
             Err(code) => return Err(zk_failure(&format!("deleting {name}"), code)),
         }
     }
     zk.close().await;
-    if revoked == 0 {
-        return Err(Failure::new(
-            Code::Other,
-            anyhow::anyhow!("no candidate with id {:?} in {path}", args.id),
-        ));
-    }
     Ok(())
+}
+
+/// The nodes `revoke` deletes: the one node carrying the id, or the one named
+/// by `--node`, or all of them with `--all`. Ids are not unique (nothing stops
+/// two processes from joining with the same one), so several matches without
+/// `--all` or `--node` are refused rather than guessed at.
+fn pick(args: &RevokeArgs, info: &BTreeMap<String, NodeInfo>) -> anyhow::Result<Vec<String>> {
+    let matching: Vec<(&String, &NodeInfo)> = info
+        .iter()
+        .filter(|(_, node)| split_payload(&node.data).0 == args.id)
+        .collect();
+    if let Some(wanted) = &args.node {
+        return match matching.iter().find(|(name, _)| *name == wanted) {
+            Some((name, _)) => Ok(vec![(*name).clone()]),
+            None => Err(anyhow::anyhow!(
+                "no candidate with id {:?} has the node {wanted:?}",
+                args.id
+            )),
+        };
+    }
+    match matching.len() {
+        0 => Err(anyhow::anyhow!("no candidate with id {:?}", args.id)),
+        1 => Ok(vec![matching[0].0.clone()]),
+        _ if args.all => Ok(matching.iter().map(|(name, _)| (*name).clone()).collect()),
+        n => {
+            let list: Vec<String> = matching
+                .iter()
+                .map(|(name, node)| format!("{name} (session 0x{:x})", node.owner))
+                .collect();
+            Err(anyhow::anyhow!(
+                "{n} candidates carry the id {:?}: {}; pick one with --node NAME, or revoke all with --all",
+                args.id,
+                list.join(", ")
+            ))
+        }
+    }
 }

@@ -18,6 +18,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 use tokio::time::Instant;
 
+use crate::exit;
 use crate::lease::LeaseMsg;
 
 use nix::sys::signal::{killpg, Signal};
@@ -205,10 +206,10 @@ pub(crate) async fn supervise(
                     // (found by the zombie tests: a thawed leader left the election).
                     let lapsed = lease_lapsed(*leases.borrow()) || *roles.borrow() != Role::Leader(token);
                     if spec.watchdog.is_some() && lapsed {
-                        warn!(%status, "the lease ran out: the watchdog stopped the command");
+                        warn!(status = %exit::describe(status), "the lease ran out: the watchdog stopped the command");
                         break;
                     }
-                    info!(%status, "the command exited by itself");
+                    info!(status = %exit::describe(status), "the command ended by itself");
                     return Ok(Ended::ChildExited(status));
                 }
                 changed = leases.changed(), if leases_open => {
@@ -225,7 +226,8 @@ pub(crate) async fn supervise(
                     }
                     info!(?role, "no longer leading: stopping the command");
                     let status = stop_running(&mut running, spec.grace).await;
-                    info!(?status, "the command stopped");
+                    let status = status.map_or_else(|| "unknown".to_owned(), exit::describe);
+                    info!(%status, "the command stopped");
                     break;
                 }
             }

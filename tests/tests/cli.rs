@@ -18,11 +18,17 @@ use support::{
     Candidate, ChildKind, Observer, SESSION_MS,
 };
 
-/// Exit codes of `zkelect` (cli/src/exit.rs).
+/// Exit codes of `zkelect` (cli/src/exit.rs, `zkelect --help`, the README).
+/// 6 (a simulator violation) is tested in cli/tests/sim_and_demo.rs.
 const USAGE: i32 = 2;
 const CONFIG: i32 = 3;
 const UNREACHABLE: i32 = 4;
 const AUTH: i32 = 5;
+const SPAWN: i32 = 7;
+const ELECTION: i32 = 8;
+const LEAD_TIMEOUT: i32 = 9;
+const UNKNOWN_ID: i32 = 10;
+const COMMAND_FAILED: i32 = 11;
 
 /// Ample bound for anything that needs a session to expire first.
 const TAKEOVER: Duration = Duration::from_secs(20);
@@ -254,7 +260,7 @@ fn status_shows_the_queue_and_revoke_sends_the_leader_to_the_back() {
         &["revoke", "--connect", &zk, "--path", path, "--id", "nobody"],
         Duration::from_secs(20),
     );
-    assert_eq!(missing.code(), Some(1), "{}", missing.stderr);
+    assert_eq!(missing.code(), Some(UNKNOWN_ID), "{}", missing.stderr);
     assert!(
         missing.stderr.contains("no candidate with id \"nobody\""),
         "{}",
@@ -478,4 +484,197 @@ fn wrong_credentials_exit_5() {
         ChildKind::Beats,
     );
     wait_queue(&zk, path, &["owner", "peer"], || logs(&[&owner, &peer]));
+}
+
+/// `run ARGS -- COMMAND…` as one list of arguments.
+fn run_with(zk: &str, path: &str, id: &str, extra: &[&str], command: &[&str]) -> Vec<String> {
+    let mut args = run_args(zk, path, id);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.push("--".into());
+    args.extend(command.iter().map(|s| s.to_string()));
+    args
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+/// The codes of `zkelect run` for its command's own end, against a real
+/// server: 0 passes through, any other end is 11 with the status in words,
+/// a command that cannot start is 7 whether it is caught before joining (not
+/// on PATH) or only when run (the shell's 127), and `--lead-timeout` gives up
+/// with 9 and leaves the queue.
+#[test]
+fn run_exit_codes_for_the_command_and_the_wait_are_the_documented_ones() {
+    let server = start_server();
+    let zk = server.connect_string();
+    let path = "/svc/codes";
+    let within = Duration::from_secs(30);
+    let run = |command: &[&str], extra: &[&str]| {
+        zkelect(&strs(&run_with(&zk, path, "a", extra, command)), within)
+    };
+
+    let ok = run(&["true"], &[]);
+    assert_eq!(ok.code(), Some(0), "{}", ok.stderr);
+
+    // A child's 3 is not zkelect's 3 (invalid setting).
+    let three = run(&["sh", "-c", "exit 3"], &[]);
+    assert_eq!(three.code(), Some(COMMAND_FAILED), "{}", three.stderr);
+    assert!(
+        three.stderr.contains("exited with code 3"),
+        "{}",
+        three.stderr
+    );
+    assert!(
+        !three.stderr.contains("unix_wait_status"),
+        "{}",
+        three.stderr
+    );
+
+    let killed = run(&["sh", "-c", "kill -KILL $$"], &[]);
+    assert_eq!(killed.code(), Some(COMMAND_FAILED), "{}", killed.stderr);
+    assert!(
+        killed.stderr.contains("killed by SIGKILL"),
+        "{}",
+        killed.stderr
+    );
+
+    let missing = run(&["/nonexistent/zkelect-test-command"], &[]);
+    assert_eq!(missing.code(), Some(SPAWN), "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("no executable file"),
+        "{}",
+        missing.stderr
+    );
+    let not_on_path = run(&["zkelect-test-no-such-command"], &[]);
+    assert_eq!(not_on_path.code(), Some(SPAWN), "{}", not_on_path.stderr);
+    assert!(
+        not_on_path.stderr.contains("not found"),
+        "{}",
+        not_on_path.stderr
+    );
+    let shell_missing = run(&["sh", "-c", "exec /nonexistent/zkelect-test-command"], &[]);
+    assert_eq!(
+        shell_missing.code(),
+        Some(SPAWN),
+        "{}",
+        shell_missing.stderr
+    );
+    assert!(
+        shell_missing.stderr.contains("could not be started"),
+        "{}",
+        shell_missing.stderr
+    );
+
+    // With a leader in place, a bounded wait gives up and deletes its node.
+    let dir = tempdir();
+    let leader = Candidate::spawn(
+        dir.path(),
+        "leader",
+        &run_args(&zk, path, "leader"),
+        ChildKind::Beats,
+    );
+    leader.wait_run(1, START);
+    let gave_up = run(&["true"], &["--lead-timeout", "1000"]);
+    assert_eq!(gave_up.code(), Some(LEAD_TIMEOUT), "{}", gave_up.stderr);
+    assert!(
+        gave_up.stderr.contains("--lead-timeout"),
+        "{}",
+        gave_up.stderr
+    );
+    assert_eq!(
+        queue_ids(&zk, path),
+        ["leader"],
+        "the waiter's node is gone"
+    );
+}
+
+/// An election path under an ephemeral node cannot hold candidates: the
+/// server refuses the create for good, and `run` exits 8 (the election
+/// failed) naming the refusal, without ever starting its command.
+#[test]
+fn an_election_the_server_refuses_for_good_exits_8() {
+    let server = start_server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let holder = Candidate::spawn(
+        dir.path(),
+        "holder",
+        &run_args(&zk, "/svc/eph", "holder"),
+        ChildKind::Beats,
+    );
+    holder.wait_run(1, START);
+    let node = queue(&zk, "/svc/eph")[0].node.clone();
+    let under = format!("/svc/eph/{node}");
+    let out = zkelect(
+        &strs(&run_with(
+            &zk,
+            &under,
+            "a",
+            &[],
+            &["sh", "-c", "echo started"],
+        )),
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.code(), Some(ELECTION), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("ephemeral nodes cannot have children"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stdout.contains("started"), "{}", out.stdout);
+}
+
+/// Two candidates with the same id: `status` shows both, `revoke --id dup`
+/// refuses to guess (exit 10, both nodes named), `--node` revokes exactly one.
+#[test]
+fn revoke_tells_apart_candidates_that_share_an_id() {
+    let server = start_server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/svc/dup";
+    let first = Candidate::spawn(
+        dir.path(),
+        "first",
+        &run_args(&zk, path, "dup"),
+        ChildKind::Beats,
+    );
+    first.wait_run(1, START);
+    let second = Candidate::spawn(
+        dir.path(),
+        "second",
+        &run_args(&zk, path, "dup"),
+        ChildKind::Beats,
+    );
+    wait_queue(&zk, path, &["dup", "dup"], || logs(&[&first, &second]));
+    let view = queue(&zk, path);
+    let revoke = ["revoke", "--connect", &zk, "--path", path, "--id", "dup"];
+    let refused = fails_with(
+        &revoke,
+        UNKNOWN_ID,
+        &[
+            "2 candidates carry the id \"dup\"",
+            &view[0].node,
+            &view[1].node,
+            "--node",
+        ],
+        Duration::from_secs(20),
+    );
+    let _ = refused;
+    assert_eq!(queue(&zk, path), view, "nothing was revoked");
+    let mut one = revoke.to_vec();
+    one.extend(["--node", &view[1].node]);
+    let out = zkelect(&one, Duration::from_secs(20));
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    wait_for(
+        "the second node to go and come back",
+        START,
+        Duration::from_millis(50),
+        || {
+            let now = queue(&zk, path);
+            (now.len() == 2 && now[0] == view[0] && now[1].node != view[1].node).then_some(())
+        },
+        || logs(&[&first, &second]),
+    );
+    assert_eq!(first.runs().len(), 1, "the leader was not touched");
 }
