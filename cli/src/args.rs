@@ -10,10 +10,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "zkelect", version, about, propagate_version = true)]
 pub(crate) struct Cli {
-    /// More logging (-v: debug, -vv: trace).
+    /// More logging (-v: debug, -vv: trace). The ZooKeeper client libraries'
+    /// own lines show at error by default, at info with -v, at trace with
+    /// -vv. ZKELECT_LOG (a tracing filter, e.g. `debug,zookeeper_async=off`)
+    /// overrides -v and -q.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub(crate) verbose: u8,
-    /// Less logging (errors only).
+    /// Less logging: zkelect's own errors only, nothing from the client libraries.
     #[arg(short, long, global = true)]
     pub(crate) quiet: bool,
     #[command(subcommand)]

@@ -22,16 +22,25 @@ use tracing_subscriber::EnvFilter;
 use crate::args::{Cli, Cmd};
 use crate::exit::{Code, Failure};
 
-fn init_logging(verbose: u8, quiet: bool) {
-    let level = match (quiet, verbose) {
-        (true, _) => "error",
-        (false, 0) => "info",
-        (false, 1) => "debug",
-        (false, _) => "trace",
+/// The log filter for `-q`/`-v`: zkelect's own crates at the level asked
+/// for, everything else (the ZooKeeper client libraries above all, whose
+/// `log` records reach the subscriber through its `tracing-log` bridge) two
+/// steps quieter. Their lines repeat what zkelect reports once (a server
+/// restart is hundreds of "Zk session timeout" and "Failed to connect" lines),
+/// so `-q` silences them entirely and `-vv` shows everything.
+fn log_filter(verbose: u8, quiet: bool) -> String {
+    let (ours, theirs) = match (quiet, verbose) {
+        (true, _) => ("error", "off"),
+        (false, 0) => ("info", "error"),
+        (false, 1) => ("debug", "info"),
+        (false, _) => ("trace", "trace"),
     };
-    // zookeeper-async logs every reconnect attempt at info: keep it quieter.
+    format!("{theirs},zkelect={ours},zkelect_core={ours},zkelect_sim={ours}")
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
     let filter = EnvFilter::try_from_env("ZKELECT_LOG")
-        .unwrap_or_else(|_| EnvFilter::new(format!("{level},zookeeper_async=warn")));
+        .unwrap_or_else(|_| EnvFilter::new(log_filter(verbose, quiet)));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -678,3 +678,71 @@ fn revoke_tells_apart_candidates_that_share_an_id() {
     );
     assert_eq!(first.runs().len(), 1, "the leader was not touched");
 }
+
+/// `-q` governs every log line, the ZooKeeper client library's included: a
+/// server restart under a quiet `run` leaves its output empty, while the same
+/// restart under a default one logs it (so the restart did make noise).
+#[test]
+fn quiet_prints_nothing_through_a_server_restart() {
+    let server = start_server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/svc/quiet";
+    let mut quiet_args = run_args(&zk, path, "quiet");
+    quiet_args.push("-q".into());
+    let mut quiet = Candidate::spawn(dir.path(), "quiet", &quiet_args, ChildKind::Beats);
+    quiet.wait_run(1, START);
+    let mut loud = Candidate::spawn(
+        dir.path(),
+        "loud",
+        &run_args(&zk, path, "loud"),
+        ChildKind::Beats,
+    );
+    wait_queue(&zk, path, &["quiet", "loud"], || logs(&[&quiet, &loud]));
+    let loud_log = loud.log.clone();
+    let loud_lines = || {
+        std::fs::read_to_string(&loud_log)
+            .expect("the loud log")
+            .lines()
+            .count()
+    };
+    let loud_before = loud_lines();
+
+    server.restart().expect("restart the server");
+    // Both sessions come back (or are replaced): the queue holds both again
+    // and the quiet one leads through it or after it.
+    wait_for(
+        "both candidates back in the queue",
+        TAKEOVER,
+        Duration::from_millis(100),
+        || {
+            let mut ids = queue_ids(&zk, path);
+            ids.sort();
+            (ids == ["loud", "quiet"]).then_some(())
+        },
+        || logs(&[&quiet, &loud]),
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    quiet.signal(Signal::SIGTERM);
+    loud.signal(Signal::SIGTERM);
+    assert_eq!(
+        quiet.wait_exit(START).code(),
+        Some(0),
+        "{}",
+        quiet.log_text()
+    );
+    assert_eq!(loud.wait_exit(START).code(), Some(0), "{}", loud.log_text());
+    assert!(
+        loud_lines() > loud_before + 2,
+        "the restart logged (almost) nothing even without -q:\n{}",
+        loud.log_text()
+    );
+    let loud_text = loud.log_text();
+    println!("without -q:\n{loud_text}");
+    assert!(
+        loud_text.contains("Failed to connect"),
+        "zookeeper-async's own lines (through `log`) show without -q:\n{loud_text}"
+    );
+    let quiet_log = std::fs::read_to_string(&quiet.log).expect("the quiet log");
+    assert!(quiet_log.is_empty(), "-q printed:\n{quiet_log}");
+}
