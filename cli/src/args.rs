@@ -176,6 +176,10 @@ pub(crate) struct RunArgs {
     /// its scheme and its nodes queue with ours.
     #[arg(long, value_enum, default_value_t = InteropArg::None)]
     pub(crate) interop: InteropArg,
+    /// How many candidates lead at once (the k oldest nodes); every
+    /// candidate of one election must use the same value.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub(crate) leaders: u32,
     /// Give up (exit 9, node deleted) if not elected within this many
     /// milliseconds of joining; without it, wait as long as it takes.
     #[arg(long = "lead-timeout", value_name = "MS")]
@@ -205,9 +209,14 @@ pub(crate) struct StatusArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
-    /// Print again whenever the queue changes (until interrupted).
+    /// Keep watching: after the table, one timestamped line per change of
+    /// the queue (one JSON object per line with --json), until interrupted.
     #[arg(long)]
     pub(crate) watch: bool,
+    /// How many candidates lead at once, as the candidates were started with
+    /// (`run --leaders`): the K oldest nodes are shown as leaders.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub(crate) leaders: u32,
     /// Read the queue in another library's scheme: Curator LeaderLatch or kazoo nodes count as candidates.
     #[arg(long, value_enum, default_value_t = InteropArg::None)]
     pub(crate) interop: InteropArg,

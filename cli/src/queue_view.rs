@@ -26,8 +26,11 @@ pub(crate) struct Entry {
     pub(crate) data: Option<String>,
     /// Which library wrote it: zkelect, curator, kazoo, other.
     pub(crate) origin: &'static str,
-    /// The node this one watches (its predecessor), if it follows.
+    /// The nearest node this one watches (its predecessor), if it follows.
     pub(crate) watches: Option<String>,
+    /// Every node it watches, nearest first: with k leaders, the k nodes
+    /// below its own (a follower's standing changes only when one of them goes).
+    pub(crate) watched: Vec<String>,
     /// The session that owns it.
     pub(crate) session: Option<String>,
 }
@@ -88,6 +91,15 @@ impl QueueView {
                     (Some(id), data)
                 });
                 let is_leader = i < leaders as usize;
+                let watched: Vec<String> = if is_leader {
+                    Vec::new()
+                } else {
+                    queue[i.saturating_sub(leaders as usize)..i]
+                        .iter()
+                        .rev()
+                        .map(|n| n.name.clone())
+                        .collect()
+                };
                 Entry {
                     position: i,
                     node: n.name.clone(),
@@ -100,7 +112,8 @@ impl QueueView {
                         Origin::Curator => "curator",
                         Origin::Kazoo => "kazoo",
                     },
-                    watches: (!is_leader && i > 0).then(|| queue[i - 1].name.clone()),
+                    watches: watched.first().cloned(),
+                    watched,
                     session: node_info
                         .filter(|ni| ni.owner != 0)
                         .map(|ni| format!("0x{:x}", ni.owner)),
@@ -114,6 +127,34 @@ impl QueueView {
             ignored,
             persistent,
         }
+    }
+
+    /// One line for `status --watch`: who leads, who follows, in order.
+    pub(crate) fn line(&self) -> String {
+        let name = |e: &Entry| format!("{} ({})", e.id.as_deref().unwrap_or("?"), e.node);
+        let leaders: Vec<String> = self.queue.iter().filter(|e| e.leader).map(name).collect();
+        let followers: Vec<String> = self.queue.iter().filter(|e| !e.leader).map(name).collect();
+        let mut out = format!(
+            "{} candidate(s); leader(s): {}",
+            self.queue.len(),
+            if leaders.is_empty() {
+                "none".to_owned()
+            } else {
+                leaders.join(", ")
+            }
+        );
+        if !followers.is_empty() {
+            let _ = write!(out, "; followers: {}", followers.join(", "));
+        }
+        if !self.persistent.is_empty() || !self.ignored.is_empty() {
+            let _ = write!(
+                out,
+                "; {} skipped, {} ignored",
+                self.persistent.len(),
+                self.ignored.len()
+            );
+        }
+        out
     }
 
     /// A human-readable table.
@@ -132,10 +173,11 @@ impl QueueView {
         for e in &self.queue {
             let role = if e.leader { "LEADER" } else { "follower" };
             let id = e.id.as_deref().unwrap_or("?");
-            let watches = e
-                .watches
-                .as_deref()
-                .map_or(String::new(), |w| format!("  watches {w}"));
+            let watches = if e.watched.is_empty() {
+                String::new()
+            } else {
+                format!("  watches {}", e.watched.join(", "))
+            };
             let data = e
                 .data
                 .as_deref()
@@ -259,6 +301,31 @@ mod tests {
             view.render().contains("skipped  n_0000000000"),
             "{}",
             view.render()
+        );
+    }
+
+    #[test]
+    fn with_two_leaders_both_lead_and_followers_watch_the_two_below() {
+        let children: Vec<String> = (0..4).map(|i| format!("n_000000000{i}")).collect();
+        let infos: BTreeMap<String, NodeInfo> = children
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.clone(), info(&format!("id{i}"), 0x10 + i as i64)))
+            .collect();
+        let view = QueueView::build("/svc", 2, &children, &infos, Interop::None);
+        let leaders: Vec<bool> = view.queue.iter().map(|e| e.leader).collect();
+        assert_eq!(leaders, [true, true, false, false]);
+        assert!(view.queue[1].watched.is_empty(), "a leader watches nobody");
+        assert_eq!(view.queue[2].watched, ["n_0000000001", "n_0000000000"]);
+        assert_eq!(view.queue[3].watched, ["n_0000000002", "n_0000000001"]);
+        assert_eq!(view.queue[3].watches.as_deref(), Some("n_0000000002"));
+        let text = view.render();
+        assert_eq!(text.matches("LEADER").count(), 2, "{text}");
+        assert!(text.contains("2 leader(s) wanted"), "{text}");
+        assert_eq!(
+            view.line(),
+            "4 candidate(s); leader(s): id0 (n_0000000000), id1 (n_0000000001); \
+             followers: id2 (n_0000000002), id3 (n_0000000003)"
         );
     }
 

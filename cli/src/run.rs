@@ -15,6 +15,7 @@ use crate::supervise::{supervise, ChildSpec, Ended};
 pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure> {
     // Refuse bad input before touching the network.
     Config::builder(&args.conn.path, &args.id)
+        .leaders(args.leaders)
         .build()
         .code(Code::Config)?;
     let Some((program, rest)) = args.command.split_first() else {
@@ -35,6 +36,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure
         .path(&args.conn.path)
         .id(&args.id)
         .policy(policy)
+        .leaders(args.leaders)
         .interop(args.interop.scheme())
         .acl(acl_for(&args.conn));
     if let Some(data) = &args.data {

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use zkelect::{Transport, TransportEvent};
-use zkelect_core::config::{split_payload, validate_path};
+use zkelect_core::config::{split_payload, validate_path, ConfigError, LEADERS_MAX};
 use zkelect_core::{Reply, Request, ZkCode};
 
 use crate::args::{RevokeArgs, StatusArgs};
@@ -58,18 +58,50 @@ async fn read_all(zk: &dyn Transport, path: &str, names: &[String]) -> BTreeMap<
     info
 }
 
+/// A view with the moment it was read, for `status --watch --json`.
+#[derive(serde::Serialize)]
+struct Stamped<'a> {
+    time: String,
+    #[serde(flatten)]
+    view: &'a QueueView,
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
 pub(crate) async fn status(args: StatusArgs) -> Result<(), Failure> {
     validate_path(&args.conn.path).code(Code::Config)?;
+    if args.leaders == 0 || args.leaders > LEADERS_MAX {
+        return Err(Failure::new(
+            Code::Config,
+            ConfigError::InvalidLeaders(args.leaders),
+        ));
+    }
     let (zk, mut events) = connect(&args.conn).await?;
     let path = args.conn.path.clone();
+    let mut last: Option<QueueView> = None;
     loop {
         let names = children(&*zk, &path, args.watch).await?;
         let info = read_all(&*zk, &path, &names).await;
-        let view = QueueView::build(&path, 1, &names, &info, args.interop.scheme());
-        if args.json {
-            println!("{}", serde_json::to_string(&view).code(Code::Other)?);
-        } else {
-            print!("{}", view.render());
+        let view = QueueView::build(&path, args.leaders, &names, &info, args.interop.scheme());
+        // A watch fires for changes the view does not show (a node's data, a
+        // reconnection): print only what changed, once.
+        if last.as_ref() != Some(&view) {
+            if args.json && args.watch {
+                let line = Stamped {
+                    time: now(),
+                    view: &view,
+                };
+                println!("{}", serde_json::to_string(&line).code(Code::Other)?);
+            } else if args.json {
+                println!("{}", serde_json::to_string(&view).code(Code::Other)?);
+            } else if last.is_none() {
+                print!("{}", view.render());
+            } else {
+                println!("{}  {}", now(), view.line());
+            }
+            last = Some(view);
         }
         if !args.watch {
             break;

@@ -746,3 +746,140 @@ fn quiet_prints_nothing_through_a_server_restart() {
     let quiet_log = std::fs::read_to_string(&quiet.log).expect("the quiet log");
     assert!(quiet_log.is_empty(), "-q printed:\n{quiet_log}");
 }
+
+/// `status --leaders 2` shows both holders and each follower watching the two
+/// nodes below it; `status --watch` prints the table once, then one
+/// timestamped line per change of the queue, never a repeat.
+#[test]
+fn status_with_two_leaders_and_watch_prints_one_line_per_change() {
+    let server = start_server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/svc/two";
+    let two = |id: &str| {
+        let mut args = run_args(&zk, path, id);
+        args.extend(["--leaders".to_owned(), "2".to_owned()]);
+        args
+    };
+    let a = Candidate::spawn(dir.path(), "a", &two("a"), ChildKind::Beats);
+    a.wait_run(1, START);
+
+    let watch_out = dir.path().join("watch.out");
+    let mut watcher = std::process::Command::new(support::zkelect_bin())
+        .args([
+            "status",
+            "--connect",
+            &zk,
+            "--path",
+            path,
+            "--leaders",
+            "2",
+            "--watch",
+        ])
+        .stdout(std::fs::File::create(&watch_out).expect("watch.out"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start status --watch");
+    let printed = || std::fs::read_to_string(&watch_out).unwrap_or_default();
+    let stamped = || {
+        printed()
+            .lines()
+            .filter(|l| l.starts_with("20") && l.contains('Z'))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let wait_lines = |n: usize| {
+        wait_for(
+            &format!("{n} timestamped line(s) from status --watch"),
+            START,
+            Duration::from_millis(50),
+            || (stamped().len() >= n).then_some(()),
+            printed,
+        )
+    };
+    wait_for(
+        "the first table",
+        START,
+        Duration::from_millis(50),
+        || printed().contains("LEADER").then_some(()),
+        printed,
+    );
+
+    let b = Candidate::spawn(dir.path(), "b", &two("b"), ChildKind::Beats);
+    b.wait_run(1, START);
+    wait_lines(1);
+    let mut c = Candidate::spawn(dir.path(), "c", &two("c"), ChildKind::Beats);
+    wait_queue(&zk, path, &["a", "b", "c"], || logs(&[&a, &b, &c]));
+    wait_lines(2);
+    assert!(c.runs().is_empty(), "the third of two leaders follows");
+
+    let out = zkelect(
+        &[
+            "status",
+            "--connect",
+            &zk,
+            "--path",
+            path,
+            "--leaders",
+            "2",
+            "--json",
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let view: serde_json::Value = serde_json::from_str(out.stdout.trim()).expect("JSON");
+    let q = &view["queue"];
+    assert_eq!(view["leaders"], 2);
+    assert_eq!(
+        (
+            q[0]["leader"].clone(),
+            q[1]["leader"].clone(),
+            q[2]["leader"].clone()
+        ),
+        (true.into(), true.into(), false.into())
+    );
+    assert_eq!(
+        q[2]["watched"],
+        serde_json::json!([q[1]["node"], q[0]["node"]]),
+        "{view}"
+    );
+    let table = zkelect(
+        &["status", "--connect", &zk, "--path", path, "--leaders", "2"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(
+        table.stdout.matches("LEADER").count(),
+        2,
+        "{}",
+        table.stdout
+    );
+    assert!(
+        table.stdout.contains("2 leader(s) wanted"),
+        "{}",
+        table.stdout
+    );
+
+    c.signal(Signal::SIGTERM);
+    assert_eq!(c.wait_exit(START).code(), Some(0));
+    wait_lines(3);
+    // Nothing more happens: no line may follow.
+    std::thread::sleep(Duration::from_secs(1));
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+    let lines = stamped();
+    println!("{}", printed());
+    assert_eq!(lines.len(), 3, "one line per change:\n{}", printed());
+    assert!(
+        lines[0].contains("2 candidate(s)")
+            && lines[1].contains("3 candidate(s)")
+            && lines[2].contains("2 candidate(s)"),
+        "{lines:#?}"
+    );
+    assert!(lines[1].contains("followers: c ("), "{lines:#?}");
+    assert_eq!(
+        printed().matches("LEADER").count(),
+        1,
+        "the table once:\n{}",
+        printed()
+    );
+}
