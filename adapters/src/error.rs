@@ -48,6 +48,9 @@ pub enum ElectionError {
     SessionTimeoutUnknown {
         /// The server, as written in the connect string.
         server: String,
+        /// What kind of failure the last attempt was: [`ConnectFailure::Refused`]
+        /// (nothing listens there) or [`ConnectFailure::Unreachable`].
+        kind: ConnectFailure,
         /// Why (the last failure).
         reason: String,
     },
@@ -56,7 +59,9 @@ pub enum ElectionError {
     Connect {
         /// The connect string.
         hosts: String,
-        /// Why.
+        /// What kind of failure, as far as the transport can tell.
+        kind: ConnectFailure,
+        /// Why, in the client library's words.
         reason: String,
     },
     /// The server rejected the credentials.
@@ -75,6 +80,51 @@ pub enum ElectionError {
     /// TLS could not be set up, or the server's certificate was not accepted.
     #[error(transparent)]
     Tls(#[from] TlsError),
+}
+
+/// What kind of failure kept a transport from connecting, for code that
+/// must tell a typo from an outage ([`ElectionError::connect_failure`]).
+///
+/// ```
+/// use zkelect::{ConnectFailure, ElectionError};
+///
+/// fn retry_later(e: &ElectionError) -> bool {
+///     matches!(
+///         e.connect_failure(),
+///         Some(ConnectFailure::Refused | ConnectFailure::Unreachable)
+///     )
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConnectFailure {
+    /// The connect string is malformed, empty, or a host does not resolve:
+    /// retrying will not help.
+    BadAddress,
+    /// A server refused the TCP connection: nothing listens on that port.
+    Refused,
+    /// No server answered in time: down, firewalled, not serving yet, or not
+    /// a ZooKeeper server.
+    Unreachable,
+    /// A server was reached but no usable session came of it (the client
+    /// library's first request or its credentials failed).
+    Session,
+    /// TLS failed: see [`ElectionError::Tls`] for which way.
+    Tls,
+}
+
+impl ElectionError {
+    /// What kind of connect failure this is; `None` for errors that are not
+    /// about reaching the servers.
+    pub fn connect_failure(&self) -> Option<ConnectFailure> {
+        match self {
+            Self::Connect { kind, .. } | Self::SessionTimeoutUnknown { kind, .. } => Some(*kind),
+            Self::Tls(TlsError::Rejected { .. } | TlsError::Handshake { .. }) => {
+                Some(ConnectFailure::Tls)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Why TLS to ZooKeeper failed (the zookeeper-client transport's TLS).

@@ -50,6 +50,8 @@
 //!   (feature `zookeeper-client`, with `zookeeper-client-tls` and
 //!   `zookeeper-client-sasl`) talks to real servers through
 //!   `zookeeper-client`, with TLS, SASL and `multi` (see [`zk_client`]).
+//!   What each client gets wrong, and so why the two transports differ, is
+//!   in `adapters/CLIENTS.md` in the repository.
 //!   [`Election::connect`] takes the settings of either real transport.
 //! - Guarded writes: [`Election::guarded`] and [`Election::guarded_set_data`]
 //!   write to ZooKeeper only if this candidate still leads, checked by the
@@ -137,7 +139,7 @@ pub mod zk_client;
 
 pub use driver::Metrics;
 pub use election::{Connect, Connecting, Election, ElectionBuilder, LeadOutcome};
-pub use error::{ElectionError, GuardedWriteError, TlsError};
+pub use error::{ConnectFailure, ElectionError, GuardedWriteError, TlsError};
 pub use transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport, TransportEvent};
 #[cfg(feature = "zookeeper-async")]
 pub use zk_async::{ConnectOptions, ZkAsyncTransport, SESSION_TIMEOUT_MIN};

@@ -36,7 +36,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::debug;
 
-use crate::error::ElectionError;
+use crate::error::{ConnectFailure, ElectionError};
 
 /// ZooKeeper's opcode for closing a session.
 const OP_CLOSE_SESSION: i32 = -11;
@@ -192,17 +192,23 @@ async fn read_frame(stream: &mut TcpStream) -> Result<Vec<u8>, String> {
 async fn handshake(
     addr: SocketAddr,
     requested: Duration,
-) -> Result<(ConnectResponse, TcpStream), String> {
-    let mut stream = TcpStream::connect(addr)
-        .await
-        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+) -> Result<(ConnectResponse, TcpStream), (ConnectFailure, String)> {
+    let unreachable = |e: String| (ConnectFailure::Unreachable, e);
+    let mut stream = TcpStream::connect(addr).await.map_err(|e| {
+        let kind = if e.kind() == std::io::ErrorKind::ConnectionRefused {
+            ConnectFailure::Refused
+        } else {
+            ConnectFailure::Unreachable
+        };
+        (kind, format!("cannot connect to {addr}: {e}"))
+    })?;
     let _ = stream.set_nodelay(true);
     stream
         .write_all(&connect_request(requested))
         .await
-        .map_err(|e| format!("cannot send a ConnectRequest to {addr}: {e}"))?;
-    let body = read_frame(&mut stream).await?;
-    let response = parse_connect_response(&body)?;
+        .map_err(|e| unreachable(format!("cannot send a ConnectRequest to {addr}: {e}")))?;
+    let body = read_frame(&mut stream).await.map_err(unreachable)?;
+    let response = parse_connect_response(&body).map_err(unreachable)?;
     Ok((response, stream))
 }
 
@@ -230,8 +236,8 @@ async fn ask(
     requested: Duration,
     deadline: Instant,
     retry: Duration,
-) -> Result<Duration, String> {
-    let mut last: Option<String> = None;
+) -> Result<Duration, (ConnectFailure, String)> {
+    let mut last: Option<(ConnectFailure, String)> = None;
     loop {
         match tokio::time::timeout_at(deadline, handshake(addr, requested)).await {
             Ok(Ok((response, stream))) => {
@@ -246,7 +252,7 @@ async fn ask(
                 return Ok(response.timeout);
             }
             Ok(Err(e)) => {
-                debug!(server, error = e, "session timeout probe failed");
+                debug!(server, error = e.1, "session timeout probe failed");
                 last = Some(e);
             }
             Err(_) => break,
@@ -258,8 +264,11 @@ async fn ask(
         tokio::time::sleep_until(deadline.min(Instant::now() + retry)).await;
     }
     Err(match last {
-        Some(e) => format!("{e} (tried until the connect timeout)"),
-        None => "no ConnectResponse before the connect timeout".to_owned(),
+        Some((kind, e)) => (kind, format!("{e} (tried until the connect timeout)")),
+        None => (
+            ConnectFailure::Unreachable,
+            "no ConnectResponse before the connect timeout".to_owned(),
+        ),
     })
 }
 
@@ -287,6 +296,7 @@ pub(crate) async fn smallest(
             .and_then(|mut addrs| addrs.next().ok_or_else(|| "no address".to_owned()));
         let addr = resolved.map_err(|reason| ElectionError::Connect {
             hosts: hosts.to_owned(),
+            kind: ConnectFailure::BadAddress,
             reason: format!(
                 "bad server {server:?}: {reason}: expected host:port[,host:port…][/chroot]"
             ),
@@ -297,7 +307,8 @@ pub(crate) async fn smallest(
             (index, answer)
         });
     }
-    let mut answers: Vec<Option<Result<Duration, String>>> = vec![None; servers.len()];
+    let mut answers: Vec<Option<Result<Duration, (ConnectFailure, String)>>> =
+        vec![None; servers.len()];
     while let Some(joined) = probes.join_next().await {
         match joined {
             Ok((index, answer)) => answers[index] = Some(answer),
@@ -312,12 +323,17 @@ pub(crate) async fn smallest(
                     smallest = Some(Negotiated { timeout, server });
                 }
             }
-            Some(Err(reason)) => {
-                return Err(ElectionError::SessionTimeoutUnknown { server, reason })
+            Some(Err((kind, reason))) => {
+                return Err(ElectionError::SessionTimeoutUnknown {
+                    server,
+                    kind,
+                    reason,
+                })
             }
             None => {
                 return Err(ElectionError::SessionTimeoutUnknown {
                     server,
+                    kind: ConnectFailure::Unreachable,
                     reason: "the probe did not finish".to_owned(),
                 })
             }
@@ -325,6 +341,7 @@ pub(crate) async fn smallest(
     }
     smallest.ok_or_else(|| ElectionError::Connect {
         hosts: hosts.to_owned(),
+        kind: ConnectFailure::BadAddress,
         reason: "no hosts given".to_owned(),
     })
 }
@@ -534,7 +551,7 @@ mod tests {
             .await
             .unwrap_err();
         match e {
-            ElectionError::SessionTimeoutUnknown { server, reason } => {
+            ElectionError::SessionTimeoutUnknown { server, reason, .. } => {
                 assert_eq!(server, closing);
                 assert!(reason.contains("no ConnectResponse"), "{reason}");
             }
@@ -572,9 +589,14 @@ mod tests {
             .await
             .unwrap_err();
         match e {
-            ElectionError::SessionTimeoutUnknown { server, reason } => {
-                assert_eq!(server, dead);
+            ElectionError::SessionTimeoutUnknown {
+                ref server,
+                ref reason,
+                ..
+            } => {
+                assert_eq!(*server, dead);
                 assert!(reason.contains("cannot connect"), "{reason}");
+                assert_eq!(e.connect_failure(), Some(ConnectFailure::Refused));
             }
             other => panic!("expected SessionTimeoutUnknown, got {other:?}"),
         }
@@ -587,6 +609,11 @@ mod tests {
                 .await
                 .unwrap_err();
             assert!(matches!(e, ElectionError::Connect { .. }), "{hosts}: {e:?}");
+            assert_eq!(
+                e.connect_failure(),
+                Some(ConnectFailure::BadAddress),
+                "{hosts}"
+            );
         }
     }
 
@@ -603,8 +630,11 @@ mod tests {
             .await
             .unwrap_err();
         match e {
-            ElectionError::SessionTimeoutUnknown { reason, .. } => {
+            ElectionError::SessionTimeoutUnknown {
+                ref reason, kind, ..
+            } => {
                 assert!(reason.contains("not a ZooKeeper server"), "{reason}");
+                assert_eq!(kind, ConnectFailure::Unreachable, "reached, but no answer");
             }
             other => panic!("expected SessionTimeoutUnknown, got {other:?}"),
         }

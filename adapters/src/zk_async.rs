@@ -1,6 +1,6 @@
 //! The transport over `zookeeper-async` 5.0.0, and what it takes to make up
-//! for that client's measured defects (`shared/zk-clients.md`). Each
-//! workaround, and where it lives:
+//! for that client's measured defects (`adapters/CLIENTS.md` in the
+//! repository). Each workaround, and where it lives:
 //!
 //! | defect | workaround |
 //! |---|---|
@@ -52,7 +52,7 @@ use zkelect_core::{
 };
 use zookeeper_async as zka;
 
-use crate::error::ElectionError;
+use crate::error::{ConnectFailure, ElectionError};
 use crate::negotiate;
 use crate::transport::{EventStream, Transport, TransportEvent};
 
@@ -199,14 +199,15 @@ impl ConnectOptions {
             }
         }
         if self.hosts.trim().is_empty() {
-            return Err(self.fail("no hosts given"));
+            return Err(self.fail(ConnectFailure::BadAddress, "no hosts given"));
         }
         Ok(())
     }
 
-    fn fail(&self, reason: impl Into<String>) -> ElectionError {
+    fn fail(&self, kind: ConnectFailure, reason: impl Into<String>) -> ElectionError {
         ElectionError::Connect {
             hosts: self.hosts.clone(),
+            kind,
             reason: reason.into(),
         }
     }
@@ -373,13 +374,19 @@ impl ZkAsyncTransport {
         let zk = match tokio::time::timeout_at(deadline, connecting).await {
             Ok(Ok(zk)) => Arc::new(zk),
             Ok(Err(e)) => {
-                return Err(options.fail(format!("{e}: expected host:port[,host:port…][/chroot]")))
+                return Err(options.fail(
+                    ConnectFailure::BadAddress,
+                    format!("{e}: expected host:port[,host:port…][/chroot]"),
+                ))
             }
             Err(_) => {
-                return Err(options.fail(format!(
-                    "no server accepted a connection within {:?}",
-                    options.connect_timeout
-                )))
+                return Err(options.fail(
+                    ConnectFailure::Unreachable,
+                    format!(
+                        "no server accepted a connection within {:?}",
+                        options.connect_timeout
+                    ),
+                ))
             }
         };
         // If this future is dropped from here on (the caller gave up), the
@@ -399,10 +406,13 @@ impl ZkAsyncTransport {
         {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(e),
-            Err(_) => Some(options.fail(format!(
-                "a server accepted the connection but no usable session came within {:?}",
-                options.connect_timeout
-            ))),
+            Err(_) => Some(options.fail(
+                ConnectFailure::Session,
+                format!(
+                    "a server accepted the connection but no usable session came within {:?}",
+                    options.connect_timeout
+                ),
+            )),
         };
         guard.0 = None;
         if let Some(e) = failure {
@@ -603,7 +613,12 @@ async fn set_up(
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
-            Err(e) => return Err(options.fail(format!("the first request failed: {e}"))),
+            Err(e) => {
+                return Err(options.fail(
+                    ConnectFailure::Session,
+                    format!("the first request failed: {e}"),
+                ))
+            }
         }
         let generation = shared.generation.load(Ordering::SeqCst);
         match replay(zk, &options.auth).await {
@@ -624,7 +639,12 @@ async fn set_up(
             Err(zka::ZkError::ConnectionLoss) => {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            Err(e) => return Err(options.fail(format!("adding credentials failed: {e}"))),
+            Err(e) => {
+                return Err(options.fail(
+                    ConnectFailure::Session,
+                    format!("adding credentials failed: {e}"),
+                ))
+            }
         }
     }
 }
@@ -983,7 +1003,7 @@ mod tests {
 
     #[test]
     fn an_expiry_then_a_new_session_reads_as_expired_then_connected() {
-        // The sequence zookeeper-async gives for an expired session (zk-clients.md a2).
+        // The sequence zookeeper-async gives for an expired session (adapters/CLIENTS.md: expiry).
         #[allow(deprecated)]
         let states = [
             zka::ZkState::Connecting,
@@ -1228,7 +1248,7 @@ mod tests {
         let started = std::time::Instant::now();
         let result = ZkAsyncTransport::connect(opts).await;
         match result {
-            Err(ElectionError::SessionTimeoutUnknown { server, reason }) => {
+            Err(ElectionError::SessionTimeoutUnknown { server, reason, .. }) => {
                 assert_eq!(server, "127.0.0.1:1");
                 assert!(reason.contains("cannot connect"), "{reason}");
             }

@@ -2,7 +2,7 @@
 //! client: it re-registers one-shot watches and replays credentials after a
 //! reconnect, reports expiry as a terminal state, returns the session id
 //! and a `Stat` on every create, and has `multi`, TLS and SASL. What it
-//! still gets wrong (`shared/zk-clients.md`), and where this module makes
+//! still gets wrong (`adapters/CLIENTS.md` in the repository), and where this module makes
 //! up for it:
 //!
 //! | gap | workaround |
@@ -65,9 +65,9 @@ use zkelect_core::{
 pub use zookeeper_client as client;
 use zookeeper_client as zkc;
 
-use crate::error::ElectionError;
 #[cfg(feature = "zookeeper-client-tls")]
 use crate::error::TlsError;
+use crate::error::{ConnectFailure, ElectionError};
 use crate::transport::{
     EventStream, MultiError, MultiOp, MultiOpResult, Transport, TransportEvent,
 };
@@ -229,14 +229,15 @@ impl ZkClientOptions {
             });
         }
         if self.hosts.trim().is_empty() {
-            return Err(self.fail("no hosts given"));
+            return Err(self.fail(ConnectFailure::BadAddress, "no hosts given"));
         }
         Ok(())
     }
 
-    fn fail(&self, reason: impl Into<String>) -> ElectionError {
+    fn fail(&self, kind: ConnectFailure, reason: impl Into<String>) -> ElectionError {
         ElectionError::Connect {
             hosts: self.hosts.clone(),
+            kind,
             reason: reason.into(),
         }
     }
@@ -503,22 +504,29 @@ impl ZkClientTransport {
                 )))
             }
             Ok(Err(zkc::Error::BadArguments(reason))) => {
-                return Err(options.fail(format!(
-                    "{reason}: expected host:port[,host:port…][/chroot]"
-                )))
+                return Err(options.fail(
+                    ConnectFailure::BadAddress,
+                    format!("{reason}: expected host:port[,host:port…][/chroot]"),
+                ))
             }
             Ok(Err(zkc::Error::Timeout | zkc::Error::NoHosts)) => {
-                return Err(options.fail(format!(
-                    "no session could be established within the session timeout {:?}",
-                    options.session_timeout
-                )))
+                return Err(options.fail(
+                    ConnectFailure::Unreachable,
+                    format!(
+                        "no session could be established within the session timeout {:?}",
+                        options.session_timeout
+                    ),
+                ))
             }
-            Ok(Err(e)) => return Err(options.fail(e.to_string())),
+            Ok(Err(e)) => return Err(options.fail(ConnectFailure::Session, e.to_string())),
             Err(_) => {
-                return Err(options.fail(format!(
-                    "no session could be established within {:?}",
-                    options.connect_timeout
-                )))
+                return Err(options.fail(
+                    ConnectFailure::Unreachable,
+                    format!(
+                        "no session could be established within {:?}",
+                        options.connect_timeout
+                    ),
+                ))
             }
         };
         let (events, events_rx) = mpsc::unbounded_channel();
@@ -1212,6 +1220,7 @@ mod preflight {
     ) -> Result<(), ElectionError> {
         let endpoints = endpoints(hosts, true).map_err(|reason| ElectionError::Connect {
             hosts: hosts.to_owned(),
+            kind: crate::ConnectFailure::BadAddress,
             reason,
         })?;
         let mut refused = None;

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use zkelect::zk_client::{TlsSettings, ZkClientOptions};
-use zkelect::{Connect, ConnectOptions, ElectionError, EventStream, TlsError, Transport};
+use zkelect::{
+    Connect, ConnectFailure, ConnectOptions, ElectionError, EventStream, TlsError, Transport,
+};
 use zkelect_core::{Acl, CandidateError, ZkCode};
 
 use crate::args::{ConnectArgs, TransportArg};
@@ -14,6 +16,8 @@ use crate::exit::{Code, Failure};
 pub(crate) fn code_of(e: &ElectionError) -> Code {
     match e {
         ElectionError::Config(_) | ElectionError::SessionTimeoutTooShort { .. } => Code::Config,
+        // A malformed or unresolvable --connect is a setting to fix, not an outage.
+        e if e.connect_failure() == Some(ConnectFailure::BadAddress) => Code::Config,
         ElectionError::Tls(TlsError::Config { .. }) => Code::Config,
         // A server that did not answer the session-timeout handshake.
         ElectionError::Connect { .. }

@@ -57,7 +57,8 @@ Exit codes:
    0  success; or the command run by `run` exited 0 while leading
    1  any other failure
    2  usage: a bad option or argument
-   3  an invalid setting: election path, id, timeout, TLS files
+   3  an invalid setting: election path, id, timeout, TLS files, a --connect
+      that does not parse or resolve
    4  ZooKeeper unreachable within --connect-timeout
    5  authentication, ACL or TLS certificate refused
    6  `sim`: an invariant was violated

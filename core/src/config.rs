@@ -42,7 +42,7 @@ pub enum ConfigError {
     /// fixes the name.
     #[error("a node prefix cannot be combined with interop {0:?}: the scheme fixes the node name")]
     InteropPrefix(Interop),
-    /// `leaders` is 0 or larger than [`LEADERS_MAX`].
+    /// `leaders` is 0 or larger than `LEADERS_MAX` (1024).
     #[error("leaders must be between 1 and {LEADERS_MAX}, got {0}")]
     InvalidLeaders(u32),
     /// A duration setting is out of range.

@@ -331,6 +331,10 @@ impl fmt::Display for ZkCode {
     }
 }
 
+/// A server's error code is an error in its own right, so `?` can lift it
+/// into `anyhow`, `Box<dyn Error>` or a `#[from]` variant.
+impl std::error::Error for ZkCode {}
+
 /// What a one-shot watch reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

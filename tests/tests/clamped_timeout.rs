@@ -231,7 +231,7 @@ async fn unreachable_server_in_the_connect_string_is_refused_with_a_typed_error(
     .await;
     let took = started.elapsed();
     match result {
-        Err(ElectionError::SessionTimeoutUnknown { server, reason }) => {
+        Err(ElectionError::SessionTimeoutUnknown { server, reason, .. }) => {
             println!("refused after {} ms: {server}: {reason}", took.as_millis());
             assert_eq!(server, dead);
         }

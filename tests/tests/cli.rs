@@ -322,6 +322,35 @@ fn invalid_path_exits_3_and_names_the_path() {
     }
 }
 
+/// A --connect that does not parse or resolve is a setting to fix (3), not
+/// an unreachable server (4). Only the zookeeper-async transport can tell
+/// (it resolves every server before connecting); zookeeper-client retries an
+/// unresolvable host like a dead one, so it exits 4 after the timeout.
+#[test]
+fn a_connect_string_that_does_not_resolve_exits_3() {
+    for transport in ["zookeeper-async"] {
+        for hosts in ["no-port-here", "zkelect-no-such-host.invalid:2181"] {
+            let args = [
+                "status",
+                "--connect",
+                hosts,
+                "--path",
+                "/svc/leader",
+                "--transport",
+                transport,
+                "--connect-timeout",
+                "2000",
+            ];
+            fails_with(
+                &args,
+                CONFIG,
+                &["cannot connect to ZooKeeper"],
+                Duration::from_secs(10),
+            );
+        }
+    }
+}
+
 #[test]
 fn id_that_does_not_fit_a_znode_name_exits_3() {
     let nowhere = format!("127.0.0.1:{}", closed_port());
