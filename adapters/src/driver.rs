@@ -221,10 +221,154 @@ pub(crate) struct Driver {
     pub(crate) close_timeout: Duration,
 }
 
-/// The requests in flight: tasks, and which op each answers.
+/// The requests in flight: tasks, and which op each answers; and the
+/// election's handles in the `metrics` facade.
 struct Ops {
     tasks: JoinSet<Answer>,
     ids: HashMap<tokio::task::Id, OpId>,
+    facade: Facade,
+}
+
+/// The election's metrics through the [`metrics`] facade, labelled with the
+/// election path: the [`Metrics`] counters under `zkelect_*_total`, a
+/// `zkelect_leader` gauge, and three latency histograms in seconds. Without
+/// an installed recorder every handle is a no-op.
+///
+/// - `zkelect_time_to_elect_seconds`: from this candidate's node joining the
+///   queue to its election.
+/// - `zkelect_failover_seconds`: from the moment this candidate saw the
+///   leader gone (no leader, its own demotion, or lost contact) to the moment
+///   it saw another leader; 0 when one notice reported both.
+/// - `zkelect_handoff_seconds`: from this candidate's own demotion (resign,
+///   revoke, loss) to the moment it saw its successor lead.
+struct Facade {
+    elections: metrics::Counter,
+    demotions: metrics::Counter,
+    failovers: metrics::Counter,
+    leader_changes: metrics::Counter,
+    ops: metrics::Counter,
+    op_errors: metrics::Counter,
+    op_timeouts: metrics::Counter,
+    stale_replies: metrics::Counter,
+    zero_rtt_takeovers: metrics::Counter,
+    recovered_creates: metrics::Counter,
+    marks_written: metrics::Counter,
+    marks_seen: metrics::Counter,
+    persistent_skipped: metrics::Counter,
+    leader: metrics::Gauge,
+    time_to_elect: metrics::Histogram,
+    failover: metrics::Histogram,
+    handoff: metrics::Histogram,
+    /// When our node joined the queue, until it is elected.
+    joined_at: Option<Instant>,
+    /// When we were demoted, until another leader is seen.
+    demoted_at: Option<Instant>,
+    /// When the leader was last seen gone, until another one is seen.
+    leader_lost_at: Option<Instant>,
+    /// The last leader seen (a failover is a change from one to another).
+    last_leader: Option<String>,
+}
+
+impl Facade {
+    fn new(path: &str) -> Self {
+        use metrics::{counter, describe_histogram, gauge, histogram, Unit};
+        describe_histogram!(
+            "zkelect_time_to_elect_seconds",
+            Unit::Seconds,
+            "From joining the queue to being elected"
+        );
+        describe_histogram!(
+            "zkelect_failover_seconds",
+            Unit::Seconds,
+            "From seeing the leader gone to seeing another one"
+        );
+        describe_histogram!(
+            "zkelect_handoff_seconds",
+            Unit::Seconds,
+            "From this candidate's demotion to seeing its successor lead"
+        );
+        let path = path.to_owned();
+        Self {
+            elections: counter!("zkelect_elections_total", "path" => path.clone()),
+            demotions: counter!("zkelect_demotions_total", "path" => path.clone()),
+            failovers: counter!("zkelect_failovers_total", "path" => path.clone()),
+            leader_changes: counter!("zkelect_leader_changes_total", "path" => path.clone()),
+            ops: counter!("zkelect_ops_total", "path" => path.clone()),
+            op_errors: counter!("zkelect_op_errors_total", "path" => path.clone()),
+            op_timeouts: counter!("zkelect_op_timeouts_total", "path" => path.clone()),
+            stale_replies: counter!("zkelect_stale_replies_total", "path" => path.clone()),
+            zero_rtt_takeovers: counter!("zkelect_zero_rtt_takeovers_total", "path" => path.clone()),
+            recovered_creates: counter!("zkelect_recovered_creates_total", "path" => path.clone()),
+            marks_written: counter!("zkelect_marks_written_total", "path" => path.clone()),
+            marks_seen: counter!("zkelect_marks_seen_total", "path" => path.clone()),
+            persistent_skipped: counter!("zkelect_persistent_skipped_total", "path" => path.clone()),
+            leader: gauge!("zkelect_leader", "path" => path.clone()),
+            time_to_elect: histogram!("zkelect_time_to_elect_seconds", "path" => path.clone()),
+            failover: histogram!("zkelect_failover_seconds", "path" => path.clone()),
+            handoff: histogram!("zkelect_handoff_seconds", "path" => path),
+            joined_at: None,
+            demoted_at: None,
+            leader_lost_at: None,
+            last_leader: None,
+        }
+    }
+
+    /// Mirrors the core's own counters (absolute values).
+    fn core_stats(&self, stats: &zkelect_core::Stats) {
+        self.stale_replies.absolute(stats.stale_replies);
+        self.zero_rtt_takeovers.absolute(stats.zero_rtt_takeovers);
+        self.recovered_creates.absolute(stats.recovered_creates);
+        self.marks_written.absolute(stats.marks_written);
+        self.marks_seen.absolute(stats.marks_seen);
+        self.persistent_skipped.absolute(stats.persistent_skipped);
+    }
+
+    /// Counts a notice and times what it ends; `own` is our node's name.
+    /// Returns whether it was a failover (a change from one leader to another).
+    fn notice(&mut self, notice: &Notice, own: Option<&str>, now: Instant) -> bool {
+        let since = |t: Option<Instant>| now.saturating_duration_since(t.unwrap_or(now));
+        match notice {
+            Notice::Joined { .. } => self.joined_at = Some(now),
+            Notice::Elected { .. } => {
+                self.elections.increment(1);
+                self.leader.set(1.0);
+                if let Some(joined) = self.joined_at.take() {
+                    self.time_to_elect.record(since(Some(joined)));
+                }
+            }
+            Notice::Demoted { .. } => {
+                self.demotions.increment(1);
+                self.leader.set(0.0);
+                self.demoted_at = Some(now);
+                self.leader_lost_at.get_or_insert(now);
+            }
+            Notice::Suspended => {
+                self.leader_lost_at.get_or_insert(now);
+            }
+            Notice::LeaderChanged { leader } => {
+                self.leader_changes.increment(1);
+                let Some(leader) = leader else {
+                    self.leader_lost_at.get_or_insert(now);
+                    return false;
+                };
+                let failover = self.last_leader.as_ref().is_some_and(|last| last != leader);
+                if failover {
+                    self.failovers.increment(1);
+                    self.failover.record(since(self.leader_lost_at));
+                }
+                if Some(leader.as_str()) != own {
+                    if let Some(demoted) = self.demoted_at.take() {
+                        self.handoff.record(since(Some(demoted)));
+                    }
+                }
+                self.leader_lost_at = None;
+                self.last_leader = Some(leader.clone());
+                return failover;
+            }
+            Notice::Resumed | Notice::PersistentSkipped { .. } | Notice::Error(_) => {}
+        }
+        false
+    }
 }
 
 impl Driver {
@@ -242,15 +386,15 @@ impl Driver {
         let mut ops = Ops {
             tasks: JoinSet::new(),
             ids: HashMap::new(),
+            facade: Facade::new(self.candidate.config().path()),
         };
         let mut acks: Vec<oneshot::Sender<()>> = Vec::new();
         let mut closers: Vec<oneshot::Sender<()>> = Vec::new();
         let mut close_deadline: Option<Instant> = None;
         let mut events_open = true;
         let mut intents_open = true;
-        let mut last_leader: Option<String> = None;
         loop {
-            self.publish(&mut ops, &mut last_leader);
+            self.publish(&mut ops);
             for ack in acks.drain(..) {
                 let _ = ack.send(());
             }
@@ -278,7 +422,7 @@ impl Driver {
             // input is acted on, and let the application hear of it first.
             if self.candidate.poll_timeout().is_some_and(|t| t <= now) {
                 self.candidate.handle_timeout(now);
-                self.publish(&mut ops, &mut last_leader);
+                self.publish(&mut ops);
             }
             match wake {
                 Wake::Intent(Some(intent)) => match intent {
@@ -327,7 +471,7 @@ impl Driver {
                 Wake::Timer => {}
             }
         }
-        self.publish(&mut ops, &mut last_leader);
+        self.publish(&mut ops);
         for ack in acks.drain(..) {
             let _ = ack.send(());
         }
@@ -346,6 +490,7 @@ impl Driver {
         } else {
             Role::Closed
         };
+        ops.facade.leader.set(0.0);
         self.outputs.role.send_replace(end);
         self.outputs.lease.send_replace(None);
         self.outputs.node.send_replace(None);
@@ -369,8 +514,10 @@ impl Driver {
                     Ok(_) => debug!(%op, "reply"),
                     Err(code) => {
                         bump(&c.op_errors);
+                        ops.facade.op_errors.increment(1);
                         if *code == ZkCode::OperationTimeout {
                             bump(&c.op_timeouts);
+                            ops.facade.op_timeouts.increment(1);
                         }
                         debug!(%op, %code, "reply: error");
                     }
@@ -384,6 +531,7 @@ impl Driver {
                 let op = ops.ids.remove(&e.id())?;
                 warn!(%op, error = %e, "the transport failed to perform a request");
                 bump(&c.op_errors);
+                ops.facade.op_errors.increment(1);
                 Some((op, Err(ZkCode::ConnectionLoss)))
             }
         }
@@ -391,7 +539,7 @@ impl Driver {
 
     /// Notices first (a demotion must reach the application before anything
     /// else happens), then the role, node and lease channels, then commands.
-    fn publish(&mut self, ops: &mut Ops, last_leader: &mut Option<String>) {
+    fn publish(&mut self, ops: &mut Ops) {
         let c = &self.outputs.counters;
         // The core's counters first, so whoever reacts to a notice reads
         // metrics that already include what the notice reports.
@@ -407,7 +555,12 @@ impl Driver {
         c.marks_seen.store(stats.marks_seen, Ordering::Relaxed);
         c.persistent_skipped
             .store(stats.persistent_skipped, Ordering::Relaxed);
+        ops.facade.core_stats(stats);
+        let now = Instant::now();
         while let Some(notice) = self.candidate.poll_notice() {
+            if ops.facade.notice(&notice, self.candidate.node(), now) {
+                bump(&c.failovers);
+            }
             match &notice {
                 Notice::Elected { token } => {
                     bump(&c.elections);
@@ -425,12 +578,6 @@ impl Driver {
                 Notice::Joined { node } => info!(node, "joined the queue"),
                 Notice::LeaderChanged { leader } => {
                     bump(&c.leader_changes);
-                    if last_leader.is_some() && leader.is_some() && leader != last_leader {
-                        bump(&c.failovers);
-                    }
-                    if leader.is_some() {
-                        last_leader.clone_from(leader);
-                    }
                     info!(leader = leader.as_deref().unwrap_or("-"), "leader changed");
                 }
                 Notice::PersistentSkipped { node } => warn!(
@@ -457,6 +604,7 @@ impl Driver {
         self.outputs.lease.send_if_modified(|l| replace(l, lease));
         while let Some(Command { op, request }) = self.candidate.poll_command() {
             bump(&c.ops);
+            ops.facade.ops.increment(1);
             debug!(%op, verb = request.verb(), path = request.path(), "perform");
             let transport = Arc::clone(&self.transport);
             let task = ops

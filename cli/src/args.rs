@@ -180,6 +180,11 @@ pub(crate) struct RunArgs {
     /// candidate of one election must use the same value.
     #[arg(long, value_name = "K", default_value_t = 1)]
     pub(crate) leaders: u32,
+    /// Serve the election's metrics for Prometheus at http://HOST:PORT/
+    /// (counters, a leader gauge, time-to-elect, failover and hand-off
+    /// histograms in seconds).
+    #[arg(long = "metrics-addr", value_name = "HOST:PORT")]
+    pub(crate) metrics_addr: Option<std::net::SocketAddr>,
     /// Give up (exit 9, node deleted) if not elected within this many
     /// milliseconds of joining; without it, wait as long as it takes.
     #[arg(long = "lead-timeout", value_name = "MS")]

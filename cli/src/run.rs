@@ -27,6 +27,10 @@ pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure
     // A command that cannot start would win leadership only to give it up at
     // once: refuse it before joining.
     runnable(program).map_err(|e| Failure::new(Code::Spawn, e))?;
+    if let Some(addr) = args.metrics_addr {
+        serve_metrics(addr)?;
+        info!(%addr, "serving metrics for Prometheus");
+    }
     let (transport, events) = connect(&args.conn).await?;
     let policy = match args.policy {
         PolicyArg::Standard => ConnectionPolicy::Standard,
@@ -90,6 +94,22 @@ pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure
     election.close().await;
     info!("closed: node deleted, session closed");
     outcome
+}
+
+/// Installs the Prometheus exporter as the `metrics` recorder, listening on
+/// `addr`. Histograms get buckets (seconds) so Prometheus can aggregate them
+/// across candidates, which summaries cannot.
+fn serve_metrics(addr: std::net::SocketAddr) -> Result<(), Failure> {
+    use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+    const BUCKETS: &[f64] = &[
+        0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+    ];
+    PrometheusBuilder::new()
+        .with_http_listener(addr)
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), BUCKETS)
+        .code(Code::Config)?
+        .install()
+        .map_err(|e| Failure::new(Code::Config, anyhow::anyhow!("--metrics-addr {addr}: {e}")))
 }
 
 /// Whether `program` names an executable file: as a path when it holds a

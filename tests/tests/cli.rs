@@ -912,3 +912,135 @@ fn status_with_two_leaders_and_watch_prints_one_line_per_change() {
         printed()
     );
 }
+
+/// Fetches `http://addr/` (the Prometheus exporter's page) with a plain
+/// HTTP/1.0 request; `None` while nothing answers.
+fn scrape(addr: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    stream
+        .write_all(format!("GET / HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .ok()?;
+    let mut page = String::new();
+    stream.read_to_string(&mut page).ok()?;
+    page.starts_with("HTTP/1").then_some(page)
+}
+
+/// The value of one sample line `name{labels} value` on a scraped page.
+fn sample(page: &str, series: &str) -> Option<f64> {
+    page.lines().find_map(|l| {
+        l.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+/// `run --metrics-addr` serves the election's counters and latency
+/// histograms for Prometheus: a follower that takes over counts one
+/// election and one failover with their latencies; revoked, it records the
+/// hand-off to its successor.
+#[test]
+fn run_serves_prometheus_metrics_a_scrape_can_read() {
+    let server = start_server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/svc/metrics";
+    let mut a = Candidate::spawn(dir.path(), "a", &run_args(&zk, path, "a"), ChildKind::Beats);
+    a.wait_run(1, START);
+    let addr = format!("127.0.0.1:{}", closed_port());
+    let mut b_args = run_args(&zk, path, "b");
+    b_args.extend(["--metrics-addr".to_owned(), addr.clone()]);
+    let b = Candidate::spawn(dir.path(), "b", &b_args, ChildKind::Beats);
+    wait_queue(&zk, path, &["a", "b"], || logs(&[&a, &b]));
+    let label = format!("{{path=\"{path}\"}}");
+    let series = |name: &str| format!("{name}{label}");
+    let page = wait_for(
+        "b's metrics page",
+        START,
+        Duration::from_millis(100),
+        || scrape(&addr).filter(|p| p.contains("zkelect_ops_total")),
+        || b.log_text(),
+    );
+    assert_eq!(
+        sample(&page, &series("zkelect_leader")),
+        Some(0.0),
+        "{page}"
+    );
+    assert_eq!(
+        sample(&page, &series("zkelect_elections_total")),
+        Some(0.0),
+        "{page}"
+    );
+
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(START).code(), Some(0));
+    b.wait_run(1, START);
+    let page = wait_for(
+        "b's election in its metrics",
+        START,
+        Duration::from_millis(100),
+        || scrape(&addr).filter(|p| sample(p, &series("zkelect_leader")) == Some(1.0)),
+        || b.log_text(),
+    );
+    println!("{page}");
+    assert_eq!(
+        sample(&page, &series("zkelect_elections_total")),
+        Some(1.0),
+        "{page}"
+    );
+    assert_eq!(
+        sample(&page, &series("zkelect_failovers_total")),
+        Some(1.0),
+        "{page}"
+    );
+    assert_eq!(
+        sample(&page, &series("zkelect_time_to_elect_seconds_count")),
+        Some(1.0),
+        "{page}"
+    );
+    assert_eq!(
+        sample(&page, &series("zkelect_failover_seconds_count")),
+        Some(1.0),
+        "{page}"
+    );
+    assert!(
+        page.contains("zkelect_time_to_elect_seconds_bucket{path=\"/svc/metrics\",le=\"60\"} 1"),
+        "histograms have buckets:\n{page}"
+    );
+    assert!(
+        sample(&page, &series("zkelect_ops_total")).is_some_and(|n| n > 2.0),
+        "{page}"
+    );
+
+    let c = Candidate::spawn(dir.path(), "c", &run_args(&zk, path, "c"), ChildKind::Beats);
+    wait_queue(&zk, path, &["b", "c"], || logs(&[&b, &c]));
+    let out = zkelect(
+        &["revoke", "--connect", &zk, "--path", path, "--id", "b"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    c.wait_run(1, START);
+    let page = wait_for(
+        "b's hand-off in its metrics",
+        START,
+        Duration::from_millis(100),
+        || {
+            scrape(&addr)
+                .filter(|p| sample(p, &series("zkelect_handoff_seconds_count")) == Some(1.0))
+        },
+        || b.log_text(),
+    );
+    assert_eq!(
+        sample(&page, &series("zkelect_leader")),
+        Some(0.0),
+        "{page}"
+    );
+    assert_eq!(
+        sample(&page, &series("zkelect_demotions_total")),
+        Some(1.0),
+        "{page}"
+    );
+}
