@@ -131,6 +131,8 @@ mod error;
 pub mod memory;
 #[cfg(feature = "zookeeper-async")]
 mod negotiate;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 pub mod transport;
 #[cfg(feature = "zookeeper-async")]
 pub mod zk_async;
