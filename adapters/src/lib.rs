@@ -61,6 +61,41 @@
 //!   holds no election logic of its own. Time is tokio's, so
 //!   `#[tokio::test(start_paused = true)]` runs elections in virtual time.
 //!
+//! ## Testing your own service
+//!
+//! The [`testkit`] (feature `testkit`, on by default) is an in-memory
+//! ZooKeeper with faults your tests trigger, seeded chaos and a fencing
+//! checker, in virtual time:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use zkelect::testkit::{check_fencing, FencedLog, TestZk};
+//! use zkelect::Election;
+//!
+//! let zk = TestZk::new();
+//! let log = FencedLog::new(&zk); // stands in for your resource
+//! for id in ["a", "b"] {
+//!     let (transport, events) = zk.connect(Duration::from_secs(2));
+//!     let election = Election::builder(transport, events).path("/svc/leader").id(id).join().await?;
+//!     zk.track(id, &election);
+//!     let log = log.clone();
+//!     tokio::spawn(async move {
+//!         // While leading: a job every 100 ms, written with the term's token.
+//!         while election.lead(|token| { let log = &log; async move {
+//!             loop { log.append(token, "job"); tokio::time::sleep(Duration::from_millis(100)).await }
+//!         }}).await.is_ok() {}
+//!     });
+//! }
+//! let chaos = zk.chaos(42);
+//! tokio::time::sleep(Duration::from_secs(60)).await;
+//! chaos.stop();
+//! check_fencing(&log.writes(), &zk.history())?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! ## Sharing a queue with Curator or kazoo
 //!
 //! [`ElectionBuilder::interop`] with [`Interop::Curator`] (LeaderLatch) or
