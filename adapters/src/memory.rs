@@ -768,6 +768,28 @@ impl Transport for MemoryTransport {
     }
 }
 
+/// A client dropped without [`close`](Transport::close) is a crashed
+/// process: it stops pinging, and the server expires its session a timeout
+/// later (its ephemerals go then, not at once).
+impl Drop for MemoryTransport {
+    fn drop(&mut self) {
+        let Some(client) = self.client else { return };
+        self.server.with(|s, now| {
+            let c = &mut s.clients[client];
+            if c.closed {
+                return;
+            }
+            c.closed = true;
+            c.outbox.clear();
+            if let Some(session) = c.session {
+                if let Some(sess) = s.sessions.get_mut(&session) {
+                    sess.silent_since.get_or_insert(now);
+                }
+            }
+        });
+    }
+}
+
 fn multi(
     shared: &mut Shared,
     session: SessionId,

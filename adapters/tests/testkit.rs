@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 use zkelect::memory::ServerConfig;
-use zkelect::testkit::{check_fencing, FencedLog, FencingViolation, InFlight, TestZk};
+use zkelect::testkit::{check_fencing, FencedLog, FencingViolation, InFlight, Term, TestZk, Write};
 use zkelect::{DemotionReason, Election, FencingToken, Notice, Role, SessionEvent, TransportEvent};
 
 const SESSION: Duration = Duration::from_secs(2);
@@ -320,11 +320,74 @@ async fn the_fencing_checker_catches_a_write_from_a_deposed_holder() {
         check_fencing(&log.writes(), &zk.history()),
         Err(FencingViolation::OutOfOrder { .. })
     ));
-    // Even before the new leader's first write, the history catches it.
+    // Even before the new leader's first write, the history catches it:
+    // its writer was no longer leading by its own account.
     let early = FencedLog::new(&zk);
     early.append(first, "a: late");
     assert!(matches!(
         check_fencing(&early.writes(), &zk.history()),
+        Err(FencingViolation::NotLeading { .. })
+    ));
+    // A holder that still believes it leads (its events never came) is
+    // deposed once a newer term has begun.
+    let term = |who: &str, token, from| Term {
+        who: who.into(),
+        token: FencingToken(token),
+        from: Duration::from_secs(from),
+        until: None,
+    };
+    let late = Write {
+        at: Duration::from_secs(2),
+        token: FencingToken(3),
+        entry: "a: late".into(),
+    };
+    assert!(matches!(
+        check_fencing(&[late.clone()], &[term("a", 3, 0), term("b", 5, 1)]),
         Err(FencingViolation::Deposed { .. })
     ));
+    assert_eq!(
+        check_fencing(&[late], &[term("a", 3, 0), term("b", 5, 2)]),
+        Ok(()),
+        "same instant: concurrent"
+    );
+}
+
+/// A client dropped without closing is a crashed process: its node stays
+/// until the server expires the session, a timeout later.
+#[tokio::test(start_paused = true)]
+async fn a_dropped_client_is_a_crash_its_session_expires_a_timeout_later() {
+    let zk = TestZk::new();
+    let (transport, _events) = zk.connect(SESSION);
+    zkelect::Transport::perform(
+        &transport,
+        zkelect::Request::Create {
+            path: "/e".into(),
+            data: Vec::new(),
+            mode: zkelect::core::CreateMode::Ephemeral,
+            acl: zkelect::Acl::Open,
+        },
+    )
+    .await
+    .unwrap();
+    drop(transport);
+    tokio::time::sleep(SESSION - Duration::from_millis(10)).await;
+    assert!(zk.tree().contains_key("/e"), "not before the timeout");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(!zk.tree().contains_key("/e"), "gone with the session");
+}
+
+/// The chaos schedule is the seed's alone: the same faults at the same instants.
+#[tokio::test(start_paused = true)]
+async fn chaos_draws_the_same_faults_for_the_same_seed() {
+    async fn schedule(seed: u64) -> Vec<zkelect::testkit::FaultRecord> {
+        let zk = TestZk::new();
+        let _clients: Vec<_> = (0..3).map(|_| zk.connect(SESSION)).collect();
+        let chaos = zk.chaos(seed);
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        chaos.stop()
+    }
+    let first = schedule(1).await;
+    assert!(first.len() >= 8, "{first:?}");
+    assert_eq!(first, schedule(1).await);
+    assert_ne!(first, schedule(2).await);
 }
