@@ -342,7 +342,10 @@ async fn the_fencing_checker_catches_a_write_from_a_deposed_holder() {
         entry: "a: late".into(),
     };
     assert!(matches!(
-        check_fencing(&[late.clone()], &[term("a", 3, 0), term("b", 5, 1)]),
+        check_fencing(
+            std::slice::from_ref(&late),
+            &[term("a", 3, 0), term("b", 5, 1)]
+        ),
         Err(FencingViolation::Deposed { .. })
     ));
     assert_eq!(
