@@ -384,6 +384,8 @@ impl Shared {
 pub(crate) struct Inner {
     pub(crate) shared: Mutex<Shared>,
     wake: Arc<Notify>,
+    /// Wakes requests held by a partition when it is healed early.
+    pub(crate) healed: Notify,
     ticker: Mutex<bool>,
 }
 
@@ -458,6 +460,7 @@ impl MemoryServer {
                     operator: Some(operator),
                 }),
                 wake: Arc::new(Notify::new()),
+                healed: Notify::new(),
                 ticker: Mutex::new(false),
             }),
         }
@@ -719,7 +722,11 @@ impl MemoryTransport {
                     }
                 }
             };
-            tokio::time::sleep_until(wait).await;
+            let healed = self.server.inner.healed.notified();
+            tokio::select! {
+                () = tokio::time::sleep_until(wait) => {}
+                () = healed => {}
+            }
         }
     }
 }

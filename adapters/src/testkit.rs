@@ -328,6 +328,8 @@ impl TestZk {
     /// Ends every partition, pause and lag, and brings the server up.
     pub fn heal(&self) {
         self.server.with(|s, now| s.heal(now));
+        // Requests held by a partition go through now, not at its old end.
+        self.server.inner.healed.notify_waiters();
     }
 
     /// The whole tree right now, by path (the root included).

@@ -394,3 +394,34 @@ async fn chaos_draws_the_same_faults_for_the_same_seed() {
     assert_eq!(first, schedule(1).await);
     assert_ne!(first, schedule(2).await);
 }
+
+/// A request held by a partition is delivered when the partition heals
+/// (late, as TCP delivers it), not lost.
+#[tokio::test(start_paused = true)]
+async fn a_request_held_by_a_partition_goes_through_when_it_heals() {
+    let zk = TestZk::new();
+    let (transport, _events) = zk.connect(SESSION);
+    zk.partition(transport.client(), Duration::from_secs(5));
+    let start = Instant::now();
+    let healer = {
+        let zk = zk.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            zk.heal();
+        })
+    };
+    let reply = zkelect::Transport::perform(
+        &transport,
+        zkelect::Request::Create {
+            path: "/late".into(),
+            data: Vec::new(),
+            mode: zkelect::core::CreateMode::Persistent,
+            acl: zkelect::Acl::Open,
+        },
+    )
+    .await;
+    assert!(reply.is_ok(), "{reply:?}");
+    assert_eq!(start.elapsed(), Duration::from_millis(300));
+    assert!(zk.tree().contains_key("/late"));
+    healer.await.unwrap();
+}
