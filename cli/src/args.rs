@@ -302,6 +302,15 @@ pub(crate) enum CanaryArg {
     /// Never hears a watch event about its own node (caught by the
     /// revocation checker).
     DeafToOwnNode,
+    /// Reports the requested session timeout to the core instead of the
+    /// negotiated one, on a server that clamps it (caught by the safety checker).
+    LeasesFromRequest,
+    /// Takes persistent look-alike children for contenders (caught by the
+    /// liveness checker).
+    PersistentContender,
+    /// Shares a queue with Curator or kazoo but names its node `…-n_…`, which
+    /// they do not parse (caught by the safety checker).
+    OneWayInterop,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use zkelect_core::{ConnectionPolicy, Timestamp};
-use zkelect_sim::swarm::{Fault, Swarm};
+use zkelect_sim::swarm::{Env, Fault, Swarm};
 use zkelect_sim::world::World;
 
 use crate::args::DemoArgs;
@@ -43,6 +43,7 @@ pub(crate) fn simulated(args: &DemoArgs) -> Result<ExitCode, Failure> {
         reorder: false,
         pauses: false,
         plan: story(args.candidates),
+        env: Env::default(),
     };
     println!(
         "zkelect demo: {} candidates on an in-memory ZooKeeper (seed {}, session timeout 4s, virtual time)\n",

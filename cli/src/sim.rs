@@ -51,6 +51,9 @@ pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
             CanaryArg::ParentWatch => Canary::ParentWatch,
             CanaryArg::SequenceToken => Canary::SequenceToken,
             CanaryArg::DeafToOwnNode => Canary::DeafToOwnNode,
+            CanaryArg::LeasesFromRequest => Canary::LeasesFromRequest,
+            CanaryArg::PersistentContender => Canary::PersistentContender,
+            CanaryArg::OneWayInterop => Canary::OneWayInterop,
         }),
         keep_trace: args.trace || args.save.is_some(),
     };

@@ -4,7 +4,15 @@
 //! configured with a real option that gives up a guarantee, or fed a filtered or
 //! rewritten view of the world. Nothing here reaches the core's default path.
 
-use zkelect_core::{ConfigBuilder, Reply, Request, SessionEvent, WatchStrategy, ZkCode};
+use std::time::Duration;
+
+use zkelect_core::{
+    ConfigBuilder, ConnectionPolicy, Reply, Request, SessionEvent, WatchEvent, WatchStrategy,
+    ZkCode,
+};
+
+use crate::foreign::Scheme;
+use crate::swarm::{Fault, Swarm};
 
 /// A deliberately broken candidate, and the checker that must catch it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,16 +38,36 @@ pub enum Canary {
     /// operator deleted never learns it (its probe checks only the parent).
     /// Targets `revocation`.
     DeafToOwnNode,
+    /// Its client reports the *requested* session timeout in `Connected`
+    /// instead of the one the server negotiated (what the zookeeper-async
+    /// transport used to do). Run on a server whose maximum is half the
+    /// request, under the `SessionAware` policy: a cut-off leader's lease
+    /// outlasts its session and it leads beside its successor. Targets `safety`.
+    LeasesFromRequest,
+    /// Fed Stats whose `ephemeralOwner` is rewritten to non-zero, so it takes
+    /// PERSISTENT look-alikes for contenders (run with one of its own scheme
+    /// in the queue): it waits forever behind a node that never goes away.
+    /// Targets `liveness`.
+    PersistentContender,
+    /// Queues with Curator or kazoo models but names its own node the old way,
+    /// `_c_<nonce>-n_…` (its creates are renamed on the way to the server and
+    /// the names translated back on the way in, so it sees a consistent
+    /// world), which the foreign recipes do not parse: the oldest foreign node
+    /// leads beside the oldest zkelect node. Targets `safety`.
+    OneWayInterop,
 }
 
 impl Canary {
     /// Every canary.
-    pub const ALL: [Canary; 5] = [
+    pub const ALL: [Canary; 8] = [
         Canary::IgnoresDisconnect,
         Canary::Unprotected,
         Canary::ParentWatch,
         Canary::SequenceToken,
         Canary::DeafToOwnNode,
+        Canary::LeasesFromRequest,
+        Canary::PersistentContender,
+        Canary::OneWayInterop,
     ];
 
     /// The command-line spelling (`zkelect sim --canary …`, `ZKELECT_CANARY=…`).
@@ -50,6 +78,9 @@ impl Canary {
             Canary::ParentWatch => "parent-watch",
             Canary::SequenceToken => "sequence-token",
             Canary::DeafToOwnNode => "deaf-to-own-node",
+            Canary::LeasesFromRequest => "leases-from-request",
+            Canary::PersistentContender => "persistent-contender",
+            Canary::OneWayInterop => "one-way-interop",
         }
     }
 
@@ -66,6 +97,9 @@ impl Canary {
             Canary::ParentWatch => "no-herd",
             Canary::SequenceToken => "tokens-grow",
             Canary::DeafToOwnNode => "revocation",
+            Canary::LeasesFromRequest => "safety",
+            Canary::PersistentContender => "liveness",
+            Canary::OneWayInterop => "safety",
         }
     }
 
@@ -75,8 +109,123 @@ impl Canary {
             Canary::IgnoresDisconnect => builder.probe(false),
             Canary::Unprotected => builder.protected_create(false),
             Canary::ParentWatch => builder.strategy(WatchStrategy::Parent),
-            Canary::SequenceToken | Canary::DeafToOwnNode => builder,
+            Canary::SequenceToken
+            | Canary::DeafToOwnNode
+            | Canary::LeasesFromRequest
+            | Canary::PersistentContender
+            | Canary::OneWayInterop => builder,
         }
+    }
+
+    /// Shapes a seed's scenario so the hazard this canary mishandles is there
+    /// (as [`wants_wrap`](Self::wants_wrap) does for the knobs).
+    pub fn shape(self, swarm: &mut Swarm) {
+        match self {
+            Canary::LeasesFromRequest => {
+                // Only a lease outlives a cut-off leader's connection: under the
+                // `Standard` policy the client's `Disconnected` suspends it first.
+                swarm.policy = ConnectionPolicy::SessionAware;
+                let half = swarm.session_timeout.as_millis() as u64 / 2 / 100 * 100;
+                swarm.env.min_session_timeout = None;
+                swarm.env.max_session_timeout = Some(Duration::from_millis(half.max(1_000)));
+            }
+            Canary::PersistentContender => {
+                // A look-alike its own scheme parses, below every contender;
+                // no foreign models (they would wait behind it too).
+                swarm.env.foreign = 0;
+                for (_, fault) in &mut swarm.plan {
+                    if *fault == Fault::SpawnForeign {
+                        *fault = Fault::Spawn;
+                    }
+                }
+                swarm.env.lookalikes.insert(0, swarm.env.interop);
+            }
+            Canary::OneWayInterop => {
+                swarm.leaders = 1;
+                if swarm.env.interop == Scheme::Ours {
+                    swarm.env.interop = if swarm.session_timeout.as_millis() / 100 % 2 == 0 {
+                        Scheme::Curator
+                    } else {
+                        Scheme::Kazoo
+                    };
+                }
+                swarm.env.foreign = swarm.env.foreign.max(2);
+                let allowed = swarm.env.lookalike_schemes();
+                swarm.env.lookalikes.retain(|s| allowed.contains(s));
+                if swarm.env.interop == Scheme::Curator {
+                    swarm.plan.retain(|(_, f)| {
+                        !matches!(
+                            f,
+                            Fault::TouchData { .. } | Fault::WipeElection | Fault::Lookalike { .. }
+                        )
+                    });
+                }
+                swarm
+                    .plan
+                    .retain(|(_, f)| !matches!(f, Fault::Lookalike { scheme } if !allowed.contains(scheme)));
+            }
+            _ => {}
+        }
+    }
+
+    /// The session timeout its client reports in `Connected`.
+    pub fn reported_timeout(self, negotiated: Duration, requested: Duration) -> Duration {
+        if self == Canary::LeasesFromRequest {
+            requested
+        } else {
+            negotiated
+        }
+    }
+
+    /// Rewrites a request on its way to the server.
+    pub fn rewrite_request(self, request: Request) -> Request {
+        if self != Canary::OneWayInterop {
+            return request;
+        }
+        match request {
+            Request::Create {
+                path,
+                data,
+                mode,
+                acl,
+            } => Request::Create {
+                path: to_server(&path),
+                data,
+                mode,
+                acl,
+            },
+            Request::GetData { path, watch } => Request::GetData {
+                path: to_server(&path),
+                watch,
+            },
+            Request::Exists { path, watch } => Request::Exists {
+                path: to_server(&path),
+                watch,
+            },
+            Request::Delete { path, version } => Request::Delete {
+                path: to_server(&path),
+                version,
+            },
+            Request::SetData {
+                path,
+                data,
+                version,
+            } => Request::SetData {
+                path: to_server(&path),
+                data,
+                version,
+            },
+            other => other,
+        }
+    }
+
+    /// Rewrites a watch event before the candidate sees it (`scheme`: its
+    /// interop setting).
+    pub fn rewrite_watch(self, mut event: WatchEvent, scheme: Scheme) -> WatchEvent {
+        if self == Canary::OneWayInterop {
+            event.path = from_server(&event.path, scheme);
+        }
+        event
     }
 
     /// Whether the candidate gets to see this session event.
@@ -96,26 +245,113 @@ impl Canary {
         self == Canary::SequenceToken
     }
 
-    /// Rewrites the answer to `request` before the candidate sees it.
+    /// Rewrites the answer to `request` before the candidate sees it
+    /// (`scheme`: its interop setting).
     pub fn rewrite(
         self,
         request: &Request,
         result: Result<Reply, ZkCode>,
+        scheme: Scheme,
     ) -> Result<Reply, ZkCode> {
-        if self != Canary::SequenceToken {
-            return result;
+        match self {
+            Canary::SequenceToken => sequence_token(request, result),
+            Canary::PersistentContender => match result {
+                Ok(Reply::Data { data, mut stat }) => {
+                    stat.ephemeral_owner = claimed_owner(stat.ephemeral_owner);
+                    Ok(Reply::Data { data, stat })
+                }
+                Ok(Reply::Exists(Some(mut stat))) => {
+                    stat.ephemeral_owner = claimed_owner(stat.ephemeral_owner);
+                    Ok(Reply::Exists(Some(stat)))
+                }
+                other => other,
+            },
+            Canary::OneWayInterop => match result {
+                Ok(Reply::Created { path, stat }) => Ok(Reply::Created {
+                    path: from_server(&path, scheme),
+                    stat,
+                }),
+                Ok(Reply::Children(children)) => Ok(Reply::Children(
+                    children.iter().map(|c| from_server(c, scheme)).collect(),
+                )),
+                other => other,
+            },
+            _ => result,
         }
-        match result {
-            Ok(Reply::Created { path, mut stat }) => {
-                stat.czxid = sequence_of(&path).unwrap_or(stat.czxid);
-                Ok(Reply::Created { path, stat })
-            }
-            Ok(Reply::Data { data, mut stat }) => {
-                stat.czxid = sequence_of(request.path()).unwrap_or(stat.czxid);
-                Ok(Reply::Data { data, stat })
-            }
-            other => other,
+    }
+}
+
+/// A session id no simulated session has (they start at 0x100), claimed as
+/// the owner of a persistent node.
+fn claimed_owner(owner: i64) -> i64 {
+    if owner == 0 {
+        0x7e57
+    } else {
+        owner
+    }
+}
+
+/// The length of zkelect's nonce in a protected name.
+const NONCE_LEN: usize = zkelect_core::name::NONCE_LEN;
+
+/// The part of a child name after zkelect's `_c_<16 hex>-`, if it is one of
+/// zkelect's protected names (Curator's `_c_<uuid>-` has a longer head).
+fn ours_tail(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix("_c_")?;
+    let nonce = rest.get(..NONCE_LEN)?;
+    let tail = rest.get(NONCE_LEN..)?.strip_prefix('-')?;
+    nonce
+        .bytes()
+        .all(|b| b.is_ascii_hexdigit())
+        .then(|| (&name[..3 + NONCE_LEN + 1], tail))
+}
+
+/// Renames zkelect's node in the last segment of `path` to the old scheme:
+/// `_c_<nonce>-latch-…` or `_c_<nonce>-__lock__…` becomes `_c_<nonce>-n_…`.
+fn to_server(path: &str) -> String {
+    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+    let Some((head, tail)) = ours_tail(name) else {
+        return path.to_owned();
+    };
+    for stem in [Scheme::Curator.stem(), Scheme::Kazoo.stem()] {
+        if let Some(seq) = tail.strip_prefix(stem) {
+            return format!("{dir}/{head}n_{seq}");
         }
+    }
+    path.to_owned()
+}
+
+/// The inverse of [`to_server`] for a candidate whose scheme is `scheme`.
+fn from_server(path: &str, scheme: Scheme) -> String {
+    let (dir, name) = match path.rsplit_once('/') {
+        Some((dir, name)) => (Some(dir), name),
+        None => (None, path),
+    };
+    let renamed = match ours_tail(name) {
+        Some((head, tail)) => match tail.strip_prefix("n_") {
+            Some(seq) => format!("{head}{}{seq}", scheme.stem()),
+            None => return path.to_owned(),
+        },
+        None => return path.to_owned(),
+    };
+    match dir {
+        Some(dir) => format!("{dir}/{renamed}"),
+        None => renamed,
+    }
+}
+
+/// The [`Canary::SequenceToken`] rewrite.
+fn sequence_token(request: &Request, result: Result<Reply, ZkCode>) -> Result<Reply, ZkCode> {
+    match result {
+        Ok(Reply::Created { path, mut stat }) => {
+            stat.czxid = sequence_of(&path).unwrap_or(stat.czxid);
+            Ok(Reply::Created { path, stat })
+        }
+        Ok(Reply::Data { data, mut stat }) => {
+            stat.czxid = sequence_of(request.path()).unwrap_or(stat.czxid);
+            Ok(Reply::Data { data, stat })
+        }
+        other => other,
     }
 }
 
@@ -136,6 +372,30 @@ mod tests {
         assert_eq!(sequence_of("/e/n_-000000001"), Some(-1));
         assert_eq!(sequence_of("/e/n_-2147483648"), Some(-2_147_483_648));
         assert_eq!(sequence_of("/e/n_short"), None);
+    }
+
+    #[test]
+    fn one_way_interop_renames_our_nodes_only() {
+        let nonce = "0123456789abcdef";
+        assert_eq!(
+            to_server(&format!("/e/_c_{nonce}-latch-")),
+            format!("/e/_c_{nonce}-n_")
+        );
+        assert_eq!(
+            to_server(&format!("/e/_c_{nonce}-__lock__0000000004")),
+            format!("/e/_c_{nonce}-n_0000000004")
+        );
+        let curator = "/e/_c_9f1c6f0e-4b5d-4c1e-9a7b-2d8e0f6a1b3c-latch-0000000002";
+        assert_eq!(to_server(curator), curator);
+        assert_eq!(
+            from_server(&format!("_c_{nonce}-n_0000000004"), Scheme::Kazoo),
+            format!("_c_{nonce}-__lock__0000000004")
+        );
+        assert_eq!(
+            from_server(&format!("/e/_c_{nonce}-n_0000000004"), Scheme::Curator),
+            format!("/e/_c_{nonce}-latch-0000000004")
+        );
+        assert_eq!(from_server("n_0000000001", Scheme::Curator), "n_0000000001");
     }
 
     #[test]

@@ -139,9 +139,28 @@ fn revoked_in_grace(world: &World, p: &crate::world::Process<'_>) -> bool {
     })
 }
 
-/// At most k candidates hold `Role::Leader` at once (runs without pauses).
+/// Whether `p` is a foreign model whose node an operator deleted: its recipe
+/// never learns it (Curator and kazoo do not watch their own node), so its
+/// belief is stale for good, until it takes a new node. Not zkelect's to
+/// answer for, and not a contender.
+fn revoked_foreign(p: &crate::world::Process<'_>) -> bool {
+    p.foreign.is_some() && p.revoked_at.is_some()
+}
+
+/// `p` as a checker names it: `p3`, or `p3(curator)` for a foreign model.
+fn who(p: &crate::world::Process<'_>) -> String {
+    match p.foreign {
+        Some(scheme) => format!("p{}({scheme})", p.pid),
+        None => format!("p{}", p.pid),
+    }
+}
+
+/// At most k processes believe they lead at once (runs without pauses): zkelect
+/// candidates holding `Role::Leader`, and foreign models whose own recipe says
+/// they hold (with them k is 1).
 ///
-/// A crashed process is not counted (it does nothing). Nor is a candidate
+/// A crashed process is not counted (it does nothing), nor a foreign model
+/// whose node an operator deleted (it never learns). Nor is a candidate
 /// whose node an operator deleted and which has not learned it yet, for at most
 /// [`REVOKE_GRACE`] session timeouts ([`Revocation`] fails after that): the
 /// revoked candidate and its successor learn of the deletion at different
@@ -162,9 +181,9 @@ impl Invariant for Safety {
         }
         let leaders: Vec<_> = world
             .processes()
-            .filter(|p| !p.crashed && p.candidate.role().is_leader())
-            .filter(|p| !revoked_in_grace(world, p))
-            .map(|p| format!("p{}({:?})", p.pid, p.candidate.role()))
+            .filter(|p| !p.crashed && p.agent.role().is_leader())
+            .filter(|p| !revoked_in_grace(world, p) && !revoked_foreign(p))
+            .map(|p| format!("{} {:?}", who(&p), p.agent.role()))
             .collect();
         let k = world.swarm().leaders as usize;
         if leaders.len() > k {
@@ -193,8 +212,8 @@ impl Invariant for Revocation {
         if !matches!(event, Event::Step) {
             return Ok(());
         }
-        for p in world.processes() {
-            if let (Some(at), Role::Leader(token)) = (p.revoked_at, p.candidate.role()) {
+        for p in world.processes().filter(|p| p.foreign.is_none()) {
+            if let (Some(at), Role::Leader(token)) = (p.revoked_at, p.agent.role()) {
                 if !p.crashed && !revoked_in_grace(world, &p) {
                     return Err(format!(
                         "p{} still leads with token {token} although an operator deleted its node at {at}",
@@ -324,7 +343,9 @@ impl Invariant for TokensGrow {
 
 /// Once the faults stop, within [`World::liveness_bound`] there are
 /// `min(k, live)` leaders, and there stay that many until the candidates are
-/// closed. Live: not crashed, and joined (not idle, closed or failed).
+/// closed. Live: not crashed, and joined (not idle, closed or failed); a
+/// foreign model counts as any candidate (its own belief), unless an operator
+/// deleted its node.
 #[derive(Debug, Default)]
 pub struct Liveness;
 
@@ -346,18 +367,16 @@ impl Invariant for Liveness {
             .processes()
             .filter(|p| {
                 !p.crashed
-                    && !matches!(p.candidate.role(), Role::Idle | Role::Closed | Role::Failed)
+                    && !revoked_foreign(p)
+                    && !matches!(p.agent.role(), Role::Idle | Role::Closed | Role::Failed)
             })
             .collect();
-        let leaders = live
-            .iter()
-            .filter(|p| p.candidate.role().is_leader())
-            .count();
+        let leaders = live.iter().filter(|p| p.agent.role().is_leader()).count();
         let want = live.len().min(world.swarm().leaders as usize);
         if leaders < want {
             let roles: Vec<String> = live
                 .iter()
-                .map(|p| format!("p{}:{:?}", p.pid, p.candidate.role()))
+                .map(|p| format!("{}:{:?}", who(p), p.agent.role()))
                 .collect();
             return Err(format!(
                 "{leaders} leader(s) {}ms after the faults stopped, want {want}; live: {}",
@@ -406,7 +425,8 @@ impl Invariant for NoHerd {
 }
 
 /// Once every process has closed, or died and had its session expired, the
-/// election path has no children; checked after every step and at the end.
+/// election path has no children but the persistent look-alikes an operator
+/// put there; checked after every step and at the end.
 #[derive(Debug, Default)]
 pub struct NoLeaks;
 
@@ -431,19 +451,33 @@ impl Invariant for NoLeaks {
             return Ok(());
         }
         let left = world.zk().stat(PATH).map_or(0, |s| s.num_children);
-        if left > 0 && all_gone() {
+        if left == 0 {
+            return Ok(());
+        }
+        let lookalike = |name: &String| {
+            world.lookalikes().contains(name)
+                && world
+                    .zk()
+                    .stat(&format!("{PATH}/{name}"))
+                    .is_some_and(|s| s.ephemeral_owner == 0)
+        };
+        let leaked: Vec<String> = world
+            .zk()
+            .children(PATH)
+            .into_iter()
+            .filter(|c| !lookalike(c))
+            .collect();
+        if leaked.is_empty() {
+            return Ok(());
+        }
+        if all_gone() {
             return Err(format!(
-                "every candidate closed or expired, and the election path still holds {:?}",
-                world.zk().children(PATH)
+                "every candidate closed or expired, and the election path still holds {leaked:?}"
             ));
         }
-        if left > 0 {
-            return Err(format!(
-                "at the end of the run the election path still holds {:?}",
-                world.zk().children(PATH)
-            ));
-        }
-        Ok(())
+        Err(format!(
+            "at the end of the run the election path still holds {leaked:?}"
+        ))
     }
 }
 

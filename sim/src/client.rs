@@ -110,3 +110,28 @@ pub fn reconnect(
         }
     }
 }
+
+/// How a client library learns the session timeout it reports to the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutSource {
+    /// From the session it opened (zookeeper-client, and the Java client).
+    Session,
+    /// From a handshake of its own on a throw-away connection to every server
+    /// in the connect string, the smallest answer (zookeeper-async does not
+    /// expose the negotiated value). With one server, the same value.
+    Handshake,
+}
+
+/// A handshake on a throw-away connection (a ConnectRequest answered by a
+/// ConnectResponse): the server opens a session for `requested`, the client
+/// reads the negotiated timeout and closes it at once.
+pub fn handshake(
+    zk: &mut ZkModel,
+    now: Timestamp,
+    requested: Duration,
+    identity: Option<&str>,
+) -> Duration {
+    let (session, timeout) = zk.open_session(now, requested, identity.map(str::to_owned));
+    zk.close_session(session);
+    timeout
+}

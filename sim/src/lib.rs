@@ -8,6 +8,7 @@
 //! | [`zk`] | [`ZkModel`](zk::ZkModel): an in-memory ZooKeeper server, sans-IO, usable without candidates |
 //! | [`client`] | the client-library rules: FIFO links, disconnect detection, reconnect, expiry learned on reconnect |
 //! | [`rng`] | [`SimRng`](rng::SimRng): ChaCha8, one stream per subsystem |
+//! | [`foreign`] | models of Curator's LeaderLatch and kazoo's Lock/Election, and [`Agent`](foreign::Agent): a zkelect candidate or one of them |
 //! | [`swarm`] | what a seed picks: candidates, k, timeouts, fault rates and the fault plan ([`Swarm`](swarm::Swarm), [`Fault`](swarm::Fault), [`Knobs`](swarm::Knobs)) |
 //! | [`canary`] | deliberately broken candidates, one per checker |
 //! | [`world`] | [`World`](world::World): the event heap, the processes, the fenced resource, the phases |
@@ -27,6 +28,7 @@
 pub mod canary;
 pub mod check;
 pub mod client;
+pub mod foreign;
 pub mod rng;
 pub mod run;
 pub mod swarm;

@@ -42,9 +42,10 @@ pub struct RunReport {
     pub options: RunOptions,
 }
 
-/// Runs `seed` with its own swarm.
+/// Runs `seed` with its own swarm (shaped for the canary, if any).
 pub fn run_seed(seed: u64, options: RunOptions) -> RunReport {
-    run_swarm(seed, Swarm::from_seed(seed, options.overrides), options)
+    let swarm = Swarm::from_seed(seed, options.overrides).for_canary(options.canary);
+    run_swarm(seed, swarm, options)
 }
 
 /// Runs `seed` with a given scenario (e.g. a minimised plan).

@@ -6,6 +6,7 @@ use std::time::Duration;
 use zkelect_core::{Acl, ConnectionPolicy, Timestamp};
 
 pub use crate::canary::Canary;
+pub use crate::foreign::Scheme;
 pub use crate::rng::SimRng;
 
 /// Which faults a run may inject.
@@ -146,6 +147,14 @@ pub enum Fault {
         /// How long.
         ms: u64,
     },
+    /// An operator creates a PERSISTENT node named like a contender of
+    /// `scheme` (a sequential create, so it sorts after every node there now).
+    Lookalike {
+        /// Whose contenders it looks like.
+        scheme: Scheme,
+    },
+    /// A new model of the swarm's foreign library ([`Env::interop`]) starts and joins.
+    SpawnForeign,
     /// Every message to and from the process takes longer for a while (a slow
     /// link: reorders it against every other session).
     Delay {
@@ -185,6 +194,8 @@ impl fmt::Display for Fault {
             Self::Delay { pid, ms, extra_ms } => {
                 write!(f, "delay p{pid} +{extra_ms}ms for {ms}ms")
             }
+            Self::Lookalike { scheme } => write!(f, "persistent {scheme} look-alike"),
+            Self::SpawnForeign => write!(f, "spawn a foreign contender"),
         }
     }
 }
@@ -208,13 +219,16 @@ pub struct Swarm {
     pub pauses: bool,
     /// The faults and intents of the chaos phase, in time order.
     pub plan: Vec<(Timestamp, Fault)>,
+    /// The world around the candidates: server limits, interop, foreign
+    /// contenders, persistent look-alikes (`Env::default()`: none of them).
+    pub env: Env,
 }
 
 impl fmt::Display for Swarm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "candidates={} leaders={} session_timeout={}ms policy={:?} chaos={}ms reorder={} pauses={} faults={}",
+            "candidates={} leaders={} session_timeout={}ms policy={:?} chaos={}ms reorder={} pauses={} faults={} {}",
             self.candidates,
             self.leaders,
             self.session_timeout.as_millis(),
@@ -222,7 +236,119 @@ impl fmt::Display for Swarm {
             self.chaos.as_millis(),
             self.reorder,
             self.pauses,
-            self.plan.len()
+            self.plan.len(),
+            self.env
+        )
+    }
+}
+
+/// The world a seed puts around the zkelect candidates (issue 12): how the
+/// server clamps session timeouts, which naming scheme the candidates use,
+/// which other library's contenders share their queue, and which PERSISTENT
+/// children named like contenders sit in it.
+///
+/// `Env::default()` is the plain world: default server limits, interop off, no
+/// foreign contenders, no look-alikes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Env {
+    /// The scheme zkelect candidates name their nodes in (their interop setting).
+    pub interop: Scheme,
+    /// Models of the interop scheme's library that start with the candidates
+    /// (pids right after the zkelect candidates). Zero with `Scheme::Ours`.
+    pub foreign: usize,
+    /// PERSISTENT look-alikes an operator creates before anyone joins (with
+    /// sequential creates, so they sort below every contender).
+    pub lookalikes: Vec<Scheme>,
+    /// The server's `minSessionTimeout` (`None`: its default, 2 ticks).
+    pub min_session_timeout: Option<Duration>,
+    /// The server's `maxSessionTimeout` (`None`: its default, 20 ticks).
+    pub max_session_timeout: Option<Duration>,
+}
+
+/// The simulated server's tick (`tickTime`).
+pub const TICK: Duration = Duration::from_millis(200);
+
+impl Env {
+    /// The server settings for this world.
+    pub fn server(&self, cversion_start: i32) -> crate::zk::ZkSettings {
+        crate::zk::ZkSettings {
+            tick: TICK,
+            cversion_start,
+            min_session_timeout: self.min_session_timeout,
+            max_session_timeout: self.max_session_timeout,
+        }
+    }
+
+    /// The library whose models share the queue, if any.
+    pub fn library(&self) -> Option<Scheme> {
+        (self.foreign > 0 && self.interop != Scheme::Ours).then_some(self.interop)
+    }
+
+    /// The look-alike schemes this world may hold. Every scheme, except next
+    /// to foreign models their own: Curator and kazoo wait forever behind a
+    /// persistent node they count as a contender, and zkelect cannot lead past
+    /// a live foreign node that waits, so nothing could lead there.
+    pub fn lookalike_schemes(&self) -> Vec<Scheme> {
+        Scheme::ALL
+            .into_iter()
+            .filter(|s| self.library() != Some(*s))
+            .collect()
+    }
+
+    /// Draws the world for a seed with `leaders` leaders and this requested
+    /// timeout (from its own stream, so the rest of the scenario stays put).
+    fn draw(seed: u64, leaders: u32, requested: Duration) -> Self {
+        let mut rng = SimRng::new(seed, 4);
+        let mut env = Env::default();
+        let ms = requested.as_millis() as u64;
+        let default_max = (TICK * 20).as_millis() as u64;
+        match rng.range(0, 9) {
+            // The server's maximum below the request: clamped down.
+            0..=2 => {
+                let max = (ms * rng.range(40, 90) / 100 / 100 * 100).max(1_000);
+                env.max_session_timeout = Some(Duration::from_millis(max));
+            }
+            // Its minimum above the request: clamped up.
+            3..=4 => {
+                let min = (ms * rng.range(120, 200) / 100 / 100 * 100).min(8_000);
+                env.min_session_timeout = Some(Duration::from_millis(min));
+                env.max_session_timeout = Some(Duration::from_millis(min.max(default_max)));
+            }
+            // The defaults (which clamp requests above 20 ticks down).
+            _ => {}
+        }
+        env.interop = match rng.range(0, 9) {
+            0..=3 => Scheme::Ours,
+            4..=6 => Scheme::Curator,
+            _ => Scheme::Kazoo,
+        };
+        // Curator's and kazoo's recipes elect one leader.
+        if env.interop != Scheme::Ours && leaders == 1 && rng.chance(0.8) {
+            env.foreign = rng.range(1, 4) as usize;
+        }
+        if rng.chance(0.3) {
+            let schemes = env.lookalike_schemes();
+            for _ in 0..rng.range(1, 3) {
+                let i = rng.range(0, schemes.len() as u64 - 1) as usize;
+                env.lookalikes.push(schemes[i]);
+            }
+        }
+        env
+    }
+}
+
+impl fmt::Display for Env {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = |d: Option<Duration>| d.map_or("default".to_owned(), |d| d.as_millis().to_string());
+        let lookalikes: Vec<&str> = self.lookalikes.iter().map(|s| s.label()).collect();
+        write!(
+            f,
+            "interop={} foreign={} lookalikes=[{}] min_session={} max_session={}",
+            self.interop,
+            self.foreign,
+            lookalikes.join(","),
+            ms(self.min_session_timeout),
+            ms(self.max_session_timeout)
         )
     }
 }
@@ -254,6 +380,15 @@ impl Swarm {
             overrides.leaders.unwrap_or_else(|| rng.range(1, 2) as u32)
         };
         let session_timeout = Duration::from_millis(rng.range(20, 60) * 100);
+        let env = Env::draw(seed, leaders, session_timeout);
+        let mut side = SimRng::new(seed, 5);
+        let library = env.library();
+        let lookalike_schemes = env.lookalike_schemes();
+        // Curator's watcher acts on `NodeDeleted` only and never sets its watch
+        // again, and drops a listing answered `NoNode`: a data change on the node
+        // it watches, or a wiped election, strands it for good. Not drawn next
+        // to it.
+        let curator = library == Some(Scheme::Curator);
         let policy = if rng.chance(0.3) {
             ConnectionPolicy::SessionAware
         } else {
@@ -280,7 +415,8 @@ impl Swarm {
         } else {
             0.0
         };
-        let mut population = candidates;
+        let lookalike = side.range(0, 5) as f64 / 100.0;
+        let mut population = candidates + env.foreign;
         // Drops aimed at the moments creates are in flight (start, spawn, rejoin):
         // that is when a lost reply can leave an orphan node behind.
         let aimed =
@@ -298,6 +434,9 @@ impl Swarm {
             };
         for pid in 0..candidates {
             aimed(&mut rng, &mut plan, Timestamp::ZERO, pid);
+        }
+        for pid in candidates..population {
+            aimed(&mut side, &mut plan, Timestamp::ZERO, pid);
         }
         for second in 0..chaos.as_secs() {
             let at = |rng: &mut SimRng| Timestamp::from_millis(second * 1_000 + rng.range(0, 999));
@@ -358,6 +497,7 @@ impl Swarm {
                         5..=8 => Fault::Revoke {
                             pid: pick(&mut rng, population),
                         },
+                        _ if curator => Fault::RevokeLeader,
                         _ => Fault::WipeElection,
                     };
                     plan.push((at(&mut rng), fault));
@@ -372,12 +512,20 @@ impl Swarm {
                 }
                 if rng.chance(touch) {
                     let pid = pick(&mut rng, population);
-                    plan.push((at(&mut rng), Fault::TouchData { pid }));
+                    if !curator {
+                        plan.push((at(&mut rng), Fault::TouchData { pid }));
+                    }
                 }
                 // Lagging events matter most when node names come back: after
                 // the election's parent is recreated, sequences restart.
-                if rng.chance(lag / 4.0) {
+                if rng.chance(lag / 4.0) && !curator {
                     plan.push((at(&mut rng), Fault::WipeElection));
+                }
+                if side.chance(lookalike) {
+                    let i = side.range(0, lookalike_schemes.len() as u64 - 1) as usize;
+                    let at = Timestamp::from_millis(second * 1_000 + side.range(0, 999));
+                    let scheme = lookalike_schemes[i];
+                    plan.push((at, Fault::Lookalike { scheme }));
                 }
                 if rng.chance(lag) {
                     let fault = Fault::LagEvents {
@@ -427,7 +575,11 @@ impl Swarm {
                     _ => {
                         aimed(&mut rng, &mut plan, when, population);
                         population += 1;
-                        Fault::Spawn
+                        if library.is_some() && side.chance(0.5) {
+                            Fault::SpawnForeign
+                        } else {
+                            Fault::Spawn
+                        }
                     }
                 };
                 plan.push((when, fault));
@@ -443,7 +595,17 @@ impl Swarm {
             reorder,
             pauses,
             plan,
+            env,
         }
+    }
+
+    /// Shapes the scenario so that `canary`'s hazard is there (see
+    /// [`Canary::shape`]); unchanged without one.
+    pub fn for_canary(mut self, canary: Option<Canary>) -> Self {
+        if let Some(canary) = canary {
+            canary.shape(&mut self);
+        }
+        self
     }
 }
 

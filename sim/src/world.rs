@@ -37,17 +37,18 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use zkelect_core::{
-    Acl, Candidate, Command, Config, FencingToken, Input, Notice, OpId, Reply, Request, Role,
-    SessionEvent, SessionId, Timestamp, WatchEvent, WatchKind, ZkCode,
+    Acl, Candidate, Command, Config, ConfigBuilder, CreateMode, FencingToken, Input, Notice, OpId,
+    Reply, Request, Role, SessionEvent, SessionId, Stat, Timestamp, WatchEvent, WatchKind, ZkCode,
 };
 
 use crate::canary::Canary;
 use crate::check::{self, Event, Invariant};
-use crate::client::{connection_lost, reconnect, Link, Reconnected};
+use crate::client::{connection_lost, handshake, reconnect, Link, Reconnected, TimeoutSource};
+use crate::foreign::{lookalike_stem, Agent, CuratorLatch, KazooLock, Scheme};
 use crate::rng::SimRng;
 use crate::swarm::{Fault, Knobs, Swarm};
 use crate::trace::Trace;
-use crate::zk::{Fired, ZkModel, ZkSettings};
+use crate::zk::{Fired, ZkModel};
 
 /// The election path every simulated candidate uses.
 pub const PATH: &str = "/svc/leader";
@@ -224,10 +225,12 @@ struct Inflight {
 
 #[derive(Debug, Clone)]
 struct Proc {
-    c: Candidate,
+    c: Agent,
     crashed: bool,
     session: Option<SessionId>,
     timeout: Duration,
+    /// The timeout the client learned by its own handshake (zookeeper-async).
+    handshaken: Option<Duration>,
     conn: Conn,
     gen: u64,
     last_from_server: Timestamp,
@@ -257,8 +260,12 @@ struct Proc {
 pub struct Process<'a> {
     /// Its index.
     pub pid: usize,
-    /// Its candidate.
-    pub candidate: &'a Candidate,
+    /// Its election logic: a zkelect candidate or a foreign model.
+    pub agent: &'a Agent,
+    /// The zkelect candidate, if it is one.
+    pub candidate: Option<&'a Candidate>,
+    /// Which other library it models, if it is not zkelect.
+    pub foreign: Option<Scheme>,
     /// It crashed (it does nothing any more).
     pub crashed: bool,
     /// It is paused right now.
@@ -271,8 +278,9 @@ pub struct Process<'a> {
     pub session_closed: bool,
     /// Its session's negotiated timeout (the requested one before the first).
     pub session_timeout: Duration,
-    /// When an operator deleted the node the candidate still believes is its own
-    /// (`None` once it learned, or if it never happened).
+    /// When an operator deleted the node the process still believes is its own
+    /// (`None` once it learned, or if it never happened). A foreign model never
+    /// learns: its recipe does not watch its own node.
     pub revoked_at: Option<Timestamp>,
 }
 
@@ -295,6 +303,10 @@ pub struct RunStats {
     pub revocations: u64,
     /// Replies a candidate no longer waited for.
     pub stale_replies: u64,
+    /// Elections of foreign models (their own belief).
+    pub foreign_elections: u64,
+    /// Persistent look-alikes an operator created.
+    pub lookalikes: u64,
 }
 
 impl RunStats {
@@ -308,6 +320,8 @@ impl RunStats {
         self.fenced_writes += other.fenced_writes;
         self.revocations += other.revocations;
         self.stale_replies += other.stale_replies;
+        self.foreign_elections += other.foreign_elections;
+        self.lookalikes += other.lookalikes;
     }
 }
 
@@ -315,15 +329,17 @@ impl std::fmt::Display for RunStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} steps, {} server ops, {} elections, {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies",
+            "{} steps, {} server ops, {} elections (+{} foreign), {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies, {} look-alikes",
             self.steps,
             self.server_ops,
             self.elections,
+            self.foreign_elections,
             self.faults,
             self.revocations,
             self.fenced_writes,
             self.fenced_rejections,
-            self.stale_replies
+            self.stale_replies,
+            self.lookalikes
         )
     }
 }
@@ -353,6 +369,8 @@ pub struct World {
     done: bool,
     narrate: bool,
     story: Vec<(Timestamp, String)>,
+    /// The persistent look-alikes' names (not leaks, and no process's).
+    lookalikes: Vec<String>,
 }
 
 impl World {
@@ -371,17 +389,20 @@ impl World {
         invariants: Vec<Box<dyn Invariant>>,
     ) -> Self {
         let heal_at = Timestamp::ZERO + swarm.chaos;
-        let knobs = Knobs::from_seed(seed, canary);
+        let mut knobs = Knobs::from_seed(seed, canary);
+        // Curator and kazoo compare sequences as strings, and zkelect refuses
+        // a queue it shares with them once a sequence wrapped past 2^31: such
+        // a queue never starts near the wrap.
+        if swarm.env.interop != Scheme::Ours {
+            knobs.cversion_start = 0;
+        }
         let mut world = Self {
             seed,
             rng: SimRng::new(seed, 2),
             now: Timestamp::ZERO,
             seq: 0,
             queue: BTreeMap::new(),
-            zk: ZkModel::new(ZkSettings {
-                tick: Duration::from_millis(200),
-                cversion_start: knobs.cversion_start,
-            }),
+            zk: ZkModel::new(swarm.env.server(knobs.cversion_start)),
             procs: Vec::new(),
             server_down_until: None,
             canary,
@@ -396,11 +417,18 @@ impl World {
             done: false,
             narrate: false,
             story: Vec::new(),
+            lookalikes: Vec::new(),
             swarm,
             knobs,
         };
+        for scheme in world.swarm.env.lookalikes.clone() {
+            world.create_lookalike(scheme, true);
+        }
         for _ in 0..world.swarm.candidates {
             world.spawn();
+        }
+        for _ in 0..world.swarm.env.foreign {
+            world.spawn_foreign();
         }
         for (at, fault) in world.swarm.plan.clone() {
             world.push(at, Ev::Fault(fault));
@@ -433,7 +461,17 @@ impl World {
     /// lasts at most two timeouts, and may begin just before the faults stop),
     /// and a retry waits at most the backoff maximum (2 s).
     pub fn liveness_bound(&self) -> Duration {
-        self.swarm.session_timeout * 2 + Duration::from_secs(4)
+        self.negotiated() * 2 + Duration::from_secs(4)
+    }
+
+    /// The session timeout the server grants the swarm's request.
+    pub fn negotiated(&self) -> Duration {
+        self.zk.negotiate(self.swarm.session_timeout)
+    }
+
+    /// The names of the persistent look-alikes an operator created.
+    pub fn lookalikes(&self) -> &[String] {
+        &self.lookalikes
     }
 
     // ----- read-only views, for checkers --------------------------------------
@@ -483,7 +521,9 @@ impl World {
         let p = &self.procs[pid];
         Process {
             pid,
-            candidate: &p.c,
+            agent: &p.c,
+            candidate: p.c.candidate(),
+            foreign: p.c.foreign(),
             crashed: p.crashed,
             paused: p.paused_until.is_some_and(|t| self.now < t),
             // A pause is over at its end even before its `Resume` event is
@@ -567,7 +607,7 @@ impl World {
     /// The processes leading right now (crashed ones excluded).
     pub fn leaders(&self) -> Vec<usize> {
         self.processes()
-            .filter(|p| !p.crashed && p.candidate.role().is_leader())
+            .filter(|p| !p.crashed && p.agent.role().is_leader())
             .map(|p| p.pid)
             .collect()
     }
@@ -637,6 +677,7 @@ impl World {
             .container_parent(self.knobs.container_parent)
             .nonce_seed(self.seed.wrapping_mul(31).wrapping_add(pid as u64))
             .backoff(Duration::from_millis(50), Duration::from_secs(2));
+        builder = interop(builder, self.swarm.env.interop);
         if let Some(canary) = self.canary {
             builder = canary.configure(builder);
         }
@@ -644,13 +685,33 @@ impl World {
             Ok(c) => c,
             Err(e) => return self.fail("config", format!("{e}")),
         };
-        let mut c = Candidate::new(config);
+        self.start(Agent::Zkelect(Box::new(Candidate::new(config))));
+    }
+
+    /// Starts a model of the swarm's foreign library (Curator when the
+    /// candidates do not interoperate with either).
+    fn spawn_foreign(&mut self) {
+        let pid = self.procs.len();
+        let id = format!("p{pid}");
+        let seed = self.seed.wrapping_mul(37).wrapping_add(pid as u64);
+        let agent = match self.swarm.env.interop {
+            Scheme::Kazoo => Agent::Kazoo(KazooLock::new(PATH, &id, self.knobs.acl, seed)),
+            Scheme::Curator | Scheme::Ours => {
+                Agent::Curator(CuratorLatch::new(PATH, &id, self.knobs.acl, seed))
+            }
+        };
+        self.start(agent);
+    }
+
+    fn start(&mut self, mut c: Agent) {
+        let pid = self.procs.len();
         c.join(self.now);
         self.procs.push(Proc {
             c,
             crashed: false,
             session: None,
             timeout: self.swarm.session_timeout,
+            handshaken: None,
             conn: Conn::Disconnected,
             gen: 0,
             last_from_server: self.now,
@@ -669,6 +730,52 @@ impl World {
         });
         let at = self.now + Duration::from_millis(self.rng.range(0, 50));
         self.push(at, Ev::Reconnect { pid });
+    }
+
+    /// An operator creates a PERSISTENT node named like a contender of
+    /// `scheme` under the election path (a sequential create, so it sorts
+    /// after every node there now). Before anyone joins (`setup`) it creates
+    /// the path first, as the candidates would have; later it does nothing if
+    /// the path is gone.
+    fn create_lookalike(&mut self, scheme: Scheme, setup: bool) {
+        let stem = lookalike_stem(scheme, &mut self.rng);
+        let container = self.knobs.container_parent;
+        let created = self.operator(|zk, now, s| {
+            let mut fired = Vec::new();
+            if setup {
+                for (path, mode) in [
+                    ("/svc", CreateMode::Persistent),
+                    (PATH, if container { CreateMode::Container } else { CreateMode::Persistent }),
+                ] {
+                    let create = Request::Create {
+                        path: path.to_owned(),
+                        data: Vec::new(),
+                        mode,
+                        acl: Acl::Open,
+                    };
+                    fired.extend(zk.apply(now, s, &create).1);
+                }
+            }
+            let create = Request::Create {
+                path: format!("{PATH}/{stem}"),
+                data: b"not a contender".to_vec(),
+                mode: CreateMode::PersistentSequential,
+                acl: Acl::Open,
+            };
+            let (result, f) = zk.apply(now, s, &create);
+            fired.extend(f);
+            (result, fired)
+        });
+        if let Some(Ok(Reply::Created { path, .. })) = created {
+            self.stats.lookalikes += 1;
+            self.trace.note(
+                self.now,
+                None,
+                'P',
+                format!("operator created persistent {scheme} look-alike {}", short(&path)),
+            );
+            self.lookalikes.push(short(&path).to_owned());
+        }
     }
 
     fn server_up(&self) -> bool {
@@ -865,7 +972,7 @@ impl World {
                         self.after(pid, None, "close (end of run)".into());
                     }
                 }
-                let t = self.swarm.session_timeout;
+                let t = self.negotiated();
                 self.push(self.now + t * 2 + Duration::from_secs(3), Ev::End);
             }
             Ev::End => {
@@ -995,12 +1102,12 @@ impl World {
             .is_some_and(|n| event.path.rsplit('/').next() == Some(n));
         let revoked = self.process(pid).revoked_at.is_some();
         let cause = (!own && !revoked).then_some(cause);
-        let own_node = self.procs[pid].c.node();
-        if self
-            .canary
-            .is_some_and(|c| !c.sees_watch(&event.path, own_node))
-        {
-            return;
+        let mut event = event;
+        if let Some(canary) = self.canary_of(pid) {
+            if !canary.sees_watch(&event.path, self.procs[pid].c.node()) {
+                return;
+            }
+            event = canary.rewrite_watch(event, self.swarm.env.interop);
         }
         self.procs[pid].c.handle(self.now, Input::Watch(event));
         self.after(pid, cause, text);
@@ -1045,8 +1152,14 @@ impl World {
         self.push(at, Ev::Reconnect { pid });
     }
 
+    /// The canary, for a zkelect candidate (foreign models are never canaries).
+    fn canary_of(&self, pid: usize) -> Option<Canary> {
+        self.canary
+            .filter(|_| self.procs[pid].c.foreign().is_none())
+    }
+
     fn session_event(&mut self, pid: usize, event: SessionEvent) {
-        if self.canary.is_some_and(|c| !c.sees(event)) {
+        if self.canary_of(pid).is_some_and(|c| !c.sees(event)) {
             return;
         }
         let text = match event {
@@ -1071,11 +1184,23 @@ impl World {
             return;
         }
         let identity = self.identity();
+        let requested = self.swarm.session_timeout;
+        // zookeeper-async (which does not report session ids either) learns
+        // the timeout by a handshake of its own before its first session.
+        let source = if self.knobs.session_ids {
+            TimeoutSource::Session
+        } else {
+            TimeoutSource::Handshake
+        };
+        if source == TimeoutSource::Handshake && self.procs[pid].handshaken.is_none() {
+            let learned = handshake(&mut self.zk, self.now, requested, identity);
+            self.procs[pid].handshaken = Some(learned);
+        }
         match reconnect(
             &mut self.zk,
             self.now,
             self.procs[pid].session,
-            self.swarm.session_timeout,
+            requested,
             identity,
         ) {
             Reconnected::Same(_) => {}
@@ -1096,13 +1221,22 @@ impl World {
         p.gen += 1;
         p.last_from_server = self.now;
         let (session_id, timeout) = (p.session, p.timeout);
+        // The client library's own timing follows the session's timeout; what
+        // it reports is what it learned.
         self.push(self.now + timeout / 3, Ev::ClientTick { pid });
         let session_id = session_id.filter(|_| self.knobs.session_ids);
+        let learned = match source {
+            TimeoutSource::Session => timeout,
+            TimeoutSource::Handshake => self.procs[pid].handshaken.unwrap_or(timeout),
+        };
+        let reported = self
+            .canary_of(pid)
+            .map_or(learned, |c| c.reported_timeout(learned, requested));
         self.session_event(
             pid,
             SessionEvent::Connected {
                 session_id,
-                timeout,
+                timeout: reported,
             },
         );
     }
@@ -1114,8 +1248,10 @@ impl World {
         request: Option<&Request>,
         result: Result<Reply, ZkCode>,
     ) {
-        let result = match (self.canary, request) {
-            (Some(canary), Some(request)) => canary.rewrite(request, result),
+        let result = match (self.canary_of(pid), request) {
+            (Some(canary), Some(request)) => {
+                canary.rewrite(request, result, self.swarm.env.interop)
+            }
             _ => result,
         };
         let text = match &result {
@@ -1123,7 +1259,7 @@ impl World {
             Err(e) => format!("reply {op} err {e}"),
         };
         let c = &self.procs[pid].c;
-        let stale = !c.in_flight().any(|o| o == op);
+        let stale = !c.waits_for(op);
         // What the role would be at this moment without the reply.
         let role_before = if stale {
             self.stats.stale_replies += 1;
@@ -1151,10 +1287,22 @@ impl World {
     /// something; `cause` is the server change whose watch event woke it.
     fn after(&mut self, pid: usize, cause: Option<u64>, text: String) {
         let notices: Vec<Notice> = std::iter::from_fn(|| self.procs[pid].c.poll_notice()).collect();
+        let foreign = self.procs[pid].c.foreign();
         for n in &notices {
-            self.on_notice(pid, n);
-            self.observe(&Event::Notice { pid, notice: n });
+            match foreign {
+                // A foreign model's notices are for the trace and the story:
+                // its belief is read from its role, and it has no tokens.
+                Some(scheme) => self.on_foreign_notice(pid, scheme, n),
+                None => {
+                    self.on_notice(pid, n);
+                    self.observe(&Event::Notice { pid, notice: n });
+                }
+            }
         }
+        let text = match foreign {
+            Some(scheme) => format!("{scheme}: {text}"),
+            None => text,
+        };
         let commands: Vec<Command> =
             std::iter::from_fn(|| self.procs[pid].c.poll_command()).collect();
         let mut ops = String::new();
@@ -1213,6 +1361,10 @@ impl World {
     }
 
     fn send(&mut self, pid: usize, op: OpId, request: Request, cause: Option<u64>) {
+        let request = match self.canary_of(pid) {
+            Some(canary) => canary.rewrite_request(request),
+            None => request,
+        };
         if self.procs[pid].conn != Conn::Connected || self.procs[pid].session_closed {
             // A client that is not connected fails the request at once (as an event,
             // so a candidate that retries at once cannot recurse without end).
@@ -1237,6 +1389,19 @@ impl World {
                 cause,
             },
         );
+    }
+
+    fn on_foreign_notice(&mut self, pid: usize, scheme: Scheme, notice: &Notice) {
+        match notice {
+            Notice::Elected { .. } => {
+                self.stats.foreign_elections += 1;
+                self.tell(format!("p{pid} ({scheme}) believes it leads"));
+            }
+            Notice::Demoted { reason } => {
+                self.tell(format!("p{pid} ({scheme}) stops leading: {reason}"));
+            }
+            _ => {}
+        }
     }
 
     fn on_notice(&mut self, pid: usize, notice: &Notice) {
@@ -1358,6 +1523,14 @@ impl World {
             Fault::Resign { pid, .. } => Some(format!("p{pid} resigns")),
             Fault::Revoke { pid } => Some(format!("an operator deletes p{pid}'s node")),
             Fault::WipeElection => Some("an operator deletes the whole election".to_owned()),
+            Fault::SpawnForeign => Some(format!(
+                "a new {} contender p{} starts",
+                self.swarm.env.interop,
+                self.procs.len()
+            )),
+            Fault::Lookalike { scheme } => Some(format!(
+                "an operator creates a persistent node named like a {scheme} contender"
+            )),
             _ => None,
         };
         if let Some(line) = told {
@@ -1410,6 +1583,8 @@ impl World {
                 self.after(pid, None, "close".into());
             }
             Fault::Spawn => self.spawn(),
+            Fault::SpawnForeign => self.spawn_foreign(),
+            Fault::Lookalike { scheme } => self.create_lookalike(scheme, false),
             Fault::Revoke { pid } if valid(pid, self) => self.revoke(pid),
             Fault::LagEvents { pid, ms } if valid(pid, self) => {
                 let until = self.now + Duration::from_millis(ms);
@@ -1514,13 +1689,8 @@ impl World {
         let owners: Vec<(String, Option<usize>)> = children
             .into_iter()
             .map(|name| {
-                let czxid = self
-                    .zk
-                    .stat(&format!("{PATH}/{name}"))
-                    .map(|s| FencingToken(s.czxid));
-                let owner = self.procs.iter().position(|p| {
-                    !p.crashed && p.c.node() == Some(name.as_str()) && p.c.token() == czxid
-                });
+                let stat = self.zk.stat(&format!("{PATH}/{name}"));
+                let owner = stat.and_then(|stat| self.owner(&name, stat));
                 (name, owner)
             })
             .collect();
@@ -1575,6 +1745,20 @@ impl World {
         }
     }
 
+    /// The live process whose own node this is: a zkelect candidate knows
+    /// its node's czxid (a recreated parent can give a new node an old name);
+    /// a foreign model's is the one its session owns.
+    fn owner(&self, name: &str, stat: Stat) -> Option<usize> {
+        self.procs.iter().position(|p| {
+            !p.crashed
+                && p.c.node() == Some(name)
+                && match p.c.foreign() {
+                    None => p.c.token() == Some(FencingToken(stat.czxid)),
+                    Some(_) => p.session == Some(SessionId(stat.ephemeral_owner)),
+                }
+        })
+    }
+
     /// An operator sets the data of the process's node.
     fn touch_data(&mut self, pid: usize) {
         let Some(node) = self.procs[pid].c.node().map(str::to_owned) else {
@@ -1598,5 +1782,14 @@ fn reply_text(r: &Reply) -> String {
         Reply::Exists(s) => format!("exists={}", s.is_some()),
         Reply::Deleted => "deleted".into(),
         Reply::Set(stat) => format!("set version={}", stat.version),
+    }
+}
+
+/// Sets the candidates' interop scheme.
+fn interop(builder: ConfigBuilder, scheme: Scheme) -> ConfigBuilder {
+    match scheme {
+        Scheme::Ours => builder,
+        Scheme::Curator => builder.prefix("latch-").interop(true),
+        Scheme::Kazoo => builder.prefix("__lock__").interop(true),
     }
 }

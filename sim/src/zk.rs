@@ -9,7 +9,8 @@
 //! every `Stat`; ACLs checked against the session's identities (CREATE and
 //! DELETE on the parent, READ and WRITE on the node, checked in the order the
 //! server's `PrepRequestProcessor` checks them); sessions with a negotiated
-//! timeout clamped to `[2, 20] × tick`, expired when nothing was heard from them
+//! timeout clamped to `[minSessionTimeout, maxSessionTimeout]` (by default
+//! `[2, 20] × tick`, as the real server), expired when nothing was heard from them
 //! for the timeout, taking their ephemerals and watches with them; one-shot data,
 //! child and exists watches, kept per connection as the server keeps them (a
 //! reconnect or a server restart loses them; zookeeper-async does not set them
@@ -60,10 +61,14 @@ struct Session {
 /// The server's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ZkSettings {
-    /// The server tick: session timeouts are clamped to `[2, 20] × tick`.
+    /// The server tick (`tickTime`): the default session limits are 2 and 20 ticks.
     pub tick: Duration,
     /// The `cversion` new nodes start with, so a test can start sequences near 2^31.
     pub cversion_start: i32,
+    /// `minSessionTimeout`; `None` is the server's default, 2 × tick.
+    pub min_session_timeout: Option<Duration>,
+    /// `maxSessionTimeout`; `None` is the server's default, 20 × tick.
+    pub max_session_timeout: Option<Duration>,
 }
 
 impl Default for ZkSettings {
@@ -71,7 +76,28 @@ impl Default for ZkSettings {
         Self {
             tick: Duration::from_millis(200),
             cversion_start: 0,
+            min_session_timeout: None,
+            max_session_timeout: None,
         }
+    }
+}
+
+impl ZkSettings {
+    /// The session timeout limits in force: `[minSessionTimeout,
+    /// maxSessionTimeout]`, each defaulting as the real server does.
+    pub fn session_limits(&self) -> (Duration, Duration) {
+        (
+            self.min_session_timeout.unwrap_or(self.tick * 2),
+            self.max_session_timeout.unwrap_or(self.tick * 20),
+        )
+    }
+
+    /// The timeout the server grants a request, as its `processConnectRequest`
+    /// does: raised to the minimum, then lowered to the maximum (so a maximum
+    /// below the minimum wins; the real server refuses such a config at start).
+    pub fn negotiate(&self, requested: Duration) -> Duration {
+        let (min, max) = self.session_limits();
+        requested.max(min).min(max)
     }
 }
 
@@ -138,6 +164,17 @@ impl ZkModel {
         }
     }
 
+    /// The server's settings.
+    pub fn settings(&self) -> &ZkSettings {
+        &self.settings
+    }
+
+    /// The timeout a connect request for `requested` would be granted (what a
+    /// ConnectResponse carries), without opening a session.
+    pub fn negotiate(&self, requested: Duration) -> Duration {
+        self.settings.negotiate(requested)
+    }
+
     /// Requests applied so far.
     pub fn ops(&self) -> u64 {
         self.ops
@@ -156,8 +193,7 @@ impl ZkModel {
         requested: Duration,
         identity: Option<String>,
     ) -> (SessionId, Duration) {
-        let tick = self.settings.tick;
-        let timeout = requested.clamp(tick * 2, tick * 20);
+        let timeout = self.settings.negotiate(requested);
         let id = SessionId(self.next_session);
         self.next_session += 1;
         self.sessions.insert(

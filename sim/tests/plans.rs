@@ -8,7 +8,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use zkelect_core::{ConnectionPolicy, Timestamp};
 use zkelect_sim::run::{run_swarm, RunOptions};
-use zkelect_sim::swarm::{Fault, Swarm};
+use zkelect_sim::swarm::{Env, Fault, Scheme, Swarm};
 
 const CHAOS_MS: u64 = 15_000;
 
@@ -46,6 +46,10 @@ fn fault(pids: usize, pauses: bool) -> impl Strategy<Value = Fault> {
         (pid.clone(), ms.clone(), 10u64..1_000)
             .prop_map(|(pid, ms, extra_ms)| Fault::Delay { pid, ms, extra_ms })
             .boxed(),
+        scheme()
+            .prop_map(|scheme| Fault::Lookalike { scheme })
+            .boxed(),
+        Just(Fault::SpawnForeign).boxed(),
     ];
     if pauses {
         options.push(
@@ -75,6 +79,60 @@ fn end_by(fault: &mut Fault, left_ms: u64) {
     }
 }
 
+fn scheme() -> impl Strategy<Value = Scheme> {
+    prop_oneof![Just(Scheme::Ours), Just(Scheme::Curator), Just(Scheme::Kazoo)]
+}
+
+/// The world around the candidates: interop scheme, foreign models (k = 1
+/// only), persistent look-alikes, and a server that clamps the request
+/// (`0`: defaults; `1`: maximum below it; `2`: minimum above it).
+fn env(leaders: u32, timeout_ms: u64) -> impl Strategy<Value = Env> {
+    (
+        scheme(),
+        0usize..=3,
+        proptest::collection::vec(scheme(), 0..3),
+        0u8..3,
+        40u64..=90,
+    )
+        .prop_map(move |(interop, foreign, lookalikes, clamp, percent)| {
+            let mut env = Env {
+                interop,
+                foreign: if leaders == 1 && interop != Scheme::Ours {
+                    foreign
+                } else {
+                    0
+                },
+                ..Env::default()
+            };
+            let allowed = env.lookalike_schemes();
+            env.lookalikes = lookalikes
+                .into_iter()
+                .filter(|s| allowed.contains(s))
+                .collect();
+            let at = |pct: u64| Some(Duration::from_millis(timeout_ms * pct / 100));
+            match clamp {
+                1 => env.max_session_timeout = at(percent).map(|d| d.max(Duration::from_secs(1))),
+                2 => {
+                    env.min_session_timeout = at(100 + percent);
+                    env.max_session_timeout = at(100 + percent);
+                }
+                _ => {}
+            }
+            env
+        })
+}
+
+/// Drops what the foreign models of `env` cannot live with (as the swarm does).
+fn fits(env: &Env, fault: &Fault) -> bool {
+    let curator = env.library() == Some(Scheme::Curator);
+    match fault {
+        Fault::SpawnForeign => env.library().is_some(),
+        Fault::Lookalike { scheme } => env.lookalike_schemes().contains(scheme),
+        Fault::TouchData { .. } | Fault::WipeElection => !curator,
+        _ => true,
+    }
+}
+
 fn scenario() -> impl Strategy<Value = (u64, Swarm)> {
     (
         1usize..=6,
@@ -90,11 +148,13 @@ fn scenario() -> impl Strategy<Value = (u64, Swarm)> {
             let plan = proptest::collection::vec(
                 (
                     (0..CHAOS_MS).prop_map(Timestamp::from_millis),
-                    fault(candidates, pauses),
+                    fault(candidates + 3, pauses),
                 ),
                 0..12,
             );
-            (any::<u64>(), plan).prop_map(move |(seed, mut plan)| {
+            let env = env(leaders, timeout * 100);
+            (any::<u64>(), plan, env).prop_map(move |(seed, mut plan, env)| {
+                plan.retain(|(_, f)| fits(&env, f));
                 plan.sort_by_key(|(at, _)| *at);
                 for (at, fault) in &mut plan {
                     end_by(fault, CHAOS_MS.saturating_sub(at.as_millis()).max(1));
@@ -112,6 +172,7 @@ fn scenario() -> impl Strategy<Value = (u64, Swarm)> {
                     reorder,
                     pauses,
                     plan,
+                    env,
                 };
                 (seed, swarm)
             })

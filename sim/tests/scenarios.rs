@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use zkelect_core::{ConnectionPolicy, Request, Role, Timestamp};
-use zkelect_sim::swarm::{Fault, Swarm};
+use zkelect_sim::swarm::{Env, Fault, Swarm};
 use zkelect_sim::world::{World, PATH};
 
 const T: Duration = Duration::from_secs(4);
@@ -24,6 +24,7 @@ fn swarm(candidates: usize, plan: Vec<(Timestamp, Fault)>) -> Swarm {
         reorder: false,
         pauses: false,
         plan,
+        env: Env::default(),
     }
 }
 
@@ -79,10 +80,10 @@ fn a_revoked_leader_steps_down_at_once_and_its_successor_takes_over() {
     // The old one learned from its own-node watch, stopped at once, and
     // (after a listing confirmed the node gone) rejoined at the back.
     until(&mut world, at(3_000), |w| {
-        !w.process(old).candidate.role().is_leader()
+        !w.process(old).agent.role().is_leader()
     });
     until(&mut world, at(3_000), |w| {
-        w.process(old).revoked_at.is_none() && w.process(old).candidate.node().is_some()
+        w.process(old).revoked_at.is_none() && w.process(old).agent.node().is_some()
     });
     assert!(world.run().is_none(), "{:?}", world.violation());
     assert!(world.stats().revocations >= 1);
@@ -94,15 +95,15 @@ fn a_server_restart_shorter_than_the_session_timeout_keeps_the_same_leader() {
     let mut world = World::new(3, swarm(4, plan), None, true);
     assert!(world.run_until(at(2_900)).is_none());
     let leader = one_leader(&world).expect("a leader");
-    let Role::Leader(token) = world.process(leader).candidate.role() else {
+    let Role::Leader(token) = world.process(leader).agent.role() else {
         unreachable!()
     };
     // Suspended while the server is down, then the same node leads again.
     until(&mut world, at(3_500), |w| {
-        w.process(leader).candidate.role() == Role::Suspended(token)
+        w.process(leader).agent.role() == Role::Suspended(token)
     });
     until(&mut world, at(6_000), |w| {
-        w.process(leader).candidate.role() == Role::Leader(token)
+        w.process(leader).agent.role() == Role::Leader(token)
     });
     assert!(world.run().is_none(), "{:?}", world.violation());
 }
@@ -122,7 +123,7 @@ fn a_paused_leaders_late_write_is_refused_by_the_fenced_resource() {
     until(&mut world, at(10_000), |w| {
         w.leaders().iter().any(|&p| p != old)
     });
-    assert!(world.process(old).candidate.role().is_leader());
+    assert!(world.process(old).agent.role().is_leader());
     assert!(world.run().is_none(), "{:?}", world.violation());
     assert!(
         world.stats().fenced_rejections >= 1,
@@ -148,8 +149,8 @@ fn a_create_applied_but_unanswered_is_found_again_and_leaves_no_orphan() {
     });
     assert!(world.run_until(at(3_000)).is_none());
     let p = world.process(0);
-    assert!(p.candidate.role().is_leader(), "{:?}", p.candidate.role());
-    assert_eq!(p.candidate.stats().recovered_creates, 1);
+    assert!(p.agent.role().is_leader(), "{:?}", p.agent.role());
+    assert_eq!(p.candidate.unwrap().stats().recovered_creates, 1);
     assert_eq!(
         world.children().len(),
         1,
@@ -169,7 +170,7 @@ fn a_partitioned_leader_suspends_before_the_server_can_expire_it() {
         ms: 2 * T.as_millis() as u64,
     });
     let suspended = until(&mut world, at(8_000), |w| {
-        !w.process(old).candidate.role().is_leader()
+        !w.process(old).agent.role().is_leader()
     });
     let successor = until(&mut world, at(10_000), |w| {
         w.leaders().iter().any(|&p| p != old)
@@ -192,7 +193,7 @@ fn resign_without_rejoin_hands_over_and_leaves_the_candidate_idle() {
     });
     // The delete's reply may still be on its way when the successor leads.
     until(&mut world, at(2_500), |w| {
-        w.process(old).candidate.role() == Role::Idle
+        w.process(old).agent.role() == Role::Idle
     });
     assert_eq!(world.children().len(), 1);
     assert_eq!(world.leaders().len(), 1);
