@@ -160,9 +160,9 @@ impl Canary {
                         )
                     });
                 }
-                swarm
-                    .plan
-                    .retain(|(_, f)| !matches!(f, Fault::Lookalike { scheme } if !allowed.contains(scheme)));
+                swarm.plan.retain(
+                    |(_, f)| !matches!(f, Fault::Lookalike { scheme } if !allowed.contains(scheme)),
+                );
             }
             _ => {}
         }

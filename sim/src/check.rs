@@ -395,7 +395,8 @@ impl Invariant for Liveness {
 /// nor does the watch of a candidate whose node an operator deleted and which
 /// has not learned it yet (it is out of the queue, but the watch it set on its
 /// old predecessor is still on the server, so it and the deleted node's
-/// successor may both watch that predecessor).
+/// successor may both watch that predecessor). Only zkelect candidates are
+/// counted: the foreign models act on stale watches as their libraries do.
 #[derive(Debug, Default)]
 pub struct NoHerd {
     woken: BTreeMap<u64, BTreeSet<usize>>,

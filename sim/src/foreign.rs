@@ -54,8 +54,8 @@ use std::fmt;
 use std::time::Duration;
 
 use zkelect_core::{
-    Acl, Candidate, Command, CreateMode, DemotionReason, FencingToken, Input, Notice, OpId,
-    Reply, Request, Role, SessionEvent, Timestamp, WatchKind, ZkCode,
+    Acl, Candidate, Command, CreateMode, DemotionReason, FencingToken, Input, Notice, OpId, Reply,
+    Request, Role, SessionEvent, Timestamp, WatchKind, ZkCode,
 };
 
 use crate::rng::SimRng;
@@ -84,6 +84,15 @@ impl Scheme {
             Scheme::Ours => "n_",
             Scheme::Curator => "latch-",
             Scheme::Kazoo => "__lock__",
+        }
+    }
+
+    /// zkelect's interop setting for this scheme.
+    pub fn interop(self) -> zkelect_core::Interop {
+        match self {
+            Scheme::Ours => zkelect_core::Interop::None,
+            Scheme::Curator => zkelect_core::Interop::Curator,
+            Scheme::Kazoo => zkelect_core::Interop::Kazoo,
         }
     }
 
@@ -857,9 +866,17 @@ impl KazooLock {
 
     fn handle_timeout(&mut self, now: Timestamp) {
         self.b.now = self.b.now.max(now);
-        if self.retry_at.is_some_and(|t| t <= now) && self.step == Step::Retry {
-            self.acquire();
+        if self.retry_at.is_some_and(|t| t <= now) {
+            self.retry_at = None;
+            if self.step == Step::Retry {
+                self.acquire();
+            }
         }
+    }
+
+    /// When the retry sleep ends, if it sleeps.
+    fn timer(&self) -> Option<Timestamp> {
+        self.retry_at.filter(|_| self.step == Step::Retry)
     }
 
     fn leave(&mut self, now: Timestamp, rejoin: bool) {
@@ -1050,7 +1067,7 @@ impl Agent {
         match self {
             Agent::Zkelect(c) => c.poll_timeout(),
             Agent::Curator(_) => None,
-            Agent::Kazoo(m) => m.retry_at,
+            Agent::Kazoo(m) => m.timer(),
         }
     }
 }

@@ -339,7 +339,8 @@ impl Env {
 
 impl fmt::Display for Env {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ms = |d: Option<Duration>| d.map_or("default".to_owned(), |d| d.as_millis().to_string());
+        let ms =
+            |d: Option<Duration>| d.map_or("default".to_owned(), |d| d.as_millis().to_string());
         let lookalikes: Vec<&str> = self.lookalikes.iter().map(|s| s.label()).collect();
         write!(
             f,

@@ -128,6 +128,9 @@ enum Ev {
     Pong { pid: usize, gen: u64 },
     /// The client library's heartbeat and disconnect check.
     ClientTick { pid: usize },
+    /// A foreign model's client library checks its read timeout (exactly two
+    /// thirds of the session timeout after the last message from the server).
+    ReadTimeout { pid: usize, gen: u64 },
     /// The client library tries to (re)connect.
     Reconnect { pid: usize },
     /// The candidate asked to be woken.
@@ -167,6 +170,7 @@ impl Ev {
             | Self::Watch { pid, .. }
             | Self::Pong { pid, .. }
             | Self::ClientTick { pid }
+            | Self::ReadTimeout { pid, .. }
             | Self::Reconnect { pid }
             | Self::Timer { pid }
             | Self::LocalFail { pid, .. }
@@ -307,6 +311,12 @@ pub struct RunStats {
     pub foreign_elections: u64,
     /// Persistent look-alikes an operator created.
     pub lookalikes: u64,
+    /// Look-alikes candidates skipped (`Notice::PersistentSkipped`).
+    pub persistent_skipped: u64,
+    /// Runs whose server granted less than the request.
+    pub clamped_down: u64,
+    /// Runs whose server granted more than the request.
+    pub clamped_up: u64,
 }
 
 impl RunStats {
@@ -322,6 +332,9 @@ impl RunStats {
         self.stale_replies += other.stale_replies;
         self.foreign_elections += other.foreign_elections;
         self.lookalikes += other.lookalikes;
+        self.persistent_skipped += other.persistent_skipped;
+        self.clamped_down += other.clamped_down;
+        self.clamped_up += other.clamped_up;
     }
 }
 
@@ -329,7 +342,7 @@ impl std::fmt::Display for RunStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} steps, {} server ops, {} elections (+{} foreign), {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies, {} look-alikes",
+            "{} steps, {} server ops, {} elections (+{} foreign), {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies, {} look-alikes ({} skips), {} runs clamped down, {} up",
             self.steps,
             self.server_ops,
             self.elections,
@@ -339,7 +352,10 @@ impl std::fmt::Display for RunStats {
             self.fenced_writes,
             self.fenced_rejections,
             self.stale_replies,
-            self.lookalikes
+            self.lookalikes,
+            self.persistent_skipped,
+            self.clamped_down,
+            self.clamped_up
         )
     }
 }
@@ -456,12 +472,13 @@ impl World {
     }
 
     /// How long after the faults stop the leaders must be in place: the session
-    /// of a dead process expires within one timeout of its last ping, a process
-    /// cut off reconnects within a second of the partition's end (a partition
-    /// lasts at most two timeouts, and may begin just before the faults stop),
-    /// and a retry waits at most the backoff maximum (2 s).
+    /// of a dead process expires within one (negotiated) timeout of its last
+    /// ping, a process cut off reconnects within a second of the partition's
+    /// end (a partition lasts at most two requested timeouts, and may begin
+    /// just before the faults stop), and a retry waits at most the backoff
+    /// maximum (2 s).
     pub fn liveness_bound(&self) -> Duration {
-        self.negotiated() * 2 + Duration::from_secs(4)
+        self.negotiated().max(self.swarm.session_timeout) * 2 + Duration::from_secs(4)
     }
 
     /// The session timeout the server grants the swarm's request.
@@ -561,8 +578,11 @@ impl World {
 
     /// The run's counters.
     pub fn stats(&self) -> RunStats {
+        let (requested, granted) = (self.swarm.session_timeout, self.negotiated());
         RunStats {
             server_ops: self.zk.ops(),
+            clamped_down: u64::from(granted < requested),
+            clamped_up: u64::from(granted > requested),
             ..self.stats
         }
     }
@@ -745,7 +765,14 @@ impl World {
             if setup {
                 for (path, mode) in [
                     ("/svc", CreateMode::Persistent),
-                    (PATH, if container { CreateMode::Container } else { CreateMode::Persistent }),
+                    (
+                        PATH,
+                        if container {
+                            CreateMode::Container
+                        } else {
+                            CreateMode::Persistent
+                        },
+                    ),
                 ] {
                     let create = Request::Create {
                         path: path.to_owned(),
@@ -772,7 +799,10 @@ impl World {
                 self.now,
                 None,
                 'P',
-                format!("operator created persistent {scheme} look-alike {}", short(&path)),
+                format!(
+                    "operator created persistent {scheme} look-alike {}",
+                    short(&path)
+                ),
             );
             self.lookalikes.push(short(&path).to_owned());
         }
@@ -916,6 +946,7 @@ impl World {
                 }
             }
             Ev::ClientTick { pid } => self.client_tick(pid),
+            Ev::ReadTimeout { pid, gen } => self.read_timeout(pid, gen),
             Ev::Reconnect { pid } => self.reconnect(pid),
             Ev::Timer { pid } => {
                 if self.procs[pid]
@@ -1095,13 +1126,16 @@ impl World {
         // A candidate's own-node watch is not part of a herd; nor is a
         // candidate whose node an operator deleted and which has not learned it
         // yet: it is out of the queue, but the watch it set while it was in is
-        // still there.
+        // still there. Nor are foreign models: both recipes act on watches
+        // left from an earlier round (Curator lists again on any `NodeDeleted`,
+        // kazoo on any event), which is theirs to answer for.
         let own = self.procs[pid]
             .c
             .node()
             .is_some_and(|n| event.path.rsplit('/').next() == Some(n));
         let revoked = self.process(pid).revoked_at.is_some();
-        let cause = (!own && !revoked).then_some(cause);
+        let foreign = self.procs[pid].c.foreign().is_some();
+        let cause = (!own && !revoked && !foreign).then_some(cause);
         let mut event = event;
         if let Some(canary) = self.canary_of(pid) {
             if !canary.sees_watch(&event.path, self.procs[pid].c.node()) {
@@ -1130,6 +1164,26 @@ impl World {
         let at = self.server_arrival(pid);
         self.push(at, Ev::Ping { pid, gen });
         self.push(self.now + timeout / 3, Ev::ClientTick { pid });
+    }
+
+    /// The Java client's and kazoo's read timeout: the connection is lost
+    /// exactly two thirds of the session timeout after the last message from
+    /// the server (zkelect's transports are modelled coarser, checked at their
+    /// pings by [`client_tick`](Self::client_tick); its own lease covers that).
+    fn read_timeout(&mut self, pid: usize, gen: u64) {
+        let p = &self.procs[pid];
+        if p.gen != gen || p.conn != Conn::Connected {
+            return;
+        }
+        let due = p.last_from_server + p.timeout * 2 / 3;
+        if self.now >= due {
+            self.disconnect(
+                pid,
+                "read timeout: nothing from the server for 2/3 of the session timeout",
+            );
+        } else {
+            self.push(due, Ev::ReadTimeout { pid, gen });
+        }
     }
 
     /// The client library declares the connection lost: `Disconnected`, every
@@ -1220,10 +1274,13 @@ impl World {
         p.conn = Conn::Connected;
         p.gen += 1;
         p.last_from_server = self.now;
-        let (session_id, timeout) = (p.session, p.timeout);
+        let (session_id, timeout, gen) = (p.session, p.timeout, p.gen);
         // The client library's own timing follows the session's timeout; what
         // it reports is what it learned.
         self.push(self.now + timeout / 3, Ev::ClientTick { pid });
+        if self.procs[pid].c.foreign().is_some() {
+            self.push(self.now + timeout * 2 / 3, Ev::ReadTimeout { pid, gen });
+        }
         let session_id = session_id.filter(|_| self.knobs.session_ids);
         let learned = match source {
             TimeoutSource::Session => timeout,
@@ -1428,6 +1485,9 @@ impl World {
             if let Some(line) = line {
                 self.tell(line);
             }
+        }
+        if let Notice::PersistentSkipped { .. } = notice {
+            self.stats.persistent_skipped += 1;
         }
         if let Notice::Elected { .. } = notice {
             self.stats.elections += 1;
@@ -1787,9 +1847,5 @@ fn reply_text(r: &Reply) -> String {
 
 /// Sets the candidates' interop scheme.
 fn interop(builder: ConfigBuilder, scheme: Scheme) -> ConfigBuilder {
-    match scheme {
-        Scheme::Ours => builder,
-        Scheme::Curator => builder.prefix("latch-").interop(true),
-        Scheme::Kazoo => builder.prefix("__lock__").interop(true),
-    }
+    builder.interop(scheme.interop())
 }

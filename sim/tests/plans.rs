@@ -80,7 +80,11 @@ fn end_by(fault: &mut Fault, left_ms: u64) {
 }
 
 fn scheme() -> impl Strategy<Value = Scheme> {
-    prop_oneof![Just(Scheme::Ours), Just(Scheme::Curator), Just(Scheme::Kazoo)]
+    prop_oneof![
+        Just(Scheme::Ours),
+        Just(Scheme::Curator),
+        Just(Scheme::Kazoo)
+    ]
 }
 
 /// The world around the candidates: interop scheme, foreign models (k = 1

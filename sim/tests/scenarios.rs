@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use zkelect_core::{ConnectionPolicy, Request, Role, Timestamp};
-use zkelect_sim::swarm::{Env, Fault, Swarm};
+use zkelect_sim::swarm::{Canary, Env, Fault, Knobs, Scheme, Swarm};
 use zkelect_sim::world::{World, PATH};
 
 const T: Duration = Duration::from_secs(4);
@@ -210,7 +210,6 @@ fn resign_without_rejoin_hands_over_and_leaves_the_candidate_idle() {
 /// first stayed behind, owned by its live session, ahead of it in the queue.
 #[test]
 fn a_late_delete_event_for_a_reused_own_node_name_does_not_orphan_the_node() {
-    use zkelect_sim::swarm::Knobs;
     // The first seed whose knobs give a container parent.
     let seed = (0..)
         .find(|&s| Knobs::from_seed(s, None).container_parent)
@@ -231,5 +230,200 @@ fn a_late_delete_event_for_a_reused_own_node_name_does_not_orphan_the_node() {
             eprintln!("{line}");
         }
         panic!("seed {seed}: {} at {}: {}", v.invariant, v.at, v.detail);
+    }
+}
+
+/// Steps in 5 ms slices until `end`, asserting at most one leader (by every
+/// process's own belief) at every step; returns who led, in turn, with the
+/// sequence number of the node it led with.
+fn leaders_in_turn(world: &mut World, end: Timestamp) -> Vec<(usize, i32)> {
+    let mut seen: Vec<(usize, i32)> = Vec::new();
+    let mut t = world.now();
+    while t < end {
+        t = t + Duration::from_millis(5);
+        while world.violation().is_none() && world.now() < t && world.step() {
+            let leaders = world.leaders();
+            assert!(
+                leaders.len() <= 1,
+                "two leaders at {}: {leaders:?}",
+                world.now()
+            );
+            if let [one] = leaders[..] {
+                if seen.last().map(|(p, _)| *p) != Some(one) {
+                    let node = world.process(one).agent.node().unwrap_or_default();
+                    let (_, seq) = zkelect_core::name::split_sequence(node).unwrap();
+                    seen.push((one, seq));
+                }
+            }
+        }
+        assert!(world.violation().is_none(), "{:?}", world.violation());
+    }
+    seen
+}
+
+/// Curator's LeaderLatch and kazoo's Lock each share a queue with zkelect
+/// candidates that name their nodes in that library's scheme: two of each
+/// join in an order the seed picks, and the leader closes three times. Each
+/// hand-over goes to the next in line, whatever its library, with never two
+/// processes believing they lead.
+#[test]
+fn foreign_contenders_and_zkelect_candidates_with_their_interop_hand_over_in_one_queue() {
+    for (scheme, seed) in [
+        (Scheme::Curator, 11),
+        (Scheme::Kazoo, 12),
+        (Scheme::Curator, 13),
+    ] {
+        let plan = (1..=3)
+            .map(|i| (at(i * 3_000), Fault::CloseLeader))
+            .collect();
+        let mut swarm = swarm(2, plan);
+        swarm.env = Env {
+            interop: scheme,
+            foreign: 2,
+            ..Env::default()
+        };
+        let mut world = World::new(seed, swarm, None, true);
+        let turns = leaders_in_turn(&mut world, at(12_000));
+        let mut distinct: Vec<usize> = turns.iter().map(|(p, _)| *p).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(
+            distinct.len(),
+            4,
+            "{scheme}: every process led once: {turns:?}"
+        );
+        let kinds: Vec<Option<Scheme>> = turns
+            .iter()
+            .map(|&(p, _)| world.process(p).foreign)
+            .collect();
+        assert!(
+            kinds.contains(&None) && kinds.contains(&Some(scheme)),
+            "{scheme}: both libraries led: {kinds:?}"
+        );
+        // In the order of their nodes in the queue.
+        assert!(
+            turns.windows(2).all(|w| w[0].1 < w[1].1),
+            "{scheme}: {turns:?}"
+        );
+        assert!(world.run().is_none(), "{:?}", world.violation());
+        assert!(world.stats().foreign_elections >= 2, "{}", world.stats());
+    }
+}
+
+fn clamped(seed_with_session_ids: bool, min: Option<u64>, max: Option<u64>) -> (u64, Swarm) {
+    let seed = (0..)
+        .find(|&s| Knobs::from_seed(s, None).session_ids == seed_with_session_ids)
+        .unwrap();
+    let mut swarm = swarm(3, vec![]);
+    swarm.policy = ConnectionPolicy::SessionAware;
+    swarm.env.min_session_timeout = min.map(Duration::from_millis);
+    swarm.env.max_session_timeout = max.map(Duration::from_millis);
+    (seed, swarm)
+}
+
+/// A server whose `maxSessionTimeout` is below the request (or whose minimum
+/// is above it) grants another timeout; both ways a client learns it (from
+/// the session, or by a handshake of its own) report the granted one, and a
+/// leader cut off under the `SessionAware` policy, leasing on it, stops before
+/// the server expires it and elects its successor.
+#[test]
+fn a_clamping_server_gives_candidates_the_negotiated_timeout_and_a_cut_off_leader_stops_first() {
+    for (min, max, granted) in [
+        (None, Some(1_500), 1_500),
+        (Some(6_000), Some(6_000), 6_000),
+    ] {
+        let granted = Duration::from_millis(granted);
+        for session_ids in [true, false] {
+            let (seed, swarm) = clamped(session_ids, min, max);
+            let mut world = World::new(seed, swarm, None, true);
+            assert!(world.run_until(at(2_000)).is_none());
+            for p in world.processes() {
+                assert_eq!(p.session_timeout, granted);
+                assert_eq!(p.candidate.unwrap().session_timeout(), granted);
+            }
+            let old = one_leader(&world).expect("a leader");
+            world.inject(Fault::Partition {
+                pid: old,
+                ms: 3 * granted.as_millis() as u64,
+            });
+            let cut = world.now();
+            let stopped = until(&mut world, cut + granted * 2, |w| {
+                !w.process(old).agent.role().is_leader()
+            });
+            let successor = until(&mut world, cut + granted * 2, |w| {
+                w.leaders().iter().any(|&p| p != old)
+            });
+            assert!(stopped < successor, "{stopped} < {successor}");
+            // The server expired the old session within the granted timeout.
+            assert!(successor.saturating_since(cut) <= granted + Duration::from_millis(300));
+            assert!(world.run().is_none(), "{:?}", world.violation());
+        }
+    }
+}
+
+/// The same cut-off leader, told the *requested* timeout (4 s) by its client
+/// while the server granted 1.5 s, keeps leading past its session.
+#[test]
+fn a_leader_leasing_on_the_requested_timeout_leads_beside_its_successor() {
+    let (seed, swarm) = clamped(true, None, Some(1_500));
+    let mut world = World::new(seed, swarm, Some(Canary::LeasesFromRequest), true);
+    assert!(world.run_until(at(2_000)).is_none());
+    let old = one_leader(&world).expect("a leader");
+    world.inject(Fault::Partition {
+        pid: old,
+        ms: 4_500,
+    });
+    let violation = world.run().expect("two leaders");
+    assert_eq!(violation.invariant, "safety", "{violation:?}");
+}
+
+/// PERSISTENT children named like contenders of every scheme sit below a lone
+/// candidate, for each interop setting: it skips them and leads within a few
+/// round trips of joining. One more, created later behind the leader, is
+/// skipped by a newcomer when the leader closes. The look-alikes are left as
+/// they were, and are no leak.
+#[test]
+fn persistent_lookalikes_of_every_scheme_are_skipped_and_left_alone() {
+    for interop in Scheme::ALL {
+        let plan = vec![
+            (at(3_000), Fault::Lookalike { scheme: interop }),
+            (at(4_000), Fault::Spawn),
+            (at(6_000), Fault::CloseLeader),
+        ];
+        let mut swarm = swarm(1, plan);
+        swarm.env = Env {
+            interop,
+            lookalikes: Scheme::ALL.to_vec(),
+            ..Env::default()
+        };
+        let mut world = World::new(21, swarm, None, true);
+        let elected = until(&mut world, at(1_000), |w| one_leader(w) == Some(0));
+        assert!(elected < at(300), "{interop}: elected at {elected}");
+        let stats = |w: &World, pid| w.process(pid).candidate.unwrap().stats().persistent_skipped;
+        assert_eq!(
+            stats(&world, 0),
+            1,
+            "{interop}: its own scheme's look-alike"
+        );
+        let before: Vec<_> = world
+            .lookalikes()
+            .iter()
+            .map(|n| world.zk().stat(&format!("{PATH}/{n}")).unwrap())
+            .collect();
+        assert_eq!(before.len(), 3);
+        until(&mut world, at(8_000), |w| one_leader(w) == Some(1));
+        assert!(
+            stats(&world, 1) >= 1,
+            "{interop}: the newcomer skipped the late one"
+        );
+        assert!(world.run().is_none(), "{interop}: {:?}", world.violation());
+        assert_eq!(world.lookalikes().len(), 4);
+        for (name, stat) in world.lookalikes().iter().zip(before) {
+            assert_eq!(
+                world.zk().stat(&format!("{PATH}/{name}")),
+                Some(stat),
+                "{name}"
+            );
+        }
     }
 }
