@@ -179,14 +179,16 @@ impl Invariant for Safety {
         if world.swarm().pauses || !matches!(event, Event::Step) {
             return Ok(());
         }
-        let leaders: Vec<_> = world
-            .processes()
-            .filter(|p| !p.crashed && p.agent.role().is_leader())
-            .filter(|p| !revoked_in_grace(world, p) && !revoked_foreign(p))
-            .map(|p| format!("{} {:?}", who(&p), p.agent.role()))
-            .collect();
+        let counted = |p: &crate::world::Process<'_>| {
+            !p.crashed && !revoked_in_grace(world, p) && !revoked_foreign(p)
+        };
         let k = world.swarm().leaders as usize;
-        if leaders.len() > k {
+        if world.believed_leaders().filter(counted).count() > k {
+            let leaders: Vec<_> = world
+                .believed_leaders()
+                .filter(counted)
+                .map(|p| format!("{} {:?}", who(&p), p.agent.role()))
+                .collect();
             return Err(format!(
                 "{} leaders at once, at most {k}: {}",
                 leaders.len(),
@@ -212,7 +214,7 @@ impl Invariant for Revocation {
         if !matches!(event, Event::Step) {
             return Ok(());
         }
-        for p in world.processes().filter(|p| p.foreign.is_none()) {
+        for p in world.once_revoked().filter(|p| p.foreign.is_none()) {
             if let (Some(at), Role::Leader(token)) = (p.revoked_at, p.agent.role()) {
                 if !p.crashed && !revoked_in_grace(world, &p) {
                     return Err(format!(

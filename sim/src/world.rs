@@ -571,6 +571,23 @@ impl World {
         (0..self.procs.len()).map(|pid| self.process(pid))
     }
 
+    /// The processes that believe they lead right now (crashed ones too), in
+    /// pid order: what the safety checker looks at after every step, without
+    /// building a view of every process.
+    pub fn believed_leaders(&self) -> impl Iterator<Item = Process<'_>> + '_ {
+        (0..self.procs.len())
+            .filter(|&pid| self.procs[pid].c.role().is_leader())
+            .map(|pid| self.process(pid))
+    }
+
+    /// The processes whose node an operator once deleted (whether or not they
+    /// have learned it since), in pid order.
+    pub fn once_revoked(&self) -> impl Iterator<Item = Process<'_>> + '_ {
+        (0..self.procs.len())
+            .filter(|&pid| self.procs[pid].revoked.is_some())
+            .map(|pid| self.process(pid))
+    }
+
     /// The election path's children right now (for tests and the demo).
     pub fn children(&self) -> Vec<String> {
         self.zk.children(PATH)
