@@ -16,13 +16,13 @@
 //!
 //! | checker | fails when |
 //! |---|---|
-//! | [`Safety`] `safety` | more than k candidates hold [`Role::Leader`] at once (runs without pauses; a candidate whose node an operator deleted is not counted until it learns, for at most [`REVOKE_GRACE`] session timeouts) |
+//! | [`Safety`] `safety` | more than k processes believe they lead at once: zkelect candidates holding [`Role::Leader`] and foreign models whose recipe says they hold (runs without pauses; a candidate whose node an operator deleted is not counted until it learns, for at most [`REVOKE_GRACE`] session timeouts; a foreign model so revoked is not counted, it never learns) |
 //! | [`Revocation`] `revocation` | a candidate whose node an operator deleted still leads one session timeout (of its own awake time) later |
 //! | [`Fencing`] `fencing` | (k = 1) the fenced resource accepts a write from a leader elected before the leader of a write it had already received (a revoked leader's term ends at the deletion) |
 //! | [`TokensGrow`] `tokens-grow` | (k = 1) an `Elected` token is lower than the one before it, or equal but for another candidate (a revoked candidate's elections before it learns are not counted) |
-//! | [`Liveness`] `liveness` | from [`World::liveness_bound`] after the faults stop until the candidates are closed, fewer than `min(k, live)` leaders |
-//! | [`NoHerd`] `no-herd` | one server change (a deletion, a creation, a data change) makes more than k candidates send a read that reaches the server (own-node watches and not-yet-informed revoked candidates excluded) |
-//! | [`NoLeaks`] `no-leaks` | every process is closed or dead with its session gone, and the election path still has children |
+//! | [`Liveness`] `liveness` | from [`World::liveness_bound`] after the faults stop until the candidates are closed, fewer than `min(k, live)` leaders (foreign models counted by their own belief) |
+//! | [`NoHerd`] `no-herd` | one server change (a deletion, a creation, a data change) makes more than k zkelect candidates send a read that reaches the server (own-node watches and not-yet-informed revoked candidates excluded) |
+//! | [`NoLeaks`] `no-leaks` | every process is closed or dead with its session gone, and the election path still has children other than the operator's persistent look-alikes |
 //! | [`OneAnswer`] `one-answer` | a command is answered twice or never emitted, or (at the end) a live process has a command never answered |
 //! | [`StaleReply`] `stale-reply` | a reply to a request the candidate no longer waits for changes its role |
 //! | [`NoError`] `no-error` | a candidate reports a fatal error (nothing in the simulation should cause one) |

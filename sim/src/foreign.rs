@@ -104,17 +104,6 @@ impl Scheme {
             Scheme::Kazoo => "kazoo",
         }
     }
-
-    /// Whether this library's recipe counts a child so named as a contender
-    /// (Curator counts every child; kazoo those its regex matches; for zkelect
-    /// the core decides, see [`zkelect_core::name`]).
-    pub fn foreign_counts(self, name: &str) -> bool {
-        match self {
-            Scheme::Ours => false,
-            Scheme::Curator => true,
-            Scheme::Kazoo => kazoo_sequence(name).is_some(),
-        }
-    }
 }
 
 impl fmt::Display for Scheme {
@@ -582,9 +571,9 @@ impl CuratorLatch {
         }
     }
 
-    fn leave(&mut self, now: Timestamp, rejoin: bool) {
+    fn leave(&mut self, now: Timestamp, rejoin: bool, reason: DemotionReason) {
         self.b.now = now;
-        self.b.set_leads(false, DemotionReason::Resigned);
+        self.b.set_leads(false, reason);
         self.b.round += 1;
         self.b.watching = None;
         self.b.drop_node();
@@ -879,9 +868,9 @@ impl KazooLock {
         self.retry_at.filter(|_| self.step == Step::Retry)
     }
 
-    fn leave(&mut self, now: Timestamp, rejoin: bool) {
+    fn leave(&mut self, now: Timestamp, rejoin: bool, reason: DemotionReason) {
         self.b.now = now;
-        self.b.set_leads(false, DemotionReason::Resigned);
+        self.b.set_leads(false, reason);
         self.b.round += 1;
         self.b.watching = None;
         self.retry_at = None;
@@ -1000,8 +989,8 @@ impl Agent {
     pub fn resign(&mut self, now: Timestamp, rejoin: bool) {
         match self {
             Agent::Zkelect(c) => c.resign(now, rejoin),
-            Agent::Curator(m) => m.leave(now, rejoin),
-            Agent::Kazoo(m) => m.leave(now, rejoin),
+            Agent::Curator(m) => m.leave(now, rejoin, DemotionReason::Resigned),
+            Agent::Kazoo(m) => m.leave(now, rejoin, DemotionReason::Resigned),
         }
     }
 
@@ -1010,11 +999,11 @@ impl Agent {
         match self {
             Agent::Zkelect(c) => c.close(now),
             Agent::Curator(m) => {
-                m.leave(now, false);
+                m.leave(now, false, DemotionReason::Closed);
                 m.b.closed = true;
             }
             Agent::Kazoo(m) => {
-                m.leave(now, false);
+                m.leave(now, false, DemotionReason::Closed);
                 m.b.closed = true;
             }
         }

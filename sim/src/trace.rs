@@ -5,8 +5,9 @@
 //! any notices). Glyphs: `.` a step of a candidate, `E` it was elected, `D`
 //! demoted, `s` suspended, `F` a fault, `R` an operator deleted a node, `d` a
 //! client-side disconnect, `x` a server-side expiry, `S` the server came back,
-//! `r` a pause ended, `w` the fenced resource rejected a stale write, `H` the
-//! faults stopped, `L` the liveness bound passed, `!` a violation.
+//! `r` a pause ended, `w` the fenced resource rejected a stale write, `P` an
+//! operator created a persistent look-alike, `H` the faults stopped, `L` the
+//! liveness bound passed, `!` a violation.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;

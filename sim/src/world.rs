@@ -25,6 +25,15 @@
 //! client library alike) handles nothing until it resumes, then its backlog in
 //! order; the server and everyone else go on meanwhile.
 //!
+//! # The world around the candidates
+//!
+//! The swarm's [`Env`](crate::swarm::Env) sets the server's session limits,
+//! the candidates' interop scheme, the foreign contenders (processes whose
+//! [`Agent`] is a model of Curator's or kazoo's recipe, pids after the zkelect
+//! candidates) and the persistent look-alikes an operator creates before anyone
+//! joins (and, by [`Fault::Lookalike`], later). Canaries apply to zkelect
+//! candidates only.
+//!
 //! # Phases
 //!
 //! Chaos (the fault plan), then the faults stop ([`Phase::Healed`]); after
