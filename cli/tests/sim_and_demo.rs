@@ -56,6 +56,9 @@ fn every_canary_is_caught_and_its_replay_keeps_the_overrides() {
         "parent-watch",
         "sequence-token",
         "deaf-to-own-node",
+        "leases-from-request",
+        "persistent-contender",
+        "one-way-interop",
     ] {
         let (code, out) = zkelect(&[
             "sim",
