@@ -21,6 +21,7 @@
 //! share nothing and may run in parallel. Waits poll a condition until a
 //! generous deadline; timing is asserted only as the order of recorded events.
 
+#[macro_use]
 mod harness;
 
 use std::future::Future;
@@ -1143,20 +1144,6 @@ async fn unknown_auth_scheme_fails_to_connect_with_an_auth_error(client: Client)
 }
 
 // ----- every scenario on every client ---------------------------------------------
-
-/// One module of tests per client: each runs a scenario above with it.
-macro_rules! scenarios_on {
-    ($module:ident, $client:expr, [$($scenario:ident),* $(,)?]) => {
-        mod $module {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    super::$scenario($client).await;
-                }
-            )*
-        }
-    };
-}
 
 /// Every real-server scenario, on `$client`.
 macro_rules! every_scenario_on {

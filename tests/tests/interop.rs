@@ -35,6 +35,7 @@
 //! default names) in a queue shared with Curator or kazoo: both libraries'
 //! oldest node leads, which the same witnesses catch (so they can).
 
+#[macro_use]
 mod harness;
 
 use std::collections::BTreeSet;
@@ -488,19 +489,6 @@ async fn canary_curator_without_interop_two_leaders(client: Client) {
 
 async fn canary_kazoo_without_interop_two_leaders(client: Client) {
     canary_two_leaders(client, Library::Kazoo).await;
-}
-
-macro_rules! scenarios_on {
-    ($module:ident, $client:expr, [$($scenario:ident),* $(,)?]) => {
-        mod $module {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    super::$scenario($client).await;
-                }
-            )*
-        }
-    };
 }
 
 // The join shapes on the default transport; the interleaved fleets (the

@@ -22,6 +22,7 @@
 //! * leaves every look-alike untouched: same czxid, mzxid, version and data
 //!   after it led and closed.
 
+#[macro_use]
 mod harness;
 
 use std::collections::BTreeSet;
@@ -219,19 +220,6 @@ async fn interop_curator(client: Client) {
 
 async fn interop_kazoo(client: Client) {
     a_lone_candidate_leads_next_to_persistent_look_alikes(client, Interop::Kazoo).await;
-}
-
-macro_rules! scenarios_on {
-    ($module:ident, $client:expr, [$($scenario:ident),* $(,)?]) => {
-        mod $module {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    super::$scenario($client).await;
-                }
-            )*
-        }
-    };
 }
 
 scenarios_on!(

@@ -18,6 +18,22 @@
 //! of the session timeout or more.
 #![allow(dead_code)] // not every test binary uses every helper
 
+/// One module of tests per client: each runs a scenario of the including
+/// file with that client (`scenarios_on!(on_zookeeper_async, Client::ZookeeperAsync, [a, b])`).
+#[allow(unused_macros)] // not every test binary runs scenarios per client
+macro_rules! scenarios_on {
+    ($module:ident, $client:expr, [$($scenario:ident),* $(,)?]) => {
+        mod $module {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario($client).await;
+                }
+            )*
+        }
+    };
+}
+
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex, Once, PoisonError};
