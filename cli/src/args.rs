@@ -425,6 +425,21 @@ mod tests {
     }
 
     #[test]
+    fn interop_parses_to_its_scheme_and_an_unknown_one_is_a_usage_error() {
+        for (flag, scheme) in [
+            ("none", zkelect::Interop::None),
+            ("curator", zkelect::Interop::Curator),
+            ("kazoo", zkelect::Interop::Kazoo),
+        ] {
+            let Cmd::Status(s) = status(&["--interop", flag]).unwrap().command else {
+                panic!()
+            };
+            assert_eq!(s.interop.scheme(), scheme);
+        }
+        assert!(status(&["--interop", "zookeeper"]).is_err());
+    }
+
+    #[test]
     fn cli_definition_is_consistent() {
         Cli::definition().debug_assert();
         let help = Cli::definition().render_help().to_string();

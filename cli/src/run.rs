@@ -16,6 +16,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure
     // Refuse bad input before touching the network.
     Config::builder(&args.conn.path, &args.id)
         .leaders(args.leaders)
+        .interop(args.interop.scheme())
         .build()
         .code(Code::Config)?;
     let Some((program, rest)) = args.command.split_first() else {

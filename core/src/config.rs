@@ -42,6 +42,12 @@ pub enum ConfigError {
     /// fixes the name.
     #[error("a node prefix cannot be combined with interop {0:?}: the scheme fixes the node name")]
     InteropPrefix(Interop),
+    /// More than one leader together with an [`Interop`] scheme: Curator's
+    /// LeaderLatch and kazoo's Election each elect exactly one, so in a shared
+    /// queue a second zkelect leader would lead beside a foreign process that
+    /// believes it leads alone.
+    #[error("interop {0:?} elects one leader, as that library does: leaders must be 1")]
+    InteropLeaders(Interop),
     /// `leaders` is 0 or larger than `LEADERS_MAX` (1024).
     #[error("leaders must be between 1 and {LEADERS_MAX}, got {0}")]
     InvalidLeaders(u32),
@@ -475,6 +481,9 @@ impl ConfigBuilder {
         if c.leaders == 0 || c.leaders > LEADERS_MAX {
             return Err(ConfigError::InvalidLeaders(c.leaders));
         }
+        if c.leaders > 1 && c.interop != Interop::None {
+            return Err(ConfigError::InteropLeaders(c.interop));
+        }
         if c.data.len() > 512 * 1024 {
             return Err(ConfigError::InvalidId {
                 id: cut(&c.id),
@@ -705,6 +714,13 @@ mod tests {
                 .interop(Interop::Kazoo)
                 .build(),
             Err(ConfigError::InteropPrefix(Interop::Kazoo))
+        );
+        assert_eq!(
+            Config::builder("/e", "a")
+                .leaders(2)
+                .interop(Interop::Curator)
+                .build(),
+            Err(ConfigError::InteropLeaders(Interop::Curator))
         );
         assert_eq!(
             Config::builder("/e", "a")

@@ -140,7 +140,7 @@ fn config_strategy() -> impl Strategy<Value = Config> {
                     Mode::Candidate
                 })
                 .probe(probe)
-                .interop(if interop {
+                .interop(if interop && k == 1 {
                     Interop::Curator
                 } else {
                     Interop::None

@@ -318,6 +318,8 @@ impl Env {
             _ => {}
         }
         env.interop = match rng.range(0, 9) {
+            // Interop elects one leader, as Curator and kazoo do; more is refused.
+            _ if leaders > 1 => Scheme::Ours,
             0..=3 => Scheme::Ours,
             4..=6 => Scheme::Curator,
             _ => Scheme::Kazoo,

@@ -99,6 +99,8 @@ fn env(leaders: u32, timeout_ms: u64) -> impl Strategy<Value = Env> {
         40u64..=90,
     )
         .prop_map(move |(interop, foreign, lookalikes, clamp, percent)| {
+            // Interop elects one leader, as Curator and kazoo do; more is refused.
+            let interop = if leaders > 1 { Scheme::Ours } else { interop };
             let mut env = Env {
                 interop,
                 foreign: if leaders == 1 && interop != Scheme::Ours {
