@@ -93,6 +93,7 @@ mod input;
 mod lease;
 pub mod name;
 mod notice;
+mod rule;
 mod standing;
 mod time;
 mod timer;
@@ -104,7 +105,9 @@ pub use config::{
     Config, ConfigBuilder, ConfigError, ConnectionPolicy, Interop, Mode, WatchStrategy,
 };
 pub use input::{Input, SessionEvent};
+pub use name::Access;
 pub use notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
+pub use rule::{Recipe, Rule};
 pub use time::Timestamp;
 pub use zk::{
     Acl, CreateMode, Reply, Request, SessionId, Stat, Verb, WatchEvent, WatchKind, ZkCode,
