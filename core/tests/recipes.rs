@@ -276,3 +276,43 @@ fn nodes_of_other_recipes_under_the_path_take_no_part() {
     assert!(r.c.role().is_leader());
     assert_eq!(r.c.stats().ignored_children, 2);
 }
+
+#[test]
+fn a_reader_shares_a_kazoo_read_write_lock_and_waits_for_its_writers() {
+    // kazoo's WriteLock names `<uuid>__lock__N`, its ReadLock `<uuid>__rlock__N`.
+    let kazoo_writer = "0123456789abcdef0123456789abcdef__lock__0000000000";
+    let kazoo_reader = "fedcba9876543210fedcba9876543210__rlock__0000000001";
+    let own = "_c_000000000000b002-__rlock__0000000002";
+    let mut d = Driver::joined(rule("r", Rule::Read).interop(Interop::Kazoo));
+    d.answer_probes();
+    let create = d.created(own, 12);
+    assert!(create.request.path().ends_with("__rlock__"));
+    d.data_ok(own, 12);
+    d.children(&[kazoo_writer, kazoo_reader, own]);
+    assert_eq!(d.c.role(), Role::Follower);
+    d.data_ok(kazoo_writer, 10);
+    assert_eq!(d.c.watched(), [kazoo_writer]);
+    // kazoo's names are reused across acquisitions: a deletion is confirmed
+    // by a read before it is believed.
+    d.event(WatchKind::NodeDeleted, kazoo_writer);
+    let again = d.take_data(kazoo_writer);
+    d.reply(again.op, Err(ZkCode::NoNode));
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(12)));
+}
+
+#[test]
+fn a_curator_writer_waits_for_curator_readers() {
+    let reader = "_c_9f1c6f0e-4b5d-4c1e-9a7b-2d8e0f6a1b3c-__READ__0000000000";
+    let own = "_c_000000000000b001-__WRIT__0000000001";
+    let mut d = Driver::joined(rule("w", Rule::Write).interop(Interop::Curator));
+    d.answer_probes();
+    d.created(own, 11);
+    d.data_ok(own, 11);
+    d.children(&[reader, own]);
+    assert_eq!(d.c.role(), Role::Follower);
+    d.data_ok(reader, 10);
+    d.event(WatchKind::NodeDeleted, reader);
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(11)));
+    // No marker with interop: a Curator successor's watch stays for deletions.
+    assert!(!d.has_pending(Verb::SetData), "{:?}", d.pending);
+}
