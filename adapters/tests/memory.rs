@@ -30,6 +30,7 @@ async fn three_candidates_elect_one_and_the_next_in_sequence_succeeds() {
         &server.children("/svc/leader"),
         "n_",
         zkelect::Interop::None,
+        zkelect_core::Recipe::Election { leaders: 1 },
     );
     let next = queue[1].name.clone();
     elections[0].close().await;

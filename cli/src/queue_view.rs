@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use zkelect_core::config::split_payload;
 use zkelect_core::name::{self, Origin};
-use zkelect_core::Interop;
+use zkelect_core::{Interop, Recipe};
 
 /// One node in the queue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -66,7 +66,7 @@ impl QueueView {
         interop: Interop,
     ) -> Self {
         let prefix = interop.stem().unwrap_or("n_");
-        let (queue, _) = name::queue(children, prefix, interop);
+        let (queue, _) = name::queue(children, prefix, interop, Recipe::Election { leaders });
         let (persistent, queue): (Vec<_>, Vec<_>) = queue
             .into_iter()
             .partition(|n| info.get(&n.name).is_some_and(|ni| ni.owner == 0));

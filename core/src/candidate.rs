@@ -50,6 +50,17 @@
 //!   the one read before, was created after our node: it is not the
 //!   predecessor our listing showed, and the candidate lists again.
 //!
+//! # Rules
+//!
+//! The machine is the same for an election, a mutex, a semaphore and both
+//! sides of a read-write lock ([`Rule`](crate::Rule)): "the nodes below" above
+//! means the nodes below that *block* ours under its rule, and k its
+//! [`limit`](crate::Rule::limit). A reader counts only the writers below it and
+//! watches the nearest; everyone else counts every node below. Since blocking
+//! nodes below can only go, the zero-round-trip takeover holds for every rule:
+//! a reader whose watched writer was the only blocking node its listing showed
+//! holds on that writer's `NodeDeleted`.
+//!
 //! The leader marker: a new leader rewrites its node's data unchanged
 //! (`setData` expecting version 0). Its successor's data watch fires, the
 //! successor reads the node again and finds data version 1 with the bytes it
@@ -57,7 +68,13 @@
 //! nodes are below it, for good. A follower that listed before its predecessor
 //! led (in a rotation, always) thereby learns that its standing is as good as
 //! a fresh listing would show, and the predecessor's deletion elects it on the
-//! notification alone.
+//! notification alone. Under the other rules the marker says "this node has
+//! held": fewer than k of the nodes blocking *it* were below it, for good. That
+//! bounds the nodes blocking *us* only if every node that blocks us blocks it
+//! too: true of every exclusive node, and of a reader for a reader (no writer
+//! below it, ever), but not of a reader for a writer (readers below it block the
+//! writer in any number), so a writer reads a reader's marker past and a reader,
+//! watched only by writers, writes none.
 //!
 //! Contact with the server is tracked as the send time of the newest request the
 //! server answered (`last_ack`): the server cannot expire the session before
@@ -661,9 +678,22 @@ impl Candidate {
         }
     }
 
-    /// k: how many lead at once.
-    fn leaders(&self) -> usize {
-        self.config.leaders() as usize
+    /// How many may hold at once, counting blocking nodes (k, or 1).
+    fn limit(&self) -> usize {
+        self.config.rule().limit()
+    }
+
+    /// Whether a holder marker on the watched node `pred` would bound the
+    /// nodes blocking ours (see [`Rule`]'s `learns_from_holder`).
+    fn learns_from_marker_on(&self, pred: &str) -> bool {
+        let rule = self.config.rule();
+        name::parse(
+            pred,
+            self.config.prefix(),
+            self.config.interop(),
+            rule.recipe(),
+        )
+        .is_some_and(|node| rule.learns_from_holder(node.access))
     }
 
     fn is_observer(&self) -> bool {
@@ -1093,7 +1123,7 @@ impl Candidate {
         if self.suspension == Suspension::Resuming {
             self.say_resumed();
         }
-        if self.config.leaders() == 1 {
+        if self.config.rule().holds_alone() {
             let me = self.session.own.as_ref().map(|o| o.name.clone());
             self.leader_seen(me);
         }
@@ -1365,7 +1395,10 @@ impl Candidate {
         let nonce = self.last_nonce();
         let mut mine: Vec<NodeName> = children
             .iter()
-            .filter_map(|c| name::parse(c, self.config.prefix(), Interop::None))
+            .filter_map(|c| {
+                let recipe = self.config.rule().recipe();
+                name::parse(c, self.config.prefix(), Interop::None, recipe)
+            })
             .filter(|n| matches!(&n.origin, Origin::Ours { nonce: found } if found.is_some() && *found == nonce))
             .collect();
         name::order(&mut mine);
@@ -1500,13 +1533,14 @@ impl Candidate {
         if !self.is_observer() {
             self.clear_old_nodes(&children);
         }
-        let k = self.config.leaders() as usize;
+        let k = self.limit();
         let own_name = self.session.own.as_ref().map_or("", |o| o.name.as_str());
-        let standing = name::standing(
+        let standing = name::standing_under(
             &children,
             own_name,
             self.config.prefix(),
             self.config.interop(),
+            self.config.rule(),
             NEAREST_KEPT.max(2 * k),
             &self.session.standing.persistent,
         );
@@ -1551,7 +1585,7 @@ impl Candidate {
     /// Watches the k nearest nodes below ours that the last listing still knows
     /// of, arming one at a time; leads at once if fewer than k remain below.
     fn watch_next_lower(&mut self) {
-        match self.session.standing.next(self.leaders()) {
+        match self.session.standing.next(self.limit()) {
             Next::Lead => self.become_leader(true),
             Next::List => self.set_step(Step::List),
             Next::Watch(pred) => {
@@ -1576,8 +1610,12 @@ impl Candidate {
             }
             Ok(Reply::Data { data, stat }) => {
                 let own_czxid = self.session.own.as_ref().map_or(i64::MAX, |o| o.token.0);
-                let k = self.leaders();
-                let Some(tightened) = self.session.standing.learn(&pred, data, stat, own_czxid, k)
+                let k = self.limit();
+                let proves = self.learns_from_marker_on(&pred);
+                let Some(tightened) = self
+                    .session
+                    .standing
+                    .learn(&pred, data, stat, own_czxid, k, proves)
                 else {
                     // Another node bears the name now, created after ours: the
                     // path was deleted and recreated, and our node with it, or
@@ -1633,7 +1671,7 @@ impl Candidate {
     /// `zero_rtt`: learned from the notification itself, not from a read.
     fn pred_gone(&mut self, pred: &str, zero_rtt: bool) {
         self.session.standing.remove(pred);
-        if self.session.standing.below(self.leaders()) < self.leaders() {
+        if self.session.standing.below(self.limit()) < self.limit() {
             return self.become_leader(zero_rtt);
         }
         // Nodes below may have gone unseen since the listing (only the watched

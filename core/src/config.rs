@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::rule::Rule;
 use crate::zk::Acl;
 
 /// Longest candidate id accepted, in bytes.
@@ -48,9 +49,19 @@ pub enum ConfigError {
     /// believes it leads alone.
     #[error("interop {0:?} elects one leader, as that library does: leaders must be 1")]
     InteropLeaders(Interop),
-    /// `leaders` is 0 or larger than `LEADERS_MAX` (1024).
+    /// `leaders` (or a semaphore's `permits`) is 0 or larger than `LEADERS_MAX` (1024).
     #[error("leaders must be between 1 and {LEADERS_MAX}, got {0}")]
     InvalidLeaders(u32),
+    /// The [`Interop`] scheme's library has no recipe this [`Rule`] could
+    /// share a queue with (neither Curator nor kazoo has a semaphore built on
+    /// one queue of sequential nodes: both keep leases beside a lock).
+    #[error("interop {interop:?} has no recipe to share a queue with for {rule:?}")]
+    InteropRule {
+        /// The scheme asked for.
+        interop: Interop,
+        /// The rule it cannot share.
+        rule: Rule,
+    },
     /// A duration setting is out of range.
     #[error("invalid {name}: {reason}")]
     InvalidDuration {
@@ -198,7 +209,7 @@ pub struct Config {
     data: Vec<u8>,
     /// Set by the user; `None` means the scheme's own (`n_` without interop).
     prefix: Option<String>,
-    leaders: u32,
+    rule: Rule,
     strategy: WatchStrategy,
     policy: ConnectionPolicy,
     mode: Mode,
@@ -224,7 +235,7 @@ impl Config {
                 id: id.into(),
                 data: Vec::new(),
                 prefix: None,
-                leaders: 1,
+                rule: Rule::default(),
                 strategy: WatchStrategy::default(),
                 policy: ConnectionPolicy::default(),
                 mode: Mode::default(),
@@ -255,18 +266,27 @@ impl Config {
     pub fn data(&self) -> &[u8] {
         &self.data
     }
-    /// The node-name prefix (before the sequence): the interop scheme's stem
-    /// (`latch-`, `__lock__`), else the one set, else `n_`.
+    /// The node-name prefix (before the sequence): with interop the scheme's
+    /// stem for the rule (`latch-`, `lock-`, `__lock__`, …), else the one set,
+    /// else the rule's own (`n_`, `m_`, `s_`, `r_`, `w_`; see [`Rule::stem`]).
     pub fn prefix(&self) -> &str {
-        match (self.interop.stem(), &self.prefix) {
-            (Some(stem), _) => stem,
-            (None, Some(prefix)) => prefix,
-            (None, None) => "n_",
+        let own = self.rule.stem(Interop::None).unwrap_or("n_");
+        match (self.interop, &self.prefix) {
+            (Interop::None, Some(prefix)) => prefix,
+            (Interop::None, None) => own,
+            (interop, _) => self.rule.stem(interop).unwrap_or(own),
         }
     }
-    /// How many leaders the election has (the k lowest nodes lead).
+    /// The rule of this machine's node (default a one-leader election).
+    pub fn rule(&self) -> Rule {
+        self.rule
+    }
+    /// How many hold at once: the k of an election or a semaphore, 1 otherwise.
     pub fn leaders(&self) -> u32 {
-        self.leaders
+        match self.rule {
+            Rule::Election { leaders: k } | Rule::Semaphore { permits: k } => k,
+            Rule::Mutex | Rule::Read | Rule::Write => 1,
+        }
     }
     /// Which node a follower watches.
     pub fn strategy(&self) -> WatchStrategy {
@@ -329,6 +349,7 @@ impl Config {
             && self.mode == Mode::Candidate
             && self.protected_create
             && self.interop == Interop::None
+            && self.rule.marks_when_holding()
     }
 
     /// The bytes stored in the candidate's node: the id, then `\n` and the data if any.
@@ -373,9 +394,24 @@ impl ConfigBuilder {
         self.config.prefix = Some(prefix.into());
         self
     }
-    /// Number of leaders: the k lowest nodes lead (default 1).
+    /// Number of leaders: the k lowest nodes lead (default 1). The same as
+    /// `rule(Rule::Election { leaders: k })`.
     pub fn leaders(mut self, k: u32) -> Self {
-        self.config.leaders = k;
+        self.config.rule = Rule::Election { leaders: k };
+        self
+    }
+    /// The rule of this machine's node (default `Rule::Election { leaders: 1 }`):
+    /// an election, a mutex, a semaphore, or a read-write lock's reader or
+    /// writer. The last of [`leaders`](Self::leaders) and this wins.
+    ///
+    /// ```
+    /// use zkelect_core::{Config, Rule};
+    /// let config = Config::builder("/svc/lock", "node-a").rule(Rule::Mutex).build()?;
+    /// assert_eq!((config.prefix(), config.leaders()), ("m_", 1));
+    /// # Ok::<(), zkelect_core::ConfigError>(())
+    /// ```
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.config.rule = rule;
         self
     }
     /// Which node a follower watches (default [`WatchStrategy::Predecessor`]).
@@ -476,12 +512,25 @@ impl ConfigBuilder {
             if c.interop != Interop::None {
                 return Err(ConfigError::InteropPrefix(c.interop));
             }
+            if matches!(c.rule, Rule::Read | Rule::Write) {
+                return Err(ConfigError::InvalidPrefix {
+                    prefix: cut(prefix),
+                    reason: "a read-write lock's stems are fixed (r_ and w_): they tell readers from writers",
+                });
+            }
             validate_prefix(prefix)?;
         }
-        if c.leaders == 0 || c.leaders > LEADERS_MAX {
-            return Err(ConfigError::InvalidLeaders(c.leaders));
+        let k = c.leaders();
+        if k == 0 || k > LEADERS_MAX {
+            return Err(ConfigError::InvalidLeaders(k));
         }
-        if c.leaders > 1 && c.interop != Interop::None {
+        if c.interop != Interop::None && c.rule.stem(c.interop).is_none() {
+            return Err(ConfigError::InteropRule {
+                interop: c.interop,
+                rule: c.rule,
+            });
+        }
+        if k > 1 && c.interop != Interop::None {
             return Err(ConfigError::InteropLeaders(c.interop));
         }
         if c.data.len() > 512 * 1024 {
@@ -751,6 +800,91 @@ mod tests {
             Config::builder("/e", "a").data(vec![0; 600 * 1024]).build(),
             Err(ConfigError::InvalidId { .. })
         ));
+    }
+
+    /// (rule, interop) → the node's stem, or the typed refusal.
+    #[test]
+    fn rules_name_their_nodes_per_scheme_and_unsafe_ones_are_refused() {
+        let build = |rule, interop| {
+            Config::builder("/e", "a")
+                .rule(rule)
+                .interop(interop)
+                .build()
+                .map(|c| c.prefix().to_owned())
+        };
+        let ok = |s: &str| Ok(s.to_owned());
+        let cases: &[(Rule, Interop, Result<String, ConfigError>)] = &[
+            (Rule::Mutex, Interop::None, ok("m_")),
+            (Rule::Semaphore { permits: 3 }, Interop::None, ok("s_")),
+            (Rule::Read, Interop::None, ok("r_")),
+            (Rule::Write, Interop::None, ok("w_")),
+            (Rule::Mutex, Interop::Curator, ok("lock-")),
+            (Rule::Read, Interop::Curator, ok("__READ__")),
+            (Rule::Write, Interop::Curator, ok("__WRIT__")),
+            (Rule::Mutex, Interop::Kazoo, ok("__lock__")),
+            (Rule::Read, Interop::Kazoo, ok("__rlock__")),
+            (Rule::Write, Interop::Kazoo, ok("__lock__")),
+            (
+                Rule::Semaphore { permits: 1 },
+                Interop::Kazoo,
+                Err(ConfigError::InteropRule {
+                    interop: Interop::Kazoo,
+                    rule: Rule::Semaphore { permits: 1 },
+                }),
+            ),
+            (
+                Rule::Semaphore { permits: 2 },
+                Interop::Curator,
+                Err(ConfigError::InteropRule {
+                    interop: Interop::Curator,
+                    rule: Rule::Semaphore { permits: 2 },
+                }),
+            ),
+            (
+                Rule::Semaphore { permits: 0 },
+                Interop::None,
+                Err(ConfigError::InvalidLeaders(0)),
+            ),
+            (
+                Rule::Election { leaders: 2 },
+                Interop::Kazoo,
+                Err(ConfigError::InteropLeaders(Interop::Kazoo)),
+            ),
+        ];
+        for (rule, interop, want) in cases {
+            assert_eq!(&build(*rule, *interop), want, "{rule:?} {interop:?}");
+        }
+        assert!(matches!(
+            Config::builder("/e", "a")
+                .rule(Rule::Read)
+                .prefix("x_")
+                .build(),
+            Err(ConfigError::InvalidPrefix { .. })
+        ));
+        let sem = Config::builder("/e", "a")
+            .rule(Rule::Semaphore { permits: 3 })
+            .build()
+            .unwrap();
+        assert_eq!((sem.leaders(), sem.rule().limit()), (3, 3));
+        assert_eq!(
+            Config::builder("/e", "a")
+                .rule(Rule::Mutex)
+                .leaders(2)
+                .build()
+                .unwrap()
+                .rule(),
+            Rule::Election { leaders: 2 }
+        );
+        // A reader's marker teaches nobody (writers watch it, readers do not).
+        let marks = |rule| {
+            Config::builder("/e", "a")
+                .rule(rule)
+                .build()
+                .unwrap()
+                .leader_marker()
+        };
+        assert!(!marks(Rule::Read));
+        assert!(marks(Rule::Write) && marks(Rule::Mutex));
     }
 
     #[test]

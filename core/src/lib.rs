@@ -1,7 +1,8 @@
 //! # zkelect-core
 //!
-//! Leader election on Apache ZooKeeper as a **sans-IO, deterministic state
-//! machine**. A [`Candidate`] performs no I/O, reads no clock, draws no random
+//! Leader election on Apache ZooKeeper, and the family of queue recipes built
+//! the same way (mutex, semaphore, read-write lock: see [`Rule`]), as a
+//! **sans-IO, deterministic state machine**. A [`Candidate`] performs no I/O, reads no clock, draws no random
 //! numbers and spawns nothing: it takes inputs (replies, watch events, session
 //! events, the time) and produces outputs (commands to perform, notices for the
 //! application, the next time it wants to be woken). The same inputs always give
@@ -77,6 +78,79 @@
 //! # Ok::<(), ConfigError>(())
 //! ```
 //!
+//! ## A mutex hand-off by hand
+//!
+//! The same machine under another [`Rule`]: three contenders for a fair mutex
+//! hold it in the order they joined, each watching only the node just below
+//! its own. A [`Notice::Elected`] (and [`Role::Leader`]) means "holds it" under
+//! every rule; its fencing token is the node's creation zxid.
+//!
+//! ```
+//! use std::time::Duration;
+//! use zkelect_core::*;
+//!
+//! let t = Timestamp::from_millis(0);
+//! let connected = Input::Session(SessionEvent::Connected {
+//!     session_id: Some(SessionId(1)),
+//!     timeout: Duration::from_secs(10),
+//! });
+//! fn next(c: &mut Candidate, verb: Verb) -> Command {
+//!     let all: Vec<Command> = std::iter::from_fn(|| c.poll_command()).collect();
+//!     all.into_iter().find(|cmd| cmd.request.kind() == verb).unwrap()
+//! }
+//! // Joins the mutex at /svc/lock as the `seq`-th node, sees `queue`, returns the
+//! // machine and its node's full path.
+//! let mut join = |id: &str, seq: i64, queue: &[String]| -> Result<(Candidate, String), ConfigError> {
+//!     let config = Config::builder("/svc/lock", id).rule(Rule::Mutex).probe(false)
+//!         .nonce_seed(seq as u64).build()?;
+//!     let mut c = Candidate::new(config);
+//!     c.join(t);
+//!     c.handle(t, connected.clone());
+//!     let create = next(&mut c, Verb::Create);   // create /svc/lock/_c_<nonce>-m_
+//!     let path = format!("{}{seq:010}", create.request.path());
+//!     let stat = Stat { czxid: 100 + seq, ephemeral_owner: 1, ..Stat::default() };
+//!     c.handle(t, Input::Reply { op: create.op, result: Ok(Reply::Created { path: path.clone(), stat }) });
+//!     let mut children = queue.to_vec();
+//!     children.push(c.node().unwrap().to_owned());
+//!     let list = next(&mut c, Verb::GetChildren);
+//!     c.handle(t, Input::Reply { op: list.op, result: Ok(Reply::Children(children)) });
+//!     Ok((c, path))
+//! };
+//! let name = |path: &str| path.rsplit('/').next().unwrap().to_owned();
+//!
+//! let (mut a, a_path) = join("a", 0, &[])?;
+//! assert_eq!(a.role(), Role::Leader(FencingToken(100)));   // a holds the lock
+//! let (mut b, b_path) = join("b", 1, &[name(&a_path)])?;
+//! let (mut c, _) = join("c", 2, &[name(&a_path), name(&b_path)])?;
+//! assert_eq!(b.watching(), Some(name(&a_path).as_str())); // b waits for a
+//! assert_eq!(c.watching(), Some(name(&b_path).as_str())); // c waits for b, not a
+//!
+//! // a releases: its node is deleted, and b's watch alone hands b the lock.
+//! a.resign(t, false);
+//! b.handle(t, Input::Watch(WatchEvent { kind: WatchKind::NodeDeleted, path: a_path }));
+//! assert_eq!(b.role(), Role::Leader(FencingToken(101)));
+//! assert_eq!(c.role(), Role::Follower);                     // c slept through it
+//!
+//! // b marks its node as it takes the lock (an unchanged rewrite, version 0 → 1);
+//! // c's watch fires, c reads the node again and learns that b held the lock,
+//! // so nothing older than b can be left below c.
+//! assert!(std::iter::from_fn(|| b.poll_command()).any(|cmd| cmd.request.kind() == Verb::SetData));
+//! let b_at = |version| Reply::Data { data: b"b".to_vec(),
+//!     stat: Stat { czxid: 101, ephemeral_owner: 2, version, ..Stat::default() } };
+//! let read = next(&mut c, Verb::GetData);                   // c's first read of b (version 0)
+//! c.handle(t, Input::Reply { op: read.op, result: Ok(b_at(0)) });
+//! c.handle(t, Input::Watch(WatchEvent { kind: WatchKind::NodeDataChanged, path: b_path.clone() }));
+//! let read = next(&mut c, Verb::GetData);
+//! c.handle(t, Input::Reply { op: read.op, result: Ok(b_at(1)) });
+//!
+//! // b releases: c holds on the notification alone, though its listing showed a.
+//! b.resign(t, false);
+//! c.handle(t, Input::Watch(WatchEvent { kind: WatchKind::NodeDeleted, path: b_path }));
+//! assert_eq!(c.role(), Role::Leader(FencingToken(102)));
+//! assert_eq!(c.stats().zero_rtt_takeovers, 1);
+//! # Ok::<(), ConfigError>(())
+//! ```
+//!
 //! ## Panics, errors and unwraps
 //!
 //! Nothing here panics on any sequence of inputs; a panic is a bug. Bad
@@ -93,6 +167,7 @@ mod input;
 mod lease;
 pub mod name;
 mod notice;
+mod rule;
 mod standing;
 mod time;
 mod timer;
@@ -104,7 +179,9 @@ pub use config::{
     Config, ConfigBuilder, ConfigError, ConnectionPolicy, Interop, Mode, WatchStrategy,
 };
 pub use input::{Input, SessionEvent};
+pub use name::Access;
 pub use notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
+pub use rule::{Recipe, Rule};
 pub use time::Timestamp;
 pub use zk::{
     Acl, CreateMode, Reply, Request, SessionId, Stat, Verb, WatchEvent, WatchKind, ZkCode,

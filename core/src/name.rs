@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use crate::config::Interop;
+use crate::rule::{Recipe, Rule};
 
 /// The marker that starts a protected name, as Curator uses it.
 pub const PROTECTED_MARKER: &str = "_c_";
@@ -34,6 +35,16 @@ pub enum Origin {
     Kazoo,
 }
 
+/// What a node asks of the queue, judged by its stem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Access {
+    /// Held together with other shared nodes: a read lock's node.
+    Shared,
+    /// Counted by every node above it: every node but a read lock's.
+    Exclusive,
+}
+
 /// A child name whose sequence suffix parsed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -44,6 +55,8 @@ pub struct NodeName {
     pub seq: i32,
     /// Who wrote it.
     pub origin: Origin,
+    /// Whether it is a shared (read) or an exclusive node.
+    pub access: Access,
 }
 
 impl fmt::Display for NodeName {
@@ -119,14 +132,52 @@ enum Kind<'a> {
     Kazoo,
 }
 
+/// The stems that belong to one queue: ours (with our nonce in front, if
+/// protected) and, with interop, the other library's as it finds them.
+#[derive(Debug, Clone, Copy)]
+struct Stems<'a> {
+    ours: [(&'a str, Access); 2],
+    foreign: [(&'static str, Access); 2],
+    len: usize,
+    interop: Interop,
+}
+
+impl<'a> Stems<'a> {
+    /// A one-stem recipe's nodes bear `prefix` (the configured stem); a
+    /// read-write lock's stems are fixed by the scheme, and `prefix` is not used.
+    fn new(prefix: &'a str, interop: Interop, recipe: Recipe) -> Self {
+        let stem = |rule: Rule| (rule.stem(interop).unwrap_or_default(), rule.access());
+        match recipe {
+            Recipe::ReadWrite => {
+                let both = [stem(Rule::Read), stem(Rule::Write)];
+                Self {
+                    ours: both,
+                    foreign: both,
+                    len: 2,
+                    interop,
+                }
+            }
+            _ => {
+                let theirs = stem(recipe.rule(Access::Exclusive));
+                Self {
+                    ours: [(prefix, Access::Exclusive); 2],
+                    foreign: [theirs; 2],
+                    len: 1,
+                    interop,
+                }
+            }
+        }
+    }
+}
+
 /// Classifies and parses a child name without allocating.
 ///
-/// Ours: `[_c_<nonce>-]<prefix><seq>`, exactly. Foreign names count only in
+/// Ours: `[_c_<nonce>-]<stem><seq>`, exactly. Foreign names count only in
 /// the chosen scheme, and as that library finds them: Curator takes the text
-/// after the *last* `latch-` (`StandardLockInternalsDriver.fixForSorting`),
-/// kazoo searches for `__lock__` followed by the sequence at the end (its
+/// after the *last* lock name (`StandardLockInternalsDriver.fixForSorting`),
+/// kazoo searches for its node name followed by the sequence at the end (its
 /// contender pattern); anything may stand before either.
-fn scan<'a>(name: &'a str, prefix: &str, interop: Interop) -> Option<(i32, Kind<'a>)> {
+fn scan<'a>(name: &'a str, stems: &Stems<'_>) -> Option<(i32, Kind<'a>, Access)> {
     let (nonce, rest) = match name.strip_prefix(PROTECTED_MARKER) {
         Some(after) => match after.split_once('-') {
             Some((nonce, rest)) => (Some(nonce), rest),
@@ -134,37 +185,49 @@ fn scan<'a>(name: &'a str, prefix: &str, interop: Interop) -> Option<(i32, Kind<
         },
         None => (None, name),
     };
-    if let Some(seq) = rest.strip_prefix(prefix).and_then(parse_sequence) {
-        return Some((seq, Kind::Ours(nonce)));
+    for &(stem, access) in &stems.ours[..stems.len] {
+        if let Some(seq) = rest.strip_prefix(stem).and_then(parse_sequence) {
+            return Some((seq, Kind::Ours(nonce), access));
+        }
     }
-    match interop {
-        Interop::None => None,
-        Interop::Curator => after_marker(name, "latch-").map(|(_, seq)| (seq, Kind::Curator)),
-        Interop::Kazoo => after_marker(name, "__lock__").map(|(_, seq)| (seq, Kind::Kazoo)),
-    }
+    let kind = match stems.interop {
+        Interop::None => return None,
+        Interop::Curator => Kind::Curator,
+        Interop::Kazoo => Kind::Kazoo,
+    };
+    stems.foreign[..stems.len]
+        .iter()
+        .filter(|(stem, _)| !stem.is_empty())
+        .find_map(|&(stem, access)| after_marker(name, stem).map(|(_, seq)| (seq, kind, access)))
 }
 
 /// Parses a child name, or returns `None` if it takes no part in the queue.
 ///
-/// Names with our `prefix` (protected or not) always take part; with an
-/// [`Interop`] scheme, that library's names take part too, and no others.
+/// Names with our stem (protected or not) always take part; with an
+/// [`Interop`] scheme, that library's names for the `recipe` take part too, and
+/// no others. For a one-stem recipe our stem is `prefix` (what
+/// [`Config::prefix`](crate::Config::prefix) says); a read-write lock's two
+/// stems are fixed by the scheme ([`Rule::stem`]) and `prefix` is not used.
 ///
 /// ```
-/// use zkelect_core::name::{parse, Origin};
-/// use zkelect_core::Interop;
-/// let ours = parse("_c_0123456789abcdef-n_0000000003", "n_", Interop::None).unwrap();
+/// use zkelect_core::name::{parse, Access, Origin};
+/// use zkelect_core::{Interop, Recipe};
+/// let election = Recipe::Election { leaders: 1 };
+/// let ours = parse("_c_0123456789abcdef-n_0000000003", "n_", Interop::None, election).unwrap();
 /// assert_eq!(ours.seq, 3);
 /// assert_eq!(ours.origin, Origin::Ours { nonce: Some("0123456789abcdef".into()) });
 /// let curator = "_c_9f1c6f0e-4b5d-4c1e-9a7b-2d8e0f6a1b3c-latch-0000000002";
-/// assert!(parse(curator, "n_", Interop::None).is_none());
-/// assert_eq!(parse(curator, "latch-", Interop::Curator).unwrap().origin, Origin::Curator);
+/// assert!(parse(curator, "n_", Interop::None, election).is_none());
+/// assert_eq!(parse(curator, "latch-", Interop::Curator, election).unwrap().origin, Origin::Curator);
 /// let kazoo = "0123456789abcdef0123456789abcdef__lock__0000000001";
-/// assert!(parse(kazoo, "latch-", Interop::Curator).is_none());
-/// assert_eq!(parse(kazoo, "__lock__", Interop::Kazoo).unwrap().origin, Origin::Kazoo);
-/// assert!(parse("garbage", "n_", Interop::Kazoo).is_none());
+/// assert!(parse(kazoo, "latch-", Interop::Curator, election).is_none());
+/// assert_eq!(parse(kazoo, "__lock__", Interop::Kazoo, election).unwrap().origin, Origin::Kazoo);
+/// assert!(parse("garbage", "n_", Interop::Kazoo, election).is_none());
+/// let reader = parse("x__rlock__0000000004", "", Interop::Kazoo, Recipe::ReadWrite).unwrap();
+/// assert_eq!(reader.access, Access::Shared);
 /// ```
-pub fn parse(name: &str, prefix: &str, interop: Interop) -> Option<NodeName> {
-    let (seq, kind) = scan(name, prefix, interop)?;
+pub fn parse(name: &str, prefix: &str, interop: Interop, recipe: Recipe) -> Option<NodeName> {
+    let (seq, kind, access) = scan(name, &Stems::new(prefix, interop, recipe))?;
     let origin = match kind {
         Kind::Ours(nonce) => Origin::Ours {
             nonce: nonce.map(str::to_owned),
@@ -176,6 +239,7 @@ pub fn parse(name: &str, prefix: &str, interop: Interop) -> Option<NodeName> {
         name: name.to_owned(),
         seq,
         origin,
+        access,
     })
 }
 
@@ -184,9 +248,11 @@ pub fn parse(name: &str, prefix: &str, interop: Interop) -> Option<NodeName> {
 pub struct Standing {
     /// Whether the node was in the listing at all.
     pub found: bool,
-    /// How many participants are older than the node.
+    /// How many participants older than the node block it (under
+    /// [`standing`], every older participant).
     pub rank: usize,
-    /// The nearest older participants, oldest first (at most the number asked for).
+    /// The nearest older participants that block it, oldest first (at most
+    /// the number asked for).
     pub nearest_lower: Vec<String>,
     /// The oldest participant (the leader when k = 1), if any.
     pub oldest: Option<String>,
@@ -226,12 +292,40 @@ pub fn standing(
     keep: usize,
     skipped: &BTreeSet<String>,
 ) -> Standing {
-    let own_seq = scan(own, prefix, interop).map(|(seq, _)| seq);
+    let rule = Rule::Election { leaders: 1 };
+    standing_under(children, own, prefix, interop, rule, keep, skipped)
+}
+
+/// [`standing`] of a node under `rule`: `rank` and `nearest_lower` count only
+/// the older participants that block it ([`Rule::blocks`]); `oldest` is the
+/// oldest participant of the queue whatever it is.
+///
+/// ```
+/// use std::collections::BTreeSet;
+/// use zkelect_core::name::standing_under;
+/// use zkelect_core::{Interop, Rule};
+/// let children: Vec<String> = ["w_0000000001", "r_0000000002", "r_0000000003"]
+///     .iter().map(|s| s.to_string()).collect();
+/// let s = standing_under(&children, "r_0000000003", "", Interop::None, Rule::Read, 1, &BTreeSet::new());
+/// assert_eq!(s.rank, 1); // the writer; the reader between does not block
+/// assert_eq!(s.nearest_lower, ["w_0000000001"]);
+/// ```
+pub fn standing_under(
+    children: &[String],
+    own: &str,
+    prefix: &str,
+    interop: Interop,
+    rule: Rule,
+    keep: usize,
+    skipped: &BTreeSet<String>,
+) -> Standing {
+    let stems = Stems::new(prefix, interop, rule.recipe());
+    let own_seq = scan(own, &stems).map(|(seq, _, _)| seq);
     let mut out = Standing::default();
     let mut lower: Vec<(i32, &str)> = Vec::new();
     let mut oldest: Option<(i32, &str)> = None;
     for child in children {
-        let Some((seq, _)) = scan(child, prefix, interop) else {
+        let Some((seq, _, access)) = scan(child, &stems) else {
             out.ignored += 1;
             continue;
         };
@@ -249,7 +343,7 @@ pub fn standing(
         }
         if child == own {
             out.found = true;
-        } else if own_seq.is_some() && (rel, child.as_str()) < (0, own) {
+        } else if own_seq.is_some() && (rel, child.as_str()) < (0, own) && rule.blocked_by(access) {
             lower.push((rel, child));
         }
     }
@@ -310,10 +404,17 @@ pub fn order(names: &mut [NodeName]) {
 }
 
 /// The parsed, ordered participants among `children`, plus the names ignored.
-pub fn queue(children: &[String], prefix: &str, interop: Interop) -> (Vec<NodeName>, usize) {
+///
+/// Which names belong to the queue is as for [`parse`].
+pub fn queue(
+    children: &[String],
+    prefix: &str,
+    interop: Interop,
+    recipe: Recipe,
+) -> (Vec<NodeName>, usize) {
     let mut parsed: Vec<NodeName> = children
         .iter()
-        .filter_map(|c| parse(c, prefix, interop))
+        .filter_map(|c| parse(c, prefix, interop, recipe))
         .collect();
     let ignored = children.len() - parsed.len();
     order(&mut parsed);
@@ -395,9 +496,11 @@ pub(crate) fn splitmix64(mut x: u64) -> u64 {
 mod tests {
     use super::*;
 
+    const ELECTION: Recipe = Recipe::Election { leaders: 1 };
+
     fn names(children: &[&str], interop: Interop) -> Vec<String> {
         let owned: Vec<String> = children.iter().map(|s| s.to_string()).collect();
-        queue(&owned, interop.stem().unwrap_or("n_"), interop)
+        queue(&owned, interop.stem().unwrap_or("n_"), interop, ELECTION)
             .0
             .into_iter()
             .map(|n| n.name)
@@ -428,7 +531,7 @@ mod tests {
     fn sequence_suffix_table() {
         for (name, want) in SEQUENCES {
             assert_eq!(
-                parse(name, "n_", Interop::None).map(|n| n.seq),
+                parse(name, "n_", Interop::None, ELECTION).map(|n| n.seq),
                 *want,
                 "{name:?}"
             );
@@ -452,7 +555,7 @@ mod tests {
         ] {
             let name = format!("n_{seq:010}");
             assert_eq!(
-                parse(&name, "n_", Interop::None).map(|n| n.seq),
+                parse(&name, "n_", Interop::None, ELECTION).map(|n| n.seq),
                 Some(seq),
                 "{name}"
             );
@@ -555,7 +658,7 @@ mod tests {
             ]
         );
         let owned: Vec<String> = children.iter().map(|s| s.to_string()).collect();
-        let (q, ignored) = queue(&owned, "latch-", Interop::Curator);
+        let (q, ignored) = queue(&owned, "latch-", Interop::Curator, ELECTION);
         assert_eq!(ignored, 6);
         assert_eq!(q[0].origin, Origin::Curator);
         assert_eq!(
@@ -564,7 +667,7 @@ mod tests {
                 nonce: Some("00000000000000bb".into())
             }
         );
-        let (q, _) = queue(&owned, "__lock__", Interop::Kazoo);
+        let (q, _) = queue(&owned, "__lock__", Interop::Kazoo, ELECTION);
         assert_eq!(q[0].origin, Origin::Kazoo);
         assert_eq!(
             q[1].origin,
@@ -624,7 +727,7 @@ mod tests {
                 .map(|off| format!("n_{:010}", base.wrapping_add(*off as i32)))
                 .collect();
             let own = own_pick.get(&children).clone();
-            let (ordered, _) = queue(&children, "n_", Interop::None);
+            let (ordered, _) = queue(&children, "n_", Interop::None, ELECTION);
             let rank = ordered.iter().position(|n| n.name == own).unwrap();
             let s = standing(&children, &own, "n_", Interop::None, keep, &BTreeSet::new());
             proptest::prop_assert!(s.found);

@@ -40,7 +40,8 @@ pub(crate) enum Next {
 /// and the reads and events since.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Standing {
-    /// The participants below our node in the last listing, nearest kept,
+    /// The participants below our node in the last listing that block it
+    /// under its rule, nearest kept,
     /// oldest first, minus those seen gone since: the next predecessors to watch.
     lower: Vec<String>,
     /// How many more the listing showed below those kept in `lower`.
@@ -166,7 +167,9 @@ impl Standing {
     /// bearing the name is not the one our listing showed: one created after
     /// our node (a lower sequence is an older node only under one incarnation
     /// of the path), or another than the one read before. Otherwise whether a
-    /// marker found on it lowered [`Self::below`].
+    /// marker found on it lowered [`Self::below`]. `proves`: whether a marker
+    /// on this node bounds the nodes blocking ours at all (under a rule where
+    /// it does not, a writer watching a reader, it is read past).
     pub(crate) fn learn(
         &mut self,
         name: &str,
@@ -174,6 +177,7 @@ impl Standing {
         stat: Stat,
         own_czxid: i64,
         k: usize,
+        proves: bool,
     ) -> Option<bool> {
         if stat.czxid >= own_czxid {
             return None;
@@ -199,7 +203,7 @@ impl Standing {
             // a version-0 read to compare with, nothing is learned either:
             // the next listing will tell.
             self.seen[i].original = None;
-            return Some(self.led(name, k));
+            return Some(proves && self.led(name, k));
         }
         Some(false)
     }
@@ -388,7 +392,7 @@ mod tests {
             let mut s = standing(5, 3, &[]);
             let mut out = None;
             for &(czxid, version, data) in *reads {
-                out = s.learn("n2", data.to_vec(), read(czxid, version), 100, 1);
+                out = s.learn("n2", data.to_vec(), read(czxid, version), 100, 1, true);
             }
             assert_eq!(out, *last, "case {i}: {reads:?}");
             if *last == Some(true) {

@@ -111,14 +111,45 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
+/// Every rule, with k of 1 or 2 where it has one.
+fn rule_strategy(k: u32) -> impl Strategy<Value = Rule> {
+    prop_oneof![
+        Just(Rule::Election { leaders: k }),
+        Just(Rule::Mutex),
+        Just(Rule::Semaphore { permits: k }),
+        Just(Rule::Read),
+        Just(Rule::Write),
+    ]
+}
+
 fn config_strategy() -> impl Strategy<Value = Config> {
+    (1u32..3)
+        .prop_flat_map(|k| (Just(k), rule_strategy(k)))
+        .prop_flat_map(|(k, rule)| (Just(rule), config_with(k)))
+        .prop_map(|(rule, config)| {
+            // The same settings under another rule, where they are allowed.
+            let mut b = Config::builder(PATH, "cand")
+                .rule(rule)
+                .strategy(config.strategy())
+                .policy(config.policy())
+                .mode(config.mode())
+                .probe(config.probe())
+                .nonce_seed(config.nonce_seed());
+            if rule.stem(config.interop()).is_some() && rule.limit() == 1 {
+                b = b.interop(config.interop());
+            }
+            b.build().expect("valid")
+        })
+}
+
+fn config_with(k: u32) -> impl Strategy<Value = Config> {
     (
-        1u32..3,
+        Just(k),
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
-        any::<bool>(),
+        0u8..3,
         any::<u64>(),
     )
         .prop_map(|(k, parent, aware, observer, probe, interop, seed)| {
@@ -140,8 +171,8 @@ fn config_strategy() -> impl Strategy<Value = Config> {
                     Mode::Candidate
                 })
                 .probe(probe)
-                .interop(if interop && k == 1 {
-                    Interop::Curator
+                .interop(if k == 1 {
+                    Interop::ALL[usize::from(interop) % 3]
                 } else {
                     Interop::None
                 })
@@ -149,6 +180,23 @@ fn config_strategy() -> impl Strategy<Value = Config> {
                 .build()
                 .expect("valid")
         })
+}
+
+/// A child name of the queue under `config`'s rule: a read-write lock's
+/// even sequences are readers, odd ones writers.
+fn plain(config: &Config, seq: i32) -> String {
+    let stem = match config.rule() {
+        Rule::Read | Rule::Write => {
+            let rule = if seq % 2 == 0 {
+                Rule::Read
+            } else {
+                Rule::Write
+            };
+            rule.stem(config.interop()).unwrap_or("r_")
+        }
+        _ => config.prefix(),
+    };
+    format!("{stem}{seq:010}")
 }
 
 const CODES: [ZkCode; 12] = [
@@ -175,6 +223,11 @@ struct World {
     last_create_prefix: Option<String>,
     /// Notices seen so far: Elected must alternate with Demoted.
     leading: bool,
+    /// The listing just answered (this step), if any: a machine elected by
+    /// it must have had fewer than its limit of blocking nodes below it there.
+    listing: Option<Vec<String>>,
+    /// Names ever read as persistent (owner 0), which the machine may leave out.
+    persistent: BTreeSet<String>,
 }
 
 impl World {
@@ -190,7 +243,7 @@ impl World {
                     .clone()
                     .unwrap_or_else(|| "n_".into())
             ),
-            Child::Plain(seq) => format!("n_{seq:010}"),
+            Child::Plain(seq) => plain(self.c.config(), *seq),
             Child::Garbage(s) => s.clone(),
         }
     }
@@ -237,6 +290,18 @@ impl World {
                 }
                 let cmd = self.pending.remove(pick % self.pending.len());
                 let result = self.reply_for(&cmd.request, outcome);
+                match (&cmd.request, &result) {
+                    (Request::GetChildren { .. }, Ok(Reply::Children(children))) => {
+                        self.listing = Some(children.clone());
+                    }
+                    (Request::GetData { path, .. }, Ok(Reply::Data { stat, .. }))
+                        if stat.ephemeral_owner == 0 =>
+                    {
+                        let name = path.rsplit('/').next().unwrap_or_default();
+                        self.persistent.insert(name.to_owned());
+                    }
+                    _ => {}
+                }
                 self.c.handle(self.now, Input::Reply { op: cmd.op, result });
                 self.answered.push(cmd);
             }
@@ -273,7 +338,7 @@ impl World {
                         format!("{PATH}/{}", self.c.watching().unwrap_or("n_0000000001"))
                     }
                     Target::Parent => PATH.to_owned(),
-                    Target::Child(seq) => format!("{PATH}/n_{seq:010}"),
+                    Target::Child(seq) => format!("{PATH}/{}", plain(self.c.config(), *seq)),
                 };
                 self.c
                     .handle(self.now, Input::Watch(WatchEvent { kind, path }));
@@ -311,6 +376,52 @@ impl World {
         }
     }
 
+    /// A machine elected by a listing holds under its rule there: it is in
+    /// it, and fewer than its limit of the nodes below it block it (leaving
+    /// out any name ever read as persistent).
+    fn check_listing_elects(&self, children: &[String]) {
+        let config = self.c.config();
+        let rule = config.rule();
+        let recipe = rule.recipe();
+        let own = self.c.node().expect("elected with a node");
+        // Every participant below ours (a writer counts them all), then the
+        // rule's blockers spelled out here, not taken from `Rule::blocks`.
+        let counts_all = if recipe == Recipe::ReadWrite {
+            Rule::Write
+        } else {
+            rule
+        };
+        let (prefix, interop) = (config.prefix(), config.interop());
+        let s = name::standing_under(
+            children,
+            own,
+            prefix,
+            interop,
+            counts_all,
+            usize::MAX,
+            &self.persistent,
+        );
+        assert!(s.found, "elected by a listing without its node {own}");
+        let blockers = s
+            .nearest_lower
+            .iter()
+            .filter(|n| {
+                let writer = name::parse(n, prefix, interop, recipe)
+                    .is_some_and(|n| n.access == Access::Exclusive);
+                rule != Rule::Read || writer
+            })
+            .count();
+        let limit = match rule {
+            Rule::Election { leaders: k } | Rule::Semaphore { permits: k } => k as usize,
+            _ => 1,
+        };
+        assert!(
+            blockers < limit,
+            "{rule:?} elected with {blockers} blocking nodes below it: {:?}",
+            s.nearest_lower
+        );
+    }
+
     /// Drains the outputs and checks every promise.
     fn drain_and_check(&mut self) {
         while let Some(notice) = self.c.poll_notice() {
@@ -318,6 +429,9 @@ impl World {
                 Notice::Elected { .. } => {
                     assert!(!self.leading, "two Elected without a Demoted between");
                     self.leading = true;
+                    if let Some(children) = &self.listing {
+                        self.check_listing_elects(children);
+                    }
                 }
                 Notice::Demoted { .. } => {
                     assert!(self.leading, "Demoted without Elected");
@@ -373,6 +487,7 @@ impl World {
             "more than the own-node and queue watches: {watches:?}"
         );
         assert!(creates <= 1, "two creates in flight");
+        self.listing = None;
         let role_leads = matches!(self.c.role(), Role::Leader(_) | Role::Suspended(_));
         assert_eq!(
             role_leads,
@@ -398,6 +513,8 @@ proptest! {
             answered: Vec::new(),
             last_create_prefix: None,
             leading: false,
+            listing: None,
+            persistent: BTreeSet::new(),
         };
         w.c.join(w.now);
         w.drain_and_check();

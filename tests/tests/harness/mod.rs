@@ -541,7 +541,12 @@ pub(crate) async fn stat(hosts: &str, path: &str) -> Option<Stat> {
 /// The election's participants among `children`, oldest first, as the core
 /// orders them (`zkelect_core::name::queue`); panics on a foreign child.
 pub(crate) fn queue(children: &[String]) -> Vec<String> {
-    let (queue, ignored) = name::queue(children, PREFIX, zkelect::Interop::None);
+    let (queue, ignored) = name::queue(
+        children,
+        PREFIX,
+        zkelect::Interop::None,
+        zkelect_core::Recipe::Election { leaders: 1 },
+    );
     assert_eq!(
         ignored, 0,
         "the election path holds children that are not candidates: {children:?}"

@@ -1,0 +1,390 @@
+//! Rules: what a queue of sequential nodes is for, and when one node of it holds.
+//!
+//! Every recipe of the family is the same queue: each participant creates an
+//! EPHEMERAL|SEQUENTIAL node and holds once few enough of the nodes below its
+//! own *block* it. What differs is which nodes block and how many may be
+//! below:
+//!
+//! | rule | its nodes | blocked by | holds when blockers below are fewer than |
+//! |---|---|---|---|
+//! | `Election { leaders: k }` | exclusive | every node | k |
+//! | `Mutex` | exclusive | every node | 1 |
+//! | `Semaphore { permits: k }` | exclusive | every node | k |
+//! | `Read` | shared | exclusive nodes (writers) | 1 |
+//! | `Write` | exclusive | every node | 1 |
+//!
+//! A node watches the `limit` nearest blocking nodes below it (a reader: the
+//! nearest writer below; a writer or mutex: its predecessor). Sequence numbers
+//! only grow, so the blocking nodes below a node can only go, never come: once
+//! a node holds, it holds until it leaves. The machine in `candidate.rs` is
+//! the same for every rule; it asks the rule only [`Rule::blocks`] and
+//! [`Rule::limit`].
+
+use crate::config::Interop;
+use crate::name::{Access, NodeName};
+
+/// What a queue is for: which child names belong to it and which of them hold.
+///
+/// Every participant of one queue must use the same recipe, and the same `k`
+/// for an election or a semaphore (as every participant of an election must
+/// agree on the number of leaders): each judges its own standing alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Recipe {
+    /// Leader election: the `leaders` lowest nodes lead.
+    Election {
+        /// How many lead at once (k).
+        leaders: u32,
+    },
+    /// A fair mutual-exclusion lock: the lowest node holds it.
+    Mutex,
+    /// A counting semaphore: the `permits` lowest nodes hold a permit.
+    Semaphore {
+        /// How many hold at once.
+        permits: u32,
+    },
+    /// A fair read-write lock: readers share, a writer holds alone.
+    ReadWrite,
+}
+
+/// The rule of one machine's own node: which lower nodes block it.
+///
+/// ```
+/// use zkelect_core::{Rule, Recipe};
+/// assert_eq!(Rule::Mutex.limit(), 1);
+/// assert_eq!(Rule::Semaphore { permits: 3 }.limit(), 3);
+/// assert_eq!(Rule::Read.recipe(), Recipe::ReadWrite);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Rule {
+    /// A candidate in an election with `leaders` leaders.
+    Election {
+        /// How many lead at once (k).
+        leaders: u32,
+    },
+    /// A contender for a mutex.
+    Mutex,
+    /// A contender for one of `permits` permits.
+    Semaphore {
+        /// How many hold at once.
+        permits: u32,
+    },
+    /// A reader of a read-write lock: blocked by writers only.
+    Read,
+    /// A writer of a read-write lock: blocked by everyone below.
+    Write,
+}
+
+impl Default for Rule {
+    fn default() -> Self {
+        Self::Election { leaders: 1 }
+    }
+}
+
+impl Rule {
+    /// The recipe (the queue) this rule takes part in.
+    pub fn recipe(self) -> Recipe {
+        match self {
+            Self::Election { leaders } => Recipe::Election { leaders },
+            Self::Mutex => Recipe::Mutex,
+            Self::Semaphore { permits } => Recipe::Semaphore { permits },
+            Self::Read | Self::Write => Recipe::ReadWrite,
+        }
+    }
+
+    /// Whether `lower` (a node below ours in the same queue) counts against us.
+    ///
+    /// ```
+    /// use zkelect_core::name::parse;
+    /// use zkelect_core::{Interop, Recipe, Rule};
+    /// let writer = parse("w_0000000001", "", Interop::None, Recipe::ReadWrite).unwrap();
+    /// let reader = parse("r_0000000002", "", Interop::None, Recipe::ReadWrite).unwrap();
+    /// assert!(Rule::Read.blocks(&writer) && !Rule::Read.blocks(&reader));
+    /// assert!(Rule::Write.blocks(&writer) && Rule::Write.blocks(&reader));
+    /// ```
+    pub fn blocks(self, lower: &NodeName) -> bool {
+        self.blocked_by(lower.access)
+    }
+
+    /// [`blocks`](Self::blocks) by the lower node's access alone.
+    pub(crate) fn blocked_by(self, lower: Access) -> bool {
+        match self {
+            Self::Read => lower == Access::Exclusive,
+            Self::Election { .. } | Self::Mutex | Self::Semaphore { .. } | Self::Write => true,
+        }
+    }
+
+    /// We hold when fewer than this many blocking nodes are below (k, or 1).
+    pub fn limit(self) -> usize {
+        match self {
+            Self::Election { leaders: k } | Self::Semaphore { permits: k } => k as usize,
+            Self::Mutex | Self::Read | Self::Write => 1,
+        }
+    }
+
+    /// The access of this rule's own node: shared for a reader, exclusive
+    /// for everything else.
+    pub fn access(self) -> Access {
+        match self {
+            Self::Read => Access::Shared,
+            _ => Access::Exclusive,
+        }
+    }
+
+    /// The stem of this rule's node names (before the sequence) in `interop`'s
+    /// naming scheme, or `None` where that library has no such recipe.
+    ///
+    /// | rule | zkelect | Curator | kazoo |
+    /// |---|---|---|---|
+    /// | election | `n_` | `latch-` | `__lock__` |
+    /// | mutex | `m_` | `lock-` | `__lock__` |
+    /// | semaphore | `s_` | — | — |
+    /// | read | `r_` | `__READ__` | `__rlock__` |
+    /// | write | `w_` | `__WRIT__` | `__lock__` |
+    pub fn stem(self, interop: Interop) -> Option<&'static str> {
+        let stem = match (self, interop) {
+            (Self::Election { .. }, Interop::None) => "n_",
+            (Self::Mutex, Interop::None) => "m_",
+            (Self::Semaphore { .. }, Interop::None) => "s_",
+            (Self::Read, Interop::None) => "r_",
+            (Self::Write, Interop::None) => "w_",
+            (Self::Election { .. }, Interop::Curator) => "latch-",
+            (Self::Mutex, Interop::Curator) => "lock-",
+            (Self::Read, Interop::Curator) => "__READ__",
+            (Self::Write, Interop::Curator) => "__WRIT__",
+            (Self::Election { .. } | Self::Mutex | Self::Write, Interop::Kazoo) => "__lock__",
+            (Self::Read, Interop::Kazoo) => "__rlock__",
+            (Self::Semaphore { .. }, Interop::Curator | Interop::Kazoo) => return None,
+        };
+        Some(stem)
+    }
+
+    /// Whether a watched node of `access` that has held (its leader marker)
+    /// bounds the nodes blocking *us* below it.
+    ///
+    /// When a node X held, fewer than the limit of the nodes blocking X were
+    /// below it, for good. That bounds our blockers below X only if every node
+    /// that blocks us also blocks X: an exclusive X is blocked by everyone; a
+    /// shared X (a reader) only by writers, so it bounds a reader's blockers
+    /// (no writer below it, ever) but not a writer's (readers below it still
+    /// block a writer, in any number). Every participant of a queue has the
+    /// same limit (a reader's and a writer's is 1).
+    pub(crate) fn learns_from_holder(self, access: Access) -> bool {
+        access == Access::Exclusive || self == Self::Read
+    }
+
+    /// Whether this rule's holder marks its node: only if someone watching it
+    /// can learn from the marker. A reader is watched only by writers (readers
+    /// watch writers), which cannot, so a reader's marker would cost a write
+    /// and spend a writer's watch for nothing.
+    pub(crate) fn marks_when_holding(self) -> bool {
+        self.access() == Access::Exclusive
+    }
+
+    /// Whether the holder is alone and the oldest node: it can name itself the
+    /// leader without a listing.
+    pub(crate) fn holds_alone(self) -> bool {
+        self.access() == Access::Exclusive && self.limit() == 1
+    }
+}
+
+impl Recipe {
+    /// The rule of a node of this recipe with `access` (a shared node of a
+    /// read-write lock is a reader, every other node its recipe's one rule).
+    pub fn rule(self, access: Access) -> Rule {
+        match (self, access) {
+            (Self::Election { leaders }, _) => Rule::Election { leaders },
+            (Self::Mutex, _) => Rule::Mutex,
+            (Self::Semaphore { permits }, _) => Rule::Semaphore { permits },
+            (Self::ReadWrite, Access::Shared) => Rule::Read,
+            (Self::ReadWrite, Access::Exclusive) => Rule::Write,
+        }
+    }
+
+    /// The stems of the queue's node names in `interop`'s scheme, each with
+    /// the access of its nodes; empty where that library has no such recipe.
+    pub fn stems(self, interop: Interop) -> Vec<(&'static str, Access)> {
+        let rules: &[Rule] = match self {
+            Self::ReadWrite => &[Rule::Read, Rule::Write],
+            Self::Election { .. } => &[Rule::Election { leaders: 1 }],
+            Self::Mutex => &[Rule::Mutex],
+            Self::Semaphore { .. } => &[Rule::Semaphore { permits: 1 }],
+        };
+        rules
+            .iter()
+            .filter_map(|r| r.stem(interop).map(|s| (s, r.access())))
+            .collect()
+    }
+
+    /// Indices (into a queue in serial order) of the nodes that hold now.
+    ///
+    /// ```
+    /// use zkelect_core::name::queue;
+    /// use zkelect_core::{Interop, Recipe};
+    /// let children: Vec<String> = ["r_0000000001", "r_0000000002", "w_0000000003", "r_0000000004"]
+    ///     .iter().map(|s| s.to_string()).collect();
+    /// let (q, _) = queue(&children, "", Interop::None, Recipe::ReadWrite);
+    /// assert_eq!(Recipe::ReadWrite.holders(&q), [0, 1]);
+    /// ```
+    pub fn holders(self, queue: &[NodeName]) -> Vec<usize> {
+        // One pass: a rule is blocked by every node or by the exclusive ones
+        // only, so two running counts give any node's blockers.
+        let mut out = Vec::new();
+        let mut exclusive = 0;
+        for (i, node) in queue.iter().enumerate() {
+            let rule = self.rule(node.access);
+            let blockers = if rule.blocked_by(Access::Shared) {
+                i
+            } else {
+                exclusive
+            };
+            if blockers < rule.limit() {
+                out.push(i);
+            }
+            if node.access == Access::Exclusive {
+                exclusive += 1;
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A queue from a compact spelling: `r` a shared node, `w` an exclusive one.
+    fn queue_of(spec: &str) -> Vec<NodeName> {
+        spec.chars()
+            .enumerate()
+            .map(|(i, c)| NodeName {
+                name: format!("{c}{i}"),
+                seq: i as i32,
+                origin: crate::name::Origin::Ours { nonce: None },
+                access: if c == 'r' {
+                    Access::Shared
+                } else {
+                    Access::Exclusive
+                },
+            })
+            .collect()
+    }
+
+    /// Who holds, recipe by recipe, in the style of raft-rs's quorum tests:
+    /// (recipe, queue spelled r/w, holders).
+    const HOLDERS: &[(Recipe, &str, &[usize])] = &[
+        (Recipe::Election { leaders: 1 }, "", &[]),
+        (Recipe::Election { leaders: 1 }, "www", &[0]),
+        (Recipe::Election { leaders: 2 }, "www", &[0, 1]),
+        (Recipe::Election { leaders: 5 }, "www", &[0, 1, 2]),
+        (Recipe::Mutex, "w", &[0]),
+        (Recipe::Mutex, "wwww", &[0]),
+        (Recipe::Semaphore { permits: 3 }, "wwwww", &[0, 1, 2]),
+        (Recipe::Semaphore { permits: 3 }, "ww", &[0, 1]),
+        (Recipe::ReadWrite, "rrr", &[0, 1, 2]),
+        (Recipe::ReadWrite, "w", &[0]),
+        (Recipe::ReadWrite, "wr", &[0]),
+        (Recipe::ReadWrite, "ww", &[0]),
+        (Recipe::ReadWrite, "rrw", &[0, 1]),
+        (Recipe::ReadWrite, "rrwr", &[0, 1]),
+        (Recipe::ReadWrite, "rwrr", &[0]),
+        (Recipe::ReadWrite, "wrrw", &[0]),
+    ];
+
+    #[test]
+    fn holders_table() {
+        for (recipe, spec, want) in HOLDERS {
+            assert_eq!(
+                recipe.holders(&queue_of(spec)),
+                *want,
+                "{recipe:?} {spec:?}"
+            );
+        }
+    }
+
+    /// (rule, lower node's access) → blocks.
+    const BLOCKS: &[(Rule, Access, bool)] = &[
+        (Rule::Election { leaders: 2 }, Access::Exclusive, true),
+        (Rule::Mutex, Access::Exclusive, true),
+        (Rule::Semaphore { permits: 3 }, Access::Exclusive, true),
+        (Rule::Read, Access::Exclusive, true),
+        (Rule::Read, Access::Shared, false),
+        (Rule::Write, Access::Exclusive, true),
+        (Rule::Write, Access::Shared, true),
+    ];
+
+    #[test]
+    fn blocks_table() {
+        for &(rule, access, want) in BLOCKS {
+            assert_eq!(rule.blocked_by(access), want, "{rule:?} {access:?}");
+        }
+    }
+
+    /// (rule, holder's access) → whether its marker bounds our blockers.
+    const LEARNS: &[(Rule, Access, bool)] = &[
+        (Rule::Election { leaders: 3 }, Access::Exclusive, true),
+        (Rule::Mutex, Access::Exclusive, true),
+        (Rule::Semaphore { permits: 2 }, Access::Exclusive, true),
+        (Rule::Read, Access::Exclusive, true),
+        (Rule::Read, Access::Shared, true),
+        (Rule::Write, Access::Exclusive, true),
+        // A reader that held proves no writer below it, but readers below
+        // it block a writer in any number.
+        (Rule::Write, Access::Shared, false),
+    ];
+
+    #[test]
+    fn marker_table() {
+        for &(rule, access, want) in LEARNS {
+            assert_eq!(rule.learns_from_holder(access), want, "{rule:?} {access:?}");
+        }
+        assert!(!Rule::Read.marks_when_holding());
+        assert!(Rule::Write.marks_when_holding());
+    }
+
+    #[test]
+    fn stems_are_distinct_within_a_queue_and_semaphores_have_no_interop() {
+        for interop in Interop::ALL {
+            let rw = Recipe::ReadWrite.stems(interop);
+            assert_eq!(rw.len(), 2, "{interop:?}");
+            assert_ne!(rw[0].0, rw[1].0);
+            assert_eq!(
+                Recipe::Semaphore { permits: 2 }.stems(interop).is_empty(),
+                interop != Interop::None
+            );
+        }
+        assert_eq!(
+            Rule::Election { leaders: 1 }.stem(Interop::None),
+            Some("n_")
+        );
+        assert_eq!(Rule::Write.stem(Interop::Kazoo), Some("__lock__"));
+    }
+
+    proptest::proptest! {
+        /// `holders` agrees with each node's own rule: a node holds exactly
+        /// when fewer than its limit of blocking nodes are below it.
+        #[test]
+        fn holders_agree_with_the_rule(
+            spec in "[rw]{0,12}",
+            pick in 0usize..4,
+            k in 1u32..4,
+        ) {
+            let recipe = [
+                Recipe::Election { leaders: k },
+                Recipe::Mutex,
+                Recipe::Semaphore { permits: k },
+                Recipe::ReadWrite,
+            ][pick];
+            let spec = if recipe == Recipe::ReadWrite { spec } else { spec.replace('r', "w") };
+            let q = queue_of(&spec);
+            let want: Vec<usize> = (0..q.len())
+                .filter(|&i| {
+                    let rule = recipe.rule(q[i].access);
+                    q[..i].iter().filter(|l| rule.blocks(l)).count() < rule.limit()
+                })
+                .collect();
+            proptest::prop_assert_eq!(recipe.holders(&q), want);
+        }
+    }
+}

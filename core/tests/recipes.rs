@@ -1,0 +1,318 @@
+//! Transcripts per rule: the same machine as a mutex, a semaphore, and a
+//! read-write lock's readers and writers. Exact inputs in, exact commands and
+//! notices out.
+
+mod support;
+
+use support::*;
+use zkelect_core::*;
+
+fn elected(token: i64) -> Notice {
+    Notice::Elected {
+        token: FencingToken(token),
+    }
+}
+
+// Other participants' protected names (a fresh nonce per create, so a
+// deletion event for one is trusted as it comes).
+const M0: &str = "_c_000000000000a000-m_0000000000";
+const M1: &str = "_c_000000000000a001-m_0000000001";
+const S0: &str = "_c_000000000000a000-s_0000000000";
+const S1: &str = "_c_000000000000a001-s_0000000001";
+const S2: &str = "_c_000000000000a002-s_0000000002";
+const S3: &str = "_c_000000000000a003-s_0000000003";
+const R0: &str = "_c_000000000000a000-r_0000000000";
+const R1: &str = "_c_000000000000a001-r_0000000001";
+const W0: &str = "_c_000000000000a000-w_0000000000";
+const W1: &str = "_c_000000000000a001-w_0000000001";
+const R2: &str = "_c_000000000000a002-r_0000000002";
+
+fn rule(id: &str, rule: Rule) -> ConfigBuilder {
+    config(id).rule(rule)
+}
+
+/// Creates under `rule` and checks the create's path names the rule's stem.
+fn joined_as(id: &str, r: Rule, own: &str, czxid: i64, children: &[&str]) -> Driver {
+    let mut d = Driver::joined(rule(id, r));
+    d.answer_probes();
+    let create = d.created(own, czxid);
+    let stem = r.stem(Interop::None).unwrap();
+    assert!(
+        create.request.path().ends_with(stem),
+        "{r:?} creates {}",
+        create.request.path()
+    );
+    d.data_ok(own, czxid);
+    d.children(children);
+    d
+}
+
+// ----- mutex -----------------------------------------------------------------------
+
+#[test]
+fn a_mutex_is_handed_over_in_join_order_on_the_notification_alone() {
+    let mut a = joined_as("a", Rule::Mutex, "m_0000000000", 10, &["m_0000000000"]);
+    assert_eq!(a.c.role(), Role::Leader(FencingToken(10)));
+    assert!(a.take_notices().contains(&elected(10)));
+    // b and c queue behind, each watching its predecessor only.
+    let mut b = joined_as("b", Rule::Mutex, "m_0000000001", 11, &[M0, "m_0000000001"]);
+    let mut c = joined_as(
+        "c",
+        Rule::Mutex,
+        "m_0000000002",
+        12,
+        &[M0, M1, "m_0000000002"],
+    );
+    b.data_ok(M0, 10);
+    c.data_ok(M1, 11);
+    assert_eq!(b.c.watched(), [M0]);
+    assert_eq!(c.c.watched(), [M1]);
+    assert_eq!((b.c.role(), c.c.role()), (Role::Follower, Role::Follower));
+    // a releases: b holds at once, c is untouched.
+    a.resign(false);
+    b.event(WatchKind::NodeDeleted, M0);
+    assert_eq!(b.c.role(), Role::Leader(FencingToken(11)));
+    assert!(!b.has_pending(Verb::GetChildren), "{:?}", b.pending);
+    assert_eq!(c.c.role(), Role::Follower);
+    // b marks its node as it takes the lock, which tells c that M0 is gone
+    // for good; b releases: c holds, again without a listing.
+    c.event(WatchKind::NodeDataChanged, M1);
+    c.data_at(M1, 11, 1, b"");
+    c.event(WatchKind::NodeDeleted, M1);
+    assert_eq!(c.c.role(), Role::Leader(FencingToken(12)));
+    assert!(!c.has_pending(Verb::GetChildren), "{:?}", c.pending);
+    assert_eq!(c.c.stats().zero_rtt_takeovers, 1);
+}
+
+#[test]
+fn without_the_marker_the_third_in_line_looks_again_before_holding() {
+    let mut c = joined_as(
+        "c",
+        Rule::Mutex,
+        "m_0000000002",
+        12,
+        &[M0, M1, "m_0000000002"],
+    );
+    c.data_ok(M1, 11);
+    // M1 goes first (it gave up waiting): M0 may still hold.
+    c.event(WatchKind::NodeDeleted, M1);
+    assert_eq!(c.c.role(), Role::Follower);
+    c.children(&[M0, "m_0000000002"]);
+    c.data_ok(M0, 10);
+    c.event(WatchKind::NodeDeleted, M0);
+    assert_eq!(c.c.role(), Role::Leader(FencingToken(12)));
+}
+
+#[test]
+fn a_mutex_holder_marks_its_node_and_the_next_in_line_learns_from_it() {
+    // c listed while M0 held and M1 waited; M0 went unseen, M1 took the
+    // lock and marked its node.
+    let mut c = joined_as(
+        "c",
+        Rule::Mutex,
+        "m_0000000002",
+        12,
+        &[M0, M1, "m_0000000002"],
+    );
+    c.data_at(M1, 11, 0, b"b");
+    c.event(WatchKind::NodeDataChanged, M1);
+    c.data_at(M1, 11, 1, b"b");
+    assert_eq!(c.c.stats().marks_seen, 1);
+    c.event(WatchKind::NodeDeleted, M1);
+    assert_eq!(c.c.role(), Role::Leader(FencingToken(12)));
+    assert!(!c.has_pending(Verb::GetChildren), "{:?}", c.pending);
+    // And c marks its own node in turn.
+    assert!(c.has_pending(Verb::SetData), "{:?}", c.pending);
+}
+
+// ----- semaphore -------------------------------------------------------------------
+
+#[test]
+fn a_semaphore_of_three_gives_permits_to_the_three_oldest() {
+    let sem = Rule::Semaphore { permits: 3 };
+    let third = joined_as("c", sem, "s_0000000002", 12, &[S0, S1, "s_0000000002"]);
+    assert_eq!(third.c.role(), Role::Leader(FencingToken(12)));
+    let mut fourth = joined_as("d", sem, "s_0000000003", 13, &[S0, S1, S2, "s_0000000003"]);
+    assert_eq!(fourth.c.role(), Role::Follower);
+    // It watches the three nearest below, one at a time.
+    fourth.data_ok(S2, 12);
+    fourth.data_ok(S1, 11);
+    fourth.data_ok(S0, 10);
+    assert_eq!(fourth.c.watched(), [S2, S1, S0]);
+    // Any one of them going frees a permit for it.
+    fourth.event(WatchKind::NodeDeleted, S1);
+    assert_eq!(fourth.c.role(), Role::Leader(FencingToken(13)));
+    assert!(
+        !fourth.has_pending(Verb::GetChildren),
+        "{:?}",
+        fourth.pending
+    );
+    // A fifth behind four does not hold while three are below it.
+    let fifth = joined_as("e", sem, "s_0000000004", 14, &[S0, S2, S3, "s_0000000004"]);
+    assert_eq!(fifth.c.role(), Role::Follower);
+}
+
+// ----- read-write lock ---------------------------------------------------------------
+
+#[test]
+fn readers_share_the_lock() {
+    let first = joined_as("a", Rule::Read, "r_0000000000", 10, &["r_0000000000"]);
+    assert!(first.c.role().is_leader());
+    let second = joined_as("b", Rule::Read, "r_0000000001", 11, &[R0, "r_0000000001"]);
+    assert_eq!(second.c.role(), Role::Leader(FencingToken(11)));
+    assert!(second.c.watched().is_empty());
+    // A reader's marker teaches nobody: it is not written.
+    assert!(!second.has_pending(Verb::SetData), "{:?}", second.pending);
+}
+
+#[test]
+fn a_writer_waits_for_every_earlier_reader() {
+    let mut w = joined_as(
+        "w",
+        Rule::Write,
+        "w_0000000002",
+        12,
+        &[R0, R1, "w_0000000002"],
+    );
+    assert_eq!(w.c.role(), Role::Follower);
+    w.data_ok(R1, 11);
+    assert_eq!(w.c.watched(), [R1]);
+    // The nearer reader goes: R0 may still hold, so look again.
+    w.event(WatchKind::NodeDeleted, R1);
+    assert_eq!(w.c.role(), Role::Follower);
+    w.children(&[R0, "w_0000000002"]);
+    w.data_ok(R0, 10);
+    assert_eq!(w.c.watched(), [R0]);
+    // The last reader goes: the writer holds on the notification alone.
+    w.event(WatchKind::NodeDeleted, R0);
+    assert_eq!(w.c.role(), Role::Leader(FencingToken(12)));
+    assert!(!w.has_pending(Verb::GetChildren), "{:?}", w.pending);
+    assert_eq!(w.c.stats().zero_rtt_takeovers, 1);
+}
+
+#[test]
+fn a_reader_queues_behind_a_writer_and_watches_only_it() {
+    // R1 is a reader between the writer and us: it does not block us.
+    let mut r = joined_as(
+        "r",
+        Rule::Read,
+        "r_0000000002",
+        12,
+        &[W0, R1, "r_0000000002"],
+    );
+    assert_eq!(r.c.role(), Role::Follower);
+    r.data_ok(W0, 10);
+    assert_eq!(r.c.watched(), [W0]);
+    // The writer goes: the only blocking node below is gone, hold at once.
+    r.event(WatchKind::NodeDeleted, W0);
+    assert_eq!(r.c.role(), Role::Leader(FencingToken(12)));
+    assert!(!r.has_pending(Verb::GetChildren), "{:?}", r.pending);
+    assert_eq!(r.c.stats().zero_rtt_takeovers, 1);
+}
+
+#[test]
+fn a_reader_behind_two_writers_watches_the_nearest_and_learns_from_its_marker() {
+    let mut r = joined_as(
+        "r",
+        Rule::Read,
+        "r_0000000003",
+        13,
+        &[W0, W1, R2, "r_0000000003"],
+    );
+    r.data_at(W1, 11, 0, b"w1");
+    assert_eq!(r.c.watched(), [W1]);
+    // W1 holds (so W0 is gone) and marks its node: no writer is below it.
+    r.event(WatchKind::NodeDataChanged, W1);
+    r.data_at(W1, 11, 1, b"w1");
+    assert_eq!(r.c.stats().marks_seen, 1);
+    r.event(WatchKind::NodeDeleted, W1);
+    assert_eq!(r.c.role(), Role::Leader(FencingToken(13)));
+    assert!(!r.has_pending(Verb::GetChildren), "{:?}", r.pending);
+}
+
+#[test]
+fn a_writer_learns_nothing_from_a_readers_version_1() {
+    // Were a reader's rewrite taken as a marker, the writer would count no
+    // one below R1 and hold beside R0.
+    let mut w = joined_as(
+        "w",
+        Rule::Write,
+        "w_0000000002",
+        12,
+        &[R0, R1, "w_0000000002"],
+    );
+    w.data_at(R1, 11, 0, b"r1");
+    w.event(WatchKind::NodeDataChanged, R1);
+    w.data_at(R1, 11, 1, b"r1");
+    assert_eq!(w.c.stats().marks_seen, 0);
+    w.event(WatchKind::NodeDeleted, R1);
+    assert_eq!(w.c.role(), Role::Follower, "R0 may still hold");
+    w.take(Verb::GetChildren);
+}
+
+#[test]
+fn a_writer_behind_a_writer_takes_over_on_the_deletion() {
+    let mut w = joined_as("w", Rule::Write, "w_0000000002", 12, &[W1, "w_0000000002"]);
+    w.data_ok(W1, 11);
+    w.event(WatchKind::NodeDeleted, W1);
+    assert_eq!(w.c.role(), Role::Leader(FencingToken(12)));
+    assert!(!w.has_pending(Verb::GetChildren), "{:?}", w.pending);
+    // A writer holds alone: it names itself.
+    assert!(w.take_notices().contains(&Notice::LeaderChanged {
+        leader: Some("w_0000000002".into())
+    }));
+}
+
+#[test]
+fn nodes_of_other_recipes_under_the_path_take_no_part() {
+    // An election's and a mutex's nodes under a read-write lock's path.
+    let r = joined_as(
+        "r",
+        Rule::Read,
+        "r_0000000002",
+        12,
+        &["n_0000000000", M1, "r_0000000002"],
+    );
+    assert!(r.c.role().is_leader());
+    assert_eq!(r.c.stats().ignored_children, 2);
+}
+
+#[test]
+fn a_reader_shares_a_kazoo_read_write_lock_and_waits_for_its_writers() {
+    // kazoo's WriteLock names `<uuid>__lock__N`, its ReadLock `<uuid>__rlock__N`.
+    let kazoo_writer = "0123456789abcdef0123456789abcdef__lock__0000000000";
+    let kazoo_reader = "fedcba9876543210fedcba9876543210__rlock__0000000001";
+    let own = "_c_000000000000b002-__rlock__0000000002";
+    let mut d = Driver::joined(rule("r", Rule::Read).interop(Interop::Kazoo));
+    d.answer_probes();
+    let create = d.created(own, 12);
+    assert!(create.request.path().ends_with("__rlock__"));
+    d.data_ok(own, 12);
+    d.children(&[kazoo_writer, kazoo_reader, own]);
+    assert_eq!(d.c.role(), Role::Follower);
+    d.data_ok(kazoo_writer, 10);
+    assert_eq!(d.c.watched(), [kazoo_writer]);
+    // kazoo's names are reused across acquisitions: a deletion is confirmed
+    // by a read before it is believed.
+    d.event(WatchKind::NodeDeleted, kazoo_writer);
+    let again = d.take_data(kazoo_writer);
+    d.reply(again.op, Err(ZkCode::NoNode));
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(12)));
+}
+
+#[test]
+fn a_curator_writer_waits_for_curator_readers() {
+    let reader = "_c_9f1c6f0e-4b5d-4c1e-9a7b-2d8e0f6a1b3c-__READ__0000000000";
+    let own = "_c_000000000000b001-__WRIT__0000000001";
+    let mut d = Driver::joined(rule("w", Rule::Write).interop(Interop::Curator));
+    d.answer_probes();
+    d.created(own, 11);
+    d.data_ok(own, 11);
+    d.children(&[reader, own]);
+    assert_eq!(d.c.role(), Role::Follower);
+    d.data_ok(reader, 10);
+    d.event(WatchKind::NodeDeleted, reader);
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(11)));
+    // No marker with interop: a Curator successor's watch stays for deletions.
+    assert!(!d.has_pending(Verb::SetData), "{:?}", d.pending);
+}
