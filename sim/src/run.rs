@@ -2,9 +2,19 @@
 
 use std::fmt;
 
-use crate::check::{self, Invariant};
-use crate::swarm::{Canary, FaultMix, Knobs, Overrides, Swarm};
+use crate::canary::Canary;
+use crate::check::{self, Checker};
+use crate::swarm::{FaultMix, Knobs, Overrides, Swarm};
 use crate::world::{RunStats, Violation, World};
+
+impl World {
+    /// A world for `seed` running `swarm`, optionally with canary candidates,
+    /// checked by the [standard](check::standard) invariants. (Defined here,
+    /// above both the world and the checkers, so neither imports the other.)
+    pub fn new(seed: u64, swarm: Swarm, canary: Option<Canary>, keep_trace: bool) -> Self {
+        Self::with_invariants(seed, swarm, canary, keep_trace, check::standard())
+    }
+}
 
 /// What to run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -59,7 +69,7 @@ pub fn run_checked(
     seed: u64,
     swarm: Swarm,
     options: RunOptions,
-    invariants: Vec<Box<dyn Invariant>>,
+    invariants: Vec<Checker>,
 ) -> RunReport {
     let mut world =
         World::with_invariants(seed, swarm, options.canary, options.keep_trace, invariants);
