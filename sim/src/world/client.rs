@@ -74,7 +74,10 @@ impl World {
 
     /// The application gets a watch event from its client library.
     pub(super) fn watch_event(&mut self, pid: usize, event: WatchEvent, cause: u64) {
-        let text = format!("watch {:?} {}", event.kind, short(&event.path));
+        let text = self
+            .trace
+            .readable()
+            .then(|| format!("watch {:?} {}", event.kind, short(&event.path)));
         // A candidate's own-node watch is not part of a herd; nor is a
         // candidate whose node an operator deleted and which has not learned it
         // yet: it is out of the queue, but the watch it set while it was in is
@@ -96,7 +99,7 @@ impl World {
             event = canary.rewrite_watch(event, self.swarm.env.interop);
         }
         self.procs[pid].c.handle(self.now, Input::Watch(event));
-        self.after(pid, cause, text);
+        self.after(pid, cause, || text.unwrap_or_default());
     }
 
     pub(super) fn client_tick(&mut self, pid: usize) {
@@ -145,7 +148,7 @@ impl World {
             return;
         }
         self.trace
-            .note(self.now, Some(pid), 'd', format!("disconnected: {why}"));
+            .note(self.now, Some(pid), 'd', || format!("disconnected: {why}"));
         let p = &mut self.procs[pid];
         p.conn = Conn::Disconnected;
         p.gen += 1;
@@ -168,7 +171,7 @@ impl World {
         if self.canary_of(pid).is_some_and(|c| !c.sees(event)) {
             return;
         }
-        let text = match event {
+        let text = move || match event {
             SessionEvent::Connected { session_id, .. } => format!(
                 "session Connected {}",
                 session_id.map_or("(id not reported)".to_owned(), |s| s.to_string())
@@ -263,10 +266,10 @@ impl World {
             }
             _ => result,
         };
-        let text = match &result {
+        let text = self.trace.readable().then(|| match &result {
             Ok(r) => format!("reply {op} {}", reply_text(r)),
             Err(e) => format!("reply {op} err {e}"),
-        };
+        });
         let c = &self.procs[pid].c;
         let stale = !c.waits_for(op);
         // What the role would be at this moment without the reply.
@@ -289,7 +292,7 @@ impl World {
             role_before,
             role_after,
         });
-        self.after(pid, None, text);
+        self.after(pid, None, || text.unwrap_or_default());
     }
 
     /// The application closed the candidate and then its client: the session

@@ -46,7 +46,7 @@ impl World {
         let awake = |pid: usize, w: &Self| valid(pid, w) && w.procs[pid].paused_until.is_none();
         self.stats.faults += 1;
         self.trace
-            .note(self.now, None, 'F', format!("fault: {fault}"));
+            .note(self.now, None, 'F', || format!("fault: {fault}"));
         let told = match fault {
             Fault::Crash { pid } => Some(format!(
                 "p{pid} crashes (its session lives on until the server expires it)"
@@ -115,11 +115,11 @@ impl World {
             }
             Fault::Resign { pid, rejoin } if awake(pid, self) => {
                 self.procs[pid].c.resign(self.now, rejoin);
-                self.after(pid, None, format!("resign rejoin={rejoin}"));
+                self.after(pid, None, || format!("resign rejoin={rejoin}"));
             }
             Fault::Close { pid } if awake(pid, self) => {
                 self.procs[pid].c.close(self.now);
-                self.after(pid, None, "close".into());
+                self.after(pid, None, || "close".into());
             }
             Fault::Spawn => self.spawn(),
             Fault::SpawnForeign => self.spawn_foreign(),
@@ -211,12 +211,12 @@ impl World {
             self.stats.revocations += 1;
             let own = self.procs[pid].c.token();
             self.procs[pid].revoked = Some((node, own, self.now));
-            self.trace.note(
-                self.now,
-                Some(pid),
-                'R',
-                format!("operator deleted {}", short(&path)),
-            );
+            if let Err(at) = self.revoked.binary_search(&pid) {
+                self.revoked.insert(at, pid);
+            }
+            self.trace.note(self.now, Some(pid), 'R', || {
+                format!("operator deleted {}", short(&path))
+            });
             self.observe(&Event::Revoked { pid, token });
         }
     }
@@ -265,12 +265,10 @@ impl World {
         if done.is_none() {
             return;
         }
-        self.trace.note(
-            self.now,
-            None,
-            'R',
-            format!("operator deleted the election ({} nodes)", deleted.len()),
-        );
+        let n = deleted.len();
+        self.trace.note(self.now, None, 'R', || {
+            format!("operator deleted the election ({n} nodes)")
+        });
         for (node, owner) in deleted {
             self.stats.revocations += 1;
             let Some(pid) = owner else { continue };
@@ -280,6 +278,9 @@ impl World {
             };
             let own = self.procs[pid].c.token();
             self.procs[pid].revoked = Some((node, own, self.now));
+            if let Err(at) = self.revoked.binary_search(&pid) {
+                self.revoked.insert(at, pid);
+            }
             self.observe(&Event::Revoked { pid, token });
         }
     }
@@ -350,15 +351,12 @@ impl World {
         });
         if let Some(Ok(Reply::Created { path, .. })) = created {
             self.stats.lookalikes += 1;
-            self.trace.note(
-                self.now,
-                None,
-                'P',
+            self.trace.note(self.now, None, 'P', || {
                 format!(
                     "operator created persistent {scheme} look-alike {}",
                     short(&path)
-                ),
-            );
+                )
+            });
             self.lookalikes.push(short(&path).to_owned());
         }
     }

@@ -42,7 +42,6 @@
 //! once dead sessions had time to expire, the run ends with the leak check.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use zkelect_core::{
@@ -55,6 +54,7 @@ use crate::foreign::{Agent, CuratorLatch, KazooLock, Scheme};
 pub use crate::invariant::Violation;
 use crate::invariant::{Event, Invariant};
 use crate::net::{Net, Way};
+use crate::queue::EventQueue;
 use crate::rng::SimRng;
 use crate::swarm::{Fault, Knobs, Swarm};
 use crate::trace::Trace;
@@ -344,10 +344,12 @@ pub struct World {
     knobs: Knobs,
     rng: SimRng,
     now: Timestamp,
-    seq: u64,
-    queue: BTreeMap<(Timestamp, u64), Ev>,
+    queue: EventQueue<Ev>,
     zk: ZkModel,
     procs: Vec<Proc>,
+    /// The pids whose node an operator once deleted, ascending (checked after
+    /// every step: kept, not searched for).
+    revoked: Vec<usize>,
     /// Every process's link to the server.
     net: Net,
     server_down_until: Option<Timestamp>,
@@ -391,10 +393,10 @@ impl World {
             seed,
             rng: SimRng::new(seed, 2),
             now: Timestamp::ZERO,
-            seq: 0,
-            queue: BTreeMap::new(),
+            queue: EventQueue::default(),
             zk: ZkModel::new(swarm.env.server(knobs.cversion_start)),
             procs: Vec::new(),
+            revoked: Vec::new(),
             net: Net::default(),
             server_down_until: None,
             canary,
@@ -559,9 +561,7 @@ impl World {
     /// The processes whose node an operator once deleted (whether or not they
     /// have learned it since), in pid order.
     pub fn once_revoked(&self) -> impl Iterator<Item = Process<'_>> + '_ {
-        (0..self.procs.len())
-            .filter(|&pid| self.procs[pid].revoked.is_some())
-            .map(|pid| self.process(pid))
+        self.revoked.iter().map(|&pid| self.process(pid))
     }
 
     /// The election path's children right now (for tests and the demo).
@@ -596,8 +596,8 @@ impl World {
     /// the violation, if any.
     pub fn run_until(&mut self, at: Timestamp) -> Option<Violation> {
         while !self.done && self.violation.is_none() {
-            match self.queue.first_key_value() {
-                Some(((next, _), _)) if *next <= at => {
+            match self.queue.next_at() {
+                Some(next) if next <= at => {
                     self.step();
                 }
                 _ => break,
@@ -627,7 +627,7 @@ impl World {
 
     /// Handles the next event and runs the checkers; false when nothing is left.
     pub fn step(&mut self) -> bool {
-        let Some(((at, _), ev)) = self.queue.pop_first() else {
+        let Some((at, ev)) = self.queue.pop() else {
             return false;
         };
         self.now = at;
@@ -649,12 +649,9 @@ impl World {
 
     fn fail(&mut self, invariant: &'static str, detail: String) {
         if self.violation.is_none() {
-            self.trace.note(
-                self.now,
-                None,
-                '!',
-                format!("VIOLATION {invariant}: {detail}"),
-            );
+            self.trace.note(self.now, None, '!', || {
+                format!("VIOLATION {invariant}: {detail}")
+            });
             self.violation = Some(Violation {
                 invariant,
                 at: self.now,
@@ -665,8 +662,7 @@ impl World {
     }
 
     fn push(&mut self, at: Timestamp, ev: Ev) {
-        self.seq += 1;
-        self.queue.insert((at.max(self.now), self.seq), ev);
+        self.queue.push(at.max(self.now), ev);
     }
 
     fn identity(&self) -> Option<&'static str> {
@@ -816,7 +812,7 @@ impl World {
                 {
                     self.procs[pid].timer_at = None;
                     self.procs[pid].c.handle_timeout(self.now);
-                    self.after(pid, None, "timer".into());
+                    self.after(pid, None, || "timer".into());
                 }
             }
             Ev::Expiry => self.expire(),
@@ -824,7 +820,7 @@ impl World {
             Ev::ServerUp => {
                 self.server_down_until = None;
                 self.zk.restart(self.now);
-                self.trace.note(self.now, None, 'S', "server up".into());
+                self.trace.note(self.now, None, 'S', || "server up".into());
             }
             Ev::Closed { pid, gen } => {
                 if self.procs[pid].gen == gen {
@@ -839,19 +835,21 @@ impl World {
                 if self.procs[pid].paused_until.is_some_and(|t| t <= self.now) {
                     self.procs[pid].paused_until = None;
                     self.procs[pid].resumed_at = self.now;
-                    self.trace.note(self.now, Some(pid), 'r', "resumed".into());
+                    self.trace
+                        .note(self.now, Some(pid), 'r', || "resumed".into());
                 }
             }
             Ev::AppWrite { pid } => self.app_write(pid),
             Ev::Write { pid, token } => self.resource_write(pid, token),
             Ev::Heal => {
                 self.phase = Phase::Healed;
-                self.trace.note(self.now, None, 'H', "faults stop".into());
+                self.trace
+                    .note(self.now, None, 'H', || "faults stop".into());
             }
             Ev::LivenessDue => {
                 self.phase = Phase::Settled;
                 self.trace
-                    .note(self.now, None, 'L', "liveness bound reached".into());
+                    .note(self.now, None, 'L', || "liveness bound reached".into());
                 self.observe(&Event::LivenessDue);
                 self.push(self.now + SETTLE, Ev::CloseAll);
             }
@@ -860,7 +858,7 @@ impl World {
                 for pid in 0..self.procs.len() {
                     if !self.procs[pid].crashed {
                         self.procs[pid].c.close(self.now);
-                        self.after(pid, None, "close (end of run)".into());
+                        self.after(pid, None, || "close (end of run)".into());
                     }
                 }
                 let t = self.negotiated();
@@ -877,8 +875,9 @@ impl World {
         if self.server_up() {
             let (expired, fired) = self.zk.expire_due(self.now);
             for s in expired {
-                self.trace
-                    .note(self.now, None, 'x', format!("server expired session {s}"));
+                self.trace.note(self.now, None, 'x', || {
+                    format!("server expired session {s}")
+                });
                 // The server closes an expired session's connection.
                 if let Some(pid) = self.procs.iter().position(|p| p.session == Some(s)) {
                     self.tell(format!(
@@ -971,7 +970,9 @@ impl World {
 
     /// Drains the candidate (notices, commands, timeout) after it handled
     /// something; `cause` is the server change whose watch event woke it.
-    fn after(&mut self, pid: usize, cause: Option<u64>, text: String) {
+    /// `text` says what happened, for a readable trace only (it is not
+    /// formatted otherwise).
+    fn after(&mut self, pid: usize, cause: Option<u64>, text: impl FnOnce() -> String) {
         let notices: Vec<Notice> = std::iter::from_fn(|| self.procs[pid].c.poll_notice()).collect();
         let foreign = self.procs[pid].c.foreign();
         for n in &notices {
@@ -985,19 +986,13 @@ impl World {
                 }
             }
         }
-        let text = match foreign {
-            Some(scheme) => format!("{scheme}: {text}"),
-            None => text,
+        let text = || match foreign {
+            Some(scheme) => format!("{scheme}: {}", text()),
+            None => text(),
         };
         let commands: Vec<Command> =
             std::iter::from_fn(|| self.procs[pid].c.poll_command()).collect();
-        let mut ops = String::new();
-        for (i, cmd) in commands.iter().enumerate() {
-            if i > 0 {
-                ops.push(',');
-            }
-            let _ = write!(ops, "{}", cmd.request.verb());
-        }
+        let verbs: Vec<&'static str> = commands.iter().map(|c| c.request.verb()).collect();
         let p = &self.procs[pid];
         self.trace.step(
             self.now,
@@ -1005,8 +1000,8 @@ impl World {
             p.c.role(),
             p.c.node(),
             p.c.watching(),
-            &ops,
-            &text,
+            &verbs,
+            text,
             &notices,
         );
         for Command { op, request } in commands {
@@ -1098,15 +1093,10 @@ impl World {
             self.stats.fenced_writes += 1;
         } else {
             self.stats.fenced_rejections += 1;
-            self.trace.note(
-                self.now,
-                Some(pid),
-                'w',
-                format!(
-                    "fenced resource rejects token {token} (has seen {})",
-                    self.resource_max.map_or(0, |t| t.0)
-                ),
-            );
+            let seen = self.resource_max.map_or(0, |t| t.0);
+            self.trace.note(self.now, Some(pid), 'w', || {
+                format!("fenced resource rejects token {token} (has seen {seen})")
+            });
         }
         self.observe(&Event::Write {
             pid,
