@@ -4,8 +4,9 @@ use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use zkelect_sim::canary::Canary;
 use zkelect_sim::run::{minimize, run_seed, RunOptions};
-use zkelect_sim::swarm::{Canary, FaultMix, Overrides};
+use zkelect_sim::swarm::{FaultMix, Overrides};
 
 use crate::args::{parse_seed_range, CanaryArg, FaultsArg, SimArgs};
 use crate::exit::{Code, Failure, WithCode};

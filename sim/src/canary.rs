@@ -57,6 +57,17 @@ pub enum Canary {
     OneWayInterop,
 }
 
+impl Swarm {
+    /// Shapes the scenario so that `canary`'s hazard is there (see
+    /// [`Canary::shape`]); unchanged without one.
+    pub fn for_canary(mut self, canary: Option<Canary>) -> Self {
+        if let Some(canary) = canary {
+            canary.shape(&mut self);
+        }
+        self
+    }
+}
+
 impl Canary {
     /// Every canary.
     pub const ALL: [Canary; 8] = [

@@ -31,88 +31,18 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use zkelect_core::{FencingToken, Notice, OpId, Role};
 
-use crate::world::{Phase, World, PATH};
+pub use crate::invariant::{Event, Invariant, Violation};
+use crate::world::{Phase, Process, World, PATH};
 
-/// What the world reports to its checkers besides "a step ended".
-#[derive(Debug, Clone, Copy)]
-pub enum Event<'a> {
-    /// A step ended; the world is consistent and may be inspected.
-    Step,
-    /// A candidate told its application something.
-    Notice {
-        /// Process index.
-        pid: usize,
-        /// What it said.
-        notice: &'a Notice,
-    },
-    /// A candidate emitted a command.
-    Emitted {
-        /// Process index.
-        pid: usize,
-        /// The command's id.
-        op: OpId,
-    },
-    /// A command was answered (the reply was fed to the candidate).
-    Answered {
-        /// Process index.
-        pid: usize,
-        /// The command's id.
-        op: OpId,
-        /// The candidate was no longer waiting for it.
-        stale: bool,
-        /// The role it would have had at this moment without the reply.
-        role_before: Role,
-        /// Its role after the reply.
-        role_after: Role,
-    },
-    /// A read (`getChildren` or `getData`) that a candidate sent on waking from
-    /// a watch event reached the server; `cause` names the server change that
-    /// fired the watch.
-    Woken {
-        /// Process index.
-        pid: usize,
-        /// The server change.
-        cause: u64,
-    },
-    /// An operator deleted the process's node (the world's
-    /// [`Process::revoked_at`](crate::world::Process::revoked_at) says so until
-    /// the candidate's node changes).
-    Revoked {
-        /// Process index.
-        pid: usize,
-        /// Its token, if it was leading.
-        token: Option<FencingToken>,
-    },
-    /// A leader's write reached the fenced resource.
-    Write {
-        /// Process index.
-        pid: usize,
-        /// The token it wrote with.
-        token: FencingToken,
-        /// Whether the resource accepted it (its token was not lower than the
-        /// highest it had seen).
-        accepted: bool,
-    },
-    /// The liveness bound after the faults stopped has passed.
-    LivenessDue,
-    /// The run is over: every candidate closed, every dead session expired.
-    End,
-}
-
-/// A property checked after every step.
-pub trait Invariant {
-    /// The name a violation is reported under.
-    fn name(&self) -> &'static str;
-    /// Checks `event` against the world as it is now; `Err` explains the violation.
-    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String>;
-}
+/// A checker of a [`World`], as the world holds it.
+pub type Checker = Box<dyn Invariant<World>>;
 
 /// How many session timeouts a revoked leader may go on leading while the
 /// deletion's notification reaches it.
 pub const REVOKE_GRACE: u32 = 1;
 
 /// The standard checkers for a run.
-pub fn standard() -> Vec<Box<dyn Invariant>> {
+pub fn standard() -> Vec<Checker> {
     vec![
         // Revocation first: past its grace a revoked leader also counts for
         // safety, and the more specific report is the useful one.
@@ -132,7 +62,7 @@ pub fn standard() -> Vec<Box<dyn Invariant>> {
 /// Whether `p` is a candidate whose node an operator deleted, which has not
 /// learned it yet and is still within its grace: [`REVOKE_GRACE`] session
 /// timeouts of its own awake time since the deletion.
-fn revoked_in_grace(world: &World, p: &crate::world::Process<'_>) -> bool {
+fn revoked_in_grace(world: &World, p: &Process<'_>) -> bool {
     p.revoked_at.is_some_and(|at| {
         let since = at.max(p.resumed_at);
         p.paused || world.now() < since + p.session_timeout * REVOKE_GRACE
@@ -143,12 +73,12 @@ fn revoked_in_grace(world: &World, p: &crate::world::Process<'_>) -> bool {
 /// never learns it (Curator and kazoo do not watch their own node), so its
 /// belief is stale for good, until it takes a new node. Not zkelect's to
 /// answer for, and not a contender.
-fn revoked_foreign(p: &crate::world::Process<'_>) -> bool {
+fn revoked_foreign(p: &Process<'_>) -> bool {
     p.foreign.is_some() && p.revoked_at.is_some()
 }
 
 /// `p` as a checker names it: `p3`, or `p3(curator)` for a foreign model.
-fn who(p: &crate::world::Process<'_>) -> String {
+fn who(p: &Process<'_>) -> String {
     match p.foreign {
         Some(scheme) => format!("p{}({scheme})", p.pid),
         None => format!("p{}", p.pid),
@@ -170,7 +100,7 @@ fn who(p: &crate::world::Process<'_>) -> String {
 #[derive(Debug, Default)]
 pub struct Safety;
 
-impl Invariant for Safety {
+impl Invariant<World> for Safety {
     fn name(&self) -> &'static str {
         "safety"
     }
@@ -179,9 +109,8 @@ impl Invariant for Safety {
         if world.swarm().pauses || !matches!(event, Event::Step) {
             return Ok(());
         }
-        let counted = |p: &crate::world::Process<'_>| {
-            !p.crashed && !revoked_in_grace(world, p) && !revoked_foreign(p)
-        };
+        let counted =
+            |p: &Process<'_>| !p.crashed && !revoked_in_grace(world, p) && !revoked_foreign(p);
         let k = world.swarm().leaders as usize;
         if world.believed_leaders().filter(counted).count() > k {
             let leaders: Vec<_> = world
@@ -205,7 +134,7 @@ impl Invariant for Safety {
 #[derive(Debug, Default)]
 pub struct Revocation;
 
-impl Invariant for Revocation {
+impl Invariant<World> for Revocation {
     fn name(&self) -> &'static str {
         "revocation"
     }
@@ -258,7 +187,7 @@ pub struct Fencing {
     newest_seen: Option<(u64, usize, FencingToken)>,
 }
 
-impl Invariant for Fencing {
+impl Invariant<World> for Fencing {
     fn name(&self) -> &'static str {
         "fencing"
     }
@@ -315,7 +244,7 @@ pub struct TokensGrow {
     last: Option<(usize, FencingToken)>,
 }
 
-impl Invariant for TokensGrow {
+impl Invariant<World> for TokensGrow {
     fn name(&self) -> &'static str {
         "tokens-grow"
     }
@@ -351,7 +280,7 @@ impl Invariant for TokensGrow {
 #[derive(Debug, Default)]
 pub struct Liveness;
 
-impl Invariant for Liveness {
+impl Invariant<World> for Liveness {
     fn name(&self) -> &'static str {
         "liveness"
     }
@@ -404,7 +333,7 @@ pub struct NoHerd {
     woken: BTreeMap<u64, BTreeSet<usize>>,
 }
 
-impl Invariant for NoHerd {
+impl Invariant<World> for NoHerd {
     fn name(&self) -> &'static str {
         "no-herd"
     }
@@ -433,7 +362,7 @@ impl Invariant for NoHerd {
 #[derive(Debug, Default)]
 pub struct NoLeaks;
 
-impl Invariant for NoLeaks {
+impl Invariant<World> for NoLeaks {
     fn name(&self) -> &'static str {
         "no-leaks"
     }
@@ -492,7 +421,7 @@ pub struct OneAnswer {
     pending: BTreeSet<(usize, OpId)>,
 }
 
-impl Invariant for OneAnswer {
+impl Invariant<World> for OneAnswer {
     fn name(&self) -> &'static str {
         "one-answer"
     }
@@ -527,7 +456,7 @@ impl Invariant for OneAnswer {
 #[derive(Debug, Default)]
 pub struct StaleReply;
 
-impl Invariant for StaleReply {
+impl Invariant<World> for StaleReply {
     fn name(&self) -> &'static str {
         "stale-reply"
     }
@@ -556,7 +485,7 @@ impl Invariant for StaleReply {
 #[derive(Debug, Default)]
 pub struct NoError;
 
-impl Invariant for NoError {
+impl Invariant<World> for NoError {
     fn name(&self) -> &'static str {
         "no-error"
     }

@@ -14,47 +14,8 @@ use std::time::Duration;
 
 use zkelect_core::{SessionId, Timestamp};
 
+pub use crate::net::Link;
 use crate::zk::ZkModel;
-
-/// One connection's two directions, each FIFO: a message never overtakes one
-/// sent earlier in the same direction, so a watch event the server sent before
-/// a reply reaches the client before it — unless the reply is sent with
-/// [`Link::reply`]`(…, overtake = true)`, the reordering zookeeper-async shows at
-/// its API (replies and watch events travel on different channels there).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Link {
-    to_server_tail: Timestamp,
-    to_client_tail: Timestamp,
-    reply_tail: Timestamp,
-}
-
-impl Link {
-    /// When a message sent to the server now, with this latency, arrives.
-    pub fn to_server(&mut self, now: Timestamp, latency: Duration) -> Timestamp {
-        self.to_server_tail = (now + latency).max(self.to_server_tail);
-        self.to_server_tail
-    }
-
-    /// When a message (watch event, ping answer) sent to the client now, with
-    /// this latency, arrives.
-    pub fn to_client(&mut self, now: Timestamp, latency: Duration) -> Timestamp {
-        self.to_client_tail = (now + latency).max(self.to_client_tail);
-        self.to_client_tail
-    }
-
-    /// When a reply sent to the client now, with this latency, arrives. Replies
-    /// never overtake each other; with `overtake` a reply may overtake watch
-    /// events sent before it.
-    pub fn reply(&mut self, now: Timestamp, latency: Duration, overtake: bool) -> Timestamp {
-        let at = if overtake {
-            (now + latency).max(self.reply_tail)
-        } else {
-            self.to_client(now, latency)
-        };
-        self.reply_tail = self.reply_tail.max(at);
-        at
-    }
-}
 
 /// The client library's rule: nothing from the server for two thirds of the
 /// session timeout means the connection is lost (the real client's read timeout).

@@ -11,8 +11,11 @@
 //! | [`foreign`] | models of Curator's LeaderLatch and kazoo's Lock/Election, and [`Agent`](foreign::Agent): a zkelect candidate or one of them |
 //! | [`swarm`] | what a seed picks: candidates, k, timeouts, fault rates and the fault plan ([`Swarm`](swarm::Swarm), [`Fault`](swarm::Fault), [`Knobs`](swarm::Knobs)) |
 //! | [`canary`] | deliberately broken candidates, one per checker |
-//! | [`world`] | [`World`](world::World): the event heap, the processes, the fenced resource, the phases |
-//! | [`check`] | [`Invariant`](check::Invariant) and the ten checkers run after every step |
+//! | [`net`] | [`Net`](net::Net): each client's link, partitions and slow links as a rule → verdict per message |
+//! | [`queue`] | [`EventQueue`](queue::EventQueue): a heap of (time, sequence, slot) over a slab of events |
+//! | [`world`] | [`World`](world::World): the event heap, the processes, the fenced resource, the phases; its client libraries (`world/client.rs`) and faults (`world/faults.rs`) |
+//! | [`invariant`] | [`Event`](invariant::Event), [`Invariant`](invariant::Invariant), [`Violation`](invariant::Violation): what the world reports and checkers judge |
+//! | [`check`] | the ten checkers run after every step |
 //! | [`trace`] | one fixed-column line per step, FNV-1a hashed |
 //! | [`run`] | [`run_seed`](run::run_seed), sweeps, the failure report with its replay lines, the plan minimiser |
 //!
@@ -29,6 +32,9 @@ pub mod canary;
 pub mod check;
 pub mod client;
 pub mod foreign;
+pub mod invariant;
+pub mod net;
+pub mod queue;
 pub mod rng;
 pub mod run;
 pub mod swarm;

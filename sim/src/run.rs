@@ -2,9 +2,19 @@
 
 use std::fmt;
 
-use crate::check::{self, Invariant};
-use crate::swarm::{Canary, FaultMix, Knobs, Overrides, Swarm};
+use crate::canary::Canary;
+use crate::check::{self, Checker};
+use crate::swarm::{FaultMix, Knobs, Overrides, Swarm};
 use crate::world::{RunStats, Violation, World};
+
+impl World {
+    /// A world for `seed` running `swarm`, optionally with canary candidates,
+    /// checked by the [standard](check::standard) invariants. (Defined here,
+    /// above both the world and the checkers, so neither imports the other.)
+    pub fn new(seed: u64, swarm: Swarm, canary: Option<Canary>, keep_trace: bool) -> Self {
+        Self::with_invariants(seed, swarm, canary, keep_trace, check::standard())
+    }
+}
 
 /// What to run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -59,11 +69,30 @@ pub fn run_checked(
     seed: u64,
     swarm: Swarm,
     options: RunOptions,
-    invariants: Vec<Box<dyn Invariant>>,
+    invariants: Vec<Checker>,
 ) -> RunReport {
-    let mut world =
-        World::with_invariants(seed, swarm, options.canary, options.keep_trace, invariants);
+    let checkers: Vec<&'static str> = invariants.iter().map(|i| i.name()).collect();
+    let mut world = World::with_invariants(
+        seed,
+        swarm.clone(),
+        options.canary,
+        options.keep_trace,
+        invariants,
+    );
     let violation = world.run();
+    let mut tail: Vec<String> = world.trace.tail().cloned().collect();
+    if violation.is_some() && !world.trace.readable() {
+        // The run wrote no readable lines (formatting them costs more than the
+        // rest of a run); it is deterministic, so run it again, readable, with
+        // the same checkers, for the failure report's tail.
+        let again = check::standard()
+            .into_iter()
+            .filter(|i| checkers.contains(&i.name()))
+            .collect();
+        let mut readable = World::with_invariants(seed, swarm, options.canary, true, again);
+        readable.run();
+        tail = readable.trace.tail().cloned().collect();
+    }
     RunReport {
         seed,
         swarm: world.swarm().clone(),
@@ -71,7 +100,7 @@ pub fn run_checked(
         violation,
         hash: world.trace.hash(),
         trace_len: world.trace.len(),
-        tail: world.trace.tail().cloned().collect(),
+        tail,
         lines: world.trace.lines().map(<[String]>::to_vec),
         stats: world.stats(),
         options,

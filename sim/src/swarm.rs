@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use zkelect_core::{Acl, ConnectionPolicy, Timestamp};
 
-pub use crate::canary::Canary;
 pub use crate::foreign::Scheme;
 pub use crate::rng::SimRng;
 
@@ -601,15 +600,6 @@ impl Swarm {
             env,
         }
     }
-
-    /// Shapes the scenario so that `canary`'s hazard is there (see
-    /// [`Canary::shape`]); unchanged without one.
-    pub fn for_canary(mut self, canary: Option<Canary>) -> Self {
-        if let Some(canary) = canary {
-            canary.shape(&mut self);
-        }
-        self
-    }
 }
 
 /// Settings the seed draws for the world besides the [`Swarm`] (kept apart so
@@ -633,10 +623,12 @@ pub struct Knobs {
 
 impl Knobs {
     /// Draws the knobs for `seed` (from a stream of their own, so adding a knob
-    /// does not change the scenario a seed picks).
-    pub fn from_seed(seed: u64, canary: Option<Canary>) -> Self {
+    /// does not change the scenario a seed picks); with `wrap` the sequence
+    /// counter always starts near 2^31 (a canary that needs it,
+    /// [`Canary::wants_wrap`](crate::canary::Canary::wants_wrap)).
+    pub fn from_seed(seed: u64, wrap: bool) -> Self {
         let mut rng = SimRng::new(seed, 3);
-        let wrap = rng.chance(1.0 / 7.0) || canary.is_some_and(Canary::wants_wrap);
+        let wrap = rng.chance(1.0 / 7.0) || wrap;
         let near = rng.range(0, 30) as i32;
         Self {
             cversion_start: if wrap { i32::MAX - near } else { 0 },

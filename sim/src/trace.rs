@@ -11,6 +11,7 @@
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
+use std::hash::{Hash, Hasher};
 
 use zkelect_core::{Notice, Role, Timestamp};
 
@@ -18,6 +19,13 @@ use zkelect_core::{Notice, Role, Timestamp};
 pub const TAIL: usize = 40;
 
 /// The trace of one run.
+///
+/// Every step is folded into a hash as a compact record (time, process, glyph,
+/// role and token, own and watched node, the verbs sent, the notices' kinds),
+/// without formatting anything. Readable lines are written only when the
+/// trace keeps them ([`Trace::new`]`(true)`): runs are deterministic, so a
+/// failure's readable trace comes from running its seed again
+/// ([`run_checked`](crate::run::run_checked) does so for the tail).
 #[derive(Debug, Clone)]
 pub struct Trace {
     hash: u64,
@@ -34,6 +42,12 @@ fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
     hash
 }
 
+/// Folds a word in at once (FNV-1a over 64-bit words: one multiply per field,
+/// not per byte).
+fn fold(hash: u64, word: u64) -> u64 {
+    (hash ^ word).wrapping_mul(0x0100_0000_01b3)
+}
+
 fn role_text(role: Role) -> String {
     match role {
         Role::Leader(t) => format!("LEADER/{t}"),
@@ -42,21 +56,42 @@ fn role_text(role: Role) -> String {
     }
 }
 
+/// FNV-1a as a [`Hasher`], for the core's `Hash` types (roles, notices):
+/// no formatting, no allocation.
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = fnv1a(self.0, bytes);
+    }
+
+    fn write_u64(&mut self, word: u64) {
+        self.0 = fold(self.0, word);
+    }
+}
+
 impl Trace {
-    /// A trace that keeps every line if `keep_all`, else only the tail.
+    /// A trace that writes (and keeps) every readable line if `keep_all`,
+    /// else only the compact hash.
     pub fn new(keep_all: bool) -> Self {
         Self {
             hash: 0xcbf2_9ce4_8422_2325,
             lines: 0,
-            tail: VecDeque::with_capacity(TAIL),
+            tail: VecDeque::with_capacity(if keep_all { TAIL } else { 0 }),
             all: keep_all.then(Vec::new),
         }
     }
 
+    /// Whether readable lines are written (callers skip formatting otherwise).
+    pub fn readable(&self) -> bool {
+        self.all.is_some()
+    }
+
     fn push(&mut self, line: String) {
-        self.hash = fnv1a(self.hash, line.as_bytes());
-        self.hash = fnv1a(self.hash, b"\n");
-        self.lines += 1;
         if self.tail.len() == TAIL {
             self.tail.pop_front();
         }
@@ -66,13 +101,35 @@ impl Trace {
         }
     }
 
-    /// A world event (fault, expiry, violation).
-    pub fn note(&mut self, at: Timestamp, pid: Option<usize>, glyph: char, text: String) {
-        let who = pid.map_or_else(|| "--".to_owned(), |p| format!("p{p}"));
-        self.push(format!("{:>12} {who:<4} {glyph} {text}", at.to_string()));
+    fn head(&mut self, at: Timestamp, pid: Option<usize>, glyph: char) {
+        self.lines += 1;
+        self.hash = fold(self.hash, at.as_millis());
+        self.hash = fold(self.hash, pid.map_or(u64::MAX, |p| p as u64));
+        self.hash = fold(self.hash, u64::from(glyph));
     }
 
-    /// A candidate's step.
+    /// A world event (fault, expiry, violation); `text` is called only if
+    /// the trace is readable.
+    pub fn note(
+        &mut self,
+        at: Timestamp,
+        pid: Option<usize>,
+        glyph: char,
+        text: impl FnOnce() -> String,
+    ) {
+        self.head(at, pid, glyph);
+        if self.readable() {
+            let who = pid.map_or_else(|| "--".to_owned(), |p| format!("p{p}"));
+            self.push(format!(
+                "{:>12} {who:<4} {glyph} {}",
+                at.to_string(),
+                text()
+            ));
+        }
+    }
+
+    /// A candidate's step: `verbs` are the requests it sent; `text` (what
+    /// happened) is called only if the trace is readable.
     #[allow(clippy::too_many_arguments)]
     pub fn step(
         &mut self,
@@ -81,8 +138,8 @@ impl Trace {
         role: Role,
         node: Option<&str>,
         watching: Option<&str>,
-        ops: &str,
-        text: &str,
+        verbs: &[&'static str],
+        text: impl FnOnce() -> String,
         notices: &[Notice],
     ) {
         let glyph = notices.iter().fold('.', |g, n| match n {
@@ -91,19 +148,39 @@ impl Trace {
             Notice::Suspended if g == '.' => 's',
             _ => g,
         });
+        self.head(at, Some(pid), glyph);
+        let mut h = Fnv(self.hash);
+        role.hash(&mut h);
+        for n in notices {
+            n.hash(&mut h);
+        }
+        self.hash = h.finish();
+        self.hash = fnv1a(self.hash, node.unwrap_or("-").as_bytes());
+        self.hash = fnv1a(self.hash, watching.unwrap_or("-").as_bytes());
+        for verb in verbs {
+            self.hash = fnv1a(self.hash, verb.as_bytes());
+        }
+        if !self.readable() {
+            return;
+        }
         let seq = |n: Option<&str>| {
             n.map_or_else(
                 || "-".to_owned(),
                 |n| n.rsplit('_').next().unwrap_or(n).to_owned(),
             )
         };
-        let ops = if ops.is_empty() { "-" } else { ops };
+        let ops = if verbs.is_empty() {
+            "-".to_owned()
+        } else {
+            verbs.join(",")
+        };
         let mut line = format!(
-            "{:>12} p{pid:<3} {glyph} {:<12} own={:<11} watch={:<11} op={ops:<15} {text}",
+            "{:>12} p{pid:<3} {glyph} {:<12} own={:<11} watch={:<11} op={ops:<15} {}",
             at.to_string(),
             role_text(role),
             seq(node),
             seq(watching),
+            text(),
         );
         for n in notices {
             let _ = write!(line, " | {n:?}");
@@ -111,7 +188,8 @@ impl Trace {
         self.push(line);
     }
 
-    /// The hash of every line so far (FNV-1a, stable across platforms and versions).
+    /// The hash of every record so far (FNV-1a: the same whether or not the
+    /// trace is readable, and for one toolchain on every platform).
     pub fn hash(&self) -> u64 {
         self.hash
     }
@@ -126,7 +204,7 @@ impl Trace {
         self.lines == 0
     }
 
-    /// The last lines.
+    /// The last lines (none unless the trace is readable).
     pub fn tail(&self) -> impl Iterator<Item = &String> {
         self.tail.iter()
     }

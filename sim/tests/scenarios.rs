@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use zkelect_core::{ConnectionPolicy, Request, Role, Timestamp};
-use zkelect_sim::swarm::{Canary, Env, Fault, Knobs, Scheme, Swarm};
+use zkelect_sim::canary::Canary;
+use zkelect_sim::swarm::{Env, Fault, Knobs, Scheme, Swarm};
 use zkelect_sim::world::{World, PATH};
 
 const T: Duration = Duration::from_secs(4);
@@ -212,7 +213,7 @@ fn resign_without_rejoin_hands_over_and_leaves_the_candidate_idle() {
 fn a_late_delete_event_for_a_reused_own_node_name_does_not_orphan_the_node() {
     // The first seed whose knobs give a container parent.
     let seed = (0..)
-        .find(|&s| Knobs::from_seed(s, None).container_parent)
+        .find(|&s| Knobs::from_seed(s, false).container_parent)
         .unwrap();
     let mut plan = vec![(at(0), Fault::LagEvents { pid: 0, ms: 20_000 })];
     plan.extend((1..14).map(|i| {
@@ -312,7 +313,7 @@ fn foreign_contenders_and_zkelect_candidates_with_their_interop_hand_over_in_one
 
 fn clamped(seed_with_session_ids: bool, min: Option<u64>, max: Option<u64>) -> (u64, Swarm) {
     let seed = (0..)
-        .find(|&s| Knobs::from_seed(s, None).session_ids == seed_with_session_ids)
+        .find(|&s| Knobs::from_seed(s, false).session_ids == seed_with_session_ids)
         .unwrap();
     let mut swarm = swarm(3, vec![]);
     swarm.policy = ConnectionPolicy::SessionAware;

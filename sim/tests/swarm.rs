@@ -5,9 +5,10 @@
 
 use std::time::Instant;
 
-use zkelect_sim::check::{self, Invariant};
+use zkelect_sim::canary::Canary;
+use zkelect_sim::check;
 use zkelect_sim::run::{run_checked, run_seed, run_swarm, sweep, RunOptions, RunReport};
-use zkelect_sim::swarm::{Canary, FaultMix, Overrides, Swarm};
+use zkelect_sim::swarm::{FaultMix, Overrides, Swarm};
 
 fn seeds(default: std::ops::Range<u64>) -> std::ops::Range<u64> {
     std::env::var("ZKELECT_SEEDS")
@@ -262,7 +263,7 @@ fn canary_taking_its_token_from_the_sequence_is_caught_by_the_fencing_checker_wi
             canary: Some(Canary::SequenceToken),
             ..options(FaultMix::WithPauses)
         };
-        let invariants: Vec<Box<dyn Invariant>> = check::standard()
+        let invariants: Vec<check::Checker> = check::standard()
             .into_iter()
             .filter(|i| i.name() != "tokens-grow")
             .collect();

@@ -42,22 +42,26 @@
 //! once dead sessions had time to expire, the run ends with the leak check.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use zkelect_core::{
-    Acl, Candidate, Command, Config, ConfigBuilder, CreateMode, FencingToken, Input, Notice, OpId,
-    Reply, Request, Role, SessionEvent, SessionId, Stat, Timestamp, WatchEvent, WatchKind, ZkCode,
+    Acl, Candidate, Command, Config, ConfigBuilder, FencingToken, Notice, OpId, Reply, Request,
+    Role, SessionId, Timestamp, WatchEvent, WatchKind, ZkCode,
 };
 
 use crate::canary::Canary;
-use crate::check::{self, Event, Invariant};
-use crate::client::{connection_lost, handshake, reconnect, Link, Reconnected, TimeoutSource};
-use crate::foreign::{lookalike_stem, Agent, CuratorLatch, KazooLock, Scheme};
+use crate::foreign::{Agent, CuratorLatch, KazooLock, Scheme};
+pub use crate::invariant::Violation;
+use crate::invariant::{Event, Invariant};
+use crate::net::{Net, Way};
+use crate::queue::EventQueue;
 use crate::rng::SimRng;
 use crate::swarm::{Fault, Knobs, Swarm};
 use crate::trace::Trace;
 use crate::zk::{Fired, ZkModel};
+
+mod client;
+mod faults;
 
 /// The election path every simulated candidate uses.
 pub const PATH: &str = "/svc/leader";
@@ -72,19 +76,6 @@ pub const EVENT_LAG_MAX_MS: u64 = 60;
 /// How long the leaders must stay in place after the liveness bound, before the
 /// candidates are closed.
 pub const SETTLE: Duration = Duration::from_secs(2);
-
-/// An invariant that did not hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
-    /// Which checker.
-    pub invariant: &'static str,
-    /// When.
-    pub at: Timestamp,
-    /// After which step.
-    pub step: u64,
-    /// What exactly.
-    pub detail: String,
-}
 
 /// Where the run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -191,34 +182,16 @@ impl Ev {
         }
     }
 
-    /// The process whose network link this message crosses.
-    fn crossing(&self) -> Option<usize> {
+    /// The process whose network link this message crosses, and which way
+    /// (a held reply keeps its place behind earlier watch events).
+    fn crossing(&self) -> Option<(usize, Way)> {
         match self {
-            Self::Request { pid, .. }
-            | Self::Reply { pid, .. }
-            | Self::Watch { pid, .. }
-            | Self::Ping { pid, .. }
-            | Self::Pong { pid, .. }
-            | Self::Closed { pid, .. } => Some(*pid),
+            Self::Request { pid, .. } | Self::Ping { pid, .. } => Some((*pid, Way::ToServer)),
+            Self::Reply { pid, .. } => Some((*pid, Way::Reply { overtake: false })),
+            Self::Watch { pid, .. } | Self::Pong { pid, .. } | Self::Closed { pid, .. } => {
+                Some((*pid, Way::ToClient))
+            }
             _ => None,
-        }
-    }
-}
-
-/// Which directions a partition cuts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Cut {
-    Both,
-    ToServer,
-    ToClient,
-}
-
-impl Cut {
-    fn blocks(self, to_server: bool) -> bool {
-        match self {
-            Cut::Both => true,
-            Cut::ToServer => to_server,
-            Cut::ToClient => !to_server,
         }
     }
 }
@@ -251,11 +224,6 @@ struct Proc {
     inflight: BTreeMap<OpId, Inflight>,
     paused_until: Option<Timestamp>,
     resumed_at: Timestamp,
-    /// A partition: until when, and which directions it cuts.
-    partition: Option<(Timestamp, Cut)>,
-    /// A slow link: until when, and the extra latency.
-    slow: Option<(Timestamp, Duration)>,
-    link: Link,
     /// When the client library's event thread is done with the events it has.
     event_tail: Timestamp,
     /// Until when its event thread lags.
@@ -376,13 +344,17 @@ pub struct World {
     knobs: Knobs,
     rng: SimRng,
     now: Timestamp,
-    seq: u64,
-    queue: BTreeMap<(Timestamp, u64), Ev>,
+    queue: EventQueue<Ev>,
     zk: ZkModel,
     procs: Vec<Proc>,
+    /// The pids whose node an operator once deleted, ascending (checked after
+    /// every step: kept, not searched for).
+    revoked: Vec<usize>,
+    /// Every process's link to the server.
+    net: Net,
     server_down_until: Option<Timestamp>,
     canary: Option<Canary>,
-    invariants: Vec<Box<dyn Invariant>>,
+    invariants: Vec<Box<dyn Invariant<World>>>,
     /// A new id per server change, carried by the watch events it fires.
     cause: u64,
     resource_max: Option<FencingToken>,
@@ -400,21 +372,17 @@ pub struct World {
 
 impl World {
     /// A world for `seed` running `swarm`, optionally with canary candidates,
-    /// checked by the [standard](check::standard) invariants.
-    pub fn new(seed: u64, swarm: Swarm, canary: Option<Canary>, keep_trace: bool) -> Self {
-        Self::with_invariants(seed, swarm, canary, keep_trace, check::standard())
-    }
-
-    /// A world checked by the given invariants only.
+    /// checked by the given invariants only ([`World::new`], in
+    /// [`crate::run`], uses the [standard](crate::check::standard) ones).
     pub fn with_invariants(
         seed: u64,
         swarm: Swarm,
         canary: Option<Canary>,
         keep_trace: bool,
-        invariants: Vec<Box<dyn Invariant>>,
+        invariants: Vec<Box<dyn Invariant<World>>>,
     ) -> Self {
         let heal_at = Timestamp::ZERO + swarm.chaos;
-        let mut knobs = Knobs::from_seed(seed, canary);
+        let mut knobs = Knobs::from_seed(seed, canary.is_some_and(Canary::wants_wrap));
         // Curator and kazoo compare sequences as strings, and zkelect refuses
         // a queue it shares with them once a sequence wrapped past 2^31: such
         // a queue never starts near the wrap.
@@ -425,10 +393,11 @@ impl World {
             seed,
             rng: SimRng::new(seed, 2),
             now: Timestamp::ZERO,
-            seq: 0,
-            queue: BTreeMap::new(),
+            queue: EventQueue::default(),
             zk: ZkModel::new(swarm.env.server(knobs.cversion_start)),
             procs: Vec::new(),
+            revoked: Vec::new(),
+            net: Net::default(),
             server_down_until: None,
             canary,
             invariants,
@@ -592,9 +561,7 @@ impl World {
     /// The processes whose node an operator once deleted (whether or not they
     /// have learned it since), in pid order.
     pub fn once_revoked(&self) -> impl Iterator<Item = Process<'_>> + '_ {
-        (0..self.procs.len())
-            .filter(|&pid| self.procs[pid].revoked.is_some())
-            .map(|pid| self.process(pid))
+        self.revoked.iter().map(|&pid| self.process(pid))
     }
 
     /// The election path's children right now (for tests and the demo).
@@ -629,8 +596,8 @@ impl World {
     /// the violation, if any.
     pub fn run_until(&mut self, at: Timestamp) -> Option<Violation> {
         while !self.done && self.violation.is_none() {
-            match self.queue.first_key_value() {
-                Some(((next, _), _)) if *next <= at => {
+            match self.queue.next_at() {
+                Some(next) if next <= at => {
                     self.step();
                 }
                 _ => break,
@@ -660,7 +627,7 @@ impl World {
 
     /// Handles the next event and runs the checkers; false when nothing is left.
     pub fn step(&mut self) -> bool {
-        let Some(((at, _), ev)) = self.queue.pop_first() else {
+        let Some((at, ev)) = self.queue.pop() else {
             return false;
         };
         self.now = at;
@@ -682,12 +649,9 @@ impl World {
 
     fn fail(&mut self, invariant: &'static str, detail: String) {
         if self.violation.is_none() {
-            self.trace.note(
-                self.now,
-                None,
-                '!',
-                format!("VIOLATION {invariant}: {detail}"),
-            );
+            self.trace.note(self.now, None, '!', || {
+                format!("VIOLATION {invariant}: {detail}")
+            });
             self.violation = Some(Violation {
                 invariant,
                 at: self.now,
@@ -698,16 +662,7 @@ impl World {
     }
 
     fn push(&mut self, at: Timestamp, ev: Ev) {
-        self.seq += 1;
-        self.queue.insert((at.max(self.now), self.seq), ev);
-    }
-
-    fn latency(&mut self, pid: usize) -> Duration {
-        let base = Duration::from_millis(self.rng.range(1, 8));
-        match self.procs[pid].slow {
-            Some((until, extra)) if self.now < until => base + extra,
-            _ => base,
-        }
+        self.queue.push(at.max(self.now), ev);
     }
 
     fn identity(&self) -> Option<&'static str> {
@@ -752,6 +707,7 @@ impl World {
     fn start(&mut self, mut c: Agent) {
         let pid = self.procs.len();
         c.join(self.now);
+        self.net.add();
         self.procs.push(Proc {
             c,
             crashed: false,
@@ -764,9 +720,6 @@ impl World {
             inflight: BTreeMap::new(),
             paused_until: None,
             resumed_at: Timestamp::ZERO,
-            partition: None,
-            slow: None,
-            link: Link::default(),
             event_tail: Timestamp::ZERO,
             lag_until: None,
             timer_at: None,
@@ -776,62 +729,6 @@ impl World {
         });
         let at = self.now + Duration::from_millis(self.rng.range(0, 50));
         self.push(at, Ev::Reconnect { pid });
-    }
-
-    /// An operator creates a PERSISTENT node named like a contender of
-    /// `scheme` under the election path (a sequential create, so it sorts
-    /// after every node there now). Before anyone joins (`setup`) it creates
-    /// the path first, as the candidates would have; later it does nothing if
-    /// the path is gone.
-    fn create_lookalike(&mut self, scheme: Scheme, setup: bool) {
-        let stem = lookalike_stem(scheme, &mut self.rng);
-        let container = self.knobs.container_parent;
-        let created = self.operator(|zk, now, s| {
-            let mut fired = Vec::new();
-            if setup {
-                for (path, mode) in [
-                    ("/svc", CreateMode::Persistent),
-                    (
-                        PATH,
-                        if container {
-                            CreateMode::Container
-                        } else {
-                            CreateMode::Persistent
-                        },
-                    ),
-                ] {
-                    let create = Request::Create {
-                        path: path.to_owned(),
-                        data: Vec::new(),
-                        mode,
-                        acl: Acl::Open,
-                    };
-                    fired.extend(zk.apply(now, s, &create).1);
-                }
-            }
-            let create = Request::Create {
-                path: format!("{PATH}/{stem}"),
-                data: b"not a contender".to_vec(),
-                mode: CreateMode::PersistentSequential,
-                acl: Acl::Open,
-            };
-            let (result, f) = zk.apply(now, s, &create);
-            fired.extend(f);
-            (result, fired)
-        });
-        if let Some(Ok(Reply::Created { path, .. })) = created {
-            self.stats.lookalikes += 1;
-            self.trace.note(
-                self.now,
-                None,
-                'P',
-                format!(
-                    "operator created persistent {scheme} look-alike {}",
-                    short(&path)
-                ),
-            );
-            self.lookalikes.push(short(&path).to_owned());
-        }
     }
 
     fn server_up(&self) -> bool {
@@ -847,46 +744,7 @@ impl World {
     /// Whether a new connection can be made: linked, and no partition in
     /// either direction (a TCP handshake needs both).
     fn reachable(&self, pid: usize) -> bool {
-        self.linked(pid) && self.procs[pid].partition.is_none_or(|(t, _)| self.now >= t)
-    }
-
-    /// A message crossing a partitioned link waits for the partition to end, as
-    /// TCP would retransmit it; it is lost only if the connection is declared
-    /// dead meanwhile (its generation no longer matches).
-    fn held_by_partition(&mut self, pid: usize, ev: &Ev) -> bool {
-        let to_server = matches!(ev, Ev::Request { .. } | Ev::Ping { .. });
-        match self.procs[pid].partition {
-            Some((until, cut)) if self.now < until && cut.blocks(to_server) => {
-                // Through the link's FIFO: whatever was sent after it waits
-                // behind it, even if the partition is over by then.
-                let after = until + Duration::from_millis(1);
-                let link = &mut self.procs[pid].link;
-                let at = if to_server {
-                    link.to_server(after, Duration::ZERO)
-                } else if matches!(ev, Ev::Reply { .. }) {
-                    link.reply(after, Duration::ZERO, false)
-                } else {
-                    link.to_client(after, Duration::ZERO)
-                };
-                self.push(at, ev.clone());
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Starts a partition; one already on is never cut short (a message it
-    /// holds must not be overtaken), and cuts that differ add up to both ways.
-    fn partition(&mut self, pid: usize, ms: u64, cut: Cut) {
-        let until = self.now + Duration::from_millis(ms);
-        let p = &mut self.procs[pid];
-        p.partition = Some(match p.partition {
-            Some((old, old_cut)) if self.now < old => {
-                let cut = if old_cut == cut { cut } else { Cut::Both };
-                (old.max(until), cut)
-            }
-            _ => (until, cut),
-        });
+        self.linked(pid) && self.net.open(pid, self.now)
     }
 
     fn deliver(&mut self, ev: Ev) {
@@ -902,8 +760,9 @@ impl World {
                 }
             }
         }
-        if let Some(pid) = ev.crossing() {
-            if self.held_by_partition(pid, &ev) {
+        if let Some((pid, way)) = ev.crossing() {
+            if let Some(at) = self.net.held(pid, self.now, way) {
+                self.push(at, ev);
                 return;
             }
         }
@@ -920,42 +779,13 @@ impl World {
                 gen,
                 op,
                 result,
-            } => {
-                if self.procs[pid].gen != gen || !self.linked(pid) {
-                    return;
-                }
-                self.procs[pid].last_from_server = self.now;
-                if let Some(sent) = self.procs[pid].inflight.remove(&op) {
-                    self.deliver_reply(pid, op, Some(&sent.request), result);
-                }
-            }
+            } => self.reply_arrived(pid, gen, op, result),
             Ev::Watch {
                 pid,
                 gen,
                 event,
                 cause,
-            } => {
-                if self.procs[pid].gen != gen || !self.linked(pid) {
-                    return;
-                }
-                self.procs[pid].last_from_server = self.now;
-                // The client library hands events to the application in order;
-                // under `Fault::LagEvents` its event thread lags (replies do not
-                // wait for it), as zookeeper-async's watcher channel can.
-                let lagging = self.procs[pid].lag_until.is_some_and(|t| self.now < t);
-                let lag = if lagging && self.rng.chance(0.5) {
-                    Duration::from_millis(self.rng.range(1, EVENT_LAG_MAX_MS))
-                } else {
-                    Duration::ZERO
-                };
-                let at = (self.now + lag).max(self.procs[pid].event_tail);
-                self.procs[pid].event_tail = at;
-                if at > self.now {
-                    self.push(at, Ev::Event { pid, event, cause });
-                } else {
-                    self.watch_event(pid, event, cause);
-                }
-            }
+            } => self.watch_arrived(pid, gen, event, cause),
             Ev::Event { pid, event, cause } => self.watch_event(pid, event, cause),
             Ev::Ping { pid, gen } => {
                 if self.procs[pid].gen == gen && self.linked(pid) {
@@ -982,7 +812,7 @@ impl World {
                 {
                     self.procs[pid].timer_at = None;
                     self.procs[pid].c.handle_timeout(self.now);
-                    self.after(pid, None, "timer".into());
+                    self.after(pid, None, || "timer".into());
                 }
             }
             Ev::Expiry => self.expire(),
@@ -990,7 +820,7 @@ impl World {
             Ev::ServerUp => {
                 self.server_down_until = None;
                 self.zk.restart(self.now);
-                self.trace.note(self.now, None, 'S', "server up".into());
+                self.trace.note(self.now, None, 'S', || "server up".into());
             }
             Ev::Closed { pid, gen } => {
                 if self.procs[pid].gen == gen {
@@ -1005,19 +835,21 @@ impl World {
                 if self.procs[pid].paused_until.is_some_and(|t| t <= self.now) {
                     self.procs[pid].paused_until = None;
                     self.procs[pid].resumed_at = self.now;
-                    self.trace.note(self.now, Some(pid), 'r', "resumed".into());
+                    self.trace
+                        .note(self.now, Some(pid), 'r', || "resumed".into());
                 }
             }
             Ev::AppWrite { pid } => self.app_write(pid),
             Ev::Write { pid, token } => self.resource_write(pid, token),
             Ev::Heal => {
                 self.phase = Phase::Healed;
-                self.trace.note(self.now, None, 'H', "faults stop".into());
+                self.trace
+                    .note(self.now, None, 'H', || "faults stop".into());
             }
             Ev::LivenessDue => {
                 self.phase = Phase::Settled;
                 self.trace
-                    .note(self.now, None, 'L', "liveness bound reached".into());
+                    .note(self.now, None, 'L', || "liveness bound reached".into());
                 self.observe(&Event::LivenessDue);
                 self.push(self.now + SETTLE, Ev::CloseAll);
             }
@@ -1026,7 +858,7 @@ impl World {
                 for pid in 0..self.procs.len() {
                     if !self.procs[pid].crashed {
                         self.procs[pid].c.close(self.now);
-                        self.after(pid, None, "close (end of run)".into());
+                        self.after(pid, None, || "close (end of run)".into());
                     }
                 }
                 let t = self.negotiated();
@@ -1043,8 +875,9 @@ impl World {
         if self.server_up() {
             let (expired, fired) = self.zk.expire_due(self.now);
             for s in expired {
-                self.trace
-                    .note(self.now, None, 'x', format!("server expired session {s}"));
+                self.trace.note(self.now, None, 'x', || {
+                    format!("server expired session {s}")
+                });
                 // The server closes an expired session's connection.
                 if let Some(pid) = self.procs.iter().position(|p| p.session == Some(s)) {
                     self.tell(format!(
@@ -1060,16 +893,6 @@ impl World {
             self.send_fired(fired);
         }
         self.push(self.now + Duration::from_millis(200), Ev::Expiry);
-    }
-
-    fn client_arrival(&mut self, pid: usize) -> Timestamp {
-        let lat = self.latency(pid);
-        self.procs[pid].link.to_client(self.now, lat)
-    }
-
-    fn server_arrival(&mut self, pid: usize) -> Timestamp {
-        let lat = self.latency(pid);
-        self.procs[pid].link.to_server(self.now, lat)
     }
 
     fn on_request(&mut self, pid: usize, gen: u64, op: OpId, request: Request, cause: Option<u64>) {
@@ -1094,8 +917,7 @@ impl World {
         self.send_fired(fired);
         // With reorder, a reply may overtake watch events already on their way.
         let overtake = self.swarm.reorder && self.rng.chance(0.2);
-        let lat = self.latency(pid);
-        let at = self.procs[pid].link.reply(self.now, lat, overtake);
+        let at = self.arrival(pid, Way::Reply { overtake });
         self.push(
             at,
             Ev::Reply {
@@ -1146,229 +968,11 @@ impl World {
         }
     }
 
-    /// The application gets a watch event from its client library.
-    fn watch_event(&mut self, pid: usize, event: WatchEvent, cause: u64) {
-        let text = format!("watch {:?} {}", event.kind, short(&event.path));
-        // A candidate's own-node watch is not part of a herd; nor is a
-        // candidate whose node an operator deleted and which has not learned it
-        // yet: it is out of the queue, but the watch it set while it was in is
-        // still there. Nor are foreign models: both recipes act on watches
-        // left from an earlier round (Curator lists again on any `NodeDeleted`,
-        // kazoo on any event), which is theirs to answer for.
-        let own = self.procs[pid]
-            .c
-            .node()
-            .is_some_and(|n| event.path.rsplit('/').next() == Some(n));
-        let revoked = self.process(pid).revoked_at.is_some();
-        let foreign = self.procs[pid].c.foreign().is_some();
-        let cause = (!own && !revoked && !foreign).then_some(cause);
-        let mut event = event;
-        if let Some(canary) = self.canary_of(pid) {
-            if !canary.sees_watch(&event.path, self.procs[pid].c.node()) {
-                return;
-            }
-            event = canary.rewrite_watch(event, self.swarm.env.interop);
-        }
-        self.procs[pid].c.handle(self.now, Input::Watch(event));
-        self.after(pid, cause, text);
-    }
-
-    fn client_tick(&mut self, pid: usize) {
-        let p = &self.procs[pid];
-        if p.conn != Conn::Connected {
-            return;
-        }
-        let timeout = p.timeout;
-        if connection_lost(self.now, p.last_from_server, timeout) {
-            self.disconnect(
-                pid,
-                "no answer from the server for 2/3 of the session timeout",
-            );
-            return;
-        }
-        let gen = p.gen;
-        let at = self.server_arrival(pid);
-        self.push(at, Ev::Ping { pid, gen });
-        self.push(self.now + timeout / 3, Ev::ClientTick { pid });
-    }
-
-    /// The Java client's and kazoo's read timeout: the connection is lost
-    /// exactly two thirds of the session timeout after the last message from
-    /// the server (zkelect's transports are modelled coarser, checked at their
-    /// pings by [`client_tick`](Self::client_tick); its own lease covers that).
-    fn read_timeout(&mut self, pid: usize, gen: u64) {
-        let p = &self.procs[pid];
-        if p.gen != gen || p.conn != Conn::Connected {
-            return;
-        }
-        let due = p.last_from_server + p.timeout * 2 / 3;
-        if self.now >= due {
-            self.disconnect(
-                pid,
-                "read timeout: nothing from the server for 2/3 of the session timeout",
-            );
-        } else {
-            self.push(due, Ev::ReadTimeout { pid, gen });
-        }
-    }
-
-    /// The client library declares the connection lost: `Disconnected`, every
-    /// request in flight fails with `ConnectionLoss`, a reconnect is scheduled.
-    fn disconnect(&mut self, pid: usize, why: &str) {
-        if self.procs[pid].conn != Conn::Connected {
-            return;
-        }
-        self.trace
-            .note(self.now, Some(pid), 'd', format!("disconnected: {why}"));
-        let p = &mut self.procs[pid];
-        p.conn = Conn::Disconnected;
-        p.gen += 1;
-        let failed = std::mem::take(&mut p.inflight);
-        self.session_event(pid, SessionEvent::Disconnected);
-        for (op, sent) in failed {
-            self.deliver_reply(pid, op, Some(&sent.request), Err(ZkCode::ConnectionLoss));
-        }
-        let at = self.now + Duration::from_millis(self.rng.range(100, 400));
-        self.push(at, Ev::Reconnect { pid });
-    }
-
-    /// The canary, for a zkelect candidate (foreign models are never canaries).
-    fn canary_of(&self, pid: usize) -> Option<Canary> {
-        self.canary
-            .filter(|_| self.procs[pid].c.foreign().is_none())
-    }
-
-    fn session_event(&mut self, pid: usize, event: SessionEvent) {
-        if self.canary_of(pid).is_some_and(|c| !c.sees(event)) {
-            return;
-        }
-        let text = match event {
-            SessionEvent::Connected { session_id, .. } => format!(
-                "session Connected {}",
-                session_id.map_or("(id not reported)".to_owned(), |s| s.to_string())
-            ),
-            other => format!("session {other:?}"),
-        };
-        self.procs[pid].c.handle(self.now, Input::Session(event));
-        self.after(pid, None, text);
-    }
-
-    fn reconnect(&mut self, pid: usize) {
-        let p = &self.procs[pid];
-        if p.conn == Conn::Connected || p.session_closed {
-            return;
-        }
-        if !self.reachable(pid) {
-            let at = self.now + Duration::from_millis(self.rng.range(200, 500));
-            self.push(at, Ev::Reconnect { pid });
-            return;
-        }
-        let identity = self.identity();
-        let requested = self.swarm.session_timeout;
-        // zookeeper-async (which does not report session ids either) learns
-        // the timeout by a handshake of its own before its first session.
-        let source = if self.knobs.session_ids {
-            TimeoutSource::Session
-        } else {
-            TimeoutSource::Handshake
-        };
-        if source == TimeoutSource::Handshake && self.procs[pid].handshaken.is_none() {
-            let learned = handshake(&mut self.zk, self.now, requested, identity);
-            self.procs[pid].handshaken = Some(learned);
-        }
-        match reconnect(
-            &mut self.zk,
-            self.now,
-            self.procs[pid].session,
-            requested,
-            identity,
-        ) {
-            Reconnected::Same(_) => {}
-            Reconnected::Expired { new, timeout } => {
-                // The server expired it while we were away: say so, then start afresh.
-                self.procs[pid].session = None;
-                self.session_event(pid, SessionEvent::Expired);
-                self.procs[pid].session = Some(new);
-                self.procs[pid].timeout = timeout;
-            }
-            Reconnected::New { session, timeout } => {
-                self.procs[pid].session = Some(session);
-                self.procs[pid].timeout = timeout;
-            }
-        }
-        let p = &mut self.procs[pid];
-        p.conn = Conn::Connected;
-        p.gen += 1;
-        p.last_from_server = self.now;
-        let (session_id, timeout, gen) = (p.session, p.timeout, p.gen);
-        // The client library's own timing follows the session's timeout; what
-        // it reports is what it learned.
-        self.push(self.now + timeout / 3, Ev::ClientTick { pid });
-        if self.procs[pid].c.foreign().is_some() {
-            self.push(self.now + timeout * 2 / 3, Ev::ReadTimeout { pid, gen });
-        }
-        let session_id = session_id.filter(|_| self.knobs.session_ids);
-        let learned = match source {
-            TimeoutSource::Session => timeout,
-            TimeoutSource::Handshake => self.procs[pid].handshaken.unwrap_or(timeout),
-        };
-        let reported = self
-            .canary_of(pid)
-            .map_or(learned, |c| c.reported_timeout(learned, requested));
-        self.session_event(
-            pid,
-            SessionEvent::Connected {
-                session_id,
-                timeout: reported,
-            },
-        );
-    }
-
-    fn deliver_reply(
-        &mut self,
-        pid: usize,
-        op: OpId,
-        request: Option<&Request>,
-        result: Result<Reply, ZkCode>,
-    ) {
-        let result = match (self.canary_of(pid), request) {
-            (Some(canary), Some(request)) => {
-                canary.rewrite(request, result, self.swarm.env.interop)
-            }
-            _ => result,
-        };
-        let text = match &result {
-            Ok(r) => format!("reply {op} {}", reply_text(r)),
-            Err(e) => format!("reply {op} err {e}"),
-        };
-        let c = &self.procs[pid].c;
-        let stale = !c.waits_for(op);
-        // What the role would be at this moment without the reply.
-        let role_before = if stale {
-            self.stats.stale_replies += 1;
-            let mut twin = c.clone();
-            twin.handle_timeout(self.now);
-            twin.role()
-        } else {
-            c.role()
-        };
-        self.procs[pid]
-            .c
-            .handle(self.now, Input::Reply { op, result });
-        let role_after = self.procs[pid].c.role();
-        self.observe(&Event::Answered {
-            pid,
-            op,
-            stale,
-            role_before,
-            role_after,
-        });
-        self.after(pid, None, text);
-    }
-
     /// Drains the candidate (notices, commands, timeout) after it handled
     /// something; `cause` is the server change whose watch event woke it.
-    fn after(&mut self, pid: usize, cause: Option<u64>, text: String) {
+    /// `text` says what happened, for a readable trace only (it is not
+    /// formatted otherwise).
+    fn after(&mut self, pid: usize, cause: Option<u64>, text: impl FnOnce() -> String) {
         let notices: Vec<Notice> = std::iter::from_fn(|| self.procs[pid].c.poll_notice()).collect();
         let foreign = self.procs[pid].c.foreign();
         for n in &notices {
@@ -1382,19 +986,13 @@ impl World {
                 }
             }
         }
-        let text = match foreign {
-            Some(scheme) => format!("{scheme}: {text}"),
-            None => text,
+        let text = || match foreign {
+            Some(scheme) => format!("{scheme}: {}", text()),
+            None => text(),
         };
         let commands: Vec<Command> =
             std::iter::from_fn(|| self.procs[pid].c.poll_command()).collect();
-        let mut ops = String::new();
-        for (i, cmd) in commands.iter().enumerate() {
-            if i > 0 {
-                ops.push(',');
-            }
-            let _ = write!(ops, "{}", cmd.request.verb());
-        }
+        let verbs: Vec<&'static str> = commands.iter().map(|c| c.request.verb()).collect();
         let p = &self.procs[pid];
         self.trace.step(
             self.now,
@@ -1402,8 +1000,8 @@ impl World {
             p.c.role(),
             p.c.node(),
             p.c.watching(),
-            &ops,
-            &text,
+            &verbs,
+            text,
             &notices,
         );
         for Command { op, request } in commands {
@@ -1420,58 +1018,6 @@ impl World {
                 self.push(at, Ev::Timer { pid });
             }
         }
-    }
-
-    /// The application closed the candidate and then its client: the session
-    /// ends on the server (its ephemerals go), and requests still in flight are
-    /// answered with `ConnectionLoss` by the client library.
-    fn close_client(&mut self, pid: usize) {
-        let p = &mut self.procs[pid];
-        p.session_closed = true;
-        p.conn = Conn::Disconnected;
-        p.gen += 1;
-        let pending: Vec<OpId> = std::mem::take(&mut p.inflight).into_keys().collect();
-        if let Some(s) = p.session.take() {
-            if self.server_up() {
-                let fired = self.zk.close_session(s);
-                self.send_fired(fired);
-            }
-            // With the server down, the session expires on its own later.
-        }
-        for op in pending {
-            self.push(self.now, Ev::LocalFail { pid, op });
-        }
-    }
-
-    fn send(&mut self, pid: usize, op: OpId, request: Request, cause: Option<u64>) {
-        let request = match self.canary_of(pid) {
-            Some(canary) => canary.rewrite_request(request),
-            None => request,
-        };
-        if self.procs[pid].conn != Conn::Connected || self.procs[pid].session_closed {
-            // A client that is not connected fails the request at once (as an event,
-            // so a candidate that retries at once cannot recurse without end).
-            return self.push(self.now, Ev::LocalFail { pid, op });
-        }
-        let gen = self.procs[pid].gen;
-        self.procs[pid].inflight.insert(
-            op,
-            Inflight {
-                request: request.clone(),
-                arrived: false,
-            },
-        );
-        let at = self.server_arrival(pid);
-        self.push(
-            at,
-            Ev::Request {
-                pid,
-                gen,
-                op,
-                request,
-                cause,
-            },
-        );
     }
 
     fn on_foreign_notice(&mut self, pid: usize, scheme: Scheme, notice: &Notice) {
@@ -1547,311 +1093,16 @@ impl World {
             self.stats.fenced_writes += 1;
         } else {
             self.stats.fenced_rejections += 1;
-            self.trace.note(
-                self.now,
-                Some(pid),
-                'w',
-                format!(
-                    "fenced resource rejects token {token} (has seen {})",
-                    self.resource_max.map_or(0, |t| t.0)
-                ),
-            );
+            let seen = self.resource_max.map_or(0, |t| t.0);
+            self.trace.note(self.now, Some(pid), 'w', || {
+                format!("fenced resource rejects token {token} (has seen {seen})")
+            });
         }
         self.observe(&Event::Write {
             pid,
             token,
             accepted,
         });
-    }
-
-    /// An operator's one-off session (zkCli): opened, used, closed.
-    fn operator<T>(
-        &mut self,
-        act: impl FnOnce(&mut ZkModel, Timestamp, SessionId) -> (T, Vec<Fired>),
-    ) -> Option<T> {
-        if !self.server_up() {
-            return None;
-        }
-        let identity = self.identity().map(str::to_owned);
-        let (s, _) = self
-            .zk
-            .open_session(self.now, Duration::from_secs(10), identity);
-        let (out, fired) = act(&mut self.zk, self.now, s);
-        self.send_fired(fired);
-        let fired = self.zk.close_session(s);
-        self.send_fired(fired);
-        Some(out)
-    }
-
-    /// Injects a fault (or an application intent) now, as the plan would;
-    /// ignored once the faults have stopped. For hand-written scenarios.
-    pub fn inject(&mut self, fault: Fault) {
-        if self.phase != Phase::Chaos {
-            return;
-        }
-        let valid = |pid: usize, w: &Self| pid < w.procs.len() && !w.procs[pid].crashed;
-        let awake = |pid: usize, w: &Self| valid(pid, w) && w.procs[pid].paused_until.is_none();
-        self.stats.faults += 1;
-        self.trace
-            .note(self.now, None, 'F', format!("fault: {fault}"));
-        let told = match fault {
-            Fault::Crash { pid } => Some(format!(
-                "p{pid} crashes (its session lives on until the server expires it)"
-            )),
-            Fault::Partition { pid, ms } => {
-                Some(format!("p{pid} is cut off from the server for {ms}ms"))
-            }
-            Fault::Close { pid } => Some(format!("p{pid} shuts down cleanly")),
-            Fault::DropConnection { pid, .. } => Some(format!("p{pid}'s connection drops")),
-            Fault::Pause { pid, ms } => Some(format!("p{pid} freezes for {ms}ms")),
-            Fault::RestartServer { ms } => Some(format!("the server restarts ({ms}ms down)")),
-            Fault::Spawn => Some(format!("a new candidate p{} starts", self.procs.len())),
-            Fault::Resign { pid, .. } => Some(format!("p{pid} resigns")),
-            Fault::Revoke { pid } => Some(format!("an operator deletes p{pid}'s node")),
-            Fault::WipeElection => Some("an operator deletes the whole election".to_owned()),
-            Fault::SpawnForeign => Some(format!(
-                "a new {} contender p{} starts",
-                self.swarm.env.interop,
-                self.procs.len()
-            )),
-            Fault::Lookalike { scheme } => Some(format!(
-                "an operator creates a persistent node named like a {scheme} contender"
-            )),
-            _ => None,
-        };
-        if let Some(line) = told {
-            self.tell(line);
-        }
-        match fault {
-            Fault::DropConnection { pid, applied } if valid(pid, self) => {
-                self.drop_connection(pid, applied);
-            }
-            Fault::Partition { pid, ms } if valid(pid, self) => {
-                self.partition(pid, ms, Cut::Both);
-            }
-            Fault::PartitionOneWay { pid, ms, to_server } if valid(pid, self) => {
-                let cut = if to_server {
-                    Cut::ToServer
-                } else {
-                    Cut::ToClient
-                };
-                self.partition(pid, ms, cut);
-            }
-            Fault::Pause { pid, ms } if valid(pid, self) => {
-                let until = self.now + Duration::from_millis(ms);
-                let p = &mut self.procs[pid];
-                p.paused_until = Some(p.paused_until.map_or(until, |t| t.max(until)));
-                self.push(until, Ev::Resume { pid });
-            }
-            Fault::Crash { pid } if valid(pid, self) => self.procs[pid].crashed = true,
-            Fault::RestartServer { ms } if self.server_down_until.is_none() => {
-                self.server_down_until = Some(self.now + Duration::from_millis(ms));
-                for pid in 0..self.procs.len() {
-                    if self.procs[pid].crashed || self.procs[pid].conn != Conn::Connected {
-                        continue;
-                    }
-                    if self.procs[pid].paused_until.is_none() {
-                        self.disconnect(pid, "server restarting");
-                    } else {
-                        // Every connection is reset; a paused process learns it on resuming.
-                        let gen = self.procs[pid].gen;
-                        self.push(self.now, Ev::Closed { pid, gen });
-                    }
-                }
-                self.push(self.now + Duration::from_millis(ms), Ev::ServerUp);
-            }
-            Fault::Resign { pid, rejoin } if awake(pid, self) => {
-                self.procs[pid].c.resign(self.now, rejoin);
-                self.after(pid, None, format!("resign rejoin={rejoin}"));
-            }
-            Fault::Close { pid } if awake(pid, self) => {
-                self.procs[pid].c.close(self.now);
-                self.after(pid, None, "close".into());
-            }
-            Fault::Spawn => self.spawn(),
-            Fault::SpawnForeign => self.spawn_foreign(),
-            Fault::Lookalike { scheme } => self.create_lookalike(scheme, false),
-            Fault::Revoke { pid } if valid(pid, self) => self.revoke(pid),
-            Fault::LagEvents { pid, ms } if valid(pid, self) => {
-                let until = self.now + Duration::from_millis(ms);
-                let p = &mut self.procs[pid];
-                p.lag_until = Some(p.lag_until.map_or(until, |t| t.max(until)));
-            }
-            Fault::WipeElection => self.wipe(),
-            Fault::TouchData { pid } if valid(pid, self) => self.touch_data(pid),
-            Fault::Delay { pid, ms, extra_ms } if valid(pid, self) => {
-                let until = self.now + Duration::from_millis(ms);
-                self.procs[pid].slow = Some((until, Duration::from_millis(extra_ms)));
-            }
-            Fault::CrashLeader
-            | Fault::PartitionLeader { .. }
-            | Fault::CloseLeader
-            | Fault::PauseLeader { .. }
-            | Fault::RevokeLeader => {
-                let leader = (0..self.procs.len()).find(|&i| {
-                    let p = &self.procs[i];
-                    !p.crashed && p.paused_until.is_none() && p.c.role().is_leader()
-                });
-                if let Some(pid) = leader {
-                    let targeted = match fault {
-                        Fault::CrashLeader => Fault::Crash { pid },
-                        Fault::PartitionLeader { ms } => Fault::Partition { pid, ms },
-                        Fault::PauseLeader { ms } => Fault::Pause { pid, ms },
-                        Fault::RevokeLeader => Fault::Revoke { pid },
-                        _ => Fault::Close { pid },
-                    };
-                    self.inject(targeted);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// The connection drops. With `applied`, a prefix (at least one) of the
-    /// requests still on their way reaches the server anyway; their replies are
-    /// lost. The server sees the connection go, and its watches with it.
-    fn drop_connection(&mut self, pid: usize, applied: bool) {
-        if let (true, Some(s)) = (self.server_up(), self.procs[pid].session) {
-            if self.procs[pid].conn == Conn::Connected {
-                let pending: Vec<Request> = self.procs[pid]
-                    .inflight
-                    .values()
-                    .filter(|sent| !sent.arrived)
-                    .map(|sent| sent.request.clone())
-                    .collect();
-                let n = if applied && !pending.is_empty() {
-                    self.rng.range(1, pending.len() as u64) as usize
-                } else {
-                    0
-                };
-                for request in pending.into_iter().take(n) {
-                    let (_, fired) = self.zk.apply(self.now, s, &request);
-                    self.send_fired(fired);
-                }
-                self.zk.connection_closed(s);
-            }
-        }
-        self.disconnect(pid, "connection dropped");
-    }
-
-    /// An operator deletes the node the process believes is its own.
-    fn revoke(&mut self, pid: usize) {
-        let Some(node) = self.procs[pid].c.node().map(str::to_owned) else {
-            return;
-        };
-        let token = match self.procs[pid].c.role() {
-            Role::Leader(t) => Some(t),
-            _ => None,
-        };
-        let path = format!("{PATH}/{node}");
-        let deleted = self.operator(|zk, now, s| {
-            zk.apply(
-                now,
-                s,
-                &Request::Delete {
-                    path: path.clone(),
-                    version: None,
-                },
-            )
-        });
-        if let Some(Ok(_)) = deleted {
-            self.stats.revocations += 1;
-            let own = self.procs[pid].c.token();
-            self.procs[pid].revoked = Some((node, own, self.now));
-            self.trace.note(
-                self.now,
-                Some(pid),
-                'R',
-                format!("operator deleted {}", short(&path)),
-            );
-            self.observe(&Event::Revoked { pid, token });
-        }
-    }
-
-    /// An operator deletes the whole election (`deleteall`): every child, then
-    /// the path itself. Every candidate with a node there is revoked.
-    fn wipe(&mut self) {
-        let children = self.zk.children(PATH);
-        let owners: Vec<(String, Option<usize>)> = children
-            .into_iter()
-            .map(|name| {
-                let stat = self.zk.stat(&format!("{PATH}/{name}"));
-                let owner = stat.and_then(|stat| self.owner(&name, stat));
-                (name, owner)
-            })
-            .collect();
-        let mut deleted = Vec::new();
-        let done = self.operator(|zk, now, s| {
-            let mut fired = Vec::new();
-            for (name, owner) in &owners {
-                let path = format!("{PATH}/{name}");
-                let (r, f) = zk.apply(
-                    now,
-                    s,
-                    &Request::Delete {
-                        path,
-                        version: None,
-                    },
-                );
-                if r.is_ok() {
-                    deleted.push((name.clone(), *owner));
-                }
-                fired.extend(f);
-            }
-            let (_, f) = zk.apply(
-                now,
-                s,
-                &Request::Delete {
-                    path: PATH.to_owned(),
-                    version: None,
-                },
-            );
-            fired.extend(f);
-            ((), fired)
-        });
-        if done.is_none() {
-            return;
-        }
-        self.trace.note(
-            self.now,
-            None,
-            'R',
-            format!("operator deleted the election ({} nodes)", deleted.len()),
-        );
-        for (node, owner) in deleted {
-            self.stats.revocations += 1;
-            let Some(pid) = owner else { continue };
-            let token = match self.procs[pid].c.role() {
-                Role::Leader(t) => Some(t),
-                _ => None,
-            };
-            let own = self.procs[pid].c.token();
-            self.procs[pid].revoked = Some((node, own, self.now));
-            self.observe(&Event::Revoked { pid, token });
-        }
-    }
-
-    /// The live process whose own node this is: a zkelect candidate knows
-    /// its node's czxid (a recreated parent can give a new node an old name);
-    /// a foreign model's is the one its session owns.
-    fn owner(&self, name: &str, stat: Stat) -> Option<usize> {
-        self.procs.iter().position(|p| {
-            !p.crashed
-                && p.c.node() == Some(name)
-                && match p.c.foreign() {
-                    None => p.c.token() == Some(FencingToken(stat.czxid)),
-                    Some(_) => p.session == Some(SessionId(stat.ephemeral_owner)),
-                }
-        })
-    }
-
-    /// An operator sets the data of the process's node.
-    fn touch_data(&mut self, pid: usize) {
-        let Some(node) = self.procs[pid].c.node().map(str::to_owned) else {
-            return;
-        };
-        let path = format!("{PATH}/{node}");
-        self.operator(|zk, now, s| zk.set_data(now, s, &path, b"touched", None));
     }
 }
 

@@ -1,0 +1,349 @@
+//! The client library each simulated process runs (see [`crate::client`] for
+//! its rules): connecting and reconnecting, pings and the silence check,
+//! declaring the connection lost, requests in flight and their answers, watch
+//! events handed to the application, closing.
+
+use std::time::Duration;
+
+use zkelect_core::{Input, OpId, Reply, Request, SessionEvent, Timestamp, WatchEvent, ZkCode};
+
+use super::{reply_text, short, Conn, Ev, Inflight, World, EVENT_LAG_MAX_MS};
+use crate::canary::Canary;
+use crate::client::{connection_lost, handshake, reconnect, Reconnected, TimeoutSource};
+use crate::invariant::Event;
+use crate::net::Way;
+
+impl World {
+    /// When a message sent now on `pid`'s link arrives: a base latency of
+    /// 1–8 ms drawn here, then the network's rule (slow links, FIFO order).
+    pub(super) fn arrival(&mut self, pid: usize, way: Way) -> Timestamp {
+        let base = Duration::from_millis(self.rng.range(1, 8));
+        self.net.arrival(pid, self.now, base, way)
+    }
+
+    /// When a message the server sends `pid` now arrives.
+    pub(super) fn client_arrival(&mut self, pid: usize) -> Timestamp {
+        self.arrival(pid, Way::ToClient)
+    }
+
+    /// When a message `pid` sends the server now arrives.
+    pub(super) fn server_arrival(&mut self, pid: usize) -> Timestamp {
+        self.arrival(pid, Way::ToServer)
+    }
+
+    /// A reply reaches the client: it answers the request in flight, if the
+    /// connection it was sent on is still the current one.
+    pub(super) fn reply_arrived(
+        &mut self,
+        pid: usize,
+        gen: u64,
+        op: OpId,
+        result: Result<Reply, ZkCode>,
+    ) {
+        if self.procs[pid].gen != gen || !self.linked(pid) {
+            return;
+        }
+        self.procs[pid].last_from_server = self.now;
+        if let Some(sent) = self.procs[pid].inflight.remove(&op) {
+            self.deliver_reply(pid, op, Some(&sent.request), result);
+        }
+    }
+
+    /// A watch event reaches the client, which hands it to the application in
+    /// order; under `Fault::LagEvents` its event thread lags (replies do not
+    /// wait for it), as zookeeper-async's watcher channel can.
+    pub(super) fn watch_arrived(&mut self, pid: usize, gen: u64, event: WatchEvent, cause: u64) {
+        if self.procs[pid].gen != gen || !self.linked(pid) {
+            return;
+        }
+        self.procs[pid].last_from_server = self.now;
+        let lagging = self.procs[pid].lag_until.is_some_and(|t| self.now < t);
+        let lag = if lagging && self.rng.chance(0.5) {
+            Duration::from_millis(self.rng.range(1, EVENT_LAG_MAX_MS))
+        } else {
+            Duration::ZERO
+        };
+        let at = (self.now + lag).max(self.procs[pid].event_tail);
+        self.procs[pid].event_tail = at;
+        if at > self.now {
+            self.push(at, Ev::Event { pid, event, cause });
+        } else {
+            self.watch_event(pid, event, cause);
+        }
+    }
+
+    /// The application gets a watch event from its client library.
+    pub(super) fn watch_event(&mut self, pid: usize, event: WatchEvent, cause: u64) {
+        let text = self
+            .trace
+            .readable()
+            .then(|| format!("watch {:?} {}", event.kind, short(&event.path)));
+        // A candidate's own-node watch is not part of a herd; nor is a
+        // candidate whose node an operator deleted and which has not learned it
+        // yet: it is out of the queue, but the watch it set while it was in is
+        // still there. Nor are foreign models: both recipes act on watches
+        // left from an earlier round (Curator lists again on any `NodeDeleted`,
+        // kazoo on any event), which is theirs to answer for.
+        let own = self.procs[pid]
+            .c
+            .node()
+            .is_some_and(|n| event.path.rsplit('/').next() == Some(n));
+        let revoked = self.process(pid).revoked_at.is_some();
+        let foreign = self.procs[pid].c.foreign().is_some();
+        let cause = (!own && !revoked && !foreign).then_some(cause);
+        let mut event = event;
+        if let Some(canary) = self.canary_of(pid) {
+            if !canary.sees_watch(&event.path, self.procs[pid].c.node()) {
+                return;
+            }
+            event = canary.rewrite_watch(event, self.swarm.env.interop);
+        }
+        self.procs[pid].c.handle(self.now, Input::Watch(event));
+        self.after(pid, cause, || text.unwrap_or_default());
+    }
+
+    pub(super) fn client_tick(&mut self, pid: usize) {
+        let p = &self.procs[pid];
+        if p.conn != Conn::Connected {
+            return;
+        }
+        let timeout = p.timeout;
+        if connection_lost(self.now, p.last_from_server, timeout) {
+            self.disconnect(
+                pid,
+                "no answer from the server for 2/3 of the session timeout",
+            );
+            return;
+        }
+        let gen = p.gen;
+        let at = self.server_arrival(pid);
+        self.push(at, Ev::Ping { pid, gen });
+        self.push(self.now + timeout / 3, Ev::ClientTick { pid });
+    }
+
+    /// The Java client's and kazoo's read timeout: the connection is lost
+    /// exactly two thirds of the session timeout after the last message from
+    /// the server (zkelect's transports are modelled coarser, checked at their
+    /// pings by [`client_tick`](Self::client_tick); its own lease covers that).
+    pub(super) fn read_timeout(&mut self, pid: usize, gen: u64) {
+        let p = &self.procs[pid];
+        if p.gen != gen || p.conn != Conn::Connected {
+            return;
+        }
+        let due = p.last_from_server + p.timeout * 2 / 3;
+        if self.now >= due {
+            self.disconnect(
+                pid,
+                "read timeout: nothing from the server for 2/3 of the session timeout",
+            );
+        } else {
+            self.push(due, Ev::ReadTimeout { pid, gen });
+        }
+    }
+
+    /// The client library declares the connection lost: `Disconnected`, every
+    /// request in flight fails with `ConnectionLoss`, a reconnect is scheduled.
+    pub(super) fn disconnect(&mut self, pid: usize, why: &str) {
+        if self.procs[pid].conn != Conn::Connected {
+            return;
+        }
+        self.trace
+            .note(self.now, Some(pid), 'd', || format!("disconnected: {why}"));
+        let p = &mut self.procs[pid];
+        p.conn = Conn::Disconnected;
+        p.gen += 1;
+        let failed = std::mem::take(&mut p.inflight);
+        self.session_event(pid, SessionEvent::Disconnected);
+        for (op, sent) in failed {
+            self.deliver_reply(pid, op, Some(&sent.request), Err(ZkCode::ConnectionLoss));
+        }
+        let at = self.now + Duration::from_millis(self.rng.range(100, 400));
+        self.push(at, Ev::Reconnect { pid });
+    }
+
+    /// The canary, for a zkelect candidate (foreign models are never canaries).
+    pub(super) fn canary_of(&self, pid: usize) -> Option<Canary> {
+        self.canary
+            .filter(|_| self.procs[pid].c.foreign().is_none())
+    }
+
+    pub(super) fn session_event(&mut self, pid: usize, event: SessionEvent) {
+        if self.canary_of(pid).is_some_and(|c| !c.sees(event)) {
+            return;
+        }
+        let text = move || match event {
+            SessionEvent::Connected { session_id, .. } => format!(
+                "session Connected {}",
+                session_id.map_or("(id not reported)".to_owned(), |s| s.to_string())
+            ),
+            other => format!("session {other:?}"),
+        };
+        self.procs[pid].c.handle(self.now, Input::Session(event));
+        self.after(pid, None, text);
+    }
+
+    pub(super) fn reconnect(&mut self, pid: usize) {
+        let p = &self.procs[pid];
+        if p.conn == Conn::Connected || p.session_closed {
+            return;
+        }
+        if !self.reachable(pid) {
+            let at = self.now + Duration::from_millis(self.rng.range(200, 500));
+            self.push(at, Ev::Reconnect { pid });
+            return;
+        }
+        let identity = self.identity();
+        let requested = self.swarm.session_timeout;
+        // zookeeper-async (which does not report session ids either) learns
+        // the timeout by a handshake of its own before its first session.
+        let source = if self.knobs.session_ids {
+            TimeoutSource::Session
+        } else {
+            TimeoutSource::Handshake
+        };
+        if source == TimeoutSource::Handshake && self.procs[pid].handshaken.is_none() {
+            let learned = handshake(&mut self.zk, self.now, requested, identity);
+            self.procs[pid].handshaken = Some(learned);
+        }
+        match reconnect(
+            &mut self.zk,
+            self.now,
+            self.procs[pid].session,
+            requested,
+            identity,
+        ) {
+            Reconnected::Same(_) => {}
+            Reconnected::Expired { new, timeout } => {
+                // The server expired it while we were away: say so, then start afresh.
+                self.procs[pid].session = None;
+                self.session_event(pid, SessionEvent::Expired);
+                self.procs[pid].session = Some(new);
+                self.procs[pid].timeout = timeout;
+            }
+            Reconnected::New { session, timeout } => {
+                self.procs[pid].session = Some(session);
+                self.procs[pid].timeout = timeout;
+            }
+        }
+        let p = &mut self.procs[pid];
+        p.conn = Conn::Connected;
+        p.gen += 1;
+        p.last_from_server = self.now;
+        let (session_id, timeout, gen) = (p.session, p.timeout, p.gen);
+        // The client library's own timing follows the session's timeout; what
+        // it reports is what it learned.
+        self.push(self.now + timeout / 3, Ev::ClientTick { pid });
+        if self.procs[pid].c.foreign().is_some() {
+            self.push(self.now + timeout * 2 / 3, Ev::ReadTimeout { pid, gen });
+        }
+        let session_id = session_id.filter(|_| self.knobs.session_ids);
+        let learned = match source {
+            TimeoutSource::Session => timeout,
+            TimeoutSource::Handshake => self.procs[pid].handshaken.unwrap_or(timeout),
+        };
+        let reported = self
+            .canary_of(pid)
+            .map_or(learned, |c| c.reported_timeout(learned, requested));
+        self.session_event(
+            pid,
+            SessionEvent::Connected {
+                session_id,
+                timeout: reported,
+            },
+        );
+    }
+
+    pub(super) fn deliver_reply(
+        &mut self,
+        pid: usize,
+        op: OpId,
+        request: Option<&Request>,
+        result: Result<Reply, ZkCode>,
+    ) {
+        let result = match (self.canary_of(pid), request) {
+            (Some(canary), Some(request)) => {
+                canary.rewrite(request, result, self.swarm.env.interop)
+            }
+            _ => result,
+        };
+        let text = self.trace.readable().then(|| match &result {
+            Ok(r) => format!("reply {op} {}", reply_text(r)),
+            Err(e) => format!("reply {op} err {e}"),
+        });
+        let c = &self.procs[pid].c;
+        let stale = !c.waits_for(op);
+        // What the role would be at this moment without the reply.
+        let role_before = if stale {
+            self.stats.stale_replies += 1;
+            let mut twin = c.clone();
+            twin.handle_timeout(self.now);
+            twin.role()
+        } else {
+            c.role()
+        };
+        self.procs[pid]
+            .c
+            .handle(self.now, Input::Reply { op, result });
+        let role_after = self.procs[pid].c.role();
+        self.observe(&Event::Answered {
+            pid,
+            op,
+            stale,
+            role_before,
+            role_after,
+        });
+        self.after(pid, None, || text.unwrap_or_default());
+    }
+
+    /// The application closed the candidate and then its client: the session
+    /// ends on the server (its ephemerals go), and requests still in flight are
+    /// answered with `ConnectionLoss` by the client library.
+    pub(super) fn close_client(&mut self, pid: usize) {
+        let p = &mut self.procs[pid];
+        p.session_closed = true;
+        p.conn = Conn::Disconnected;
+        p.gen += 1;
+        let pending: Vec<OpId> = std::mem::take(&mut p.inflight).into_keys().collect();
+        if let Some(s) = p.session.take() {
+            if self.server_up() {
+                let fired = self.zk.close_session(s);
+                self.send_fired(fired);
+            }
+            // With the server down, the session expires on its own later.
+        }
+        for op in pending {
+            self.push(self.now, Ev::LocalFail { pid, op });
+        }
+    }
+
+    pub(super) fn send(&mut self, pid: usize, op: OpId, request: Request, cause: Option<u64>) {
+        let request = match self.canary_of(pid) {
+            Some(canary) => canary.rewrite_request(request),
+            None => request,
+        };
+        if self.procs[pid].conn != Conn::Connected || self.procs[pid].session_closed {
+            // A client that is not connected fails the request at once (as an event,
+            // so a candidate that retries at once cannot recurse without end).
+            return self.push(self.now, Ev::LocalFail { pid, op });
+        }
+        let gen = self.procs[pid].gen;
+        self.procs[pid].inflight.insert(
+            op,
+            Inflight {
+                request: request.clone(),
+                arrived: false,
+            },
+        );
+        let at = self.server_arrival(pid);
+        self.push(
+            at,
+            Ev::Request {
+                pid,
+                gen,
+                op,
+                request,
+                cause,
+            },
+        );
+    }
+}

@@ -1,0 +1,363 @@
+//! Faults and operators: what the fault plan injects (drops, partitions, slow
+//! links, pauses, crashes, server restarts, application intents) and what an
+//! operator does by hand in a one-off session (revoking a node, deleting the
+//! election, touching a node's data, creating a persistent look-alike).
+
+use std::time::Duration;
+
+use zkelect_core::{
+    Acl, CreateMode, FencingToken, Reply, Request, Role, SessionId, Stat, Timestamp,
+};
+
+use super::{short, Conn, Ev, Phase, World, PATH};
+use crate::foreign::{lookalike_stem, Scheme};
+use crate::invariant::Event;
+use crate::net::Cut;
+use crate::swarm::Fault;
+use crate::zk::{Fired, ZkModel};
+
+impl World {
+    /// An operator's one-off session (zkCli): opened, used, closed.
+    pub(super) fn operator<T>(
+        &mut self,
+        act: impl FnOnce(&mut ZkModel, Timestamp, SessionId) -> (T, Vec<Fired>),
+    ) -> Option<T> {
+        if !self.server_up() {
+            return None;
+        }
+        let identity = self.identity().map(str::to_owned);
+        let (s, _) = self
+            .zk
+            .open_session(self.now, Duration::from_secs(10), identity);
+        let (out, fired) = act(&mut self.zk, self.now, s);
+        self.send_fired(fired);
+        let fired = self.zk.close_session(s);
+        self.send_fired(fired);
+        Some(out)
+    }
+
+    /// Injects a fault (or an application intent) now, as the plan would;
+    /// ignored once the faults have stopped. For hand-written scenarios.
+    pub fn inject(&mut self, fault: Fault) {
+        if self.phase != Phase::Chaos {
+            return;
+        }
+        let valid = |pid: usize, w: &Self| pid < w.procs.len() && !w.procs[pid].crashed;
+        let awake = |pid: usize, w: &Self| valid(pid, w) && w.procs[pid].paused_until.is_none();
+        self.stats.faults += 1;
+        self.trace
+            .note(self.now, None, 'F', || format!("fault: {fault}"));
+        let told = match fault {
+            Fault::Crash { pid } => Some(format!(
+                "p{pid} crashes (its session lives on until the server expires it)"
+            )),
+            Fault::Partition { pid, ms } => {
+                Some(format!("p{pid} is cut off from the server for {ms}ms"))
+            }
+            Fault::Close { pid } => Some(format!("p{pid} shuts down cleanly")),
+            Fault::DropConnection { pid, .. } => Some(format!("p{pid}'s connection drops")),
+            Fault::Pause { pid, ms } => Some(format!("p{pid} freezes for {ms}ms")),
+            Fault::RestartServer { ms } => Some(format!("the server restarts ({ms}ms down)")),
+            Fault::Spawn => Some(format!("a new candidate p{} starts", self.procs.len())),
+            Fault::Resign { pid, .. } => Some(format!("p{pid} resigns")),
+            Fault::Revoke { pid } => Some(format!("an operator deletes p{pid}'s node")),
+            Fault::WipeElection => Some("an operator deletes the whole election".to_owned()),
+            Fault::SpawnForeign => Some(format!(
+                "a new {} contender p{} starts",
+                self.swarm.env.interop,
+                self.procs.len()
+            )),
+            Fault::Lookalike { scheme } => Some(format!(
+                "an operator creates a persistent node named like a {scheme} contender"
+            )),
+            _ => None,
+        };
+        if let Some(line) = told {
+            self.tell(line);
+        }
+        match fault {
+            Fault::DropConnection { pid, applied } if valid(pid, self) => {
+                self.drop_connection(pid, applied);
+            }
+            Fault::Partition { pid, ms } if valid(pid, self) => {
+                self.net.partition(pid, self.now, ms, Cut::Both);
+            }
+            Fault::PartitionOneWay { pid, ms, to_server } if valid(pid, self) => {
+                let cut = if to_server {
+                    Cut::ToServer
+                } else {
+                    Cut::ToClient
+                };
+                self.net.partition(pid, self.now, ms, cut);
+            }
+            Fault::Pause { pid, ms } if valid(pid, self) => {
+                let until = self.now + Duration::from_millis(ms);
+                let p = &mut self.procs[pid];
+                p.paused_until = Some(p.paused_until.map_or(until, |t| t.max(until)));
+                self.push(until, Ev::Resume { pid });
+            }
+            Fault::Crash { pid } if valid(pid, self) => self.procs[pid].crashed = true,
+            Fault::RestartServer { ms } if self.server_down_until.is_none() => {
+                self.server_down_until = Some(self.now + Duration::from_millis(ms));
+                for pid in 0..self.procs.len() {
+                    if self.procs[pid].crashed || self.procs[pid].conn != Conn::Connected {
+                        continue;
+                    }
+                    if self.procs[pid].paused_until.is_none() {
+                        self.disconnect(pid, "server restarting");
+                    } else {
+                        // Every connection is reset; a paused process learns it on resuming.
+                        let gen = self.procs[pid].gen;
+                        self.push(self.now, Ev::Closed { pid, gen });
+                    }
+                }
+                self.push(self.now + Duration::from_millis(ms), Ev::ServerUp);
+            }
+            Fault::Resign { pid, rejoin } if awake(pid, self) => {
+                self.procs[pid].c.resign(self.now, rejoin);
+                self.after(pid, None, || format!("resign rejoin={rejoin}"));
+            }
+            Fault::Close { pid } if awake(pid, self) => {
+                self.procs[pid].c.close(self.now);
+                self.after(pid, None, || "close".into());
+            }
+            Fault::Spawn => self.spawn(),
+            Fault::SpawnForeign => self.spawn_foreign(),
+            Fault::Lookalike { scheme } => self.create_lookalike(scheme, false),
+            Fault::Revoke { pid } if valid(pid, self) => self.revoke(pid),
+            Fault::LagEvents { pid, ms } if valid(pid, self) => {
+                let until = self.now + Duration::from_millis(ms);
+                let p = &mut self.procs[pid];
+                p.lag_until = Some(p.lag_until.map_or(until, |t| t.max(until)));
+            }
+            Fault::WipeElection => self.wipe(),
+            Fault::TouchData { pid } if valid(pid, self) => self.touch_data(pid),
+            Fault::Delay { pid, ms, extra_ms } if valid(pid, self) => {
+                self.net
+                    .slow(pid, self.now, ms, Duration::from_millis(extra_ms));
+            }
+            Fault::CrashLeader
+            | Fault::PartitionLeader { .. }
+            | Fault::CloseLeader
+            | Fault::PauseLeader { .. }
+            | Fault::RevokeLeader => {
+                let leader = (0..self.procs.len()).find(|&i| {
+                    let p = &self.procs[i];
+                    !p.crashed && p.paused_until.is_none() && p.c.role().is_leader()
+                });
+                if let Some(pid) = leader {
+                    let targeted = match fault {
+                        Fault::CrashLeader => Fault::Crash { pid },
+                        Fault::PartitionLeader { ms } => Fault::Partition { pid, ms },
+                        Fault::PauseLeader { ms } => Fault::Pause { pid, ms },
+                        Fault::RevokeLeader => Fault::Revoke { pid },
+                        _ => Fault::Close { pid },
+                    };
+                    self.inject(targeted);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The connection drops. With `applied`, a prefix (at least one) of the
+    /// requests still on their way reaches the server anyway; their replies are
+    /// lost. The server sees the connection go, and its watches with it.
+    pub(super) fn drop_connection(&mut self, pid: usize, applied: bool) {
+        if let (true, Some(s)) = (self.server_up(), self.procs[pid].session) {
+            if self.procs[pid].conn == Conn::Connected {
+                let pending: Vec<Request> = self.procs[pid]
+                    .inflight
+                    .values()
+                    .filter(|sent| !sent.arrived)
+                    .map(|sent| sent.request.clone())
+                    .collect();
+                let n = if applied && !pending.is_empty() {
+                    self.rng.range(1, pending.len() as u64) as usize
+                } else {
+                    0
+                };
+                for request in pending.into_iter().take(n) {
+                    let (_, fired) = self.zk.apply(self.now, s, &request);
+                    self.send_fired(fired);
+                }
+                self.zk.connection_closed(s);
+            }
+        }
+        self.disconnect(pid, "connection dropped");
+    }
+
+    /// An operator deletes the node the process believes is its own.
+    pub(super) fn revoke(&mut self, pid: usize) {
+        let Some(node) = self.procs[pid].c.node().map(str::to_owned) else {
+            return;
+        };
+        let token = match self.procs[pid].c.role() {
+            Role::Leader(t) => Some(t),
+            _ => None,
+        };
+        let path = format!("{PATH}/{node}");
+        let deleted = self.operator(|zk, now, s| {
+            zk.apply(
+                now,
+                s,
+                &Request::Delete {
+                    path: path.clone(),
+                    version: None,
+                },
+            )
+        });
+        if let Some(Ok(_)) = deleted {
+            self.stats.revocations += 1;
+            let own = self.procs[pid].c.token();
+            self.procs[pid].revoked = Some((node, own, self.now));
+            if let Err(at) = self.revoked.binary_search(&pid) {
+                self.revoked.insert(at, pid);
+            }
+            self.trace.note(self.now, Some(pid), 'R', || {
+                format!("operator deleted {}", short(&path))
+            });
+            self.observe(&Event::Revoked { pid, token });
+        }
+    }
+
+    /// An operator deletes the whole election (`deleteall`): every child, then
+    /// the path itself. Every candidate with a node there is revoked.
+    pub(super) fn wipe(&mut self) {
+        let children = self.zk.children(PATH);
+        let owners: Vec<(String, Option<usize>)> = children
+            .into_iter()
+            .map(|name| {
+                let stat = self.zk.stat(&format!("{PATH}/{name}"));
+                let owner = stat.and_then(|stat| self.owner(&name, stat));
+                (name, owner)
+            })
+            .collect();
+        let mut deleted = Vec::new();
+        let done = self.operator(|zk, now, s| {
+            let mut fired = Vec::new();
+            for (name, owner) in &owners {
+                let path = format!("{PATH}/{name}");
+                let (r, f) = zk.apply(
+                    now,
+                    s,
+                    &Request::Delete {
+                        path,
+                        version: None,
+                    },
+                );
+                if r.is_ok() {
+                    deleted.push((name.clone(), *owner));
+                }
+                fired.extend(f);
+            }
+            let (_, f) = zk.apply(
+                now,
+                s,
+                &Request::Delete {
+                    path: PATH.to_owned(),
+                    version: None,
+                },
+            );
+            fired.extend(f);
+            ((), fired)
+        });
+        if done.is_none() {
+            return;
+        }
+        let n = deleted.len();
+        self.trace.note(self.now, None, 'R', || {
+            format!("operator deleted the election ({n} nodes)")
+        });
+        for (node, owner) in deleted {
+            self.stats.revocations += 1;
+            let Some(pid) = owner else { continue };
+            let token = match self.procs[pid].c.role() {
+                Role::Leader(t) => Some(t),
+                _ => None,
+            };
+            let own = self.procs[pid].c.token();
+            self.procs[pid].revoked = Some((node, own, self.now));
+            if let Err(at) = self.revoked.binary_search(&pid) {
+                self.revoked.insert(at, pid);
+            }
+            self.observe(&Event::Revoked { pid, token });
+        }
+    }
+
+    /// The live process whose own node this is: a zkelect candidate knows
+    /// its node's czxid (a recreated parent can give a new node an old name);
+    /// a foreign model's is the one its session owns.
+    pub(super) fn owner(&self, name: &str, stat: Stat) -> Option<usize> {
+        self.procs.iter().position(|p| {
+            !p.crashed
+                && p.c.node() == Some(name)
+                && match p.c.foreign() {
+                    None => p.c.token() == Some(FencingToken(stat.czxid)),
+                    Some(_) => p.session == Some(SessionId(stat.ephemeral_owner)),
+                }
+        })
+    }
+
+    /// An operator sets the data of the process's node.
+    pub(super) fn touch_data(&mut self, pid: usize) {
+        let Some(node) = self.procs[pid].c.node().map(str::to_owned) else {
+            return;
+        };
+        let path = format!("{PATH}/{node}");
+        self.operator(|zk, now, s| zk.set_data(now, s, &path, b"touched", None));
+    }
+
+    /// An operator creates a PERSISTENT node named like a contender of
+    /// `scheme` under the election path (a sequential create, so it sorts
+    /// after every node there now). Before anyone joins (`setup`) it creates
+    /// the path first, as the candidates would have; later it does nothing if
+    /// the path is gone.
+    pub(super) fn create_lookalike(&mut self, scheme: Scheme, setup: bool) {
+        let stem = lookalike_stem(scheme, &mut self.rng);
+        let container = self.knobs.container_parent;
+        let created = self.operator(|zk, now, s| {
+            let mut fired = Vec::new();
+            if setup {
+                for (path, mode) in [
+                    ("/svc", CreateMode::Persistent),
+                    (
+                        PATH,
+                        if container {
+                            CreateMode::Container
+                        } else {
+                            CreateMode::Persistent
+                        },
+                    ),
+                ] {
+                    let create = Request::Create {
+                        path: path.to_owned(),
+                        data: Vec::new(),
+                        mode,
+                        acl: Acl::Open,
+                    };
+                    fired.extend(zk.apply(now, s, &create).1);
+                }
+            }
+            let create = Request::Create {
+                path: format!("{PATH}/{stem}"),
+                data: b"not a contender".to_vec(),
+                mode: CreateMode::PersistentSequential,
+                acl: Acl::Open,
+            };
+            let (result, f) = zk.apply(now, s, &create);
+            fired.extend(f);
+            (result, fired)
+        });
+        if let Some(Ok(Reply::Created { path, .. })) = created {
+            self.stats.lookalikes += 1;
+            self.trace.note(self.now, None, 'P', || {
+                format!(
+                    "operator created persistent {scheme} look-alike {}",
+                    short(&path)
+                )
+            });
+            self.lookalikes.push(short(&path).to_owned());
+        }
+    }
+}
