@@ -365,7 +365,10 @@ impl Facade {
                 self.last_leader = Some(leader.clone());
                 return failover;
             }
-            Notice::Resumed | Notice::PersistentSkipped { .. } | Notice::Error(_) => {}
+            Notice::Resumed
+            | Notice::PersistentSkipped { .. }
+            | Notice::Participants(_)
+            | Notice::Error(_) => {}
         }
         false
     }
@@ -585,6 +588,8 @@ impl Driver {
                     "skipping a persistent child that looks like a contender: \
                      no process holds it and it will not go away by itself"
                 ),
+                // Only an observer reports participants.
+                Notice::Participants(_) => {}
                 Notice::Error(e) => {
                     warn!(error = %e, "election stopped by a fatal error");
                     if let Ok(mut slot) = self.outputs.error.lock() {

@@ -184,10 +184,18 @@ pub use zk_async::{ConnectOptions, ZkAsyncTransport, SESSION_TIMEOUT_MIN};
 pub use zk_client::TlsSettings;
 #[cfg(feature = "zookeeper-client")]
 pub use zk_client::{ZkClientOptions, ZkClientTransport};
-/// The state machine this crate drives, for everything not re-exported here.
+/// The state machine this crate drives, for everything not re-exported here
+/// (inlined, so its items read as `zkelect::core::…` without a second crate's docs).
+#[doc(inline)]
 pub use zkelect_core as core;
 pub use zkelect_core::{
     Acl, CandidateError, ConfigError, ConnectionPolicy, DemotionReason, FencingToken, Interop,
-    Notice, Reply, Request, Role, SessionEvent, SessionId, Stat, WatchEvent, WatchKind,
-    WatchStrategy, ZkCode,
+    Notice, Participant, Reply, Request, Role, SessionEvent, SessionId, Stat, WatchEvent,
+    WatchKind, WatchStrategy, ZkCode,
 };
+
+/// The README's Rust blocks (its quick start), compiled as doc tests so the
+/// README cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

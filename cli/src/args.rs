@@ -109,6 +109,20 @@ pub(crate) struct ConnectArgs {
     /// The client certificate's private key (PEM); needs --tls-cert.
     #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
     pub(crate) tls_key: Option<PathBuf>,
+    /// Authenticate with SASL DIGEST-MD5 as this user (`--transport
+    /// zookeeper-client`); nodes then get creator-only write ACLs
+    /// (`sasl:USER`). The password comes from --sasl-password-file or
+    /// $ZKELECT_SASL_PASSWORD, never from the command line, where `ps` shows it.
+    #[arg(long = "sasl-user", value_name = "USER")]
+    pub(crate) sasl_user: Option<String>,
+    /// The file holding the SASL password (its first line; readable by the
+    /// service account only).
+    #[arg(
+        long = "sasl-password-file",
+        value_name = "FILE",
+        requires = "sasl_user"
+    )]
+    pub(crate) sasl_password_file: Option<PathBuf>,
 }
 
 /// The ZooKeeper client library under the election.
@@ -386,6 +400,32 @@ mod tests {
         let mut args = vec!["zkelect", "status", "--connect", "h:1", "--path", "/p"];
         args.extend_from_slice(extra);
         Cli::try_parse_from(args)
+    }
+
+    #[test]
+    fn sasl_options_parse_and_take_no_password_on_the_command_line() {
+        let Cmd::Status(sasl) = status(&[
+            "--transport",
+            "zookeeper-client",
+            "--sasl-user",
+            "svc",
+            "--sasl-password-file",
+            "pw",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!()
+        };
+        assert_eq!(sasl.conn.sasl_user.as_deref(), Some("svc"));
+        assert_eq!(sasl.conn.sasl_password_file, Some(PathBuf::from("pw")));
+        // A password file without a user; a password in argv.
+        for bad in [
+            &["--sasl-password-file", "pw"][..],
+            &["--sasl-user", "svc", "--sasl-password", "x"],
+        ] {
+            assert!(status(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

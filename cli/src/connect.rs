@@ -40,7 +40,7 @@ pub(crate) fn failure(e: ElectionError) -> Failure {
 
 /// The ACL for nodes: creator-only writes when credentials are given.
 pub(crate) fn acl_for(conn: &ConnectArgs) -> Acl {
-    if conn.auth.is_some() {
+    if conn.auth.is_some() || conn.sasl_user.is_some() {
         Acl::CreatorAllWorldRead
     } else {
         Acl::Open
@@ -49,6 +49,37 @@ pub(crate) fn acl_for(conn: &ConnectArgs) -> Acl {
 
 fn usage(message: String) -> Failure {
     Failure::new(Code::Usage, anyhow::anyhow!(message))
+}
+
+/// The environment variable that may hold the SASL password.
+pub(crate) const SASL_PASSWORD_ENV: &str = "ZKELECT_SASL_PASSWORD";
+
+/// The SASL password: the first line of --sasl-password-file, else
+/// $ZKELECT_SASL_PASSWORD. Missing is a usage error (2); an unreadable or
+/// empty file a setting to fix (3).
+fn sasl_password(conn: &ConnectArgs) -> Result<String, Failure> {
+    if let Some(file) = &conn.sasl_password_file {
+        let text = std::fs::read_to_string(file).map_err(|e| {
+            Failure::new(
+                Code::Config,
+                anyhow::anyhow!("cannot read --sasl-password-file {}: {e}", file.display()),
+            )
+        })?;
+        let password = text.lines().next().unwrap_or_default().to_owned();
+        if password.is_empty() {
+            return Err(Failure::new(
+                Code::Config,
+                anyhow::anyhow!("--sasl-password-file {} is empty", file.display()),
+            ));
+        }
+        return Ok(password);
+    }
+    match std::env::var(SASL_PASSWORD_ENV) {
+        Ok(password) if !password.is_empty() => Ok(password),
+        _ => Err(usage(format!(
+            "--sasl-user needs a password: --sasl-password-file FILE or ${SASL_PASSWORD_ENV}"
+        ))),
+    }
 }
 
 /// The settings of the chosen transport, checked before any traffic: bad
@@ -69,6 +100,12 @@ pub(crate) fn settings(conn: &ConnectArgs) -> Result<Box<dyn Connect>, Failure> 
                         .into(),
                 ));
             }
+            if conn.sasl_user.is_some() {
+                return Err(usage(
+                    "--sasl-user needs --transport zookeeper-client (zookeeper-async has no SASL)"
+                        .into(),
+                ));
+            }
             let mut options = ConnectOptions::new(conn.connect.clone())
                 .session_timeout(conn.session_timeout())
                 .connect_timeout(conn.connect_timeout());
@@ -83,6 +120,9 @@ pub(crate) fn settings(conn: &ConnectArgs) -> Result<Box<dyn Connect>, Failure> 
                 .connect_timeout(conn.connect_timeout());
             if let Some(auth) = &conn.auth {
                 options = options.digest(auth.clone());
+            }
+            if let Some(user) = &conn.sasl_user {
+                options = options.sasl_digest_md5(user.clone(), sasl_password(conn)?);
             }
             if let Some(ca) = &conn.tls_ca {
                 let mut tls = TlsSettings::from_ca_file(ca).map_err(failure)?;

@@ -365,7 +365,20 @@ impl Config {
 
 /// Splits a node payload written by [`Config::node_payload`] into id and data.
 ///
-/// Foreign nodes (a Curator LeaderLatch stores its id alone) come back as id only.
+/// The payload is the id, then, if the candidate was given data
+/// ([`ConfigBuilder::data`]), a `\n` and the data. An id cannot hold a `\n`
+/// ([`ConfigBuilder::build`] refuses one), so the first `\n` is the split. An id
+/// that is not UTF-8 (a foreign writer's) is read lossily. Foreign nodes (a
+/// Curator LeaderLatch or a kazoo Election stores its id alone) come back as
+/// id only. [`Observer`](crate::Observer) reads participants' ids with it.
+///
+/// ```
+/// use zkelect_core::config::split_payload;
+/// assert_eq!(split_payload(b"node-a\nhttp://10.0.0.7:8080"),
+///            ("node-a".to_owned(), b"http://10.0.0.7:8080".to_vec()));
+/// assert_eq!(split_payload(b"curator-id"), ("curator-id".to_owned(), vec![]));
+/// assert_eq!(split_payload(b""), (String::new(), vec![]));
+/// ```
 pub fn split_payload(payload: &[u8]) -> (String, Vec<u8>) {
     match payload.iter().position(|&b| b == b'\n') {
         Some(i) => (
@@ -643,7 +656,7 @@ fn validate_id(id: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn validate_prefix(prefix: &str) -> Result<(), ConfigError> {
+pub(crate) fn validate_prefix(prefix: &str) -> Result<(), ConfigError> {
     let bad = |reason| {
         Err(ConfigError::InvalidPrefix {
             prefix: cut(prefix),

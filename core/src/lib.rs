@@ -167,6 +167,7 @@ mod input;
 mod lease;
 pub mod name;
 mod notice;
+pub mod observer;
 mod rule;
 mod standing;
 mod time;
@@ -181,6 +182,7 @@ pub use config::{
 pub use input::{Input, SessionEvent};
 pub use name::Access;
 pub use notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
+pub use observer::{Observer, ObserverConfig, ObserverStats, Participant};
 pub use rule::{Recipe, Rule};
 pub use time::Timestamp;
 pub use zk::{

@@ -130,6 +130,10 @@ pub enum Notice {
         /// The node's name (not the full path).
         node: String,
     },
+    /// An [`Observer`](crate::Observer)'s queue changed: every participant,
+    /// oldest first, with its id, token and whether it holds. Reported only
+    /// when the list differs from the last one (the first report may be empty).
+    Participants(Vec<crate::observer::Participant>),
     /// A fatal error; the candidate has stopped.
     Error(CandidateError),
 }

@@ -1047,7 +1047,7 @@ impl World {
                     Some(format!("p{pid} lost contact with the server: suspended"))
                 }
                 Notice::Resumed => Some(format!("p{pid} is back in contact with the server")),
-                Notice::LeaderChanged { .. } => None,
+                Notice::LeaderChanged { .. } | Notice::Participants(_) => None,
                 Notice::PersistentSkipped { node } => Some(format!(
                     "p{pid} skips {}: a persistent node is no contender",
                     short(node)

@@ -1,0 +1,712 @@
+//! The observer: who is in a queue and who holds, without a node of its own.
+//!
+//! An [`Observer`] is a pure machine like [`Candidate`](crate::Candidate),
+//! driven the same way (`handle`, `handle_timeout`, `poll_command`,
+//! `poll_notice`, `poll_timeout`, `close`). It lists the queue's children with
+//! a child watch, reads each new node once (its data starts with the
+//! participant's id, its czxid is the fencing token), orders the queue as
+//! serial numbers ([`name::order`], so the order stays right after the
+//! parent's sequence counter wraps past 2^31 − 1) and reports the whole list
+//! as [`Notice::Participants`] whenever it changes — and only then.
+//!
+//! It needs no id, creates nothing and never writes, so it may run with
+//! read-only credentials (`Acl::CreatorAllWorldRead` queues can be observed by
+//! anyone).
+//!
+//! ```
+//! use std::time::Duration;
+//! use zkelect_core::*;
+//!
+//! let t = Timestamp::ZERO;
+//! let mut o = Observer::new(ObserverConfig::election("/svc/leader", 1))?;
+//! o.handle(t, Input::Session(SessionEvent::Connected {
+//!     session_id: Some(SessionId(9)),
+//!     timeout: Duration::from_secs(10),
+//! }));
+//! let list = o.poll_command().unwrap();
+//! assert_eq!(list.request, Request::GetChildren { path: "/svc/leader".into(), watch: true });
+//! o.handle(t, Input::Reply { op: list.op, result: Ok(Reply::Children(vec![
+//!     "_c_00000000000000bb-n_0000000008".into(),
+//!     "_c_00000000000000aa-n_0000000007".into(),
+//! ])) });
+//! // One read per node; answer them in any order.
+//! let reads: Vec<Command> = std::iter::from_fn(|| o.poll_command()).collect();
+//! for read in reads {
+//!     let (id, czxid) = if read.request.path().ends_with("07") { ("a", 70) } else { ("b", 80) };
+//!     let stat = Stat { czxid, ephemeral_owner: 1, ..Stat::default() };
+//!     o.handle(t, Input::Reply { op: read.op, result: Ok(Reply::Data { data: id.into(), stat }) });
+//! }
+//! let Some(Notice::Participants(list)) = o.poll_notice() else { panic!("no list") };
+//! assert_eq!(list[0].id, "a");
+//! assert!(list[0].holds && !list[1].holds);
+//! assert_eq!(o.leader().map(|p| p.token), Some(FencingToken(70)));
+//! # Ok::<(), ConfigError>(())
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use crate::command::{Command, OpId};
+use crate::config::{
+    split_payload, validate_path, validate_prefix, ConfigError, Interop, LEADERS_MAX,
+};
+use crate::input::{Input, SessionEvent};
+use crate::name::{self, Access, NodeName};
+use crate::notice::{CandidateError, FencingToken, Notice};
+use crate::rule::Recipe;
+use crate::time::Timestamp;
+use crate::timer::Backoff;
+use crate::zk::{Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
+
+use std::time::Duration;
+
+/// One node in a queue, as an observer sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Participant {
+    /// The participant's id: its node's data up to the first `\n` (zkelect
+    /// writes `id\ndata`; Curator's LeaderLatch and kazoo's Election write the
+    /// id alone).
+    pub id: String,
+    /// The node's name (not the full path).
+    pub node: String,
+    /// The node's czxid: the fencing token it leads (or holds) with.
+    pub token: FencingToken,
+    /// Whether this node holds now: leads, holds the lock or a permit
+    /// ([`Recipe::holders`]).
+    pub holds: bool,
+    /// Shared (a read lock's reader) or exclusive (every other node).
+    pub access: Access,
+}
+
+/// What an [`Observer`] watches: a validated queue description.
+///
+/// The fields are private and [`Observer::new`] validates them with the rules
+/// candidates' configurations follow, so an observer never meets a bad path;
+/// build one with [`ObserverConfig::new`] (or [`ObserverConfig::election`])
+/// and the `with_*` methods.
+///
+/// ```
+/// use zkelect_core::{Interop, ObserverConfig, Recipe};
+/// let c = ObserverConfig::election("/svc/leader", 2);
+/// assert_eq!(c.prefix(), "n_");
+/// let curator = ObserverConfig::election("/svc/leader", 1).with_interop(Interop::Curator);
+/// assert_eq!(curator.prefix(), "latch-");
+/// let lock = ObserverConfig::new("/svc/lock", Recipe::Mutex).with_interop(Interop::Curator);
+/// assert_eq!(lock.prefix(), "lock-");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ObserverConfig {
+    path: String,
+    recipe: Recipe,
+    interop: Interop,
+    prefix: Option<String>,
+}
+
+impl ObserverConfig {
+    /// Observes the queue of `recipe` at `path`.
+    pub fn new(path: impl Into<String>, recipe: Recipe) -> Self {
+        Self {
+            path: path.into(),
+            recipe,
+            interop: Interop::None,
+            prefix: None,
+        }
+    }
+
+    /// Observes the election at `path` in which the `leaders` lowest nodes lead.
+    pub fn election(path: impl Into<String>, leaders: u32) -> Self {
+        Self::new(path, Recipe::Election { leaders })
+    }
+
+    /// Counts the nodes of another library's scheme too, as candidates with
+    /// the same [`Interop`] do.
+    #[must_use]
+    pub fn with_interop(mut self, interop: Interop) -> Self {
+        self.interop = interop;
+        self
+    }
+
+    /// The node-name prefix the candidates were configured with (their
+    /// `ConfigBuilder::prefix`), when not the default.
+    #[must_use]
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Some(prefix.into());
+        self
+    }
+
+    /// The queue's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// What the queue is for, and so which of its nodes hold.
+    pub fn recipe(&self) -> Recipe {
+        self.recipe
+    }
+
+    /// The interop scheme.
+    pub fn interop(&self) -> Interop {
+        self.interop
+    }
+
+    /// The stem of the nodes that take part, as [`Config::prefix`](crate::Config::prefix)
+    /// reads it for the candidates (a read-write lock has two fixed stems, and
+    /// this is empty).
+    pub fn prefix(&self) -> &str {
+        if self.recipe == Recipe::ReadWrite {
+            return "";
+        }
+        let rule = self.recipe.rule(Access::Exclusive);
+        let own = rule.stem(Interop::None).unwrap_or("n_");
+        match (self.interop, &self.prefix) {
+            (Interop::None, Some(prefix)) => prefix,
+            (Interop::None, None) => own,
+            (interop, _) => rule.stem(interop).unwrap_or(own),
+        }
+    }
+
+    /// Checks the description with the rules candidates' configurations follow.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        validate_path(&self.path)?;
+        let k = match self.recipe {
+            Recipe::Election { leaders: k } | Recipe::Semaphore { permits: k } => k,
+            Recipe::Mutex | Recipe::ReadWrite => 1,
+        };
+        if k == 0 || k > LEADERS_MAX {
+            return Err(ConfigError::InvalidLeaders(k));
+        }
+        if let Some(prefix) = &self.prefix {
+            if self.interop != Interop::None {
+                return Err(ConfigError::InteropPrefix(self.interop));
+            }
+            if self.recipe == Recipe::ReadWrite {
+                return Err(ConfigError::InvalidPrefix {
+                    prefix: prefix.chars().take(64).collect(),
+                    reason: "a read-write lock's stems are fixed (r_ and w_): they tell readers from writers",
+                });
+            }
+            validate_prefix(prefix)?;
+        }
+        if self.interop != Interop::None {
+            let rule = self.recipe.rule(Access::Exclusive);
+            if rule.stem(self.interop).is_none() {
+                return Err(ConfigError::InteropRule {
+                    interop: self.interop,
+                    rule,
+                });
+            }
+            // Candidates refuse it (ConfigError::InteropLeaders), so no such
+            // queue exists to observe.
+            if k > 1 {
+                return Err(ConfigError::InteropLeaders(self.interop));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Counters of one observer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ObserverStats {
+    /// Children listings sent.
+    pub listings: u64,
+    /// Node reads sent.
+    pub reads: u64,
+    /// Replies that matched no request in flight (late, duplicated or from an
+    /// expired session), ignored.
+    pub stale_replies: u64,
+    /// Participant lists reported.
+    pub lists: u64,
+}
+
+/// What the children listing is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Listing {
+    /// A listing is due (first one, after a children event, after a reconnect).
+    Due,
+    /// A listing with a watch is in flight; `again` if something changed since
+    /// it was sent, so its answer may predate the change.
+    InFlight { op: OpId, again: bool },
+    /// The last listing left a child watch; wait for it to fire.
+    Armed,
+}
+
+/// What is known of one listed node.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Slot {
+    /// Its data is to be read (`op` once the read is sent).
+    Reading { op: Option<OpId> },
+    /// Read: a live participant.
+    Live { id: String, token: FencingToken },
+    /// Persistent (`ephemeralOwner` 0): a look-alike no process holds; skipped.
+    Persistent,
+    /// Deleted between the listing and the read.
+    Gone,
+}
+
+/// What a request in flight was for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Op {
+    List,
+    Read(String),
+}
+
+/// Whether the machine still runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Phase {
+    Running,
+    Closed,
+    Failed,
+}
+
+/// Watches a queue and reports its participants, in order, whenever they change.
+///
+/// See the [module documentation](crate::observer) for a whole run.
+#[derive(Debug, Clone)]
+pub struct Observer {
+    config: ObserverConfig,
+    now: Timestamp,
+    next_op: u64,
+    phase: Phase,
+    /// The session the link is on, if connected.
+    link: Option<Option<SessionId>>,
+    /// The last session seen, to tell a reconnect from a new session.
+    session: Option<SessionId>,
+    listing: Listing,
+    /// The last listing's queue, ordered oldest first; `None` before the
+    /// first listing, so that "not listed yet" is never reported as "nobody".
+    queue: Option<Vec<NodeName>>,
+    slots: BTreeMap<String, Slot>,
+    ops: BTreeMap<OpId, Op>,
+    /// Persistent look-alikes reported, so each is reported once.
+    persistent_reported: BTreeSet<String>,
+    /// The last list reported, `None` before the first.
+    reported: Option<Vec<Participant>>,
+    retry_at: Option<Timestamp>,
+    backoff: Backoff,
+    notices: VecDeque<Notice>,
+    commands: VecDeque<Command>,
+    stats: ObserverStats,
+}
+
+impl Observer {
+    /// An observer of the queue `config` describes; it starts listing once a
+    /// [`SessionEvent::Connected`] arrives (a driver adding it to a session
+    /// that is already connected feeds one first).
+    pub fn new(config: ObserverConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        Ok(Self {
+            config,
+            now: Timestamp::ZERO,
+            next_op: 1,
+            phase: Phase::Running,
+            link: None,
+            session: None,
+            listing: Listing::Due,
+            queue: None,
+            slots: BTreeMap::new(),
+            ops: BTreeMap::new(),
+            persistent_reported: BTreeSet::new(),
+            reported: None,
+            retry_at: None,
+            backoff: Backoff::new(
+                Duration::from_millis(50),
+                Duration::from_secs(5),
+                0x3c6e_f372_fe94_f82b,
+            ),
+            notices: VecDeque::new(),
+            commands: VecDeque::new(),
+            stats: ObserverStats::default(),
+        })
+    }
+
+    /// The queue observed.
+    pub fn config(&self) -> &ObserverConfig {
+        &self.config
+    }
+
+    /// The participants last reported, oldest first (empty before the first report).
+    pub fn participants(&self) -> &[Participant] {
+        self.reported.as_deref().unwrap_or(&[])
+    }
+
+    /// Whether a list has been reported yet: before that, an empty
+    /// [`participants`](Self::participants) means "not known yet", not "nobody".
+    pub fn has_reported(&self) -> bool {
+        self.reported.is_some()
+    }
+
+    /// The oldest holder last reported (the leader with k = 1, the lock's
+    /// holder), if any.
+    pub fn leader(&self) -> Option<&Participant> {
+        self.participants().iter().find(|p| p.holds)
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &ObserverStats {
+        &self.stats
+    }
+
+    /// True once [`close`](Self::close) was called or the client closed.
+    pub fn is_closed(&self) -> bool {
+        self.phase == Phase::Closed
+    }
+
+    /// True once a fatal error stopped the observer.
+    pub fn is_failed(&self) -> bool {
+        self.phase == Phase::Failed
+    }
+
+    /// Stops observing: no more commands; replies still in flight are ignored.
+    /// The observer owns no node, so there is nothing to delete.
+    pub fn close(&mut self, now: Timestamp) {
+        self.enter(now);
+        if self.phase == Phase::Running {
+            self.phase = Phase::Closed;
+        }
+        self.stop();
+    }
+
+    /// Feeds one input from the world.
+    pub fn handle(&mut self, now: Timestamp, input: Input) {
+        self.enter(now);
+        if self.phase != Phase::Running {
+            if let Input::Reply { op, .. } = input {
+                if self.ops.remove(&op).is_none() {
+                    self.stats.stale_replies += 1;
+                }
+            }
+            return;
+        }
+        match input {
+            Input::Reply { op, result } => self.on_reply(op, result),
+            Input::Watch(event) => self.on_watch(&event),
+            Input::Session(event) => self.on_session(event),
+        }
+        self.advance();
+    }
+
+    /// Fires the retry timer if it is due. Spurious calls are harmless.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        self.enter(now);
+        if self.retry_at.is_some_and(|at| at <= self.now) {
+            self.retry_at = None;
+        }
+        self.advance();
+    }
+
+    /// The next notice for the application, if any.
+    #[must_use]
+    pub fn poll_notice(&mut self) -> Option<Notice> {
+        self.notices.pop_front()
+    }
+
+    /// The next command for the driver to perform, if any.
+    #[must_use]
+    pub fn poll_command(&mut self) -> Option<Command> {
+        self.commands.pop_front()
+    }
+
+    /// When to call [`handle_timeout`](Self::handle_timeout) next, if ever.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        self.retry_at
+    }
+
+    // ----- plumbing ----------------------------------------------------------
+
+    fn enter(&mut self, now: Timestamp) {
+        self.now = self.now.max(now);
+    }
+
+    fn stop(&mut self) {
+        self.commands.clear();
+        self.retry_at = None;
+    }
+
+    fn fail(&mut self, error: CandidateError) {
+        self.phase = Phase::Failed;
+        self.notices.push_back(Notice::Error(error));
+        self.stop();
+    }
+
+    fn child_path(&self, name: &str) -> String {
+        format!("{}/{}", self.config.path, name)
+    }
+
+    fn send(&mut self, request: Request, op_kind: Op) -> OpId {
+        let op = OpId(self.next_op);
+        self.next_op += 1;
+        self.ops.insert(op, op_kind);
+        self.commands.push_back(Command { op, request });
+        op
+    }
+
+    /// Waits a backoff before sending anything more.
+    fn back_off(&mut self) {
+        if self.retry_at.is_none() {
+            self.retry_at = Some(self.now + self.backoff.next_delay());
+        }
+    }
+
+    /// A listing is needed: now, or after the one in flight.
+    fn relist(&mut self) {
+        self.listing = match self.listing {
+            Listing::InFlight { op, .. } => Listing::InFlight { op, again: true },
+            Listing::Due | Listing::Armed => Listing::Due,
+        };
+    }
+
+    /// Forgets every request of a dead session: their answers are stale, and a
+    /// watch set by them died with the session.
+    fn forget_session(&mut self) {
+        self.ops.clear();
+        self.listing = Listing::Due;
+        for slot in self.slots.values_mut() {
+            if let Slot::Reading { op } = slot {
+                *op = None;
+            }
+        }
+    }
+
+    fn on_session(&mut self, event: SessionEvent) {
+        match event {
+            SessionEvent::Connected { session_id, .. } => {
+                let new_session = match (self.session, session_id) {
+                    (Some(old), Some(new)) => old != new,
+                    _ => false,
+                };
+                if new_session {
+                    self.forget_session();
+                }
+                if session_id.is_some() {
+                    self.session = session_id;
+                }
+                self.link = Some(session_id);
+                // A watch may have fired while the link was down (a client
+                // re-registers watches, but not every client reports what
+                // fired in between): list again on every reconnect.
+                self.relist();
+                self.retry_at = None;
+                self.backoff.reset();
+            }
+            SessionEvent::Disconnected => self.link = None,
+            SessionEvent::Expired => {
+                self.link = None;
+                self.session = None;
+                self.forget_session();
+            }
+            SessionEvent::AuthFailed => self.fail(CandidateError::AuthFailed),
+            SessionEvent::Closed => {
+                self.phase = Phase::Closed;
+                self.stop();
+            }
+        }
+    }
+
+    fn on_watch(&mut self, event: &WatchEvent) {
+        // Only the parent's events matter: child nodes carry no watch of ours.
+        if event.path == self.config.path
+            && matches!(
+                event.kind,
+                WatchKind::NodeChildrenChanged | WatchKind::NodeDeleted | WatchKind::NodeCreated
+            )
+        {
+            self.relist();
+        }
+    }
+
+    fn on_reply(&mut self, op: OpId, result: Result<Reply, ZkCode>) {
+        let Some(kind) = self.ops.remove(&op) else {
+            self.stats.stale_replies += 1;
+            return;
+        };
+        match kind {
+            Op::List => self.on_listing(op, result),
+            Op::Read(name) => self.on_read(op, &name, result),
+        }
+    }
+
+    fn on_listing(&mut self, op: OpId, result: Result<Reply, ZkCode>) {
+        let again = match self.listing {
+            Listing::InFlight { op: current, again } if current == op => again,
+            // An older listing (before a reconnect): its news is older than the
+            // one in flight, which will say it all.
+            _ => {
+                self.stats.stale_replies += 1;
+                return;
+            }
+        };
+        match result {
+            Ok(Reply::Children(children)) => {
+                self.backoff.reset();
+                self.listing = if again { Listing::Due } else { Listing::Armed };
+                self.take_listing(&children);
+            }
+            Err(ZkCode::NoNode) => {
+                // No queue yet (or it was deleted): nobody takes part. The
+                // server leaves no watch on a missing node, so look again later.
+                self.listing = Listing::Due;
+                self.take_listing(&[]);
+                self.back_off();
+            }
+            Err(code) if code.is_fatal() => self.fail(CandidateError::Refused {
+                verb: "children".into(),
+                path: self.config.path.clone(),
+                code,
+            }),
+            Ok(_) | Err(_) => {
+                self.listing = Listing::Due;
+                self.back_off();
+            }
+        }
+    }
+
+    /// Takes a fresh listing: new names are to be read, vanished ones forgotten.
+    fn take_listing(&mut self, children: &[String]) {
+        // A listing names each child once; a duplicated one is not a second node.
+        let children: Vec<String> = children
+            .iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .cloned()
+            .collect();
+        let (queue, _ignored) = name::queue(
+            &children,
+            self.config.prefix(),
+            self.config.interop,
+            self.config.recipe,
+        );
+        let listed: BTreeSet<&str> = queue.iter().map(|n| n.name.as_str()).collect();
+        self.slots.retain(|name, _| listed.contains(name.as_str()));
+        for node in &queue {
+            self.slots
+                .entry(node.name.clone())
+                .or_insert(Slot::Reading { op: None });
+        }
+        // Reads of vanished names are now answers to nobody.
+        self.ops
+            .retain(|_, kind| !matches!(kind, Op::Read(name) if !listed.contains(name.as_str())));
+        self.queue = Some(queue);
+    }
+
+    fn on_read(&mut self, op: OpId, name: &str, result: Result<Reply, ZkCode>) {
+        let Some(slot) = self.slots.get_mut(name) else {
+            self.stats.stale_replies += 1;
+            return;
+        };
+        if *slot != (Slot::Reading { op: Some(op) }) {
+            self.stats.stale_replies += 1;
+            return;
+        }
+        match result {
+            Ok(Reply::Data { data, stat }) => {
+                self.backoff.reset();
+                *slot = Self::slot_of(&data, &stat);
+                if *slot == Slot::Persistent && self.persistent_reported.insert(name.to_owned()) {
+                    self.notices.push_back(Notice::PersistentSkipped {
+                        node: name.to_owned(),
+                    });
+                }
+            }
+            Err(ZkCode::NoNode) => *slot = Slot::Gone,
+            Err(code) if code.is_fatal() => {
+                let path = self.child_path(name);
+                self.fail(CandidateError::Refused {
+                    verb: "data".into(),
+                    path,
+                    code,
+                });
+            }
+            Ok(_) | Err(_) => {
+                *slot = Slot::Reading { op: None };
+                self.back_off();
+            }
+        }
+    }
+
+    fn slot_of(data: &[u8], stat: &Stat) -> Slot {
+        if stat.ephemeral_owner == 0 {
+            Slot::Persistent
+        } else {
+            Slot::Live {
+                id: split_payload(data).0,
+                token: FencingToken(stat.czxid),
+            }
+        }
+    }
+
+    /// Sends what is due and reports the list if it is complete and new.
+    fn advance(&mut self) {
+        if self.phase != Phase::Running {
+            return;
+        }
+        if self.link.is_some() && self.retry_at.is_none() {
+            if self.listing == Listing::Due {
+                self.stats.listings += 1;
+                let path = self.config.path.clone();
+                let op = self.send(Request::GetChildren { path, watch: true }, Op::List);
+                self.listing = Listing::InFlight { op, again: false };
+            }
+            let unread: Vec<String> = self
+                .slots
+                .iter()
+                .filter(|(_, slot)| **slot == Slot::Reading { op: None })
+                .map(|(name, _)| name.clone())
+                .collect();
+            for name in unread {
+                self.stats.reads += 1;
+                let path = self.child_path(&name);
+                let op = self.send(
+                    Request::GetData { path, watch: false },
+                    Op::Read(name.clone()),
+                );
+                self.slots.insert(name, Slot::Reading { op: Some(op) });
+            }
+        }
+        self.report();
+    }
+
+    fn report(&mut self) {
+        let Some(queue) = &self.queue else {
+            return;
+        };
+        if self
+            .slots
+            .values()
+            .any(|slot| matches!(slot, Slot::Reading { .. }))
+        {
+            return;
+        }
+        // Who holds is judged among the live nodes only: persistent
+        // look-alikes and vanished nodes hold nothing, as candidates see it.
+        let (live, mut list): (Vec<NodeName>, Vec<Participant>) = queue
+            .iter()
+            .filter_map(|node| match self.slots.get(&node.name) {
+                Some(Slot::Live { id, token }) => Some((
+                    node.clone(),
+                    Participant {
+                        id: id.clone(),
+                        node: node.name.clone(),
+                        token: *token,
+                        holds: false,
+                        access: node.access,
+                    },
+                )),
+                _ => None,
+            })
+            .unzip();
+        for i in self.config.recipe.holders(&live) {
+            if let Some(p) = list.get_mut(i) {
+                p.holds = true;
+            }
+        }
+        if self.reported.as_ref() != Some(&list) {
+            self.stats.lists += 1;
+            self.notices.push_back(Notice::Participants(list.clone()));
+            self.reported = Some(list);
+        }
+    }
+}

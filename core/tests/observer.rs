@@ -1,0 +1,856 @@
+//! Transcripts and properties of the [`Observer`]: the participant list it
+//! reports for what the server says, including after the sequence wrap, with
+//! every input stale, duplicated, reordered or failed.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use zkelect_core::*;
+
+const PATH: &str = "/svc/leader";
+const SID: SessionId = SessionId(0x100);
+
+fn connected(sid: SessionId) -> Input {
+    Input::Session(SessionEvent::Connected {
+        session_id: Some(sid),
+        timeout: Duration::from_secs(3),
+    })
+}
+
+fn live(czxid: i64) -> Stat {
+    Stat {
+        czxid,
+        ephemeral_owner: SID.0,
+        ..Stat::default()
+    }
+}
+
+/// A hand-driver: feed inputs, take commands by kind, read notices.
+struct Obs {
+    o: Observer,
+    now: Timestamp,
+    pending: Vec<Command>,
+    notices: Vec<Notice>,
+}
+
+impl Obs {
+    fn new(config: ObserverConfig) -> Self {
+        let mut d = Self {
+            o: Observer::new(config).expect("valid config"),
+            now: Timestamp::ZERO,
+            pending: Vec::new(),
+            notices: Vec::new(),
+        };
+        d.feed(connected(SID));
+        d
+    }
+
+    fn drain(&mut self) {
+        while let Some(n) = self.o.poll_notice() {
+            self.notices.push(n);
+        }
+        while let Some(c) = self.o.poll_command() {
+            self.pending.push(c);
+        }
+    }
+
+    fn feed(&mut self, input: Input) {
+        self.o.handle(self.now, input);
+        self.drain();
+    }
+
+    fn take(&mut self, verb: Verb) -> Command {
+        let at = self
+            .pending
+            .iter()
+            .position(|c| c.request.kind() == verb)
+            .unwrap_or_else(|| panic!("no {verb} pending in {:?}", self.pending));
+        self.pending.remove(at)
+    }
+
+    fn take_read(&mut self, name: &str) -> Command {
+        let path = format!("{PATH}/{name}");
+        let at = self
+            .pending
+            .iter()
+            .position(|c| {
+                c.request
+                    == Request::GetData {
+                        path: path.clone(),
+                        watch: false,
+                    }
+            })
+            .unwrap_or_else(|| panic!("no read of {name} pending in {:?}", self.pending));
+        self.pending.remove(at)
+    }
+
+    fn answer(&mut self, cmd: &Command, result: Result<Reply, ZkCode>) {
+        self.feed(Input::Reply { op: cmd.op, result });
+    }
+
+    /// Answers the pending listing with `children`.
+    fn list(&mut self, children: &[&str]) {
+        let cmd = self.take(Verb::GetChildren);
+        assert_eq!(
+            cmd.request,
+            Request::GetChildren {
+                path: PATH.into(),
+                watch: true
+            }
+        );
+        let children = children.iter().map(|s| s.to_string()).collect();
+        self.answer(&cmd, Ok(Reply::Children(children)));
+    }
+
+    /// Answers the pending read of `name` with id `id` and czxid `czxid`.
+    fn read(&mut self, name: &str, id: &str, czxid: i64) {
+        let cmd = self.take_read(name);
+        self.answer(
+            &cmd,
+            Ok(Reply::Data {
+                data: id.as_bytes().to_vec(),
+                stat: live(czxid),
+            }),
+        );
+    }
+
+    fn children_changed(&mut self) {
+        self.feed(Input::Watch(WatchEvent {
+            kind: WatchKind::NodeChildrenChanged,
+            path: PATH.into(),
+        }));
+    }
+
+    /// The participant lists reported since the last call.
+    fn lists(&mut self) -> Vec<Vec<(String, String, i64, bool)>> {
+        let lists = self
+            .notices
+            .iter()
+            .filter_map(|n| match n {
+                Notice::Participants(list) => Some(
+                    list.iter()
+                        .map(|p| (p.id.clone(), p.node.clone(), p.token.0, p.holds))
+                        .collect(),
+                ),
+                _ => None,
+            })
+            .collect();
+        self.notices
+            .retain(|n| !matches!(n, Notice::Participants(_)));
+        lists
+    }
+}
+
+fn p(id: &str, node: &str, token: i64, holds: bool) -> (String, String, i64, bool) {
+    (id.into(), node.into(), token, holds)
+}
+
+#[test]
+fn lists_reads_each_node_and_reports_the_queue_with_k_holders() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 2));
+    d.list(&[
+        "_c_00000000000000cc-n_0000000003",
+        "_c_00000000000000aa-n_0000000001",
+        "not-ours",
+        "_c_00000000000000bb-n_0000000002",
+    ]);
+    assert_eq!(
+        d.pending.len(),
+        3,
+        "one read per participant, none for the rest"
+    );
+    d.read("_c_00000000000000bb-n_0000000002", "b", 20);
+    d.read("_c_00000000000000cc-n_0000000003", "c\nextra data", 30);
+    assert!(d.lists().is_empty(), "nothing until every node is read");
+    d.read("_c_00000000000000aa-n_0000000001", "a", 10);
+    assert_eq!(
+        d.lists(),
+        [vec![
+            p("a", "_c_00000000000000aa-n_0000000001", 10, true),
+            p("b", "_c_00000000000000bb-n_0000000002", 20, true),
+            p("c", "_c_00000000000000cc-n_0000000003", 30, false),
+        ]]
+    );
+    assert_eq!(d.o.leader().map(|p| p.id.as_str()), Some("a"));
+    assert!(d.pending.is_empty());
+}
+
+#[test]
+fn a_change_reads_only_the_new_node_and_an_unchanged_listing_reports_nothing() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    d.list(&["n_0000000001"]);
+    d.read("n_0000000001", "a", 10);
+    assert_eq!(d.lists().len(), 1);
+
+    d.children_changed();
+    d.list(&["n_0000000001", "n_0000000002"]);
+    assert_eq!(d.pending.len(), 1, "only the new node is read");
+    d.read("n_0000000002", "b", 20);
+    assert_eq!(
+        d.lists(),
+        [vec![
+            p("a", "n_0000000001", 10, true),
+            p("b", "n_0000000002", 20, false)
+        ]]
+    );
+
+    // The same queue again (a spurious event): nothing to report.
+    d.children_changed();
+    d.list(&["n_0000000002", "n_0000000001"]);
+    assert!(d.pending.is_empty());
+    assert!(d.lists().is_empty());
+
+    // The leader goes: b leads, with its own token.
+    d.children_changed();
+    d.list(&["n_0000000002"]);
+    assert_eq!(d.lists(), [vec![p("b", "n_0000000002", 20, true)]]);
+    assert_eq!(d.o.stats().lists, 3);
+}
+
+#[test]
+fn after_the_sequence_wrap_the_oldest_node_leads_not_the_newest() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    // The parent's counter passed 2^31 - 1: the newest nodes carry negative
+    // sequences, which a raw i32 comparison would put first.
+    d.list(&[
+        "n_-2147483647",
+        "n_2147483646",
+        "n_-2147483648",
+        "n_2147483647",
+    ]);
+    d.read("n_-2147483647", "newest", 40);
+    d.read("n_-2147483648", "third", 30);
+    d.read("n_2147483647", "second", 20);
+    d.read("n_2147483646", "oldest", 10);
+    assert_eq!(
+        d.lists(),
+        [vec![
+            p("oldest", "n_2147483646", 10, true),
+            p("second", "n_2147483647", 20, false),
+            p("third", "n_-2147483648", 30, false),
+            p("newest", "n_-2147483647", 40, false),
+        ]]
+    );
+    d.children_changed();
+    d.list(&["n_-2147483647", "n_-2147483648", "n_2147483647"]);
+    assert_eq!(d.o.leader().map(|p| p.id.as_str()), Some("second"));
+    d.children_changed();
+    d.list(&["n_-2147483647", "n_-2147483648"]);
+    assert_eq!(d.o.leader().map(|p| p.id.as_str()), Some("third"));
+}
+
+/// Lists `nodes` (name, id, czxid), answers each read, returns who holds with which access.
+fn holders_of(config: ObserverConfig, nodes: &[(&str, &str, i64)]) -> Vec<(String, bool, Access)> {
+    let mut d = Obs::new(config);
+    let names: Vec<&str> = nodes.iter().map(|n| n.0).collect();
+    d.list(&names);
+    for (node, id, czxid) in nodes {
+        // Nodes of other recipes are not in the queue, so not read.
+        let path = format!("{PATH}/{node}");
+        if d.pending.iter().any(|c| c.request.path() == path) {
+            d.read(node, id, *czxid);
+        }
+    }
+    assert_eq!(d.lists().len(), 1);
+    d.o.participants()
+        .iter()
+        .map(|p| (p.id.clone(), p.holds, p.access))
+        .collect()
+}
+
+#[test]
+fn every_recipe_says_who_holds() {
+    use Access::{Exclusive as X, Shared as S};
+    let h = |id: &str, holds: bool, access: Access| (id.to_owned(), holds, access);
+    assert_eq!(
+        holders_of(
+            ObserverConfig::new(PATH, Recipe::Mutex),
+            &[
+                ("m_0000000002", "b", 2),
+                ("m_0000000001", "a", 1),
+                ("n_0000000000", "x", 9)
+            ]
+        ),
+        [h("a", true, X), h("b", false, X)]
+    );
+    assert_eq!(
+        holders_of(
+            ObserverConfig::new(PATH, Recipe::Semaphore { permits: 2 }),
+            &[
+                ("s_0000000001", "a", 1),
+                ("s_0000000002", "b", 2),
+                ("s_0000000003", "c", 3)
+            ]
+        ),
+        [h("a", true, X), h("b", true, X), h("c", false, X)]
+    );
+    // Readers share until the first writer; readers behind a writer wait.
+    assert_eq!(
+        holders_of(
+            ObserverConfig::new(PATH, Recipe::ReadWrite),
+            &[
+                ("r_0000000001", "r1", 1),
+                ("r_0000000002", "r2", 2),
+                ("w_0000000003", "w", 3),
+                ("r_0000000004", "r3", 4),
+            ]
+        ),
+        [
+            h("r1", true, S),
+            h("r2", true, S),
+            h("w", false, X),
+            h("r3", false, S)
+        ]
+    );
+    // kazoo's read-write lock, as a kazoo fleet writes it.
+    assert_eq!(
+        holders_of(
+            ObserverConfig::new(PATH, Recipe::ReadWrite).with_interop(Interop::Kazoo),
+            &[
+                ("0123456789abcdef0123456789abcdef__lock__0000000001", "w", 1),
+                (
+                    "fedcba9876543210fedcba9876543210__rlock__0000000002",
+                    "r",
+                    2
+                ),
+            ]
+        ),
+        [h("w", true, X), h("r", false, S)]
+    );
+}
+
+#[test]
+fn persistent_look_alikes_are_skipped_and_reported_once() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    d.list(&["n_0000000001", "n_0000000002"]);
+    let cmd = d.take_read("n_0000000001");
+    d.answer(
+        &cmd,
+        Ok(Reply::Data {
+            data: b"left-behind".to_vec(),
+            stat: Stat {
+                czxid: 10,
+                ephemeral_owner: 0,
+                ..Stat::default()
+            },
+        }),
+    );
+    d.read("n_0000000002", "b", 20);
+    assert!(d.notices.contains(&Notice::PersistentSkipped {
+        node: "n_0000000001".into()
+    }));
+    assert_eq!(d.lists(), [vec![p("b", "n_0000000002", 20, true)]]);
+    d.children_changed();
+    d.list(&["n_0000000001", "n_0000000002", "n_0000000003"]);
+    d.read("n_0000000003", "c", 30);
+    let skipped = d
+        .notices
+        .iter()
+        .filter(|n| matches!(n, Notice::PersistentSkipped { .. }))
+        .count();
+    assert_eq!(
+        skipped, 1,
+        "the look-alike is neither read again nor reported twice"
+    );
+}
+
+#[test]
+fn interop_schemes_count_their_own_names_only() {
+    let children = [
+        "_c_0a1b2c3d-1111-2222-3333-444455556666-latch-0000000003",
+        "0123456789abcdef0123456789abcdef__lock__0000000001",
+        "_c_00000000000000aa-n_0000000002",
+    ];
+    for (interop, node, id) in [
+        (
+            Interop::Curator,
+            "_c_0a1b2c3d-1111-2222-3333-444455556666-latch-0000000003",
+            "curator",
+        ),
+        (
+            Interop::Kazoo,
+            "0123456789abcdef0123456789abcdef__lock__0000000001",
+            "kazoo",
+        ),
+        (Interop::None, "_c_00000000000000aa-n_0000000002", "zkelect"),
+    ] {
+        let mut d = Obs::new(ObserverConfig::election(PATH, 1).with_interop(interop));
+        d.list(&children);
+        assert_eq!(d.pending.len(), 1, "{interop:?}");
+        d.read(node, id, 5);
+        assert_eq!(d.lists(), [vec![p(id, node, 5, true)]], "{interop:?}");
+    }
+}
+
+#[test]
+fn a_custom_prefix_is_the_queue() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1).with_prefix("job-"));
+    d.list(&["job-0000000004", "n_0000000001"]);
+    d.read("job-0000000004", "j", 4);
+    assert_eq!(d.lists(), [vec![p("j", "job-0000000004", 4, true)]]);
+}
+
+#[test]
+fn a_node_gone_before_its_read_is_left_out() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    d.list(&["n_0000000001", "n_0000000002"]);
+    let cmd = d.take_read("n_0000000001");
+    d.answer(&cmd, Err(ZkCode::NoNode));
+    d.read("n_0000000002", "b", 20);
+    assert_eq!(d.lists(), [vec![p("b", "n_0000000002", 20, true)]]);
+}
+
+#[test]
+fn a_missing_queue_is_empty_and_looked_at_again_later() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    let cmd = d.take(Verb::GetChildren);
+    d.answer(&cmd, Err(ZkCode::NoNode));
+    assert_eq!(d.lists(), [Vec::new()]);
+    assert!(d.o.has_reported());
+    assert!(d.pending.is_empty(), "no busy loop");
+    let at = d.o.poll_timeout().expect("a retry is scheduled");
+    d.now = at;
+    d.o.handle_timeout(d.now);
+    d.drain();
+    d.list(&["n_0000000001"]);
+    d.read("n_0000000001", "a", 10);
+    assert_eq!(d.lists(), [vec![p("a", "n_0000000001", 10, true)]]);
+}
+
+#[test]
+fn connection_loss_backs_off_and_retries_what_failed() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    d.list(&["n_0000000001"]);
+    let cmd = d.take_read("n_0000000001");
+    d.answer(&cmd, Err(ZkCode::ConnectionLoss));
+    assert!(d.pending.is_empty());
+    let at = d.o.poll_timeout().expect("a retry is scheduled");
+    d.now = at;
+    d.o.handle_timeout(d.now);
+    d.drain();
+    d.read("n_0000000001", "a", 10);
+    assert_eq!(d.lists(), [vec![p("a", "n_0000000001", 10, true)]]);
+    assert_eq!(d.o.poll_timeout(), None);
+}
+
+#[test]
+fn an_event_during_a_listing_lists_again_after_it() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    d.children_changed();
+    d.list(&["n_0000000001"]);
+    // The answer may predate the event: list again.
+    let again = d.take(Verb::GetChildren);
+    d.read("n_0000000001", "a", 10);
+    d.answer(
+        &again,
+        Ok(Reply::Children(vec![
+            "n_0000000001".into(),
+            "n_0000000002".into(),
+        ])),
+    );
+    d.read("n_0000000002", "b", 20);
+    let lists = d.lists();
+    assert_eq!(lists.last().map(Vec::len), Some(2));
+}
+
+#[test]
+fn replies_of_an_expired_session_and_duplicates_are_ignored() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    let old = d.take(Verb::GetChildren);
+    d.feed(Input::Session(SessionEvent::Expired));
+    d.feed(connected(SessionId(0x200)));
+    // The old session's listing answers late, with a queue that no longer is.
+    d.answer(&old, Ok(Reply::Children(vec!["n_0000000009".into()])));
+    assert!(d
+        .pending
+        .iter()
+        .all(|c| c.request.kind() == Verb::GetChildren));
+    let new = d.take(Verb::GetChildren);
+    d.answer(&new, Ok(Reply::Children(vec!["n_0000000001".into()])));
+    d.answer(&new, Ok(Reply::Children(vec!["n_0000000007".into()])));
+    d.read("n_0000000001", "a", 10);
+    assert_eq!(d.lists(), [vec![p("a", "n_0000000001", 10, true)]]);
+    assert_eq!(d.o.stats().stale_replies, 2);
+}
+
+#[test]
+fn a_reconnect_lists_again_in_case_a_change_was_missed() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    d.list(&["n_0000000001"]);
+    d.read("n_0000000001", "a", 10);
+    d.feed(Input::Session(SessionEvent::Disconnected));
+    assert!(d.pending.is_empty());
+    d.feed(connected(SID));
+    d.list(&["n_0000000002"]);
+    d.read("n_0000000002", "b", 20);
+    let lists = d.lists();
+    assert_eq!(lists.last(), Some(&vec![p("b", "n_0000000002", 20, true)]));
+}
+
+#[test]
+fn refusals_stop_the_observer_with_a_typed_error() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    let cmd = d.take(Verb::GetChildren);
+    d.answer(&cmd, Err(ZkCode::NoAuth));
+    assert!(d.o.is_failed());
+    assert!(matches!(
+        d.notices.last(),
+        Some(Notice::Error(CandidateError::Refused {
+            code: ZkCode::NoAuth,
+            ..
+        }))
+    ));
+
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    d.feed(Input::Session(SessionEvent::AuthFailed));
+    assert!(d.o.is_failed());
+    assert_eq!(
+        d.notices.last(),
+        Some(&Notice::Error(CandidateError::AuthFailed))
+    );
+    assert_eq!(d.o.poll_command(), None);
+}
+
+#[test]
+fn close_stops_everything() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    let cmd = d.take(Verb::GetChildren);
+    d.o.close(d.now);
+    d.answer(&cmd, Ok(Reply::Children(vec!["n_0000000001".into()])));
+    d.children_changed();
+    assert!(d.o.is_closed());
+    assert!(d.pending.is_empty());
+    assert!(d.lists().is_empty());
+}
+
+#[test]
+fn bad_descriptions_are_refused() {
+    assert!(matches!(
+        Observer::new(ObserverConfig::election("no-slash", 1)),
+        Err(ConfigError::InvalidPath { .. })
+    ));
+    assert!(matches!(
+        Observer::new(ObserverConfig::election(PATH, 0)),
+        Err(ConfigError::InvalidLeaders(0))
+    ));
+    assert!(matches!(
+        Observer::new(ObserverConfig::election(PATH, 1).with_prefix("x/")),
+        Err(ConfigError::InvalidPrefix { .. })
+    ));
+    assert!(matches!(
+        Observer::new(
+            ObserverConfig::election(PATH, 1)
+                .with_prefix("x_")
+                .with_interop(Interop::Kazoo)
+        ),
+        Err(ConfigError::InteropPrefix(Interop::Kazoo))
+    ));
+    assert!(matches!(
+        Observer::new(
+            ObserverConfig::new(PATH, Recipe::Semaphore { permits: 2 })
+                .with_interop(Interop::Curator)
+        ),
+        Err(ConfigError::InteropRule { .. })
+    ));
+    assert!(matches!(
+        Observer::new(ObserverConfig::new(PATH, Recipe::ReadWrite).with_prefix("x_")),
+        Err(ConfigError::InvalidPrefix { .. })
+    ));
+    assert!(matches!(
+        Observer::new(ObserverConfig::election(PATH, 2).with_interop(Interop::Curator)),
+        Err(ConfigError::InteropLeaders(Interop::Curator))
+    ));
+}
+
+// ----- properties ------------------------------------------------------------
+
+/// One thing the world does to an observer.
+#[derive(Debug, Clone)]
+enum Act {
+    /// Answer a pending request truthfully.
+    Answer(prop::sample::Index),
+    /// The server answers a pending request now, but the answer reaches the
+    /// observer only later (a driver's replies and events travel apart), after
+    /// events that may be about later changes.
+    Process(prop::sample::Index),
+    /// Deliver the oldest such answer.
+    Late,
+    /// Answer a pending request with an error.
+    Fail(prop::sample::Index, u8),
+    /// Deliver an answer again.
+    Duplicate(prop::sample::Index),
+    /// A contender joins (persistent if the flag is set).
+    Join(bool),
+    /// A contender leaves.
+    Leave(prop::sample::Index),
+    /// Deliver the oldest queued watch event.
+    Event,
+    /// A watch event nobody asked for.
+    Spurious,
+    Disconnect,
+    Reconnect,
+    Expire,
+    /// Time passes (milliseconds).
+    Wait(u16),
+}
+
+fn act() -> impl Strategy<Value = Act> {
+    prop_oneof![
+        6 => any::<prop::sample::Index>().prop_map(Act::Answer),
+        2 => any::<prop::sample::Index>().prop_map(Act::Process),
+        2 => Just(Act::Late),
+        1 => (any::<prop::sample::Index>(), 0u8..4).prop_map(|(i, c)| Act::Fail(i, c)),
+        1 => any::<prop::sample::Index>().prop_map(Act::Duplicate),
+        3 => prop::bool::weighted(0.2).prop_map(Act::Join),
+        2 => any::<prop::sample::Index>().prop_map(Act::Leave),
+        3 => Just(Act::Event),
+        1 => Just(Act::Spurious),
+        1 => Just(Act::Disconnect),
+        1 => Just(Act::Reconnect),
+        1 => Just(Act::Expire),
+        1 => (0u16..6000).prop_map(Act::Wait),
+    ]
+}
+
+/// The server's side: the queue, and whether the observer's child watch is set.
+struct World {
+    d: Obs,
+    /// name -> (id, czxid, ephemeral)
+    nodes: BTreeMap<String, (String, i64, bool)>,
+    next_seq: i32,
+    next_zxid: i64,
+    armed: bool,
+    events: Vec<WatchEvent>,
+    answered: Vec<(OpId, Result<Reply, ZkCode>)>,
+    late: Vec<(OpId, Result<Reply, ZkCode>)>,
+    session: i64,
+    connected: bool,
+}
+
+impl World {
+    fn truth(&self, request: &Request) -> Result<Reply, ZkCode> {
+        match request {
+            Request::GetChildren { .. } => {
+                Ok(Reply::Children(self.nodes.keys().cloned().collect()))
+            }
+            Request::GetData { path, .. } => {
+                let name = path.rsplit('/').next().unwrap_or_default();
+                match self.nodes.get(name) {
+                    Some((id, czxid, ephemeral)) => Ok(Reply::Data {
+                        data: id.as_bytes().to_vec(),
+                        stat: Stat {
+                            czxid: *czxid,
+                            ephemeral_owner: if *ephemeral { 7 } else { 0 },
+                            ..Stat::default()
+                        },
+                    }),
+                    None => Err(ZkCode::NoNode),
+                }
+            }
+            other => panic!("an observer never sends {other:?}"),
+        }
+    }
+
+    fn changed(&mut self) {
+        if std::mem::take(&mut self.armed) {
+            self.events.push(WatchEvent {
+                kind: WatchKind::NodeChildrenChanged,
+                path: PATH.into(),
+            });
+        }
+    }
+
+    fn answer(&mut self, at: usize) {
+        let cmd = self.d.pending.remove(at);
+        let result = self.truth(&cmd.request);
+        if cmd.request.sets_watch() {
+            self.armed = true;
+        }
+        self.answered.push((cmd.op, result.clone()));
+        self.d.answer(&cmd, result);
+    }
+
+    fn step(&mut self, act: Act) {
+        match act {
+            Act::Answer(i) if self.connected && !self.d.pending.is_empty() => {
+                let at = i.index(self.d.pending.len());
+                self.answer(at);
+            }
+            Act::Process(i) if self.connected && !self.d.pending.is_empty() => {
+                let cmd = self.d.pending.remove(i.index(self.d.pending.len()));
+                let result = self.truth(&cmd.request);
+                if cmd.request.sets_watch() {
+                    self.armed = true;
+                }
+                self.answered.push((cmd.op, result.clone()));
+                self.late.push((cmd.op, result));
+            }
+            Act::Late if !self.late.is_empty() => {
+                let (op, result) = self.late.remove(0);
+                self.d.feed(Input::Reply { op, result });
+            }
+            Act::Fail(i, code) if !self.d.pending.is_empty() => {
+                let cmd = self.d.pending.remove(i.index(self.d.pending.len()));
+                let code = [
+                    ZkCode::ConnectionLoss,
+                    ZkCode::OperationTimeout,
+                    ZkCode::SessionExpired,
+                    ZkCode::SessionMoved,
+                ][usize::from(code)];
+                self.d.answer(&cmd, Err(code));
+            }
+            Act::Duplicate(i) if !self.answered.is_empty() => {
+                let (op, result) = self.answered[i.index(self.answered.len())].clone();
+                self.d.feed(Input::Reply { op, result });
+            }
+            Act::Join(persistent) => {
+                let name = format!("n_{:010}", self.next_seq);
+                self.next_seq = self.next_seq.wrapping_add(1);
+                self.next_zxid += 1;
+                let id = format!("id{}", self.next_zxid);
+                self.nodes.insert(name, (id, self.next_zxid, !persistent));
+                self.changed();
+            }
+            Act::Leave(i) if !self.nodes.is_empty() => {
+                let name = self.nodes.keys().nth(i.index(self.nodes.len())).cloned();
+                if let Some(name) = name {
+                    self.nodes.remove(&name);
+                    self.changed();
+                }
+            }
+            Act::Event if !self.events.is_empty() && self.connected => {
+                let event = self.events.remove(0);
+                self.d.feed(Input::Watch(event));
+            }
+            Act::Spurious => self.d.feed(Input::Watch(WatchEvent {
+                kind: WatchKind::NodeChildrenChanged,
+                path: PATH.into(),
+            })),
+            Act::Disconnect => {
+                self.connected = false;
+                self.d.feed(Input::Session(SessionEvent::Disconnected));
+            }
+            Act::Reconnect => {
+                self.connected = true;
+                self.d.feed(connected(SessionId(self.session)));
+            }
+            Act::Expire => {
+                self.session += 1;
+                self.armed = false;
+                self.events.clear();
+                self.connected = true;
+                self.d.feed(Input::Session(SessionEvent::Expired));
+                self.d.feed(connected(SessionId(self.session)));
+            }
+            Act::Wait(ms) => {
+                self.d.now = self.d.now + Duration::from_millis(u64::from(ms));
+                self.d.o.handle_timeout(self.d.now);
+                self.d.drain();
+            }
+            _ => {}
+        }
+    }
+
+    /// What the last report must be once everything settled.
+    fn expected(&self, k: usize) -> Vec<(String, String, i64, bool)> {
+        let live: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|(_, (_, _, ephemeral))| *ephemeral)
+            .map(|(name, _)| name.clone())
+            .collect();
+        let (queue, _) = name::queue(&live, "n_", Interop::None, Recipe::Election { leaders: 1 });
+        queue
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let (id, czxid, _) = &self.nodes[&n.name];
+                (id.clone(), n.name.clone(), *czxid, i < k)
+            })
+            .collect()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// Whatever the world does, every report is a well-formed queue that differs
+    /// from the one before, and once the world settles the last report is the
+    /// truth: every ephemeral node, oldest first across the wrap, k holding.
+    #[test]
+    fn reports_are_well_formed_and_settle_on_the_truth(
+        start in prop_oneof![Just(0i32), Just(i32::MAX - 8), any::<i32>()],
+        k in 1u32..4,
+        acts in proptest::collection::vec(act(), 0..120),
+    ) {
+        let mut w = World {
+            d: Obs::new(ObserverConfig::election(PATH, k)),
+            nodes: BTreeMap::new(),
+            next_seq: start,
+            next_zxid: 100,
+            armed: false,
+            events: Vec::new(),
+            answered: Vec::new(),
+            late: Vec::new(),
+            session: SID.0,
+            connected: true,
+        };
+        let mut last: Option<Vec<(String, String, i64, bool)>> = None;
+        let mut check = |w: &mut World| -> Result<(), TestCaseError> {
+            for list in w.d.lists() {
+                prop_assert_ne!(Some(&list), last.as_ref(), "a report repeats the last one");
+                let holders = list.iter().take_while(|p| p.3).count();
+                prop_assert_eq!(holders, list.len().min(k as usize));
+                prop_assert!(list.iter().all(|p| !p.3) || list[..holders].iter().all(|p| p.3));
+                let names: std::collections::BTreeSet<_> = list.iter().map(|p| &p.1).collect();
+                prop_assert_eq!(names.len(), list.len(), "a node listed twice");
+                last = Some(list);
+            }
+            Ok(())
+        };
+        for a in acts {
+            w.step(a);
+            check(&mut w)?;
+        }
+        // Settle: connected (a reconnect lists again, so only a world that
+        // ended disconnected gets one), every event delivered, every request
+        // answered.
+        if !w.connected {
+            w.step(Act::Reconnect);
+        }
+        for _ in 0..200 {
+            while !w.events.is_empty() {
+                w.step(Act::Event);
+            }
+            while !w.late.is_empty() {
+                w.step(Act::Late);
+            }
+            if let Some(at) = w.d.o.poll_timeout() {
+                w.d.now = at;
+                w.d.o.handle_timeout(at);
+                w.d.drain();
+            }
+            while !w.d.pending.is_empty() {
+                w.answer(0);
+            }
+            if w.d.o.poll_timeout().is_none() && w.d.pending.is_empty()
+                && w.events.is_empty()
+                && w.late.is_empty()
+            {
+                break;
+            }
+        }
+        check(&mut w)?;
+        prop_assert!(w.d.pending.is_empty() && w.d.o.poll_timeout().is_none(), "never settles");
+        let want = w.expected(k as usize);
+        let got: Vec<_> = w
+            .d
+            .o
+            .participants()
+            .iter()
+            .map(|p| (p.id.clone(), p.node.clone(), p.token.0, p.holds))
+            .collect();
+        prop_assert_eq!(got, want);
+    }
+}
