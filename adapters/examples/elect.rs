@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use zkelect::{Acl, ConnectOptions, Election, LeadOutcome};
+use zkelect::{Acl, Election, LeadOutcome, ZkAsyncOptions};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -34,7 +34,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => 4_000,
     };
     let mut options =
-        ConnectOptions::new(hosts.clone()).session_timeout(Duration::from_millis(session_ms));
+        ZkAsyncOptions::new(hosts.clone()).session_timeout(Duration::from_millis(session_ms));
     let mut acl = Acl::Open;
     if let Some(credentials) = rest.get(1) {
         options = options.digest(credentials.clone());

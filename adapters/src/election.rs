@@ -23,7 +23,7 @@ pub type Connecting =
     Pin<Box<dyn Future<Output = Result<(Arc<dyn Transport>, EventStream), ElectionError>> + Send>>;
 
 /// Connection settings that know how to open their transport, for
-/// [`Election::connect`]: [`ConnectOptions`](crate::ConnectOptions)
+/// [`Election::connect`]: [`ZkAsyncOptions`](crate::ZkAsyncOptions)
 /// (zookeeper-async, feature `zookeeper-async`) and
 /// [`ZkClientOptions`](crate::zk_client::ZkClientOptions) (zookeeper-client,
 /// feature `zookeeper-client`). Implement it for settings of your own
@@ -87,9 +87,9 @@ enum Source {
 /// ```no_run
 /// # async fn example() -> Result<(), zkelect::ElectionError> {
 /// use std::time::Duration;
-/// use zkelect::{ConnectOptions, Election};
+/// use zkelect::{ZkAsyncOptions, Election};
 ///
-/// let options = ConnectOptions::new("127.0.0.1:2181").session_timeout(Duration::from_secs(6));
+/// let options = ZkAsyncOptions::new("127.0.0.1:2181").session_timeout(Duration::from_secs(6));
 /// let election = Election::connect(options)
 ///     .path("/services/scheduler/leader")
 ///     .id("node-a")
@@ -195,8 +195,8 @@ impl ElectionBuilder {
     ///
     /// ```no_run
     /// # async fn example() -> Result<(), zkelect::ElectionError> {
-    /// use zkelect::{ConnectOptions, Election, Interop};
-    /// let election = Election::connect(ConnectOptions::new("127.0.0.1:2181"))
+    /// use zkelect::{ZkAsyncOptions, Election, Interop};
+    /// let election = Election::connect(ZkAsyncOptions::new("127.0.0.1:2181"))
     ///     .path("/svc/leader") // the path the Curator fleet's LeaderLatch uses
     ///     .id("node-a")
     ///     .interop(Interop::Curator)
@@ -382,7 +382,7 @@ impl Election {
     }
 
     /// Starts building an election over a new session opened with
-    /// `settings` — [`ConnectOptions`](crate::ConnectOptions) for
+    /// `settings` — [`ZkAsyncOptions`](crate::ZkAsyncOptions) for
     /// zookeeper-async, [`ZkClientOptions`](crate::zk_client::ZkClientOptions)
     /// for zookeeper-client (TLS, SASL, guarded writes). The connection is
     /// made by [`join`](ElectionBuilder::join) (or

@@ -9,9 +9,9 @@
 //! ```no_run
 //! # async fn example() -> Result<(), zkelect::ElectionError> {
 //! use std::time::Duration;
-//! use zkelect::{ConnectOptions, Election, LeadOutcome};
+//! use zkelect::{ZkAsyncOptions, Election, LeadOutcome};
 //!
-//! let options = ConnectOptions::new("127.0.0.1:2181").session_timeout(Duration::from_secs(6));
+//! let options = ZkAsyncOptions::new("127.0.0.1:2181").session_timeout(Duration::from_secs(6));
 //! let election = Election::connect(options)
 //!     .path("/services/scheduler/leader")
 //!     .id("node-a")
@@ -141,7 +141,7 @@
 //!   the smallest answer. A server that does not answer within the connect
 //!   timeout makes it refuse to start with
 //!   [`ElectionError::SessionTimeoutUnknown`]; it never guesses.
-//!   [`ConnectOptions::assume_session_timeout`] can only lower that bound.
+//!   [`ZkAsyncOptions::assume_session_timeout`] can only lower that bound.
 //! - A negotiated timeout below [`SESSION_TIMEOUT_MIN`] is refused on
 //!   zookeeper-async ([`ElectionError::SessionTimeoutTooShort`]).
 //!
@@ -166,6 +166,8 @@ mod error;
 pub mod memory;
 #[cfg(feature = "zookeeper-async")]
 mod negotiate;
+#[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
+mod shell;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod transport;
@@ -177,13 +179,18 @@ pub mod zk_client;
 pub use driver::Metrics;
 pub use election::{Connect, Connecting, Election, ElectionBuilder, LeadOutcome};
 pub use error::{ConnectFailure, ElectionError, GuardedWriteError, TlsError};
+#[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
+pub use shell::SessionOptions;
 pub use transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport, TransportEvent};
 #[cfg(feature = "zookeeper-async")]
-pub use zk_async::{ConnectOptions, ZkAsyncTransport, SESSION_TIMEOUT_MIN};
+#[allow(deprecated)]
+pub use zk_async::ConnectOptions;
+#[cfg(feature = "zookeeper-async")]
+pub use zk_async::{ZkAsyncExtras, ZkAsyncOptions, ZkAsyncTransport, SESSION_TIMEOUT_MIN};
 #[cfg(feature = "zookeeper-client-tls")]
 pub use zk_client::TlsSettings;
 #[cfg(feature = "zookeeper-client")]
-pub use zk_client::{ZkClientOptions, ZkClientTransport};
+pub use zk_client::{ZkClientExtras, ZkClientOptions, ZkClientTransport};
 /// The state machine this crate drives, for everything not re-exported here
 /// (inlined, so its items read as `zkelect::core::…` without a second crate's docs).
 #[doc(inline)]

@@ -4,13 +4,13 @@
 //!
 //! | defect | workaround |
 //! |---|---|
-//! | `connect()` spins forever on a dead server | [`ZkAsyncTransport::connect`] runs the whole set-up (TCP, session, credentials, a first `exists("/")`) under one deadline, [`ConnectOptions::connect_timeout`], and uses `connect_with_retry_time` so a dead server is retried every [`ConnectOptions::reconnect_delay`] instead of in a busy loop |
+//! | `connect()` spins forever on a dead server | [`ZkAsyncTransport::connect`] runs the whole set-up (TCP, session, credentials, a first `exists("/")`) under one deadline, [`SessionOptions::connect_timeout`], and uses `connect_with_retry_time` so a dead server is retried every [`SessionOptions::reconnect_delay`] instead of in a busy loop |
 //! | a session timeout under 1.5 s makes it reconnect in a storm | refused: [`ElectionError::SessionTimeoutTooShort`], for the requested timeout and for the smallest negotiated one |
-//! | the negotiated session timeout is not exposed (a server clamps the request into its `[minSessionTimeout, maxSessionTimeout]`, 2 and 20 ticks by default) | before connecting, a handshake of our own with every server of the connect string, on a throw-away connection whose session is closed at once (`negotiate`); the smallest answer is reported on every `Connected`, never the requested value. A server that gives no answer before [`ConnectOptions::connect_timeout`] makes `connect` fail with [`ElectionError::SessionTimeoutUnknown`] |
+//! | the negotiated session timeout is not exposed (a server clamps the request into its `[minSessionTimeout, maxSessionTimeout]`, 2 and 20 ticks by default) | before connecting, a handshake of our own with every server of the connect string, on a throw-away connection whose session is closed at once (`negotiate`); the smallest answer is reported on every `Connected`, never the requested value. A server that gives no answer before [`SessionOptions::connect_timeout`] makes `connect` fail with [`ElectionError::SessionTimeoutUnknown`] |
 //! | watches are lost on every reconnect, yet their callbacks stay registered and can fire with a new watch on the same path | every non-`Connected` state bumps a *generation*; a watch callback queues its event with the generation its request was sent in, and the pump task drops it if a reconnect came since. A watch request that straddled a reconnect answers `ConnectionLoss` (`settle`) so the core sets it again. After the reconnect the core re-lists and re-arms every watch on `Connected` |
 //! | digest credentials are lost on every reconnect | the pump task replays them before it reports `Connected`; until then requests wait (bounded) at a gate, and a `NoAuth` from a request that straddled a reconnect answers `ConnectionLoss` |
 //! | session expiry shows only as the deprecated `ZkState::NotConnected`, then a new session opens silently | `map_state`: `NotConnected` → `Expired`, the next `Connected` → `Connected { session_id: None }`, which the core treats as a new session; the core learns the session id from its node's `ephemeralOwner` and re-checks it after every reconnect |
-//! | a dead server is noticed only after 2× the session timeout | the core probes every third of the session timeout and suspends after two thirds; here every request is bounded ([`ConnectOptions::op_timeout`]) and answers `OperationTimeout` |
+//! | a dead server is noticed only after 2× the session timeout | the core probes every third of the session timeout and suspends after two thirds; here every request is bounded ([`SessionOptions::op_timeout`]) and answers `OperationTimeout` |
 //! | `CreateMode::Container` silently creates a persistent node | mapped to `Persistent` on purpose (`map_mode`), so nothing pretends otherwise |
 //! | no close on drop: a dropped client keeps pinging, so its session (and ephemeral node) lives on | `Drop` closes the session in the background if [`close`](Transport::close) was not called; so does a `connect` future dropped half-way |
 //! | watch callbacks run on the client's tasks, and a reply can overtake the watch event the server sent first | callbacks and the state listener only `send` into one unbounded channel — never block, never run logic — and one pump task turns it into the event stream in order; the core does not rely on reply/event order |
@@ -24,14 +24,14 @@
 //! value it was given, and each server clamps it again; see `negotiate`).
 //! So every server of the connect string must answer the handshake: with
 //! one server down, `connect` refuses to start rather than guess.
-//! [`ConnectOptions::assume_session_timeout`] can only lower the reported
+//! [`ZkAsyncOptions::assume_session_timeout`] can only lower the reported
 //! value further (e.g. ahead of a planned change of the servers'
 //! `maxSessionTimeout`), never raise it.
 //!
 //! Limits: no TLS or SASL (a transport over `zookeeper-client` would bring
 //! them). A server whose `maxSessionTimeout` is lowered (by a restart with a
 //! new `zoo.cfg`) after `connect` is not noticed: lower it with
-//! [`ConnectOptions::assume_session_timeout`] beforehand, or restart the
+//! [`ZkAsyncOptions::assume_session_timeout`] beforehand, or restart the
 //! clients. If the server is unreachable when [`close`](Transport::close) is
 //! called, the client's I/O task keeps retrying (every `reconnect_delay`)
 //! until the server is back, then closes; the crate gives no way to stop it
@@ -39,7 +39,6 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,6 +53,7 @@ use zookeeper_async as zka;
 
 use crate::error::{ConnectFailure, ElectionError};
 use crate::negotiate;
+use crate::shell::{ClientState, Reporter, SessionOptions, Shell, CLOSE_TIMEOUT};
 use crate::transport::{EventStream, Transport, TransportEvent};
 
 /// The shortest session timeout this transport accepts. Below it the client
@@ -61,45 +61,32 @@ use crate::transport::{EventStream, Transport, TransportEvent};
 /// in a storm.
 pub const SESSION_TIMEOUT_MIN: Duration = Duration::from_millis(1_500);
 
-/// How long closing the session may take before it is left to expire.
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
-
 /// How long to wait before replaying credentials again after a failed replay.
 const REPLAY_RETRY: Duration = Duration::from_millis(200);
 
-/// How to reach the server.
+/// How to reach the servers with the zookeeper-async transport: the shared
+/// [`SessionOptions`] with this client's one setting of its own,
+/// [`assume_session_timeout`](SessionOptions::assume_session_timeout).
 ///
 /// ```
 /// use std::time::Duration;
-/// use zkelect::ConnectOptions;
+/// use zkelect::ZkAsyncOptions;
 ///
-/// let options = ConnectOptions::new("zk1:2181,zk2:2181,zk3:2181/chroot")
+/// let options = ZkAsyncOptions::new("zk1:2181,zk2:2181,zk3:2181/chroot")
 ///     .session_timeout(Duration::from_secs(6))
-///     .connect_timeout(Duration::from_secs(5))
-///     .digest("svc:secret");
-/// assert_eq!(options.auth[0].0, "digest");
+///     .assume_session_timeout(Duration::from_secs(4));
+/// assert_eq!(options.client.assume_session_timeout, Some(Duration::from_secs(4)));
 /// ```
-#[derive(Clone)]
-pub struct ConnectOptions {
-    /// `host:port[,host:port…][/chroot]`, tried in order.
-    pub hosts: String,
-    /// Requested session timeout (default 10 s; at least [`SESSION_TIMEOUT_MIN`]).
-    /// The servers may negotiate it up or down; the negotiated one is what
-    /// the core is told.
-    pub session_timeout: Duration,
-    /// Bound on the whole set-up: learning every server's negotiated
-    /// session timeout, reaching a server, the session, the credentials
-    /// (default 10 s).
-    pub connect_timeout: Duration,
-    /// Bound on each request (default: the negotiated session timeout). A
-    /// request that takes longer answers `OperationTimeout`.
-    pub op_timeout: Option<Duration>,
-    /// Credentials as `(scheme, bytes)`, e.g. `("digest", b"user:pass")`,
-    /// added at connect and replayed after every reconnect.
-    pub auth: Vec<(String, Vec<u8>)>,
-    /// Pause between attempts to reach a server that refuses connections
-    /// (default 200 ms; the client would otherwise retry in a busy loop).
-    pub reconnect_delay: Duration,
+pub type ZkAsyncOptions = SessionOptions<ZkAsyncExtras>;
+
+/// The old name of [`ZkAsyncOptions`].
+#[deprecated(note = "renamed ZkAsyncOptions: it holds zookeeper-async's options")]
+pub type ConnectOptions = ZkAsyncOptions;
+
+/// What only the zookeeper-async transport needs ([`ZkAsyncOptions::client`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ZkAsyncExtras {
     /// A cap on the session timeout reported to the core: it reports the
     /// smaller of this and the smallest timeout the servers negotiate. It
     /// can only lower the bound the servers gave, never raise it (at least
@@ -107,90 +94,20 @@ pub struct ConnectOptions {
     pub assume_session_timeout: Option<Duration>,
 }
 
-impl std::fmt::Debug for ConnectOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never print credentials.
-        let schemes: Vec<&str> = self.auth.iter().map(|(s, _)| s.as_str()).collect();
-        f.debug_struct("ConnectOptions")
-            .field("hosts", &self.hosts)
-            .field("session_timeout", &self.session_timeout)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("op_timeout", &self.op_timeout)
-            .field("auth_schemes", &schemes)
-            .field("reconnect_delay", &self.reconnect_delay)
-            .field("assume_session_timeout", &self.assume_session_timeout)
-            .finish()
-    }
-}
-
-impl ConnectOptions {
-    /// Defaults for `hosts`.
-    pub fn new(hosts: impl Into<String>) -> Self {
-        Self {
-            hosts: hosts.into(),
-            session_timeout: Duration::from_secs(10),
-            connect_timeout: Duration::from_secs(10),
-            op_timeout: None,
-            auth: Vec::new(),
-            reconnect_delay: Duration::from_millis(200),
-            assume_session_timeout: None,
-        }
-    }
-
-    /// Adds digest credentials, `user:password`.
-    #[must_use]
-    pub fn digest(self, user_password: impl Into<String>) -> Self {
-        self.auth("digest", user_password.into().into_bytes())
-    }
-
-    /// Adds credentials of any scheme.
-    #[must_use]
-    pub fn auth(mut self, scheme: impl Into<String>, credentials: impl Into<Vec<u8>>) -> Self {
-        self.auth.push((scheme.into(), credentials.into()));
-        self
-    }
-
-    /// The requested session timeout.
-    #[must_use]
-    pub fn session_timeout(mut self, timeout: Duration) -> Self {
-        self.session_timeout = timeout;
-        self
-    }
-
-    /// The bound on the whole set-up.
-    #[must_use]
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// The bound on each request.
-    #[must_use]
-    pub fn op_timeout(mut self, timeout: Duration) -> Self {
-        self.op_timeout = Some(timeout);
-        self
-    }
-
-    /// The pause between attempts to reach a server.
-    #[must_use]
-    pub fn reconnect_delay(mut self, delay: Duration) -> Self {
-        self.reconnect_delay = delay;
-        self
-    }
-
+impl SessionOptions<ZkAsyncExtras> {
     /// Caps the session timeout reported to the core: the smaller of this
     /// and what the servers negotiate is reported. For a server whose
     /// `maxSessionTimeout` is about to be lowered; it never raises the
     /// servers' answer.
     #[must_use]
     pub fn assume_session_timeout(mut self, timeout: Duration) -> Self {
-        self.assume_session_timeout = Some(timeout);
+        self.client.assume_session_timeout = Some(timeout);
         self
     }
 
     fn validate(&self) -> Result<(), ElectionError> {
-        let cap = self.assume_session_timeout.unwrap_or(self.session_timeout);
-        for requested in [self.session_timeout, cap] {
+        self.check(SESSION_TIMEOUT_MIN)?;
+        if let Some(requested) = self.client.assume_session_timeout {
             if requested < SESSION_TIMEOUT_MIN {
                 return Err(ElectionError::SessionTimeoutTooShort {
                     requested,
@@ -198,22 +115,11 @@ impl ConnectOptions {
                 });
             }
         }
-        if self.hosts.trim().is_empty() {
-            return Err(self.fail(ConnectFailure::BadAddress, "no hosts given"));
-        }
         Ok(())
-    }
-
-    fn fail(&self, kind: ConnectFailure, reason: impl Into<String>) -> ElectionError {
-        ElectionError::Connect {
-            hosts: self.hosts.clone(),
-            kind,
-            reason: reason.into(),
-        }
     }
 }
 
-impl crate::Connect for ConnectOptions {
+impl crate::Connect for ZkAsyncOptions {
     fn connect(self: Box<Self>) -> crate::Connecting {
         Box::pin(async move {
             let (transport, events) = ZkAsyncTransport::connect(*self).await?;
@@ -237,11 +143,11 @@ enum Raw {
 
 /// What the client's callbacks share with the transport.
 struct Shared {
-    /// Bumped by the state listener on every state but `Connected`: a watch
-    /// set in an older generation is dead on the server.
-    generation: AtomicU64,
-    /// The transport's event stream (written by the pump task and `close`).
-    events: mpsc::UnboundedSender<TransportEvent>,
+    /// The event stream (written by the pump task and `close`), the closed
+    /// flag, the request bound, and the generation — bumped by the state
+    /// listener on every state but `Connected`: a watch set in an older
+    /// generation is dead on the server.
+    shell: Shell,
     /// The callbacks' channel, read by the pump task.
     raw: mpsc::UnboundedSender<Raw>,
     /// Whether there are credentials to replay.
@@ -255,11 +161,11 @@ impl Shared {
     fn new(
         events: mpsc::UnboundedSender<TransportEvent>,
         has_auth: bool,
+        op_timeout: Duration,
     ) -> (Self, mpsc::UnboundedReceiver<Raw>) {
         let (raw, raw_rx) = mpsc::unbounded_channel();
         let shared = Self {
-            generation: AtomicU64::new(0),
-            events,
+            shell: Shell::new(events, op_timeout),
             raw,
             has_auth,
             authenticated: watch::channel(!has_auth).0,
@@ -272,7 +178,7 @@ impl Shared {
     /// closes the credentials gate and queues the state.
     fn on_state(&self, state: zka::ZkState) {
         if !is_connected(state) {
-            self.generation.fetch_add(1, Ordering::SeqCst);
+            self.shell.generation.bump();
             if self.has_auth {
                 self.authenticated.send_replace(false);
             }
@@ -289,9 +195,9 @@ impl Shared {
 /// ```no_run
 /// # async fn example() -> Result<(), zkelect::ElectionError> {
 /// use std::time::Duration;
-/// use zkelect::{ConnectOptions, Election, ZkAsyncTransport};
+/// use zkelect::{Election, ZkAsyncOptions, ZkAsyncTransport};
 ///
-/// let options = ConnectOptions::new("127.0.0.1:2181").session_timeout(Duration::from_secs(4));
+/// let options = ZkAsyncOptions::new("127.0.0.1:2181").session_timeout(Duration::from_secs(4));
 /// let (transport, events) = ZkAsyncTransport::connect(options).await?;
 /// let election = Election::builder(transport, events).path("/svc/leader").id("a").join().await?;
 /// # Ok(())
@@ -300,18 +206,14 @@ impl Shared {
 pub struct ZkAsyncTransport {
     zk: Arc<zka::ZooKeeper>,
     shared: Arc<Shared>,
-    op_timeout: Duration,
     has_auth: bool,
-    closed: AtomicBool,
     pump_task: tokio::task::JoinHandle<()>,
 }
 
 impl std::fmt::Debug for ZkAsyncTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ZkAsyncTransport")
-            .field("op_timeout", &self.op_timeout)
-            .field("generation", &self.shared.generation.load(Ordering::SeqCst))
-            .field("closed", &self.closed.load(Ordering::SeqCst))
+            .field("shell", &self.shared.shell)
             .finish_non_exhaustive()
     }
 }
@@ -331,14 +233,14 @@ impl ZkAsyncTransport {
     /// with its event stream (which starts with `Connected`, carrying the
     /// smallest negotiated timeout).
     ///
-    /// Everything is bounded by [`ConnectOptions::connect_timeout`]. Errors:
+    /// Everything is bounded by [`SessionOptions::connect_timeout`]. Errors:
     /// [`ElectionError::SessionTimeoutTooShort`] (a request refused before
     /// any network traffic, or servers that negotiate less),
     /// [`ElectionError::SessionTimeoutUnknown`] (a server of the connect
     /// string did not answer the handshake), [`ElectionError::Connect`] (bad
     /// address, no server answered), [`ElectionError::Auth`] (credentials
     /// rejected).
-    pub async fn connect(options: ConnectOptions) -> Result<(Self, EventStream), ElectionError> {
+    pub async fn connect(options: ZkAsyncOptions) -> Result<(Self, EventStream), ElectionError> {
         options.validate()?;
         let deadline = Instant::now() + options.connect_timeout;
         let negotiated = negotiate::smallest(
@@ -355,7 +257,7 @@ impl ZkAsyncTransport {
                 min: SESSION_TIMEOUT_MIN,
             });
         }
-        let timeout = reported_timeout(negotiated.timeout, options.assume_session_timeout);
+        let timeout = reported_timeout(negotiated.timeout, options.client.assume_session_timeout);
         info!(
             requested = ?options.session_timeout,
             negotiated = ?negotiated.timeout,
@@ -394,14 +296,14 @@ impl ZkAsyncTransport {
         let mut guard = CloseOnDrop(Some(Arc::clone(&zk)));
         let has_auth = !options.auth.is_empty();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let (shared, raw_rx) = Shared::new(events_tx, has_auth);
+        let op_timeout = options.op_timeout_or(timeout);
+        let (shared, raw_rx) = Shared::new(events_tx, has_auth, op_timeout);
         let shared = Arc::new(shared);
         // The listener runs on the client's I/O task under the client's
         // listener lock: it only bumps the generation, closes the auth gate
         // and forwards the state. The pump task does the rest.
         let listener = Arc::clone(&shared);
         zk.add_listener(move |state| listener.on_state(state));
-        let op_timeout = options.op_timeout.unwrap_or(timeout);
         let failure = match tokio::time::timeout_at(deadline, set_up(&zk, &shared, &options)).await
         {
             Ok(Ok(())) => None,
@@ -420,12 +322,10 @@ impl ZkAsyncTransport {
             return Err(e);
         }
         info!(hosts = options.hosts, ?timeout, "connected");
-        let _ = shared
-            .events
-            .send(TransportEvent::Session(SessionEvent::Connected {
-                session_id: None,
-                timeout,
-            }));
+        shared.shell.session(SessionEvent::Connected {
+            session_id: None,
+            timeout,
+        });
         let replayer = {
             let zk = Arc::clone(&zk);
             let auth = options.auth.clone();
@@ -446,9 +346,7 @@ impl ZkAsyncTransport {
             Self {
                 zk,
                 shared,
-                op_timeout,
                 has_auth,
-                closed: AtomicBool::new(false),
                 pump_task,
             },
             events_rx,
@@ -473,10 +371,10 @@ impl ZkAsyncTransport {
                 return Err(ZkCode::ConnectionLoss);
             }
         }
-        let before = self.shared.generation.load(Ordering::SeqCst);
+        let before = self.shared.shell.generation.now();
         let sets_watch = request.sets_watch();
         let result = self.perform_raw(request, before).await.map_err(map_error);
-        let reconnected = self.shared.generation.load(Ordering::SeqCst) != before;
+        let reconnected = self.shared.shell.generation.changed_since(before);
         settle(result, sets_watch, self.has_auth, reconnected)
     }
 
@@ -535,17 +433,11 @@ impl ZkAsyncTransport {
 #[async_trait]
 impl Transport for ZkAsyncTransport {
     async fn perform(&self, request: Request) -> Result<Reply, ZkCode> {
-        if self.closed.load(Ordering::SeqCst) {
-            return Err(ZkCode::ConnectionLoss);
-        }
-        match tokio::time::timeout(self.op_timeout, self.perform_gated(request)).await {
-            Ok(result) => result,
-            Err(_) => Err(ZkCode::OperationTimeout),
-        }
+        self.shared.shell.perform(self.perform_gated(request)).await
     }
 
     async fn close(&self) {
-        if self.closed.swap(true, Ordering::SeqCst) {
+        if !self.shared.shell.close_once() {
             return;
         }
         self.pump_task.abort();
@@ -554,17 +446,14 @@ impl Transport for ZkAsyncTransport {
             Ok(Err(e)) => debug!(error = %e, "close: the client was already closed"),
             Err(_) => warn!("close: the server did not answer; the session will expire on its own"),
         }
-        let _ = self
-            .shared
-            .events
-            .send(TransportEvent::Session(SessionEvent::Closed));
+        self.shared.shell.session(SessionEvent::Closed);
     }
 }
 
 impl Drop for ZkAsyncTransport {
     fn drop(&mut self) {
         self.pump_task.abort();
-        if !self.closed.swap(true, Ordering::SeqCst) {
+        if self.shared.shell.close_once() {
             close_in_background(Arc::clone(&self.zk));
         }
     }
@@ -604,7 +493,7 @@ fn close_in_background(zk: Arc<zka::ZooKeeper>) {
 async fn set_up(
     zk: &zka::ZooKeeper,
     shared: &Shared,
-    options: &ConnectOptions,
+    options: &ZkAsyncOptions,
 ) -> Result<(), ElectionError> {
     loop {
         match zk.exists("/", false).await {
@@ -620,22 +509,17 @@ async fn set_up(
                 ))
             }
         }
-        let generation = shared.generation.load(Ordering::SeqCst);
+        let generation = shared.shell.generation.now();
         match replay(zk, &options.auth).await {
             Ok(()) => {
-                if shared.generation.load(Ordering::SeqCst) == generation {
+                if !shared.shell.generation.changed_since(generation) {
                     shared.authenticated.send_replace(true);
                 }
                 // Otherwise the connection changed meanwhile: the pump task
                 // replays the credentials before it reports `Connected`.
                 return Ok(());
             }
-            Err(zka::ZkError::AuthFailed) => {
-                return Err(ElectionError::Auth(format!(
-                    "the server rejected the {} credentials",
-                    schemes(&options.auth)
-                )))
-            }
+            Err(zka::ZkError::AuthFailed) => return Err(options.rejected()),
             Err(zka::ZkError::ConnectionLoss) => {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -647,13 +531,6 @@ async fn set_up(
             }
         }
     }
-}
-
-fn schemes(auth: &[(String, Vec<u8>)]) -> String {
-    auth.iter()
-        .map(|(s, _)| s.as_str())
-        .collect::<Vec<_>>()
-        .join("+")
 }
 
 async fn replay(zk: &zka::ZooKeeper, auth: &[(String, Vec<u8>)]) -> Result<(), zka::ZkError> {
@@ -690,9 +567,9 @@ where
     F: Future<Output = Result<(), zka::ZkError>>,
 {
     loop {
-        let generation = shared.generation.load(Ordering::SeqCst);
+        let generation = shared.shell.generation.now();
         let attempt = tokio::time::timeout(op_timeout, replay()).await;
-        if shared.generation.load(Ordering::SeqCst) != generation {
+        if shared.shell.generation.changed_since(generation) {
             // The listener queued the new state; the pump decides.
             return Replayed::Superseded;
         }
@@ -743,7 +620,11 @@ async fn pump<R, F>(
     // `connect` reported `Connected` already. `generation` counts the
     // non-`Connected` states taken from the channel, exactly as the listener
     // counted them when it queued them.
-    let mut reported_connected = true;
+    let mut reporter = Reporter::new(false);
+    let connected = SessionEvent::Connected {
+        session_id: None,
+        timeout,
+    };
     let mut generation = 0_u64;
     let mut held: VecDeque<Raw> = VecDeque::new();
     loop {
@@ -762,7 +643,7 @@ async fn pump<R, F>(
                 if set_in != generation {
                     debug!(?event, "dropping a watch event set before a reconnect");
                 } else if let Some(event) = map_watch(&event) {
-                    let _ = shared.events.send(TransportEvent::Watch(event));
+                    shared.shell.watch(event);
                 }
                 continue;
             }
@@ -771,7 +652,8 @@ async fn pump<R, F>(
         if !is_connected(state) {
             generation += 1;
         }
-        let Some(mut event) = map_state(state, reported_connected, timeout) else {
+        // zookeeper-async's listener sees every transition: at most one event.
+        let Some(mut event) = reporter.map(client_state(state), connected).pop() else {
             continue;
         };
         if matches!(event, SessionEvent::Connected { .. }) && shared.has_auth {
@@ -783,9 +665,9 @@ async fn pump<R, F>(
                 Replayed::Ended => return,
             }
         }
-        reported_connected = matches!(event, SessionEvent::Connected { .. });
-        info!(?event, ?state, "session");
-        let _ = shared.events.send(TransportEvent::Session(event));
+        reporter.reported(&event);
+        debug!(?state, "client state");
+        shared.shell.session(event);
     }
 }
 
@@ -804,37 +686,29 @@ fn is_connected(state: zka::ZkState) -> bool {
     )
 }
 
-/// Maps a client state to a session event, given whether `Connected` was
-/// the last thing reported, and the session timeout to report with it.
+/// How zookeeper-async's states read; the shell's [`Reporter`] turns them
+/// into session events.
 ///
-/// | state | after `Connected` | otherwise |
-/// |---|---|---|
-/// | `Connected`, `ConnectedReadOnly` | — | `Connected { session_id: None, timeout }` |
-/// | `Connecting` | `Disconnected` | — |
-/// | `Associating` (unused) | — | — |
-/// | `NotConnected` (expiry: the only sign of it) | `Expired` | `Expired` |
-/// | `AuthFailed` | `AuthFailed` | `AuthFailed` |
-/// | `Closed` | `Closed` | `Closed` |
+/// | state | reads as |
+/// |---|---|
+/// | `Connected`, `ConnectedReadOnly` | `Connected` (a new session after `Expired`: `session_id: None`) |
+/// | `Connecting` | `Disconnected` |
+/// | `Associating` (unused) | nothing |
+/// | `NotConnected` (expiry: the only sign of it) | `Expired` |
+/// | `AuthFailed` | `AuthFailed` |
+/// | `Closed` | `Closed` |
 #[allow(deprecated)]
-pub(crate) fn map_state(
-    state: zka::ZkState,
-    was_connected: bool,
-    timeout: Duration,
-) -> Option<SessionEvent> {
+pub(crate) fn client_state(state: zka::ZkState) -> ClientState {
     use zka::ZkState as S;
     match state {
-        S::Connected | S::ConnectedReadOnly if !was_connected => Some(SessionEvent::Connected {
-            session_id: None,
-            timeout,
-        }),
-        S::Connected | S::ConnectedReadOnly => None,
-        S::Connecting if was_connected => Some(SessionEvent::Disconnected),
-        S::Connecting | S::Associating => None,
+        S::Connected | S::ConnectedReadOnly => ClientState::Connected,
+        S::Connecting => ClientState::Disconnected,
+        S::Associating => ClientState::Ignored,
         // The client then opens a new session silently; its `Connected` is
         // reported as a new one because `Expired` came first.
-        S::NotConnected => Some(SessionEvent::Expired),
-        S::AuthFailed => Some(SessionEvent::AuthFailed),
-        S::Closed => Some(SessionEvent::Closed),
+        S::NotConnected => ClientState::Expired,
+        S::AuthFailed => ClientState::AuthFailed,
+        S::Closed => ClientState::Closed,
     }
 }
 
@@ -915,16 +789,7 @@ pub(crate) fn settle(
 }
 
 fn map_stat(s: &zka::Stat) -> Stat {
-    Stat {
-        czxid: s.czxid,
-        mzxid: s.mzxid,
-        pzxid: s.pzxid,
-        version: s.version,
-        cversion: s.cversion,
-        ephemeral_owner: s.ephemeral_owner,
-        data_length: s.data_length,
-        num_children: s.num_children,
-    }
+    crate::shell::stat_of!(s)
 }
 
 /// Maps the core's ACL policy onto ZooKeeper ACL lists.
@@ -963,41 +828,19 @@ mod tests {
 
     #[test]
     #[allow(deprecated)]
-    fn every_state_maps_to_the_right_session_event() {
+    fn every_state_reads_as_the_right_client_state() {
         use zka::ZkState as S;
-        let connected = Some(SessionEvent::Connected {
-            session_id: None,
-            timeout: T,
-        });
-        // (state, after Connected, otherwise)
         let table = [
-            (S::Connected, None, connected),
-            (S::ConnectedReadOnly, None, connected),
-            (S::Connecting, Some(SessionEvent::Disconnected), None),
-            (S::Associating, None, None),
-            (
-                S::NotConnected,
-                Some(SessionEvent::Expired),
-                Some(SessionEvent::Expired),
-            ),
-            (
-                S::AuthFailed,
-                Some(SessionEvent::AuthFailed),
-                Some(SessionEvent::AuthFailed),
-            ),
-            (
-                S::Closed,
-                Some(SessionEvent::Closed),
-                Some(SessionEvent::Closed),
-            ),
+            (S::Connected, ClientState::Connected),
+            (S::ConnectedReadOnly, ClientState::Connected),
+            (S::Connecting, ClientState::Disconnected),
+            (S::Associating, ClientState::Ignored),
+            (S::NotConnected, ClientState::Expired),
+            (S::AuthFailed, ClientState::AuthFailed),
+            (S::Closed, ClientState::Closed),
         ];
-        for (state, after_connected, otherwise) in table {
-            assert_eq!(
-                map_state(state, true, T),
-                after_connected,
-                "{state:?} after Connected"
-            );
-            assert_eq!(map_state(state, false, T), otherwise, "{state:?} otherwise");
+        for (state, reads) in table {
+            assert_eq!(client_state(state), reads, "{state:?}");
         }
     }
 
@@ -1011,25 +854,19 @@ mod tests {
             zka::ZkState::Connecting,
             zka::ZkState::Connected,
         ];
-        let mut connected = true;
+        let c = SessionEvent::Connected {
+            session_id: None,
+            timeout: T,
+        };
+        let mut reporter = Reporter::new(false);
         let mut out = Vec::new();
         for s in states {
-            if let Some(e) = map_state(s, connected, T) {
-                connected = matches!(e, SessionEvent::Connected { .. });
+            for e in reporter.map(client_state(s), c) {
+                reporter.reported(&e);
                 out.push(e);
             }
         }
-        assert_eq!(
-            out,
-            [
-                SessionEvent::Disconnected,
-                SessionEvent::Expired,
-                SessionEvent::Connected {
-                    session_id: None,
-                    timeout: T
-                }
-            ]
-        );
+        assert_eq!(out, [SessionEvent::Disconnected, SessionEvent::Expired, c]);
     }
 
     #[test]
@@ -1207,7 +1044,7 @@ mod tests {
     async fn short_session_timeouts_are_refused_before_any_traffic() {
         for ms in [0, 900, 1_000, 1_499] {
             let short =
-                ConnectOptions::new("127.0.0.1:1").session_timeout(Duration::from_millis(ms));
+                ZkAsyncOptions::new("127.0.0.1:1").session_timeout(Duration::from_millis(ms));
             match ZkAsyncTransport::connect(short).await {
                 Err(ElectionError::SessionTimeoutTooShort { requested, min }) => {
                     assert_eq!(requested, Duration::from_millis(ms));
@@ -1217,7 +1054,7 @@ mod tests {
             }
         }
         let assumed =
-            ConnectOptions::new("127.0.0.1:1").assume_session_timeout(Duration::from_millis(1_000));
+            ZkAsyncOptions::new("127.0.0.1:1").assume_session_timeout(Duration::from_millis(1_000));
         assert!(matches!(
             ZkAsyncTransport::connect(assumed).await,
             Err(ElectionError::SessionTimeoutTooShort { .. })
@@ -1228,7 +1065,7 @@ mod tests {
     async fn empty_and_malformed_hosts_are_refused() {
         for hosts in [" ", "no-port-here", "127.0.0.1:1,:"] {
             let result = ZkAsyncTransport::connect(
-                ConnectOptions::new(hosts).connect_timeout(Duration::from_secs(5)),
+                ZkAsyncOptions::new(hosts).connect_timeout(Duration::from_secs(5)),
             )
             .await;
             assert!(
@@ -1242,7 +1079,7 @@ mod tests {
     async fn unreachable_server_fails_within_the_connect_timeout() {
         // Nothing listens on port 1; connect() alone would spin forever. The
         // server's session timeout cannot be learned: refused, not guessed.
-        let opts = ConnectOptions::new("127.0.0.1:1/chroot")
+        let opts = ZkAsyncOptions::new("127.0.0.1:1/chroot")
             .session_timeout(Duration::from_secs(2))
             .connect_timeout(Duration::from_millis(500));
         let started = std::time::Instant::now();
@@ -1284,7 +1121,7 @@ mod tests {
             during: Option<zka::ZkState>,
         ) -> Self {
             let (events_tx, events) = mpsc::unbounded_channel();
-            let (shared, raw) = Shared::new(events_tx, has_auth);
+            let (shared, raw) = Shared::new(events_tx, has_auth, Duration::from_secs(1));
             let shared = Arc::new(shared);
             let calls = Arc::new(std::sync::Mutex::new(0_u32));
             let replay = {
@@ -1392,7 +1229,7 @@ mod tests {
                 session(CONNECTED),
             ]
         );
-        assert_eq!(p.shared.generation.load(Ordering::SeqCst), 3);
+        assert_eq!(p.shared.shell.generation.now(), 3);
         p.task.abort();
     }
 
@@ -1469,13 +1306,5 @@ mod tests {
         assert_eq!(events, [session(SessionEvent::Disconnected)]);
         assert!(!*p.shared.authenticated.borrow());
         p.task.abort();
-    }
-
-    #[test]
-    fn credentials_never_show_in_debug_output() {
-        let options = ConnectOptions::new("h:1").digest("user:hunter2");
-        let shown = format!("{options:?}");
-        assert!(!shown.contains("hunter2"), "{shown}");
-        assert!(shown.contains("digest"), "{shown}");
     }
 }

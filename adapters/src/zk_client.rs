@@ -47,7 +47,6 @@
 //! ```
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -68,14 +67,19 @@ use zookeeper_client as zkc;
 #[cfg(feature = "zookeeper-client-tls")]
 use crate::error::TlsError;
 use crate::error::{ConnectFailure, ElectionError};
+use crate::shell::{ClientState, Reporter, SessionOptions, Shell, CLOSE_TIMEOUT};
 use crate::transport::{
     EventStream, MultiError, MultiOp, MultiOpResult, Transport, TransportEvent,
 };
 
-/// How long closing the session may take before it is left to expire.
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// How to reach the servers with the zookeeper-client transport.
+/// How to reach the servers with the zookeeper-client transport: the shared
+/// [`SessionOptions`] with this client's own settings (TLS, SASL).
+///
+/// A host may be prefixed with `tcp://` (plain) or `tcp+tls://` (TLS);
+/// without a prefix it uses TLS if `tls` is set (feature
+/// `zookeeper-client-tls`), plain TCP otherwise. The connect timeout also
+/// bounds each attempt to open a new session after an expiry, and the
+/// reconnect delay is the pause between those attempts.
 ///
 /// ```
 /// use std::time::Duration;
@@ -88,29 +92,12 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// assert_eq!(options.auth[0].0, "digest");
 /// assert!(!format!("{options:?}").contains("secret"));
 /// ```
-#[derive(Clone)]
-pub struct ZkClientOptions {
-    /// `host:port[,host:port…][/chroot]`. A host may be prefixed with
-    /// `tcp://` (plain) or `tcp+tls://` (TLS); without a prefix it uses TLS
-    /// if `tls` is set (feature `zookeeper-client-tls`), plain TCP otherwise.
-    pub hosts: String,
-    /// Requested session timeout (default 10 s). The server may negotiate
-    /// it into its `[minSessionTimeout, maxSessionTimeout]`; the core is told
-    /// the negotiated value.
-    pub session_timeout: Duration,
-    /// Bound on the whole set-up: the TLS check, reaching a server, the
-    /// session, the credentials (default 10 s). Also bounds each attempt to
-    /// open a new session after an expiry.
-    pub connect_timeout: Duration,
-    /// Bound on each request (default: the first session's negotiated
-    /// timeout). A request that takes longer answers `OperationTimeout`.
-    pub op_timeout: Option<Duration>,
-    /// Credentials as `(scheme, bytes)`, e.g. `("digest", b"user:pass")`;
-    /// the client replays them after every reconnect.
-    pub auth: Vec<(String, Vec<u8>)>,
-    /// Pause between attempts to open a new session after an expiry, while
-    /// no server answers (default 200 ms).
-    pub reconnect_delay: Duration,
+pub type ZkClientOptions = SessionOptions<ZkClientExtras>;
+
+/// What only the zookeeper-client transport needs ([`ZkClientOptions::client`]).
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct ZkClientExtras {
     /// TLS settings (feature `zookeeper-client-tls`).
     #[cfg(feature = "zookeeper-client-tls")]
     pub tls: Option<TlsSettings>,
@@ -119,17 +106,10 @@ pub struct ZkClientOptions {
     pub sasl: Option<zkc::SaslOptions>,
 }
 
-impl std::fmt::Debug for ZkClientOptions {
+impl std::fmt::Debug for ZkClientExtras {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print credentials (the SASL options' own Debug shows the password).
-        let schemes: Vec<&str> = self.auth.iter().map(|(s, _)| s.as_str()).collect();
-        let mut d = f.debug_struct("ZkClientOptions");
-        d.field("hosts", &self.hosts)
-            .field("session_timeout", &self.session_timeout)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("op_timeout", &self.op_timeout)
-            .field("auth_schemes", &schemes)
-            .field("reconnect_delay", &self.reconnect_delay);
+        let mut d = f.debug_struct("ZkClientExtras");
         #[cfg(feature = "zookeeper-client-tls")]
         d.field("tls", &self.tls);
         #[cfg(any(feature = "zookeeper-client-sasl", feature = "zookeeper-client-gssapi"))]
@@ -138,69 +118,12 @@ impl std::fmt::Debug for ZkClientOptions {
     }
 }
 
-impl ZkClientOptions {
-    /// Defaults for `hosts`.
-    pub fn new(hosts: impl Into<String>) -> Self {
-        Self {
-            hosts: hosts.into(),
-            session_timeout: Duration::from_secs(10),
-            connect_timeout: Duration::from_secs(10),
-            op_timeout: None,
-            auth: Vec::new(),
-            reconnect_delay: Duration::from_millis(200),
-            #[cfg(feature = "zookeeper-client-tls")]
-            tls: None,
-            #[cfg(any(feature = "zookeeper-client-sasl", feature = "zookeeper-client-gssapi"))]
-            sasl: None,
-        }
-    }
-
-    /// Adds digest credentials, `user:password`.
-    #[must_use]
-    pub fn digest(self, user_password: impl Into<String>) -> Self {
-        self.auth("digest", user_password.into().into_bytes())
-    }
-
-    /// Adds credentials of any scheme.
-    #[must_use]
-    pub fn auth(mut self, scheme: impl Into<String>, credentials: impl Into<Vec<u8>>) -> Self {
-        self.auth.push((scheme.into(), credentials.into()));
-        self
-    }
-
-    /// The requested session timeout.
-    #[must_use]
-    pub fn session_timeout(mut self, timeout: Duration) -> Self {
-        self.session_timeout = timeout;
-        self
-    }
-
-    /// The bound on the set-up (and on each attempt to open a new session).
-    #[must_use]
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// The bound on each request.
-    #[must_use]
-    pub fn op_timeout(mut self, timeout: Duration) -> Self {
-        self.op_timeout = Some(timeout);
-        self
-    }
-
-    /// The pause between attempts to open a new session after an expiry.
-    #[must_use]
-    pub fn reconnect_delay(mut self, delay: Duration) -> Self {
-        self.reconnect_delay = delay;
-        self
-    }
-
+impl SessionOptions<ZkClientExtras> {
     /// Talks TLS to every host not prefixed with `tcp://`.
     #[cfg(feature = "zookeeper-client-tls")]
     #[must_use]
     pub fn tls(mut self, tls: TlsSettings) -> Self {
-        self.tls = Some(tls);
+        self.client.tls = Some(tls);
         self
     }
 
@@ -209,7 +132,7 @@ impl ZkClientOptions {
     #[cfg(any(feature = "zookeeper-client-sasl", feature = "zookeeper-client-gssapi"))]
     #[must_use]
     pub fn sasl(mut self, sasl: impl Into<zkc::SaslOptions>) -> Self {
-        self.sasl = Some(sasl.into());
+        self.client.sasl = Some(sasl.into());
         self
     }
 
@@ -218,34 +141,6 @@ impl ZkClientOptions {
     #[must_use]
     pub fn sasl_digest_md5(self, user: impl Into<String>, password: impl Into<String>) -> Self {
         self.sasl(zkc::SaslOptions::digest_md5(user.into(), password.into()))
-    }
-
-    fn validate(&self) -> Result<(), ElectionError> {
-        if self.session_timeout.is_zero() {
-            // The client would silently use its own default instead.
-            return Err(ElectionError::SessionTimeoutTooShort {
-                requested: self.session_timeout,
-                min: Duration::from_millis(1),
-            });
-        }
-        if self.hosts.trim().is_empty() {
-            return Err(self.fail(ConnectFailure::BadAddress, "no hosts given"));
-        }
-        Ok(())
-    }
-
-    fn fail(&self, kind: ConnectFailure, reason: impl Into<String>) -> ElectionError {
-        ElectionError::Connect {
-            hosts: self.hosts.clone(),
-            kind,
-            reason: reason.into(),
-        }
-    }
-
-    /// The bound on each request: as set, or the negotiated session timeout
-    /// (never the requested one, which the server may have cut).
-    fn op_timeout_or(&self, negotiated: Duration) -> Duration {
-        self.op_timeout.unwrap_or(negotiated)
     }
 }
 
@@ -363,7 +258,7 @@ impl Opener {
             connector = connector.with_tls(tls.clone());
         }
         #[cfg(any(feature = "zookeeper-client-sasl", feature = "zookeeper-client-gssapi"))]
-        if let Some(sasl) = &self.options.sasl {
+        if let Some(sasl) = &self.options.client.sasl {
             connector = connector.with_sasl(sasl.clone());
         }
         connector
@@ -379,7 +274,7 @@ impl Opener {
     }
 }
 
-/// The client in use, and how many times it has been replaced.
+/// The client in use, and the shell's generation when it was swapped in.
 #[derive(Clone)]
 struct Current {
     client: zkc::Client,
@@ -389,11 +284,11 @@ struct Current {
 /// What the transport and its tasks share.
 struct Inner {
     current: RwLock<Option<Current>>,
-    events: mpsc::UnboundedSender<TransportEvent>,
+    /// The event stream, the closed flag, the request bound, and the
+    /// generation — bumped when the client is replaced or closed.
+    shell: Shell,
     /// The watch forwarders (reaped as they finish, aborted on close).
     watches: Mutex<JoinSet<()>>,
-    closed: AtomicBool,
-    op_timeout: Duration,
 }
 
 impl Inner {
@@ -404,22 +299,14 @@ impl Inner {
             .clone()
     }
 
-    fn generation(&self) -> Option<u64> {
-        self.current
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .map(|c| c.generation)
-    }
-
-    fn send(&self, event: SessionEvent) {
-        info!(?event, "session");
-        let _ = self.events.send(TransportEvent::Session(event));
+    /// Whether `current` has been replaced (or closed) since it was read.
+    fn replaced(&self, current: &Current) -> bool {
+        self.shell.generation.changed_since(current.generation)
     }
 
     /// Forwards one watch's event into the stream from a small task.
     fn forward(&self, watcher: zkc::OneshotWatcher) {
-        let events = self.events.clone();
+        let events = self.shell.events();
         let mut watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
         while watches.try_join_next().is_some() {}
         watches.spawn(async move {
@@ -459,9 +346,7 @@ pub struct ZkClientTransport {
 impl std::fmt::Debug for ZkClientTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ZkClientTransport")
-            .field("op_timeout", &self.inner.op_timeout)
-            .field("generation", &self.inner.generation())
-            .field("closed", &self.inner.closed.load(Ordering::SeqCst))
+            .field("shell", &self.inner.shell)
             .finish_non_exhaustive()
     }
 }
@@ -478,10 +363,10 @@ impl ZkClientTransport {
     /// address, no session in time), [`ElectionError::Auth`] (credentials
     /// rejected).
     pub async fn connect(options: ZkClientOptions) -> Result<(Self, EventStream), ElectionError> {
-        options.validate()?;
+        options.check(Duration::ZERO)?;
         let deadline = Instant::now() + options.connect_timeout;
         #[cfg(feature = "zookeeper-client-tls")]
-        let tls = match &options.tls {
+        let tls = match &options.client.tls {
             Some(settings) => {
                 let (client_options, preflight_config) = settings.build()?;
                 preflight::check(&options.hosts, preflight_config, deadline).await?;
@@ -497,12 +382,7 @@ impl ZkClientTransport {
         let options = &opener.options;
         let client = match tokio::time::timeout_at(deadline, opener.open()).await {
             Ok(Ok(client)) => client,
-            Ok(Err(zkc::Error::AuthFailed)) => {
-                return Err(ElectionError::Auth(format!(
-                    "the server rejected the {} credentials",
-                    schemes(options)
-                )))
-            }
+            Ok(Err(zkc::Error::AuthFailed)) => return Err(options.rejected()),
             Ok(Err(zkc::Error::BadArguments(reason))) => {
                 return Err(options.fail(
                     ConnectFailure::BadAddress,
@@ -538,13 +418,11 @@ impl ZkClientTransport {
                 client,
                 generation: 0,
             })),
-            events,
+            shell: Shell::new(events, op_timeout),
             watches: Mutex::new(JoinSet::new()),
-            closed: AtomicBool::new(false),
-            op_timeout,
         });
         info!(hosts = options.hosts, event = ?connected, "connected");
-        let _ = inner.events.send(TransportEvent::Session(connected));
+        inner.shell.session(connected);
         let session_task =
             tokio::spawn(run_session(Arc::clone(&inner), opener, watcher, connected));
         Ok((
@@ -575,7 +453,7 @@ impl ZkClientTransport {
         if let Some(watcher) = watcher {
             self.inner.forward(watcher);
         }
-        let replaced = self.inner.generation() != Some(current.generation);
+        let replaced = self.inner.replaced(current);
         result.map_err(|e| settle(map_error(e, in_doubt(&mut state)), replaced))
     }
 }
@@ -680,21 +558,17 @@ fn created_path(requested: &str, mode: CreateMode, sequence: zkc::CreateSequence
 #[async_trait]
 impl Transport for ZkClientTransport {
     async fn perform(&self, request: Request) -> Result<Reply, ZkCode> {
-        if self.inner.closed.load(Ordering::SeqCst) {
-            return Err(ZkCode::ConnectionLoss);
-        }
         let Some(current) = self.inner.current() else {
             return Err(ZkCode::ConnectionLoss);
         };
-        match tokio::time::timeout(self.inner.op_timeout, self.perform_on(&current, request)).await
-        {
-            Ok(result) => result,
-            Err(_) => Err(ZkCode::OperationTimeout),
-        }
+        self.inner
+            .shell
+            .perform(self.perform_on(&current, request))
+            .await
     }
 
     async fn multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiOpResult>, MultiError> {
-        if self.inner.closed.load(Ordering::SeqCst) {
+        if self.inner.shell.is_closed() {
             return Err(MultiError::Request(ZkCode::ConnectionLoss));
         }
         let Some(current) = self.inner.current() else {
@@ -727,8 +601,8 @@ impl Transport for ZkClientTransport {
                 code: map_error(e, false),
             })?;
         }
-        let committed = tokio::time::timeout(self.inner.op_timeout, writer.commit()).await;
-        let replaced = self.inner.generation() != Some(current.generation);
+        let committed = tokio::time::timeout(self.inner.shell.op_timeout(), writer.commit()).await;
+        let replaced = self.inner.replaced(&current);
         match committed {
             Err(_) => Err(MultiError::Request(ZkCode::OperationTimeout)),
             Ok(Ok(results)) => Ok(results.into_iter().map(map_multi_result).collect()),
@@ -745,7 +619,7 @@ impl Transport for ZkClientTransport {
     }
 
     async fn close(&self) {
-        if self.inner.closed.swap(true, Ordering::SeqCst) {
+        if !self.inner.shell.close_once() {
             return;
         }
         self.session_task.abort();
@@ -755,6 +629,7 @@ impl Transport for ZkClientTransport {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
+        self.inner.shell.generation.bump();
         if let Some(current) = current {
             let mut state = current.client.state_watcher();
             // The session closes once the last clone of the client is gone.
@@ -776,7 +651,7 @@ impl Transport for ZkClientTransport {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .abort_all();
-        self.inner.send(SessionEvent::Closed);
+        self.inner.shell.session(SessionEvent::Closed);
     }
 }
 
@@ -803,48 +678,26 @@ fn connected(client: &zkc::Client) -> SessionEvent {
     }
 }
 
-/// What the session task does after a state change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Next {
-    /// Keep watching; whether `Connected` is now the last thing reported.
-    Watch { connected: bool },
-    /// The client is dead: open a new one.
-    Renew,
-    /// The client is dead for good (rejected credentials).
-    Stop,
-}
-
-/// Maps the client's *current* state to what the core is told, given
-/// whether `Connected` was the last thing reported, and what to do next.
+/// How zookeeper-client's *current* state reads (the shell's [`Reporter`],
+/// told that this client's watcher merges states, turns it into session
+/// events: a `SyncConnected` read while `Connected` was the last thing
+/// reported is a blip the watcher merged, reported as `Disconnected` then
+/// `Connected` so the core re-verifies).
 ///
-/// | state | after `Connected` | otherwise |
+/// | state | reads as | then |
 /// |---|---|---|
-/// | `SyncConnected`, `ConnectedReadOnly` | `Disconnected`, `Connected` (a blip the watcher merged) | `Connected` |
-/// | `Disconnected` | `Disconnected` | — |
-/// | `Expired` | `Expired`, then a new client | same |
-/// | `Closed` (not by us: the client gave up) | `Expired`, then a new client | same |
-/// | `AuthFailed` | `AuthFailed`, stop | same |
-fn on_state(
-    state: zkc::SessionState,
-    was_connected: bool,
-    connected: SessionEvent,
-) -> (Vec<SessionEvent>, Next) {
+/// | `SyncConnected`, `ConnectedReadOnly` | `Connected` | watch |
+/// | `Disconnected` | `Disconnected` | watch |
+/// | `Expired` | `Expired` | open a new client |
+/// | `Closed` (not by us: the client gave up) | `Expired` | open a new client |
+/// | `AuthFailed` | `AuthFailed` | stop |
+fn client_state(state: zkc::SessionState) -> ClientState {
     use zkc::SessionState as S;
     match state {
-        S::SyncConnected | S::ConnectedReadOnly if was_connected => (
-            vec![SessionEvent::Disconnected, connected],
-            Next::Watch { connected: true },
-        ),
-        S::SyncConnected | S::ConnectedReadOnly => {
-            (vec![connected], Next::Watch { connected: true })
-        }
-        S::Disconnected if was_connected => (
-            vec![SessionEvent::Disconnected],
-            Next::Watch { connected: false },
-        ),
-        S::Disconnected => (vec![], Next::Watch { connected: false }),
-        S::Expired | S::Closed => (vec![SessionEvent::Expired], Next::Renew),
-        S::AuthFailed => (vec![SessionEvent::AuthFailed], Next::Stop),
+        S::SyncConnected | S::ConnectedReadOnly => ClientState::Connected,
+        S::Disconnected => ClientState::Disconnected,
+        S::Expired | S::Closed => ClientState::Expired,
+        S::AuthFailed => ClientState::AuthFailed,
     }
 }
 
@@ -856,7 +709,7 @@ async fn run_session(
     mut watcher: zkc::StateWatcher,
     mut connected: SessionEvent,
 ) {
-    let mut was_connected = true;
+    let mut reporter = Reporter::new(true);
     // A change between connect and the subscription is not lost: act on
     // the state now unless it is the connected state already reported.
     let mut state = Some(watcher.state()).filter(|s| *s != zkc::SessionState::SyncConnected);
@@ -865,17 +718,18 @@ async fn run_session(
             Some(now) => now,
             None => watcher.changed().await,
         };
-        if inner.closed.load(Ordering::SeqCst) {
+        if inner.shell.is_closed() {
             return;
         }
-        let (events, next) = on_state(now, was_connected, connected);
-        for event in events {
-            inner.send(event);
+        let read = client_state(now);
+        for event in reporter.map(read, connected) {
+            reporter.reported(&event);
+            inner.shell.session(event);
         }
-        match next {
-            Next::Watch { connected } => was_connected = connected,
-            Next::Stop => return,
-            Next::Renew => {
+        match read {
+            ClientState::Connected | ClientState::Disconnected | ClientState::Ignored => {}
+            ClientState::AuthFailed | ClientState::Closed => return,
+            ClientState::Expired => {
                 let Some(client) = renew(&inner, &opener).await else {
                     return;
                 };
@@ -886,16 +740,17 @@ async fn run_session(
                         .current
                         .write()
                         .unwrap_or_else(PoisonError::into_inner);
-                    if inner.closed.load(Ordering::SeqCst) {
+                    if inner.shell.is_closed() {
                         return;
                     }
-                    let generation = slot.as_ref().map_or(0, |c| c.generation + 1);
+                    inner.shell.generation.bump();
+                    let generation = inner.shell.generation.now();
                     *slot = Some(Current { client, generation });
                 }
                 // Swapped in before it is announced: a request the core
                 // sends after `Connected` goes to the new session.
-                inner.send(connected);
-                was_connected = true;
+                inner.shell.session(connected);
+                reporter.reported(&connected);
                 state = Some(watcher.state()).filter(|s| *s != zkc::SessionState::SyncConnected);
             }
         }
@@ -907,13 +762,13 @@ async fn run_session(
 async fn renew(inner: &Inner, opener: &Opener) -> Option<zkc::Client> {
     let options = &opener.options;
     loop {
-        if inner.closed.load(Ordering::SeqCst) {
+        if inner.shell.is_closed() {
             return None;
         }
         match tokio::time::timeout(options.connect_timeout, opener.open()).await {
             Ok(Ok(client)) => return Some(client),
             Ok(Err(zkc::Error::AuthFailed)) => {
-                inner.send(SessionEvent::AuthFailed);
+                inner.shell.session(SessionEvent::AuthFailed);
                 return None;
             }
             Ok(Err(e)) => warn!(error = %e, "opening a new session failed; trying again"),
@@ -923,15 +778,6 @@ async fn renew(inner: &Inner, opener: &Opener) -> Option<zkc::Client> {
         }
         tokio::time::sleep(options.reconnect_delay).await;
     }
-}
-
-fn schemes(options: &ZkClientOptions) -> String {
-    options
-        .auth
-        .iter()
-        .map(|(s, _)| s.as_str())
-        .collect::<Vec<_>>()
-        .join("+")
 }
 
 /// Maps a client error to the core's code, given whether the connection was
@@ -1009,16 +855,7 @@ fn map_multi_result(result: zkc::MultiWriteResult) -> MultiOpResult {
 }
 
 fn map_stat(s: &zkc::Stat) -> Stat {
-    Stat {
-        czxid: s.czxid,
-        mzxid: s.mzxid,
-        pzxid: s.pzxid,
-        version: s.version,
-        cversion: s.cversion,
-        ephemeral_owner: s.ephemeral_owner,
-        data_length: s.data_length,
-        num_children: s.num_children,
-    }
+    crate::shell::stat_of!(s)
 }
 
 /// `CREATOR_ALL_ACL` plus `READ_ACL_UNSAFE`.
@@ -1395,75 +1232,30 @@ mod tests {
     }
 
     #[test]
-    fn states_map_from_the_current_state_only() {
-        use zkc::SessionState as S;
-        let c = connected();
-        let table = [
-            // (state, after Connected, otherwise)
-            (
-                S::SyncConnected,
-                (
-                    vec![SessionEvent::Disconnected, c],
-                    Next::Watch { connected: true },
-                ),
-                (vec![c], Next::Watch { connected: true }),
-            ),
-            (
-                S::Disconnected,
-                (
-                    vec![SessionEvent::Disconnected],
-                    Next::Watch { connected: false },
-                ),
-                (vec![], Next::Watch { connected: false }),
-            ),
-            (
-                S::Expired,
-                (vec![SessionEvent::Expired], Next::Renew),
-                (vec![SessionEvent::Expired], Next::Renew),
-            ),
-            (
-                S::Closed,
-                (vec![SessionEvent::Expired], Next::Renew),
-                (vec![SessionEvent::Expired], Next::Renew),
-            ),
-            (
-                S::AuthFailed,
-                (vec![SessionEvent::AuthFailed], Next::Stop),
-                (vec![SessionEvent::AuthFailed], Next::Stop),
-            ),
-        ];
-        for (state, after_connected, otherwise) in table {
-            assert_eq!(
-                on_state(state, true, c),
-                after_connected,
-                "{state:?} after Connected"
-            );
-            assert_eq!(on_state(state, false, c), otherwise, "{state:?} otherwise");
-        }
-    }
-
-    #[test]
     fn a_sequence_of_states_reads_as_the_core_needs_it() {
         use zkc::SessionState as S;
         let c = connected();
         let mut reported = Vec::new();
-        let mut was_connected = true;
+        let mut reporter = Reporter::new(true);
         let mut renewals = 0;
         // A drop and its recovery; a drop and recovery the watcher merged
-        // into one change to SyncConnected; an expiry.
+        // into one change to SyncConnected; an expiry; a client that gave up.
         for state in [
             S::Disconnected,
             S::SyncConnected,
             S::SyncConnected,
             S::Disconnected,
             S::Expired,
+            S::Closed,
         ] {
-            let (events, next) = on_state(state, was_connected, c);
-            reported.extend(events);
-            match next {
-                Next::Watch { connected } => was_connected = connected,
-                Next::Renew => renewals += 1,
-                Next::Stop => panic!("stopped at {state:?}"),
+            let read = client_state(state);
+            for e in reporter.map(read, c) {
+                reporter.reported(&e);
+                reported.push(e);
+            }
+            if read == ClientState::Expired {
+                renewals += 1;
+                reporter.reported(&c);
             }
         }
         assert_eq!(
@@ -1475,9 +1267,11 @@ mod tests {
                 c,
                 SessionEvent::Disconnected,
                 SessionEvent::Expired,
+                SessionEvent::Expired,
             ]
         );
-        assert_eq!(renewals, 1);
+        assert_eq!(renewals, 2);
+        assert_eq!(client_state(S::AuthFailed), ClientState::AuthFailed);
     }
 
     #[test]
@@ -1588,13 +1382,5 @@ mod tests {
             matches!(result, Err(ElectionError::Connect { .. })),
             "{result:?}"
         );
-    }
-
-    #[test]
-    fn credentials_never_show_in_debug_output() {
-        let options = ZkClientOptions::new("h:1").digest("user:hunter2");
-        let shown = format!("{options:?}");
-        assert!(!shown.contains("hunter2"), "{shown}");
-        assert!(shown.contains("digest"), "{shown}");
     }
 }

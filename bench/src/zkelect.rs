@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use tokio::task::JoinHandle;
-use zkelect::{ConnectOptions, Election, Transport, WatchStrategy, ZkAsyncTransport};
+use zkelect::{Election, Transport, WatchStrategy, ZkAsyncOptions, ZkAsyncTransport};
 use zkelect_core::{Reply, Request, ZkCode};
 
 use crate::contender::{
@@ -68,7 +68,7 @@ impl Implementation for Zkelect {
         path: &str,
         board: Arc<LeaderBoard>,
     ) -> Result<Box<dyn Contender>> {
-        let options = ConnectOptions::new(self.settings.connect.clone())
+        let options = ZkAsyncOptions::new(self.settings.connect.clone())
             .session_timeout(self.settings.session_timeout)
             .connect_timeout(self.settings.connect_timeout);
         let (transport, events) = ZkAsyncTransport::connect(options)

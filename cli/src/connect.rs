@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use zkelect::zk_client::{TlsSettings, ZkClientOptions};
 use zkelect::{
-    Connect, ConnectFailure, ConnectOptions, ElectionError, EventStream, TlsError, Transport,
+    Connect, ConnectFailure, ElectionError, EventStream, TlsError, Transport, ZkAsyncOptions,
 };
 use zkelect_core::{Acl, CandidateError, ZkCode};
 
@@ -106,7 +106,7 @@ pub(crate) fn settings(conn: &ConnectArgs) -> Result<Box<dyn Connect>, Failure> 
                         .into(),
                 ));
             }
-            let mut options = ConnectOptions::new(conn.connect.clone())
+            let mut options = ZkAsyncOptions::new(conn.connect.clone())
                 .session_timeout(conn.session_timeout())
                 .connect_timeout(conn.connect_timeout());
             if let Some(auth) = &conn.auth {

@@ -150,7 +150,7 @@ mod live {
 pub(crate) async fn real(args: DemoArgs) -> Result<ExitCode, Failure> {
     use std::time::Instant;
 
-    use zkelect::{ConnectOptions, Election, ZkAsyncTransport};
+    use zkelect::{Election, ZkAsyncOptions, ZkAsyncTransport};
     use zkelect_core::{Notice, Role};
 
     use crate::connect::failure;
@@ -178,7 +178,7 @@ pub(crate) async fn real(args: DemoArgs) -> Result<ExitCode, Failure> {
         let proxy = live::Proxy::start(hosts.clone())
             .await
             .code(Code::Unreachable)?;
-        let options = ConnectOptions::new(proxy.addr.to_string())
+        let options = ZkAsyncOptions::new(proxy.addr.to_string())
             .session_timeout(timeout)
             .connect_timeout(Duration::from_secs(10));
         let (transport, events) = ZkAsyncTransport::connect(options).await.map_err(failure)?;

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use zkelect::zk_client::ZkClientOptions;
 use zkelect::{
-    Connect, ConnectOptions, Election, ElectionBuilder, ElectionError, EventStream, Transport,
+    Connect, Election, ElectionBuilder, ElectionError, EventStream, Transport, ZkAsyncOptions,
 };
 
 /// How long a test's transport may take to connect: generous, so a slow
@@ -74,7 +74,7 @@ impl TransportKind {
     ) -> Box<dyn Connect> {
         match self {
             TransportKind::ZookeeperAsync => {
-                let options = ConnectOptions::new(hosts)
+                let options = ZkAsyncOptions::new(hosts)
                     .session_timeout(session)
                     .connect_timeout(CONNECT_TIMEOUT)
                     .reconnect_delay(RECONNECT_DELAY);

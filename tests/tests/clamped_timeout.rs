@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use zkelect::{
-    ConnectOptions, Election, ElectionError, EventStream, Notice, SessionEvent, TransportEvent,
+    Election, ElectionError, EventStream, Notice, SessionEvent, TransportEvent, ZkAsyncOptions,
     ZkAsyncTransport,
 };
 use zkelect_tests::{Proxy, ZkServer};
@@ -224,7 +224,7 @@ async fn unreachable_server_in_the_connect_string_is_refused_with_a_typed_error(
     let connect_timeout = Duration::from_secs(2);
     let started = Instant::now();
     let result = ZkAsyncTransport::connect(
-        ConnectOptions::new(&hosts)
+        ZkAsyncOptions::new(&hosts)
             .session_timeout(REQUESTED)
             .connect_timeout(connect_timeout),
     )
@@ -288,7 +288,7 @@ async fn the_handshake_leaves_no_session_behind() {
     };
     assert_eq!(sessions(), "0");
     let (transport, events) = ZkAsyncTransport::connect(
-        ConnectOptions::new(server.connect_string()).session_timeout(REQUESTED),
+        ZkAsyncOptions::new(server.connect_string()).session_timeout(REQUESTED),
     )
     .await
     .expect("connect");

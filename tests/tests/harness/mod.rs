@@ -42,8 +42,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::broadcast::error::RecvError;
 use zkelect::zk_client::ZkClientOptions;
 use zkelect::{
-    Connect, ConnectOptions, DemotionReason, Election, ElectionBuilder, ElectionError, EventStream,
-    FencingToken, Notice, Role, Transport,
+    Connect, DemotionReason, Election, ElectionBuilder, ElectionError, EventStream, FencingToken,
+    Notice, Role, Transport, ZkAsyncOptions,
 };
 use zkelect_core::name;
 use zkelect_tests::transports::{CONNECT_TIMEOUT, RECONNECT_DELAY};
@@ -121,7 +121,7 @@ pub(crate) async fn connect(
         (_, None) => client.settings(hosts, SESSION, None),
         (_, Some(Credentials::Digest(digest))) => client.settings(hosts, SESSION, Some(digest)),
         (Client::ZookeeperAsync, Some(Credentials::Scheme(scheme, auth))) => Box::new(
-            ConnectOptions::new(hosts)
+            ZkAsyncOptions::new(hosts)
                 .session_timeout(SESSION)
                 .connect_timeout(CONNECT_TIMEOUT)
                 .reconnect_delay(RECONNECT_DELAY)

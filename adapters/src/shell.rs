@@ -1,0 +1,474 @@
+//! The shell both real transports share: their settings
+//! ([`SessionOptions`]), the bound on every request ([`Shell::perform`]),
+//! the generation guard that tells a request it straddled a reconnect
+//! ([`Generation`]), and the one mapping of a client's states to the core's
+//! session events ([`Reporter`]). Each transport file keeps only what its
+//! client needs: how its states read as [`ClientState`]s, its requests, and
+//! its defect table.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tracing::info;
+use zkelect_core::{SessionEvent, ZkCode};
+
+use crate::error::{ConnectFailure, ElectionError};
+use crate::transport::TransportEvent;
+
+/// The core's `Stat` from a client's, whose fields have the same names.
+macro_rules! stat_of {
+    ($s:expr) => {
+        zkelect_core::Stat {
+            czxid: $s.czxid,
+            mzxid: $s.mzxid,
+            pzxid: $s.pzxid,
+            version: $s.version,
+            cversion: $s.cversion,
+            ephemeral_owner: $s.ephemeral_owner,
+            data_length: $s.data_length,
+            num_children: $s.num_children,
+        }
+    };
+}
+pub(crate) use stat_of;
+
+/// How long closing the session may take before it is left to expire.
+pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How to reach the servers: what both real transports need, plus the
+/// client's own settings in `client` — [`ZkAsyncOptions`](crate::ZkAsyncOptions)
+/// is `SessionOptions<ZkAsyncExtras>`,
+/// [`ZkClientOptions`](crate::zk_client::ZkClientOptions) is
+/// `SessionOptions<ZkClientExtras>`.
+///
+/// ```
+/// use std::time::Duration;
+/// use zkelect::ZkAsyncOptions;
+///
+/// let options = ZkAsyncOptions::new("zk1:2181,zk2:2181,zk3:2181/chroot")
+///     .session_timeout(Duration::from_secs(6))
+///     .connect_timeout(Duration::from_secs(5))
+///     .digest("svc:secret");
+/// assert_eq!(options.auth[0].0, "digest");
+/// assert!(!format!("{options:?}").contains("secret"));
+/// ```
+#[derive(Clone)]
+pub struct SessionOptions<C> {
+    /// `host:port[,host:port…][/chroot]`, tried in order.
+    pub hosts: String,
+    /// Requested session timeout (default 10 s). The servers may negotiate
+    /// it into their `[minSessionTimeout, maxSessionTimeout]`; the core is
+    /// told the negotiated value, never the requested one.
+    pub session_timeout: Duration,
+    /// Bound on the whole set-up: reaching a server, the session, the
+    /// credentials (default 10 s).
+    pub connect_timeout: Duration,
+    /// Bound on each request (default: the negotiated session timeout). A
+    /// request that takes longer answers `OperationTimeout`.
+    pub op_timeout: Option<Duration>,
+    /// Credentials as `(scheme, bytes)`, e.g. `("digest", b"user:pass")`,
+    /// added at connect and again after every reconnect.
+    pub auth: Vec<(String, Vec<u8>)>,
+    /// Pause between attempts to reach a server, or to open a new session
+    /// after an expiry (default 200 ms).
+    pub reconnect_delay: Duration,
+    /// The client's own settings.
+    pub client: C,
+}
+
+impl<C: std::fmt::Debug> std::fmt::Debug for SessionOptions<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print credentials.
+        let schemes: Vec<&str> = self.auth.iter().map(|(s, _)| s.as_str()).collect();
+        f.debug_struct("SessionOptions")
+            .field("hosts", &self.hosts)
+            .field("session_timeout", &self.session_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("op_timeout", &self.op_timeout)
+            .field("auth_schemes", &schemes)
+            .field("reconnect_delay", &self.reconnect_delay)
+            .field("client", &self.client)
+            .finish()
+    }
+}
+
+impl<C: Default> SessionOptions<C> {
+    /// Defaults for `hosts`.
+    pub fn new(hosts: impl Into<String>) -> Self {
+        Self {
+            hosts: hosts.into(),
+            session_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            op_timeout: None,
+            auth: Vec::new(),
+            reconnect_delay: Duration::from_millis(200),
+            client: C::default(),
+        }
+    }
+}
+
+impl<C> SessionOptions<C> {
+    /// Adds digest credentials, `user:password`.
+    #[must_use]
+    pub fn digest(self, user_password: impl Into<String>) -> Self {
+        self.auth("digest", user_password.into().into_bytes())
+    }
+
+    /// Adds credentials of any scheme.
+    #[must_use]
+    pub fn auth(mut self, scheme: impl Into<String>, credentials: impl Into<Vec<u8>>) -> Self {
+        self.auth.push((scheme.into(), credentials.into()));
+        self
+    }
+
+    /// The requested session timeout.
+    #[must_use]
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// The bound on the whole set-up.
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The bound on each request.
+    #[must_use]
+    pub fn op_timeout(mut self, timeout: Duration) -> Self {
+        self.op_timeout = Some(timeout);
+        self
+    }
+
+    /// The pause between attempts to reach a server or open a new session.
+    #[must_use]
+    pub fn reconnect_delay(mut self, delay: Duration) -> Self {
+        self.reconnect_delay = delay;
+        self
+    }
+
+    /// Refuses a requested session timeout below `min`, and empty hosts.
+    pub(crate) fn check(&self, min: Duration) -> Result<(), ElectionError> {
+        if self.session_timeout < min || self.session_timeout.is_zero() {
+            // A zero timeout would make a client silently use its own default.
+            return Err(ElectionError::SessionTimeoutTooShort {
+                requested: self.session_timeout,
+                min: min.max(Duration::from_millis(1)),
+            });
+        }
+        if self.hosts.trim().is_empty() {
+            return Err(self.fail(ConnectFailure::BadAddress, "no hosts given"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn fail(&self, kind: ConnectFailure, reason: impl Into<String>) -> ElectionError {
+        ElectionError::Connect {
+            hosts: self.hosts.clone(),
+            kind,
+            reason: reason.into(),
+        }
+    }
+
+    /// The credentials' schemes, for messages (`digest+ip`).
+    pub(crate) fn schemes(&self) -> String {
+        self.auth
+            .iter()
+            .map(|(s, _)| s.as_str())
+            .collect::<Vec<_>>()
+            .join("+")
+    }
+
+    /// The rejection of this session's credentials.
+    pub(crate) fn rejected(&self) -> ElectionError {
+        ElectionError::Auth(format!(
+            "the server rejected the {} credentials",
+            self.schemes()
+        ))
+    }
+
+    /// The bound on each request: as set, or the negotiated session timeout
+    /// (never the requested one, which the server may have cut).
+    pub(crate) fn op_timeout_or(&self, negotiated: Duration) -> Duration {
+        self.op_timeout.unwrap_or(negotiated)
+    }
+}
+
+/// Counts the client's connections: bumped whenever the one a request was
+/// sent on may be gone, so the request can tell it straddled a reconnect
+/// (its watch lost, its `NoAuth` or `SessionExpired` meant for another
+/// connection).
+#[derive(Debug, Default)]
+pub(crate) struct Generation(AtomicU64);
+
+impl Generation {
+    /// The current generation, to compare after a request.
+    pub(crate) fn now(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// A new connection (or none) from here on.
+    pub(crate) fn bump(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Whether the connection changed since `before`.
+    pub(crate) fn changed_since(&self, before: u64) -> bool {
+        self.now() != before
+    }
+}
+
+/// What a transport and its tasks share whatever the client: the event
+/// stream, the closed flag, the request bound and the generation.
+#[derive(Debug)]
+pub(crate) struct Shell {
+    events: mpsc::UnboundedSender<TransportEvent>,
+    closed: AtomicBool,
+    op_timeout: Duration,
+    pub(crate) generation: Generation,
+}
+
+impl Shell {
+    pub(crate) fn new(events: mpsc::UnboundedSender<TransportEvent>, op_timeout: Duration) -> Self {
+        Self {
+            events,
+            closed: AtomicBool::new(false),
+            op_timeout,
+            generation: Generation::default(),
+        }
+    }
+
+    /// The bound on each request.
+    pub(crate) fn op_timeout(&self) -> Duration {
+        self.op_timeout
+    }
+
+    /// Runs one request under the transport's contract: refused with
+    /// `ConnectionLoss` once closed, answered `OperationTimeout` when it
+    /// takes longer than the bound.
+    pub(crate) async fn perform<T>(
+        &self,
+        work: impl Future<Output = Result<T, ZkCode>>,
+    ) -> Result<T, ZkCode> {
+        if self.is_closed() {
+            return Err(ZkCode::ConnectionLoss);
+        }
+        tokio::time::timeout(self.op_timeout, work)
+            .await
+            .unwrap_or(Err(ZkCode::OperationTimeout))
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Marks the transport closed; true only for the first caller, so
+    /// `close` is idempotent.
+    pub(crate) fn close_once(&self) -> bool {
+        !self.closed.swap(true, Ordering::SeqCst)
+    }
+
+    /// Reports a session event.
+    pub(crate) fn session(&self, event: SessionEvent) {
+        info!(?event, "session");
+        let _ = self.events.send(TransportEvent::Session(event));
+    }
+
+    /// Reports a fired watch.
+    pub(crate) fn watch(&self, event: zkelect_core::WatchEvent) {
+        let _ = self.events.send(TransportEvent::Watch(event));
+    }
+
+    /// A sender into the event stream, for tasks that outlive a borrow.
+    pub(crate) fn events(&self) -> mpsc::UnboundedSender<TransportEvent> {
+        self.events.clone()
+    }
+}
+
+/// A client's connection state, as each transport reads its client's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClientState {
+    /// Connected (read-only included).
+    Connected,
+    /// Looking for a server; the session may still be alive.
+    Disconnected,
+    /// The session is gone.
+    Expired,
+    /// The server rejected the credentials.
+    AuthFailed,
+    /// Closed by us.
+    Closed,
+    /// Says nothing the core needs.
+    Ignored,
+}
+
+/// Turns a client's states into the core's session events, remembering
+/// whether `Connected` was the last thing reported.
+///
+/// | state | after `Connected` | otherwise |
+/// |---|---|---|
+/// | `Connected` | nothing; `Disconnected`, `Connected` if the client's watcher merges states (a blip it hid) | `Connected` |
+/// | `Disconnected` | `Disconnected` | nothing |
+/// | `Expired` | `Expired` | `Expired` |
+/// | `AuthFailed` | `AuthFailed` | `AuthFailed` |
+/// | `Closed` | `Closed` | `Closed` |
+/// | `Ignored` | nothing | nothing |
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reporter {
+    was_connected: bool,
+    merges: bool,
+}
+
+impl Reporter {
+    /// After the `Connected` that `connect` reports; `merges` says whether
+    /// the client's watcher keeps only the latest state (zookeeper-client)
+    /// rather than every transition (zookeeper-async's listener).
+    pub(crate) fn new(merges: bool) -> Self {
+        Self {
+            was_connected: true,
+            merges,
+        }
+    }
+
+    /// What `state` means to the core; `connected` is the event a connected
+    /// state reports. Nothing is remembered until [`reported`](Self::reported).
+    pub(crate) fn map(&self, state: ClientState, connected: SessionEvent) -> Vec<SessionEvent> {
+        match state {
+            ClientState::Connected if !self.was_connected => vec![connected],
+            ClientState::Connected if self.merges => vec![SessionEvent::Disconnected, connected],
+            ClientState::Disconnected if self.was_connected => vec![SessionEvent::Disconnected],
+            ClientState::Connected | ClientState::Disconnected | ClientState::Ignored => vec![],
+            ClientState::Expired => vec![SessionEvent::Expired],
+            ClientState::AuthFailed => vec![SessionEvent::AuthFailed],
+            ClientState::Closed => vec![SessionEvent::Closed],
+        }
+    }
+
+    /// Remembers that `event` was reported.
+    pub(crate) fn reported(&mut self, event: &SessionEvent) {
+        self.was_connected = matches!(event, SessionEvent::Connected { .. });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Duration = Duration::from_secs(4);
+
+    fn connected() -> SessionEvent {
+        SessionEvent::Connected {
+            session_id: None,
+            timeout: T,
+        }
+    }
+
+    #[test]
+    fn every_state_maps_to_the_right_session_event() {
+        use ClientState as S;
+        use SessionEvent as E;
+        let c = connected();
+        // (state, after Connected, otherwise, after Connected when the watcher merges)
+        let table = [
+            (S::Connected, vec![], vec![c], vec![E::Disconnected, c]),
+            (
+                S::Disconnected,
+                vec![E::Disconnected],
+                vec![],
+                vec![E::Disconnected],
+            ),
+            (
+                S::Expired,
+                vec![E::Expired],
+                vec![E::Expired],
+                vec![E::Expired],
+            ),
+            (
+                S::AuthFailed,
+                vec![E::AuthFailed],
+                vec![E::AuthFailed],
+                vec![E::AuthFailed],
+            ),
+            (S::Closed, vec![E::Closed], vec![E::Closed], vec![E::Closed]),
+            (S::Ignored, vec![], vec![], vec![]),
+        ];
+        for (state, after, otherwise, merged) in table {
+            let mut r = Reporter::new(false);
+            assert_eq!(r.map(state, c), after, "{state:?} after Connected");
+            assert_eq!(
+                Reporter::new(true).map(state, c),
+                merged,
+                "{state:?} merged"
+            );
+            r.reported(&E::Disconnected);
+            assert_eq!(r.map(state, c), otherwise, "{state:?} otherwise");
+        }
+    }
+
+    #[test]
+    fn an_expiry_then_a_new_session_reads_as_expired_then_connected() {
+        use ClientState as S;
+        let c = connected();
+        let mut r = Reporter::new(false);
+        let mut seen = Vec::new();
+        for s in [S::Disconnected, S::Expired, S::Disconnected, S::Connected] {
+            for e in r.map(s, c) {
+                r.reported(&e);
+                seen.push(e);
+            }
+        }
+        assert_eq!(seen, [SessionEvent::Disconnected, SessionEvent::Expired, c]);
+    }
+
+    #[tokio::test]
+    async fn requests_are_bounded_and_refused_once_closed() {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let shell = Shell::new(tx, Duration::from_millis(10));
+        let slow = shell.perform(std::future::pending::<Result<(), ZkCode>>());
+        assert_eq!(slow.await, Err(ZkCode::OperationTimeout));
+        assert_eq!(shell.perform(async { Ok(1) }).await, Ok(1));
+        assert!(shell.close_once());
+        assert!(!shell.close_once());
+        assert_eq!(
+            shell.perform(async { Ok(1) }).await,
+            Err(ZkCode::ConnectionLoss)
+        );
+    }
+
+    #[test]
+    fn the_generation_tells_a_request_it_straddled_a_reconnect() {
+        let g = Generation::default();
+        let before = g.now();
+        assert!(!g.changed_since(before));
+        g.bump();
+        assert!(g.changed_since(before));
+    }
+
+    #[test]
+    fn credentials_never_show_in_debug_output() {
+        let options = SessionOptions::<()>::new("h:1").digest("user:hunter2");
+        let shown = format!("{options:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("digest"), "{shown}");
+    }
+
+    #[test]
+    fn short_and_zero_timeouts_and_empty_hosts_are_refused() {
+        let zero = SessionOptions::<()>::new("h:1").session_timeout(Duration::ZERO);
+        assert!(matches!(
+            zero.check(Duration::ZERO),
+            Err(ElectionError::SessionTimeoutTooShort { .. })
+        ));
+        let short = SessionOptions::<()>::new("h:1").session_timeout(Duration::from_secs(1));
+        assert!(short.check(Duration::from_secs(2)).is_err());
+        assert!(short.check(Duration::from_secs(1)).is_ok());
+        assert!(matches!(
+            SessionOptions::<()>::new(" ").check(Duration::ZERO),
+            Err(ElectionError::Connect { .. })
+        ));
+    }
+}
