@@ -1,30 +1,52 @@
-//! The driver: one task that owns a [`Candidate`] by value and moves data
-//! between it, a [`Transport`] and the application. No election logic lives
-//! here; every decision is the core's.
+//! The session driver: one task that owns a session's [`Transport`] and its
+//! event stream, and runs many queue machines on it (each a [`Machine`]:
+//! an election's or a lock's [`Candidate`], an observer). No election logic
+//! lives here; every decision is the machines'.
+//!
+//! Routing, because ZooKeeper gives a session one of everything:
+//!
+//! - **Replies by op id.** Each machine mints its own [`OpId`]s; the driver
+//!   gives every request a session-wide id and answers the machine that
+//!   sent it with its own id. An answer for a machine that has gone is
+//!   dropped.
+//! - **Watch events to every machine watching that path.** The server keeps
+//!   one watch per session, path and kind, and fires it once: two machines
+//!   arming the same path share it. The driver keeps, per path and kind, the
+//!   machines armed since the last firing, and hands the one event to each.
+//!   A machine whose arming request is still unanswered when the event
+//!   comes gets the event and stays armed (its own request may have set a
+//!   newer watch); so an event can reach a machine twice, never not at all —
+//!   the machines treat a watch event as "look again".
+//! - **Session events to all**, and to a machine added later the last
+//!   `Connected`, so it starts as the others did. After a reconnect each
+//!   machine re-lists and re-arms its own watches, as it does alone.
+//!
+//! One slow or failed machine never stalls the others: the driver never
+//! awaits a machine's consumer. What it publishes goes into a `watch` (the
+//! one [`Status`] snapshot per machine) and a bounded `broadcast` (its
+//! notices; a receiver that lags loses the oldest).
 //!
 //! Each turn (style.md §4.3):
 //!
-//! 1. wait for one of four sources — an intent from the API, a transport
-//!    event, a completed request (tagged with its [`OpId`]), or the core's
-//!    deadline;
+//! 1. wait for one of four sources — a control message from the handles
+//!    (a machine added, an intent, a machine's last handle dropped, close),
+//!    a transport event, a completed request, or the earliest deadline;
 //! 2. read the clock once;
-//! 3. **fire what is due first**: if the core's deadline has passed, call
-//!    `handle_timeout(now)` and publish its notices before feeding the input
-//!    that woke us. A process that was frozen (GC pause, SIGSTOP, an
-//!    overloaded runtime) thereby learns from the core that its lease ran out
-//!    — and tells the application it is no longer leader — before it acts on
+//! 3. **fire what is due first**: every machine whose deadline has passed
+//!    gets `handle_timeout(now)` and publishes before the input that woke
+//!    us is fed. A process that was frozen (GC pause, SIGSTOP) thereby
+//!    learns from each machine that its lease ran out before it acts on
 //!    anything that queued up meanwhile;
 //! 4. feed the input;
-//! 5. publish: notices first (role channel and broadcast), then start the
-//!    commands, then recompute the deadline.
+//! 5. publish each machine touched: notices first (status and broadcast),
+//!    then start its commands, then file its next deadline.
 //!
-//! The deadline is checked against the clock, not trusted from the sleep
-//! having fired (quinn's `drive_timer` lesson), so a spurious or late wake-up
-//! is harmless.
+//! Deadlines are checked against the clock, not trusted from the sleep
+//! having fired (quinn's `drive_timer` lesson), so a spurious or late
+//! wake-up is harmless.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -32,8 +54,8 @@ use tokio::task::{JoinError, JoinSet};
 use tokio::time::Instant;
 use tracing::{debug, info, info_span, warn, Instrument};
 use zkelect_core::{
-    Candidate, CandidateError, Command, DemotionReason, Input, Notice, OpId, Reply, Role,
-    Timestamp, ZkCode,
+    Candidate, CandidateError, Command, DemotionReason, Input, Notice, OpId, Reply, Request, Role,
+    SessionEvent, Stats, Timestamp, WatchEvent, WatchKind, ZkCode,
 };
 
 use crate::transport::{EventStream, Transport, TransportEvent};
@@ -80,51 +102,196 @@ pub struct Metrics {
     pub persistent_skipped: u64,
 }
 
-/// The live counters behind [`Metrics`].
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    elections: AtomicU64,
-    demotions: AtomicU64,
-    failovers: AtomicU64,
-    leader_changes: AtomicU64,
-    ops: AtomicU64,
-    op_errors: AtomicU64,
-    op_timeouts: AtomicU64,
-    stale_replies: AtomicU64,
-    zero_rtt_takeovers: AtomicU64,
-    recovered_creates: AtomicU64,
-    marks_written: AtomicU64,
-    marks_seen: AtomicU64,
-    persistent_skipped: AtomicU64,
+/// Everything a machine publishes that is not a notice, in one snapshot:
+/// read with [`Election::status`](crate::Election::status).
+///
+/// ```
+/// # fn example(election: &zkelect::Election) {
+/// let status = election.status().borrow().clone();
+/// println!("{:?} on node {:?}, {} requests", status.role, status.node, status.stats.ops);
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Status {
+    /// The role now.
+    pub role: Role,
+    /// This machine's node name (not the full path), once known.
+    pub node: Option<String>,
+    /// While leading (holding): when it lapses unless the server answers again.
+    pub lease: Option<Instant>,
+    /// Why this machine last stopped leading (holding), if it ever did.
+    pub last_demotion: Option<DemotionReason>,
+    /// The fatal error that stopped it, if one did (set before the role
+    /// turns `Failed`).
+    pub error: Option<CandidateError>,
+    /// The counters: the machine's own and the driver's requests.
+    pub stats: Metrics,
 }
 
-impl Counters {
-    pub(crate) fn snapshot(&self) -> Metrics {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        Metrics {
-            elections: get(&self.elections),
-            demotions: get(&self.demotions),
-            failovers: get(&self.failovers),
-            leader_changes: get(&self.leader_changes),
-            ops: get(&self.ops),
-            op_errors: get(&self.op_errors),
-            op_timeouts: get(&self.op_timeouts),
-            stale_replies: get(&self.stale_replies),
-            zero_rtt_takeovers: get(&self.zero_rtt_takeovers),
-            recovered_creates: get(&self.recovered_creates),
-            marks_written: get(&self.marks_written),
-            marks_seen: get(&self.marks_seen),
-            persistent_skipped: get(&self.persistent_skipped),
+impl Default for Status {
+    fn default() -> Self {
+        Self {
+            role: Role::Idle,
+            node: None,
+            lease: None,
+            last_demotion: None,
+            error: None,
+            stats: Metrics::default(),
         }
     }
 }
 
-fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
+/// What the driver publishes for one machine: the one status snapshot and
+/// the notices. `role` and `lease` are views of the status for
+/// [`Election::changes`](crate::Election::changes) and
+/// [`Election::lease`](crate::Election::lease), sent in the same step as the
+/// status (never later: `zkelect run`'s watchdog and a `lead` closure must
+/// see a demotion before the driver's next request goes out).
+#[derive(Debug)]
+pub(crate) struct Outputs {
+    pub(crate) status: watch::Sender<Status>,
+    pub(crate) role: watch::Sender<Role>,
+    pub(crate) lease: watch::Sender<Option<Instant>>,
+    pub(crate) notices: broadcast::Sender<Notice>,
 }
 
-/// What the application asks the driver. Each carries an acknowledgement,
+impl Outputs {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Self {
+            status: watch::channel(Status::default()).0,
+            role: watch::channel(Role::Idle).0,
+            lease: watch::channel(None).0,
+            notices: broadcast::channel(256).0,
+        })
+    }
+
+    /// Sends `change` to the status, and the views if they changed.
+    fn send(&self, change: impl FnOnce(&mut Status) -> bool) {
+        self.status.send_if_modified(change);
+        let (role, lease) = {
+            let now = self.status.borrow();
+            (now.role, now.lease)
+        };
+        self.role.send_if_modified(|r| replace(r, role));
+        self.lease.send_if_modified(|l| replace(l, lease));
+    }
+}
+
+/// What the driver needs of a queue machine: the core's method kinds. The
+/// driver holds machines as `Box<dyn Machine>`, so an election's, a lock's
+/// and an observer's run side by side on one session.
+pub(crate) trait Machine: Send + 'static {
+    /// The queue's path (labels logs and metrics).
+    fn path(&self) -> &str;
+    /// Feeds a reply, a watch event or a session event.
+    fn handle(&mut self, now: Timestamp, input: Input);
+    /// Fires what is due.
+    fn handle_timeout(&mut self, now: Timestamp);
+    /// The next request to perform.
+    fn poll_command(&mut self) -> Option<Command>;
+    /// The next notice to publish.
+    fn poll_notice(&mut self) -> Option<Notice>;
+    /// When `handle_timeout` is due next.
+    fn poll_timeout(&self) -> Option<Timestamp>;
+    /// Takes part (again).
+    fn join(&mut self, _now: Timestamp) {}
+    /// Steps down.
+    fn resign(&mut self, _now: Timestamp, _rejoin: bool) {}
+    /// Leaves for good.
+    fn close(&mut self, now: Timestamp);
+    /// Closed or failed: the driver drops it.
+    fn is_done(&self) -> bool;
+    /// Failed (rather than closed).
+    fn is_failed(&self) -> bool;
+    /// The role now.
+    fn role(&self) -> Role;
+    /// Its node's name.
+    fn node(&self) -> Option<&str> {
+        None
+    }
+    /// When its lease lapses.
+    fn lease_expiry(&self) -> Option<Timestamp> {
+        None
+    }
+    /// Its counters.
+    fn stats(&self) -> Stats {
+        Stats::default()
+    }
+}
+
+impl Machine for Candidate {
+    fn path(&self) -> &str {
+        self.config().path()
+    }
+    fn handle(&mut self, now: Timestamp, input: Input) {
+        Candidate::handle(self, now, input);
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        Candidate::handle_timeout(self, now);
+    }
+    fn poll_command(&mut self) -> Option<Command> {
+        Candidate::poll_command(self)
+    }
+    fn poll_notice(&mut self) -> Option<Notice> {
+        Candidate::poll_notice(self)
+    }
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        Candidate::poll_timeout(self)
+    }
+    fn join(&mut self, now: Timestamp) {
+        Candidate::join(self, now);
+    }
+    fn resign(&mut self, now: Timestamp, rejoin: bool) {
+        Candidate::resign(self, now, rejoin);
+    }
+    fn close(&mut self, now: Timestamp) {
+        Candidate::close(self, now);
+    }
+    fn is_done(&self) -> bool {
+        self.is_closed() || Candidate::is_failed(self)
+    }
+    fn is_failed(&self) -> bool {
+        Candidate::is_failed(self)
+    }
+    fn role(&self) -> Role {
+        Candidate::role(self)
+    }
+    fn node(&self) -> Option<&str> {
+        Candidate::node(self)
+    }
+    fn lease_expiry(&self) -> Option<Timestamp> {
+        Candidate::lease_expiry(self)
+    }
+    fn stats(&self) -> Stats {
+        *Candidate::stats(self)
+    }
+}
+
+/// A machine on a session, as its handles name it.
+pub(crate) type Key = u64;
+
+/// What the handles ask the driver. Intents carry an acknowledgement,
 /// sent once the intent has been fed and its notices published.
+pub(crate) enum Control {
+    /// Runs a new machine. With `ends_session`, the session closes when it
+    /// is done (a one-election session: `Election::connect`).
+    Add {
+        key: Key,
+        machine: Box<dyn Machine>,
+        outputs: Arc<Outputs>,
+        close_timeout: Duration,
+        ends_session: bool,
+    },
+    /// An intent for one machine.
+    Intent { key: Key, intent: Intent },
+    /// Every handle of this machine is gone: nobody can close it, so close it now.
+    Dropped { key: Key },
+    /// Close every machine, then the session.
+    Close { done: oneshot::Sender<()> },
+}
+
+/// What the application asks one machine.
 #[derive(Debug)]
 pub(crate) enum Intent {
     Join {
@@ -137,34 +304,6 @@ pub(crate) enum Intent {
     Close {
         done: oneshot::Sender<()>,
     },
-}
-
-/// What the driver publishes.
-#[derive(Debug)]
-pub(crate) struct Outputs {
-    pub(crate) role: watch::Sender<Role>,
-    pub(crate) lease: watch::Sender<Option<Instant>>,
-    pub(crate) node: watch::Sender<Option<String>>,
-    pub(crate) notices: broadcast::Sender<Notice>,
-    /// The fatal error, set before the role turns `Failed`.
-    pub(crate) error: Mutex<Option<CandidateError>>,
-    /// The reason of the latest demotion, set before the role is published.
-    pub(crate) demotion: Mutex<Option<DemotionReason>>,
-    pub(crate) counters: Counters,
-}
-
-impl Outputs {
-    pub(crate) fn new() -> Arc<Self> {
-        Arc::new(Self {
-            role: watch::channel(Role::Idle).0,
-            lease: watch::channel(None).0,
-            node: watch::channel(None).0,
-            notices: broadcast::channel(256).0,
-            error: Mutex::new(None),
-            demotion: Mutex::new(None),
-            counters: Counters::default(),
-        })
-    }
 }
 
 /// Maps the runtime's clock onto the machine's: milliseconds since the
@@ -198,35 +337,621 @@ impl Clock {
     }
 }
 
+/// Which of the server's two watch tables a request arms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum WatchClass {
+    /// `exists`, `getData`: fired by a create, a delete, a data change.
+    Data,
+    /// `getChildren`: fired by a child change and by the node's deletion.
+    Child,
+}
+
+impl WatchClass {
+    fn of(request: &Request) -> Option<Self> {
+        match request {
+            Request::GetChildren { watch: true, .. } => Some(Self::Child),
+            Request::GetData { watch: true, .. } | Request::Exists { watch: true, .. } => {
+                Some(Self::Data)
+            }
+            _ => None,
+        }
+    }
+
+    /// The tables an event fires, as the server does.
+    fn fired_by(kind: WatchKind) -> &'static [Self] {
+        match kind {
+            WatchKind::NodeCreated | WatchKind::NodeDataChanged => &[Self::Data],
+            WatchKind::NodeChildrenChanged => &[Self::Child],
+            WatchKind::NodeDeleted => &[Self::Data, Self::Child],
+        }
+    }
+}
+
+type Armed = (String, WatchClass);
+
+/// A request in flight: whose, under which of its own ids, and the watch it arms.
+struct InFlight {
+    key: Key,
+    op: OpId,
+    arms: Option<Armed>,
+}
+
+/// The driver's own counts for one machine (the rest are the machine's).
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    demotions: u64,
+    failovers: u64,
+    leader_changes: u64,
+    ops: u64,
+    op_errors: u64,
+    op_timeouts: u64,
+}
+
+/// One machine on the session.
+struct Slot {
+    machine: Box<dyn Machine>,
+    outputs: Arc<Outputs>,
+    facade: Facade,
+    tally: Tally,
+    last_demotion: Option<DemotionReason>,
+    error: Option<CandidateError>,
+    /// Its entry in the deadline index.
+    filed: Option<Timestamp>,
+    close_timeout: Duration,
+    /// Set by a close intent: past it, the machine is dropped undeleted.
+    close_deadline: Option<Timestamp>,
+    closers: Vec<oneshot::Sender<()>>,
+    acks: Vec<oneshot::Sender<()>>,
+    armed: BTreeSet<Armed>,
+    ends_session: bool,
+}
+
+/// The session driver task's state.
+pub(crate) struct SessionDriver {
+    pub(crate) transport: Arc<dyn Transport>,
+    pub(crate) events: EventStream,
+    pub(crate) control: mpsc::UnboundedReceiver<Control>,
+    pub(crate) clock: Clock,
+    /// How long closing the session waits for the machines, and then for
+    /// the transport's close.
+    pub(crate) close_timeout: Duration,
+}
+
 /// What woke the driver.
 enum Wake {
-    Intent(Option<Intent>),
+    Control(Option<Control>),
     Event(Option<TransportEvent>),
     Done(Result<(tokio::task::Id, Answer), JoinError>),
     Timer,
 }
 
-type Answer = (OpId, Result<Reply, ZkCode>);
+type Answer = (u64, Result<Reply, ZkCode>);
 
-/// The driver task's state.
-pub(crate) struct Driver {
-    pub(crate) candidate: Candidate,
-    pub(crate) transport: Arc<dyn Transport>,
-    pub(crate) events: EventStream,
-    pub(crate) intents: mpsc::UnboundedReceiver<Intent>,
-    pub(crate) outputs: Arc<Outputs>,
-    pub(crate) clock: Clock,
-    /// How long `close` waits for the node's deletion before closing the
-    /// session anyway, and how long it waits for the session's close.
-    pub(crate) close_timeout: Duration,
+struct State {
+    slots: BTreeMap<Key, Slot>,
+    deadlines: BTreeSet<(Timestamp, Key)>,
+    tasks: JoinSet<Answer>,
+    task_ids: HashMap<tokio::task::Id, u64>,
+    in_flight: HashMap<u64, InFlight>,
+    next_op: u64,
+    /// Per path and kind: the machines armed since the last firing, with
+    /// how many of their arming requests are still unanswered.
+    watches: BTreeMap<Armed, BTreeMap<Key, u32>>,
+    /// The last `Connected`, while connected: what a new machine is told.
+    connected: Option<SessionEvent>,
+    closing: bool,
+    closers: Vec<oneshot::Sender<()>>,
 }
 
-/// The requests in flight: tasks, and which op each answers; and the
-/// election's handles in the `metrics` facade.
-struct Ops {
-    tasks: JoinSet<Answer>,
-    ids: HashMap<tokio::task::Id, OpId>,
-    facade: Facade,
+impl SessionDriver {
+    /// Runs until closed (or every handle is gone and every machine done),
+    /// then closes the transport.
+    pub(crate) async fn run(self) {
+        self.run_inner().instrument(info_span!("session")).await;
+    }
+
+    async fn run_inner(mut self) {
+        let mut st = State {
+            slots: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
+            tasks: JoinSet::new(),
+            task_ids: HashMap::new(),
+            in_flight: HashMap::new(),
+            next_op: 0,
+            watches: BTreeMap::new(),
+            connected: None,
+            closing: false,
+            closers: Vec::new(),
+        };
+        let mut control_open = true;
+        let mut events_open = true;
+        let mut session_deadline: Option<Instant> = None;
+        loop {
+            if (st.closing || !control_open) && st.slots.is_empty() {
+                break;
+            }
+            if session_deadline.is_some_and(|d| Instant::now() >= d) {
+                warn!("close: the machines did not finish in time; closing the session instead");
+                break;
+            }
+            let next = st.deadlines.first().map(|(t, _)| self.clock.instant(*t));
+            let wake_at = match (next, session_deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let wake = tokio::select! {
+                c = self.control.recv(), if control_open => Wake::Control(c),
+                e = self.events.recv(), if events_open => Wake::Event(e),
+                Some(done) = st.tasks.join_next_with_id(), if !st.tasks.is_empty() => Wake::Done(done),
+                () = sleep_until(wake_at), if wake_at.is_some() => Wake::Timer,
+            };
+            // One clock reading per turn.
+            let now = self.clock.now();
+            // Zombie-proofing: whatever woke us, fire what is due before the
+            // input is acted on, and let the application hear of it first.
+            self.fire_due(&mut st, now);
+            match wake {
+                Wake::Control(Some(c)) => self.control(&mut st, now, c),
+                Wake::Control(None) => {
+                    debug!("every handle dropped: closing");
+                    control_open = false;
+                    self.close_all(&mut st, now);
+                }
+                Wake::Event(Some(TransportEvent::Session(e))) => {
+                    info!(event = ?e, machines = st.slots.len(), "session");
+                    match e {
+                        SessionEvent::Connected { .. } => st.connected = Some(e),
+                        SessionEvent::Expired | SessionEvent::Closed => {
+                            st.connected = None;
+                            // The server dropped every watch of the session.
+                            st.watches.retain(|_, armed| {
+                                armed.retain(|_, pending| *pending > 0);
+                                !armed.is_empty()
+                            });
+                        }
+                        SessionEvent::Disconnected | SessionEvent::AuthFailed => {
+                            st.connected = None;
+                        }
+                    }
+                    let keys: Vec<Key> = st.slots.keys().copied().collect();
+                    for key in keys {
+                        self.feed(&mut st, key, now, Input::Session(e));
+                    }
+                }
+                Wake::Event(Some(TransportEvent::Watch(e))) => self.watch_fired(&mut st, now, e),
+                Wake::Event(None) => {
+                    debug!("the transport's event stream ended");
+                    events_open = false;
+                }
+                Wake::Done(done) => self.answer(&mut st, now, done),
+                // Already handled above: deadlines are checked against the clock.
+                Wake::Timer => {}
+            }
+            if st.closing && session_deadline.is_none() {
+                session_deadline = Some(Instant::now() + self.close_timeout);
+            }
+        }
+        // Machines still here (a close that ran out of time): done now.
+        let keys: Vec<Key> = st.slots.keys().copied().collect();
+        for key in keys {
+            self.finish(&mut st, key);
+        }
+        st.tasks.abort_all();
+        if tokio::time::timeout(self.close_timeout, self.transport.close())
+            .await
+            .is_err()
+        {
+            warn!(timeout = ?self.close_timeout, "close: the transport did not close in time");
+        }
+        // Wait for the aborted requests to be dropped, so nothing that holds
+        // the transport outlives the driver.
+        while st.tasks.join_next().await.is_some() {}
+        for done in st.closers {
+            let _ = done.send(());
+        }
+        info!("session closed");
+    }
+
+    fn control(&self, st: &mut State, now: Timestamp, control: Control) {
+        match control {
+            Control::Add {
+                key,
+                machine,
+                outputs,
+                close_timeout,
+                ends_session,
+            } => {
+                let facade = Facade::new(machine.path());
+                let slot = Slot {
+                    machine,
+                    outputs,
+                    facade,
+                    tally: Tally::default(),
+                    last_demotion: None,
+                    error: None,
+                    filed: None,
+                    close_timeout,
+                    close_deadline: None,
+                    closers: Vec::new(),
+                    acks: Vec::new(),
+                    armed: BTreeSet::new(),
+                    ends_session,
+                };
+                st.slots.insert(key, slot);
+                if st.closing {
+                    self.intent(
+                        st,
+                        key,
+                        now,
+                        Intent::Close {
+                            done: oneshot::channel().0,
+                        },
+                    );
+                } else if let Some(connected) = st.connected {
+                    self.feed(st, key, now, Input::Session(connected));
+                }
+                self.settle(st, key);
+            }
+            Control::Intent { key, intent } => self.intent(st, key, now, intent),
+            Control::Dropped { key } => {
+                debug!(key, "every handle of a machine dropped: closing it");
+                self.intent(
+                    st,
+                    key,
+                    now,
+                    Intent::Close {
+                        done: oneshot::channel().0,
+                    },
+                );
+            }
+            Control::Close { done } => {
+                st.closers.push(done);
+                self.close_all(st, now);
+            }
+        }
+    }
+
+    fn close_all(&self, st: &mut State, now: Timestamp) {
+        st.closing = true;
+        let keys: Vec<Key> = st.slots.keys().copied().collect();
+        for key in keys {
+            self.intent(
+                st,
+                key,
+                now,
+                Intent::Close {
+                    done: oneshot::channel().0,
+                },
+            );
+        }
+    }
+
+    fn intent(&self, st: &mut State, key: Key, now: Timestamp, intent: Intent) {
+        let Some(slot) = st.slots.get_mut(&key) else {
+            // Already done: its handles learn it from the status.
+            return;
+        };
+        match intent {
+            Intent::Join { done } => {
+                debug!(key, "intent: join");
+                slot.machine.join(now);
+                slot.acks.extend(done);
+            }
+            Intent::Resign { rejoin, done } => {
+                debug!(key, rejoin, "intent: resign");
+                slot.machine.resign(now, rejoin);
+                slot.acks.push(done);
+            }
+            Intent::Close { done } => {
+                debug!(key, "intent: close");
+                slot.closers.push(done);
+                let timeout = u64::try_from(slot.close_timeout.as_millis()).unwrap_or(u64::MAX);
+                slot.close_deadline.get_or_insert(Timestamp::from_millis(
+                    now.as_millis().saturating_add(timeout),
+                ));
+                slot.machine.close(now);
+            }
+        }
+        self.settle(st, key);
+    }
+
+    fn feed(&self, st: &mut State, key: Key, now: Timestamp, input: Input) {
+        if let Some(slot) = st.slots.get_mut(&key) {
+            slot.machine.handle(now, input);
+            self.settle(st, key);
+        }
+    }
+
+    /// Every machine whose deadline has passed: its timeout, or — past its
+    /// close deadline — its end.
+    fn fire_due(&self, st: &mut State, now: Timestamp) {
+        while let Some(&(at, key)) = st.deadlines.first() {
+            if at > now {
+                break;
+            }
+            st.deadlines.pop_first();
+            let Some(slot) = st.slots.get_mut(&key) else {
+                continue;
+            };
+            slot.filed = None;
+            if slot.close_deadline.is_some_and(|d| d <= now) {
+                warn!(
+                    path = slot.machine.path(),
+                    "close: the node's deletion did not complete in time; \
+                     it goes when the session ends"
+                );
+                self.finish(st, key);
+                continue;
+            }
+            if slot.machine.poll_timeout().is_some_and(|t| t <= now) {
+                slot.machine.handle_timeout(now);
+            }
+            self.settle(st, key);
+        }
+    }
+
+    fn watch_fired(&self, st: &mut State, now: Timestamp, event: WatchEvent) {
+        debug!(kind = ?event.kind, path = event.path, "watch fired");
+        let mut to = BTreeSet::new();
+        for class in WatchClass::fired_by(event.kind) {
+            let entry = (event.path.clone(), *class);
+            let Some(armed) = st.watches.get_mut(&entry) else {
+                continue;
+            };
+            to.extend(armed.keys().copied());
+            // Fired once: disarmed, but for machines whose own arming is
+            // still unanswered (it may have set a newer watch).
+            armed.retain(|_, pending| *pending > 0);
+            for key in &to {
+                if !armed.contains_key(key) {
+                    if let Some(slot) = st.slots.get_mut(key) {
+                        slot.armed.remove(&entry);
+                    }
+                }
+            }
+            if armed.is_empty() {
+                st.watches.remove(&entry);
+            }
+        }
+        for key in to {
+            self.feed(st, key, now, Input::Watch(event.clone()));
+        }
+    }
+
+    /// Routes a finished request to its machine.
+    fn answer(
+        &self,
+        st: &mut State,
+        now: Timestamp,
+        done: Result<(tokio::task::Id, Answer), JoinError>,
+    ) {
+        let (id, result) = match done {
+            Ok((task, (id, result))) => {
+                st.task_ids.remove(&task);
+                (id, result)
+            }
+            // Every request is answered exactly once: a transport that
+            // panicked answers as a broken connection (the request may or
+            // may not have been applied, which the core knows how to handle).
+            Err(e) => {
+                let Some(id) = st.task_ids.remove(&e.id()) else {
+                    return;
+                };
+                warn!(error = %e, "the transport failed to perform a request");
+                (id, Err(ZkCode::ConnectionLoss))
+            }
+        };
+        let Some(InFlight { key, op, arms }) = st.in_flight.remove(&id) else {
+            return;
+        };
+        if let Some(entry) = arms {
+            if let Some(pending) = st.watches.get_mut(&entry).and_then(|a| a.get_mut(&key)) {
+                *pending = pending.saturating_sub(1);
+            }
+        }
+        let Some(slot) = st.slots.get_mut(&key) else {
+            debug!(%op, "reply for a machine that is gone");
+            return;
+        };
+        match &result {
+            Ok(_) => debug!(%op, "reply"),
+            Err(code) => {
+                slot.tally.op_errors += 1;
+                if *code == ZkCode::OperationTimeout {
+                    slot.tally.op_timeouts += 1;
+                }
+                debug!(%op, %code, "reply: error");
+            }
+        }
+        self.feed(st, key, now, Input::Reply { op, result });
+    }
+
+    /// Publishes what one machine has to say, starts its requests, files
+    /// its next deadline; drops it once it is done.
+    fn settle(&self, st: &mut State, key: Key) {
+        let Some(slot) = st.slots.get_mut(&key) else {
+            return;
+        };
+        let now = Instant::now();
+        while let Some(notice) = slot.machine.poll_notice() {
+            slot.note(&notice, now);
+            // The status goes out with each notice, so a watcher of the role
+            // sees a demotion as soon as a subscriber of notices does.
+            slot.publish(&self.clock);
+            let _ = slot.outputs.notices.send(notice);
+        }
+        while let Some(Command { op, request }) = slot.machine.poll_command() {
+            slot.tally.ops += 1;
+            st.next_op += 1;
+            let id = st.next_op;
+            debug!(%op, session_op = id, verb = request.verb(), path = request.path(), "perform");
+            let arms = WatchClass::of(&request).map(|class| (request.path().to_owned(), class));
+            if let Some(entry) = &arms {
+                *st.watches
+                    .entry(entry.clone())
+                    .or_default()
+                    .entry(key)
+                    .or_default() += 1;
+                slot.armed.insert(entry.clone());
+            }
+            st.in_flight.insert(id, InFlight { key, op, arms });
+            let transport = Arc::clone(&self.transport);
+            let task = st
+                .tasks
+                .spawn(async move { (id, transport.perform(request).await) });
+            st.task_ids.insert(task.id(), id);
+        }
+        slot.publish(&self.clock);
+        for ack in slot.acks.drain(..) {
+            let _ = ack.send(());
+        }
+        if slot.machine.is_done() {
+            self.finish(st, key);
+            return;
+        }
+        let due = match (slot.machine.poll_timeout(), slot.close_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if due != slot.filed {
+            if let Some(old) = slot.filed.take() {
+                st.deadlines.remove(&(old, key));
+            }
+            if let Some(at) = due {
+                st.deadlines.insert((at, key));
+            }
+            slot.filed = due;
+        }
+    }
+
+    /// Drops a machine that is done (or out of time): its last status, its
+    /// closers, its watches and deadline.
+    fn finish(&self, st: &mut State, key: Key) {
+        let Some(mut slot) = st.slots.remove(&key) else {
+            return;
+        };
+        if let Some(at) = slot.filed.take() {
+            st.deadlines.remove(&(at, key));
+        }
+        for entry in std::mem::take(&mut slot.armed) {
+            if let Some(armed) = st.watches.get_mut(&entry) {
+                armed.remove(&key);
+                if armed.is_empty() {
+                    st.watches.remove(&entry);
+                }
+            }
+        }
+        let end = if slot.machine.is_failed() {
+            Role::Failed
+        } else {
+            Role::Closed
+        };
+        slot.facade.leader.set(0.0);
+        let stats = slot.metrics();
+        slot.outputs.send(|s| {
+            s.role = end;
+            s.node = None;
+            s.lease = None;
+            s.error.clone_from(&slot.error);
+            s.stats = stats;
+            true
+        });
+        for ack in slot.acks.drain(..).chain(slot.closers.drain(..)) {
+            let _ = ack.send(());
+        }
+        if slot.ends_session {
+            st.closing = true;
+        }
+        info!(path = slot.machine.path(), role = ?end, "machine stopped");
+    }
+}
+
+impl Slot {
+    /// Counts a notice and logs it.
+    fn note(&mut self, notice: &Notice, now: Instant) {
+        let own = self.machine.node().map(str::to_owned);
+        if self.facade.notice(notice, own.as_deref(), now) {
+            self.tally.failovers += 1;
+        }
+        match notice {
+            Notice::Elected { token } => info!(token = token.0, "elected"),
+            Notice::Demoted { reason } => {
+                self.tally.demotions += 1;
+                self.last_demotion = Some(*reason);
+                info!(%reason, "demoted");
+            }
+            Notice::Suspended => info!("suspended: no contact with the server"),
+            Notice::Resumed => info!("resumed"),
+            Notice::Joined { node } => info!(node, "joined the queue"),
+            Notice::LeaderChanged { leader } => {
+                self.tally.leader_changes += 1;
+                info!(leader = leader.as_deref().unwrap_or("-"), "leader changed");
+            }
+            Notice::PersistentSkipped { node } => warn!(
+                node,
+                "skipping a persistent child that looks like a contender: \
+                 no process holds it and it will not go away by itself"
+            ),
+            // Only an observer reports participants.
+            Notice::Participants(_) => {}
+            Notice::Error(e) => {
+                warn!(error = %e, "stopped by a fatal error");
+                self.error = Some(e.clone());
+            }
+        }
+    }
+
+    /// The counters: the machine's own, and the driver's.
+    fn metrics(&self) -> Metrics {
+        let stats = self.machine.stats();
+        let t = self.tally;
+        Metrics {
+            elections: stats.elections,
+            demotions: t.demotions,
+            failovers: t.failovers,
+            leader_changes: t.leader_changes,
+            ops: t.ops,
+            op_errors: t.op_errors,
+            op_timeouts: t.op_timeouts,
+            stale_replies: stats.stale_replies,
+            zero_rtt_takeovers: stats.zero_rtt_takeovers,
+            recovered_creates: stats.recovered_creates,
+            marks_written: stats.marks_written,
+            marks_seen: stats.marks_seen,
+            persistent_skipped: stats.persistent_skipped,
+        }
+    }
+
+    /// Sends the status if anything in it changed, and mirrors the counters
+    /// into the metrics facade.
+    fn publish(&mut self, clock: &Clock) {
+        let stats = self.metrics();
+        self.facade.counters(&stats);
+        let role = self.machine.role();
+        let node = self.machine.node();
+        let lease = self.machine.lease_expiry().map(|t| clock.instant(t));
+        let (last_demotion, error) = (self.last_demotion, &self.error);
+        self.outputs.send(|s| {
+            let mut changed = false;
+            if s.role != role {
+                info!(from = ?s.role, to = ?role, "role");
+                s.role = role;
+                changed = true;
+            }
+            if s.node.as_deref() != node {
+                s.node = node.map(str::to_owned);
+                changed = true;
+            }
+            changed |= replace(&mut s.lease, lease);
+            changed |= replace(&mut s.last_demotion, last_demotion);
+            if s.error.as_ref() != error.as_ref() {
+                s.error.clone_from(error);
+                changed = true;
+            }
+            changed |= replace(&mut s.stats, stats);
+            changed
+        });
+    }
 }
 
 /// The election's metrics through the [`metrics`] facade, labelled with the
@@ -313,31 +1038,36 @@ impl Facade {
         }
     }
 
-    /// Mirrors the core's own counters (absolute values).
-    fn core_stats(&self, stats: &zkelect_core::Stats) {
-        self.stale_replies.absolute(stats.stale_replies);
-        self.zero_rtt_takeovers.absolute(stats.zero_rtt_takeovers);
-        self.recovered_creates.absolute(stats.recovered_creates);
-        self.marks_written.absolute(stats.marks_written);
-        self.marks_seen.absolute(stats.marks_seen);
-        self.persistent_skipped.absolute(stats.persistent_skipped);
+    /// Mirrors the counters (absolute values: counted once, in [`Metrics`]).
+    fn counters(&self, m: &Metrics) {
+        self.elections.absolute(m.elections);
+        self.demotions.absolute(m.demotions);
+        self.failovers.absolute(m.failovers);
+        self.leader_changes.absolute(m.leader_changes);
+        self.ops.absolute(m.ops);
+        self.op_errors.absolute(m.op_errors);
+        self.op_timeouts.absolute(m.op_timeouts);
+        self.stale_replies.absolute(m.stale_replies);
+        self.zero_rtt_takeovers.absolute(m.zero_rtt_takeovers);
+        self.recovered_creates.absolute(m.recovered_creates);
+        self.marks_written.absolute(m.marks_written);
+        self.marks_seen.absolute(m.marks_seen);
+        self.persistent_skipped.absolute(m.persistent_skipped);
     }
 
-    /// Counts a notice and times what it ends; `own` is our node's name.
+    /// Times what a notice ends; `own` is our node's name.
     /// Returns whether it was a failover (a change from one leader to another).
     fn notice(&mut self, notice: &Notice, own: Option<&str>, now: Instant) -> bool {
         let since = |t: Option<Instant>| now.saturating_duration_since(t.unwrap_or(now));
         match notice {
             Notice::Joined { .. } => self.joined_at = Some(now),
             Notice::Elected { .. } => {
-                self.elections.increment(1);
                 self.leader.set(1.0);
                 if let Some(joined) = self.joined_at.take() {
                     self.time_to_elect.record(since(Some(joined)));
                 }
             }
             Notice::Demoted { .. } => {
-                self.demotions.increment(1);
                 self.leader.set(0.0);
                 self.demoted_at = Some(now);
                 self.leader_lost_at.get_or_insert(now);
@@ -346,14 +1076,12 @@ impl Facade {
                 self.leader_lost_at.get_or_insert(now);
             }
             Notice::LeaderChanged { leader } => {
-                self.leader_changes.increment(1);
                 let Some(leader) = leader else {
                     self.leader_lost_at.get_or_insert(now);
                     return false;
                 };
                 let failover = self.last_leader.as_ref().is_some_and(|last| last != leader);
                 if failover {
-                    self.failovers.increment(1);
                     self.failover.record(since(self.leader_lost_at));
                 }
                 if Some(leader.as_str()) != own {
@@ -371,264 +1099,6 @@ impl Facade {
             | Notice::Error(_) => {}
         }
         false
-    }
-}
-
-impl Driver {
-    /// Runs until the candidate is closed (or fails), then closes the transport.
-    pub(crate) async fn run(self) {
-        let span = info_span!(
-            "election",
-            path = self.candidate.config().path(),
-            id = self.candidate.config().id()
-        );
-        self.run_inner().instrument(span).await;
-    }
-
-    async fn run_inner(mut self) {
-        let mut ops = Ops {
-            tasks: JoinSet::new(),
-            ids: HashMap::new(),
-            facade: Facade::new(self.candidate.config().path()),
-        };
-        let mut acks: Vec<oneshot::Sender<()>> = Vec::new();
-        let mut closers: Vec<oneshot::Sender<()>> = Vec::new();
-        let mut close_deadline: Option<Instant> = None;
-        let mut events_open = true;
-        let mut intents_open = true;
-        loop {
-            self.publish(&mut ops);
-            for ack in acks.drain(..) {
-                let _ = ack.send(());
-            }
-            if self.candidate.is_closed() || self.candidate.is_failed() {
-                break;
-            }
-            if close_deadline.is_some_and(|d| Instant::now() >= d) {
-                warn!("close: the node's deletion did not complete in time; closing the session instead");
-                break;
-            }
-            let deadline = self.candidate.poll_timeout().map(|t| self.clock.instant(t));
-            let wake_at = match (deadline, close_deadline) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            let wake = tokio::select! {
-                intent = self.intents.recv(), if intents_open => Wake::Intent(intent),
-                event = self.events.recv(), if events_open => Wake::Event(event),
-                Some(done) = ops.tasks.join_next_with_id(), if !ops.tasks.is_empty() => Wake::Done(done),
-                () = sleep_until(wake_at), if wake_at.is_some() => Wake::Timer,
-            };
-            // One clock reading per turn.
-            let now = self.clock.now();
-            // Zombie-proofing: whatever woke us, fire what is due before the
-            // input is acted on, and let the application hear of it first.
-            if self.candidate.poll_timeout().is_some_and(|t| t <= now) {
-                self.candidate.handle_timeout(now);
-                self.publish(&mut ops);
-            }
-            match wake {
-                Wake::Intent(Some(intent)) => match intent {
-                    Intent::Join { done } => {
-                        debug!("intent: join");
-                        self.candidate.join(now);
-                        acks.extend(done);
-                    }
-                    Intent::Resign { rejoin, done } => {
-                        debug!(rejoin, "intent: resign");
-                        self.candidate.resign(now, rejoin);
-                        acks.push(done);
-                    }
-                    Intent::Close { done } => {
-                        debug!("intent: close");
-                        closers.push(done);
-                        close_deadline.get_or_insert(Instant::now() + self.close_timeout);
-                        self.candidate.close(now);
-                    }
-                },
-                // Every handle is gone: nobody can close us, so close now.
-                Wake::Intent(None) => {
-                    debug!("every handle dropped: closing");
-                    intents_open = false;
-                    close_deadline.get_or_insert(Instant::now() + self.close_timeout);
-                    self.candidate.close(now);
-                }
-                Wake::Event(Some(TransportEvent::Session(e))) => {
-                    info!(event = ?e, "session");
-                    self.candidate.handle(now, Input::Session(e));
-                }
-                Wake::Event(Some(TransportEvent::Watch(e))) => {
-                    debug!(kind = ?e.kind, path = e.path, "watch fired");
-                    self.candidate.handle(now, Input::Watch(e));
-                }
-                Wake::Event(None) => {
-                    debug!("the transport's event stream ended");
-                    events_open = false;
-                }
-                Wake::Done(done) => {
-                    if let Some((op, result)) = self.answer(&mut ops, done) {
-                        self.candidate.handle(now, Input::Reply { op, result });
-                    }
-                }
-                // Already handled above: the deadline is checked against the clock.
-                Wake::Timer => {}
-            }
-        }
-        self.publish(&mut ops);
-        for ack in acks.drain(..) {
-            let _ = ack.send(());
-        }
-        ops.tasks.abort_all();
-        if tokio::time::timeout(self.close_timeout, self.transport.close())
-            .await
-            .is_err()
-        {
-            warn!(timeout = ?self.close_timeout, "close: the transport did not close in time");
-        }
-        // Wait for the aborted requests to be dropped, so nothing that holds
-        // the transport outlives the driver.
-        while ops.tasks.join_next().await.is_some() {}
-        let end = if self.candidate.is_failed() {
-            Role::Failed
-        } else {
-            Role::Closed
-        };
-        ops.facade.leader.set(0.0);
-        self.outputs.role.send_replace(end);
-        self.outputs.lease.send_replace(None);
-        self.outputs.node.send_replace(None);
-        for done in closers {
-            let _ = done.send(());
-        }
-        info!(role = ?end, "election stopped");
-    }
-
-    /// Turns a finished request task into the reply to feed, if any.
-    fn answer(
-        &self,
-        ops: &mut Ops,
-        done: Result<(tokio::task::Id, Answer), JoinError>,
-    ) -> Option<Answer> {
-        let c = &self.outputs.counters;
-        match done {
-            Ok((id, (op, result))) => {
-                ops.ids.remove(&id);
-                match &result {
-                    Ok(_) => debug!(%op, "reply"),
-                    Err(code) => {
-                        bump(&c.op_errors);
-                        ops.facade.op_errors.increment(1);
-                        if *code == ZkCode::OperationTimeout {
-                            bump(&c.op_timeouts);
-                            ops.facade.op_timeouts.increment(1);
-                        }
-                        debug!(%op, %code, "reply: error");
-                    }
-                }
-                Some((op, result))
-            }
-            // Every request is answered exactly once: a transport that
-            // panicked answers as a broken connection (the request may or
-            // may not have been applied, which the core knows how to handle).
-            Err(e) => {
-                let op = ops.ids.remove(&e.id())?;
-                warn!(%op, error = %e, "the transport failed to perform a request");
-                bump(&c.op_errors);
-                ops.facade.op_errors.increment(1);
-                Some((op, Err(ZkCode::ConnectionLoss)))
-            }
-        }
-    }
-
-    /// Notices first (a demotion must reach the application before anything
-    /// else happens), then the role, node and lease channels, then commands.
-    fn publish(&mut self, ops: &mut Ops) {
-        let c = &self.outputs.counters;
-        // The core's counters first, so whoever reacts to a notice reads
-        // metrics that already include what the notice reports.
-        let stats = self.candidate.stats();
-        c.stale_replies
-            .store(stats.stale_replies, Ordering::Relaxed);
-        c.zero_rtt_takeovers
-            .store(stats.zero_rtt_takeovers, Ordering::Relaxed);
-        c.recovered_creates
-            .store(stats.recovered_creates, Ordering::Relaxed);
-        c.marks_written
-            .store(stats.marks_written, Ordering::Relaxed);
-        c.marks_seen.store(stats.marks_seen, Ordering::Relaxed);
-        c.persistent_skipped
-            .store(stats.persistent_skipped, Ordering::Relaxed);
-        ops.facade.core_stats(stats);
-        let now = Instant::now();
-        while let Some(notice) = self.candidate.poll_notice() {
-            if ops.facade.notice(&notice, self.candidate.node(), now) {
-                bump(&c.failovers);
-            }
-            match &notice {
-                Notice::Elected { token } => {
-                    bump(&c.elections);
-                    info!(token = token.0, "elected");
-                }
-                Notice::Demoted { reason } => {
-                    bump(&c.demotions);
-                    if let Ok(mut slot) = self.outputs.demotion.lock() {
-                        *slot = Some(*reason);
-                    }
-                    info!(%reason, "demoted");
-                }
-                Notice::Suspended => info!("suspended: no contact with the server"),
-                Notice::Resumed => info!("resumed"),
-                Notice::Joined { node } => info!(node, "joined the queue"),
-                Notice::LeaderChanged { leader } => {
-                    bump(&c.leader_changes);
-                    info!(leader = leader.as_deref().unwrap_or("-"), "leader changed");
-                }
-                Notice::PersistentSkipped { node } => warn!(
-                    node,
-                    "skipping a persistent child that looks like a contender: \
-                     no process holds it and it will not go away by itself"
-                ),
-                // Only an observer reports participants.
-                Notice::Participants(_) => {}
-                Notice::Error(e) => {
-                    warn!(error = %e, "election stopped by a fatal error");
-                    if let Ok(mut slot) = self.outputs.error.lock() {
-                        *slot = Some(e.clone());
-                    }
-                }
-            }
-            // The role goes out with each notice, so a watcher of the role
-            // sees a demotion as soon as a subscriber of notices does.
-            self.publish_role();
-            let _ = self.outputs.notices.send(notice);
-        }
-        self.publish_role();
-        let node = self.candidate.node().map(str::to_owned);
-        self.outputs.node.send_if_modified(|n| replace(n, node));
-        let lease = self.candidate.lease_expiry().map(|t| self.clock.instant(t));
-        self.outputs.lease.send_if_modified(|l| replace(l, lease));
-        while let Some(Command { op, request }) = self.candidate.poll_command() {
-            bump(&c.ops);
-            ops.facade.ops.increment(1);
-            debug!(%op, verb = request.verb(), path = request.path(), "perform");
-            let transport = Arc::clone(&self.transport);
-            let task = ops
-                .tasks
-                .spawn(async move { (op, transport.perform(request).await) });
-            ops.ids.insert(task.id(), op);
-        }
-    }
-
-    fn publish_role(&self) {
-        let role = self.candidate.role();
-        self.outputs.role.send_if_modified(|r| {
-            if *r == role {
-                return false;
-            }
-            info!(from = ?*r, to = ?role, "role");
-            *r = role;
-            true
-        });
     }
 }
 

@@ -522,3 +522,86 @@ async fn metrics_count_elections_and_requests() {
     election.close().await;
     assert_eq!(election.metrics().demotions, 1);
 }
+
+/// Two machines on one session that arm the same watch share the server's
+/// one watch, which fires once: the driver hands its one event to both.
+#[tokio::test(start_paused = true)]
+async fn two_machines_watching_one_path_both_get_its_one_event() {
+    // The scripted server gives both the same node, so both watch it.
+    let mut mock = MockTransport::new();
+    mock.expect_perform().returning(|request| answer(&request));
+    mock.expect_close().returning(|| ());
+    let (tx, rx) = events();
+    let session = crate::Session::from_transport(mock, rx);
+    let mut elections = Vec::new();
+    for id in ["a", "b"] {
+        let election = session.election(PATH).id(id).join().await.unwrap();
+        election.wait_leader().await.unwrap();
+        elections.push(election);
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before: Vec<u64> = elections.iter().map(|e| e.metrics().ops).collect();
+    // The node is reported deleted: one event for the session. (The
+    // scripted server still has it, so each machine looks again and stays.)
+    let _ = tx.send(TransportEvent::Watch(WatchEvent {
+        kind: WatchKind::NodeDeleted,
+        path: format!("{PATH}/{OWN}"),
+    }));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    for (election, before) in elections.iter().zip(before) {
+        assert!(
+            election.metrics().ops > before,
+            "{:?} did not look again: {before} requests before, {:?} after",
+            election.node(),
+            election.metrics()
+        );
+    }
+    // And only the event did it.
+    let after: Vec<u64> = elections.iter().map(|e| e.metrics().ops).collect();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let idle: Vec<u64> = elections.iter().map(|e| e.metrics().ops).collect();
+    assert_eq!(after, idle, "nothing happens without an event");
+    session.close().await;
+}
+
+/// A hundred elections on one session, a rival session on every path: when
+/// the first session expires, every one of its elections fails over.
+#[tokio::test(start_paused = true)]
+async fn a_hundred_elections_on_one_session_fail_over_when_it_expires() {
+    let zk = crate::testkit::TestZk::new();
+    let (transport, events) = zk.connect(Duration::from_secs(2));
+    let client = transport.client();
+    let first = crate::Session::from_transport(transport, events);
+    let (transport, events) = zk.connect(Duration::from_secs(2));
+    let rival = crate::Session::from_transport(transport, events);
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    for p in 0..100 {
+        let path = format!("/p/{p}");
+        ours.push(first.election(&path).id("first").join().await.unwrap());
+        theirs.push(rival.election(&path).id("rival").join().await.unwrap());
+    }
+    for election in &ours {
+        election.wait_leader().await.unwrap();
+    }
+    assert!(theirs.iter().all(|e| !e.role().is_leader()));
+    zk.expire_session(client);
+    for election in &theirs {
+        tokio::time::timeout(Duration::from_secs(10), election.wait_leader())
+            .await
+            .expect("every rival leads after the expiry")
+            .unwrap();
+    }
+    for election in &ours {
+        assert!(election.metrics().demotions >= 1);
+    }
+    first.close().await;
+    rival.close().await;
+    // Every node went with its session.
+    for p in 0..100 {
+        assert!(
+            zk.server().children(&format!("/p/{p}")).is_empty(),
+            "/p/{p}"
+        );
+    }
+}

@@ -2,19 +2,19 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::{broadcast, oneshot, watch};
 use tokio::time::Instant;
 use zkelect_core::{
     Acl, Candidate, CandidateError, Config, ConfigBuilder, ConnectionPolicy, DemotionReason,
     FencingToken, Interop, Mode, Notice, Role, Stat, WatchStrategy, ZkCode,
 };
 
-use crate::driver::{Clock, Driver, Intent, Metrics, Outputs};
+use crate::driver::{Intent, Metrics, Outputs, Status};
 use crate::error::{ElectionError, GuardedWriteError};
+use crate::session::{Link, Session};
 use crate::transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport};
 
 /// An open transport and its event stream, on its way: what
@@ -79,6 +79,8 @@ enum Source {
         events: EventStream,
     },
     Connect(Box<dyn Connect>),
+    /// A session shared with other recipes: it outlives this election.
+    Session(Session),
 }
 
 /// Builds an [`Election`]: from a transport with [`Election::builder`], or from
@@ -132,6 +134,10 @@ impl ElectionBuilder {
             close_timeout: Duration::from_secs(5),
             join_timeout: Duration::from_secs(30),
         }
+    }
+
+    pub(crate) fn on_session(session: Session) -> Self {
+        Self::new(Source::Session(session))
     }
 
     fn tune(mut self, f: impl FnOnce(ConfigBuilder) -> ConfigBuilder + Send + 'static) -> Self {
@@ -251,36 +257,38 @@ impl ElectionBuilder {
     pub async fn start(mut self) -> Result<Election, ElectionError> {
         // Bad input is refused before touching the network.
         let config = self.config()?;
-        let (transport, events): (Arc<dyn Transport>, EventStream) = match self.source {
-            Source::Ready { transport, events } => (transport, events),
-            Source::Connect(settings) => settings.connect().await?,
+        // A session of its own ends with the election.
+        let (session, owned) = match self.source {
+            Source::Ready { transport, events } => {
+                (Session::start(transport, events, self.close_timeout), true)
+            }
+            Source::Connect(settings) => {
+                let (transport, events) = settings.connect().await?;
+                (Session::start(transport, events, self.close_timeout), true)
+            }
+            Source::Session(session) => (session, false),
         };
         let observer = config.mode() == Mode::Observer;
         let path = config.path().to_owned();
         let outputs = Outputs::new();
-        let (intents_tx, intents_rx) = mpsc::unbounded_channel();
-        let driver = Driver {
-            candidate: Candidate::new(config),
-            transport: Arc::clone(&transport),
-            events,
-            intents: intents_rx,
-            outputs: Arc::clone(&outputs),
-            clock: Clock::new(),
-            close_timeout: self.close_timeout,
-        };
-        let task = tokio::spawn(driver.run());
-        let _ = intents_tx.send(Intent::Join { done: None });
+        let link = session.add(
+            Box::new(Candidate::new(config)),
+            Arc::clone(&outputs),
+            self.close_timeout,
+            owned,
+        );
+        link.send(Intent::Join { done: None });
         Ok(Election {
-            intents: intents_tx,
+            writer: Writer {
+                transport: session.transport(),
+                path,
+            },
+            link: Arc::new(link),
             outputs,
-            task: Arc::new(Mutex::new(Some(task))),
+            session: owned.then_some(session),
             observer,
             join_timeout: self.join_timeout,
             close_timeout: self.close_timeout,
-            writer: Writer {
-                transport: Arc::downgrade(&transport),
-                path,
-            },
         })
     }
 
@@ -330,18 +338,20 @@ pub enum LeadOutcome<T> {
 /// handle is dropped.
 #[derive(Debug, Clone)]
 pub struct Election {
-    intents: mpsc::UnboundedSender<Intent>,
+    /// Its machine on the session; the last clone closes it.
+    link: Arc<Link>,
     outputs: Arc<Outputs>,
-    task: Arc<Mutex<Option<JoinHandle<()>>>>,
+    /// The session, when it is this election's own (it closes with it).
+    session: Option<Session>,
     observer: bool,
     join_timeout: Duration,
     close_timeout: Duration,
     writer: Writer,
 }
 
-/// What guarded writes need: the election's transport (its session holds
-/// the credentials) and the election path. The driver owns the transport;
-/// this is only a weak handle, so a closed election holds nothing.
+/// What guarded writes need: the session's transport (it holds the
+/// credentials) and the election path. The driver owns the transport;
+/// this is only a weak handle, so a closed session holds nothing.
 #[derive(Clone)]
 struct Writer {
     transport: Weak<dyn Transport>,
@@ -391,7 +401,24 @@ impl Election {
         ElectionBuilder::new(Source::Connect(Box::new(settings)))
     }
 
-    /// The current role, and every change to it.
+    /// Everything the driver publishes but notices, in one snapshot, and
+    /// every change to it: role, node, lease, last demotion, error, counters.
+    ///
+    /// ```no_run
+    /// # async fn example(election: zkelect::Election) {
+    /// let mut status = election.status();
+    /// while status.changed().await.is_ok() {
+    ///     let now = status.borrow_and_update();
+    ///     println!("{:?}, lease until {:?}", now.role, now.lease);
+    /// }
+    /// # }
+    /// ```
+    pub fn status(&self) -> watch::Receiver<Status> {
+        self.outputs.status.subscribe()
+    }
+
+    /// The current role, and every change to it (the role of
+    /// [`status`](Self::status), sent in the same step).
     ///
     /// ```no_run
     /// # async fn example(election: zkelect::Election) {
@@ -407,7 +434,7 @@ impl Election {
 
     /// The current role.
     pub fn role(&self) -> Role {
-        *self.outputs.role.borrow()
+        self.outputs.status.borrow().role
     }
 
     /// Every notice from now on (`Elected`, `Demoted`, `Suspended`,
@@ -419,24 +446,25 @@ impl Election {
 
     /// While leading: when leadership lapses unless the server answers again.
     /// Work done for the leader (a child process, a lease on a resource) must
-    /// stop by then; `zkelect run` uses it for its watchdog.
+    /// stop by then; `zkelect run` uses it for its watchdog. (The lease of
+    /// [`status`](Self::status), sent in the same step.)
     pub fn lease(&self) -> watch::Receiver<Option<Instant>> {
         self.outputs.lease.subscribe()
     }
 
     /// This candidate's node name (not the full path), once known.
     pub fn node(&self) -> Option<String> {
-        self.outputs.node.borrow().clone()
+        self.outputs.status.borrow().node.clone()
     }
 
     /// The counters so far.
     pub fn metrics(&self) -> Metrics {
-        self.outputs.counters.snapshot()
+        self.outputs.status.borrow().stats
     }
 
     /// The error that stopped the election, if one did.
     pub fn error(&self) -> Option<CandidateError> {
-        self.outputs.error.lock().ok().and_then(|e| e.clone())
+        self.outputs.status.borrow().error.clone()
     }
 
     fn fatal(&self) -> ElectionError {
@@ -450,19 +478,21 @@ impl Election {
     }
 
     async fn wait_joined(&self) -> Result<(), ElectionError> {
-        let mut node = self.outputs.node.subscribe();
-        let mut role = self.changes();
+        let mut status = self.status();
         let wait = async {
             loop {
-                if node.borrow_and_update().is_some() {
-                    return Ok(());
+                {
+                    let now = status.borrow_and_update();
+                    if now.node.is_some() {
+                        return Ok(());
+                    }
+                    if matches!(now.role, Role::Failed | Role::Closed) {
+                        drop(now);
+                        return Err(self.fatal());
+                    }
                 }
-                if matches!(*role.borrow_and_update(), Role::Failed | Role::Closed) {
+                if status.changed().await.is_err() {
                     return Err(self.fatal());
-                }
-                tokio::select! {
-                    r = node.changed() => if r.is_err() { return Err(self.fatal()) },
-                    r = role.changed() => if r.is_err() { return Err(self.fatal()) },
                 }
             }
         };
@@ -477,14 +507,15 @@ impl Election {
     /// `NoAuth`), [`ElectionError::Auth`] or [`ElectionError::Closed`].
     /// Cancellation-safe.
     pub async fn wait_leader(&self) -> Result<FencingToken, ElectionError> {
-        let mut role = self.changes();
+        let mut status = self.status();
         loop {
-            match *role.borrow_and_update() {
+            let role = status.borrow_and_update().role;
+            match role {
                 Role::Leader(token) => return Ok(token),
                 Role::Failed | Role::Closed => return Err(self.fatal()),
                 _ => {}
             }
-            if role.changed().await.is_err() {
+            if status.changed().await.is_err() {
                 return Err(self.fatal());
             }
         }
@@ -523,15 +554,15 @@ impl Election {
         // Notices catch what the role channel can coalesce away: a
         // suspension and a resumption (same token) between two polls.
         let mut notices = self.notices();
-        let mut role = self.changes();
+        let mut status = self.status();
         let lost = async {
             loop {
-                let now = *role.borrow_and_update();
+                let now = status.borrow_and_update().role;
                 if now != Role::Leader(token) {
                     return self.outcome_of(now);
                 }
                 tokio::select! {
-                    changed = role.changed() => if changed.is_err() {
+                    changed = status.changed() => if changed.is_err() {
                         return LeadOutcome::Demoted(DemotionReason::Closed);
                     },
                     notice = notices.recv() => match notice {
@@ -563,10 +594,9 @@ impl Election {
             Role::Failed => LeadOutcome::Demoted(DemotionReason::Failed),
             _ => LeadOutcome::Demoted(
                 self.outputs
-                    .demotion
-                    .lock()
-                    .ok()
-                    .and_then(|r| *r)
+                    .status
+                    .borrow()
+                    .last_demotion
                     .unwrap_or(DemotionReason::Lost),
             ),
         }
@@ -578,9 +608,9 @@ impl Election {
     /// deletion goes on in the background. Idempotent.
     pub async fn resign(&self, rejoin: bool) -> Result<(), ElectionError> {
         let (done, ack) = oneshot::channel();
-        self.intents
-            .send(Intent::Resign { rejoin, done })
-            .map_err(|_| ElectionError::Closed)?;
+        if !self.link.send(Intent::Resign { rejoin, done }) {
+            return Err(ElectionError::Closed);
+        }
         ack.await.map_err(|_| ElectionError::Closed)
     }
 
@@ -589,9 +619,9 @@ impl Election {
     /// [`wait_leader`](Self::wait_leader) to follow what happens next).
     pub async fn join(&self) -> Result<(), ElectionError> {
         let (done, ack) = oneshot::channel();
-        self.intents
-            .send(Intent::Join { done: Some(done) })
-            .map_err(|_| ElectionError::Closed)?;
+        if !self.link.send(Intent::Join { done: Some(done) }) {
+            return Err(ElectionError::Closed);
+        }
         ack.await.map_err(|_| ElectionError::Closed)
     }
 
@@ -709,28 +739,24 @@ impl Election {
     }
 
     /// Leaves for good: demotes at once, deletes the node (waiting at most the
-    /// close timeout), closes the session (again at most the close timeout)
-    /// and waits until the driver task has ended, so nothing is left running.
-    /// Idempotent, and safe to call from several clones at once.
+    /// close timeout), and — when the session is this election's own (made by
+    /// [`Election::connect`] or [`Election::builder`]) — closes it (again at
+    /// most the close timeout) and waits until its driver task has ended, so
+    /// nothing is left running. An election made with
+    /// [`Session::election`] leaves the session open. Idempotent, and safe to
+    /// call from several clones at once.
     pub async fn close(&self) {
-        let graceful = async {
-            let (done, wait) = oneshot::channel();
-            if self.intents.send(Intent::Close { done }).is_ok() {
-                let _ = wait.await;
+        let (done, wait) = oneshot::channel();
+        if self.link.send(Intent::Close { done }) {
+            // The driver bounds the deletion; this outer bound only matters
+            // if the driver is stuck, which would be a bug.
+            let bound = self.close_timeout * 2 + Duration::from_secs(1);
+            if tokio::time::timeout(bound, wait).await.is_err() {
+                tracing::warn!("close: the driver did not answer in time");
             }
-        };
-        // The driver bounds both steps; this outer bound only matters if the
-        // driver task is stuck, which would be a bug.
-        let bound = self.close_timeout * 2 + Duration::from_secs(1);
-        let finished = tokio::time::timeout(bound, graceful).await.is_ok();
-        let task = self.task.lock().ok().and_then(|mut t| t.take());
-        if let Some(task) = task {
-            if !finished {
-                tracing::warn!("close: the driver did not stop in time; aborting it");
-                task.abort();
-            }
-            // Once `done` is sent the task returns at once; an aborted one at its next poll.
-            let _ = task.await;
+        }
+        if let Some(session) = &self.session {
+            session.close().await;
         }
     }
 }

@@ -57,8 +57,15 @@
 //!   write to ZooKeeper only if this candidate still leads, checked by the
 //!   server atomically with the write (a `multi`; zookeeper-client and memory
 //!   transports).
-//! - The driver: one task per election that owns the core's `Candidate`, and
-//!   holds no election logic of its own. Time is tokio's, so
+//! - [`Session`]: one ZooKeeper session, one driver task, many elections
+//!   ([`Session::election`]), as Curator and kazoo run every recipe of a
+//!   process on one session. [`Election::connect`] and [`Election::builder`]
+//!   are the one-election shortcut: a session of its own that closes with it.
+//! - [`Status`]: one snapshot per election (role, node, lease, last
+//!   demotion, error, counters), a `watch` from [`Election::status`].
+//! - The driver: one task per session that owns its machines (the core's
+//!   `Candidate`s), routes replies, watch events and session events to
+//!   them, and holds no election logic of its own. Time is tokio's, so
 //!   `#[tokio::test(start_paused = true)]` runs elections in virtual time.
 //!
 //! ## Testing your own service
@@ -166,6 +173,7 @@ mod error;
 pub mod memory;
 #[cfg(feature = "zookeeper-async")]
 mod negotiate;
+mod session;
 #[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
 mod shell;
 #[cfg(feature = "testkit")]
@@ -176,9 +184,10 @@ pub mod zk_async;
 #[cfg(feature = "zookeeper-client")]
 pub mod zk_client;
 
-pub use driver::Metrics;
+pub use driver::{Metrics, Status};
 pub use election::{Connect, Connecting, Election, ElectionBuilder, LeadOutcome};
 pub use error::{ConnectFailure, ElectionError, GuardedWriteError, TlsError};
+pub use session::Session;
 #[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
 pub use shell::SessionOptions;
 pub use transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport, TransportEvent};

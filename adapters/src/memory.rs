@@ -407,6 +407,23 @@ impl Default for MemoryServer {
     }
 }
 
+/// Connection settings for a [`MemoryServer`]: what
+/// [`MemoryServer::settings`] returns.
+#[derive(Debug, Clone)]
+pub struct MemorySettings {
+    server: MemoryServer,
+    session_timeout: Duration,
+}
+
+impl crate::Connect for MemorySettings {
+    fn connect(self: Box<Self>) -> crate::Connecting {
+        Box::pin(async move {
+            let (transport, events) = self.server.connect(self.session_timeout);
+            Ok((Arc::new(transport) as Arc<dyn Transport>, events))
+        })
+    }
+}
+
 /// The server's clock: sleeps until the next deadline (or a change), then
 /// ticks. It holds the server weakly and ends at its first wake-up after the
 /// server is gone.
@@ -520,6 +537,17 @@ impl MemoryServer {
             },
             rx,
         )
+    }
+
+    /// Settings that open a session on this server, for
+    /// [`Session::connect`](crate::Session::connect) and
+    /// [`Election::connect`](crate::Election::connect), as a real
+    /// transport's options do.
+    pub fn settings(&self, session_timeout: Duration) -> MemorySettings {
+        MemorySettings {
+            server: self.clone(),
+            session_timeout,
+        }
     }
 
     /// The data of `path` right now, if it exists.
