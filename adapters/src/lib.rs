@@ -43,7 +43,7 @@
 //!   every [`Notice`]; [`Election::lead`] runs work only while leading.
 //! - [`Transport`]: the seam to a ZooKeeper client, with its [`EventStream`].
 //!   [`ZkAsyncTransport`] talks to real servers through `zookeeper-async`
-//!   (feature `zookeeper-async`, on by default) and makes up for that
+//!   (feature `zookeeper-async`, the one default feature) and makes up for that
 //!   client's defects (see [`zk_async`]); `memory::MemoryTransport` (feature
 //!   `memory`) runs over the simulator's in-memory ZooKeeper, also under
 //!   paused tokio time; [`ZkClientTransport`]
@@ -68,9 +68,24 @@
 //!   them, and holds no election logic of its own. Time is tokio's, so
 //!   `#[tokio::test(start_paused = true)]` runs elections in virtual time.
 //!
+//! ## Features
+//!
+//! Only what the README's quick start needs is on by default; the rest is
+//! opt-in (`zkelect = { version = "0.1", features = ["testkit"] }`):
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `zookeeper-async` | on | `ZkAsyncTransport` and `ConnectOptions`: real servers through `zookeeper-async` |
+//! | `zookeeper-client` | | `ZkClientTransport` and `ZkClientOptions`: real servers through `zookeeper-client`, with guarded writes (`multi`) |
+//! | `zookeeper-client-tls` | | TLS for the zookeeper-client transport (rustls) |
+//! | `zookeeper-client-sasl` | | SASL DIGEST-MD5 for the zookeeper-client transport |
+//! | `zookeeper-client-gssapi` | | SASL GSSAPI (Kerberos); needs the system's GSSAPI library (see `adapters/CLIENTS.md`) |
+//! | `memory` | | `memory::MemoryTransport`: the simulator's in-memory ZooKeeper, also under paused tokio time |
+//! | `testkit` | | `testkit`: faults on the memory transport, seeded chaos, history and fencing checkers (implies `memory`) |
+//!
 //! ## Testing your own service
 //!
-//! The [`testkit`] (feature `testkit`, on by default) is an in-memory
+//! The `testkit` module (feature `testkit`) is an in-memory
 //! ZooKeeper with faults your tests trigger, seeded chaos and a fencing
 //! checker, in virtual time:
 //!

@@ -113,3 +113,18 @@ fn demo_needs_no_server_and_shows_three_leaders_and_a_suspension() {
     assert!(out.contains("suspended"), "{out}");
     assert!(out.contains("every checker held: yes"), "{out}");
 }
+
+/// Exit 1, "any other failure": the canary's violation is found, but its
+/// trace cannot be saved (a directory under /dev/null cannot be made), which
+/// is neither a usage error nor the violation itself.
+#[test]
+fn a_trace_that_cannot_be_saved_exits_1() {
+    let out = Command::new(env!("CARGO_BIN_EXE_zkelect"))
+        .args(["sim", "--seeds", "0..20", "--canary", "parent-watch"])
+        .args(["--save", "/dev/null/traces"])
+        .output()
+        .expect("run zkelect");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error"), "{stderr}");
+}
