@@ -201,7 +201,13 @@ enum Purpose {
     Create,
     Recover,
     Adopt(String),
-    List,
+    List {
+        /// A children event arrived while this watched listing was in
+        /// flight: its reply may predate the change, so list once more after
+        /// it. Kept with the request, so it goes when the request is
+        /// superseded (a later listing sees the change) or answered.
+        again: bool,
+    },
     WatchPred(String),
     Delete(String),
     // Side lanes (at most one each in flight).
@@ -234,7 +240,7 @@ impl Purpose {
                 | Self::Create
                 | Self::Recover
                 | Self::Adopt(_)
-                | Self::List
+                | Self::List { .. }
                 | Self::WatchPred(_)
                 | Self::Delete(_)
         )
@@ -395,9 +401,6 @@ pub struct Candidate {
     /// dying session's node) and is deleted when a listing shows it.
     old_nonces: VecDeque<String>,
     step: Step,
-    /// A children event arrived while a watched listing was in flight: its reply
-    /// may predate the change, so list once more after it.
-    relist_after: bool,
     /// Persistent children already reported, so each is reported once.
     persistent_reported: BTreeSet<String>,
     leadership: Leadership,
@@ -430,7 +433,6 @@ impl Candidate {
             session: SessionState::new(0),
             old_nonces: VecDeque::new(),
             step: Step::Idle,
-            relist_after: false,
             persistent_reported: BTreeSet::new(),
             leadership: Leadership::None,
             link_up: false,
@@ -727,7 +729,7 @@ impl Candidate {
         let op = OpId(self.next_op);
         self.next_op += 1;
         self.stats.commands += 1;
-        if matches!(purpose, Purpose::List | Purpose::Recover) {
+        if matches!(purpose, Purpose::List { .. } | Purpose::Recover) {
             self.stats.listings += 1;
         }
         self.session.ops.insert(
@@ -910,7 +912,10 @@ impl Candidate {
             }
             Step::List => {
                 let watch = self.is_observer() || self.config.strategy() == WatchStrategy::Parent;
-                (Purpose::List, Request::GetChildren { path, watch })
+                (
+                    Purpose::List { again: false },
+                    Request::GetChildren { path, watch },
+                )
             }
             Step::Watch { pred } => {
                 let path = self.child_path(&pred);
@@ -1273,7 +1278,7 @@ impl Candidate {
             Purpose::Create => self.on_create(result),
             Purpose::Recover => self.on_recover(result),
             Purpose::Adopt(name) => self.on_adopt(name, result),
-            Purpose::List => self.on_list(result),
+            Purpose::List { again } => self.on_list(result, again),
             Purpose::WatchPred(pred) => self.on_watch_pred(pred, result),
             Purpose::WatchOwn { name, spent } => self.on_watch_own(name, spent, result),
             Purpose::Mark(name) => self.on_mark(&name, result),
@@ -1514,7 +1519,7 @@ impl Candidate {
         }
     }
 
-    fn on_list(&mut self, result: Result<Reply, ZkCode>) {
+    fn on_list(&mut self, result: Result<Reply, ZkCode>, again: bool) {
         if self.step != Step::List {
             return;
         }
@@ -1552,7 +1557,6 @@ impl Candidate {
         }
         self.leader_seen(standing.oldest.clone());
         if self.is_observer() {
-            let again = std::mem::take(&mut self.relist_after);
             self.set_step(if again { Step::List } else { Step::Wait });
             return;
         }
@@ -1576,7 +1580,6 @@ impl Candidate {
         match self.config.strategy() {
             WatchStrategy::Predecessor => self.watch_next_lower(),
             WatchStrategy::Parent => {
-                let again = std::mem::take(&mut self.relist_after);
                 self.set_step(if again { Step::List } else { Step::Wait });
             }
         }
@@ -1820,7 +1823,13 @@ impl Candidate {
                 // The event may have overtaken the reply of the listing that set
                 // it (found by the benchmark at N = 50: the stale reply consumed
                 // the watch and every follower waited forever).
-                Step::List => self.relist_after = true,
+                Step::List => {
+                    for flight in self.session.ops.values_mut() {
+                        if let Purpose::List { again } = &mut flight.purpose {
+                            *again = true;
+                        }
+                    }
+                }
                 _ => {}
             }
             return;

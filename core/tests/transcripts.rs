@@ -1347,6 +1347,49 @@ fn children_event_overtaking_a_watched_listing_lists_again() {
 }
 
 #[test]
+fn a_children_event_during_a_superseded_listing_does_not_cost_a_later_one() {
+    // The leak: the "list once more" flag outlived the listing it was about.
+    // Here a reconnect supersedes the listing in flight; the listing sent
+    // after the reconnect already sees the change, so its reply must not be
+    // followed by another.
+    let mut d = Driver::in_queue(
+        config("b").strategy(WatchStrategy::Parent),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    d.event(WatchKind::NodeChildrenChanged, "");
+    let _superseded = d.take(Verb::GetChildren);
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    d.answer_probes();
+    let listings = d.c.stats().listings;
+    d.children(&["n_0000000000", "n_0000000001"]);
+    assert_eq!(d.c.role(), Role::Follower);
+    assert!(!d.has_pending(Verb::GetChildren), "{:?}", d.pending);
+    assert_eq!(d.c.stats().listings, listings);
+    // The flag also goes with a listing that elects: a later listing that
+    // finds a follower does not list again without an event.
+    let mut d = Driver::in_queue(
+        config("a").strategy(WatchStrategy::Parent),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    d.event(WatchKind::NodeChildrenChanged, "");
+    let list = d.take(Verb::GetChildren);
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.reply(list.op, Ok(Reply::Children(vec!["n_0000000001".into()])));
+    assert!(d.c.role().is_leader());
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    d.answer_probes();
+    d.children(&["n_0000000000", "n_0000000001"]);
+    assert!(!d.has_pending(Verb::GetChildren), "{:?}", d.pending);
+}
+
+#[test]
 fn own_node_event_overtaking_the_watch_reply_leaves_the_watch_unarmed() {
     let mut d = Driver::joined(config("a"));
     d.answer_probes();
