@@ -393,6 +393,10 @@ pub struct Candidate {
     connection: Connection,
     /// The negotiated timeout of the latest connection (zero before the first).
     timeout: Duration,
+    /// Whether the latest connection said which session it is on: then a
+    /// silent move to another session is caught on connecting (the ids
+    /// differ), and the own-node watch need not read the node's owner.
+    ids_reported: bool,
     /// Everything that belongs to one ZooKeeper session, replaced whole when
     /// the session ends.
     session: SessionState,
@@ -430,6 +434,7 @@ impl Candidate {
             intent: Intent::Out,
             connection: Connection::Pending,
             timeout: Duration::ZERO,
+            ids_reported: false,
             session: SessionState::new(0),
             old_nonces: VecDeque::new(),
             step: Step::Idle,
@@ -948,10 +953,24 @@ impl Candidate {
         let Some(own) = &self.session.own else { return };
         let name = own.name.clone();
         let path = self.child_path(&name);
-        self.emit(
-            Purpose::WatchOwn { name, spent: false },
-            Request::GetData { path, watch: true },
-        );
+        let request = if self.own_watch_by_children() {
+            Request::GetChildren { path, watch: true }
+        } else {
+            Request::GetData { path, watch: true }
+        };
+        self.emit(Purpose::WatchOwn { name, spent: false }, request);
+    }
+
+    /// Whether the own-node watch is a child watch. A child watch on our node
+    /// fires when the node is deleted, as a data watch does, but not when its
+    /// data changes: the leader's own marker then leaves it set, which saves
+    /// setting it again (a request, and an event) on every election. It reads
+    /// no stat, so it is used only where the stat's checks are moot: with
+    /// protected names (which the marker requires) the node bearing our name
+    /// is the one we created, and with session ids reported on connecting a
+    /// move to another session is caught there.
+    fn own_watch_by_children(&self) -> bool {
+        self.config.leader_marker() && self.ids_reported
     }
 
     /// A leader marks its node once (see the theory of operation): the same
@@ -1744,6 +1763,8 @@ impl Candidate {
                     self.session.own_watch = OwnWatch::Armed;
                 }
             }
+            // A child watch on our node (see `own_watch_by_children`).
+            Ok(Reply::Children(_)) if !spent => self.session.own_watch = OwnWatch::Armed,
             Ok(_) => {}
             Err(ZkCode::NoNode) if self.step != Step::Delete => {
                 self.own_gone(DemotionReason::Revoked)
@@ -1869,6 +1890,7 @@ impl Candidate {
         let new_session = matches!(self.connection, Connection::Pending | Connection::Expired);
         self.connection = Connection::Connected;
         self.timeout = timeout;
+        self.ids_reported = session_id.is_some();
         if session_id.is_some() {
             self.session.id = session_id;
         }
