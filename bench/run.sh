@@ -95,7 +95,7 @@ zk_version=$(jq -r 'select(.type=="server") | .version' "$work/rounds.jsonl" 2>/
 crit_table() { # $1 = marker file
     "$bench_bin" criterion-table --dir "$target/criterion" --newer-than "$1" --markdown
 }
-core_md="" memory_line="" sim_md="" sim_lines=""
+core_md="" memory_line="" memory_rules="" sim_md="" sim_lines=""
 if [[ $criterion -eq 1 ]]; then
     touch "$work/core.marker"; sleep 1
     core=(cargo bench -q -p zkelect-core --bench core)
@@ -106,8 +106,11 @@ if [[ $criterion -eq 1 ]]; then
 
     memory=(cargo bench -q -p zkelect-core --bench memory)
     log "$(show "${memory[@]}")"
-    memory_line=$("${memory[@]}" 2>&1 | grep -i 'idle Candidate' | sed 's/^idle Candidate: *//' || true)
+    memory_out=$("${memory[@]}" 2>&1)
+    memory_line=$(grep '^idle Candidate:' <<<"$memory_out" | sed 's/^idle Candidate: *//' || true)
+    memory_rules=$(grep '^idle Candidate per rule:' <<<"$memory_out" | sed 's/^idle Candidate per rule: *//' || true)
     [[ -n "$memory_line" ]] || die "the memory bench printed no 'idle Candidate' line"
+    [[ -n "$memory_rules" ]] || die "the memory bench printed no 'idle Candidate per rule' line"
     commands+=("$(show "${memory[@]}")")
 
     # --- simulator ---------------------------------------------------------
@@ -172,6 +175,8 @@ java_version=$( (java -version 2>&1 || true) | head -1)
         echo "$core_md"
         echo
         echo "Memory per idle \`Candidate\` (dhat): $memory_line"
+        echo
+        echo "Memory per idle follower, by rule (dhat, inline + heap; a queue of ten): $memory_rules"
     else
         echo "Skipped in this run (\`--skip-criterion\`)."
     fi

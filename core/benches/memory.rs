@@ -1,6 +1,9 @@
 //! Bytes held by an idle `Candidate`: a follower that joined, listed a queue of
-//! ten and now waits on its predecessor's watch. Counted with dhat's heap
-//! profiler (every live allocation) plus the inline size of the struct.
+//! ten and now waits on its watches (the predecessor; a semaphore of three, the
+//! three nearest; a reader, the nearest writer), under every rule. Counted with
+//! dhat's heap profiler (every live allocation) plus the inline size of the
+//! struct. Prints `idle Candidate: …` for the election (as before) and one
+//! `idle Candidate per rule: …` line.
 //!
 //! Run: `cargo bench -p zkelect-core --bench memory`
 
@@ -13,8 +16,21 @@ static ALLOC: dhat::Alloc = dhat::Alloc;
 
 const N: usize = 1_000;
 
-fn idle_follower(i: usize) -> Candidate {
+/// The stem of the `seq`-th node of a queue under `rule`: a read-write lock's
+/// even sequences are readers, odd ones writers.
+fn stem(rule: Rule, seq: usize) -> &'static str {
+    match rule {
+        Rule::Read | Rule::Write if seq % 2 == 0 => "r_",
+        Rule::Read | Rule::Write => "w_",
+        _ => rule
+            .stem(Interop::None)
+            .expect("every rule has a stem of its own"),
+    }
+}
+
+fn idle_follower(i: usize, rule: Rule) -> Candidate {
     let config = Config::builder("/services/scheduler/leader", format!("node-{i:04}"))
+        .rule(rule)
         .nonce_seed(i as u64)
         .build()
         .expect("valid");
@@ -34,7 +50,10 @@ fn idle_follower(i: usize) -> Candidate {
         .find(|c| c.request.kind() == Verb::Create)
         .expect("create")
         .op;
-    let own = "_c_00000000000000aa-n_0000000009".to_owned();
+    let own = format!(
+        "_c_00000000000000aa-{}0000000009",
+        rule.stem(Interop::None).expect("stem")
+    );
     c.handle(
         t,
         Input::Reply {
@@ -56,7 +75,7 @@ fn idle_follower(i: usize) -> Candidate {
         .expect("list")
         .op;
     let children = (0..9)
-        .map(|s| format!("_c_{s:016x}-n_{s:010}"))
+        .map(|s| format!("_c_{s:016x}-{}{s:010}", stem(rule, s)))
         .chain([own])
         .collect();
     c.handle(
@@ -66,35 +85,63 @@ fn idle_follower(i: usize) -> Candidate {
             result: Ok(Reply::Children(children)),
         },
     );
-    for cmd in std::iter::from_fn(|| c.poll_command()).collect::<Vec<_>>() {
-        let result = match cmd.request {
-            Request::GetData { .. } => Ok(Reply::Data {
-                data: vec![],
-                stat: Stat {
-                    ephemeral_owner: 1,
-                    ..Stat::default()
-                },
-            }),
-            _ => Ok(Reply::Exists(None)),
-        };
-        c.handle(t, Input::Reply { op: cmd.op, result });
+    // Watches are set one at a time: answer until nothing more is asked.
+    loop {
+        let pending: Vec<Command> = std::iter::from_fn(|| c.poll_command()).collect();
+        if pending.is_empty() {
+            break;
+        }
+        for cmd in pending {
+            let result = match cmd.request {
+                Request::GetData { .. } => Ok(Reply::Data {
+                    data: vec![],
+                    stat: Stat {
+                        ephemeral_owner: 1,
+                        ..Stat::default()
+                    },
+                }),
+                _ => Ok(Reply::Exists(None)),
+            };
+            c.handle(t, Input::Reply { op: cmd.op, result });
+        }
     }
     while c.poll_notice().is_some() {}
-    assert_eq!(c.watching(), Some("_c_0000000000000008-n_0000000008"));
+    assert_eq!(c.role(), Role::Follower, "{rule:?}");
+    assert!(!c.watched().is_empty(), "{rule:?}");
     c
+}
+
+/// Bytes per idle follower under `rule`: (inline, on the heap).
+fn measure(rule: Rule) -> (usize, f64) {
+    let before = dhat::HeapStats::get().curr_bytes;
+    let candidates: Vec<Candidate> = (0..N).map(|i| idle_follower(i, rule)).collect();
+    let after = dhat::HeapStats::get().curr_bytes;
+    let vec_bytes = candidates.capacity() * size_of::<Candidate>();
+    let heap_per = (after - before - vec_bytes) as f64 / N as f64;
+    drop(candidates);
+    (size_of::<Candidate>(), heap_per)
 }
 
 fn main() {
     let _profiler = dhat::Profiler::builder().testing().build();
-    let before = dhat::HeapStats::get().curr_bytes;
-    let candidates: Vec<Candidate> = (0..N).map(idle_follower).collect();
-    let after = dhat::HeapStats::get().curr_bytes;
-    let vec_bytes = candidates.capacity() * size_of::<Candidate>();
-    let heap_per = (after - before - vec_bytes) as f64 / N as f64;
-    let inline = size_of::<Candidate>();
+    let (inline, heap_per) = measure(Rule::Election { leaders: 1 });
     println!(
         "idle Candidate: {inline} bytes inline + {heap_per:.0} bytes on the heap = {:.0} bytes",
         inline as f64 + heap_per
     );
-    drop(candidates);
+    let rules = [
+        ("election", Rule::Election { leaders: 1 }),
+        ("mutex", Rule::Mutex),
+        ("semaphore (3 permits)", Rule::Semaphore { permits: 3 }),
+        ("read", Rule::Read),
+        ("write", Rule::Write),
+    ];
+    let per_rule: Vec<String> = rules
+        .iter()
+        .map(|&(name, rule)| {
+            let (inline, heap) = measure(rule);
+            format!("{name} {:.0} bytes", inline as f64 + heap)
+        })
+        .collect();
+    println!("idle Candidate per rule: {}", per_rule.join(", "));
 }

@@ -201,7 +201,13 @@ enum Purpose {
     Create,
     Recover,
     Adopt(String),
-    List,
+    List {
+        /// A children event arrived while this watched listing was in
+        /// flight: its reply may predate the change, so list once more after
+        /// it. Kept with the request, so it goes when the request is
+        /// superseded (a later listing sees the change) or answered.
+        again: bool,
+    },
     WatchPred(String),
     Delete(String),
     // Side lanes (at most one each in flight).
@@ -234,7 +240,7 @@ impl Purpose {
                 | Self::Create
                 | Self::Recover
                 | Self::Adopt(_)
-                | Self::List
+                | Self::List { .. }
                 | Self::WatchPred(_)
                 | Self::Delete(_)
         )
@@ -387,6 +393,10 @@ pub struct Candidate {
     connection: Connection,
     /// The negotiated timeout of the latest connection (zero before the first).
     timeout: Duration,
+    /// Whether the latest connection said which session it is on: then a
+    /// silent move to another session is caught on connecting (the ids
+    /// differ), and the own-node watch need not read the node's owner.
+    ids_reported: bool,
     /// Everything that belongs to one ZooKeeper session, replaced whole when
     /// the session ends.
     session: SessionState,
@@ -395,9 +405,6 @@ pub struct Candidate {
     /// dying session's node) and is deleted when a listing shows it.
     old_nonces: VecDeque<String>,
     step: Step,
-    /// A children event arrived while a watched listing was in flight: its reply
-    /// may predate the change, so list once more after it.
-    relist_after: bool,
     /// Persistent children already reported, so each is reported once.
     persistent_reported: BTreeSet<String>,
     leadership: Leadership,
@@ -427,10 +434,10 @@ impl Candidate {
             intent: Intent::Out,
             connection: Connection::Pending,
             timeout: Duration::ZERO,
+            ids_reported: false,
             session: SessionState::new(0),
             old_nonces: VecDeque::new(),
             step: Step::Idle,
-            relist_after: false,
             persistent_reported: BTreeSet::new(),
             leadership: Leadership::None,
             link_up: false,
@@ -727,7 +734,7 @@ impl Candidate {
         let op = OpId(self.next_op);
         self.next_op += 1;
         self.stats.commands += 1;
-        if matches!(purpose, Purpose::List | Purpose::Recover) {
+        if matches!(purpose, Purpose::List { .. } | Purpose::Recover) {
             self.stats.listings += 1;
         }
         self.session.ops.insert(
@@ -910,7 +917,10 @@ impl Candidate {
             }
             Step::List => {
                 let watch = self.is_observer() || self.config.strategy() == WatchStrategy::Parent;
-                (Purpose::List, Request::GetChildren { path, watch })
+                (
+                    Purpose::List { again: false },
+                    Request::GetChildren { path, watch },
+                )
             }
             Step::Watch { pred } => {
                 let path = self.child_path(&pred);
@@ -943,10 +953,24 @@ impl Candidate {
         let Some(own) = &self.session.own else { return };
         let name = own.name.clone();
         let path = self.child_path(&name);
-        self.emit(
-            Purpose::WatchOwn { name, spent: false },
-            Request::GetData { path, watch: true },
-        );
+        let request = if self.own_watch_by_children() {
+            Request::GetChildren { path, watch: true }
+        } else {
+            Request::GetData { path, watch: true }
+        };
+        self.emit(Purpose::WatchOwn { name, spent: false }, request);
+    }
+
+    /// Whether the own-node watch is a child watch. A child watch on our node
+    /// fires when the node is deleted, as a data watch does, but not when its
+    /// data changes: the leader's own marker then leaves it set, which saves
+    /// setting it again (a request, and an event) on every election. It reads
+    /// no stat, so it is used only where the stat's checks are moot: with
+    /// protected names (which the marker requires) the node bearing our name
+    /// is the one we created, and with session ids reported on connecting a
+    /// move to another session is caught there.
+    fn own_watch_by_children(&self) -> bool {
+        self.config.leader_marker() && self.ids_reported
     }
 
     /// A leader marks its node once (see the theory of operation): the same
@@ -1273,7 +1297,7 @@ impl Candidate {
             Purpose::Create => self.on_create(result),
             Purpose::Recover => self.on_recover(result),
             Purpose::Adopt(name) => self.on_adopt(name, result),
-            Purpose::List => self.on_list(result),
+            Purpose::List { again } => self.on_list(result, again),
             Purpose::WatchPred(pred) => self.on_watch_pred(pred, result),
             Purpose::WatchOwn { name, spent } => self.on_watch_own(name, spent, result),
             Purpose::Mark(name) => self.on_mark(&name, result),
@@ -1514,7 +1538,7 @@ impl Candidate {
         }
     }
 
-    fn on_list(&mut self, result: Result<Reply, ZkCode>) {
+    fn on_list(&mut self, result: Result<Reply, ZkCode>, again: bool) {
         if self.step != Step::List {
             return;
         }
@@ -1552,7 +1576,6 @@ impl Candidate {
         }
         self.leader_seen(standing.oldest.clone());
         if self.is_observer() {
-            let again = std::mem::take(&mut self.relist_after);
             self.set_step(if again { Step::List } else { Step::Wait });
             return;
         }
@@ -1576,7 +1599,6 @@ impl Candidate {
         match self.config.strategy() {
             WatchStrategy::Predecessor => self.watch_next_lower(),
             WatchStrategy::Parent => {
-                let again = std::mem::take(&mut self.relist_after);
                 self.set_step(if again { Step::List } else { Step::Wait });
             }
         }
@@ -1741,6 +1763,8 @@ impl Candidate {
                     self.session.own_watch = OwnWatch::Armed;
                 }
             }
+            // A child watch on our node (see `own_watch_by_children`).
+            Ok(Reply::Children(_)) if !spent => self.session.own_watch = OwnWatch::Armed,
             Ok(_) => {}
             Err(ZkCode::NoNode) if self.step != Step::Delete => {
                 self.own_gone(DemotionReason::Revoked)
@@ -1820,7 +1844,13 @@ impl Candidate {
                 // The event may have overtaken the reply of the listing that set
                 // it (found by the benchmark at N = 50: the stale reply consumed
                 // the watch and every follower waited forever).
-                Step::List => self.relist_after = true,
+                Step::List => {
+                    for flight in self.session.ops.values_mut() {
+                        if let Purpose::List { again } = &mut flight.purpose {
+                            *again = true;
+                        }
+                    }
+                }
                 _ => {}
             }
             return;
@@ -1860,6 +1890,7 @@ impl Candidate {
         let new_session = matches!(self.connection, Connection::Pending | Connection::Expired);
         self.connection = Connection::Connected;
         self.timeout = timeout;
+        self.ids_reported = session_id.is_some();
         if session_id.is_some() {
             self.session.id = session_id;
         }

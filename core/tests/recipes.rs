@@ -42,7 +42,7 @@ fn joined_as(id: &str, r: Rule, own: &str, czxid: i64, children: &[&str]) -> Dri
         "{r:?} creates {}",
         create.request.path()
     );
-    d.data_ok(own, czxid);
+    d.own_watch_ok(own, czxid);
     d.children(children);
     d
 }
@@ -287,7 +287,7 @@ fn a_reader_shares_a_kazoo_read_write_lock_and_waits_for_its_writers() {
     d.answer_probes();
     let create = d.created(own, 12);
     assert!(create.request.path().ends_with("__rlock__"));
-    d.data_ok(own, 12);
+    d.own_watch_ok(own, 12);
     d.children(&[kazoo_writer, kazoo_reader, own]);
     assert_eq!(d.c.role(), Role::Follower);
     d.data_ok(kazoo_writer, 10);
@@ -307,7 +307,7 @@ fn a_curator_writer_waits_for_curator_readers() {
     let mut d = Driver::joined(rule("w", Rule::Write).interop(Interop::Curator));
     d.answer_probes();
     d.created(own, 11);
-    d.data_ok(own, 11);
+    d.own_watch_ok(own, 11);
     d.children(&[reader, own]);
     assert_eq!(d.c.role(), Role::Follower);
     d.data_ok(reader, 10);

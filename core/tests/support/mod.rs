@@ -205,12 +205,58 @@ impl Driver {
         self.pending.remove(i)
     }
 
+    /// Removes and returns the pending own-node watch on `name`: a child
+    /// watch on the node where the leader marker is on (its own marker must
+    /// not spend it), else a data watch.
+    pub fn take_own_watch(&mut self, name: &str) -> Command {
+        let path = format!("{PATH}/{name}");
+        let i = self
+            .pending
+            .iter()
+            .position(|c| match &c.request {
+                Request::GetChildren {
+                    path: p,
+                    watch: true,
+                } => *p == path,
+                Request::GetData { path: p, .. } => *p == path,
+                _ => false,
+            })
+            .unwrap_or_else(|| panic!("no own-node watch on {name}; pending: {:#?}", self.pending));
+        let cmd = self.pending.remove(i);
+        let by_children = self.c.config().leader_marker();
+        assert_eq!(
+            cmd.request.kind() == Verb::GetChildren,
+            by_children,
+            "the own-node watch is a child watch exactly where the marker is on: {cmd:?}"
+        );
+        cmd
+    }
+
+    /// Answers the pending own-node watch on `name` as set (with owner `SID`).
+    pub fn own_watch_ok(&mut self, name: &str, czxid: i64) -> Command {
+        let cmd = self.take_own_watch(name);
+        self.answer_own_watch(&cmd, czxid);
+        cmd
+    }
+
+    /// Answers an own-node watch request taken earlier as set.
+    pub fn answer_own_watch(&mut self, cmd: &Command, czxid: i64) {
+        let result = match cmd.request.kind() {
+            Verb::GetChildren => Ok(Reply::Children(Vec::new())),
+            _ => Ok(Reply::Data {
+                data: Vec::new(),
+                stat: stat(czxid, SID),
+            }),
+        };
+        self.reply(cmd.op, result);
+    }
+
     /// Joins as `own` in a queue of `children` (answers create, own watch, listing).
     pub fn in_queue(builder: ConfigBuilder, own: &str, czxid: i64, children: &[&str]) -> Self {
         let mut d = Self::joined(builder);
         d.answer_probes();
         d.created(own, czxid);
-        d.data_ok(own, czxid);
+        d.own_watch_ok(own, czxid);
         d.children(children);
         d
     }
