@@ -143,7 +143,7 @@ impl Invariant<World> for Revocation {
         if !matches!(event, Event::Step) {
             return Ok(());
         }
-        for p in world.once_revoked().filter(|p| p.foreign.is_none()) {
+        for p in world.revoked_leaders() {
             if let (Some(at), Role::Leader(token)) = (p.revoked_at, p.agent.role()) {
                 if !p.crashed && !revoked_in_grace(world, &p) {
                     return Err(format!(

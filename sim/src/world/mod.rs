@@ -564,6 +564,19 @@ impl World {
         self.revoked.iter().map(|&pid| self.process(pid))
     }
 
+    /// The zkelect candidates whose node an operator once deleted and which
+    /// lead right now, in pid order (what [`Revocation`](crate::check::Revocation)
+    /// looks at after every step, without building a view of the others).
+    pub fn revoked_leaders(&self) -> impl Iterator<Item = Process<'_>> + '_ {
+        self.revoked
+            .iter()
+            .filter(|&&pid| {
+                let p = &self.procs[pid];
+                p.c.foreign().is_none() && p.c.role().is_leader()
+            })
+            .map(|&pid| self.process(pid))
+    }
+
     /// The election path's children right now (for tests and the demo).
     pub fn children(&self) -> Vec<String> {
         self.zk.children(PATH)
