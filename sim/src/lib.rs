@@ -7,6 +7,7 @@
 //! |---|---|
 //! | [`zk`] | [`ZkModel`](zk::ZkModel): an in-memory ZooKeeper server, sans-IO, usable without candidates |
 //! | [`client`] | the client-library rules: FIFO links, disconnect detection, reconnect, expiry learned on reconnect |
+//! | [`choice`] | [`Choices`](choice::Choices): every nondeterministic choice the world makes, from a seed, a fuzzer's bytes or a search's script |
 //! | [`rng`] | [`SimRng`](rng::SimRng): ChaCha8, one stream per subsystem |
 //! | [`foreign`] | models of Curator's LeaderLatch and kazoo's Lock/Election, and [`Agent`](foreign::Agent): a zkelect candidate or one of them |
 //! | [`swarm`] | what a seed picks: candidates, k, timeouts, fault rates and the fault plan ([`Swarm`](swarm::Swarm), [`Fault`](swarm::Fault), [`Knobs`](swarm::Knobs)) |
@@ -30,6 +31,7 @@
 
 pub mod canary;
 pub mod check;
+pub mod choice;
 pub mod client;
 pub mod foreign;
 pub mod invariant;
