@@ -295,10 +295,7 @@ impl Script {
     /// has an option left, advanced; everything after it dropped), or `None`
     /// when every branch below this script's prefix is done.
     pub fn next_prefix(&self) -> Option<Vec<u32>> {
-        let i = self
-            .taken
-            .iter()
-            .rposition(|t| t.option + 1 < t.arity)?;
+        let i = self.taken.iter().rposition(|t| t.option + 1 < t.arity)?;
         let mut next: Vec<u32> = self.taken[..i].iter().map(|t| t.option).collect();
         next.push(self.taken[i].option + 1);
         Some(next)
