@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | [`Choices::Seeded`] | a [`SimRng`] stream: exactly the draws the world made before choice points existed, so every seed replays the same run | the swarm, `zkelect sim` |
 //! | [`Choices::Bytes`] | a byte string, read front to back; once it runs out, every answer is the smallest | the fuzz entry ([`crate::fuzz`]): a coverage-guided fuzzer mutates the bytes |
-//! | [`Choices::Script`] | a prefix of option indices, then option 0 (or a fixed fallback stream past a depth); it records every choice's arity so a depth-first search can take the next branch | exhaustive small scopes ([`crate::explore`]), as loom and shuttle do |
+//! | [`Choices::Script`] | a prefix of option indices, then option 0, in windows of branching choices (a fixed fallback stream outside them); it records every choice's arity so a depth-first search can take the next branch | exhaustive small scopes ([`crate::explore`]), as loom and shuttle do |
 //!
 //! ```
 //! use zkelect_sim::choice::{Choices, Script};
@@ -206,25 +206,28 @@ pub struct Taken {
     pub arity: u32,
 }
 
-/// A depth-first search's answers: the first choices from a prefix of option
-/// indices, then option 0, up to `depth` branching choices; past the depth,
-/// answers come from a fixed seeded stream (the same prefix always gives the
-/// same run, so the tail is replayable but not explored).
+/// A depth-first search's answers: branching choices from a prefix of option
+/// indices, then option 0, while a window is open (`depth` of them from the
+/// start, and as many as [`open`](Self::open) grants later, e.g. right after
+/// a fault); outside a window, answers come from a fixed seeded stream (the
+/// same prefix always gives the same run, so those are replayable but not
+/// explored).
 #[derive(Debug, Clone)]
 pub struct Script {
     prefix: Vec<u32>,
-    depth: usize,
+    /// Branching choices left in the open window.
+    window: usize,
     taken: Vec<Taken>,
     fallback: SimRng,
 }
 
 impl Script {
-    /// A script answering `prefix` first, branching on at most `depth`
+    /// A script answering `prefix` first, branching on the next `depth`
     /// choices; past them it draws from a stream seeded by `seed`.
     pub fn new(prefix: Vec<u32>, depth: usize, seed: u64) -> Self {
         Self {
             prefix,
-            depth,
+            window: depth,
             taken: Vec::new(),
             fallback: SimRng::new(seed, 0x5C),
         }
@@ -236,16 +239,22 @@ impl Script {
         &self.taken
     }
 
-    /// Whether the depth is used up (later choices are not explored).
+    /// Whether the window is closed (choices now are not explored).
     pub fn exhausted(&self) -> bool {
-        self.taken.len() >= self.depth
+        self.window == 0
     }
 
-    /// Picks one of `arity` options (`arity` ≥ 2); `None` past the depth.
+    /// Opens a window: the next `depth` branching choices are explored.
+    pub fn open(&mut self, depth: usize) {
+        self.window = depth;
+    }
+
+    /// Picks one of `arity` options (`arity` ≥ 2); `None` outside a window.
     fn pick(&mut self, arity: u32) -> Option<u32> {
         if self.exhausted() {
             return None;
         }
+        self.window -= 1;
         let i = self.taken.len();
         let option = self
             .prefix

@@ -628,6 +628,17 @@ impl World {
         self.violation.clone()
     }
 
+    /// Where the world's choices come from (a search reads its script back).
+    pub fn choices(&self) -> &Choices {
+        &self.rng
+    }
+
+    /// The same, to steer it mid-run (a search opens a window of branching
+    /// choices after each fault).
+    pub fn choices_mut(&mut self) -> &mut Choices {
+        &mut self.rng
+    }
+
     /// The trace so far.
     pub fn trace(&self) -> &Trace {
         &self.trace
