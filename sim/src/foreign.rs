@@ -58,6 +58,7 @@ use zkelect_core::{
     Request, Role, SessionEvent, Timestamp, WatchKind, ZkCode,
 };
 
+use crate::choice::Source;
 use crate::rng::SimRng;
 
 /// A naming scheme of election nodes: zkelect's own, Curator LeaderLatch's, or
@@ -162,7 +163,7 @@ pub fn kazoo_order(children: &[String]) -> Vec<&str> {
 }
 
 /// A random UUID as Java's `UUID.toString()` prints it.
-fn java_uuid(rng: &mut SimRng) -> String {
+fn java_uuid(rng: &mut impl Source) -> String {
     let (a, b) = (rng.draw(), rng.draw());
     format!(
         "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
@@ -175,14 +176,14 @@ fn java_uuid(rng: &mut SimRng) -> String {
 }
 
 /// A random UUID as Python's `uuid4().hex` prints it.
-fn python_uuid_hex(rng: &mut SimRng) -> String {
+fn python_uuid_hex(rng: &mut impl Source) -> String {
     format!("{:016x}{:016x}", rng.draw(), rng.draw())
 }
 
 /// A name that looks like a contender of `scheme` (for persistent look-alikes),
 /// without the sequence the server appends: zkelect's `n_` (bare or
 /// protected), Curator's `_c_<uuid>-latch-`, kazoo's `<32 hex>__lock__`.
-pub fn lookalike_stem(scheme: Scheme, rng: &mut SimRng) -> String {
+pub fn lookalike_stem(scheme: Scheme, rng: &mut impl Source) -> String {
     match scheme {
         Scheme::Ours if rng.chance(0.5) => "n_".to_owned(),
         Scheme::Ours => format!("_c_{:016x}-n_", rng.draw()),

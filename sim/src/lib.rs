@@ -7,6 +7,10 @@
 //! |---|---|
 //! | [`zk`] | [`ZkModel`](zk::ZkModel): an in-memory ZooKeeper server, sans-IO, usable without candidates |
 //! | [`client`] | the client-library rules: FIFO links, disconnect detection, reconnect, expiry learned on reconnect |
+//! | [`choice`] | [`Choices`](choice::Choices): every nondeterministic choice the world makes, from a seed, a fuzzer's bytes or a search's script |
+//! | [`fuzz`] | the fuzz entry: bytes → scenario and choices → every checker |
+//! | [`ensemble`] | a multi-server ZooKeeper: lagging followers, reads from the connected server, `sync`, moving sessions, members cut off; its client-side checker |
+//! | [`explore`] | exhaustive small scopes: depth-first search over the choice points |
 //! | [`rng`] | [`SimRng`](rng::SimRng): ChaCha8, one stream per subsystem |
 //! | [`foreign`] | models of Curator's LeaderLatch and kazoo's Lock/Election, and [`Agent`](foreign::Agent): a zkelect candidate or one of them |
 //! | [`swarm`] | what a seed picks: candidates, k, timeouts, fault rates and the fault plan ([`Swarm`](swarm::Swarm), [`Fault`](swarm::Fault), [`Knobs`](swarm::Knobs)) |
@@ -30,8 +34,12 @@
 
 pub mod canary;
 pub mod check;
+pub mod choice;
 pub mod client;
+pub mod ensemble;
+pub mod explore;
 pub mod foreign;
+pub mod fuzz;
 pub mod invariant;
 pub mod net;
 pub mod queue;

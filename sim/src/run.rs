@@ -72,26 +72,42 @@ pub fn run_checked(
     invariants: Vec<Checker>,
 ) -> RunReport {
     let checkers: Vec<&'static str> = invariants.iter().map(|i| i.name()).collect();
-    let mut world = World::with_invariants(
+    let world = World::with_invariants(
         seed,
         swarm.clone(),
         options.canary,
         options.keep_trace,
         invariants,
     );
-    let violation = world.run();
-    let mut tail: Vec<String> = world.trace.tail().cloned().collect();
-    if violation.is_some() && !world.trace.readable() {
-        // The run wrote no readable lines (formatting them costs more than the
-        // rest of a run); it is deterministic, so run it again, readable, with
-        // the same checkers, for the failure report's tail.
+    report(seed, world, options, || {
+        // The same checkers, on a world that keeps readable lines.
         let again = check::standard()
             .into_iter()
             .filter(|i| checkers.contains(&i.name()))
             .collect();
         let mut readable = World::with_invariants(seed, swarm, options.canary, true, again);
         readable.run();
-        tail = readable.trace.tail().cloned().collect();
+        readable
+    })
+}
+
+/// Runs a world built elsewhere (e.g. with [fuzzed](crate::fuzz) or
+/// [scripted](crate::explore) choices) to its end and reports it. If it fails
+/// without readable lines, `readable` runs it again keeping them (runs are
+/// deterministic), for the report's tail.
+pub fn report(
+    seed: u64,
+    mut world: World,
+    options: RunOptions,
+    readable: impl FnOnce() -> World,
+) -> RunReport {
+    let violation = world.run();
+    let mut tail: Vec<String> = world.trace.tail().cloned().collect();
+    if violation.is_some() && !world.trace.readable() {
+        // The run wrote no readable lines (formatting them costs more than the
+        // rest of a run); it is deterministic, so run it again, readable, for
+        // the failure report's tail.
+        tail = readable().trace.tail().cloned().collect();
     }
     RunReport {
         seed,

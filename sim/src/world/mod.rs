@@ -50,12 +50,12 @@ use zkelect_core::{
 };
 
 use crate::canary::Canary;
+use crate::choice::Choices;
 use crate::foreign::{Agent, CuratorLatch, KazooLock, Scheme};
 pub use crate::invariant::Violation;
 use crate::invariant::{Event, Invariant};
 use crate::net::{Net, Way};
 use crate::queue::EventQueue;
-use crate::rng::SimRng;
 use crate::swarm::{Fault, Knobs, Swarm};
 use crate::trace::Trace;
 use crate::zk::{Fired, ZkModel};
@@ -342,7 +342,7 @@ pub struct World {
     seed: u64,
     swarm: Swarm,
     knobs: Knobs,
-    rng: SimRng,
+    rng: Choices,
     now: Timestamp,
     queue: EventQueue<Ev>,
     zk: ZkModel,
@@ -381,6 +381,27 @@ impl World {
         keep_trace: bool,
         invariants: Vec<Box<dyn Invariant<World>>>,
     ) -> Self {
+        Self::with_choices(
+            seed,
+            swarm,
+            canary,
+            keep_trace,
+            invariants,
+            Choices::seeded(seed),
+        )
+    }
+
+    /// A world whose nondeterministic choices (latencies, reorderings, how
+    /// much of a dropped connection's traffic lands) come from `choices`: the
+    /// seed's stream, a fuzzer's bytes or a search's script.
+    pub fn with_choices(
+        seed: u64,
+        swarm: Swarm,
+        canary: Option<Canary>,
+        keep_trace: bool,
+        invariants: Vec<Box<dyn Invariant<World>>>,
+        choices: Choices,
+    ) -> Self {
         let heal_at = Timestamp::ZERO + swarm.chaos;
         let mut knobs = Knobs::from_seed(seed, canary.is_some_and(Canary::wants_wrap));
         // Curator and kazoo compare sequences as strings, and zkelect refuses
@@ -391,7 +412,7 @@ impl World {
         }
         let mut world = Self {
             seed,
-            rng: SimRng::new(seed, 2),
+            rng: choices,
             now: Timestamp::ZERO,
             queue: EventQueue::default(),
             zk: ZkModel::new(swarm.env.server(knobs.cversion_start)),
@@ -618,6 +639,17 @@ impl World {
         }
         self.now = self.now.max(at);
         self.violation.clone()
+    }
+
+    /// Where the world's choices come from (a search reads its script back).
+    pub fn choices(&self) -> &Choices {
+        &self.rng
+    }
+
+    /// The same, to steer it mid-run (a search opens a window of branching
+    /// choices after each fault).
+    pub fn choices_mut(&mut self) -> &mut Choices {
+        &mut self.rng
     }
 
     /// The trace so far.

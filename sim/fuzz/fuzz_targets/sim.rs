@@ -1,0 +1,10 @@
+//! Bytes → a scenario plus the world's choices → the simulator with every
+//! checker (`zkelect_sim::fuzz`); a checker's failure is a panic, which
+//! libFuzzer reports with the input that caused it.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    zkelect_sim::fuzz::fuzz_one(data);
+});
