@@ -1,0 +1,307 @@
+//! `zkelect lock -- CMD` end to end (issue 14), against a real ZooKeeper
+//! server, over both transports (`--transport zookeeper-async` and
+//! `zookeeper-client`).
+//!
+//! CMD is the heartbeat child of `support` (`tests/src/bin/heartbeat.rs`): it
+//! writes `start <ns> <token> …` and then `alive <ns>` every 50 ms on
+//! `CLOCK_MONOTONIC`, so each process's own belief that it holds the lock is
+//! on record, on one clock; the death observer bounds when a killed CMD died.
+//! The witness: no two CMD runs overlap, and a faulted holder's CMD is seen
+//! dead before the next holder's starts.
+//!
+//! * exit codes: CMD's own status passes through; 124 `--timeout` (CMD never
+//!   ran, no node left); 127 CMD not found and 125 unreachable, both without
+//!   ever queueing; 128+15 when `zkelect lock` is sent SIGTERM;
+//! * three holders queued one after the other hold in that order (FIFO), one
+//!   at a time, and each exits 0;
+//! * the holder is killed (SIGKILL), frozen (SIGSTOP) or partitioned (its
+//!   connection black-holed): the lease watchdog stops its CMD before the
+//!   waiter's CMD starts; a frozen or partitioned holder, once back, exits
+//!   123 (the lock was lost while CMD ran).
+
+mod support;
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use zkelect_tests::{Proxy, ZkServer};
+
+use support::{
+    assert_one_at_a_time, closed_port, mono_ns, ms, queue_ids, wait_for, zkelect, Candidate,
+    ChildKind, Observer, BEAT, SESSION_MS,
+};
+
+const START: Duration = Duration::from_secs(20);
+const TAKEOVER: Duration = Duration::from_secs(20);
+
+fn server() -> ZkServer {
+    ZkServer::start().unwrap_or_else(|e| panic!("cannot start ZooKeeper: {e}"))
+}
+
+/// The `zkelect lock` options before `--`.
+fn lock_args(connect: &str, path: &str, id: &str, transport: &str, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "lock",
+        "--connect",
+        connect,
+        "--path",
+        path,
+        "--id",
+        id,
+        "--session-timeout",
+        &SESSION_MS.to_string(),
+        "--transport",
+        transport,
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    args
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("zkelect-lock-test-")
+        .tempdir()
+        .expect("a temporary directory")
+}
+
+fn logs(candidates: &[&Candidate]) -> String {
+    candidates
+        .iter()
+        .map(|c| c.log_text())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Waits until the queue at `path` holds exactly `ids`, in that order.
+fn wait_queue(zk: &str, path: &str, ids: &[&str], context: impl FnOnce() -> String) {
+    wait_for(
+        &format!("the queue to be {ids:?}"),
+        START,
+        Duration::from_millis(50),
+        || (queue_ids(zk, path) == ids).then_some(()),
+        context,
+    );
+}
+
+fn exit_codes(transport: &str) {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/locks/codes";
+    let cmd_args = |extra: &[&str], cmd: &[&str]| {
+        let mut args = lock_args(&zk, path, "x", transport, extra);
+        args.push("--".into());
+        args.extend(cmd.iter().map(|s| (*s).to_owned()));
+        args
+    };
+    let run = |args: Vec<String>| {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        zkelect(&refs, START)
+    };
+
+    // CMD's own status passes through, with the token in its environment.
+    let out = run(cmd_args(
+        &[],
+        &["sh", "-c", "test -n \"$ZKELECT_FENCING_TOKEN\" && exit 42"],
+    ));
+    assert_eq!(out.code(), Some(42), "{}", out.stderr);
+    let out = run(cmd_args(&[], &["true"]));
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    // Not found: 127, before queueing.
+    let out = run(cmd_args(&[], &["zkelect-no-such-command"]));
+    assert_eq!(out.code(), Some(127), "{}", out.stderr);
+    // zkelect lock's own failures are 125: a usage error, an unreachable server.
+    let out = run(vec!["lock".into(), "--path".into(), path.into()]);
+    assert_eq!(out.code(), Some(125), "usage: {}", out.stderr);
+    let nowhere = format!("127.0.0.1:{}", closed_port());
+    let mut unreachable = lock_args(
+        &nowhere,
+        path,
+        "x",
+        transport,
+        &["--connect-timeout", "500"],
+    );
+    unreachable.extend(["--".into(), "true".into()]);
+    let out = run(unreachable);
+    assert_eq!(out.code(), Some(125), "unreachable: {}", out.stderr);
+    assert!(queue_ids(&zk, path).is_empty(), "no node left behind");
+
+    // --timeout while another holds: 124, CMD never ran, no node left.
+    let mut a = Candidate::spawn(
+        dir.path(),
+        "a",
+        &lock_args(&zk, path, "a", transport, &[]),
+        ChildKind::Beats,
+    );
+    a.wait_run(1, START);
+    let mut b = Candidate::spawn(
+        dir.path(),
+        "b",
+        &lock_args(&zk, path, "b", transport, &["--timeout", "1"]),
+        ChildKind::Beats,
+    );
+    let code = b.wait_exit(START).code();
+    assert_eq!(code, Some(124), "{}", logs(&[&a, &b]));
+    assert!(b.runs().is_empty(), "b's CMD must never run");
+    assert_eq!(queue_ids(&zk, path), ["a"], "b's node is deleted");
+    // SIGTERM to the holder: CMD stopped, lock released, 128 + 15.
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(START).code(), Some(143), "{}", a.log_text());
+    assert!(queue_ids(&zk, path).is_empty(), "the lock is released");
+}
+
+fn fifo_one_at_a_time(transport: &str) {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/locks/fifo";
+    let labels = ["a", "b", "c"];
+    let mut holders: Vec<Candidate> = Vec::new();
+    for (i, label) in labels.iter().enumerate() {
+        // Each CMD works 2 s; the next joins once the previous queued (or,
+        // on a slow machine, already holds or is done).
+        holders.push(Candidate::spawn(
+            dir.path(),
+            label,
+            &lock_args(&zk, path, label, transport, &[]),
+            ChildKind::Lives(2000),
+        ));
+        if i == 0 {
+            holders[0].wait_run(1, START);
+        }
+        let refs: Vec<&Candidate> = holders.iter().collect();
+        let newest = &holders[i];
+        wait_for(
+            &format!("{label} queued"),
+            START,
+            Duration::from_millis(20),
+            || {
+                (!newest.runs().is_empty() || queue_ids(&zk, path).contains(&(*label).to_owned()))
+                    .then_some(())
+            },
+            || logs(&refs),
+        );
+    }
+    for h in &mut holders {
+        let status = h.wait_exit(START);
+        assert_eq!(status.code(), Some(0), "{}", h.log_text());
+    }
+    let files: Vec<&std::path::Path> = holders.iter().map(|h| h.beats.as_path()).collect();
+    let runs = assert_one_at_a_time(&files);
+    let order: Vec<&str> = runs.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(order, labels, "FIFO: {runs:#?}");
+    for pair in runs.windows(2) {
+        assert!(pair[0].1.token < pair[1].1.token, "tokens grow: {runs:#?}");
+    }
+    assert!(queue_ids(&zk, path).is_empty(), "no node left behind");
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Kill,
+    Freeze,
+    Partition,
+}
+
+fn no_overlap_under(fault: Fault, transport: &str) {
+    let server = server();
+    let proxy = Proxy::start(server.addr()).expect("start a proxy");
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let observer = Observer::start(dir.path());
+    let path = "/locks/fault";
+    let mut a = Candidate::spawn(
+        dir.path(),
+        "a",
+        &lock_args(&proxy.connect_string(), path, "a", transport, &[]),
+        ChildKind::Stubborn,
+    );
+    let run_a = a.wait_run(1, START);
+    let mut b = Candidate::spawn(
+        dir.path(),
+        "b",
+        &lock_args(&zk, path, "b", transport, &[]),
+        ChildKind::Lives(500),
+    );
+    wait_queue(&zk, path, &["a", "b"], || logs(&[&a, &b]));
+    a.wait_beats(1, 3, START);
+    assert!(b.runs().is_empty(), "b waits: its CMD must not run");
+
+    let at = mono_ns();
+    match fault {
+        Fault::Kill => a.signal(Signal::SIGKILL),
+        Fault::Freeze => a.signal(Signal::SIGSTOP),
+        Fault::Partition => proxy.blackhole(),
+    }
+    let run_b = b.wait_run(1, TAKEOVER);
+    let a_dead = observer.death_seen(run_a.pid).unwrap_or_else(|| {
+        panic!(
+            "OVERLAP ({fault:?}): a's CMD still alive when b's started\n{}",
+            logs(&[&a, &b])
+        )
+    });
+    let a_last = a.runs()[0].last;
+    println!(
+        "{fault:?} over {transport}: a's last beat {:.0} ms after the fault, its CMD seen dead at \
+         {:.0} ms, b's CMD started at {:.0} ms",
+        ms(at, a_last),
+        ms(at, a_dead),
+        ms(at, run_b.start)
+    );
+    assert!(a_last < run_b.start, "{fault:?}: the CMD runs overlap");
+    assert!(a_dead < run_b.start, "{fault:?}: a's CMD outlived the hold");
+    assert!(
+        ms(a_last, run_b.start) > (4 * BEAT.as_millis()) as f64,
+        "{fault:?}: only {:.0} ms between a's last beat and b's first",
+        ms(a_last, run_b.start)
+    );
+    assert_eq!(b.wait_exit(START).code(), Some(0), "{}", b.log_text());
+    match fault {
+        Fault::Kill => assert_eq!(a.wait_exit(START).code(), None, "a died of SIGKILL"),
+        Fault::Freeze | Fault::Partition => {
+            if fault == Fault::Freeze {
+                a.signal(Signal::SIGCONT);
+            } else {
+                proxy.heal();
+            }
+            let code = a.wait_exit(START).code();
+            assert_eq!(
+                code,
+                Some(123),
+                "a lost the lock while CMD ran\n{}",
+                a.log_text()
+            );
+        }
+    }
+    assert_eq!(a.runs().len(), 1, "a's CMD ran once");
+    assert!(
+        a.processes().is_empty(),
+        "a left processes: {:?}",
+        a.processes()
+    );
+    assert_one_at_a_time(&[&a.beats, &b.beats]);
+    assert!(queue_ids(&zk, path).is_empty(), "no node left behind");
+}
+
+macro_rules! on_both_transports {
+    ($($name:ident => $body:expr;)*) => {
+        mod zookeeper_async {
+            use super::*;
+            $(#[test] fn $name() { let transport = "zookeeper-async"; $body(transport) })*
+        }
+        mod zookeeper_client {
+            use super::*;
+            $(#[test] fn $name() { let transport = "zookeeper-client"; $body(transport) })*
+        }
+    };
+}
+
+on_both_transports! {
+    exit_codes_pass_through_and_report_the_wrappers_own => exit_codes;
+    holders_take_turns_in_arrival_order_one_at_a_time => fifo_one_at_a_time;
+    killed_holders_cmd_never_overlaps_the_next => |t| no_overlap_under(Fault::Kill, t);
+    frozen_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Freeze, t);
+    partitioned_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Partition, t);
+}
