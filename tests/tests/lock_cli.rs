@@ -17,7 +17,8 @@
 //! * the holder is killed (SIGKILL), frozen (SIGSTOP) or partitioned (its
 //!   connection black-holed): the lease watchdog stops its CMD before the
 //!   waiter's CMD starts; a frozen or partitioned holder, once back, exits
-//!   123 (the lock was lost while CMD ran).
+//!   123 (the lock was lost while CMD ran);
+//! * a canary: two locks on different paths overlap, and the witness says so.
 
 mod support;
 
@@ -304,4 +305,31 @@ on_both_transports! {
     killed_holders_cmd_never_overlaps_the_next => |t| no_overlap_under(Fault::Kill, t);
     frozen_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Freeze, t);
     partitioned_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Partition, t);
+}
+
+/// The witness catches a planted bug: two `zkelect lock` processes on two
+/// different paths (no exclusion between them) run their CMDs at once, and
+/// the overlap check must say so.
+#[test]
+#[should_panic(expected = "two children alive at once")]
+fn canary_the_overlap_witness_catches_two_holders_at_once() {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let transport = "zookeeper-async";
+    let mut a = Candidate::spawn(
+        dir.path(),
+        "a",
+        &lock_args(&zk, "/locks/canary-a", "a", transport, &[]),
+        ChildKind::Lives(1500),
+    );
+    let mut b = Candidate::spawn(
+        dir.path(),
+        "b",
+        &lock_args(&zk, "/locks/canary-b", "b", transport, &[]),
+        ChildKind::Lives(1500),
+    );
+    assert_eq!(a.wait_exit(START).code(), Some(0), "{}", a.log_text());
+    assert_eq!(b.wait_exit(START).code(), Some(0), "{}", b.log_text());
+    assert_one_at_a_time(&[&a.beats, &b.beats]);
 }
