@@ -181,11 +181,20 @@ impl Queue {
         Ok((next, at.duration_since(t0)))
     }
 
+    /// Closes the order channels: every contender leaves (closing its
+    /// election or session properly; aborting them would drop zookeeper-async
+    /// clients mid-flight, which panics in its I/O task), aborted only if it
+    /// has not left within 5 s.
     async fn stop(self) {
         drop(self.orders);
-        for task in self.tasks {
-            task.abort();
-            let _ = task.await;
+        for mut task in self.tasks {
+            if tokio::time::timeout(Duration::from_secs(5), &mut task)
+                .await
+                .is_err()
+            {
+                task.abort();
+                let _ = task.await;
+            }
         }
     }
 }
@@ -235,7 +244,11 @@ async fn zkc_contender(
             // exists, so the next contender queues behind it.
             let guard = match queued.take() {
                 Some(tx) => wait_queued(&client, &dir, i, &mut lock, tx).await?,
-                None => lock.await.map_err(zk_err("lock"))?,
+                None => tokio::select! {
+                    guard = lock => guard.map_err(zk_err("lock"))?,
+                    // A closed order channel (the run is over) ends the wait.
+                    order = orders.recv() => if order.is_none() { return Ok(()) } else { continue },
+                },
             };
             let _ = held.send((i, Instant::now()));
             match orders.recv().await {
@@ -316,10 +329,12 @@ async fn zkelect_contender(
                     if roles.borrow_and_update().is_leader() {
                         break;
                     }
-                    roles
-                        .changed()
-                        .await
-                        .map_err(|_| anyhow!("contender {i}: the election ended"))?;
+                    // A closed order channel (the run is over) ends the wait.
+                    tokio::select! {
+                        changed = roles.changed() => changed
+                            .map_err(|_| anyhow!("contender {i}: the election ended"))?,
+                        order = orders.recv() => if order.is_none() { return Ok(()) },
+                    }
                 }
                 let _ = held.send((i, Instant::now()));
                 match orders.recv().await {
