@@ -14,6 +14,8 @@
 //!   ever queueing; 128+15 when `zkelect lock` is sent SIGTERM;
 //! * three holders queued one after the other hold in that order (FIFO), one
 //!   at a time, and each exits 0;
+//! * five processes × twenty rounds (`zkelect lock` in a shell loop): never two
+//!   CMDs at once, and every acquisition in arrival order (tokens grow);
 //! * the holder is killed (SIGKILL), frozen (SIGSTOP) or partitioned (its
 //!   connection black-holed): the lease watchdog stops its CMD before the
 //!   waiter's CMD starts; a frozen or partitioned holder, once back, exits
@@ -28,8 +30,9 @@ use nix::sys::signal::Signal;
 use zkelect_tests::{Proxy, ZkServer};
 
 use support::{
-    assert_one_at_a_time, closed_port, mono_ns, ms, queue_ids, wait_for, zkelect, Candidate,
-    ChildKind, Observer, BEAT, SESSION_MS,
+    assert_one_at_a_time, child_command, closed_port, mono_ns, ms, processes_with_env, queue_ids,
+    read_runs, wait_for, zkelect, zkelect_bin, Candidate, ChildKind, Observer, BEAT, BEATS_ENV,
+    SESSION_MS,
 };
 
 const START: Duration = Duration::from_secs(20);
@@ -199,6 +202,97 @@ fn fifo_one_at_a_time(transport: &str) {
     assert!(queue_ids(&zk, path).is_empty(), "no node left behind");
 }
 
+/// Five processes, each taking the lock twenty times in a row (`zkelect lock`
+/// in a shell loop, its CMD a heartbeat that works ~50 ms): no two CMDs ever
+/// run at once, and the lock goes in arrival order: sorted by start, the
+/// holders' tokens (their nodes' creation zxids, i.e. the order they queued
+/// in) strictly grow.
+fn five_processes_twenty_rounds(transport: &str) {
+    const PROCESSES: usize = 5;
+    const ROUNDS: usize = 20;
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/locks/rounds";
+    let heartbeat = child_command(ChildKind::Lives(30));
+    let mut loops = Vec::new();
+    for p in 0..PROCESSES {
+        let beats = dir.path().join(format!("p{p}.beats"));
+        let log = std::fs::File::create(dir.path().join(format!("p{p}.log"))).expect("a log");
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "-c".into(),
+            format!("for i in $(seq {ROUNDS}); do \"$0\" \"$@\" || exit $?; done").into(),
+        ];
+        args.push(zkelect_bin().into());
+        args.extend(
+            lock_args(&zk, path, &format!("p{p}"), transport, &[])
+                .into_iter()
+                .map(Into::into),
+        );
+        args.push("--".into());
+        args.extend(heartbeat.iter().cloned());
+        let child = std::process::Command::new("sh")
+            .args(&args)
+            .env(BEATS_ENV, &beats)
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone().expect("clone the log"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn a lock loop");
+        loops.push((child, beats));
+    }
+    // Every process a loop starts inherits its BEATS_ENV: that is how they
+    // are found and killed if the test gives up.
+    let markers: Vec<String> = loops
+        .iter()
+        .map(|(_, beats)| format!("{BEATS_ENV}={}", beats.display()))
+        .collect();
+    let kill_all = || {
+        for marker in &markers {
+            for pid in processes_with_env(marker) {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    for (p, (child, beats)) in loops.iter_mut().enumerate() {
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for a loop") {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                kill_all();
+                panic!("process {p}'s {ROUNDS} rounds took longer than 180 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let log = std::fs::read_to_string(dir.path().join(format!("p{p}.log"))).unwrap_or_default();
+        if status.code() != Some(0) {
+            kill_all();
+            panic!("process {p} ended {status}:\n{log}");
+        }
+        assert_eq!(
+            read_runs(beats).len(),
+            ROUNDS,
+            "process {p} held {ROUNDS} times"
+        );
+    }
+    let files: Vec<&std::path::Path> = loops.iter().map(|(_, b)| b.as_path()).collect();
+    let runs = assert_one_at_a_time(&files);
+    assert_eq!(runs.len(), PROCESSES * ROUNDS);
+    for pair in runs.windows(2) {
+        assert!(
+            pair[0].1.token < pair[1].1.token,
+            "not FIFO: {} (token {}) held before {} (token {}), which queued first",
+            pair[0].0,
+            pair[0].1.token,
+            pair[1].0,
+            pair[1].1.token
+        );
+    }
+    assert!(queue_ids(&zk, path).is_empty(), "no node left behind");
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fault {
     Kill,
@@ -302,6 +396,7 @@ macro_rules! on_both_transports {
 on_both_transports! {
     exit_codes_pass_through_and_report_the_wrappers_own => exit_codes;
     holders_take_turns_in_arrival_order_one_at_a_time => fifo_one_at_a_time;
+    five_processes_twenty_rounds_one_holder_at_a_time_in_arrival_order => five_processes_twenty_rounds;
     killed_holders_cmd_never_overlaps_the_next => |t| no_overlap_under(Fault::Kill, t);
     frozen_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Freeze, t);
     partitioned_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Partition, t);
