@@ -14,6 +14,7 @@
 //!   ever queueing; 128+15 when `zkelect lock` is sent SIGTERM;
 //! * three holders queued one after the other hold in that order (FIFO), one
 //!   at a time, and each exits 0;
+//! * `--permits 2` among three: two hold together, the third waits;
 //! * five processes × twenty rounds (`zkelect lock` in a shell loop): never two
 //!   CMDs at once, and every acquisition in arrival order (tokens grow);
 //! * the holder is killed (SIGKILL), frozen (SIGSTOP) or partitioned (its
@@ -293,6 +294,56 @@ fn five_processes_twenty_rounds(transport: &str) {
     assert!(queue_ids(&zk, path).is_empty(), "no node left behind");
 }
 
+/// `--permits 2` among three processes: two CMDs run together, never three,
+/// and the third starts once one of the first two is done.
+fn two_permits_among_three(transport: &str) {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/locks/permits";
+    let mut holders: Vec<Candidate> = Vec::new();
+    for label in ["a", "b", "c"] {
+        holders.push(Candidate::spawn(
+            dir.path(),
+            label,
+            &lock_args(&zk, path, label, transport, &["--permits", "2"]),
+            ChildKind::Lives(1500),
+        ));
+        let refs: Vec<&Candidate> = holders.iter().collect();
+        wait_for(
+            &format!("{label} queued"),
+            START,
+            Duration::from_millis(20),
+            || {
+                let newest = &holders[holders.len() - 1];
+                (!newest.runs().is_empty() || queue_ids(&zk, path).contains(&label.to_owned()))
+                    .then_some(())
+            },
+            || logs(&refs),
+        );
+    }
+    for h in &mut holders {
+        assert_eq!(h.wait_exit(START).code(), Some(0), "{}", h.log_text());
+    }
+    let runs: Vec<support::Run> = holders.iter().map(|h| h.runs()[0]).collect();
+    let overlap = |x: &support::Run, y: &support::Run| x.start < y.last && y.start < x.last;
+    assert!(
+        overlap(&runs[0], &runs[1]),
+        "a and b hold together: {runs:#?}"
+    );
+    assert!(
+        runs[2].start > runs[0].last.min(runs[1].last),
+        "c waits for a permit: {runs:#?}"
+    );
+    let latest_start = runs.iter().map(|r| r.start).max();
+    let earliest_end = runs.iter().map(|r| r.last).min();
+    assert!(
+        latest_start > earliest_end,
+        "never three at once: {runs:#?}"
+    );
+    assert!(queue_ids(&zk, path).is_empty(), "no node left behind");
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fault {
     Kill,
@@ -397,6 +448,7 @@ on_both_transports! {
     exit_codes_pass_through_and_report_the_wrappers_own => exit_codes;
     holders_take_turns_in_arrival_order_one_at_a_time => fifo_one_at_a_time;
     five_processes_twenty_rounds_one_holder_at_a_time_in_arrival_order => five_processes_twenty_rounds;
+    two_permits_let_two_hold_and_the_third_wait => two_permits_among_three;
     killed_holders_cmd_never_overlaps_the_next => |t| no_overlap_under(Fault::Kill, t);
     frozen_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Freeze, t);
     partitioned_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Partition, t);
