@@ -102,6 +102,16 @@ shown[0]=${bench_bin#"$root"/}
 shown[${#shown[@]}-1]=FILE.md
 commands+=("$(show "${shown[@]}") > handoff.jsonl")
 
+# --- many elections on one session --------------------------------------------
+many=("$bench_bin" many "${server_args[@]}" --elections "$([[ $quick -eq 1 ]] && echo 1000 || echo 10000)"
+      --json --markdown "$work/many.md")
+log "$(show "${many[@]}")"
+"${many[@]}" > "$work/many.jsonl" || die "the many-elections benchmark failed"
+shown=("${many[@]}")
+shown[0]=${bench_bin#"$root"/}
+shown[${#shown[@]}-1]=FILE.md
+commands+=("$(show "${shown[@]}") > many.jsonl")
+
 # --- criterion: core ----------------------------------------------------------
 crit_table() { # $1 = marker file
     "$bench_bin" criterion-table --dir "$target/criterion" --newer-than "$1" --markdown
@@ -184,6 +194,12 @@ java_version=$( (java -version 2>&1 || true) | head -1)
     cat "$work/handoff.md"
     echo
     echo "Raw rounds of this run: \`target/zkelect-bench/handoff.jsonl\` (not committed)."
+    echo
+    echo "## Many elections on one session"
+    echo
+    echo "N election paths; N contenders on one session A (each alone on its path, so each holds) and N on a session B (each queued behind A's). Start-up: first request to the N-th holding on A. Memory: this process's VmRSS growth per queued waiter of B. Failover: A's session closes; until all N of B's hold, and the server's packets in that window ÷ N. zookeeper-client's \`Client::lock\` so far; zkelect's side (one \`Session\`, N elections) is added when the adapters' \`Session\` lands."
+    echo
+    cat "$work/many.md"
     echo
     echo "## Core (criterion)"
     echo

@@ -16,6 +16,8 @@
 //!   trip, delete→notification, close→notification);
 //! * [`handoff`]: mutex hand-off at W waiters, side by side with the
 //!   delete→notification floor and zookeeper-client's `Client::lock`;
+//! * [`many`]: N elections on one session: start-up, memory per idle
+//!   recipe, packets per failover (zookeeper-client's baseline so far);
 //! * [`mntr`], [`stats`], [`report`], [`criterion`]: counters, order
 //!   statistics, the summary tables, and criterion results as a table.
 
@@ -27,6 +29,7 @@ pub mod criterion;
 pub mod failover;
 pub mod handoff;
 pub mod latch;
+pub mod many;
 pub mod mntr;
 pub mod report;
 pub mod stats;

@@ -19,6 +19,7 @@ use zkelect_bench::criterion;
 use zkelect_bench::failover::{Config, ConfigReport, RoundRecord, RoundSettings};
 use zkelect_bench::handoff;
 use zkelect_bench::latch::{self, Latch};
+use zkelect_bench::many;
 use zkelect_bench::mntr::Monitor;
 use zkelect_bench::report::{self, baseline_table, summary_table};
 use zkelect_bench::zkelect::Zkelect;
@@ -49,8 +50,39 @@ enum Command {
     /// `Client::lock`, side by side with the delete→notification floor,
     /// reported as ratios to the floor.
     Handoff(HandoffArgs),
+    /// N elections on one session (and N waiters on a second): start-up
+    /// time, memory per idle recipe, server packets per failover when the
+    /// first session closes.
+    Many(ManyArgs),
     /// Print criterion's saved results (target/criterion) as a table.
     CriterionTable(CriterionArgs),
+}
+
+#[derive(Args)]
+struct ManyArgs {
+    /// An existing server (one `host:port`: the packet counters are one
+    /// server's; it must allow `srvr` and `mntr`).
+    #[arg(long, value_name = "HOST:PORT", required_unless_present = "embedded")]
+    connect: Option<String>,
+    /// Start a ZooKeeper standalone server for this run.
+    #[arg(long, conflicts_with = "connect")]
+    embedded: bool,
+    /// Elections on the one session (N).
+    #[arg(long, default_value_t = 10_000)]
+    elections: usize,
+    /// Session timeout every client requests, in ms.
+    #[arg(long, default_value_t = 20_000)]
+    session_timeout_ms: u64,
+    /// Print one JSON line per implementation on stdout; the table then goes
+    /// to stderr.
+    #[arg(long)]
+    json: bool,
+    /// Also write the results as Markdown to this file.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// Parent of this run's paths (a unique child per run, deleted afterwards).
+    #[arg(long, default_value = "/zkelect-bench")]
+    path: String,
 }
 
 #[derive(Args)]
@@ -184,6 +216,7 @@ fn main() -> std::process::ExitCode {
     let result = match Cli::parse().command {
         Command::Failover(args) => failover_command(args),
         Command::Handoff(args) => handoff_command(&args),
+        Command::Many(args) => many_command(&args),
         Command::CriterionTable(args) => criterion_command(&args),
     };
     match result {
@@ -257,6 +290,67 @@ fn failover_command(args: FailoverArgs) -> Result<()> {
     runtime.shutdown_timeout(Duration::from_secs(2));
     drop(server);
     result
+}
+
+fn many_command(args: &ManyArgs) -> Result<()> {
+    if args.elections == 0 {
+        bail!("--elections must be at least 1");
+    }
+    let server = if args.embedded {
+        eprintln!("starting an embedded ZooKeeper server ...");
+        Some(embedded_server()?)
+    } else {
+        None
+    };
+    let connect = match (&server, &args.connect) {
+        (Some(s), _) => s.connect_string(),
+        (None, Some(c)) => c.clone(),
+        (None, None) => bail!("give --connect HOST:PORT or --embedded"),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")?;
+    let result = runtime.block_on(async {
+        let mut monitor = Monitor::new(resolve(&connect).await?);
+        monitor.calibrate().await?;
+        let unix_ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let settings = many::ManySettings {
+            connect: ConnectSettings {
+                connect: connect.clone(),
+                session_timeout: Duration::from_millis(args.session_timeout_ms),
+                connect_timeout: Duration::from_secs(15),
+            },
+            dir: format!(
+                "{}-many-{unix_ms}-{}",
+                args.path.trim_end_matches('/'),
+                std::process::id()
+            ),
+            elections: args.elections,
+            timeout: Duration::from_secs(120),
+        };
+        eprintln!(
+            "{} elections on one zookeeper-client session ...",
+            args.elections
+        );
+        let record = many::zookeeper_client(&settings, &monitor).await?;
+        emit(args.json, &record)?;
+        anyhow::Ok(vec![record])
+    });
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    drop(server);
+    let table = many::markdown(&result?);
+    if args.json {
+        eprint!("{table}");
+    } else {
+        print!("{table}");
+    }
+    if let Some(file) = &args.markdown {
+        std::fs::write(file, &table).with_context(|| format!("writing {}", file.display()))?;
+    }
+    Ok(())
 }
 
 fn handoff_command(args: &HandoffArgs) -> Result<()> {

@@ -1,6 +1,7 @@
-//! Two hand-off rounds at W = 3 against an embedded (real) ZooKeeper server:
-//! every side is measured each round and the JSON lines parse. No timing is
-//! asserted beyond "a hand-off took some time".
+//! The recipe benchmarks against an embedded (real) ZooKeeper server, at a
+//! tiny scale: two hand-off rounds at W = 3 (every side measured each round)
+//! and twenty elections on one session. The JSON lines parse; no timing is
+//! asserted beyond "it took some time".
 
 use std::process::Command;
 
@@ -60,4 +61,38 @@ fn two_rounds_at_three_waiters_print_every_side_as_json() {
         stderr.contains("| waiters |"),
         "the table goes to stderr: {stderr}"
     );
+}
+
+/// Twenty elections on one session: the figures are printed and positive.
+#[test]
+fn twenty_elections_on_one_session_print_their_figures_as_json() {
+    let output = Command::new(env!("CARGO_BIN_EXE_zkelect-bench"))
+        .args([
+            "many",
+            "--embedded",
+            "--elections",
+            "20",
+            "--session-timeout-ms",
+            "4000",
+            "--json",
+        ])
+        .output()
+        .expect("run zkelect-bench");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "zkelect-bench failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    let line: Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    assert_eq!(line["type"], "many");
+    assert_eq!(line["side"], "zookeeper-client");
+    assert_eq!(line["elections"], 20);
+    for field in ["startup_ms", "failover_all_ms", "packets_per_failover"] {
+        assert!(
+            line[field].as_f64().is_some_and(|x| x > 0.0),
+            "{field}: {line}"
+        );
+    }
 }
