@@ -229,7 +229,8 @@ pub(crate) struct LockArgs {
     /// Without it, wait as long as it takes.
     #[arg(long, value_name = "D", value_parser = crate::lock::parse_timeout)]
     pub(crate) timeout: Option<Duration>,
-    /// A shared (read) lock: readers hold together, writers exclude them.
+    /// A shared (read) lock on a read-write lock: readers hold together,
+    /// a writer excludes them.
     #[arg(long, conflicts_with_all = ["write", "permits"])]
     pub(crate) read: bool,
     /// An exclusive (write) lock on a read-write lock.

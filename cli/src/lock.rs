@@ -12,8 +12,11 @@
 //! outcomes follow the coreutils wrapper convention (`timeout`, `env`,
 //! `nice`): 123–127, listed in [`crate::exit::TABLE`].
 //!
-//! Until the adapters' `Mutex`, `Semaphore` and `RwLock` handles land, the
-//! lock is an election: one leader for a mutex, K for `--permits K`.
+//! The queue follows the core's rules ([`Rule`]): a mutex (`m_` nodes), a
+//! semaphore with `--permits K` (`s_`), a read-write lock's reader with
+//! `--read` (`r_`) or writer with `--write` (`w_`), run by one machine on
+//! its own session. (The adapters' `Mutex` handles will carry the same
+//! rules; this command needs nothing from them but the machine.)
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -23,7 +26,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::time::Instant;
 use tracing::{info, warn};
 use zkelect::Election;
-use zkelect_core::{Config, FencingToken, Role};
+use zkelect_core::{Config, FencingToken, Role, Rule};
 
 use crate::args::LockArgs;
 use crate::connect::{acl_for, connect, failure};
@@ -94,20 +97,15 @@ fn check_runnable(program: &OsString) -> Result<(), Failure> {
 
 pub(crate) async fn lock(args: LockArgs) -> Result<ExitCode, Failure> {
     let id = args.id.clone().unwrap_or_else(default_id);
-    let leaders = match (args.permits, args.read, args.write) {
-        (Some(k), false, false) => k,
-        (None, false, false) => 1,
-        _ => {
-            return Err(before_cmd(Failure::new(
-                Code::Config,
-                anyhow::anyhow!(
-                    "--read and --write need the RwLock handle, which this build does not have yet"
-                ),
-            )))
-        }
+    // clap refuses more than one of --read, --write, --permits.
+    let rule = match (args.permits, args.read, args.write) {
+        (Some(permits), _, _) => Rule::Semaphore { permits },
+        (None, true, _) => Rule::Read,
+        (None, false, true) => Rule::Write,
+        (None, false, false) => Rule::Mutex,
     };
     Config::builder(&args.conn.path, &id)
-        .leaders(leaders)
+        .rule(rule)
         .build()
         .code(Code::Config)
         .map_err(before_cmd)?;
@@ -126,7 +124,7 @@ pub(crate) async fn lock(args: LockArgs) -> Result<ExitCode, Failure> {
     let election = Election::builder(transport, events)
         .path(&args.conn.path)
         .id(&id)
-        .leaders(leaders)
+        .configure(move |config| config.rule(rule))
         .acl(acl_for(&args.conn))
         .join()
         .await

@@ -15,6 +15,7 @@
 //! * three holders queued one after the other hold in that order (FIFO), one
 //!   at a time, and each exits 0;
 //! * `--permits 2` among three: two hold together, the third waits;
+//! * `--read`/`--write`: readers share, a writer excludes, in arrival order;
 //! * five processes × twenty rounds (`zkelect lock` in a shell loop): never two
 //!   CMDs at once, and every acquisition in arrival order (tokens grow);
 //! * the holder is killed (SIGKILL), frozen (SIGSTOP) or partitioned (its
@@ -31,9 +32,8 @@ use nix::sys::signal::Signal;
 use zkelect_tests::{Proxy, ZkServer};
 
 use support::{
-    assert_one_at_a_time, child_command, closed_port, mono_ns, ms, processes_with_env, queue_ids,
-    read_runs, wait_for, zkelect, zkelect_bin, Candidate, ChildKind, Observer, BEAT, BEATS_ENV,
-    SESSION_MS,
+    assert_one_at_a_time, child_command, closed_port, mono_ns, ms, processes_with_env, read_runs,
+    wait_for, zkelect, zkelect_bin, Candidate, ChildKind, Observer, BEAT, BEATS_ENV, SESSION_MS,
 };
 
 const START: Duration = Duration::from_secs(20);
@@ -79,13 +79,47 @@ fn logs(candidates: &[&Candidate]) -> String {
         .join("\n")
 }
 
+/// The ids of the nodes under `path` (each node's data up to its first
+/// newline), in sequence order, read with a plain zookeeper-async client:
+/// `zkelect status` reads election queues, and a lock's nodes are not
+/// election nodes.
+fn lock_ids(zk: &str, path: &str) -> Vec<String> {
+    use ::zookeeper_async::{WatchedEvent, ZooKeeper};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let client = ZooKeeper::connect_with_retry_time(
+            zk,
+            Duration::from_millis(SESSION_MS),
+            |_: WatchedEvent| {},
+            Duration::from_millis(100),
+        )
+        .await
+        .expect("a plain client");
+        let mut names = client.get_children(path, false).await.unwrap_or_default();
+        // The sequence number is the name's last ten digits.
+        names.sort_by(|a, b| a[a.len().saturating_sub(10)..].cmp(&b[b.len().saturating_sub(10)..]));
+        let mut ids = Vec::new();
+        for name in names {
+            if let Ok((data, _)) = client.get_data(&format!("{path}/{name}"), false).await {
+                let id = data.split(|&b| b == b'\n').next().unwrap_or_default();
+                ids.push(String::from_utf8_lossy(id).into_owned());
+            }
+        }
+        let _ = client.close().await;
+        ids
+    })
+}
+
 /// Waits until the queue at `path` holds exactly `ids`, in that order.
 fn wait_queue(zk: &str, path: &str, ids: &[&str], context: impl FnOnce() -> String) {
     wait_for(
         &format!("the queue to be {ids:?}"),
         START,
         Duration::from_millis(50),
-        || (queue_ids(zk, path) == ids).then_some(()),
+        || (lock_ids(zk, path) == ids).then_some(()),
         context,
     );
 }
@@ -131,7 +165,7 @@ fn exit_codes(transport: &str) {
     unreachable.extend(["--".into(), "true".into()]);
     let out = run(unreachable);
     assert_eq!(out.code(), Some(125), "unreachable: {}", out.stderr);
-    assert!(queue_ids(&zk, path).is_empty(), "no node left behind");
+    assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
 
     // --timeout while another holds: 124, CMD never ran, no node left.
     let mut a = Candidate::spawn(
@@ -150,11 +184,11 @@ fn exit_codes(transport: &str) {
     let code = b.wait_exit(START).code();
     assert_eq!(code, Some(124), "{}", logs(&[&a, &b]));
     assert!(b.runs().is_empty(), "b's CMD must never run");
-    assert_eq!(queue_ids(&zk, path), ["a"], "b's node is deleted");
+    assert_eq!(lock_ids(&zk, path), ["a"], "b's node is deleted");
     // SIGTERM to the holder: CMD stopped, lock released, 128 + 15.
     a.signal(Signal::SIGTERM);
     assert_eq!(a.wait_exit(START).code(), Some(143), "{}", a.log_text());
-    assert!(queue_ids(&zk, path).is_empty(), "the lock is released");
+    assert!(lock_ids(&zk, path).is_empty(), "the lock is released");
 }
 
 fn fifo_one_at_a_time(transport: &str) {
@@ -183,7 +217,7 @@ fn fifo_one_at_a_time(transport: &str) {
             START,
             Duration::from_millis(20),
             || {
-                (!newest.runs().is_empty() || queue_ids(&zk, path).contains(&(*label).to_owned()))
+                (!newest.runs().is_empty() || lock_ids(&zk, path).contains(&(*label).to_owned()))
                     .then_some(())
             },
             || logs(&refs),
@@ -200,7 +234,7 @@ fn fifo_one_at_a_time(transport: &str) {
     for pair in runs.windows(2) {
         assert!(pair[0].1.token < pair[1].1.token, "tokens grow: {runs:#?}");
     }
-    assert!(queue_ids(&zk, path).is_empty(), "no node left behind");
+    assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
 }
 
 /// Five processes, each taking the lock twenty times in a row (`zkelect lock`
@@ -291,7 +325,7 @@ fn five_processes_twenty_rounds(transport: &str) {
             pair[1].1.token
         );
     }
-    assert!(queue_ids(&zk, path).is_empty(), "no node left behind");
+    assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
 }
 
 /// `--permits 2` among three processes: two CMDs run together, never three,
@@ -316,7 +350,7 @@ fn two_permits_among_three(transport: &str) {
             Duration::from_millis(20),
             || {
                 let newest = &holders[holders.len() - 1];
-                (!newest.runs().is_empty() || queue_ids(&zk, path).contains(&label.to_owned()))
+                (!newest.runs().is_empty() || lock_ids(&zk, path).contains(&label.to_owned()))
                     .then_some(())
             },
             || logs(&refs),
@@ -341,7 +375,61 @@ fn two_permits_among_three(transport: &str) {
         latest_start > earliest_end,
         "never three at once: {runs:#?}"
     );
-    assert!(queue_ids(&zk, path).is_empty(), "no node left behind");
+    assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
+}
+
+/// `--read` and `--write` in arrival order: two readers hold together, the
+/// writer queued after them waits for both, and the reader queued after the
+/// writer waits for the writer.
+fn readers_share_writers_exclude(transport: &str) {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/locks/rw";
+    let mut holders: Vec<Candidate> = Vec::new();
+    for (label, side) in [
+        ("r1", "--read"),
+        ("r2", "--read"),
+        ("w", "--write"),
+        ("r3", "--read"),
+    ] {
+        holders.push(Candidate::spawn(
+            dir.path(),
+            label,
+            &lock_args(&zk, path, label, transport, &[side]),
+            ChildKind::Lives(1500),
+        ));
+        let refs: Vec<&Candidate> = holders.iter().collect();
+        wait_for(
+            &format!("{label} queued"),
+            START,
+            Duration::from_millis(20),
+            || {
+                let newest = &holders[holders.len() - 1];
+                (!newest.runs().is_empty() || lock_ids(&zk, path).contains(&label.to_owned()))
+                    .then_some(())
+            },
+            || logs(&refs),
+        );
+    }
+    for h in &mut holders {
+        assert_eq!(h.wait_exit(START).code(), Some(0), "{}", h.log_text());
+    }
+    let runs: Vec<support::Run> = holders.iter().map(|h| h.runs()[0]).collect();
+    let (r1, r2, w, r3) = (runs[0], runs[1], runs[2], runs[3]);
+    assert!(
+        r1.start < r2.last && r2.start < r1.last,
+        "the readers hold together: {runs:#?}"
+    );
+    assert!(
+        w.start > r1.last.max(r2.last),
+        "the writer waits for both readers: {runs:#?}"
+    );
+    assert!(
+        r3.start > w.last,
+        "a reader behind the writer waits for it: {runs:#?}"
+    );
+    assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -428,7 +516,7 @@ fn no_overlap_under(fault: Fault, transport: &str) {
         a.processes()
     );
     assert_one_at_a_time(&[&a.beats, &b.beats]);
-    assert!(queue_ids(&zk, path).is_empty(), "no node left behind");
+    assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
 }
 
 macro_rules! on_both_transports {
@@ -449,6 +537,7 @@ on_both_transports! {
     holders_take_turns_in_arrival_order_one_at_a_time => fifo_one_at_a_time;
     five_processes_twenty_rounds_one_holder_at_a_time_in_arrival_order => five_processes_twenty_rounds;
     two_permits_let_two_hold_and_the_third_wait => two_permits_among_three;
+    readers_share_and_writers_exclude_in_arrival_order => readers_share_writers_exclude;
     killed_holders_cmd_never_overlaps_the_next => |t| no_overlap_under(Fault::Kill, t);
     frozen_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Freeze, t);
     partitioned_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Partition, t);
