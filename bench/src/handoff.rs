@@ -17,8 +17,8 @@
 //! * **zkelect**: W + 1 zkelect contenders on one path, each on its own
 //!   session; from just before the holder releases to the next one being
 //!   told it holds (its role watch turning `Leader`). Until the `Mutex`
-//!   handle lands this is an `Election` with one leader — the same machine
-//!   and the same queue a mutex is — released with `resign(false)`.
+//!   handle lands this is the core's mutex rule (`Rule::Mutex`, `m_` nodes)
+//!   run by an `Election`, released with `resign(false)`.
 //!
 //! The released contender queues again at the back only after the round is
 //! timed, so W stays constant and the window holds nothing but the hand-off.
@@ -300,8 +300,8 @@ async fn wait_queued<'c>(
     }
 }
 
-/// A zkelect contender (an `Election` with one leader until the `Mutex`
-/// lands): told it holds by its role watch, releases with `resign(false)`,
+/// A zkelect contender (`Rule::Mutex` in an `Election` until the `Mutex`
+/// handle lands): told it holds by its role watch, releases with `resign(false)`,
 /// queues again with `join()`.
 async fn zkelect_contender(
     settings: ConnectSettings,
@@ -316,6 +316,7 @@ async fn zkelect_contender(
     let election = Election::connect(options)
         .path(&*path)
         .id(format!("w{i}"))
+        .configure(|config| config.rule(zkelect_core::Rule::Mutex))
         .close_timeout(Duration::from_secs(1))
         .join_timeout(settings.connect_timeout)
         .join()
