@@ -91,6 +91,27 @@ commands+=("$(show "${build[@]}")" "$(show "${shown[@]}") > rounds.jsonl")
 zk_version=$(jq -r 'select(.type=="server") | .version' "$work/rounds.jsonl" 2>/dev/null \
     || grep -o '"version":"[^"]*"' "$work/rounds.jsonl" | head -1 | cut -d'"' -f4)
 
+# --- mutex hand-off ------------------------------------------------------------
+handoff=("$bench_bin" handoff "${server_args[@]}" --waiters "$candidates" --rounds "$rounds"
+         --json --markdown "$work/handoff.md")
+log "$(show "${handoff[@]}")"
+"${handoff[@]}" > "$work/handoff.jsonl" || die "the hand-off benchmark failed"
+cp "$work/handoff.jsonl" "$target/zkelect-bench/handoff.jsonl"
+shown=("${handoff[@]}")
+shown[0]=${bench_bin#"$root"/}
+shown[${#shown[@]}-1]=FILE.md
+commands+=("$(show "${shown[@]}") > handoff.jsonl")
+
+# --- many elections on one session --------------------------------------------
+many=("$bench_bin" many "${server_args[@]}" --elections "$([[ $quick -eq 1 ]] && echo 1000 || echo 10000)"
+      --json --markdown "$work/many.md")
+log "$(show "${many[@]}")"
+"${many[@]}" > "$work/many.jsonl" || die "the many-elections benchmark failed"
+shown=("${many[@]}")
+shown[0]=${bench_bin#"$root"/}
+shown[${#shown[@]}-1]=FILE.md
+commands+=("$(show "${shown[@]}") > many.jsonl")
+
 # --- criterion: core ----------------------------------------------------------
 crit_table() { # $1 = marker file
     "$bench_bin" criterion-table --dir "$target/criterion" --newer-than "$1" --markdown
@@ -168,6 +189,20 @@ java_version=$( (java -version 2>&1 || true) | head -1)
     echo
     cat "$work/failover.md"
     echo "Raw rounds (one JSON line each) of this run: \`target/zkelect-bench/rounds.jsonl\` (not committed)."
+    echo
+    echo "## Mutex hand-off: zkelect and zookeeper-client's lock against the floor"
+    echo
+    echo "W waiters queued behind the holder, each on its own session; per round, interleaved: the floor (one client deletes a node another watches: delete → notification), zookeeper-client's \`Client::lock\` (Curator-style \`lock-\` nodes; holder drops its lock → next \`lock()\` resolves) and zkelect (holder releases → next told it holds). Ratios are medians over the floor's median. See bench/README.md."
+    echo
+    cat "$work/handoff.md"
+    echo
+    echo "Raw rounds of this run: \`target/zkelect-bench/handoff.jsonl\` (not committed)."
+    echo
+    echo "## Many elections on one session"
+    echo
+    echo "N election paths; N contenders on one session A (each alone on its path, so each holds) and N on a session B (each queued behind A's). Start-up: first request to the N-th holding on A. Memory: this process's VmRSS growth per queued waiter of B. Failover: A's session closes; until all N of B's hold, and the server's packets in that window ÷ N. zookeeper-client's \`Client::lock\` so far; zkelect's side (one \`Session\`, N elections) is added when the adapters' \`Session\` lands."
+    echo
+    cat "$work/many.md"
     echo
     echo "## Core (criterion)"
     echo

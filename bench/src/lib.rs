@@ -14,6 +14,10 @@
 //!   count the server's packets with `mntr`);
 //! * [`baseline`]: the physical limits on the same server (`exists` round
 //!   trip, delete→notification, close→notification);
+//! * [`handoff`]: mutex hand-off at W waiters, side by side with the
+//!   delete→notification floor and zookeeper-client's `Client::lock`;
+//! * [`many`]: N elections on one session: start-up, memory per idle
+//!   recipe, packets per failover (zookeeper-client's baseline so far);
 //! * [`mntr`], [`stats`], [`report`], [`criterion`]: counters, order
 //!   statistics, the summary tables, and criterion results as a table.
 
@@ -23,7 +27,9 @@ pub mod baseline;
 pub mod contender;
 pub mod criterion;
 pub mod failover;
+pub mod handoff;
 pub mod latch;
+pub mod many;
 pub mod mntr;
 pub mod report;
 pub mod stats;

@@ -17,7 +17,9 @@ use zkelect_bench::baseline::{self, BaselineRecord};
 use zkelect_bench::contender::{ConnectSettings, Implementation, Strategy};
 use zkelect_bench::criterion;
 use zkelect_bench::failover::{Config, ConfigReport, RoundRecord, RoundSettings};
+use zkelect_bench::handoff;
 use zkelect_bench::latch::{self, Latch};
+use zkelect_bench::many;
 use zkelect_bench::mntr::Monitor;
 use zkelect_bench::report::{self, baseline_table, summary_table};
 use zkelect_bench::zkelect::Zkelect;
@@ -44,8 +46,78 @@ enum Command {
     /// (e.g. no new leader within --failover-timeout-ms: listed, and the
     /// others' results still written); 1 on any other error.
     Failover(FailoverArgs),
+    /// Mutex hand-off at W waiters: zkelect and zookeeper-client's
+    /// `Client::lock`, side by side with the delete→notification floor,
+    /// reported as ratios to the floor.
+    Handoff(HandoffArgs),
+    /// N elections on one session (and N waiters on a second): start-up
+    /// time, memory per idle recipe, server packets per failover when the
+    /// first session closes.
+    Many(ManyArgs),
     /// Print criterion's saved results (target/criterion) as a table.
     CriterionTable(CriterionArgs),
+}
+
+#[derive(Args)]
+struct ManyArgs {
+    /// An existing server (one `host:port`: the packet counters are one
+    /// server's; it must allow `srvr` and `mntr`).
+    #[arg(long, value_name = "HOST:PORT", required_unless_present = "embedded")]
+    connect: Option<String>,
+    /// Start a ZooKeeper standalone server for this run.
+    #[arg(long, conflicts_with = "connect")]
+    embedded: bool,
+    /// Elections on the one session (N).
+    #[arg(long, default_value_t = 10_000)]
+    elections: usize,
+    /// Session timeout every client requests, in ms.
+    #[arg(long, default_value_t = 20_000)]
+    session_timeout_ms: u64,
+    /// Print one JSON line per implementation on stdout; the table then goes
+    /// to stderr.
+    #[arg(long)]
+    json: bool,
+    /// Also write the results as Markdown to this file.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// Parent of this run's paths (a unique child per run, deleted afterwards).
+    #[arg(long, default_value = "/zkelect-bench")]
+    path: String,
+}
+
+#[derive(Args)]
+struct HandoffArgs {
+    /// An existing server (`host:port`).
+    #[arg(long, value_name = "HOST:PORT", required_unless_present = "embedded")]
+    connect: Option<String>,
+    /// Start a ZooKeeper standalone server for this run.
+    #[arg(long, conflicts_with = "connect")]
+    embedded: bool,
+    /// Numbers of waiters behind the holder (W), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [3usize, 50, 300])]
+    waiters: Vec<usize>,
+    /// Recorded rounds per waiter count.
+    #[arg(long, default_value_t = 30)]
+    rounds: usize,
+    /// Unrecorded warm-up rounds per waiter count.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Quiet time before each trigger, in ms.
+    #[arg(long, default_value_t = 70)]
+    idle_ms: u64,
+    /// Session timeout every client requests, in ms.
+    #[arg(long, default_value_t = 20_000)]
+    session_timeout_ms: u64,
+    /// Print JSON lines (handoff, handoff_summary) on stdout; the table then
+    /// goes to stderr.
+    #[arg(long)]
+    json: bool,
+    /// Also write the results as Markdown to this file.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// Parent of this run's paths (a unique child per run, deleted afterwards).
+    #[arg(long, default_value = "/zkelect-bench")]
+    path: String,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -143,6 +215,8 @@ struct CriterionArgs {
 fn main() -> std::process::ExitCode {
     let result = match Cli::parse().command {
         Command::Failover(args) => failover_command(args),
+        Command::Handoff(args) => handoff_command(&args),
+        Command::Many(args) => many_command(&args),
         Command::CriterionTable(args) => criterion_command(&args),
     };
     match result {
@@ -216,6 +290,133 @@ fn failover_command(args: FailoverArgs) -> Result<()> {
     runtime.shutdown_timeout(Duration::from_secs(2));
     drop(server);
     result
+}
+
+fn many_command(args: &ManyArgs) -> Result<()> {
+    if args.elections == 0 {
+        bail!("--elections must be at least 1");
+    }
+    let server = if args.embedded {
+        eprintln!("starting an embedded ZooKeeper server ...");
+        Some(embedded_server()?)
+    } else {
+        None
+    };
+    let connect = match (&server, &args.connect) {
+        (Some(s), _) => s.connect_string(),
+        (None, Some(c)) => c.clone(),
+        (None, None) => bail!("give --connect HOST:PORT or --embedded"),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")?;
+    let result = runtime.block_on(async {
+        let mut monitor = Monitor::new(resolve(&connect).await?);
+        monitor.calibrate().await?;
+        let unix_ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let settings = many::ManySettings {
+            connect: ConnectSettings {
+                connect: connect.clone(),
+                session_timeout: Duration::from_millis(args.session_timeout_ms),
+                connect_timeout: Duration::from_secs(15),
+            },
+            dir: format!(
+                "{}-many-{unix_ms}-{}",
+                args.path.trim_end_matches('/'),
+                std::process::id()
+            ),
+            elections: args.elections,
+            timeout: Duration::from_secs(120),
+        };
+        eprintln!(
+            "{} elections on one zookeeper-client session ...",
+            args.elections
+        );
+        let record = many::zookeeper_client(&settings, &monitor).await?;
+        emit(args.json, &record)?;
+        anyhow::Ok(vec![record])
+    });
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    drop(server);
+    let table = many::markdown(&result?);
+    if args.json {
+        eprint!("{table}");
+    } else {
+        print!("{table}");
+    }
+    if let Some(file) = &args.markdown {
+        std::fs::write(file, &table).with_context(|| format!("writing {}", file.display()))?;
+    }
+    Ok(())
+}
+
+fn handoff_command(args: &HandoffArgs) -> Result<()> {
+    if args.rounds == 0 || args.waiters.contains(&0) {
+        bail!("--rounds and every --waiters count must be at least 1");
+    }
+    let server = if args.embedded {
+        eprintln!("starting an embedded ZooKeeper server ...");
+        Some(embedded_server()?)
+    } else {
+        None
+    };
+    let connect = match (&server, &args.connect) {
+        (Some(s), _) => s.connect_string(),
+        (None, Some(c)) => c.clone(),
+        (None, None) => bail!("give --connect HOST:PORT or --embedded"),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")?;
+    let result = runtime.block_on(async {
+        let unix_ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let mut summaries = Vec::new();
+        for &waiters in &args.waiters {
+            let settings = handoff::HandoffSettings {
+                connect: ConnectSettings {
+                    connect: connect.clone(),
+                    session_timeout: Duration::from_millis(args.session_timeout_ms),
+                    connect_timeout: Duration::from_secs(15),
+                },
+                dir: format!(
+                    "{}-handoff-{unix_ms}-{}-w{waiters}",
+                    args.path.trim_end_matches('/'),
+                    std::process::id()
+                ),
+                waiters,
+                rounds: args.rounds,
+                warmup: args.warmup,
+                idle: Duration::from_millis(args.idle_ms),
+                timeout: Duration::from_secs(10),
+            };
+            eprintln!("hand-off with {waiters} waiters ...");
+            let (records, summary) = handoff::run(&settings).await?;
+            for record in &records {
+                emit(args.json, record)?;
+            }
+            emit(args.json, &summary)?;
+            summaries.push(summary);
+        }
+        anyhow::Ok(summaries)
+    });
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    drop(server);
+    let table = handoff::markdown(&result?);
+    if args.json {
+        eprint!("{table}");
+    } else {
+        print!("{table}");
+    }
+    if let Some(file) = &args.markdown {
+        std::fs::write(file, &table).with_context(|| format!("writing {}", file.display()))?;
+    }
+    Ok(())
 }
 
 /// A standalone server tuned for measuring rather than for fast tests:

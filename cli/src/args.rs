@@ -24,7 +24,7 @@ pub(crate) struct Cli {
 }
 
 /// The examples at the end of `zkelect --help`, before the exit codes.
-const EXAMPLES: &str = "Examples:\n  zkelect demo\n  zkelect run --connect 127.0.0.1:2181 --path /svc/leader --id node-a -- ./my-daemon --flag\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --json\n  zkelect sim --seeds 1..500";
+const EXAMPLES: &str = "Examples:\n  zkelect demo\n  zkelect run --connect 127.0.0.1:2181 --path /svc/leader --id node-a -- ./my-daemon --flag\n  zkelect lock --connect 127.0.0.1:2181 --path /locks/backup --timeout 30 -- ./backup.sh\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --json\n  zkelect sim --seeds 1..500";
 
 impl Cli {
     /// The command line's definition, with the examples and the exit-code
@@ -54,6 +54,12 @@ pub(crate) enum Cmd {
         after_help = "Examples:\n  zkelect run --connect zk1:2181,zk2:2181 --path /svc/cron/leader --id $(hostname) -- ./cron-master\n  zkelect run --connect 127.0.0.1:2181 --path /svc/leader --id a --auth svc:secret --policy session-aware -- sh -c 'exec worker'\n  zkelect run --connect zk1:2281 --path /svc/leader --id a --transport zookeeper-client --tls-ca ca.pem --tls-cert me.pem --tls-key me-key.pem -- ./daemon\n\nThe command gets SIGTERM (then SIGKILL after --grace-ms) the moment leadership is\nsuspended or lost, is started again on re-election, and finds the fencing token in\nZKELECT_FENCING_TOKEN. SIGTERM or SIGINT to zkelect stops the command, deletes the\nnode and exits 0."
     )]
     Run(RunArgs),
+    /// Wait for a lock, run a command once while holding it, release it, and
+    /// exit with the command's status (like flock and etcdctl lock).
+    #[command(
+        after_help = "Examples:\n  zkelect lock --connect 127.0.0.1:2181 --path /locks/backup -- ./backup.sh --full\n  zkelect lock --connect zk1:2181 --path /locks/migrate --timeout 30 -- ./migrate\n  zkelect lock --connect zk1:2181 --path /locks/render --permits 4 -- ./render job-17\n\nThe command finds the fencing token in ZKELECT_FENCING_TOKEN and runs under the\nsame lease watchdog as `zkelect run`: if zkelect freezes or loses the lock, the\ncommand is stopped before anyone else can take the lock. SIGTERM or SIGINT to\nzkelect stops the command, releases the lock and exits 128+N.\n\nExit status: the command's own, or 123 lock lost while it ran, 124 --timeout,\n125 zkelect lock itself failed, 126 command not executable, 127 command not found."
+    )]
+    Lock(LockArgs),
     /// Show the queue: the leader, each candidate's id and data, who watches whom.
     #[command(
         after_help = "Examples:\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --json\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --watch\n  zkelect status --connect zk1:2281 --path /svc/leader --transport zookeeper-client --tls-ca ca.pem"
@@ -204,6 +210,37 @@ pub(crate) struct RunArgs {
     #[arg(long = "lead-timeout", value_name = "MS")]
     pub(crate) lead_timeout_ms: Option<u64>,
     /// Milliseconds between SIGTERM and SIGKILL when leadership is lost.
+    #[arg(long = "grace-ms", value_name = "MS", default_value_t = 5_000)]
+    pub(crate) grace_ms: u64,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub(crate) command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LockArgs {
+    #[command(flatten)]
+    pub(crate) conn: ConnectArgs,
+    /// The id stored in our node, shown by `status` (default: HOSTNAME-PID).
+    #[arg(long)]
+    pub(crate) id: Option<String>,
+    /// Give up waiting for the lock after this long (exit 124; the command
+    /// never runs): seconds (`30`, `2.5`) or a duration (`500ms`, `1m`).
+    /// Without it, wait as long as it takes.
+    #[arg(long, value_name = "D", value_parser = crate::lock::parse_timeout)]
+    pub(crate) timeout: Option<Duration>,
+    /// A shared (read) lock on a read-write lock: readers hold together,
+    /// a writer excludes them.
+    #[arg(long, conflicts_with_all = ["write", "permits"])]
+    pub(crate) read: bool,
+    /// An exclusive (write) lock on a read-write lock.
+    #[arg(long, conflicts_with_all = ["read", "permits"])]
+    pub(crate) write: bool,
+    /// A semaphore: up to K holders at once (every user of the path must
+    /// give the same K).
+    #[arg(long, value_name = "K", conflicts_with_all = ["read", "write"])]
+    pub(crate) permits: Option<u32>,
+    /// Milliseconds between SIGTERM and SIGKILL when the lock is lost.
     #[arg(long = "grace-ms", value_name = "MS", default_value_t = 5_000)]
     pub(crate) grace_ms: u64,
     /// The command and its arguments, after `--`.
@@ -477,6 +514,37 @@ mod tests {
             assert_eq!(s.interop.scheme(), scheme);
         }
         assert!(status(&["--interop", "zookeeper"]).is_err());
+    }
+
+    fn lock(extra: &[&str]) -> Result<Cli, clap::Error> {
+        let mut args = vec!["zkelect", "lock", "--connect", "h:1", "--path", "/l"];
+        args.extend_from_slice(extra);
+        Cli::try_parse_from(args)
+    }
+
+    #[test]
+    fn lock_takes_a_timeout_one_kind_and_a_command() {
+        let Cmd::Lock(l) = lock(&["--timeout", "1.5", "--", "echo", "hi"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert_eq!(l.timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(l.command, ["echo", "hi"]);
+        assert!(!l.read && !l.write && l.permits.is_none());
+        let Cmd::Lock(l) = lock(&["--permits", "3", "--", "true"]).unwrap().command else {
+            panic!()
+        };
+        assert_eq!(l.permits, Some(3));
+        for bad in [
+            &["--read", "--write", "--", "true"][..],
+            &["--read", "--permits", "2", "--", "true"],
+            &["--timeout", "soon", "--", "true"],
+            &["--timeout", "5"],
+        ] {
+            assert!(lock(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -3,6 +3,9 @@
 //! [`TABLE`] is the one list of them: `zkelect --help` prints it and the
 //! README carries it word for word (a test compares the two).
 //!
+//! `zkelect lock` is the exception: it passes its command's status through
+//! and keeps 123–127 for its own outcomes (the table's second block).
+//!
 //! A supervised command's own exit code is never passed through except 0:
 //! its codes would collide with these. A command that exits non-zero (or dies
 //! of a signal) makes `zkelect run` exit [`Code::CommandFailed`], and the log
@@ -49,6 +52,16 @@ pub(crate) enum Code {
     /// The supervised command exited non-zero, or was killed by a signal, by
     /// itself while leading.
     CommandFailed = 11,
+    /// `lock`: the lock was lost while the command ran (it was stopped).
+    LockLost = 123,
+    /// `lock --timeout`: the lock was not acquired in time; the command never ran.
+    LockWait = 124,
+    /// `lock` itself failed before the command ran.
+    LockFailed = 125,
+    /// `lock`: the command was found but could not be executed.
+    CannotExecute = 126,
+    /// `lock`: the command was not found.
+    NotFound = 127,
 }
 
 /// The exit codes as `zkelect --help` and the README show them.
@@ -68,7 +81,19 @@ Exit codes:
    9  `run --lead-timeout`: not elected in time (the node is deleted)
   10  `revoke`: no candidate has that id, or several do (use --all)
   11  `run`: the command exited non-zero or was killed by a signal while
-      leading (its own code is logged, not passed through)";
+      leading (its own code is logged, not passed through)
+
+Exit codes of `zkelect lock` (it passes the command's own status through,
+so its own outcomes use the codes of `timeout` and `env`; a command's own
+codes 123 to 127 cannot be told apart from them):
+      the command's own exit status (128+N if it was killed by signal N)
+ 123  the lock was lost while the command ran (it got SIGTERM, then SIGKILL
+      after --grace-ms)
+ 124  --timeout: the lock was not acquired in time; the command never ran
+ 125  zkelect lock itself failed before the command ran (usage, invalid
+      setting, unreachable, auth; the log says which)
+ 126  the command was found but could not be executed
+ 127  the command was not found";
 
 impl Failure {
     pub(crate) fn new(code: Code, error: impl Into<anyhow::Error>) -> Self {
@@ -159,6 +184,11 @@ mod tests {
             Code::LockTimeout,
             Code::UnknownId,
             Code::CommandFailed,
+            Code::LockLost,
+            Code::LockWait,
+            Code::LockFailed,
+            Code::CannotExecute,
+            Code::NotFound,
         ];
         for code in codes {
             let row = format!("\n{:>4}  ", code as u8);

@@ -1,4 +1,4 @@
-//! The `zkelect` command: `demo`, `run`, `status`, `revoke`, `sim`.
+//! The `zkelect` command: `demo`, `run`, `lock`, `status`, `revoke`, `sim`.
 //!
 //! Every failure maps to its own exit code (see [`exit::Code`]), and bad input is
 //! refused before anything touches the network.
@@ -8,6 +8,7 @@ mod connect;
 mod demo;
 mod exit;
 mod lease;
+mod lock;
 mod queue_view;
 mod run;
 mod sim;
@@ -49,13 +50,29 @@ fn init_logging(verbose: u8, quiet: bool) {
         .try_init();
 }
 
+/// Whether the command line names the `lock` subcommand (its first word that
+/// is not an option), for the exit code of a usage error clap reports.
+fn invoked_lock() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .find(|a| !a.as_encoded_bytes().starts_with(b"-"))
+        .is_some_and(|a| a == "lock")
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::parse_args() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() {
-                Code::Usage.into()
+                // `zkelect lock` passes its command's codes through, so its
+                // own usage errors are 125 (see exit::TABLE).
+                if invoked_lock() {
+                    Code::LockFailed.into()
+                } else {
+                    Code::Usage.into()
+                }
             } else {
                 ExitCode::SUCCESS
             };
@@ -80,6 +97,7 @@ fn main() -> ExitCode {
     let result: Result<ExitCode, Failure> = runtime.block_on(async move {
         match cli.command {
             Cmd::Run(args) => run::run(args).await,
+            Cmd::Lock(args) => lock::lock(args).await,
             Cmd::Status(args) => status::status(args).await.map(|()| ExitCode::SUCCESS),
             Cmd::Revoke(args) => status::revoke(args).await.map(|()| ExitCode::SUCCESS),
             Cmd::Sim(args) => sim::sim(args),

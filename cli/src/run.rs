@@ -115,7 +115,7 @@ fn serve_metrics(addr: std::net::SocketAddr) -> Result<(), Failure> {
 
 /// Whether `program` names an executable file: as a path when it holds a
 /// `/`, else somewhere on `PATH` (as `execvp` looks for it).
-fn runnable(program: &std::ffi::OsStr) -> anyhow::Result<()> {
+pub(crate) fn runnable(program: &std::ffi::OsStr) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
     let executable = |path: &Path| {

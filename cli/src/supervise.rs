@@ -45,8 +45,8 @@ pub(crate) struct ChildSpec {
 }
 
 /// The running command: directly, or under the lease watchdog.
-struct Running {
-    child: Child,
+pub(crate) struct Running {
+    pub(crate) child: Child,
     lease: Option<ChildStdin>,
 }
 
@@ -61,7 +61,11 @@ pub(crate) enum Ended {
     ElectionOver(Role),
 }
 
-fn spawn(spec: &ChildSpec, token: FencingToken, lease_left: Duration) -> std::io::Result<Running> {
+pub(crate) fn spawn(
+    spec: &ChildSpec,
+    token: FencingToken,
+    lease_left: Duration,
+) -> std::io::Result<Running> {
     let mut cmd = match &spec.watchdog {
         Some(zkelect) => {
             let mut cmd = Command::new(zkelect);
@@ -90,7 +94,7 @@ fn spawn(spec: &ChildSpec, token: FencingToken, lease_left: Duration) -> std::io
 }
 
 /// Tells the watchdog how long the lease has left; a failed write means it is gone.
-async fn renew(running: &mut Running, deadline: Option<Instant>) {
+pub(crate) async fn renew(running: &mut Running, deadline: Option<Instant>) {
     let (Some(pipe), Some(deadline)) = (running.lease.as_mut(), deadline) else {
         return;
     };
@@ -105,7 +109,7 @@ async fn renew(running: &mut Running, deadline: Option<Instant>) {
 }
 
 /// Stops the command: through the watchdog (which bounds it by the lease) or directly.
-async fn stop_running(running: &mut Running, grace: Duration) -> Option<ExitStatus> {
+pub(crate) async fn stop_running(running: &mut Running, grace: Duration) -> Option<ExitStatus> {
     if let Some(pipe) = running.lease.as_mut() {
         if pipe
             .write_all(LeaseMsg::Stop(grace).encode().as_bytes())

@@ -2,6 +2,8 @@
 //! `start <ns> <token> <pid> <parent pid>` and then `alive <ns>` every 50 ms to the
 //! file named by `ZKELECT_TEST_BEATS`, every timestamp on `CLOCK_MONOTONIC`, so
 //! the tests can tell whether two leaders' commands ever ran at the same time.
+//! An optional first argument, in milliseconds, makes it exit 0 by itself after
+//! that long (a `zkelect lock` command that finishes its work).
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -41,8 +43,12 @@ fn main() -> ExitCode {
     if file.write_all(start.as_bytes()).is_err() {
         return ExitCode::from(1);
     }
+    let life = std::env::args()
+        .nth(1)
+        .and_then(|ms| ms.parse().ok())
+        .map_or(MAX_LIFE, Duration::from_millis);
     let born = Instant::now();
-    while born.elapsed() < MAX_LIFE {
+    while born.elapsed() < life {
         std::thread::sleep(BEAT);
         let Some(now) = mono_ns() else {
             return ExitCode::from(1);

@@ -84,6 +84,9 @@ pub(crate) enum ChildKind {
     /// The heartbeat child with SIGTERM ignored (`trap '' TERM` in `sh`, which
     /// `exec` keeps): only SIGKILL stops it.
     Stubborn,
+    /// The heartbeat child that exits 0 by itself after this many ms (a
+    /// `zkelect lock` command doing its work).
+    Lives(u32),
 }
 
 /// The command line after `--` that runs the heartbeat child.
@@ -95,6 +98,9 @@ pub(crate) fn child_command(kind: ChildKind) -> Vec<OsString> {
         cmd.extend(["sh", "-c", "trap '' TERM; exec \"$0\" \"$@\""].map(OsString::from));
     }
     cmd.push(OsString::from(exe));
+    if let ChildKind::Lives(ms) = kind {
+        cmd.push(OsString::from(ms.to_string()));
+    }
     cmd
 }
 

@@ -1,0 +1,542 @@
+//! Mutex hand-off: how long after the holder lets go the next waiter is told
+//! it holds, with W waiters queued, side by side with its physical floor and
+//! with zookeeper-client's own lock recipe, in one run on one server.
+//!
+//! Per round, in this order (interleaved, so a phase of load on a shared
+//! machine hits every side alike):
+//!
+//! * **floor**: one client deletes a node another client watches with
+//!   `get_and_watch_data`; from just before the delete to the watch firing.
+//!   A lock hand-off cannot be faster: the next holder learns of the release
+//!   from exactly such a notification;
+//! * **zookeeper-client**: `Client::lock` with a Curator-style prefix
+//!   (`LockPrefix::new_curator(dir, "lock-")`, InterProcessMutex's names),
+//!   W + 1 contenders each on its own session; from just before the holder
+//!   drops its `LockClient` (the delete goes out in the background) to the
+//!   next `lock()` future resolving;
+//! * **zkelect**: W + 1 zkelect contenders on one path, each on its own
+//!   session; from just before the holder releases to the next one being
+//!   told it holds (its role watch turning `Leader`). Until the `Mutex`
+//!   handle lands this is the core's mutex rule (`Rule::Mutex`, `m_` nodes)
+//!   run by an `Election`, released with `resign(false)`.
+//!
+//! The released contender queues again at the back only after the round is
+//! timed, so W stays constant and the window holds nothing but the hand-off.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Serialize;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use zkelect::{ConnectOptions, Election};
+use zookeeper_client as zkc;
+
+use crate::contender::ConnectSettings;
+use crate::stats::Summary;
+
+/// One side of the comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Side {
+    /// delete → another client's data watch fires.
+    Floor,
+    /// zookeeper-client's `Client::lock`.
+    ZookeeperClient,
+    /// zkelect.
+    Zkelect,
+}
+
+impl Side {
+    /// The side's name in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Floor => "floor",
+            Side::ZookeeperClient => "zookeeper-client",
+            Side::Zkelect => "zkelect",
+        }
+    }
+}
+
+/// One timed hand-off (or floor sample), printed as one JSON line.
+#[derive(Debug, Clone, Serialize)]
+pub struct HandoffRecord {
+    /// Always `"handoff"`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Which side.
+    pub side: Side,
+    /// Waiters queued behind the holder.
+    pub waiters: usize,
+    /// Round number (warm-up rounds are not recorded).
+    pub round: usize,
+    /// Release → next holder told, microseconds.
+    pub micros: f64,
+}
+
+/// The medians at one waiter count, printed as one JSON line.
+#[derive(Debug, Clone, Serialize)]
+pub struct HandoffSummary {
+    /// Always `"handoff_summary"`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Waiters queued behind the holder.
+    pub waiters: usize,
+    /// Recorded rounds.
+    pub rounds: usize,
+    /// Median floor, µs.
+    pub floor_median_us: f64,
+    /// Median zookeeper-client hand-off, µs.
+    pub zookeeper_client_median_us: f64,
+    /// Median zkelect hand-off, µs.
+    pub zkelect_median_us: f64,
+    /// zookeeper-client's median ÷ the floor's.
+    pub zookeeper_client_ratio: f64,
+    /// zkelect's median ÷ the floor's (the target: ≤ 1.2).
+    pub zkelect_ratio: f64,
+    /// 90th percentiles, µs: floor, zookeeper-client, zkelect.
+    pub p90_us: [f64; 3],
+}
+
+/// What a run at one waiter count does.
+#[derive(Debug, Clone)]
+pub struct HandoffSettings {
+    /// Where and how to connect.
+    pub connect: ConnectSettings,
+    /// A fresh persistent parent for this run's nodes (created, then deleted).
+    pub dir: String,
+    /// Waiters behind the holder.
+    pub waiters: usize,
+    /// Recorded rounds.
+    pub rounds: usize,
+    /// Unrecorded rounds first.
+    pub warmup: usize,
+    /// Quiet time before each trigger.
+    pub idle: Duration,
+    /// How long a hand-off may take before the run fails.
+    pub timeout: Duration,
+}
+
+fn zk_err(what: impl Into<String>) -> impl FnOnce(zkc::Error) -> anyhow::Error {
+    let what = what.into();
+    move |e| anyhow!("{what}: {e}")
+}
+
+async fn zkc_connect(settings: &ConnectSettings) -> Result<zkc::Client> {
+    tokio::time::timeout(
+        settings.connect_timeout,
+        zkc::Client::connector()
+            .with_session_timeout(settings.session_timeout)
+            .connect(&settings.connect),
+    )
+    .await
+    .map_err(|_| anyhow!("zookeeper-client: no session within the connect timeout"))?
+    .map_err(zk_err("zookeeper-client: connecting"))
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// What the bench tells a contender.
+#[derive(Debug)]
+enum Order {
+    /// Let go of the lock (the timed trigger).
+    Release,
+    /// Queue again at the back.
+    Requeue,
+}
+
+/// A queue of contenders of one side: orders go in, "I hold" moments come out.
+struct Queue {
+    orders: Vec<mpsc::UnboundedSender<Order>>,
+    held: mpsc::UnboundedReceiver<(usize, Instant)>,
+    tasks: Vec<JoinHandle<Result<()>>>,
+}
+
+impl Queue {
+    async fn next_holder(&mut self, timeout: Duration) -> Result<(usize, Instant)> {
+        tokio::time::timeout(timeout, self.held.recv())
+            .await
+            .map_err(|_| anyhow!("no contender was told it holds within {timeout:?}"))?
+            .ok_or_else(|| anyhow!("every contender stopped"))
+    }
+
+    fn order(&self, who: usize, order: Order) -> Result<()> {
+        self.orders[who]
+            .send(order)
+            .map_err(|_| anyhow!("contender {who} stopped"))
+    }
+
+    /// Times one hand-off: the holder releases, the next is told.
+    async fn handoff(&mut self, holder: usize, timeout: Duration) -> Result<(usize, Duration)> {
+        let t0 = Instant::now();
+        self.order(holder, Order::Release)?;
+        let (next, at) = self.next_holder(timeout).await?;
+        if next == holder {
+            bail!("contender {holder} released and was told it holds again");
+        }
+        self.order(holder, Order::Requeue)?;
+        Ok((next, at.duration_since(t0)))
+    }
+
+    /// Closes the order channels: every contender leaves (closing its
+    /// election or session properly; aborting them would drop zookeeper-async
+    /// clients mid-flight, which panics in its I/O task), aborted only if it
+    /// has not left within 5 s.
+    async fn stop(self) {
+        drop(self.orders);
+        for mut task in self.tasks {
+            if tokio::time::timeout(Duration::from_secs(5), &mut task)
+                .await
+                .is_err()
+            {
+                task.abort();
+                let _ = task.await;
+            }
+        }
+    }
+}
+
+/// Starts `count` contenders with `start`, one after the other: each has
+/// queued (created its node) before the next starts, so contender i's node is
+/// below i + 1's.
+async fn fill<F, Fut>(count: usize, start: F) -> Result<Queue>
+where
+    F: Fn(usize, mpsc::UnboundedReceiver<Order>, mpsc::UnboundedSender<(usize, Instant)>) -> Fut,
+    Fut: std::future::Future<Output = Result<JoinHandle<Result<()>>>>,
+{
+    let (held_tx, held) = mpsc::unbounded_channel();
+    let mut orders = Vec::with_capacity(count);
+    let mut tasks = Vec::with_capacity(count);
+    for i in 0..count {
+        let (tx, rx) = mpsc::unbounded_channel();
+        orders.push(tx);
+        tasks.push(start(i, rx, held_tx.clone()).await?);
+    }
+    Ok(Queue {
+        orders,
+        held,
+        tasks,
+    })
+}
+
+/// A zookeeper-client contender: lock, report, wait for Release, drop the
+/// lock, wait for Requeue, again.
+async fn zkc_contender(
+    settings: ConnectSettings,
+    dir: Arc<str>,
+    i: usize,
+    mut orders: mpsc::UnboundedReceiver<Order>,
+    held: mpsc::UnboundedSender<(usize, Instant)>,
+) -> Result<JoinHandle<Result<()>>> {
+    let client = zkc_connect(&settings).await?;
+    let (queued_tx, queued_rx) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        let mut queued = Some(queued_tx);
+        loop {
+            let prefix = zkc::LockPrefix::new_curator(&dir, "lock-")
+                .map_err(zk_err("LockPrefix::new_curator"))?;
+            let lock = client.lock(prefix, b"", zkc::Acls::anyone_all());
+            tokio::pin!(lock);
+            // lock() creates its node first; report "queued" once the node
+            // exists, so the next contender queues behind it.
+            let guard = match queued.take() {
+                Some(tx) => wait_queued(&client, &dir, i, &mut lock, tx).await?,
+                None => tokio::select! {
+                    guard = lock => guard.map_err(zk_err("lock"))?,
+                    // A closed order channel (the run is over) ends the wait.
+                    order = orders.recv() => if order.is_none() { return Ok(()) } else { continue },
+                },
+            };
+            let _ = held.send((i, Instant::now()));
+            match orders.recv().await {
+                Some(Order::Release) => drop(guard),
+                _ => return Ok(()),
+            }
+            match orders.recv().await {
+                Some(Order::Requeue) => {}
+                _ => return Ok(()),
+            }
+        }
+    });
+    queued_rx
+        .await
+        .map_err(|_| anyhow!("zookeeper-client contender {i} stopped before queueing"))?;
+    Ok(task)
+}
+
+/// Drives `lock` until this contender's node shows under `dir` (then says so
+/// on `queued`) and on until it holds.
+async fn wait_queued<'c>(
+    client: &'c zkc::Client,
+    dir: &str,
+    i: usize,
+    lock: &mut std::pin::Pin<
+        &mut impl std::future::Future<Output = Result<zkc::LockClient<'c>, zkc::Error>>,
+    >,
+    queued: tokio::sync::oneshot::Sender<()>,
+) -> Result<zkc::LockClient<'c>> {
+    let before = client
+        .list_children(dir)
+        .await
+        .map_err(zk_err("list_children"))?
+        .len();
+    let mut queued = Some(queued);
+    loop {
+        tokio::select! {
+            guard = lock.as_mut() => {
+                if let Some(tx) = queued.take() { let _ = tx.send(()); }
+                return guard.map_err(zk_err(format!("contender {i}: lock")));
+            }
+            () = tokio::time::sleep(Duration::from_millis(2)), if queued.is_some() => {
+                let now = client.list_children(dir).await.map_err(zk_err("list_children"))?.len();
+                if now > before {
+                    if let Some(tx) = queued.take() { let _ = tx.send(()); }
+                }
+            }
+        }
+    }
+}
+
+/// A zkelect contender (`Rule::Mutex` in an `Election` until the `Mutex`
+/// handle lands): told it holds by its role watch, releases with `resign(false)`,
+/// queues again with `join()`.
+async fn zkelect_contender(
+    settings: ConnectSettings,
+    path: Arc<str>,
+    i: usize,
+    mut orders: mpsc::UnboundedReceiver<Order>,
+    held: mpsc::UnboundedSender<(usize, Instant)>,
+) -> Result<JoinHandle<Result<()>>> {
+    let options = ConnectOptions::new(settings.connect.clone())
+        .session_timeout(settings.session_timeout)
+        .connect_timeout(settings.connect_timeout);
+    let election = Election::connect(options)
+        .path(&*path)
+        .id(format!("w{i}"))
+        .configure(|config| config.rule(zkelect_core::Rule::Mutex))
+        .close_timeout(Duration::from_secs(1))
+        .join_timeout(settings.connect_timeout)
+        .join()
+        .await
+        .with_context(|| format!("zkelect contender {i}: joining {path}"))?;
+    let mut roles = election.changes();
+    Ok(tokio::spawn(async move {
+        let result = async {
+            loop {
+                loop {
+                    if roles.borrow_and_update().is_leader() {
+                        break;
+                    }
+                    // A closed order channel (the run is over) ends the wait.
+                    tokio::select! {
+                        changed = roles.changed() => changed
+                            .map_err(|_| anyhow!("contender {i}: the election ended"))?,
+                        order = orders.recv() => if order.is_none() { return Ok(()) },
+                    }
+                }
+                let _ = held.send((i, Instant::now()));
+                match orders.recv().await {
+                    Some(Order::Release) => election.resign(false).await?,
+                    _ => return Ok(()),
+                }
+                match orders.recv().await {
+                    Some(Order::Requeue) => election.join().await?,
+                    _ => return Ok(()),
+                }
+            }
+        }
+        .await;
+        let _ = tokio::time::timeout(Duration::from_secs(3), election.close()).await;
+        result
+    }))
+}
+
+/// One floor sample: `deleter` deletes `path`, which `watcher` watches.
+async fn floor_sample(
+    deleter: &zkc::Client,
+    watcher: &zkc::Client,
+    path: &str,
+    idle: Duration,
+) -> Result<Duration> {
+    let options = zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all());
+    deleter
+        .create(path, b"", &options)
+        .await
+        .map_err(zk_err(format!("create({path})")))?;
+    let (_, _, watch) = watcher
+        .get_and_watch_data(path)
+        .await
+        .map_err(zk_err(format!("get_and_watch_data({path})")))?;
+    tokio::time::sleep(idle).await;
+    let t0 = Instant::now();
+    let (deleted, fired) = tokio::join!(deleter.delete(path, None), async {
+        watch.changed().await;
+        Instant::now()
+    });
+    deleted.map_err(zk_err(format!("delete({path})")))?;
+    Ok(fired.duration_since(t0))
+}
+
+/// Runs the floor and both locks at one waiter count; returns every recorded
+/// hand-off and the medians.
+///
+/// # Errors
+///
+/// When a client cannot connect, a request fails, or a hand-off takes longer
+/// than `settings.timeout`.
+pub async fn run(settings: &HandoffSettings) -> Result<(Vec<HandoffRecord>, HandoffSummary)> {
+    let admin = zkc_connect(&settings.connect).await?;
+    let dir_options = zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all());
+    let base = settings.dir.as_str();
+    let zkc_dir: Arc<str> = format!("{base}/zookeeper-client").into();
+    let zkelect_dir: Arc<str> = format!("{base}/zkelect").into();
+    let floor_dir = format!("{base}/floor");
+    for dir in [base, &zkc_dir, &zkelect_dir, &floor_dir] {
+        admin
+            .mkdir(dir, &dir_options)
+            .await
+            .map_err(zk_err(format!("mkdir({dir})")))?;
+    }
+    let result = async {
+        let contenders = settings.waiters + 1;
+        let mut zkc_queue = fill(contenders, |i, orders, held| {
+            zkc_contender(settings.connect.clone(), zkc_dir.clone(), i, orders, held)
+        })
+        .await?;
+        let mut zkelect_queue = fill(contenders, |i, orders, held| {
+            zkelect_contender(
+                settings.connect.clone(),
+                zkelect_dir.clone(),
+                i,
+                orders,
+                held,
+            )
+        })
+        .await?;
+        let deleter = zkc_connect(&settings.connect).await?;
+        let watcher = zkc_connect(&settings.connect).await?;
+        let mut zkc_holder = zkc_queue.next_holder(settings.timeout).await?.0;
+        let mut zkelect_holder = zkelect_queue.next_holder(settings.timeout).await?.0;
+        let mut records = Vec::new();
+        for round in 0..settings.warmup + settings.rounds {
+            let floor = floor_sample(
+                &deleter,
+                &watcher,
+                &format!("{floor_dir}/d-{round}"),
+                settings.idle,
+            )
+            .await?;
+            tokio::time::sleep(settings.idle).await;
+            let (next, zkc_took) = zkc_queue.handoff(zkc_holder, settings.timeout).await?;
+            zkc_holder = next;
+            tokio::time::sleep(settings.idle).await;
+            let (next, zkelect_took) = zkelect_queue
+                .handoff(zkelect_holder, settings.timeout)
+                .await?;
+            zkelect_holder = next;
+            if round >= settings.warmup {
+                let round = round - settings.warmup;
+                for (side, took) in [
+                    (Side::Floor, floor),
+                    (Side::ZookeeperClient, zkc_took),
+                    (Side::Zkelect, zkelect_took),
+                ] {
+                    records.push(HandoffRecord {
+                        kind: "handoff",
+                        side,
+                        waiters: settings.waiters,
+                        round,
+                        micros: micros(took),
+                    });
+                }
+            }
+        }
+        zkc_queue.stop().await;
+        zkelect_queue.stop().await;
+        drop((deleter, watcher));
+        let summary = summarize(settings.waiters, &records)?;
+        Ok((records, summary))
+    }
+    .await;
+    let _ = delete_tree(&admin, base).await;
+    result
+}
+
+fn summarize(waiters: usize, records: &[HandoffRecord]) -> Result<HandoffSummary> {
+    let of = |side: Side| {
+        let samples: Vec<f64> = records
+            .iter()
+            .filter(|r| r.side == side)
+            .map(|r| r.micros)
+            .collect();
+        Summary::of(&samples).with_context(|| format!("{}: no samples", side.name()))
+    };
+    let (floor, zkc, zkelect) = (
+        of(Side::Floor)?,
+        of(Side::ZookeeperClient)?,
+        of(Side::Zkelect)?,
+    );
+    let round = |x: f64| (x * 10.0).round() / 10.0;
+    let ratio = |x: f64| (x / floor.median * 100.0).round() / 100.0;
+    Ok(HandoffSummary {
+        kind: "handoff_summary",
+        waiters,
+        rounds: floor.count,
+        floor_median_us: round(floor.median),
+        zookeeper_client_median_us: round(zkc.median),
+        zkelect_median_us: round(zkelect.median),
+        zookeeper_client_ratio: ratio(zkc.median),
+        zkelect_ratio: ratio(zkelect.median),
+        p90_us: [round(floor.p90), round(zkc.p90), round(zkelect.p90)],
+    })
+}
+
+/// Deletes `path` and everything under it (children first).
+async fn delete_tree(client: &zkc::Client, path: &str) -> Result<()> {
+    let children = match client.list_children(path).await {
+        Ok(children) => children,
+        Err(zkc::Error::NoNode) => return Ok(()),
+        Err(e) => return Err(zk_err(format!("list_children({path})"))(e)),
+    };
+    for child in children {
+        Box::pin(delete_tree(client, &format!("{path}/{child}"))).await?;
+    }
+    match client.delete(path, None).await {
+        Ok(()) | Err(zkc::Error::NoNode) => Ok(()),
+        Err(e) => Err(zk_err(format!("delete({path})"))(e)),
+    }
+}
+
+/// The summaries as a Markdown table, with the target's verdict per row.
+pub fn markdown(summaries: &[HandoffSummary]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from(
+        "| waiters | rounds | floor: delete→notify (median, p90) | zookeeper-client `lock` (median, p90) | zkelect (median, p90) | zookeeper-client ÷ floor | zkelect ÷ floor | target ≤ 1.2× |\n|---:|---:|---:|---:|---:|---:|---:|:---:|\n",
+    );
+    for s in summaries {
+        let ms = |us: f64| format!("{:.2} ms", us / 1000.0);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {}, {} | {}, {} | {}, {} | {:.2}× | {:.2}× | {} |",
+            s.waiters,
+            s.rounds,
+            ms(s.floor_median_us),
+            ms(s.p90_us[0]),
+            ms(s.zookeeper_client_median_us),
+            ms(s.p90_us[1]),
+            ms(s.zkelect_median_us),
+            ms(s.p90_us[2]),
+            s.zookeeper_client_ratio,
+            s.zkelect_ratio,
+            if s.zkelect_ratio <= 1.2 {
+                "met"
+            } else {
+                "**missed**"
+            },
+        );
+    }
+    out
+}

@@ -1,0 +1,258 @@
+//! Many elections on one session: N election paths, N contenders on one
+//! session A (each the only one on its path, so each holds at once) and N on
+//! one session B (each queued behind A's). Measured:
+//!
+//! * **start-up**: from the first `lock()` on A to the N-th holding;
+//! * **memory per idle recipe**: this process's resident set (`VmRSS`) after
+//!   B's N waiters queued, less before they started, ÷ N;
+//! * **failover**: A's session is closed (every one of its N nodes goes at
+//!   once); the time until all N of B's hold, and the server's packets in that
+//!   window (`srvr` counters, less the probes' own) ÷ N.
+//!
+//! This is the zookeeper-client baseline (`Client::lock` with Curator-style
+//! `lock-` nodes, which tell contenders of one session apart). zkelect's side
+//! — N `session.election(path)` on one `Session` — plugs in when the adapters'
+//! `Session` lands.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+use zookeeper_client as zkc;
+
+use crate::contender::ConnectSettings;
+use crate::mntr::{delta, Monitor};
+
+/// One side's figures, printed as one JSON line.
+#[derive(Debug, Clone, Serialize)]
+pub struct ManyRecord {
+    /// Always `"many"`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Which implementation.
+    pub side: &'static str,
+    /// Elections on the one session.
+    pub elections: usize,
+    /// First `lock()` to the N-th holding, ms.
+    pub startup_ms: f64,
+    /// Resident-set growth per queued (idle) waiter, bytes.
+    pub bytes_per_idle_recipe: f64,
+    /// Session close to all N failed over, ms.
+    pub failover_all_ms: f64,
+    /// Server packets (received + sent) in the failover window ÷ N.
+    pub packets_per_failover: f64,
+}
+
+/// What a run does.
+#[derive(Debug, Clone)]
+pub struct ManySettings {
+    /// Where and how to connect.
+    pub connect: ConnectSettings,
+    /// A fresh persistent parent for this run's elections (deleted afterwards).
+    pub dir: String,
+    /// N.
+    pub elections: usize,
+    /// How long any phase may take before the run fails.
+    pub timeout: Duration,
+}
+
+fn zk_err(what: impl Into<String>) -> impl FnOnce(zkc::Error) -> anyhow::Error {
+    let what = what.into();
+    move |e| anyhow!("{what}: {e}")
+}
+
+async fn connect(settings: &ConnectSettings) -> Result<zkc::Client> {
+    tokio::time::timeout(
+        settings.connect_timeout,
+        zkc::Client::connector()
+            .with_session_timeout(settings.session_timeout)
+            .connect(&settings.connect),
+    )
+    .await
+    .map_err(|_| anyhow!("zookeeper-client: no session within the connect timeout"))?
+    .map_err(zk_err("zookeeper-client: connecting"))
+}
+
+/// This process's resident set, bytes (`VmRSS` of /proc/self/status).
+fn rss_bytes() -> Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").context("/proc/self/status")?;
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .context("no VmRSS in /proc/self/status")?;
+    Ok(kb * 1024)
+}
+
+/// Starts one `lock()` per election path on `client`; each task reports
+/// when it holds and keeps the lock until `release` turns true (then lets it
+/// go with the session: the guard is forgotten, so no delete is sent and the
+/// session's close is what removes the node).
+fn contend(
+    set: &mut JoinSet<Result<()>>,
+    client: &zkc::Client,
+    dir: &str,
+    elections: usize,
+    held: &mpsc::UnboundedSender<Instant>,
+    release: &watch::Receiver<bool>,
+) {
+    for i in 0..elections {
+        let client = client.clone();
+        let path = format!("{dir}/e{i}");
+        let held = held.clone();
+        let mut release = release.clone();
+        set.spawn(async move {
+            let options = zkc::LockOptions::new(zkc::Acls::anyone_all())
+                .with_ancestor_options(zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all()))
+                .map_err(zk_err("LockOptions"))?;
+            let prefix =
+                zkc::LockPrefix::new_curator(&path, "lock-").map_err(zk_err("LockPrefix"))?;
+            let lock = tokio::select! {
+                lock = client.lock(prefix, b"", options) => lock.map_err(zk_err(format!("lock({path})")))?,
+                _ = release.wait_for(|r| *r) => return Ok(()),
+            };
+            let _ = held.send(Instant::now());
+            let _ = release.wait_for(|r| *r).await;
+            std::mem::forget(lock);
+            Ok(())
+        });
+    }
+}
+
+async fn count_held(
+    rx: &mut mpsc::UnboundedReceiver<Instant>,
+    n: usize,
+    timeout: Duration,
+    what: &str,
+) -> Result<Instant> {
+    let mut last = Instant::now();
+    for got in 0..n {
+        last = tokio::time::timeout(timeout, rx.recv())
+            .await
+            .map_err(|_| anyhow!("{what}: only {got} of {n} held within {timeout:?}"))?
+            .ok_or_else(|| anyhow!("{what}: the contenders stopped"))?;
+    }
+    Ok(last)
+}
+
+/// The server's node count (`mntr`'s `zk_znode_count`).
+async fn znodes(monitor: &Monitor) -> Result<u64> {
+    let mntr = monitor.four_letter_word("mntr").await?;
+    mntr.lines()
+        .find_map(|l| l.strip_prefix("zk_znode_count"))
+        .and_then(|v| v.trim().parse().ok())
+        .context("no zk_znode_count in `mntr`")
+}
+
+/// The zookeeper-client baseline.
+///
+/// # Errors
+///
+/// When a client cannot connect, a request fails, or a phase takes longer
+/// than `settings.timeout`.
+pub async fn zookeeper_client(settings: &ManySettings, monitor: &Monitor) -> Result<ManyRecord> {
+    let n = settings.elections;
+    let admin = connect(&settings.connect).await?;
+    let a = connect(&settings.connect).await?;
+    let b = connect(&settings.connect).await?;
+    let (release_a, release_a_rx) = watch::channel(false);
+    let (release_b, release_b_rx) = watch::channel(false);
+    let (a_tx, mut a_held) = mpsc::unbounded_channel();
+    let (b_tx, mut b_held) = mpsc::unbounded_channel();
+    let mut a_tasks = JoinSet::new();
+    let mut b_tasks = JoinSet::new();
+    let result = async {
+        let t0 = Instant::now();
+        contend(&mut a_tasks, &a, &settings.dir, n, &a_tx, &release_a_rx);
+        let last = count_held(&mut a_held, n, settings.timeout, "start-up").await?;
+        let startup = last.duration_since(t0);
+
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let nodes_before = znodes(monitor).await?;
+        let rss_before = rss_bytes()?;
+        contend(&mut b_tasks, &b, &settings.dir, n, &b_tx, &release_b_rx);
+        let queued_by = Instant::now() + settings.timeout;
+        while znodes(monitor).await? < nodes_before + n as u64 {
+            if Instant::now() > queued_by {
+                return Err(anyhow!(
+                    "B's {n} waiters did not queue within {:?}",
+                    settings.timeout
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let rss_after = rss_bytes()?;
+
+        let overhead = monitor.probe_overhead();
+        let before = monitor.sample().await?;
+        let t1 = Instant::now();
+        // A's session closes once its last handle is gone: the tasks forget
+        // their guards (no deletes) and drop their clones.
+        release_a.send_replace(true);
+        while a_tasks.join_next().await.is_some() {}
+        drop(a);
+        let last = count_held(&mut b_held, n, settings.timeout, "failover").await?;
+        let failover = last.duration_since(t1);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let after = monitor.sample().await?;
+        let (received, sent) = delta(&before, &after)?;
+        let packets = (received as f64 - overhead.received) + (sent as f64 - overhead.sent);
+        Ok(ManyRecord {
+            kind: "many",
+            side: "zookeeper-client",
+            elections: n,
+            startup_ms: (startup.as_secs_f64() * 1e4).round() / 10.0,
+            bytes_per_idle_recipe: (rss_after.saturating_sub(rss_before) as f64 / n as f64).round(),
+            failover_all_ms: (failover.as_secs_f64() * 1e4).round() / 10.0,
+            packets_per_failover: (packets / n as f64 * 100.0).round() / 100.0,
+        })
+    }
+    .await;
+    release_a.send_replace(true);
+    release_b.send_replace(true);
+    while a_tasks.join_next().await.is_some() {}
+    while b_tasks.join_next().await.is_some() {}
+    drop(b);
+    let _ = delete_tree(&admin, &settings.dir).await;
+    result
+}
+
+/// Deletes `path` and everything under it.
+async fn delete_tree(client: &zkc::Client, path: &str) -> Result<()> {
+    let children = match client.list_children(path).await {
+        Ok(children) => children,
+        Err(zkc::Error::NoNode) => return Ok(()),
+        Err(e) => return Err(zk_err(format!("list_children({path})"))(e)),
+    };
+    for child in children {
+        Box::pin(delete_tree(client, &format!("{path}/{child}"))).await?;
+    }
+    match client.delete(path, None).await {
+        Ok(()) | Err(zkc::Error::NoNode) => Ok(()),
+        Err(e) => Err(zk_err(format!("delete({path})"))(e)),
+    }
+}
+
+/// The records as a Markdown table.
+pub fn markdown(records: &[ManyRecord]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from(
+        "| implementation | elections on one session | start-up (all held) | memory per idle recipe | failover of all (session closed) | server packets per failover |\n|---|---:|---:|---:|---:|---:|\n",
+    );
+    for r in records {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.0} ms | {:.0} B | {:.0} ms | {:.2} |",
+            r.side,
+            r.elections,
+            r.startup_ms,
+            r.bytes_per_idle_recipe,
+            r.failover_all_ms,
+            r.packets_per_failover
+        );
+    }
+    out
+}

@@ -1,0 +1,98 @@
+//! The recipe benchmarks against an embedded (real) ZooKeeper server, at a
+//! tiny scale: two hand-off rounds at W = 3 (every side measured each round)
+//! and twenty elections on one session. The JSON lines parse; no timing is
+//! asserted beyond "it took some time".
+
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn two_rounds_at_three_waiters_print_every_side_as_json() {
+    let output = Command::new(env!("CARGO_BIN_EXE_zkelect-bench"))
+        .args([
+            "handoff",
+            "--embedded",
+            "--waiters",
+            "3",
+            "--rounds",
+            "2",
+            "--warmup",
+            "0",
+            "--idle-ms",
+            "10",
+            "--session-timeout-ms",
+            "4000",
+            "--json",
+        ])
+        .output()
+        .expect("run zkelect-bench");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "zkelect-bench failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    for side in ["floor", "zookeeper-client", "zkelect"] {
+        let rounds: Vec<&Value> = lines
+            .iter()
+            .filter(|v| v["type"] == "handoff" && v["side"] == side)
+            .collect();
+        assert_eq!(rounds.len(), 2, "{side}: {stdout}");
+        for r in rounds {
+            assert_eq!(r["waiters"], 3);
+            assert!(r["micros"].as_f64().is_some_and(|us| us > 0.0), "{r}");
+        }
+    }
+    let summary: Vec<&Value> = lines
+        .iter()
+        .filter(|v| v["type"] == "handoff_summary")
+        .collect();
+    assert_eq!(summary.len(), 1, "{stdout}");
+    assert!(summary[0]["zkelect_ratio"]
+        .as_f64()
+        .is_some_and(|r| r > 0.0));
+    assert!(
+        stderr.contains("| waiters |"),
+        "the table goes to stderr: {stderr}"
+    );
+}
+
+/// Twenty elections on one session: the figures are printed and positive.
+#[test]
+fn twenty_elections_on_one_session_print_their_figures_as_json() {
+    let output = Command::new(env!("CARGO_BIN_EXE_zkelect-bench"))
+        .args([
+            "many",
+            "--embedded",
+            "--elections",
+            "20",
+            "--session-timeout-ms",
+            "4000",
+            "--json",
+        ])
+        .output()
+        .expect("run zkelect-bench");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "zkelect-bench failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    let line: Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    assert_eq!(line["type"], "many");
+    assert_eq!(line["side"], "zookeeper-client");
+    assert_eq!(line["elections"], 20);
+    for field in ["startup_ms", "failover_all_ms", "packets_per_failover"] {
+        assert!(
+            line[field].as_f64().is_some_and(|x| x > 0.0),
+            "{field}: {line}"
+        );
+    }
+}

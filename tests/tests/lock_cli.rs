@@ -1,0 +1,571 @@
+//! `zkelect lock -- CMD` end to end (issue 14), against a real ZooKeeper
+//! server, over both transports (`--transport zookeeper-async` and
+//! `zookeeper-client`).
+//!
+//! CMD is the heartbeat child of `support` (`tests/src/bin/heartbeat.rs`): it
+//! writes `start <ns> <token> …` and then `alive <ns>` every 50 ms on
+//! `CLOCK_MONOTONIC`, so each process's own belief that it holds the lock is
+//! on record, on one clock; the death observer bounds when a killed CMD died.
+//! The witness: no two CMD runs overlap, and a faulted holder's CMD is seen
+//! dead before the next holder's starts.
+//!
+//! * exit codes: CMD's own status passes through; 124 `--timeout` (CMD never
+//!   ran, no node left); 127 CMD not found and 125 unreachable, both without
+//!   ever queueing; 128+15 when `zkelect lock` is sent SIGTERM;
+//! * three holders queued one after the other hold in that order (FIFO), one
+//!   at a time, and each exits 0;
+//! * `--permits 2` among three: two hold together, the third waits;
+//! * `--read`/`--write`: readers share, a writer excludes, in arrival order;
+//! * five processes × twenty rounds (`zkelect lock` in a shell loop): never two
+//!   CMDs at once, and every acquisition in arrival order (tokens grow);
+//! * the holder is killed (SIGKILL), frozen (SIGSTOP) or partitioned (its
+//!   connection black-holed): the lease watchdog stops its CMD before the
+//!   waiter's CMD starts; a frozen or partitioned holder, once back, exits
+//!   123 (the lock was lost while CMD ran);
+//! * a canary: two locks on different paths overlap, and the witness says so.
+
+mod support;
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use zkelect_tests::{Proxy, ZkServer};
+
+use support::{
+    assert_one_at_a_time, child_command, closed_port, mono_ns, ms, processes_with_env, read_runs,
+    wait_for, zkelect, zkelect_bin, Candidate, ChildKind, Observer, BEAT, BEATS_ENV, SESSION_MS,
+};
+
+const START: Duration = Duration::from_secs(20);
+const TAKEOVER: Duration = Duration::from_secs(20);
+
+fn server() -> ZkServer {
+    ZkServer::start().unwrap_or_else(|e| panic!("cannot start ZooKeeper: {e}"))
+}
+
+/// The `zkelect lock` options before `--`.
+fn lock_args(connect: &str, path: &str, id: &str, transport: &str, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "lock",
+        "--connect",
+        connect,
+        "--path",
+        path,
+        "--id",
+        id,
+        "--session-timeout",
+        &SESSION_MS.to_string(),
+        "--transport",
+        transport,
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    args
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("zkelect-lock-test-")
+        .tempdir()
+        .expect("a temporary directory")
+}
+
+fn logs(candidates: &[&Candidate]) -> String {
+    candidates
+        .iter()
+        .map(|c| c.log_text())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The ids of the nodes under `path` (each node's data up to its first
+/// newline), in sequence order, read with a plain zookeeper-async client:
+/// `zkelect status` reads election queues, and a lock's nodes are not
+/// election nodes.
+fn lock_ids(zk: &str, path: &str) -> Vec<String> {
+    use ::zookeeper_async::{WatchedEvent, ZooKeeper};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let client = ZooKeeper::connect_with_retry_time(
+            zk,
+            Duration::from_millis(SESSION_MS),
+            |_: WatchedEvent| {},
+            Duration::from_millis(100),
+        )
+        .await
+        .expect("a plain client");
+        let mut names = client.get_children(path, false).await.unwrap_or_default();
+        // The sequence number is the name's last ten digits.
+        names.sort_by(|a, b| a[a.len().saturating_sub(10)..].cmp(&b[b.len().saturating_sub(10)..]));
+        let mut ids = Vec::new();
+        for name in names {
+            if let Ok((data, _)) = client.get_data(&format!("{path}/{name}"), false).await {
+                let id = data.split(|&b| b == b'\n').next().unwrap_or_default();
+                ids.push(String::from_utf8_lossy(id).into_owned());
+            }
+        }
+        let _ = client.close().await;
+        ids
+    })
+}
+
+/// Waits until the queue at `path` holds exactly `ids`, in that order.
+fn wait_queue(zk: &str, path: &str, ids: &[&str], context: impl FnOnce() -> String) {
+    wait_for(
+        &format!("the queue to be {ids:?}"),
+        START,
+        Duration::from_millis(50),
+        || (lock_ids(zk, path) == ids).then_some(()),
+        context,
+    );
+}
+
+fn exit_codes(transport: &str) {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/locks/codes";
+    let cmd_args = |extra: &[&str], cmd: &[&str]| {
+        let mut args = lock_args(&zk, path, "x", transport, extra);
+        args.push("--".into());
+        args.extend(cmd.iter().map(|s| (*s).to_owned()));
+        args
+    };
+    let run = |args: Vec<String>| {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        zkelect(&refs, START)
+    };
+
+    // CMD's own status passes through, with the token in its environment.
+    let out = run(cmd_args(
+        &[],
+        &["sh", "-c", "test -n \"$ZKELECT_FENCING_TOKEN\" && exit 42"],
+    ));
+    assert_eq!(out.code(), Some(42), "{}", out.stderr);
+    let out = run(cmd_args(&[], &["true"]));
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    // Not found: 127, before queueing.
+    let out = run(cmd_args(&[], &["zkelect-no-such-command"]));
+    assert_eq!(out.code(), Some(127), "{}", out.stderr);
+    // zkelect lock's own failures are 125: a usage error, an unreachable server.
+    let out = run(vec!["lock".into(), "--path".into(), path.into()]);
+    assert_eq!(out.code(), Some(125), "usage: {}", out.stderr);
+    let nowhere = format!("127.0.0.1:{}", closed_port());
+    let mut unreachable = lock_args(
+        &nowhere,
+        path,
+        "x",
+        transport,
+        &["--connect-timeout", "500"],
+    );
+    unreachable.extend(["--".into(), "true".into()]);
+    let out = run(unreachable);
+    assert_eq!(out.code(), Some(125), "unreachable: {}", out.stderr);
+    assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
+
+    // --timeout while another holds: 124, CMD never ran, no node left.
+    let mut a = Candidate::spawn(
+        dir.path(),
+        "a",
+        &lock_args(&zk, path, "a", transport, &[]),
+        ChildKind::Beats,
+    );
+    a.wait_run(1, START);
+    let mut b = Candidate::spawn(
+        dir.path(),
+        "b",
+        &lock_args(&zk, path, "b", transport, &["--timeout", "1"]),
+        ChildKind::Beats,
+    );
+    let code = b.wait_exit(START).code();
+    assert_eq!(code, Some(124), "{}", logs(&[&a, &b]));
+    assert!(b.runs().is_empty(), "b's CMD must never run");
+    assert_eq!(lock_ids(&zk, path), ["a"], "b's node is deleted");
+    // SIGTERM to the holder: CMD stopped, lock released, 128 + 15.
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(START).code(), Some(143), "{}", a.log_text());
+    assert!(lock_ids(&zk, path).is_empty(), "the lock is released");
+}
+
+fn fifo_one_at_a_time(transport: &str) {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/locks/fifo";
+    let labels = ["a", "b", "c"];
+    let mut holders: Vec<Candidate> = Vec::new();
+    for (i, label) in labels.iter().enumerate() {
+        // Each CMD works 2 s; the next joins once the previous queued (or,
+        // on a slow machine, already holds or is done).
+        holders.push(Candidate::spawn(
+            dir.path(),
+            label,
+            &lock_args(&zk, path, label, transport, &[]),
+            ChildKind::Lives(2000),
+        ));
+        if i == 0 {
+            holders[0].wait_run(1, START);
+        }
+        let refs: Vec<&Candidate> = holders.iter().collect();
+        let newest = &holders[i];
+        wait_for(
+            &format!("{label} queued"),
+            START,
+            Duration::from_millis(20),
+            || {
+                (!newest.runs().is_empty() || lock_ids(&zk, path).contains(&(*label).to_owned()))
+                    .then_some(())
+            },
+            || logs(&refs),
+        );
+    }
+    for h in &mut holders {
+        let status = h.wait_exit(START);
+        assert_eq!(status.code(), Some(0), "{}", h.log_text());
+    }
+    let files: Vec<&std::path::Path> = holders.iter().map(|h| h.beats.as_path()).collect();
+    let runs = assert_one_at_a_time(&files);
+    let order: Vec<&str> = runs.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(order, labels, "FIFO: {runs:#?}");
+    for pair in runs.windows(2) {
+        assert!(pair[0].1.token < pair[1].1.token, "tokens grow: {runs:#?}");
+    }
+    assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
+}
+
+/// Five processes, each taking the lock twenty times in a row (`zkelect lock`
+/// in a shell loop, its CMD a heartbeat that works ~50 ms): no two CMDs ever
+/// run at once, and the lock goes in arrival order: sorted by start, the
+/// holders' tokens (their nodes' creation zxids, i.e. the order they queued
+/// in) strictly grow.
+fn five_processes_twenty_rounds(transport: &str) {
+    const PROCESSES: usize = 5;
+    const ROUNDS: usize = 20;
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/locks/rounds";
+    let heartbeat = child_command(ChildKind::Lives(30));
+    let mut loops = Vec::new();
+    for p in 0..PROCESSES {
+        let beats = dir.path().join(format!("p{p}.beats"));
+        let log = std::fs::File::create(dir.path().join(format!("p{p}.log"))).expect("a log");
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "-c".into(),
+            format!("for i in $(seq {ROUNDS}); do \"$0\" \"$@\" || exit $?; done").into(),
+        ];
+        args.push(zkelect_bin().into());
+        args.extend(
+            lock_args(&zk, path, &format!("p{p}"), transport, &[])
+                .into_iter()
+                .map(Into::into),
+        );
+        args.push("--".into());
+        args.extend(heartbeat.iter().cloned());
+        let child = std::process::Command::new("sh")
+            .args(&args)
+            .env(BEATS_ENV, &beats)
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone().expect("clone the log"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn a lock loop");
+        loops.push((child, beats));
+    }
+    // Every process a loop starts inherits its BEATS_ENV: that is how they
+    // are found and killed if the test gives up.
+    let markers: Vec<String> = loops
+        .iter()
+        .map(|(_, beats)| format!("{BEATS_ENV}={}", beats.display()))
+        .collect();
+    let kill_all = || {
+        for marker in &markers {
+            for pid in processes_with_env(marker) {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    for (p, (child, beats)) in loops.iter_mut().enumerate() {
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for a loop") {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                kill_all();
+                panic!("process {p}'s {ROUNDS} rounds took longer than 180 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let log = std::fs::read_to_string(dir.path().join(format!("p{p}.log"))).unwrap_or_default();
+        if status.code() != Some(0) {
+            kill_all();
+            panic!("process {p} ended {status}:\n{log}");
+        }
+        assert_eq!(
+            read_runs(beats).len(),
+            ROUNDS,
+            "process {p} held {ROUNDS} times"
+        );
+    }
+    let files: Vec<&std::path::Path> = loops.iter().map(|(_, b)| b.as_path()).collect();
+    let runs = assert_one_at_a_time(&files);
+    assert_eq!(runs.len(), PROCESSES * ROUNDS);
+    for pair in runs.windows(2) {
+        assert!(
+            pair[0].1.token < pair[1].1.token,
+            "not FIFO: {} (token {}) held before {} (token {}), which queued first",
+            pair[0].0,
+            pair[0].1.token,
+            pair[1].0,
+            pair[1].1.token
+        );
+    }
+    assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
+}
+
+/// `--permits 2` among three processes: two CMDs run together, never three,
+/// and the third starts once one of the first two is done.
+fn two_permits_among_three(transport: &str) {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/locks/permits";
+    let mut holders: Vec<Candidate> = Vec::new();
+    for label in ["a", "b", "c"] {
+        holders.push(Candidate::spawn(
+            dir.path(),
+            label,
+            &lock_args(&zk, path, label, transport, &["--permits", "2"]),
+            ChildKind::Lives(1500),
+        ));
+        let refs: Vec<&Candidate> = holders.iter().collect();
+        wait_for(
+            &format!("{label} queued"),
+            START,
+            Duration::from_millis(20),
+            || {
+                let newest = &holders[holders.len() - 1];
+                (!newest.runs().is_empty() || lock_ids(&zk, path).contains(&label.to_owned()))
+                    .then_some(())
+            },
+            || logs(&refs),
+        );
+    }
+    for h in &mut holders {
+        assert_eq!(h.wait_exit(START).code(), Some(0), "{}", h.log_text());
+    }
+    let runs: Vec<support::Run> = holders.iter().map(|h| h.runs()[0]).collect();
+    let overlap = |x: &support::Run, y: &support::Run| x.start < y.last && y.start < x.last;
+    assert!(
+        overlap(&runs[0], &runs[1]),
+        "a and b hold together: {runs:#?}"
+    );
+    assert!(
+        runs[2].start > runs[0].last.min(runs[1].last),
+        "c waits for a permit: {runs:#?}"
+    );
+    let latest_start = runs.iter().map(|r| r.start).max();
+    let earliest_end = runs.iter().map(|r| r.last).min();
+    assert!(
+        latest_start > earliest_end,
+        "never three at once: {runs:#?}"
+    );
+    assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
+}
+
+/// `--read` and `--write` in arrival order: two readers hold together, the
+/// writer queued after them waits for both, and the reader queued after the
+/// writer waits for the writer.
+fn readers_share_writers_exclude(transport: &str) {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/locks/rw";
+    let mut holders: Vec<Candidate> = Vec::new();
+    for (label, side) in [
+        ("r1", "--read"),
+        ("r2", "--read"),
+        ("w", "--write"),
+        ("r3", "--read"),
+    ] {
+        holders.push(Candidate::spawn(
+            dir.path(),
+            label,
+            &lock_args(&zk, path, label, transport, &[side]),
+            ChildKind::Lives(1500),
+        ));
+        let refs: Vec<&Candidate> = holders.iter().collect();
+        wait_for(
+            &format!("{label} queued"),
+            START,
+            Duration::from_millis(20),
+            || {
+                let newest = &holders[holders.len() - 1];
+                (!newest.runs().is_empty() || lock_ids(&zk, path).contains(&label.to_owned()))
+                    .then_some(())
+            },
+            || logs(&refs),
+        );
+    }
+    for h in &mut holders {
+        assert_eq!(h.wait_exit(START).code(), Some(0), "{}", h.log_text());
+    }
+    let runs: Vec<support::Run> = holders.iter().map(|h| h.runs()[0]).collect();
+    let (r1, r2, w, r3) = (runs[0], runs[1], runs[2], runs[3]);
+    assert!(
+        r1.start < r2.last && r2.start < r1.last,
+        "the readers hold together: {runs:#?}"
+    );
+    assert!(
+        w.start > r1.last.max(r2.last),
+        "the writer waits for both readers: {runs:#?}"
+    );
+    assert!(
+        r3.start > w.last,
+        "a reader behind the writer waits for it: {runs:#?}"
+    );
+    assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Kill,
+    Freeze,
+    Partition,
+}
+
+fn no_overlap_under(fault: Fault, transport: &str) {
+    let server = server();
+    let proxy = Proxy::start(server.addr()).expect("start a proxy");
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let observer = Observer::start(dir.path());
+    let path = "/locks/fault";
+    let mut a = Candidate::spawn(
+        dir.path(),
+        "a",
+        &lock_args(&proxy.connect_string(), path, "a", transport, &[]),
+        ChildKind::Stubborn,
+    );
+    let run_a = a.wait_run(1, START);
+    let mut b = Candidate::spawn(
+        dir.path(),
+        "b",
+        &lock_args(&zk, path, "b", transport, &[]),
+        ChildKind::Lives(500),
+    );
+    wait_queue(&zk, path, &["a", "b"], || logs(&[&a, &b]));
+    a.wait_beats(1, 3, START);
+    assert!(b.runs().is_empty(), "b waits: its CMD must not run");
+
+    let at = mono_ns();
+    match fault {
+        Fault::Kill => a.signal(Signal::SIGKILL),
+        Fault::Freeze => a.signal(Signal::SIGSTOP),
+        Fault::Partition => proxy.blackhole(),
+    }
+    let run_b = b.wait_run(1, TAKEOVER);
+    let a_dead = observer.death_seen(run_a.pid).unwrap_or_else(|| {
+        panic!(
+            "OVERLAP ({fault:?}): a's CMD still alive when b's started\n{}",
+            logs(&[&a, &b])
+        )
+    });
+    let a_last = a.runs()[0].last;
+    println!(
+        "{fault:?} over {transport}: a's last beat {:.0} ms after the fault, its CMD seen dead at \
+         {:.0} ms, b's CMD started at {:.0} ms",
+        ms(at, a_last),
+        ms(at, a_dead),
+        ms(at, run_b.start)
+    );
+    assert!(a_last < run_b.start, "{fault:?}: the CMD runs overlap");
+    assert!(a_dead < run_b.start, "{fault:?}: a's CMD outlived the hold");
+    assert!(
+        ms(a_last, run_b.start) > (4 * BEAT.as_millis()) as f64,
+        "{fault:?}: only {:.0} ms between a's last beat and b's first",
+        ms(a_last, run_b.start)
+    );
+    assert_eq!(b.wait_exit(START).code(), Some(0), "{}", b.log_text());
+    match fault {
+        Fault::Kill => assert_eq!(a.wait_exit(START).code(), None, "a died of SIGKILL"),
+        Fault::Freeze | Fault::Partition => {
+            if fault == Fault::Freeze {
+                a.signal(Signal::SIGCONT);
+            } else {
+                proxy.heal();
+            }
+            let code = a.wait_exit(START).code();
+            assert_eq!(
+                code,
+                Some(123),
+                "a lost the lock while CMD ran\n{}",
+                a.log_text()
+            );
+        }
+    }
+    assert_eq!(a.runs().len(), 1, "a's CMD ran once");
+    assert!(
+        a.processes().is_empty(),
+        "a left processes: {:?}",
+        a.processes()
+    );
+    assert_one_at_a_time(&[&a.beats, &b.beats]);
+    assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
+}
+
+macro_rules! on_both_transports {
+    ($($name:ident => $body:expr;)*) => {
+        mod zookeeper_async {
+            use super::*;
+            $(#[test] fn $name() { let transport = "zookeeper-async"; $body(transport) })*
+        }
+        mod zookeeper_client {
+            use super::*;
+            $(#[test] fn $name() { let transport = "zookeeper-client"; $body(transport) })*
+        }
+    };
+}
+
+on_both_transports! {
+    exit_codes_pass_through_and_report_the_wrappers_own => exit_codes;
+    holders_take_turns_in_arrival_order_one_at_a_time => fifo_one_at_a_time;
+    five_processes_twenty_rounds_one_holder_at_a_time_in_arrival_order => five_processes_twenty_rounds;
+    two_permits_let_two_hold_and_the_third_wait => two_permits_among_three;
+    readers_share_and_writers_exclude_in_arrival_order => readers_share_writers_exclude;
+    killed_holders_cmd_never_overlaps_the_next => |t| no_overlap_under(Fault::Kill, t);
+    frozen_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Freeze, t);
+    partitioned_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Partition, t);
+}
+
+/// The witness catches a planted bug: two `zkelect lock` processes on two
+/// different paths (no exclusion between them) run their CMDs at once, and
+/// the overlap check must say so.
+#[test]
+#[should_panic(expected = "two children alive at once")]
+fn canary_the_overlap_witness_catches_two_holders_at_once() {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let transport = "zookeeper-async";
+    let mut a = Candidate::spawn(
+        dir.path(),
+        "a",
+        &lock_args(&zk, "/locks/canary-a", "a", transport, &[]),
+        ChildKind::Lives(1500),
+    );
+    let mut b = Candidate::spawn(
+        dir.path(),
+        "b",
+        &lock_args(&zk, "/locks/canary-b", "b", transport, &[]),
+        ChildKind::Lives(1500),
+    );
+    assert_eq!(a.wait_exit(START).code(), Some(0), "{}", a.log_text());
+    assert_eq!(b.wait_exit(START).code(), Some(0), "{}", b.log_text());
+    assert_one_at_a_time(&[&a.beats, &b.beats]);
+}
