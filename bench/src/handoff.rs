@@ -30,7 +30,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use zkelect::{ConnectOptions, Election};
+use zkelect::{Election, ZkAsyncOptions};
 use zookeeper_client as zkc;
 
 use crate::contender::ConnectSettings;
@@ -310,7 +310,7 @@ async fn zkelect_contender(
     mut orders: mpsc::UnboundedReceiver<Order>,
     held: mpsc::UnboundedSender<(usize, Instant)>,
 ) -> Result<JoinHandle<Result<()>>> {
-    let options = ConnectOptions::new(settings.connect.clone())
+    let options = ZkAsyncOptions::new(settings.connect.clone())
         .session_timeout(settings.session_timeout)
         .connect_timeout(settings.connect_timeout);
     let election = Election::connect(options)
