@@ -311,7 +311,8 @@ pub struct Observation {
 impl Observation {
     /// Every participant, oldest node first (queue order); `holds` marks
     /// those that lead or hold now, by the recipe (the `k` lowest of an
-    /// election with `k` leaders).
+    /// election with `k` leaders). Once the observation has stopped, the
+    /// last list it saw.
     pub fn participants(&self) -> Vec<Participant> {
         self.list.borrow().clone()
     }
@@ -371,11 +372,12 @@ impl Observation {
         let mut list = self.list.subscribe();
         let mut status = self.status();
         loop {
-            if let Some(p) = list.borrow_and_update().iter().find(|p| p.holds) {
-                return Ok(p.clone());
-            }
+            // Stopped first: a stopped observation's list is its last, not the queue's.
             if matches!(status.borrow_and_update().role, Role::Failed | Role::Closed) {
                 return Err(self.fatal());
+            }
+            if let Some(p) = list.borrow_and_update().iter().find(|p| p.holds) {
+                return Ok(p.clone());
             }
             tokio::select! {
                 // The sender lives as long as this handle: never an error.
@@ -468,6 +470,8 @@ mod tests {
             .unwrap();
         assert_eq!(o.wait_leader().await.unwrap().id, "b");
         o.close().await;
+        // Its last list still names b, but a stopped observation knows no leader.
+        assert!(matches!(o.wait_leader().await, Err(ElectionError::Closed)));
         session.close().await;
     }
 
