@@ -25,7 +25,7 @@ pub type Connecting =
 /// Connection settings that know how to open their transport, for
 /// [`Election::connect`]: [`ZkAsyncOptions`](crate::ZkAsyncOptions)
 /// (zookeeper-async, feature `zookeeper-async`) and
-/// [`ZkClientOptions`](crate::zk_client::ZkClientOptions) (zookeeper-client,
+/// [`ZkClientOptions`](zk_client/type.ZkClientOptions.html) (zookeeper-client,
 /// feature `zookeeper-client`). Implement it for settings of your own
 /// transport to get the same builder.
 ///
@@ -382,7 +382,7 @@ impl Election {
 
     /// Starts building an election over a new session opened with
     /// `settings` — [`ZkAsyncOptions`](crate::ZkAsyncOptions) for
-    /// zookeeper-async, [`ZkClientOptions`](crate::zk_client::ZkClientOptions)
+    /// zookeeper-async, [`ZkClientOptions`](zk_client/type.ZkClientOptions.html)
     /// for zookeeper-client (TLS, SASL, guarded writes). The connection is
     /// made by [`join`](ElectionBuilder::join) (or
     /// [`start`](ElectionBuilder::start)), after the configuration is validated.

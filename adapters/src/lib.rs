@@ -42,10 +42,10 @@
 //!   (feature `zookeeper-async`, the one default feature) and makes up for that
 //!   client's defects (see [`zk_async`]); `memory::MemoryTransport` (feature
 //!   `memory`) runs over the simulator's in-memory ZooKeeper, also under
-//!   paused tokio time; [`ZkClientTransport`]
+//!   paused tokio time; [`ZkClientTransport`](zk_client/struct.ZkClientTransport.html)
 //!   (feature `zookeeper-client`, with `zookeeper-client-tls` and
 //!   `zookeeper-client-sasl`) talks to real servers through
-//!   `zookeeper-client`, with TLS, SASL and `multi` (see [`zk_client`]).
+//!   `zookeeper-client`, with TLS, SASL and `multi` (see [`zk_client`](zk_client/index.html)).
 //!   What each client gets wrong, and so why the two transports differ, is
 //!   in `adapters/CLIENTS.md` in the repository.
 //!   [`Election::connect`] takes the settings of either real transport.
@@ -151,8 +151,9 @@
 //! *negotiated* timeout, or a bound no greater than it — never the
 //! requested one, which can be far longer than the real session:
 //!
-//! - [`ZkClientTransport`]: the session's own negotiated timeout, which
-//!   zookeeper-client reads from the server's answer.
+//! - [`ZkClientTransport`](zk_client/struct.ZkClientTransport.html): the
+//!   session's own negotiated timeout, which zookeeper-client reads from the
+//!   server's answer.
 //! - [`ZkAsyncTransport`]: zookeeper-async does not expose it, so before
 //!   connecting the transport asks every server of the connect string with a
 //!   handshake of its own (a throw-away session, closed at once) and reports
@@ -172,6 +173,10 @@
 //! errors and fatal election errors are [`ElectionError`]s; everything else
 //! (connection loss, expiry, revocation) is a [`Notice`] and a [`Role`]
 //! change, handled by the core.
+// Links to items of opt-in features (zk_client, memory) are relative HTML
+// links, not intra-doc links, here and in the modules: `cargo doc` on the
+// default features alone must not warn, and docs built with the features
+// (docs.rs) still lead to the items.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
