@@ -282,6 +282,9 @@ impl Machine for Watcher {
     fn is_failed(&self) -> bool {
         self.observer.is_failed()
     }
+    fn metered(&self) -> bool {
+        false
+    }
     fn role(&self) -> Role {
         if self.observer.is_failed() {
             Role::Failed
