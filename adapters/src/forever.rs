@@ -82,3 +82,86 @@ impl Election {
         }
     }
 }
+
+#[cfg(all(test, feature = "memory"))]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use tokio::sync::oneshot;
+
+    use super::*;
+    use crate::memory::MemoryServer;
+    use crate::Session;
+
+    const PATH: &str = "/svc/leader";
+
+    #[tokio::test(start_paused = true)]
+    async fn leads_again_after_losing_the_lead_until_shutdown_then_leaves() {
+        let server = MemoryServer::new();
+        let session = Session::connect(server.settings(Duration::from_secs(4)))
+            .await
+            .unwrap();
+        let a = session.election(PATH).id("a").join().await.unwrap();
+        let b = session.election(PATH).id("b").join().await.unwrap();
+        let terms = Arc::new(Mutex::new(Vec::new()));
+        let (stop, shutdown) = oneshot::channel::<()>();
+        let serving = tokio::spawn({
+            let (a, terms) = (a.clone(), Arc::clone(&terms));
+            async move {
+                a.lead_forever(
+                    async {
+                        let _ = shutdown.await;
+                    },
+                    |token| {
+                        terms.lock().unwrap().push(token);
+                        std::future::pending()
+                    },
+                )
+                .await
+            }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(terms.lock().unwrap().len(), 1);
+        // a steps down (to the back of the queue): b leads; b leaves: a leads again.
+        a.resign(true).await.unwrap();
+        b.wait_leader().await.unwrap();
+        b.close().await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        {
+            let terms = terms.lock().unwrap();
+            assert_eq!(terms.len(), 2, "{terms:?}");
+            assert!(terms[1] > terms[0]);
+        }
+        stop.send(()).unwrap();
+        serving.await.unwrap().unwrap();
+        assert_eq!(a.role(), zkelect_core::Role::Closed);
+        assert!(server.children(PATH).is_empty(), "a's node is deleted");
+        session.close().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn returns_the_error_when_the_election_stops_elsewhere() {
+        let server = MemoryServer::new();
+        let a = Election::connect(server.settings(Duration::from_secs(4)))
+            .path(PATH)
+            .id("a")
+            .join()
+            .await
+            .unwrap();
+        let serving = tokio::spawn({
+            let a = a.clone();
+            async move {
+                a.lead_forever(std::future::pending(), |_| std::future::pending())
+                    .await
+            }
+        });
+        a.wait_leader().await.unwrap();
+        a.close().await;
+        let ended = tokio::time::timeout(Duration::from_secs(10), serving)
+            .await
+            .expect("lead_forever returns once the election is closed")
+            .unwrap();
+        assert!(matches!(ended, Err(ElectionError::Closed)), "{ended:?}");
+    }
+}
