@@ -133,7 +133,6 @@ fn config_strategy() -> impl Strategy<Value = Config> {
                 .strategy(config.strategy())
                 .policy(config.policy())
                 .mode(config.mode())
-                .probe(config.probe())
                 .nonce_seed(config.nonce_seed());
             if rule.stem(config.interop()).is_some() && rule.limit() == 1 {
                 b = b.interop(config.interop());
@@ -148,11 +147,10 @@ fn config_with(k: u32) -> impl Strategy<Value = Config> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
-        any::<bool>(),
         0u8..3,
         any::<u64>(),
     )
-        .prop_map(|(k, parent, aware, observer, probe, interop, seed)| {
+        .prop_map(|(k, parent, aware, observer, interop, seed)| {
             Config::builder(PATH, "cand")
                 .leaders(k)
                 .strategy(if parent {
@@ -170,7 +168,6 @@ fn config_with(k: u32) -> impl Strategy<Value = Config> {
                 } else {
                     Mode::Candidate
                 })
-                .probe(probe)
                 .interop(if k == 1 {
                     Interop::ALL[usize::from(interop) % 3]
                 } else {

@@ -321,6 +321,13 @@ impl World {
             Some(canary) => canary.rewrite_request(request),
             None => request,
         };
+        if self
+            .canary_of(pid)
+            .is_some_and(|c| c.answers_locally(&request))
+        {
+            let result = Ok(Reply::Exists(None));
+            return self.push(self.now, Ev::LocalReply { pid, op, result });
+        }
         if self.procs[pid].conn != Conn::Connected || self.procs[pid].session_closed {
             // A client that is not connected fails the request at once (as an event,
             // so a candidate that retries at once cannot recurse without end).

@@ -147,6 +147,12 @@ enum Ev {
     Closed { pid: usize, gen: u64 },
     /// The client library fails a request locally (not connected, or closed).
     LocalFail { pid: usize, op: OpId },
+    /// A canary's client answers a request itself ([`Canary::answers_locally`]).
+    LocalReply {
+        pid: usize,
+        op: OpId,
+        result: Result<Reply, ZkCode>,
+    },
     /// A leader's application checks its role and, if leading, writes.
     AppWrite { pid: usize },
     /// A write reaches the fenced resource.
@@ -174,6 +180,7 @@ impl Ev {
             | Self::Reconnect { pid }
             | Self::Timer { pid }
             | Self::LocalFail { pid, .. }
+            | Self::LocalReply { pid, .. }
             | Self::Closed { pid, .. }
             | Self::Event { pid, .. }
             | Self::AppWrite { pid }
@@ -875,6 +882,7 @@ impl World {
             Ev::LocalFail { pid, op } => {
                 self.deliver_reply(pid, op, None, Err(ZkCode::ConnectionLoss));
             }
+            Ev::LocalReply { pid, op, result } => self.deliver_reply(pid, op, None, result),
             Ev::Resume { pid } => {
                 // Overlapping pauses end with the last one.
                 if self.procs[pid].paused_until.is_some_and(|t| t <= self.now) {
