@@ -132,7 +132,6 @@ fn config_strategy() -> impl Strategy<Value = Config> {
                 .rule(rule)
                 .strategy(config.strategy())
                 .policy(config.policy())
-                .mode(config.mode())
                 .nonce_seed(config.nonce_seed());
             if rule.stem(config.interop()).is_some() && rule.limit() == 1 {
                 b = b.interop(config.interop());
@@ -146,11 +145,10 @@ fn config_with(k: u32) -> impl Strategy<Value = Config> {
         Just(k),
         any::<bool>(),
         any::<bool>(),
-        any::<bool>(),
         0u8..3,
         any::<u64>(),
     )
-        .prop_map(|(k, parent, aware, observer, interop, seed)| {
+        .prop_map(|(k, parent, aware, interop, seed)| {
             Config::builder(PATH, "cand")
                 .leaders(k)
                 .strategy(if parent {
@@ -162,11 +160,6 @@ fn config_with(k: u32) -> impl Strategy<Value = Config> {
                     ConnectionPolicy::SessionAware
                 } else {
                     ConnectionPolicy::Standard
-                })
-                .mode(if observer {
-                    Mode::Observer
-                } else {
-                    Mode::Candidate
                 })
                 .interop(if k == 1 {
                     Interop::ALL[usize::from(interop) % 3]
