@@ -141,14 +141,8 @@ fn config_strategy() -> impl Strategy<Value = Config> {
 }
 
 fn config_with(k: u32) -> impl Strategy<Value = Config> {
-    (
-        Just(k),
-        any::<bool>(),
-        any::<bool>(),
-        0u8..3,
-        any::<u64>(),
-    )
-        .prop_map(|(k, parent, aware, interop, seed)| {
+    (Just(k), any::<bool>(), any::<bool>(), 0u8..3, any::<u64>()).prop_map(
+        |(k, parent, aware, interop, seed)| {
             Config::builder(PATH, "cand")
                 .leaders(k)
                 .strategy(if parent {
@@ -169,7 +163,8 @@ fn config_with(k: u32) -> impl Strategy<Value = Config> {
                 .nonce_seed(seed)
                 .build()
                 .expect("valid")
-        })
+        },
+    )
 }
 
 /// A child name of the queue under `config`'s rule: a read-write lock's
