@@ -346,7 +346,7 @@ pub(crate) struct SimArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum CanaryArg {
-    /// Never sees Disconnected and does not probe (caught by the safety checker).
+    /// Never sees Disconnected, its probes answered by its own client (caught by the safety checker).
     IgnoresDisconnect,
     /// No nonce in node names (caught by the liveness checker).
     Unprotected,
