@@ -226,7 +226,7 @@ pub async fn zookeeper_client(settings: &ManySettings, monitor: &Monitor) -> Res
     result
 }
 
-/// Which of zkelect's real transports a [`zkelect`] run uses.
+/// Which of zkelect's real transports a [`zkelect()`] run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ZkelectTransport {
     /// `ZkClientTransport`, over the baseline's own client crate.
