@@ -151,6 +151,12 @@ fn exit_codes(transport: &str) {
     // Not found: 127, before queueing.
     let out = run(cmd_args(&[], &["zkelect-no-such-command"]));
     assert_eq!(out.code(), Some(127), "{}", out.stderr);
+    // Found but not executable: 126, before queueing.
+    let plain = dir.path().join("not-executable");
+    std::fs::write(&plain, "#!/bin/sh\nexit 0\n").expect("write a plain file");
+    let plain = plain.to_string_lossy().into_owned();
+    let out = run(cmd_args(&[], &[&plain]));
+    assert_eq!(out.code(), Some(126), "{}", out.stderr);
     // zkelect lock's own failures are 125: a usage error, an unreachable server.
     let out = run(vec!["lock".into(), "--path".into(), path.into()]);
     assert_eq!(out.code(), Some(125), "usage: {}", out.stderr);
