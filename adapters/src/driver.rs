@@ -158,11 +158,18 @@ pub(crate) struct Outputs {
 
 impl Outputs {
     pub(crate) fn new() -> Arc<Self> {
+        Self::with_notices(256)
+    }
+
+    /// Outputs whose notice broadcast keeps `capacity` notices for a slow
+    /// receiver (a `broadcast` allocates its slots up front: a handle whose
+    /// notices nobody reads keeps few).
+    pub(crate) fn with_notices(capacity: usize) -> Arc<Self> {
         Arc::new(Self {
             status: watch::channel(Status::default()).0,
             role: watch::channel(Role::Idle).0,
             lease: watch::channel(None).0,
-            notices: broadcast::channel(256).0,
+            notices: broadcast::channel(capacity.max(1)).0,
         })
     }
 
@@ -332,8 +339,12 @@ impl Clock {
 
     /// The instant of a machine timestamp (rounded down to the millisecond
     /// the machine sees, so a sleep until it never wakes before it is due).
+    /// A timestamp too far out for the runtime's clock (a close that waits
+    /// until the session ends) maps to a century from the epoch.
     pub(crate) fn instant(&self, at: Timestamp) -> Instant {
-        self.epoch + Duration::from_millis(at.as_millis())
+        const FAR: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+        let after = Duration::from_millis(at.as_millis()).min(FAR);
+        self.epoch.checked_add(after).unwrap_or(self.epoch + FAR)
     }
 }
 

@@ -184,6 +184,7 @@ mod driver;
 mod driver_tests;
 mod election;
 mod error;
+mod lock;
 #[cfg(feature = "memory")]
 pub mod memory;
 #[cfg(feature = "zookeeper-async")]
@@ -201,7 +202,8 @@ pub mod zk_client;
 
 pub use driver::{Metrics, Status};
 pub use election::{Connect, Connecting, Election, ElectionBuilder, LeadOutcome};
-pub use error::{ConnectFailure, ElectionError, GuardedWriteError, TlsError};
+pub use error::{ConnectFailure, ElectionError, GuardedWriteError, LockError, TlsError};
+pub use lock::{LockGuard, Mutex, RwLock, Semaphore};
 pub use session::Session;
 #[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
 pub use shell::SessionOptions;
