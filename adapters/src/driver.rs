@@ -46,7 +46,7 @@
 //! wake-up is harmless.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -142,6 +142,9 @@ impl Default for Status {
     }
 }
 
+/// How many notices a slow subscriber may lag behind before it loses the oldest.
+const NOTICES_KEPT: usize = 256;
+
 /// What the driver publishes for one machine: the one status snapshot and
 /// the notices. `role` and `lease` are views of the status for
 /// [`Election::changes`](crate::Election::changes) and
@@ -153,24 +156,28 @@ pub(crate) struct Outputs {
     pub(crate) status: watch::Sender<Status>,
     pub(crate) role: watch::Sender<Role>,
     pub(crate) lease: watch::Sender<Option<Instant>>,
-    pub(crate) notices: broadcast::Sender<Notice>,
+    /// Made on the first subscription: a `broadcast` allocates its slots
+    /// up front (256 notices are some 20 KB), and most machines of a large
+    /// session have no subscriber. A notice sent before any subscription
+    /// would have reached nobody either way.
+    notices: OnceLock<broadcast::Sender<Notice>>,
 }
 
 impl Outputs {
     pub(crate) fn new() -> Arc<Self> {
-        Self::with_notices(256)
-    }
-
-    /// Outputs whose notice broadcast keeps `capacity` notices for a slow
-    /// receiver (a `broadcast` allocates its slots up front: a handle whose
-    /// notices nobody reads keeps few).
-    pub(crate) fn with_notices(capacity: usize) -> Arc<Self> {
         Arc::new(Self {
             status: watch::channel(Status::default()).0,
             role: watch::channel(Role::Idle).0,
             lease: watch::channel(None).0,
-            notices: broadcast::channel(capacity.max(1)).0,
+            notices: OnceLock::new(),
         })
+    }
+
+    /// Every notice from now on.
+    pub(crate) fn notices(&self) -> broadcast::Receiver<Notice> {
+        self.notices
+            .get_or_init(|| broadcast::channel(NOTICES_KEPT).0)
+            .subscribe()
     }
 
     /// Sends `change` to the status, and the views if they changed.
@@ -789,7 +796,9 @@ impl SessionDriver {
             // The status goes out with each notice, so a watcher of the role
             // sees a demotion as soon as a subscriber of notices does.
             slot.publish(&self.clock);
-            let _ = slot.outputs.notices.send(notice);
+            if let Some(notices) = slot.outputs.notices.get() {
+                let _ = notices.send(notice);
+            }
         }
         while let Some(Command { op, request }) = slot.machine.poll_command() {
             slot.tally.ops += 1;

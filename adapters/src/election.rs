@@ -483,7 +483,7 @@ impl Election {
     /// `LeaderChanged`, …), published before the driver performs the next
     /// request. A slow receiver that lags 256 notices behind loses the oldest.
     pub fn notices(&self) -> broadcast::Receiver<Notice> {
-        self.outputs.notices.subscribe()
+        self.outputs.notices()
     }
 
     /// While leading: when leadership lapses unless the server answers again.

@@ -45,10 +45,6 @@ const UNTIL_SESSION_ENDS: Duration = Duration::MAX;
 /// (it goes on in the background).
 const RELEASE_WAIT: Duration = Duration::from_secs(5);
 
-/// The notices a lock machine keeps for a receiver: nobody subscribes to
-/// them (the guard reads the status), so as few as a `broadcast` allows.
-const LOCK_NOTICES: usize = 1;
-
 /// What a lock handle needs to start a hold: where, under which rule, as whom.
 #[derive(Debug, Clone)]
 struct Spec {
@@ -77,7 +73,7 @@ impl Spec {
             .interop(self.interop)
             .nonce_seed(random_seed())
             .build()?;
-        let outputs = Outputs::with_notices(LOCK_NOTICES);
+        let outputs = Outputs::new();
         let link = self.session.add(
             Box::new(LockMachine::new(Candidate::new(config))),
             Arc::clone(&outputs),
