@@ -151,15 +151,20 @@ const NOTICES_KEPT: usize = 256;
 /// [`Election::lease`](crate::Election::lease), sent in the same step as the
 /// status (never later: `zkelect run`'s watchdog and a `lead` closure must
 /// see a demotion before the driver's next request goes out).
+///
+/// The views and the notices are made on their first subscription (a
+/// `watch` channel is some 450 bytes, a `broadcast` of 256 notices some
+/// 20 KB; most machines of a large session have no subscriber to either).
+/// A view made late starts from the status, and both the driver and the
+/// subscriber sync it from the status under the view's own lock, so it
+/// ends on the newest status whatever the interleaving.
 #[derive(Debug)]
 pub(crate) struct Outputs {
     pub(crate) status: watch::Sender<Status>,
-    pub(crate) role: watch::Sender<Role>,
-    pub(crate) lease: watch::Sender<Option<Instant>>,
-    /// Made on the first subscription: a `broadcast` allocates its slots
-    /// up front (256 notices are some 20 KB), and most machines of a large
-    /// session have no subscriber. A notice sent before any subscription
-    /// would have reached nobody either way.
+    role: OnceLock<watch::Sender<Role>>,
+    lease: OnceLock<watch::Sender<Option<Instant>>>,
+    /// A notice sent before any subscription would have reached nobody
+    /// either way.
     notices: OnceLock<broadcast::Sender<Notice>>,
 }
 
@@ -167,8 +172,8 @@ impl Outputs {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self {
             status: watch::channel(Status::default()).0,
-            role: watch::channel(Role::Idle).0,
-            lease: watch::channel(None).0,
+            role: OnceLock::new(),
+            lease: OnceLock::new(),
             notices: OnceLock::new(),
         })
     }
@@ -180,15 +185,34 @@ impl Outputs {
             .subscribe()
     }
 
+    /// The role now, and every change to it.
+    pub(crate) fn role(&self) -> watch::Receiver<Role> {
+        let view = self.role.get_or_init(|| watch::channel(Role::Idle).0);
+        self.sync(view, |s| s.role);
+        view.subscribe()
+    }
+
+    /// The lease now, and every change to it.
+    pub(crate) fn lease(&self) -> watch::Receiver<Option<Instant>> {
+        let view = self.lease.get_or_init(|| watch::channel(None).0);
+        self.sync(view, |s| s.lease);
+        view.subscribe()
+    }
+
+    /// Brings a view up to the status, read under the view's lock.
+    fn sync<T: PartialEq>(&self, view: &watch::Sender<T>, of: impl Fn(&Status) -> T) {
+        view.send_if_modified(|v| replace(v, of(&self.status.borrow())));
+    }
+
     /// Sends `change` to the status, and the views if they changed.
     fn send(&self, change: impl FnOnce(&mut Status) -> bool) {
         self.status.send_if_modified(change);
-        let (role, lease) = {
-            let now = self.status.borrow();
-            (now.role, now.lease)
-        };
-        self.role.send_if_modified(|r| replace(r, role));
-        self.lease.send_if_modified(|l| replace(l, lease));
+        if let Some(view) = self.role.get() {
+            self.sync(view, |s| s.role);
+        }
+        if let Some(view) = self.lease.get() {
+            self.sync(view, |s| s.lease);
+        }
     }
 }
 

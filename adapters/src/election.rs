@@ -471,7 +471,7 @@ impl Election {
     /// # }
     /// ```
     pub fn changes(&self) -> watch::Receiver<Role> {
-        self.outputs.role.subscribe()
+        self.outputs.role()
     }
 
     /// The current role.
@@ -491,7 +491,7 @@ impl Election {
     /// stop by then; `zkelect run` uses it for its watchdog. (The lease of
     /// [`status`](Self::status), sent in the same step.)
     pub fn lease(&self) -> watch::Receiver<Option<Instant>> {
-        self.outputs.lease.subscribe()
+        self.outputs.lease()
     }
 
     /// This candidate's node name (not the full path), once known.

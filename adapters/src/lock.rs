@@ -479,7 +479,7 @@ impl LockGuard {
     /// (`None` while the connection is in doubt and once the hold is lost),
     /// as [`Election::lease`](crate::Election::lease).
     pub fn lease(&self) -> watch::Receiver<Option<Instant>> {
-        self.hold.outputs.lease.subscribe()
+        self.hold.outputs.lease()
     }
 
     /// The status of this hold's machine (role, node, lease, counters).
