@@ -46,7 +46,7 @@
 //! wake-up is harmless.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -142,39 +142,77 @@ impl Default for Status {
     }
 }
 
+/// How many notices a slow subscriber may lag behind before it loses the oldest.
+const NOTICES_KEPT: usize = 256;
+
 /// What the driver publishes for one machine: the one status snapshot and
 /// the notices. `role` and `lease` are views of the status for
 /// [`Election::changes`](crate::Election::changes) and
 /// [`Election::lease`](crate::Election::lease), sent in the same step as the
 /// status (never later: `zkelect run`'s watchdog and a `lead` closure must
 /// see a demotion before the driver's next request goes out).
+///
+/// The views and the notices are made on their first subscription (a
+/// `watch` channel is some 450 bytes, a `broadcast` of 256 notices some
+/// 20 KB; most machines of a large session have no subscriber to either).
+/// A view made late starts from the status, and both the driver and the
+/// subscriber sync it from the status under the view's own lock, so it
+/// ends on the newest status whatever the interleaving.
 #[derive(Debug)]
 pub(crate) struct Outputs {
     pub(crate) status: watch::Sender<Status>,
-    pub(crate) role: watch::Sender<Role>,
-    pub(crate) lease: watch::Sender<Option<Instant>>,
-    pub(crate) notices: broadcast::Sender<Notice>,
+    role: OnceLock<watch::Sender<Role>>,
+    lease: OnceLock<watch::Sender<Option<Instant>>>,
+    /// A notice sent before any subscription would have reached nobody
+    /// either way.
+    notices: OnceLock<broadcast::Sender<Notice>>,
 }
 
 impl Outputs {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self {
             status: watch::channel(Status::default()).0,
-            role: watch::channel(Role::Idle).0,
-            lease: watch::channel(None).0,
-            notices: broadcast::channel(256).0,
+            role: OnceLock::new(),
+            lease: OnceLock::new(),
+            notices: OnceLock::new(),
         })
+    }
+
+    /// Every notice from now on.
+    pub(crate) fn notices(&self) -> broadcast::Receiver<Notice> {
+        self.notices
+            .get_or_init(|| broadcast::channel(NOTICES_KEPT).0)
+            .subscribe()
+    }
+
+    /// The role now, and every change to it.
+    pub(crate) fn role(&self) -> watch::Receiver<Role> {
+        let view = self.role.get_or_init(|| watch::channel(Role::Idle).0);
+        self.sync(view, |s| s.role);
+        view.subscribe()
+    }
+
+    /// The lease now, and every change to it.
+    pub(crate) fn lease(&self) -> watch::Receiver<Option<Instant>> {
+        let view = self.lease.get_or_init(|| watch::channel(None).0);
+        self.sync(view, |s| s.lease);
+        view.subscribe()
+    }
+
+    /// Brings a view up to the status, read under the view's lock.
+    fn sync<T: PartialEq>(&self, view: &watch::Sender<T>, of: impl Fn(&Status) -> T) {
+        view.send_if_modified(|v| replace(v, of(&self.status.borrow())));
     }
 
     /// Sends `change` to the status, and the views if they changed.
     fn send(&self, change: impl FnOnce(&mut Status) -> bool) {
         self.status.send_if_modified(change);
-        let (role, lease) = {
-            let now = self.status.borrow();
-            (now.role, now.lease)
-        };
-        self.role.send_if_modified(|r| replace(r, role));
-        self.lease.send_if_modified(|l| replace(l, lease));
+        if let Some(view) = self.role.get() {
+            self.sync(view, |s| s.role);
+        }
+        if let Some(view) = self.lease.get() {
+            self.sync(view, |s| s.lease);
+        }
     }
 }
 
@@ -338,8 +376,12 @@ impl Clock {
 
     /// The instant of a machine timestamp (rounded down to the millisecond
     /// the machine sees, so a sleep until it never wakes before it is due).
+    /// A timestamp too far out for the runtime's clock (a close that waits
+    /// until the session ends) maps to a century from the epoch.
     pub(crate) fn instant(&self, at: Timestamp) -> Instant {
-        self.epoch + Duration::from_millis(at.as_millis())
+        const FAR: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+        let after = Duration::from_millis(at.as_millis()).min(FAR);
+        self.epoch.checked_add(after).unwrap_or(self.epoch + FAR)
     }
 }
 
@@ -784,7 +826,9 @@ impl SessionDriver {
             // The status goes out with each notice, so a watcher of the role
             // sees a demotion as soon as a subscriber of notices does.
             slot.publish(&self.clock);
-            let _ = slot.outputs.notices.send(notice);
+            if let Some(notices) = slot.outputs.notices.get() {
+                let _ = notices.send(notice);
+            }
         }
         while let Some(Command { op, request }) = slot.machine.poll_command() {
             slot.tally.ops += 1;

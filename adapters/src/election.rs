@@ -296,7 +296,7 @@ impl ElectionBuilder {
 }
 
 /// Seeds the protected-name nonces: distinct per process and per election.
-fn random_seed() -> u64 {
+pub(crate) fn random_seed() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     // RandomState is seeded from the OS once per process and varied per instance.
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -342,9 +342,51 @@ pub struct Election {
 /// credentials) and the election path. The driver owns the transport;
 /// this is only a weak handle, so a closed session holds nothing.
 #[derive(Clone)]
-struct Writer {
-    transport: Weak<dyn Transport>,
-    path: String,
+pub(crate) struct Writer {
+    pub(crate) transport: Weak<dyn Transport>,
+    /// The queue's path (the parent of the own node).
+    pub(crate) path: String,
+}
+
+impl Writer {
+    /// Applies `ops` only if `node` (the own node, which holds with
+    /// `token`) still exists, in one `multi`: the results are those of `ops`.
+    /// Every handle that holds writes through this: [`Election::guarded`]
+    /// and the lock guards.
+    pub(crate) async fn guarded(
+        &self,
+        token: FencingToken,
+        node: &str,
+        ops: Vec<MultiOp>,
+    ) -> Result<Vec<MultiOpResult>, GuardedWriteError> {
+        let transport = self.transport.upgrade().ok_or(GuardedWriteError::Closed)?;
+        let own = format!("{}/{node}", self.path);
+        let mut all = Vec::with_capacity(ops.len() + 1);
+        all.push(MultiOp::Check {
+            path: own,
+            version: None,
+        });
+        all.extend(ops);
+        match transport.multi(all).await {
+            Ok(mut results) => {
+                if !results.is_empty() {
+                    results.remove(0);
+                }
+                Ok(results)
+            }
+            Err(e) => Err(guard_error(e, token)),
+        }
+    }
+}
+
+/// The stat of a guarded `setData`, the one operation of its multi.
+pub(crate) fn set_data_result(results: Vec<MultiOpResult>) -> Result<Stat, GuardedWriteError> {
+    match results.as_slice() {
+        [MultiOpResult::DataSet(stat)] => Ok(*stat),
+        // The transport answered something else than it was asked: the
+        // write may have happened, so say it is unknown.
+        _ => Err(GuardedWriteError::Indeterminate(ZkCode::Other(-1))),
+    }
 }
 
 impl std::fmt::Debug for Writer {
@@ -418,7 +460,7 @@ impl Election {
     /// # }
     /// ```
     pub fn changes(&self) -> watch::Receiver<Role> {
-        self.outputs.role.subscribe()
+        self.outputs.role()
     }
 
     /// The current role.
@@ -430,7 +472,7 @@ impl Election {
     /// `LeaderChanged`, …), published before the driver performs the next
     /// request. A slow receiver that lags 256 notices behind loses the oldest.
     pub fn notices(&self) -> broadcast::Receiver<Notice> {
-        self.outputs.notices.subscribe()
+        self.outputs.notices()
     }
 
     /// While leading: when leadership lapses unless the server answers again.
@@ -438,7 +480,7 @@ impl Election {
     /// stop by then; `zkelect run` uses it for its watchdog. (The lease of
     /// [`status`](Self::status), sent in the same step.)
     pub fn lease(&self) -> watch::Receiver<Option<Instant>> {
-        self.outputs.lease.subscribe()
+        self.outputs.lease()
     }
 
     /// This candidate's node name (not the full path), once known.
@@ -672,27 +714,7 @@ impl Election {
         ops: Vec<MultiOp>,
     ) -> Result<Vec<MultiOpResult>, GuardedWriteError> {
         let (token, node) = self.leading_node()?;
-        let transport = self
-            .writer
-            .transport
-            .upgrade()
-            .ok_or(GuardedWriteError::Closed)?;
-        let own = format!("{}/{node}", self.writer.path);
-        let mut all = Vec::with_capacity(ops.len() + 1);
-        all.push(MultiOp::Check {
-            path: own,
-            version: None,
-        });
-        all.extend(ops);
-        match transport.multi(all).await {
-            Ok(mut results) => {
-                if !results.is_empty() {
-                    results.remove(0);
-                }
-                Ok(results)
-            }
-            Err(e) => Err(guard_error(e, token)),
-        }
+        self.writer.guarded(token, &node, ops).await
     }
 
     /// Sets the data of `path` only if this candidate still leads (see
@@ -719,12 +741,7 @@ impl Election {
             data: data.into(),
             version: None,
         };
-        match self.guarded(vec![op]).await?.as_slice() {
-            [MultiOpResult::DataSet(stat)] => Ok(*stat),
-            // The transport answered something else than it was asked: the
-            // write may have happened, so say it is unknown.
-            _ => Err(GuardedWriteError::Indeterminate(ZkCode::Other(-1))),
-        }
+        set_data_result(self.guarded(vec![op]).await?)
     }
 
     /// Leaves for good: demotes at once, deletes the node (waiting at most the

@@ -227,3 +227,33 @@ pub enum GuardedWriteError {
     #[error("the election is closed")]
     Closed,
 }
+
+/// Why a lock, a semaphore permit or a read-write lock side could not be
+/// acquired ([`Mutex::acquire`](crate::Mutex::acquire),
+/// [`Semaphore::acquire`](crate::Semaphore::acquire)).
+///
+/// A timeout is not an error: [`Mutex::try_acquire`](crate::Mutex::try_acquire)
+/// returns `Ok(None)`.
+///
+/// ```
+/// use zkelect::LockError;
+///
+/// fn worth_retrying(e: &LockError) -> bool {
+///     // A bad path or id, a fatal refusal (NoAuth): retrying will not help.
+///     matches!(e, LockError::Closed)
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// The lock's configuration is invalid (path, id, permits, interop).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The lock's machine stopped with a fatal error (for example `NoAuth`
+    /// on the lock's path, or the server rejecting the session's credentials).
+    #[error(transparent)]
+    Fatal(#[from] CandidateError),
+    /// The session is closed (or closing).
+    #[error("the session is closed")]
+    Closed,
+}

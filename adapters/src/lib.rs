@@ -57,12 +57,104 @@
 //!   ([`Session::election`]), as Curator and kazoo run every recipe of a
 //!   process on one session. [`Election::connect`] and [`Election::builder`]
 //!   are the one-election shortcut: a session of its own that closes with it.
+//! - Locks on a session: [`Mutex`], [`Semaphore`], [`RwLock`], each
+//!   handing out a [`LockGuard`] (see below).
 //! - [`Status`]: one snapshot per election (role, node, lease, last
 //!   demotion, error, counters), a `watch` from [`Election::status`].
 //! - The driver: one task per session that owns its machines (the core's
 //!   `Candidate`s), routes replies, watch events and session events to
 //!   them, and holds no election logic of its own. Time is tokio's, so
 //!   `#[tokio::test(start_paused = true)]` runs elections in virtual time.
+//!
+//! ## Locks, semaphores and read-write locks
+//!
+//! The same queue serves the lock recipes a Curator or kazoo user knows,
+//! on one [`Session`] with everything else: [`Session::mutex`] (a fair,
+//! reentrant [`Mutex`]), [`Session::semaphore`] ([`Semaphore`]) and
+//! [`Session::rw_lock`] ([`RwLock`]). Each `acquire` returns a
+//! [`LockGuard`] with the fencing token, the lease, a future that resolves
+//! if the hold is lost, and guarded writes; dropping it releases (the
+//! node's delete is retried in the background until it succeeds or the
+//! session ends), and a cancelled `acquire` leaves no node behind.
+//!
+//! A lock, after connecting:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # use std::time::Duration;
+//! # let server = zkelect::memory::MemoryServer::new();
+//! # let settings = server.settings(Duration::from_secs(4));
+//! let session = zkelect::Session::connect(settings).await?;
+//! let guard = session.mutex("/svc/locks/nightly-report").acquire().await?;
+//! println!("holding, fencing token {}", guard.token()); // pass it to every fenced write
+//! drop(guard); // releases
+//! # session.close().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! With a deadline, and stopping the work if the lock is lost:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # use std::time::Duration;
+//! # let server = zkelect::memory::MemoryServer::new();
+//! # let session = zkelect::Session::connect(server.settings(Duration::from_secs(4))).await?;
+//! let lock = session.mutex("/svc/locks/nightly-report");
+//! match lock.try_acquire(Duration::from_secs(10)).await? {
+//!     None => eprintln!("someone else is on it"),
+//!     Some(guard) => tokio::select! {
+//!         reason = guard.lost() => eprintln!("lock lost ({reason}): stopped"),
+//!         () = async { /* the work; fenced with guard.token() */ } => guard.release().await,
+//!     },
+//! }
+//! # session.close().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A semaphore (at most 4 transcoders at once, across every process):
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # use std::time::Duration;
+//! # let server = zkelect::memory::MemoryServer::new();
+//! # let session = zkelect::Session::connect(server.settings(Duration::from_secs(4))).await?;
+//! let transcoders = session.semaphore("/svc/transcoders", 4);
+//! let permit = transcoders.acquire().await?;
+//! // ... transcode ...
+//! drop(permit);
+//! # session.close().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A read-write lock (readers share, a writer is alone, first come first served):
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # use std::time::Duration;
+//! # let server = zkelect::memory::MemoryServer::new();
+//! # let session = zkelect::Session::connect(server.settings(Duration::from_secs(4))).await?;
+//! let catalog = session.rw_lock("/svc/catalog");
+//! {
+//!     let _reading = catalog.read().acquire().await?;
+//!     // ... read; other readers may too ...
+//! }
+//! let writing = catalog.write().acquire().await?;
+//! // Written only if the write lock is still held, checked by the server.
+//! if let Err(e) = writing.guarded_set_data("/svc/catalog-version", b"42".to_vec()).await {
+//!     eprintln!("not written: {e}");
+//! }
+//! # drop(writing);
+//! # session.close().await;
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! ## Features
 //!
@@ -186,6 +278,7 @@ mod driver_tests;
 mod election;
 mod error;
 mod forever;
+mod lock;
 #[cfg(feature = "memory")]
 pub mod memory;
 #[cfg(feature = "zookeeper-async")]
@@ -204,7 +297,8 @@ pub mod zk_client;
 
 pub use driver::{Metrics, Status};
 pub use election::{Connect, Connecting, Election, ElectionBuilder, LeadOutcome};
-pub use error::{ConnectFailure, ElectionError, GuardedWriteError, TlsError};
+pub use error::{ConnectFailure, ElectionError, GuardedWriteError, LockError, TlsError};
+pub use lock::{LockGuard, Mutex, RwLock, Semaphore};
 pub use observer::{Observation, ObserveBuilder};
 pub use session::Session;
 #[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]

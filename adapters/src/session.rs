@@ -10,10 +10,12 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use zkelect_core::Rule;
 
 use crate::driver::{Clock, Control, Intent, Key, Machine, Outputs, SessionDriver};
 use crate::election::{Connect, ElectionBuilder};
 use crate::error::ElectionError;
+use crate::lock::{self, RwLock, Semaphore};
 use crate::transport::{EventStream, Transport};
 
 /// How long [`Session::close`] waits for the machines, and again for the
@@ -113,6 +115,36 @@ impl Session {
     /// Closing the election deletes its node and leaves the session open.
     pub fn election(&self, path: impl Into<String>) -> ElectionBuilder {
         ElectionBuilder::on_session(self.clone()).path(path)
+    }
+
+    /// A fair, reentrant lock on `path` (its nodes are the children of
+    /// `path`, created with its ancestors if missing). Every call makes a
+    /// new contender; reentrancy is per handle.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = zkelect::memory::MemoryServer::new();
+    /// # let session = zkelect::Session::connect(server.settings(std::time::Duration::from_secs(4))).await?;
+    /// let guard = session.mutex("/svc/locks/report").acquire().await?;
+    /// println!("holding with fencing token {}", guard.token());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn mutex(&self, path: impl Into<String>) -> lock::Mutex {
+        lock::Mutex::new(self.clone(), path.into(), Rule::Mutex)
+    }
+
+    /// A counting semaphore on `path`: at most `permits` holders at once
+    /// (every participant of the path must use the same number).
+    pub fn semaphore(&self, path: impl Into<String>, permits: u32) -> Semaphore {
+        Semaphore::new(self.clone(), path.into(), permits)
+    }
+
+    /// A fair read-write lock on `path`: [`RwLock::read`] and
+    /// [`RwLock::write`] are its two sides.
+    pub fn rw_lock(&self, path: impl Into<String>) -> RwLock {
+        RwLock::new(self, path.into())
     }
 
     /// The session's transport, while it is open (for guarded writes).

@@ -1,0 +1,303 @@
+//! Locks on the memory transport, in paused (virtual) time.
+
+use std::time::Duration;
+
+use zkelect_core::{DemotionReason, Role};
+
+use crate::testkit::TestZk;
+use crate::{GuardedWriteError, LockError, Session};
+
+const PATH: &str = "/locks/job";
+const TIMEOUT: Duration = Duration::from_secs(2);
+
+fn session(zk: &TestZk) -> (Session, usize) {
+    let (transport, events) = zk.connect(TIMEOUT);
+    let client = transport.client();
+    (Session::from_transport(transport, events), client)
+}
+
+/// Lets the driver and the server run for a while of virtual time.
+async fn settle() {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
+fn children(zk: &TestZk, path: &str) -> Vec<String> {
+    zk.server().children(path)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_mutex_excludes_and_hands_over_in_queue_order() {
+    let zk = TestZk::new();
+    let (s, _) = session(&zk);
+    let (a, b, c) = (s.mutex(PATH), s.mutex(PATH), s.mutex(PATH));
+    let ga = a.acquire().await.unwrap();
+    let wb = tokio::spawn(async move { (b.acquire().await, b) });
+    settle().await;
+    let wc = tokio::spawn(async move { (c.acquire().await, c) });
+    settle().await;
+    assert_eq!(children(&zk, PATH).len(), 3, "one node per contender");
+    assert!(
+        !wb.is_finished() && !wc.is_finished(),
+        "one holder at a time"
+    );
+    let first = ga.token();
+    drop(ga);
+    let (gb, _b) = wb.await.unwrap();
+    let gb = gb.unwrap();
+    assert!(gb.token() > first, "a later holder has a higher token");
+    settle().await;
+    assert!(!wc.is_finished(), "c queued after b, so waits for b");
+    gb.release().await;
+    let (gc, _c) = wc.await.unwrap();
+    let gc = gc.unwrap();
+    assert!(gc.is_held());
+    drop(gc);
+    settle().await;
+    assert!(
+        children(&zk, PATH).is_empty(),
+        "every release deleted its node"
+    );
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_mutex_is_reentrant_on_its_handle_and_the_last_release_deletes() {
+    let zk = TestZk::new();
+    let (s, _) = session(&zk);
+    let lock = s.mutex(PATH);
+    let other = s.mutex(PATH);
+    let outer = lock.acquire().await.unwrap();
+    let inner = tokio::time::timeout(Duration::ZERO, lock.acquire())
+        .await
+        .expect("a second acquire on the holding handle returns at once")
+        .unwrap();
+    assert_eq!(outer.token(), inner.token());
+    assert_eq!(outer.node(), inner.node());
+    assert_eq!(children(&zk, PATH).len(), 1, "one node for both");
+    drop(inner);
+    settle().await;
+    assert_eq!(
+        children(&zk, PATH),
+        vec![outer.node().to_owned()],
+        "still held"
+    );
+    assert!(outer.is_held());
+    assert!(other
+        .try_acquire(Duration::from_secs(1))
+        .await
+        .unwrap()
+        .is_none());
+    drop(outer);
+    let next = other.try_acquire(Duration::from_secs(1)).await.unwrap();
+    assert!(next.is_some(), "the last release let the other handle in");
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_acquire_leaves_no_node_behind() {
+    let zk = TestZk::new();
+    let (s, _) = session(&zk);
+    let holder = s.mutex(PATH);
+    let waiter = s.mutex(PATH);
+    let held = holder.acquire().await.unwrap();
+    let pending = tokio::spawn(async move { waiter.acquire().await.map(drop) });
+    settle().await;
+    assert_eq!(children(&zk, PATH).len(), 2, "the waiter queued");
+    pending.abort();
+    assert!(pending.await.unwrap_err().is_cancelled());
+    settle().await;
+    assert_eq!(
+        children(&zk, PATH),
+        vec![held.node().to_owned()],
+        "the cancelled acquire's node is gone"
+    );
+    // Cancelled while its create is still on its way: the node is deleted
+    // once the create's answer names it.
+    let waiter = s.mutex(PATH);
+    let fut = waiter.acquire();
+    let _ = tokio::time::timeout(Duration::ZERO, fut).await;
+    settle().await;
+    assert_eq!(children(&zk, PATH), vec![held.node().to_owned()]);
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn try_acquire_times_out_with_no_node_left_behind() {
+    let zk = TestZk::new();
+    let (s, _) = session(&zk);
+    let held = s.mutex(PATH).acquire().await.unwrap();
+    let waiter = s.mutex(PATH);
+    let got = waiter
+        .try_acquire(Duration::from_millis(500))
+        .await
+        .unwrap();
+    assert!(got.is_none());
+    // Deleted before it returned, not only in the background.
+    assert_eq!(children(&zk, PATH), vec![held.node().to_owned()]);
+    drop(held);
+    assert!(waiter
+        .try_acquire(Duration::from_secs(1))
+        .await
+        .unwrap()
+        .is_some());
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_guard_learns_its_hold_is_lost_and_the_lock_moves_on() {
+    let zk = TestZk::new();
+    let (ours, client) = session(&zk);
+    let (theirs, _) = session(&zk);
+    let lock = ours.mutex(PATH);
+    let guard = lock.acquire().await.unwrap();
+    let lost = tokio::spawn(guard.lost());
+    let rival = theirs.mutex(PATH);
+    let wait = tokio::spawn(async move { (rival.acquire().await, rival) });
+    settle().await;
+    assert!(!lost.is_finished() && !wait.is_finished());
+    zk.expire_session(client);
+    let reason = tokio::time::timeout(Duration::from_secs(10), lost)
+        .await
+        .expect("lost() resolves")
+        .unwrap();
+    assert_eq!(reason, DemotionReason::Expired);
+    let (got, _rival) = tokio::time::timeout(Duration::from_secs(10), wait)
+        .await
+        .expect("the rival gets the lock")
+        .unwrap();
+    let got = got.unwrap();
+    assert!(got.token() > guard.token());
+    assert!(!guard.is_held());
+    // The lost hold does not queue again behind the application's back: its
+    // machine left, so a new acquire on the handle queues afresh.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(children(&zk, PATH), vec![got.node().to_owned()]);
+    assert_eq!(guard.status().borrow().role, Role::Closed);
+    let again = lock.try_acquire(Duration::from_secs(1)).await.unwrap();
+    assert!(again.is_none(), "the rival holds");
+    drop(got);
+    assert!(lock
+        .try_acquire(Duration::from_secs(5))
+        .await
+        .unwrap()
+        .is_some());
+    ours.close().await;
+    theirs.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_guard_is_deleted_after_the_connection_comes_back() {
+    let zk = TestZk::new();
+    let (s, client) = session(&zk);
+    let (rivals, _) = session(&zk);
+    let guard = s.mutex(PATH).acquire().await.unwrap();
+    let rival = rivals.mutex(PATH);
+    let wait = tokio::spawn(async move { (rival.acquire().await, rival) });
+    settle().await;
+    // The delete cannot get through for a while (shorter than the session).
+    zk.partition(client, Duration::from_millis(1_000));
+    drop(guard);
+    let (got, _rival) = tokio::time::timeout(Duration::from_secs(5), wait)
+        .await
+        .expect("the delete got through after the partition")
+        .unwrap();
+    assert!(got.unwrap().is_held());
+    s.close().await;
+    rivals.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_semaphore_lets_k_hold_at_once_and_no_more() {
+    let zk = TestZk::new();
+    let (s, _) = session(&zk);
+    let sem = s.semaphore(PATH, 3);
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(sem.acquire().await.unwrap());
+    }
+    let tokens: std::collections::BTreeSet<_> = held.iter().map(|g| g.token()).collect();
+    assert_eq!(tokens.len(), 3, "a permit each");
+    assert!(sem
+        .try_acquire(Duration::from_secs(1))
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(children(&zk, PATH).len(), 3);
+    let sem = std::sync::Arc::new(sem);
+    let waiter = {
+        let sem = std::sync::Arc::clone(&sem);
+        tokio::spawn(async move { sem.acquire().await })
+    };
+    settle().await;
+    assert!(!waiter.is_finished());
+    drop(held.remove(1));
+    let fourth = waiter.await.unwrap().unwrap();
+    assert!(held.iter().all(crate::LockGuard::is_held) && fourth.is_held());
+    assert!(matches!(
+        s.semaphore(PATH, 0).acquire().await,
+        Err(LockError::Config(_))
+    ));
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn readers_share_a_writer_excludes_and_a_reader_behind_a_writer_waits() {
+    let zk = TestZk::new();
+    let (s, _) = session(&zk);
+    let (r1, r2) = (s.rw_lock(PATH), s.rw_lock(PATH));
+    let g1 = r1.read().acquire().await.unwrap();
+    let g2 = r2.read().acquire().await.unwrap();
+    assert!(g1.is_held() && g2.is_held(), "readers share");
+    let w = std::sync::Arc::new(s.rw_lock(PATH));
+    let writer = {
+        let w = std::sync::Arc::clone(&w);
+        tokio::spawn(async move { w.write().acquire().await })
+    };
+    settle().await;
+    let r3 = std::sync::Arc::new(s.rw_lock(PATH));
+    let late_reader = {
+        let r3 = std::sync::Arc::clone(&r3);
+        tokio::spawn(async move { r3.read().acquire().await })
+    };
+    settle().await;
+    assert!(!writer.is_finished(), "the writer waits for the readers");
+    assert!(!late_reader.is_finished(), "a reader behind a writer waits");
+    drop(g1);
+    settle().await;
+    assert!(!writer.is_finished(), "one reader still holds");
+    drop(g2);
+    let gw = writer.await.unwrap().unwrap();
+    settle().await;
+    assert!(!late_reader.is_finished(), "the writer holds alone");
+    drop(gw);
+    let g3 = late_reader.await.unwrap().unwrap();
+    assert!(g3.is_held());
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn guarded_writes_go_through_only_while_the_lock_is_held() {
+    let zk = TestZk::new();
+    zk.create("/data", b"v0").unwrap();
+    let (s, client) = session(&zk);
+    let guard = s.mutex(PATH).acquire().await.unwrap();
+    guard
+        .guarded_set_data("/data", b"v1".to_vec())
+        .await
+        .unwrap();
+    assert_eq!(zk.server().data("/data").as_deref(), Some(&b"v1"[..]));
+    zk.expire_session(client);
+    tokio::time::timeout(Duration::from_secs(10), guard.lost())
+        .await
+        .unwrap();
+    let refused = guard.guarded_set_data("/data", b"v2".to_vec()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(GuardedWriteError::NotLeader | GuardedWriteError::Closed)
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(zk.server().data("/data").as_deref(), Some(&b"v1"[..]));
+    s.close().await;
+}

@@ -1,0 +1,96 @@
+//! Bytes per idle recipe on one session: an election that leads and a held
+//! mutex, each on a path of its own, idle (nothing in flight, watches armed).
+//! Counted with dhat's heap profiler (every live allocation), handle and
+//! machine together: the handle, its status/lease/role channels and
+//! notices, the driver's slot, metrics handles and watch books, and the
+//! core's candidate. The in-process memory server's own nodes are counted
+//! apart (the same tree written by the server alone) and subtracted.
+//!
+//! Run: `cargo test -p zkelect --test recipe_memory -- --nocapture`
+
+use std::time::Duration;
+
+use zkelect::testkit::TestZk;
+use zkelect::Session;
+
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+const N: usize = 1_000;
+/// The issue's target for one idle recipe.
+const TARGET: f64 = 2048.0;
+
+fn live() -> i64 {
+    i64::try_from(dhat::HeapStats::get().curr_bytes).expect("fits")
+}
+
+/// Bytes the memory server spends on one path with one child.
+fn server_share() -> f64 {
+    let zk = TestZk::new();
+    zk.create("/r", b"").unwrap();
+    let before = live();
+    for i in 0..N {
+        zk.create(&format!("/r/{i:05}"), b"").unwrap();
+        zk.create(
+            &format!("/r/{i:05}/_c_00000000000000aa-m_0000000000"),
+            b"pid-12345",
+        )
+        .unwrap();
+    }
+    (live() - before) as f64 / N as f64
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn bytes_per_idle_recipe_on_one_session() {
+    let _profiler = dhat::Profiler::builder().testing().build();
+    let server = server_share();
+
+    let zk = TestZk::new();
+    let (transport, events) = zk.connect(Duration::from_secs(10));
+    let session = Session::from_transport(transport, events);
+    let settle = || tokio::time::sleep(Duration::from_secs(1));
+    settle().await;
+
+    let before = live();
+    let mut elections = Vec::with_capacity(N);
+    for i in 0..N {
+        let e = session
+            .election(format!("/e/{i:05}"))
+            .id("pid-12345")
+            .join()
+            .await
+            .unwrap();
+        e.wait_leader().await.unwrap();
+        elections.push(e);
+    }
+    settle().await;
+    let election = (live() - before) as f64 / N as f64 - server;
+
+    let before = live();
+    let mut held = Vec::with_capacity(N);
+    for i in 0..N {
+        let lock = session.mutex(format!("/m/{i:05}"));
+        let guard = lock.acquire().await.unwrap();
+        held.push((lock, guard));
+    }
+    settle().await;
+    let mutex = (live() - before) as f64 / N as f64 - server;
+
+    // Part of it: the status channel every machine publishes through (the
+    // role and lease views and the notices are made only when subscribed).
+    let before = live();
+    let channels: Vec<_> = (0..N)
+        .map(|_| tokio::sync::watch::channel(zkelect::Status::default()))
+        .collect();
+    let status = (live() - before) as f64 / N as f64;
+    drop(channels);
+    println!("of which the status channel: {status:.0}");
+    println!(
+        "bytes per idle recipe on one session (handle + machine, memory server's {server:.0} \
+         bytes per path subtracted): election {election:.0}, mutex {mutex:.0} (target {TARGET:.0})"
+    );
+    assert!(election > 0.0 && mutex > 0.0, "measured something");
+    drop(held);
+    drop(elections);
+    session.close().await;
+}
