@@ -269,7 +269,7 @@ fn canary_taking_its_token_from_the_sequence_is_caught_by_the_fencing_checker_wi
             .collect();
         run_checked(
             seed,
-            Swarm::from_seed(seed, options.overrides),
+            Swarm::for_seed(seed, options.overrides, options.canary),
             options,
             invariants,
         )
@@ -323,7 +323,7 @@ fn the_worlds_shaped_for_the_new_canaries_hold_without_them() {
         Canary::OneWayInterop,
     ] {
         for seed in seeds(0..10) {
-            let swarm = Swarm::from_seed(seed, Overrides::default()).for_canary(Some(canary));
+            let swarm = Swarm::for_seed(seed, Overrides::default(), Some(canary));
             let report = run_swarm(seed, swarm, RunOptions::default());
             assert!(report.violation.is_none(), "{}: {report}", canary.flag());
         }
