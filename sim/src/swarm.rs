@@ -266,7 +266,7 @@ impl Queue {
     /// Draws the queue for `seed` (from a stream of its own, so the rest of
     /// the scenario stays put): 4 in 10 an election (k its old draw, 1–2, or
     /// 3–5 for one in three), 2 in 10 a mutex, 2 in 10 a semaphore (k ∈
-    /// 2..5), 2 in 10 a read-write lock with 10–90 % writers. With `one`
+    /// 2..5), 2 in 10 a read-write lock with 10, 20, … 90 % writers. With `one`
     /// (pause runs: the fenced resource fences one holder at a time) never a
     /// semaphore nor an election with k > 1. Returns the queue and its k.
     pub fn draw(seed: u64, leaders: u32, one: bool) -> (Self, u32) {
@@ -280,7 +280,7 @@ impl Queue {
             6..=7 => (Queue::Semaphore, rng.range(2, 5) as u32),
             _ => (
                 Queue::ReadWrite {
-                    writers: rng.range(10, 90) as u8,
+                    writers: rng.range(1, 9) as u8 * 10,
                 },
                 1,
             ),
@@ -477,6 +477,12 @@ impl Swarm {
     /// stays where the core accepts it (k = 1 and a stem for the recipe),
     /// else the candidates use their own names.
     pub fn with_queue(mut self, queue: Queue, k: u32) -> Self {
+        self.set_queue(queue, k);
+        self
+    }
+
+    /// [`with_queue`](Self::with_queue) in place.
+    pub fn set_queue(&mut self, queue: Queue, k: u32) {
         let k = match queue {
             Queue::Mutex | Queue::ReadWrite { .. } => 1,
             Queue::Election | Queue::Semaphore => k.max(1),
@@ -496,7 +502,6 @@ impl Swarm {
         if k > 1 || recipe.stems(interop).is_empty() {
             self.env.interop = Scheme::Ours;
         }
-        self
     }
 
     /// The core's recipe of the queue.
