@@ -361,22 +361,17 @@ impl Canary {
                     children
                         .into_iter()
                         .filter(|c| {
-                            zkelect_core::name::parse(
-                                c,
-                                "",
-                                scheme.interop(),
-                                Recipe::ReadWrite,
-                            )
-                            .is_none_or(|n| n.access == Access::Exclusive)
+                            zkelect_core::name::parse(c, "", scheme.interop(), Recipe::ReadWrite)
+                                .is_none_or(|n| n.access == Access::Exclusive)
                         })
                         .collect(),
                 )),
                 other => other,
             },
             Canary::MutexAnyDeletion if view.rule == Rule::Mutex => match result {
-                Ok(Reply::Children(children)) => Ok(Reply::Children(only_predecessor_below(
-                    children, view,
-                ))),
+                Ok(Reply::Children(children)) => {
+                    Ok(Reply::Children(only_predecessor_below(children, view)))
+                }
                 other => other,
             },
             Canary::SequenceToken => sequence_token(request, result),

@@ -14,6 +14,14 @@
 //!
 //! # What each checker allows
 //!
+//! Per the queue's rule (issue 13; "leads" below means "holds"): `safety`
+//! counts at most k holders for an election or a semaphore, one for a mutex,
+//! and in a read-write lock never a writer beside another holder; `fencing`
+//! and `tokens-grow` (k = 1 queues) order exclusive holders, a reader's token
+//! only against the last exclusive holder's; `liveness` in a read-write lock
+//! wants exactly the rule's holders among the live nodes to hold; `no-herd`
+//! allows what [`World::herd_bound`] says of the changed node.
+//!
 //! | checker | fails when |
 //! |---|---|
 //! | [`Safety`] `safety` | more than k processes believe they lead at once: zkelect candidates holding [`Role::Leader`] and foreign models whose recipe says they hold (runs without pauses; a candidate whose node an operator deleted is not counted until it learns, for at most [`REVOKE_GRACE`] session timeouts; a foreign model so revoked is not counted, it never learns) |
@@ -129,7 +137,11 @@ impl Invariant<World> for Safety {
         // Shared holders (readers) may be any number, but never beside a
         // writer; everyone else: at most k (1 for a mutex or a writer).
         let broken = if world.swarm().recipe() == Recipe::ReadWrite {
-            holders > 1 && world.believed_leaders().filter(counted).any(|p| exclusive(&p))
+            holders > 1
+                && world
+                    .believed_leaders()
+                    .filter(counted)
+                    .any(|p| exclusive(&p))
         } else {
             holders > k
         };
@@ -369,8 +381,7 @@ impl Invariant<World> for Liveness {
             let missing: Vec<String> = live
                 .iter()
                 .filter(|p| {
-                    !p.agent.role().is_leader()
-                        && p.agent.node().is_some_and(|n| must.contains(&n))
+                    !p.agent.role().is_leader() && p.agent.node().is_some_and(|n| must.contains(&n))
                 })
                 .map(|p| who(p))
                 .collect();

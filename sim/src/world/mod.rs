@@ -44,11 +44,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use zkelect_core::name::Access;
 use zkelect_core::{
     Acl, Candidate, Command, Config, ConfigBuilder, FencingToken, Notice, OpId, Reply, Request,
     Role, SessionId, Timestamp, WatchEvent, WatchKind, ZkCode,
 };
-use zkelect_core::name::Access;
 
 use crate::canary::Canary;
 use crate::choice::Choices;
@@ -721,7 +721,11 @@ impl World {
 
     fn spawn(&mut self) {
         let pid = self.procs.len();
-        let rule = self.swarm.env.queue.rule(self.swarm.leaders, self.seed, pid);
+        let rule = self
+            .swarm
+            .env
+            .queue
+            .rule(self.swarm.leaders, self.seed, pid);
         let mut builder = Config::builder(PATH, format!("p{pid}"))
             .rule(rule)
             .policy(self.swarm.policy)
@@ -1037,12 +1041,8 @@ impl World {
             (Some(own), Some(config)) if canary == Canary::ReaderWatchesPredecessor => {
                 let children = self.zk.children(PATH);
                 let recipe = config.rule().recipe();
-                let (queue, _) = zkelect_core::name::queue(
-                    &children,
-                    config.prefix(),
-                    config.interop(),
-                    recipe,
-                );
+                let (queue, _) =
+                    zkelect_core::name::queue(&children, config.prefix(), config.interop(), recipe);
                 queue
                     .iter()
                     .position(|n| &n.name == own)
@@ -1080,7 +1080,11 @@ impl World {
         if recipe != zkelect_core::Recipe::ReadWrite {
             return k;
         }
-        let Some(name) = event.path.strip_prefix(PATH).and_then(|n| n.strip_prefix('/')) else {
+        let Some(name) = event
+            .path
+            .strip_prefix(PATH)
+            .and_then(|n| n.strip_prefix('/'))
+        else {
             return k;
         };
         let interop = self.swarm.env.interop.interop();
