@@ -218,6 +218,12 @@ pub(crate) trait Machine: Send + 'static {
     fn stats(&self) -> Stats {
         Stats::default()
     }
+    /// Whether its counters and leader gauge go to the metrics facade: not
+    /// an observer's, whose path may be an election this process takes part
+    /// in (the series are labelled by path alone).
+    fn metered(&self) -> bool {
+        true
+    }
 }
 
 impl Machine for Candidate {
@@ -846,7 +852,9 @@ impl SessionDriver {
         } else {
             Role::Closed
         };
-        slot.facade.leader.set(0.0);
+        if slot.machine.metered() {
+            slot.facade.leader.set(0.0);
+        }
         let stats = slot.metrics();
         slot.outputs.send(|s| {
             s.role = end;
@@ -926,7 +934,9 @@ impl Slot {
     /// into the metrics facade.
     fn publish(&mut self, clock: &Clock) {
         let stats = self.metrics();
-        self.facade.counters(&stats);
+        if self.machine.metered() {
+            self.facade.counters(&stats);
+        }
         let role = self.machine.role();
         let node = self.machine.node();
         let lease = self.machine.lease_expiry().map(|t| clock.instant(t));

@@ -9,7 +9,7 @@ use tokio::sync::{broadcast, oneshot, watch};
 use tokio::time::Instant;
 use zkelect_core::{
     Acl, Candidate, CandidateError, Config, ConfigBuilder, ConnectionPolicy, DemotionReason,
-    FencingToken, Interop, Mode, Notice, Role, Stat, WatchStrategy, ZkCode,
+    FencingToken, Interop, Notice, Role, Stat, WatchStrategy, ZkCode,
 };
 
 use crate::driver::{Intent, Metrics, Outputs, Status};
@@ -25,7 +25,7 @@ pub type Connecting =
 /// Connection settings that know how to open their transport, for
 /// [`Election::connect`]: [`ZkAsyncOptions`](crate::ZkAsyncOptions)
 /// (zookeeper-async, feature `zookeeper-async`) and
-/// [`ZkClientOptions`](crate::zk_client::ZkClientOptions) (zookeeper-client,
+/// [`ZkClientOptions`](zk_client/type.ZkClientOptions.html) (zookeeper-client,
 /// feature `zookeeper-client`). Implement it for settings of your own
 /// transport to get the same builder.
 ///
@@ -180,11 +180,6 @@ impl ElectionBuilder {
         self.tune(move |c| c.policy(policy))
     }
 
-    /// Follow the election without a node of its own.
-    pub fn observer(self) -> Self {
-        self.tune(|c| c.mode(Mode::Observer))
-    }
-
     /// The ACL of created nodes; `CreatorAll*` needs credentials on the transport.
     pub fn acl(self, acl: Acl) -> Self {
         self.tune(move |c| c.acl(acl))
@@ -268,7 +263,6 @@ impl ElectionBuilder {
             }
             Source::Session(session) => (session, false),
         };
-        let observer = config.mode() == Mode::Observer;
         let path = config.path().to_owned();
         let outputs = Outputs::new();
         let link = session.add(
@@ -286,21 +280,17 @@ impl ElectionBuilder {
             link: Arc::new(link),
             outputs,
             session: owned.then_some(session),
-            observer,
             join_timeout: self.join_timeout,
             close_timeout: self.close_timeout,
         })
     }
 
-    /// Starts and waits until this candidate's node is in the queue (an
-    /// observer returns at once). Fails on a fatal error (`NoAuth`, rejected
+    /// Starts and waits until this candidate's node is in the queue. Fails on a fatal error (`NoAuth`, rejected
     /// credentials, …) or after the join timeout; the election is then closed
     /// in the background.
     pub async fn join(self) -> Result<Election, ElectionError> {
         let election = self.start().await?;
-        if !election.observer {
-            election.wait_joined().await?;
-        }
+        election.wait_joined().await?;
         Ok(election)
     }
 }
@@ -343,7 +333,6 @@ pub struct Election {
     outputs: Arc<Outputs>,
     /// The session, when it is this election's own (it closes with it).
     session: Option<Session>,
-    observer: bool,
     join_timeout: Duration,
     close_timeout: Duration,
     writer: Writer,
@@ -393,7 +382,7 @@ impl Election {
 
     /// Starts building an election over a new session opened with
     /// `settings` — [`ZkAsyncOptions`](crate::ZkAsyncOptions) for
-    /// zookeeper-async, [`ZkClientOptions`](crate::zk_client::ZkClientOptions)
+    /// zookeeper-async, [`ZkClientOptions`](zk_client/type.ZkClientOptions.html)
     /// for zookeeper-client (TLS, SASL, guarded writes). The connection is
     /// made by [`join`](ElectionBuilder::join) (or
     /// [`start`](ElectionBuilder::start)), after the configuration is validated.

@@ -7,49 +7,45 @@
 //! needs — the role, notices, the lease.
 //!
 //! ```no_run
-//! # async fn example() -> Result<(), zkelect::ElectionError> {
-//! use std::time::Duration;
-//! use zkelect::{ZkAsyncOptions, Election, LeadOutcome};
+//! use tokio::signal::unix::{signal, SignalKind};
+//! use zkelect::{Election, FencingToken, ZkAsyncOptions};
 //!
-//! let options = ZkAsyncOptions::new("127.0.0.1:2181").session_timeout(Duration::from_secs(6));
-//! let election = Election::connect(options)
-//!     .path("/services/scheduler/leader")
-//!     .id("node-a")
-//!     .join()
-//!     .await?;
-//! loop {
-//!     // Runs the closure while leading; it is dropped the moment leadership
-//!     // is suspended or lost.
-//!     let outcome = election
-//!         .lead(|token| async move {
-//!             // ... act as leader, passing `token` to every fenced write ...
-//!         })
-//!         .await?;
-//!     match outcome {
-//!         LeadOutcome::Finished(()) => break,
-//!         LeadOutcome::Suspended => eprintln!("connection in doubt: paused"),
-//!         LeadOutcome::Demoted(reason) => eprintln!("stopped leading: {reason}"),
-//!     }
+//! async fn serve(token: FencingToken) { /* lead; pass `token` to every fenced write */ }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let election = Election::connect(ZkAsyncOptions::new("127.0.0.1:2181"))
+//!         .path("/services/scheduler/leader").id("node-a").join().await?;
+//!     let mut sigterm = signal(SignalKind::terminate())?;
+//!     let shutdown = async {
+//!         tokio::select! { _ = sigterm.recv() => {}, _ = tokio::signal::ctrl_c() => {} }
+//!     };
+//!     // Runs `serve` whenever elected (dropping it the moment leadership is
+//!     // lost or in doubt), until SIGTERM or Ctrl-C; then deletes the node, so
+//!     // a successor leads without waiting out the session.
+//!     election.lead_forever(shutdown, serve).await?;
+//!     Ok(())
 //! }
-//! election.close().await;
-//! # Ok(())
-//! # }
 //! ```
 //!
 //! ## Pieces
 //!
 //! - [`Election`] and its [`ElectionBuilder`]: the API. [`Election::changes`]
 //!   is a `watch` channel of the [`Role`]; [`Election::notices`] a broadcast of
-//!   every [`Notice`]; [`Election::lead`] runs work only while leading.
+//!   every [`Notice`]; [`Election::lead`] runs work only while leading (one
+//!   term), [`Election::lead_forever`] whenever leading, until shutdown.
+//! - [`Observation`]: who is in a queue, in queue order, and who leads or
+//!   holds, without a node of its own ([`Election::observe`],
+//!   [`Session::observe`]; the core's `Observer` machine).
 //! - [`Transport`]: the seam to a ZooKeeper client, with its [`EventStream`].
 //!   [`ZkAsyncTransport`] talks to real servers through `zookeeper-async`
 //!   (feature `zookeeper-async`, the one default feature) and makes up for that
 //!   client's defects (see [`zk_async`]); `memory::MemoryTransport` (feature
 //!   `memory`) runs over the simulator's in-memory ZooKeeper, also under
-//!   paused tokio time; [`ZkClientTransport`]
+//!   paused tokio time; [`ZkClientTransport`](zk_client/struct.ZkClientTransport.html)
 //!   (feature `zookeeper-client`, with `zookeeper-client-tls` and
 //!   `zookeeper-client-sasl`) talks to real servers through
-//!   `zookeeper-client`, with TLS, SASL and `multi` (see [`zk_client`]).
+//!   `zookeeper-client`, with TLS, SASL and `multi` (see [`zk_client`](zk_client/index.html)).
 //!   What each client gets wrong, and so why the two transports differ, is
 //!   in `adapters/CLIENTS.md` in the repository.
 //!   [`Election::connect`] takes the settings of either real transport.
@@ -155,8 +151,9 @@
 //! *negotiated* timeout, or a bound no greater than it — never the
 //! requested one, which can be far longer than the real session:
 //!
-//! - [`ZkClientTransport`]: the session's own negotiated timeout, which
-//!   zookeeper-client reads from the server's answer.
+//! - [`ZkClientTransport`](zk_client/struct.ZkClientTransport.html): the
+//!   session's own negotiated timeout, which zookeeper-client reads from the
+//!   server's answer.
 //! - [`ZkAsyncTransport`]: zookeeper-async does not expose it, so before
 //!   connecting the transport asks every server of the connect string with a
 //!   handshake of its own (a throw-away session, closed at once) and reports
@@ -176,6 +173,10 @@
 //! errors and fatal election errors are [`ElectionError`]s; everything else
 //! (connection loss, expiry, revocation) is a [`Notice`] and a [`Role`]
 //! change, handled by the core.
+// Links to items of opt-in features (zk_client, memory) are relative HTML
+// links, not intra-doc links, here and in the modules: `cargo doc` on the
+// default features alone must not warn, and docs built with the features
+// (docs.rs) still lead to the items.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -184,10 +185,12 @@ mod driver;
 mod driver_tests;
 mod election;
 mod error;
+mod forever;
 #[cfg(feature = "memory")]
 pub mod memory;
 #[cfg(feature = "zookeeper-async")]
 mod negotiate;
+mod observer;
 mod session;
 #[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
 mod shell;
@@ -202,6 +205,7 @@ pub mod zk_client;
 pub use driver::{Metrics, Status};
 pub use election::{Connect, Connecting, Election, ElectionBuilder, LeadOutcome};
 pub use error::{ConnectFailure, ElectionError, GuardedWriteError, TlsError};
+pub use observer::{Observation, ObserveBuilder};
 pub use session::Session;
 #[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
 pub use shell::SessionOptions;

@@ -71,8 +71,8 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     /// Opens a session with `settings`: [`ZkAsyncOptions`](crate::ZkAsyncOptions),
-    /// [`ZkClientOptions`](crate::zk_client::ZkClientOptions), or the memory
-    /// transport's [`MemorySettings`](crate::memory::MemorySettings).
+    /// [`ZkClientOptions`](zk_client/type.ZkClientOptions.html), or the memory
+    /// transport's [`MemorySettings`](memory/struct.MemorySettings.html).
     pub async fn connect(settings: impl Connect) -> Result<Session, ElectionError> {
         let (transport, events) = Box::new(settings).connect().await?;
         Ok(Self::start(transport, events, CLOSE_TIMEOUT))

@@ -40,7 +40,7 @@ pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How to reach the servers: what both real transports need, plus the
 /// client's own settings in `client` — [`ZkAsyncOptions`](crate::ZkAsyncOptions)
 /// is `SessionOptions<ZkAsyncExtras>`,
-/// [`ZkClientOptions`](crate::zk_client::ZkClientOptions) is
+/// [`ZkClientOptions`](zk_client/type.ZkClientOptions.html) is
 /// `SessionOptions<ZkClientExtras>`.
 ///
 /// ```

@@ -13,7 +13,7 @@
 //! - [`ZkAsyncTransport`](crate::ZkAsyncTransport) over `zookeeper-async`,
 //!   whose callbacks only `send` into the stream;
 //! - `memory::MemoryTransport` (feature `memory`) over the simulator's model;
-//! - [`ZkClientTransport`](crate::zk_client::ZkClientTransport) over
+//! - [`ZkClientTransport`](../zk_client/struct.ZkClientTransport.html) over
 //!   `zookeeper-client` (feature `zookeeper-client`), which forwards its
 //!   `StateWatcher` and each `OneshotWatcher` into the stream from small
 //!   forwarding tasks.

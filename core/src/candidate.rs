@@ -99,7 +99,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use crate::command::{Command, OpId};
-use crate::config::{Config, Interop, Mode, WatchStrategy};
+use crate::config::{Config, Interop, WatchStrategy};
 use crate::input::{Input, SessionEvent};
 use crate::lease::{Connection, Contact, Leadership};
 use crate::name::{self, NodeName, Origin};
@@ -173,7 +173,7 @@ enum Step {
     List,
     /// Setting a data watch on the predecessor.
     Watch { pred: String },
-    /// Waiting for a watch to fire (follower or observer).
+    /// Waiting for a watch to fire (a follower).
     Wait,
     /// Leading: nothing to do on the main lane.
     Lead,
@@ -468,9 +468,8 @@ impl Candidate {
         match self.leadership {
             Leadership::Active(t) => Role::Leader(t),
             Leadership::Suspended(t) => Role::Suspended(t),
-            Leadership::None => match (self.intent, self.config.mode()) {
-                (Intent::Out, _) => Role::Idle,
-                (_, Mode::Observer) => Role::Observer,
+            Leadership::None => match self.intent {
+                Intent::Out => Role::Idle,
                 _ => Role::Follower,
             },
         }
@@ -557,7 +556,7 @@ impl Candidate {
             Intent::Leave { .. } => self.intent = Intent::Leave { rejoin: true },
             Intent::Out => {
                 self.intent = Intent::In;
-                self.step = self.first_step();
+                self.step = Step::Create;
             }
         }
         self.advance();
@@ -678,13 +677,6 @@ impl Candidate {
         matches!(self.step, Step::Done(_))
     }
 
-    fn first_step(&self) -> Step {
-        match self.config.mode() {
-            Mode::Observer => Step::List,
-            Mode::Candidate => Step::Create,
-        }
-    }
-
     /// How many may hold at once, counting blocking nodes (k, or 1).
     fn limit(&self) -> usize {
         self.config.rule().limit()
@@ -701,10 +693,6 @@ impl Candidate {
             rule.recipe(),
         )
         .is_some_and(|node| rule.learns_from_holder(node.access))
-    }
-
-    fn is_observer(&self) -> bool {
-        self.config.mode() == Mode::Observer
     }
 
     fn own_path(&self) -> Option<String> {
@@ -916,7 +904,7 @@ impl Candidate {
                 (Purpose::Adopt(name), Request::GetData { path, watch: true })
             }
             Step::List => {
-                let watch = self.is_observer() || self.config.strategy() == WatchStrategy::Parent;
+                let watch = self.config.strategy() == WatchStrategy::Parent;
                 (
                     Purpose::List { again: false },
                     Request::GetChildren { path, watch },
@@ -1228,7 +1216,7 @@ impl Candidate {
         match self.intent {
             Intent::Leave { rejoin: true } => {
                 self.intent = Intent::In;
-                self.set_step(self.first_step());
+                self.set_step(Step::Create);
             }
             Intent::Leave { rejoin: false } => {
                 self.intent = Intent::Out;
@@ -1554,9 +1542,7 @@ impl Candidate {
                 return self.main_error("list", path, code);
             }
         };
-        if !self.is_observer() {
-            self.clear_old_nodes(&children);
-        }
+        self.clear_old_nodes(&children);
         let k = self.limit();
         let own_name = self.session.own.as_ref().map_or("", |o| o.name.as_str());
         let standing = name::standing_under(
@@ -1575,10 +1561,6 @@ impl Candidate {
             }
         }
         self.leader_seen(standing.oldest.clone());
-        if self.is_observer() {
-            self.set_step(if again { Step::List } else { Step::Wait });
-            return;
-        }
         if self.session.own.is_none() {
             self.set_step(Step::Create);
             return;
@@ -1833,8 +1815,7 @@ impl Candidate {
             }
             return;
         }
-        let listens_to_children =
-            self.is_observer() || self.config.strategy() == WatchStrategy::Parent;
+        let listens_to_children = self.config.strategy() == WatchStrategy::Parent;
         if event.path == self.config.path()
             && event.kind == WatchKind::NodeChildrenChanged
             && listens_to_children
@@ -1943,7 +1924,7 @@ impl Candidate {
             return self.finish_leaving();
         }
         if self.intent == Intent::In {
-            self.step = self.first_step();
+            self.step = Step::Create;
         }
     }
 }

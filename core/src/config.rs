@@ -180,17 +180,6 @@ const FOREIGN_STEMS: [&str; 6] = [
     "__WRIT__",
 ];
 
-/// Candidate or observer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub enum Mode {
-    /// Take part in the election with a node of its own.
-    #[default]
-    Candidate,
-    /// Follow the election (who leads) without a node.
-    Observer,
-}
-
 /// A validated configuration for one [`Candidate`](crate::Candidate).
 ///
 /// ```
@@ -212,7 +201,6 @@ pub struct Config {
     rule: Rule,
     strategy: WatchStrategy,
     policy: ConnectionPolicy,
-    mode: Mode,
     acl: Acl,
     create_parents: bool,
     container_parent: bool,
@@ -238,7 +226,6 @@ impl Config {
                 rule: Rule::default(),
                 strategy: WatchStrategy::default(),
                 policy: ConnectionPolicy::default(),
-                mode: Mode::default(),
                 acl: Acl::default(),
                 create_parents: true,
                 container_parent: false,
@@ -296,10 +283,6 @@ impl Config {
     pub fn policy(&self) -> ConnectionPolicy {
         self.policy
     }
-    /// Candidate or observer.
-    pub fn mode(&self) -> Mode {
-        self.mode
-    }
     /// The ACL for created nodes.
     pub fn acl(&self) -> Acl {
         self.acl
@@ -341,12 +324,11 @@ impl Config {
         self.probe
     }
     /// Whether a new leader marks its node (see [`ConfigBuilder::leader_marker`]):
-    /// asked for, with the `Predecessor` strategy, as a candidate, with
-    /// protected names, and without interop.
+    /// asked for, with the `Predecessor` strategy, with protected names, and
+    /// without interop.
     pub fn leader_marker(&self) -> bool {
         self.leader_marker
             && self.strategy == WatchStrategy::Predecessor
-            && self.mode == Mode::Candidate
             && self.protected_create
             && self.interop == Interop::None
             && self.rule.marks_when_holding()
@@ -437,11 +419,6 @@ impl ConfigBuilder {
         self.config.policy = policy;
         self
     }
-    /// Candidate or observer (default candidate).
-    pub fn mode(mut self, mode: Mode) -> Self {
-        self.config.mode = mode;
-        self
-    }
     /// ACL for created nodes and parents (default [`Acl::Open`]).
     pub fn acl(mut self, acl: Acl) -> Self {
         self.config.acl = acl;
@@ -492,8 +469,8 @@ impl ConfigBuilder {
     ///
     /// Off with interop, whatever is asked here: Curator's LeaderLatch acts only
     /// on `NodeDeleted`, so a data change would spend a Curator successor's watch
-    /// and leave it waiting forever. Off with the `Parent` strategy and for
-    /// observers, which have no predecessor to learn about. Off without
+    /// and leave it waiting forever. Off with the `Parent` strategy, whose
+    /// followers have no predecessor to learn about. Off without
     /// protected names: after the election path is recreated, an unprotected
     /// name may be another candidate's node, which the write would mark.
     pub fn leader_marker(mut self, yes: bool) -> Self {

@@ -176,9 +176,7 @@ mod zk;
 
 pub use candidate::{Candidate, Stats};
 pub use command::{Command, OpId};
-pub use config::{
-    Config, ConfigBuilder, ConfigError, ConnectionPolicy, Interop, Mode, WatchStrategy,
-};
+pub use config::{Config, ConfigBuilder, ConfigError, ConnectionPolicy, Interop, WatchStrategy};
 pub use input::{Input, SessionEvent};
 pub use name::Access;
 pub use notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};

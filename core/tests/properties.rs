@@ -132,7 +132,6 @@ fn config_strategy() -> impl Strategy<Value = Config> {
                 .rule(rule)
                 .strategy(config.strategy())
                 .policy(config.policy())
-                .mode(config.mode())
                 .probe(config.probe())
                 .nonce_seed(config.nonce_seed());
             if rule.stem(config.interop()).is_some() && rule.limit() == 1 {
@@ -148,11 +147,10 @@ fn config_with(k: u32) -> impl Strategy<Value = Config> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
-        any::<bool>(),
         0u8..3,
         any::<u64>(),
     )
-        .prop_map(|(k, parent, aware, observer, probe, interop, seed)| {
+        .prop_map(|(k, parent, aware, probe, interop, seed)| {
             Config::builder(PATH, "cand")
                 .leaders(k)
                 .strategy(if parent {
@@ -164,11 +162,6 @@ fn config_with(k: u32) -> impl Strategy<Value = Config> {
                     ConnectionPolicy::SessionAware
                 } else {
                     ConnectionPolicy::Standard
-                })
-                .mode(if observer {
-                    Mode::Observer
-                } else {
-                    Mode::Candidate
                 })
                 .probe(probe)
                 .interop(if k == 1 {

@@ -1308,39 +1308,6 @@ fn deeper_deletions_do_not_wake_a_follower_with_k_nodes_still_below() {
     assert!(d.c.role().is_leader());
 }
 
-// ----- observer ---------------------------------------------------------------------------------
-
-#[test]
-fn observer_follows_the_leader_without_a_node_of_its_own() {
-    let mut d = Driver::joined(config("watcher").mode(Mode::Observer));
-    d.answer_probes();
-    assert!(!d.has_pending(Verb::Create));
-    let list = d.take(Verb::GetChildren);
-    assert_eq!(
-        list.request,
-        Request::GetChildren {
-            path: PATH.into(),
-            watch: true
-        }
-    );
-    d.reply(
-        list.op,
-        Ok(Reply::Children(vec![
-            "n_0000000004".into(),
-            "n_0000000003".into(),
-        ])),
-    );
-    assert!(d.take_notices().contains(&Notice::LeaderChanged {
-        leader: Some("n_0000000003".into())
-    }));
-    assert_eq!(d.c.role(), Role::Observer);
-    d.event(WatchKind::NodeChildrenChanged, "");
-    d.children(&["n_0000000004"]);
-    assert!(d.take_notices().contains(&Notice::LeaderChanged {
-        leader: Some("n_0000000004".into())
-    }));
-}
-
 // ----- strategies ---------------------------------------------------------------------------------
 
 #[test]

@@ -1,0 +1,157 @@
+//! Observations against a real ZooKeeper server, on both real clients: an
+//! [`Observation`] (no id, no node) of an election with two leaders lists the
+//! candidates in queue order with the two holders marked, names the same
+//! nodes and tokens the candidates hold, follows a failover through its
+//! `watch`, and `wait_leader` waits for a leader when there is none — and
+//! returns `Closed` instead of hanging once the observation is closed.
+
+#[macro_use]
+#[allow(unused_macros)]
+mod harness;
+
+use std::time::Duration;
+
+use zkelect::core::Recipe;
+use zkelect::{Election, ElectionError, Participant, Role, Session};
+
+use harness::{children, start_server, Client, SESSION, SETTLE};
+
+const PATH: &str = "/observed/workers";
+
+fn ids(list: &[Participant]) -> Vec<(String, bool)> {
+    list.iter().map(|p| (p.id.clone(), p.holds)).collect()
+}
+
+fn expect(pairs: &[(&str, bool)]) -> Vec<(String, bool)> {
+    pairs
+        .iter()
+        .map(|(id, holds)| ((*id).to_owned(), *holds))
+        .collect()
+}
+
+async fn two_leaders_and_an_observer(client: Client) {
+    let server = start_server();
+    let hosts = server.connect_string();
+    // Each candidate on a session of its own, joined one after the other so
+    // the queue order is a, b, c.
+    let mut sessions = Vec::new();
+    let mut cands = Vec::new();
+    for id in ["a", "b", "c"] {
+        let session = Session::connect(client.settings(&hosts, SESSION, None))
+            .await
+            .expect("connect a candidate");
+        let election = session
+            .election(PATH)
+            .id(id)
+            .leaders(2)
+            .join()
+            .await
+            .expect("join");
+        sessions.push(session);
+        cands.push(election);
+    }
+    for leader in &cands[..2] {
+        tokio::time::timeout(SETTLE, leader.wait_leader())
+            .await
+            .expect("a and b lead within the settle time")
+            .expect("lead");
+    }
+
+    let observation = Election::observe(client.settings(&hosts, SESSION, None), PATH)
+        .leaders(2)
+        .start()
+        .await
+        .expect("observe");
+    let list = observation.participants();
+    assert_eq!(
+        ids(&list),
+        expect(&[("a", true), ("b", true), ("c", false)])
+    );
+    // The same nodes the server lists and the candidates hold, with the
+    // tokens the leaders lead with (their nodes' czxids).
+    let mut nodes: Vec<String> = list.iter().map(|p| p.node.clone()).collect();
+    nodes.sort();
+    assert_eq!(nodes, children(&hosts, PATH).await);
+    for (p, cand) in list.iter().zip(&cands) {
+        assert_eq!(Some(p.node.clone()), cand.node(), "{p:?}");
+        if p.holds {
+            assert_eq!(cand.role(), Role::Leader(p.token), "{p:?}");
+        }
+    }
+    assert_eq!(observation.leader().map(|p| p.id), Some("a".into()));
+    assert_eq!(observation.holders().len(), 2);
+
+    // A session-level observation of the same queue agrees.
+    let on_session = sessions[2]
+        .observe(PATH, Recipe::Election { leaders: 2 })
+        .start()
+        .await
+        .expect("observe on a candidate's session");
+    assert_eq!(on_session.participants(), list);
+
+    // The first leader leaves: b leads first, c now leads too.
+    let mut changes = observation.changes();
+    cands.remove(0).close().await;
+    tokio::time::timeout(
+        SETTLE,
+        changes.wait_for(|l| ids(l) == expect(&[("b", true), ("c", true)])),
+    )
+    .await
+    .expect("the observation sees b and c lead")
+    .expect("the observation runs");
+    assert_eq!(observation.leader().map(|p| p.id), Some("b".into()));
+    let b_token = observation.leader().map(|p| p.token);
+    assert!(b_token > list.first().map(|p| p.token), "tokens only grow");
+
+    // Nobody left: wait_leader waits, then names the next one to come.
+    on_session.close().await;
+    for cand in cands.drain(..) {
+        cand.close().await;
+    }
+    tokio::time::timeout(SETTLE, changes.wait_for(Vec::is_empty))
+        .await
+        .expect("the observation sees the queue empty")
+        .expect("the observation runs");
+    let waiting = tokio::spawn({
+        let observation = observation.clone();
+        async move { observation.wait_leader().await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiting.is_finished(), "a leader out of nowhere");
+    let d = sessions[0]
+        .election(PATH)
+        .id("d")
+        .leaders(2)
+        .join()
+        .await
+        .expect("join d");
+    let leader = tokio::time::timeout(SETTLE, waiting)
+        .await
+        .expect("wait_leader returns once d leads")
+        .expect("the task")
+        .expect("a leader");
+    assert_eq!(leader.id, "d");
+    assert_eq!(d.role(), Role::Leader(leader.token));
+
+    // Closed: waiting ends with a typed error, never a hang.
+    observation.close().await;
+    let closed = tokio::time::timeout(SETTLE, observation.wait_leader())
+        .await
+        .expect("wait_leader on a closed observation returns");
+    assert!(matches!(closed, Err(ElectionError::Closed)), "{closed:?}");
+    d.close().await;
+    for session in sessions {
+        session.close().await;
+    }
+}
+
+scenarios_on!(
+    on_zookeeper_async,
+    super::Client::ZookeeperAsync,
+    [two_leaders_and_an_observer]
+);
+scenarios_on!(
+    on_zookeeper_client,
+    super::Client::ZookeeperClient,
+    [two_leaders_and_an_observer]
+);
