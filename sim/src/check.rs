@@ -470,7 +470,7 @@ impl Invariant<World> for NoHerd {
         let k = allowed.max(world.swarm().leaders as usize);
         if woken.len() > k {
             return Err(format!(
-                "one server change (#{cause}) made {} candidates read: {:?}",
+                "one server change (#{cause}) made {} candidates read (at most {k}): {:?}",
                 woken.len(),
                 woken.iter().map(|p| format!("p{p}")).collect::<Vec<_>>()
             ));

@@ -1073,7 +1073,8 @@ impl World {
     ///   it, if any: 1.
     ///
     /// A change to the parent (a child created) wakes nobody under the
-    /// predecessor recipe: k is the bound there too.
+    /// predecessor recipe: k is the bound there too. Persistent look-alikes
+    /// are left out, as the candidates leave them out.
     pub fn herd_bound(&self, event: &WatchEvent) -> usize {
         let k = self.swarm.leaders as usize;
         let recipe = self.swarm.recipe();
@@ -1088,7 +1089,18 @@ impl World {
             return k;
         };
         let interop = self.swarm.env.interop.interop();
-        let mut children = self.zk.children(PATH);
+        // Persistent look-alikes are no contenders (the candidates skip
+        // them): a writer-named one between readers does not split them.
+        let mut children: Vec<String> = self
+            .zk
+            .children(PATH)
+            .into_iter()
+            .filter(|c| {
+                self.zk
+                    .stat(&format!("{PATH}/{c}"))
+                    .is_some_and(|s| s.ephemeral_owner != 0)
+            })
+            .collect();
         if !children.iter().any(|c| c == name) {
             children.push(name.to_owned());
         }
