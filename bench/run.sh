@@ -103,14 +103,24 @@ shown[${#shown[@]}-1]=FILE.md
 commands+=("$(show "${shown[@]}") > handoff.jsonl")
 
 # --- many elections on one session --------------------------------------------
-many=("$bench_bin" many "${server_args[@]}" --elections "$([[ $quick -eq 1 ]] && echo 1000 || echo 10000)"
-      --json --markdown "$work/many.md")
-log "$(show "${many[@]}")"
-"${many[@]}" > "$work/many.jsonl" || die "the many-elections benchmark failed"
-shown=("${many[@]}")
-shown[0]=${bench_bin#"$root"/}
-shown[${#shown[@]}-1]=FILE.md
-commands+=("$(show "${shown[@]}") > many.jsonl")
+# One process per side: VmRSS is the whole process's, and a side run after
+# another could reuse what the first freed.
+: > "$work/many.jsonl"
+for side in zookeeper-client zkelect-zookeeper-client zkelect-zookeeper-async; do
+    many=("$bench_bin" many "${server_args[@]}" --elections "$([[ $quick -eq 1 ]] && echo 1000 || echo 10000)"
+          --sides "$side" --json --markdown "$work/many-$side.md")
+    log "$(show "${many[@]}")"
+    "${many[@]}" >> "$work/many.jsonl" || die "the many-elections benchmark ($side) failed"
+    if [[ -s "$work/many.md" ]]; then
+        tail -n +3 "$work/many-$side.md" >> "$work/many.md"
+    else
+        cat "$work/many-$side.md" > "$work/many.md"
+    fi
+    shown=("${many[@]}")
+    shown[0]=${bench_bin#"$root"/}
+    shown[${#shown[@]}-1]=FILE.md
+    commands+=("$(show "${shown[@]}") >> many.jsonl")
+done
 
 # --- criterion: core ----------------------------------------------------------
 crit_table() { # $1 = marker file

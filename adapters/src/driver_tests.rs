@@ -72,6 +72,9 @@ fn events() -> (mpsc::UnboundedSender<TransportEvent>, crate::EventStream) {
 #[derive(Default)]
 struct Scripted {
     delays: HashMap<&'static str, Duration>,
+    /// A delay for the first request of a verb only (later ones use `delays`),
+    /// so two requests of one verb in flight together answer in a known order.
+    first_delays: HashMap<&'static str, Duration>,
     hang: Vec<&'static str>,
     hang_close: bool,
     panic_first_create: AtomicBool,
@@ -95,7 +98,10 @@ impl Scripted {
 impl Transport for Scripted {
     async fn perform(&self, request: Request) -> Result<Reply, ZkCode> {
         let verb = request.verb();
-        self.note(format!("issued {verb}"));
+        // The path tells apart two requests of one verb (the listing and a
+        // child watch on our own node are both `children`).
+        let path = request.path().to_owned();
+        self.note(format!("issued {verb} {path}"));
         if matches!(request, Request::Create { .. })
             && self.panic_first_create.swap(false, Ordering::SeqCst)
         {
@@ -104,10 +110,22 @@ impl Transport for Scripted {
         if self.hang.contains(&verb) || self.silent.load(Ordering::SeqCst) {
             std::future::pending::<()>().await;
         }
-        if let Some(delay) = self.delays.get(verb) {
+        let first = self
+            .log
+            .lock()
+            .map(|log| {
+                let issued = format!("issued {verb} ");
+                log.iter().filter(|l| l.starts_with(&issued)).count() == 1
+            })
+            .unwrap_or(false);
+        let delay = match self.first_delays.get(verb) {
+            Some(delay) if first => Some(delay),
+            _ => self.delays.get(verb),
+        };
+        if let Some(delay) = delay {
             tokio::time::sleep(*delay).await;
         }
-        self.note(format!("answered {verb}"));
+        self.note(format!("answered {verb} {path}"));
         answer(&request)
     }
 
@@ -132,13 +150,16 @@ async fn join(transport: impl Transport) -> (Election, mpsc::UnboundedSender<Tra
 
 #[tokio::test(start_paused = true)]
 async fn replies_are_correlated_even_when_they_complete_out_of_order() {
-    // After the create, the listing and the own-node watch are issued
-    // together (listing first); the listing answers last.
+    // After the create, the listing and the own-node watch (a child watch
+    // or a data read, depending on what the transport reports) are issued
+    // together, listing first; the listing answers last. Equal delays for the
+    // two would leave their order to the scheduler.
     let transport = Scripted {
         delays: HashMap::from([
             ("exists", Duration::from_millis(300)),
-            ("children", Duration::from_millis(200)),
+            ("children", Duration::from_millis(100)),
         ]),
+        first_delays: HashMap::from([("children", Duration::from_millis(300))]),
         ..Scripted::default()
     };
     let log = Arc::clone(&transport.log);
@@ -372,7 +393,11 @@ async fn dropping_every_handle_closes_the_election() {
     drop(election);
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(closes.load(Ordering::SeqCst), 1);
-    assert!(log.lock().unwrap().iter().any(|l| l == "answered delete"));
+    assert!(log
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l.starts_with("answered delete ")));
     assert!(alive.upgrade().is_none());
 }
 

@@ -83,6 +83,23 @@ struct ManyArgs {
     /// Parent of this run's paths (a unique child per run, deleted afterwards).
     #[arg(long, default_value = "/zkelect-bench")]
     path: String,
+    /// Which sides to run, in this order, comma-separated. Memory is this
+    /// process's resident set, so a side run after another may reuse what
+    /// the first freed: run one side per process for the cleanest figure.
+    #[arg(long, value_enum, value_delimiter = ',',
+          default_values_t = [ManySide::ZookeeperClient, ManySide::ZkelectZookeeperClient, ManySide::ZkelectZookeeperAsync])]
+    sides: Vec<ManySide>,
+}
+
+/// A side of the `many` benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ManySide {
+    /// zookeeper-client's `Client::lock` (the baseline).
+    ZookeeperClient,
+    /// zkelect's `Session` over its zookeeper-client transport.
+    ZkelectZookeeperClient,
+    /// zkelect's `Session` over its zookeeper-async transport.
+    ZkelectZookeeperAsync,
 }
 
 #[derive(Args)]
@@ -317,27 +334,48 @@ fn many_command(args: &ManyArgs) -> Result<()> {
         let unix_ms = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
-        let settings = many::ManySettings {
-            connect: ConnectSettings {
-                connect: connect.clone(),
-                session_timeout: Duration::from_millis(args.session_timeout_ms),
-                connect_timeout: Duration::from_secs(15),
-            },
-            dir: format!(
-                "{}-many-{unix_ms}-{}",
-                args.path.trim_end_matches('/'),
-                std::process::id()
-            ),
-            elections: args.elections,
-            timeout: Duration::from_secs(120),
-        };
-        eprintln!(
-            "{} elections on one zookeeper-client session ...",
-            args.elections
-        );
-        let record = many::zookeeper_client(&settings, &monitor).await?;
-        emit(args.json, &record)?;
-        anyhow::Ok(vec![record])
+        let mut records = Vec::new();
+        for (k, side) in args.sides.iter().enumerate() {
+            let settings = many::ManySettings {
+                connect: ConnectSettings {
+                    connect: connect.clone(),
+                    session_timeout: Duration::from_millis(args.session_timeout_ms),
+                    connect_timeout: Duration::from_secs(15),
+                },
+                dir: format!(
+                    "{}-many-{unix_ms}-{}-{k}",
+                    args.path.trim_end_matches('/'),
+                    std::process::id()
+                ),
+                elections: args.elections,
+                timeout: Duration::from_secs(120),
+            };
+            let record = match side {
+                ManySide::ZookeeperClient => {
+                    eprintln!(
+                        "{} elections on one zookeeper-client session ...",
+                        args.elections
+                    );
+                    many::zookeeper_client(&settings, &monitor).await?
+                }
+                ManySide::ZkelectZookeeperClient | ManySide::ZkelectZookeeperAsync => {
+                    let transport = if *side == ManySide::ZkelectZookeeperClient {
+                        many::ZkelectTransport::ZookeeperClient
+                    } else {
+                        many::ZkelectTransport::ZookeeperAsync
+                    };
+                    eprintln!(
+                        "{} elections on one {} session ...",
+                        args.elections,
+                        transport.side()
+                    );
+                    many::zkelect(&settings, &monitor, transport).await?
+                }
+            };
+            emit(args.json, &record)?;
+            records.push(record);
+        }
+        anyhow::Ok(records)
     });
     runtime.shutdown_timeout(Duration::from_secs(2));
     drop(server);

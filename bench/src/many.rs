@@ -9,10 +9,13 @@
 //!   once); the time until all N of B's hold, and the server's packets in that
 //!   window (`srvr` counters, less the probes' own) ÷ N.
 //!
-//! This is the zookeeper-client baseline (`Client::lock` with Curator-style
-//! `lock-` nodes, which tell contenders of one session apart). zkelect's side
-//! — N `session.election(path)` on one `Session` — plugs in when the adapters'
-//! `Session` lands.
+//! Sides: the zookeeper-client baseline (`Client::lock` with Curator-style
+//! `lock-` nodes, which tell contenders of one session apart), and zkelect —
+//! N `session.election(path)` on one [`Session`] — over each of its real
+//! transports. On both, A's session ends with a bare `closeSession` (the
+//! baseline drops its client with the guards forgotten; zkelect closes A's
+//! transport under its driver), so no side sends deletes in the failover
+//! window and the server's expiry of A's ephemerals is what every waiter sees.
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +24,9 @@ use serde::Serialize;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use zookeeper_client as zkc;
+
+use zkelect::zk_client::ZkClientOptions;
+use zkelect::{Connect, Election, Session, Transport, ZkAsyncOptions};
 
 use crate::contender::ConnectSettings;
 use crate::mntr::{delta, Monitor};
@@ -216,6 +222,172 @@ pub async fn zookeeper_client(settings: &ManySettings, monitor: &Monitor) -> Res
     while a_tasks.join_next().await.is_some() {}
     while b_tasks.join_next().await.is_some() {}
     drop(b);
+    let _ = delete_tree(&admin, &settings.dir).await;
+    result
+}
+
+/// Which of zkelect's real transports a [`zkelect()`] run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZkelectTransport {
+    /// `ZkClientTransport`, over the baseline's own client crate.
+    ZookeeperClient,
+    /// `ZkAsyncTransport`, over zookeeper-async.
+    ZookeeperAsync,
+}
+
+impl ZkelectTransport {
+    /// The side's name in the records.
+    pub fn side(self) -> &'static str {
+        match self {
+            ZkelectTransport::ZookeeperClient => "zkelect (zookeeper-client)",
+            ZkelectTransport::ZookeeperAsync => "zkelect (zookeeper-async)",
+        }
+    }
+
+    fn settings(self, settings: &ConnectSettings) -> Box<dyn Connect> {
+        match self {
+            ZkelectTransport::ZookeeperClient => Box::new(
+                ZkClientOptions::new(settings.connect.clone())
+                    .session_timeout(settings.session_timeout)
+                    .connect_timeout(settings.connect_timeout),
+            ),
+            ZkelectTransport::ZookeeperAsync => Box::new(
+                ZkAsyncOptions::new(settings.connect.clone())
+                    .session_timeout(settings.session_timeout)
+                    .connect_timeout(settings.connect_timeout),
+            ),
+        }
+    }
+}
+
+/// A zkelect session whose transport the bench can close under its driver
+/// (a bare `closeSession`, as the baseline's dropped client sends).
+async fn zkelect_session(
+    transport: ZkelectTransport,
+    settings: &ConnectSettings,
+) -> Result<(Session, std::sync::Arc<dyn Transport>)> {
+    let (t, events) = transport
+        .settings(settings)
+        .connect()
+        .await
+        .map_err(|e| anyhow!("{}: connecting: {e}", transport.side()))?;
+    let session = Session::from_transport(std::sync::Arc::clone(&t), events);
+    Ok((session, t))
+}
+
+/// Joins one election per path on `session`, all at once; each task sends
+/// the moment its election leads if `lead` (A's), and returns the handle.
+async fn join_elections(
+    session: &Session,
+    dir: &str,
+    n: usize,
+    id: &str,
+    lead: Option<&mpsc::UnboundedSender<Instant>>,
+    timeout: Duration,
+) -> Result<Vec<Election>> {
+    let mut joins: JoinSet<Result<Election>> = JoinSet::new();
+    for i in 0..n {
+        let builder = session
+            .election(format!("{dir}/e{i}"))
+            .id(id)
+            .join_timeout(timeout);
+        let lead = lead.cloned();
+        joins.spawn(async move {
+            let election = builder
+                .join()
+                .await
+                .map_err(|e| anyhow!("joining election {i}: {e}"))?;
+            if let Some(lead) = lead {
+                tokio::time::timeout(timeout, election.wait_leader())
+                    .await
+                    .map_err(|_| anyhow!("election {i} did not lead within {timeout:?}"))?
+                    .map_err(|e| anyhow!("election {i}: {e}"))?;
+                let _ = lead.send(Instant::now());
+            }
+            Ok(election)
+        });
+    }
+    let mut elections = Vec::with_capacity(n);
+    while let Some(joined) = joins.join_next().await {
+        elections.push(joined.map_err(|e| anyhow!("a join task failed: {e}"))??);
+    }
+    Ok(elections)
+}
+
+/// zkelect's side: N `session.election(path)` on one [`Session`] A (each
+/// leads at once), N on a second session B (each queued behind A's), then
+/// A's transport closed.
+///
+/// # Errors
+///
+/// When a session cannot connect, an election fails, or a phase takes
+/// longer than `settings.timeout`.
+pub async fn zkelect(
+    settings: &ManySettings,
+    monitor: &Monitor,
+    transport: ZkelectTransport,
+) -> Result<ManyRecord> {
+    let n = settings.elections;
+    let admin = connect(&settings.connect).await?;
+    let (a, a_transport) = zkelect_session(transport, &settings.connect).await?;
+    let (b, _b_transport) = zkelect_session(transport, &settings.connect).await?;
+    let (a_tx, mut a_held) = mpsc::unbounded_channel();
+    let (b_tx, mut b_held) = mpsc::unbounded_channel();
+    let mut watchers = JoinSet::new();
+    let result = async {
+        let t0 = Instant::now();
+        let holders =
+            join_elections(&a, &settings.dir, n, "a", Some(&a_tx), settings.timeout).await?;
+        let last = count_held(&mut a_held, n, settings.timeout, "start-up").await?;
+        let startup = last.duration_since(t0);
+
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let rss_before = rss_bytes()?;
+        let waiters = join_elections(&b, &settings.dir, n, "b", None, settings.timeout).await?;
+        // Joined means queued (the node is in the queue); let the listings
+        // and watches that follow settle before measuring.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let rss_after = rss_bytes()?;
+        if let Some(i) = waiters.iter().position(|e| e.role().is_leader()) {
+            return Err(anyhow!("B's election {i} leads while A holds it"));
+        }
+
+        for election in &waiters {
+            let mut roles = election.changes();
+            let held = b_tx.clone();
+            watchers.spawn(async move {
+                if roles.wait_for(|r| r.is_leader()).await.is_ok() {
+                    let _ = held.send(Instant::now());
+                }
+            });
+        }
+        let overhead = monitor.probe_overhead();
+        let before = monitor.sample().await?;
+        let t1 = Instant::now();
+        a_transport.close().await;
+        let last = count_held(&mut b_held, n, settings.timeout, "failover").await?;
+        let failover = last.duration_since(t1);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let after = monitor.sample().await?;
+        let (received, sent) = delta(&before, &after)?;
+        let packets = (received as f64 - overhead.received) + (sent as f64 - overhead.sent);
+        drop(holders);
+        drop(waiters);
+        Ok(ManyRecord {
+            kind: "many",
+            side: transport.side(),
+            elections: n,
+            startup_ms: (startup.as_secs_f64() * 1e4).round() / 10.0,
+            bytes_per_idle_recipe: (rss_after.saturating_sub(rss_before) as f64 / n as f64).round(),
+            failover_all_ms: (failover.as_secs_f64() * 1e4).round() / 10.0,
+            packets_per_failover: (packets / n as f64 * 100.0).round() / 100.0,
+        })
+    }
+    .await;
+    watchers.abort_all();
+    let bound = settings.timeout;
+    let _ = tokio::time::timeout(bound, b.close()).await;
+    let _ = tokio::time::timeout(bound, a.close()).await;
     let _ = delete_tree(&admin, &settings.dir).await;
     result
 }

@@ -243,6 +243,11 @@ pub(crate) struct LockArgs {
     /// Milliseconds between SIGTERM and SIGKILL when the lock is lost.
     #[arg(long = "grace-ms", value_name = "MS", default_value_t = 5_000)]
     pub(crate) grace_ms: u64,
+    /// Serve the lock's metrics for Prometheus at http://HOST:PORT/ (as
+    /// `run --metrics-addr`: counters, a holder gauge, time-to-acquire and
+    /// hand-off histograms in seconds).
+    #[arg(long = "metrics-addr", value_name = "HOST:PORT")]
+    pub(crate) metrics_addr: Option<std::net::SocketAddr>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<OsString>,
@@ -341,7 +346,7 @@ pub(crate) struct SimArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum CanaryArg {
-    /// Never sees Disconnected and does not probe (caught by the safety checker).
+    /// Never sees Disconnected, its probes answered by its own client (caught by the safety checker).
     IgnoresDisconnect,
     /// No nonce in node names (caught by the liveness checker).
     Unprotected,

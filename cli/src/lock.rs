@@ -116,6 +116,10 @@ pub(crate) async fn lock(args: LockArgs) -> Result<ExitCode, Failure> {
         )));
     };
     check_runnable(program)?;
+    if let Some(addr) = args.metrics_addr {
+        crate::run::serve_metrics(addr).map_err(before_cmd)?;
+        info!(%addr, "serving metrics for Prometheus");
+    }
 
     let mut term = signal(SignalKind::terminate()).code(Code::LockFailed)?;
     let mut int = signal(SignalKind::interrupt()).code(Code::LockFailed)?;

@@ -100,7 +100,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure
 /// Installs the Prometheus exporter as the `metrics` recorder, listening on
 /// `addr`. Histograms get buckets (seconds) so Prometheus can aggregate them
 /// across candidates, which summaries cannot.
-fn serve_metrics(addr: std::net::SocketAddr) -> Result<(), Failure> {
+pub(crate) fn serve_metrics(addr: std::net::SocketAddr) -> Result<(), Failure> {
     use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
     const BUCKETS: &[f64] = &[
         0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,

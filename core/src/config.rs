@@ -62,6 +62,19 @@ pub enum ConfigError {
         /// The rule it cannot share.
         rule: Rule,
     },
+    /// [`ConfigBuilder::probe`]`(false)`: without its own probe the machine
+    /// would trust the client library's word that it is connected, and no
+    /// client library's silence check bounds how long after the server's last
+    /// answer a leader keeps leading. Silence is measured on what the client
+    /// *receives*, expiry on what the server receives: under a one-way
+    /// partition (client → server cut) watch events still arrive and keep a
+    /// zookeeper-client connection "alive" while the server expires the
+    /// session; zookeeper-async never drops a connection for silence at all.
+    /// Only the probe's answered round trips bound the lease. The safe way to
+    /// send fewer requests is to leave the probe on: it goes out only every
+    /// third of the session timeout, one at a time.
+    #[error("probe(false) is refused: without the probe the lease rests on the client library's silence check, which cannot see a one-way partition (leave the probe on; it costs one exists per third of the session timeout)")]
+    ProbeOff,
     /// A duration setting is out of range.
     #[error("invalid {name}: {reason}")]
     InvalidDuration {
@@ -319,7 +332,8 @@ impl Config {
     pub fn backoff_max(&self) -> Duration {
         self.backoff_max
     }
-    /// Whether the machine probes the server every third of the session timeout.
+    /// Whether the machine probes the server every third of the session
+    /// timeout: always, since [`ConfigBuilder::build`] refuses `probe(false)`.
     pub fn probe(&self) -> bool {
         self.probe
     }
@@ -483,11 +497,24 @@ impl ConfigBuilder {
         self.config.backoff_max = max;
         self
     }
-    /// Probe the server every third of the session timeout (default true).
+    /// Probe the server every third of the session timeout (default true;
+    /// `false` is refused by [`build`](Self::build) with
+    /// [`ConfigError::ProbeOff`]).
     ///
     /// The probe keeps the machine's own view of server contact fresh, so a leader
     /// stops leading when the server goes quiet even if the client library has not
-    /// noticed (zookeeper-async notices only after the session has expired).
+    /// noticed (zookeeper-async notices only after the session has expired). It is
+    /// what makes the lease sound: the server cannot expire the session before
+    /// the send time of its last answered request plus the timeout. Turning it
+    /// off was unsafe (issue 17: `safety` and `tokens-grow` failures in the
+    /// simulator under one-way partitions), so only `true` is accepted; the
+    /// method stays so that configurations written against it keep building.
+    ///
+    /// ```
+    /// use zkelect_core::{Config, ConfigError};
+    /// let off = Config::builder("/svc/leader", "node-a").probe(false).build();
+    /// assert_eq!(off, Err(ConfigError::ProbeOff));
+    /// ```
     pub fn probe(mut self, yes: bool) -> Self {
         self.config.probe = yes;
         self
@@ -528,6 +555,9 @@ impl ConfigBuilder {
                 id: cut(&c.id),
                 reason: "data larger than 512 KiB would not fit a znode",
             });
+        }
+        if !c.probe {
+            return Err(ConfigError::ProbeOff);
         }
         if c.backoff_min.is_zero() || c.backoff_min > c.backoff_max {
             return Err(ConfigError::InvalidDuration {
@@ -875,6 +905,15 @@ mod tests {
         };
         assert!(!marks(Rule::Read));
         assert!(marks(Rule::Write) && marks(Rule::Mutex));
+    }
+
+    #[test]
+    fn probe_off_is_refused() {
+        let off = Config::builder("/e", "a").probe(false).build();
+        assert_eq!(off, Err(ConfigError::ProbeOff));
+        let on = Config::builder("/e", "a").probe(true).build().unwrap();
+        assert!(on.probe());
+        assert!(Config::builder("/e", "a").build().unwrap().probe());
     }
 
     #[test]

@@ -40,7 +40,7 @@
 //!     all.into_iter().find(|cmd| cmd.request.kind() == verb).unwrap()
 //! }
 //!
-//! let mut a = Candidate::new(Config::builder("/svc/leader", "a").probe(false).build()?);
+//! let mut a = Candidate::new(Config::builder("/svc/leader", "a").build()?);
 //! a.join(t);
 //! a.handle(t, connected.clone());
 //! let create = next(&mut a, Verb::Create);     // create /svc/leader/_c_<nonce>-n_
@@ -53,7 +53,7 @@
 //! assert_eq!(a.role(), Role::Leader(FencingToken(100)));
 //!
 //! // b is behind a, so it watches a (and only a).
-//! let mut b = Candidate::new(Config::builder("/svc/leader", "b").probe(false).nonce_seed(2).build()?);
+//! let mut b = Candidate::new(Config::builder("/svc/leader", "b").nonce_seed(2).build()?);
 //! b.join(t);
 //! b.handle(t, connected);
 //! let create = next(&mut b, Verb::Create);
@@ -101,7 +101,7 @@
 //! // Joins the mutex at /svc/lock as the `seq`-th node, sees `queue`, returns the
 //! // machine and its node's full path.
 //! let mut join = |id: &str, seq: i64, queue: &[String]| -> Result<(Candidate, String), ConfigError> {
-//!     let config = Config::builder("/svc/lock", id).rule(Rule::Mutex).probe(false)
+//!     let config = Config::builder("/svc/lock", id).rule(Rule::Mutex)
 //!         .nonce_seed(seq as u64).build()?;
 //!     let mut c = Candidate::new(config);
 //!     c.join(t);

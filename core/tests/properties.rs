@@ -132,7 +132,6 @@ fn config_strategy() -> impl Strategy<Value = Config> {
                 .rule(rule)
                 .strategy(config.strategy())
                 .policy(config.policy())
-                .probe(config.probe())
                 .nonce_seed(config.nonce_seed());
             if rule.stem(config.interop()).is_some() && rule.limit() == 1 {
                 b = b.interop(config.interop());
@@ -142,15 +141,8 @@ fn config_strategy() -> impl Strategy<Value = Config> {
 }
 
 fn config_with(k: u32) -> impl Strategy<Value = Config> {
-    (
-        Just(k),
-        any::<bool>(),
-        any::<bool>(),
-        any::<bool>(),
-        0u8..3,
-        any::<u64>(),
-    )
-        .prop_map(|(k, parent, aware, probe, interop, seed)| {
+    (Just(k), any::<bool>(), any::<bool>(), 0u8..3, any::<u64>()).prop_map(
+        |(k, parent, aware, interop, seed)| {
             Config::builder(PATH, "cand")
                 .leaders(k)
                 .strategy(if parent {
@@ -163,7 +155,6 @@ fn config_with(k: u32) -> impl Strategy<Value = Config> {
                 } else {
                     ConnectionPolicy::Standard
                 })
-                .probe(probe)
                 .interop(if k == 1 {
                     Interop::ALL[usize::from(interop) % 3]
                 } else {
@@ -172,7 +163,8 @@ fn config_with(k: u32) -> impl Strategy<Value = Config> {
                 .nonce_seed(seed)
                 .build()
                 .expect("valid")
-        })
+        },
+    )
 }
 
 /// A child name of the queue under `config`'s rule: a read-write lock's

@@ -18,9 +18,11 @@ use crate::swarm::{Fault, Overrides, Queue, Swarm};
 /// A deliberately broken candidate, and the checker that must catch it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Canary {
-    /// Never sees `SessionEvent::Disconnected` and has `Config::probe(false)`:
-    /// keeps leading through a partition while the server expires its session
-    /// and elects a successor. Targets `safety`.
+    /// Never sees `SessionEvent::Disconnected`, and its client answers its
+    /// liveness probes itself (what `Config::probe(false)` amounted to before
+    /// the core refused it): it trusts the client library's word that it is
+    /// connected, and keeps leading through a partition while the server
+    /// expires its session and elects a successor. Targets `safety`.
     IgnoresDisconnect,
     /// `Config::protected_create(false)`: a create whose reply is lost to a
     /// dropped connection leaves an orphan node owned by the live session, which
@@ -183,10 +185,10 @@ impl Canary {
     /// The configuration change, if this canary is made by one.
     pub fn configure(self, builder: ConfigBuilder) -> ConfigBuilder {
         match self {
-            Canary::IgnoresDisconnect => builder.probe(false),
             Canary::Unprotected => builder.protected_create(false),
             Canary::ParentWatch => builder.strategy(WatchStrategy::Parent),
-            Canary::SequenceToken
+            Canary::IgnoresDisconnect
+            | Canary::SequenceToken
             | Canary::DeafToOwnNode
             | Canary::LeasesFromRequest
             | Canary::PersistentContender
@@ -327,6 +329,13 @@ impl Canary {
             }
         }
         event
+    }
+
+    /// Whether its client answers `request` itself, at once, without the
+    /// server: the liveness probe (an `exists` without a watch, which only the
+    /// probe sends) of [`Canary::IgnoresDisconnect`].
+    pub fn answers_locally(self, request: &Request) -> bool {
+        self == Canary::IgnoresDisconnect && matches!(request, Request::Exists { watch: false, .. })
     }
 
     /// Whether the candidate gets to see this session event.

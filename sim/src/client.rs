@@ -2,9 +2,11 @@
 //! separated so they can be tested against the model alone.
 //!
 //! What a real ZooKeeper client does, and so what the world does for each
-//! process: it pings every third of the session timeout; it declares the
-//! connection lost when nothing came from the server for two thirds of it (its
-//! read timeout) and fails every request in flight with `ConnectionLoss`; it
+//! process: it pings and notices silence as its library does ([`Library`]:
+//! zookeeper-client drops at the first T/20 tick after 2/5 T without any bytes
+//! received; zookeeper-async never drops for silence, only on EOF; the Java
+//! client and kazoo after 2/3 T); a dropped connection fails every request in
+//! flight with `ConnectionLoss`; it
 //! reconnects, and on reconnecting learns whether the server expired the session
 //! meanwhile (then it reports `Expired` and opens a new session). The watches of
 //! the old connection are gone after a reconnect: zookeeper-async does not set
@@ -95,4 +97,125 @@ pub fn handshake(
     let (session, timeout) = zk.open_session(now, requested, identity.map(str::to_owned));
     zk.close_session(session);
     timeout
+}
+
+/// The client library a process runs, which decides when it pings and when
+/// it declares a silent connection lost (read from each library's source; see
+/// the README's "When real clients notice silence").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Library {
+    /// zookeeper-client 0.11.2 (reports session ids): a tick every T/20; a
+    /// ping when nothing was sent for 3 ticks (at most 10 s) and none is
+    /// outstanding; the connection is lost at the first tick at or after the
+    /// last bytes received + 8 ticks (2/5 T). Any bytes received (replies,
+    /// pongs, watch events) restart the silence clock.
+    ZookeeperClient,
+    /// zookeeper-async 5.0.0 (does not report session ids): one ping after 2/3 T
+    /// with nothing sent and nothing in flight; never drops a connection for
+    /// silence, only on EOF or a socket error (the server closing an expired
+    /// session's connection, a restart, a dropped connection).
+    ZookeeperAsync,
+    /// The Java client and kazoo (the foreign models): a ping every third of
+    /// the timeout; the read timeout (2/3 T after the last message) is checked
+    /// exactly by its own event, and at each ping.
+    Java,
+}
+
+/// What the client library's timer sees of its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    /// When the connection was made (the ticks count from it).
+    pub connected_at: Timestamp,
+    /// The last bytes received from the server.
+    pub last_recv: Timestamp,
+    /// The last message sent to the server (request or ping).
+    pub last_sent: Timestamp,
+    /// A ping is unanswered.
+    pub ping_out: bool,
+    /// No request is in flight.
+    pub idle: bool,
+    /// The session timeout the library times itself by.
+    pub timeout: Duration,
+}
+
+/// What the client library's timer does at a moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tick {
+    /// Declare the connection lost.
+    Lost,
+    /// Go on: send a ping now or not, and look again at `next`.
+    Go {
+        /// Send a ping now.
+        ping: bool,
+        /// When the timer looks next (after `now`).
+        next: Timestamp,
+    },
+}
+
+impl Library {
+    /// The library a zkelect candidate runs, by whether its client reports
+    /// session ids (the swarm's `Knobs::session_ids`, drawn 7 in 10).
+    pub fn for_candidate(session_ids: bool) -> Self {
+        if session_ids {
+            Library::ZookeeperClient
+        } else {
+            Library::ZookeeperAsync
+        }
+    }
+
+    /// The timer's verdict at `now` (a moment it asked for, or later if the
+    /// process was paused).
+    pub fn tick(self, now: Timestamp, c: &Clock) -> Tick {
+        match self {
+            Library::Java => {
+                if connection_lost(now, c.last_recv, c.timeout) {
+                    Tick::Lost
+                } else {
+                    let every = (c.timeout / 3).max(Duration::from_millis(1));
+                    Tick::Go {
+                        ping: true,
+                        next: now + every,
+                    }
+                }
+            }
+            Library::ZookeeperClient => {
+                let tick = (c.timeout / 20).max(Duration::from_millis(1));
+                // The ticks fall at connected_at + n·tick, n ≥ 1.
+                let at_tick = |x: Timestamp| {
+                    let n = x
+                        .saturating_since(c.connected_at)
+                        .as_millis()
+                        .div_ceil(tick.as_millis())
+                        .max(1);
+                    c.connected_at + tick * n as u32
+                };
+                let lost_at = at_tick(c.last_recv + tick * 8);
+                if now >= lost_at {
+                    return Tick::Lost;
+                }
+                let idle_for = (tick * 3).min(Duration::from_secs(10));
+                let ping = !c.ping_out && now >= c.last_sent + idle_for;
+                let next = if c.ping_out || ping {
+                    lost_at
+                } else {
+                    lost_at.min(at_tick(c.last_sent + idle_for))
+                };
+                Tick::Go { ping, next }
+            }
+            Library::ZookeeperAsync => {
+                let idle_for = (c.timeout * 2 / 3).max(Duration::from_millis(1));
+                let due = c.last_sent + idle_for;
+                if now < due {
+                    return Tick::Go {
+                        ping: false,
+                        next: due,
+                    };
+                }
+                Tick::Go {
+                    ping: c.idle && !c.ping_out,
+                    next: now + idle_for,
+                }
+            }
+        }
+    }
 }

@@ -841,3 +841,110 @@ fn a_reply_may_overtake_earlier_watch_events_but_never_an_earlier_reply() {
     let normal = link.reply(t, Duration::from_millis(1), false);
     assert!(normal >= event, "without overtaking, FIFO again");
 }
+
+use zkelect_sim::client::{Clock, Library, Tick};
+
+/// A clock connected at 0 with a 4 s timeout (zookeeper-client ticks every 200 ms).
+fn clock(last_recv: u64, last_sent: u64, ping_out: bool, idle: bool) -> Clock {
+    Clock {
+        connected_at: T0,
+        last_recv: Timestamp::from_millis(last_recv),
+        last_sent: Timestamp::from_millis(last_sent),
+        ping_out,
+        idle,
+        timeout: Duration::from_secs(4),
+    }
+}
+
+#[test]
+fn zookeeper_client_drops_at_the_first_tick_after_two_fifths_of_silence() {
+    let lib = Library::ZookeeperClient;
+    let at = Timestamp::from_millis;
+    // Last bytes at 1,050 ms: 8 ticks later is 2,650 ms, the first tick at or
+    // after it 2,800 ms (ticks every 200 ms from the connection).
+    let c = clock(1_050, 2_700, true, false);
+    assert_eq!(
+        lib.tick(at(2_600), &c),
+        Tick::Go {
+            ping: false,
+            next: at(2_800)
+        }
+    );
+    assert_eq!(lib.tick(at(2_800), &c), Tick::Lost);
+    // Any bytes received (a watch event as much as a reply) move it on.
+    let heard = clock(2_700, 2_700, true, false);
+    assert!(matches!(lib.tick(at(2_800), &heard), Tick::Go { .. }));
+}
+
+#[test]
+fn zookeeper_client_pings_after_three_quiet_ticks_with_none_outstanding() {
+    let lib = Library::ZookeeperClient;
+    let at = Timestamp::from_millis;
+    // Sent at 1,000 ms: a ping is due 600 ms later, at the 1,600 ms tick.
+    let quiet = clock(1_000, 1_000, false, true);
+    assert_eq!(
+        lib.tick(at(1_200), &quiet),
+        Tick::Go {
+            ping: false,
+            next: at(1_600)
+        }
+    );
+    assert_eq!(
+        lib.tick(at(1_600), &quiet),
+        Tick::Go {
+            ping: true,
+            next: at(2_600)
+        }
+    );
+    // One ping outstanding at a time.
+    let waiting = clock(1_000, 1_000, true, true);
+    assert!(matches!(
+        lib.tick(at(1_600), &waiting),
+        Tick::Go { ping: false, .. }
+    ));
+}
+
+#[test]
+fn zookeeper_async_never_drops_for_silence_and_pings_once_idle_for_two_thirds() {
+    let lib = Library::ZookeeperAsync;
+    let at = Timestamp::from_millis;
+    // Nothing received for a minute: still connected (only EOF ends it).
+    let deaf = clock(0, 0, true, true);
+    assert!(matches!(
+        lib.tick(at(60_000), &deaf),
+        Tick::Go { ping: false, .. }
+    ));
+    let idle = clock(0, 1_000, false, true);
+    assert_eq!(
+        lib.tick(at(2_000), &idle),
+        Tick::Go {
+            ping: false,
+            next: at(3_666)
+        }
+    );
+    assert!(matches!(
+        lib.tick(at(3_666), &idle),
+        Tick::Go { ping: true, .. }
+    ));
+    // Nothing is pinged while a request is in flight.
+    let busy = clock(0, 1_000, false, false);
+    assert!(matches!(
+        lib.tick(at(3_666), &busy),
+        Tick::Go { ping: false, .. }
+    ));
+}
+
+#[test]
+fn java_client_checks_its_read_timeout_at_every_third() {
+    let lib = Library::Java;
+    let at = Timestamp::from_millis;
+    let c = clock(1_000, 1_000, false, true);
+    assert_eq!(
+        lib.tick(at(2_000), &c),
+        Tick::Go {
+            ping: true,
+            next: at(3_333)
+        }
+    );
+    assert_eq!(lib.tick(at(3_667), &c), Tick::Lost);
+}

@@ -1044,3 +1044,50 @@ fn run_serves_prometheus_metrics_a_scrape_can_read() {
         "{page}"
     );
 }
+
+/// `lock --metrics-addr` serves the same series as `run`: while CMD runs,
+/// the holder's gauge is 1 and one acquisition is counted with its latency.
+#[test]
+fn lock_serves_prometheus_metrics_while_the_command_runs() {
+    let server = start_server();
+    let zk = server.connect_string();
+    let path = "/locks/metrics";
+    let addr = format!("127.0.0.1:{}", closed_port());
+    let args = [
+        "lock",
+        "--connect",
+        &zk,
+        "--path",
+        path,
+        "--metrics-addr",
+        &addr,
+        "--",
+        "sleep",
+        "4",
+    ]
+    .map(str::to_owned);
+    let holder = std::thread::spawn(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        zkelect(&args, Duration::from_secs(60))
+    });
+    let series = |name: &str| format!("{name}{{path=\"{path}\"}}");
+    let page = wait_for(
+        "the lock holder's metrics",
+        START,
+        Duration::from_millis(100),
+        || scrape(&addr).filter(|p| sample(p, &series("zkelect_leader")) == Some(1.0)),
+        || String::from("(zkelect lock's output is read when it exits)"),
+    );
+    assert_eq!(
+        sample(&page, &series("zkelect_elections_total")),
+        Some(1.0),
+        "{page}"
+    );
+    assert_eq!(
+        sample(&page, &series("zkelect_time_to_elect_seconds_count")),
+        Some(1.0),
+        "{page}"
+    );
+    let out = holder.join().expect("the holder thread");
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+}

@@ -9,7 +9,7 @@ use zkelect_core::{Input, OpId, Reply, Request, SessionEvent, Timestamp, WatchEv
 
 use super::{reply_text, short, Conn, Ev, Inflight, World, EVENT_LAG_MAX_MS};
 use crate::canary::Canary;
-use crate::client::{connection_lost, handshake, reconnect, Reconnected, TimeoutSource};
+use crate::client::{handshake, reconnect, Clock, Library, Reconnected, Tick, TimeoutSource};
 use crate::invariant::Event;
 use crate::net::Way;
 
@@ -102,29 +102,92 @@ impl World {
         self.after(pid, cause, || text.unwrap_or_default());
     }
 
-    pub(super) fn client_tick(&mut self, pid: usize) {
-        let p = &self.procs[pid];
-        if p.conn != Conn::Connected {
+    /// The client library this process runs.
+    pub(super) fn library(&self, pid: usize) -> Library {
+        if self.procs[pid].c.foreign().is_some() {
+            Library::Java
+        } else {
+            Library::for_candidate(self.knobs.session_ids)
+        }
+    }
+
+    /// Sets the client library's timer to `at` unless it is set earlier.
+    fn schedule_tick(&mut self, pid: usize, at: Timestamp) {
+        let p = &mut self.procs[pid];
+        if p.tick_at.is_some_and(|t| t <= at) {
             return;
         }
-        let timeout = p.timeout;
-        if connection_lost(self.now, p.last_from_server, timeout) {
-            self.disconnect(
-                pid,
-                "no answer from the server for 2/3 of the session timeout",
-            );
-            return;
-        }
+        p.tick_at = Some(at);
         let gen = p.gen;
-        let at = self.server_arrival(pid);
-        self.push(at, Ev::Ping { pid, gen });
-        self.push(self.now + timeout / 3, Ev::ClientTick { pid });
+        self.push(at, Ev::ClientTick { pid, gen, at });
+    }
+
+    /// The client library's timer: its silence check and pings, by
+    /// [`Library::tick`].
+    pub(super) fn client_tick(&mut self, pid: usize, gen: u64, at: Timestamp) {
+        let p = &self.procs[pid];
+        if p.conn != Conn::Connected || p.gen != gen || p.tick_at != Some(at) {
+            return;
+        }
+        let clock = Clock {
+            connected_at: p.connected_at,
+            last_recv: p.last_from_server,
+            last_sent: p.last_to_server,
+            ping_out: p.ping_out,
+            idle: p.inflight.is_empty(),
+            timeout: p.timeout,
+        };
+        let library = self.library(pid);
+        self.procs[pid].tick_at = None;
+        match library.tick(self.now, &clock) {
+            Tick::Lost => self.disconnect(
+                pid,
+                match library {
+                    Library::ZookeeperClient => {
+                        "zookeeper-client: nothing received for 2/5 of the session timeout"
+                    }
+                    _ => "no answer from the server for 2/3 of the session timeout",
+                },
+            ),
+            Tick::Go { ping, next } => {
+                if ping {
+                    let p = &mut self.procs[pid];
+                    p.ping_out = true;
+                    p.last_to_server = self.now;
+                    let at = self.server_arrival(pid);
+                    self.push(at, Ev::Ping { pid, gen });
+                }
+                self.schedule_tick(pid, next);
+            }
+        }
+    }
+
+    /// The server's answer to a ping arrives: bytes received, and the next
+    /// ping may fall due earlier than the timer's next moment.
+    pub(super) fn pong(&mut self, pid: usize, gen: u64) {
+        if self.procs[pid].gen != gen || !self.linked(pid) {
+            return;
+        }
+        let p = &mut self.procs[pid];
+        p.last_from_server = self.now;
+        p.ping_out = false;
+        let clock = Clock {
+            connected_at: p.connected_at,
+            last_recv: p.last_from_server,
+            last_sent: p.last_to_server,
+            ping_out: false,
+            idle: p.inflight.is_empty(),
+            timeout: p.timeout,
+        };
+        if let Tick::Go { next, .. } = self.library(pid).tick(self.now, &clock) {
+            self.schedule_tick(pid, next);
+        }
     }
 
     /// The Java client's and kazoo's read timeout: the connection is lost
     /// exactly two thirds of the session timeout after the last message from
-    /// the server (zkelect's transports are modelled coarser, checked at their
-    /// pings by [`client_tick`](Self::client_tick); its own lease covers that).
+    /// the server (besides the check at each ping by
+    /// [`client_tick`](Self::client_tick)).
     pub(super) fn read_timeout(&mut self, pid: usize, gen: u64) {
         let p = &self.procs[pid];
         if p.gen != gen || p.conn != Conn::Connected {
@@ -229,10 +292,19 @@ impl World {
         p.conn = Conn::Connected;
         p.gen += 1;
         p.last_from_server = self.now;
+        p.last_to_server = self.now;
+        p.connected_at = self.now;
+        p.ping_out = false;
+        p.tick_at = None;
         let (session_id, timeout, gen) = (p.session, p.timeout, p.gen);
         // The client library's own timing follows the session's timeout; what
         // it reports is what it learned.
-        self.push(self.now + timeout / 3, Ev::ClientTick { pid });
+        let first = match self.library(pid) {
+            Library::Java => self.now + timeout / 3,
+            Library::ZookeeperClient => self.now + timeout / 20,
+            Library::ZookeeperAsync => self.now + timeout * 2 / 3,
+        };
+        self.schedule_tick(pid, first);
         if self.procs[pid].c.foreign().is_some() {
             self.push(self.now + timeout * 2 / 3, Ev::ReadTimeout { pid, gen });
         }
@@ -321,12 +393,20 @@ impl World {
             Some(canary) => canary.rewrite_request(request, &self.canary_view(pid, canary)),
             None => request,
         };
+        if self
+            .canary_of(pid)
+            .is_some_and(|c| c.answers_locally(&request))
+        {
+            let result = Ok(Reply::Exists(None));
+            return self.push(self.now, Ev::LocalReply { pid, op, result });
+        }
         if self.procs[pid].conn != Conn::Connected || self.procs[pid].session_closed {
             // A client that is not connected fails the request at once (as an event,
             // so a candidate that retries at once cannot recurse without end).
             return self.push(self.now, Ev::LocalFail { pid, op });
         }
         let gen = self.procs[pid].gen;
+        self.procs[pid].last_to_server = self.now;
         self.procs[pid].inflight.insert(
             op,
             Inflight {

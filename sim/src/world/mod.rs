@@ -17,8 +17,10 @@
 //!
 //! # The client library
 //!
-//! See [`crate::client`]: pings every third of the session timeout, connection
-//! declared lost after two thirds of silence, reconnect, `Expired` learned on
+//! See [`crate::client`]: pings and the silence check of the library the
+//! process runs ([`Library`](crate::client::Library): zookeeper-client or
+//! zookeeper-async for a zkelect candidate, by the seed's `session_ids` knob;
+//! the Java client or kazoo for a foreign model), reconnect, `Expired` learned on
 //! reconnecting, watches lost with the connection. Messages on one connection
 //! are FIFO in each direction; with `reorder` a reply may overtake watch events
 //! sent before it (zookeeper-async does this). A paused process (candidate and
@@ -127,8 +129,9 @@ enum Ev {
     Ping { pid: usize, gen: u64 },
     /// The server's answer to a ping reaches the client.
     Pong { pid: usize, gen: u64 },
-    /// The client library's heartbeat and disconnect check.
-    ClientTick { pid: usize },
+    /// The client library's timer: pings and the silence check (only the
+    /// one the process last asked for counts, see `Proc::tick_at`).
+    ClientTick { pid: usize, gen: u64, at: Timestamp },
     /// A foreign model's client library checks its read timeout (exactly two
     /// thirds of the session timeout after the last message from the server).
     ReadTimeout { pid: usize, gen: u64 },
@@ -148,6 +151,12 @@ enum Ev {
     Closed { pid: usize, gen: u64 },
     /// The client library fails a request locally (not connected, or closed).
     LocalFail { pid: usize, op: OpId },
+    /// A canary's client answers a request itself ([`Canary::answers_locally`]).
+    LocalReply {
+        pid: usize,
+        op: OpId,
+        result: Result<Reply, ZkCode>,
+    },
     /// A leader's application checks its role and, if leading, writes.
     AppWrite { pid: usize },
     /// A write reaches the fenced resource.
@@ -170,11 +179,12 @@ impl Ev {
             Self::Reply { pid, .. }
             | Self::Watch { pid, .. }
             | Self::Pong { pid, .. }
-            | Self::ClientTick { pid }
+            | Self::ClientTick { pid, .. }
             | Self::ReadTimeout { pid, .. }
             | Self::Reconnect { pid }
             | Self::Timer { pid }
             | Self::LocalFail { pid, .. }
+            | Self::LocalReply { pid, .. }
             | Self::Closed { pid, .. }
             | Self::Event { pid, .. }
             | Self::AppWrite { pid }
@@ -221,6 +231,14 @@ struct Proc {
     conn: Conn,
     gen: u64,
     last_from_server: Timestamp,
+    /// The last message sent on the current connection (request or ping).
+    last_to_server: Timestamp,
+    /// When the current connection was made (zookeeper-client's ticks count from it).
+    connected_at: Timestamp,
+    /// A ping is unanswered on the current connection.
+    ping_out: bool,
+    /// The client library's next timer moment, if one is set.
+    tick_at: Option<Timestamp>,
     /// Requests sent on the current connection and not yet answered.
     inflight: BTreeMap<OpId, Inflight>,
     paused_until: Option<Timestamp>,
@@ -772,6 +790,10 @@ impl World {
             conn: Conn::Disconnected,
             gen: 0,
             last_from_server: self.now,
+            last_to_server: self.now,
+            connected_at: self.now,
+            ping_out: false,
+            tick_at: None,
             inflight: BTreeMap::new(),
             paused_until: None,
             resumed_at: Timestamp::ZERO,
@@ -851,12 +873,8 @@ impl World {
                     self.push(at, Ev::Pong { pid, gen });
                 }
             }
-            Ev::Pong { pid, gen } => {
-                if self.procs[pid].gen == gen && self.linked(pid) {
-                    self.procs[pid].last_from_server = self.now;
-                }
-            }
-            Ev::ClientTick { pid } => self.client_tick(pid),
+            Ev::Pong { pid, gen } => self.pong(pid, gen),
+            Ev::ClientTick { pid, gen, at } => self.client_tick(pid, gen, at),
             Ev::ReadTimeout { pid, gen } => self.read_timeout(pid, gen),
             Ev::Reconnect { pid } => self.reconnect(pid),
             Ev::Timer { pid } => {
@@ -885,6 +903,7 @@ impl World {
             Ev::LocalFail { pid, op } => {
                 self.deliver_reply(pid, op, None, Err(ZkCode::ConnectionLoss));
             }
+            Ev::LocalReply { pid, op, result } => self.deliver_reply(pid, op, None, result),
             Ev::Resume { pid } => {
                 // Overlapping pauses end with the last one.
                 if self.procs[pid].paused_until.is_some_and(|t| t <= self.now) {
