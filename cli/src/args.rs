@@ -367,6 +367,15 @@ pub(crate) enum CanaryArg {
     /// Shares a queue with Curator or kazoo but names its node `…-n_…`, which
     /// they do not parse (caught by the safety checker).
     OneWayInterop,
+    /// A read-write lock's reader that watches its predecessor instead of
+    /// the nearest writer below (caught by the liveness checker).
+    ReaderWatchesPredecessor,
+    /// A read-write lock's writer that ignores the readers below it (caught
+    /// by the safety checker).
+    WriterIgnoresReaders,
+    /// A mutex that takes over on any deletion of its predecessor, without
+    /// the zero-round-trip condition (caught by the safety checker).
+    MutexAnyDeletion,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

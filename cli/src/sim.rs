@@ -39,6 +39,8 @@ pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
         overrides: Overrides {
             candidates: args.candidates,
             leaders: args.leaders,
+            // Drawn from the seed (an override of `--leaders` means an election).
+            queue: None,
             faults: match args.faults {
                 FaultsArg::None => FaultMix::None,
                 FaultsArg::All => FaultMix::Standard,
@@ -55,6 +57,9 @@ pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
             CanaryArg::LeasesFromRequest => Canary::LeasesFromRequest,
             CanaryArg::PersistentContender => Canary::PersistentContender,
             CanaryArg::OneWayInterop => Canary::OneWayInterop,
+            CanaryArg::ReaderWatchesPredecessor => Canary::ReaderWatchesPredecessor,
+            CanaryArg::WriterIgnoresReaders => Canary::WriterIgnoresReaders,
+            CanaryArg::MutexAnyDeletion => Canary::MutexAnyDeletion,
         }),
         keep_trace: args.trace || args.save.is_some(),
     };

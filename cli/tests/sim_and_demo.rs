@@ -59,6 +59,9 @@ fn every_canary_is_caught_and_its_replay_keeps_the_overrides() {
         "leases-from-request",
         "persistent-contender",
         "one-way-interop",
+        "reader-watches-predecessor",
+        "writer-ignores-readers",
+        "mutex-any-deletion",
     ] {
         let (code, out) = zkelect(&[
             "sim",

@@ -1409,7 +1409,7 @@ impl Candidate {
             .iter()
             .filter_map(|c| {
                 let recipe = self.config.rule().recipe();
-                name::parse(c, self.config.prefix(), Interop::None, recipe)
+                name::parse(c, self.config.prefix(), self.config.interop(), recipe)
             })
             .filter(|n| matches!(&n.origin, Origin::Ours { nonce: found } if found.is_some() && *found == nonce))
             .collect();

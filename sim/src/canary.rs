@@ -6,13 +6,14 @@
 
 use std::time::Duration;
 
+use zkelect_core::name::Access;
 use zkelect_core::{
-    ConfigBuilder, ConnectionPolicy, Reply, Request, SessionEvent, WatchEvent, WatchStrategy,
-    ZkCode,
+    ConfigBuilder, ConnectionPolicy, Recipe, Reply, Request, Rule, SessionEvent, WatchEvent,
+    WatchStrategy, ZkCode,
 };
 
 use crate::foreign::Scheme;
-use crate::swarm::{Fault, Swarm};
+use crate::swarm::{Fault, Overrides, Queue, Swarm};
 
 /// A deliberately broken candidate, and the checker that must catch it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,9 +58,53 @@ pub enum Canary {
     /// world), which the foreign recipes do not parse: the oldest foreign node
     /// leads beside the oldest zkelect node. Targets `safety`.
     OneWayInterop,
+    /// A reader of a read-write lock that watches its predecessor instead of
+    /// the nearest writer below it (its watch requests are redirected to the
+    /// node right below its own, and that node's events renamed back to the
+    /// writer it thinks it watches). When the writer goes first it never
+    /// wakes. Targets `liveness`.
+    ReaderWatchesPredecessor,
+    /// A writer of a read-write lock that does not see the readers in its
+    /// listings: it holds beside the readers below it. Targets `safety`.
+    WriterIgnoresReaders,
+    /// A mutex contender that takes over on any deletion of its predecessor,
+    /// without the zero-round-trip condition (the predecessor was the only
+    /// node below, or had held): its listings show no node below its
+    /// predecessor, so it believes the predecessor is the only one, and a
+    /// waiting predecessor's exit hands it the lock beside the holder.
+    /// Targets `safety`.
+    MutexAnyDeletion,
+}
+
+/// What a canary may know of its candidate and the world when it rewrites
+/// (the world builds it, [`World::canary_view`](crate::world::World::canary_view)).
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    /// The candidate's interop scheme.
+    pub scheme: Scheme,
+    /// Its rule.
+    pub rule: Rule,
+    /// Its node's name, once known.
+    pub own: Option<String>,
+    /// Its node-name prefix.
+    pub prefix: String,
+    /// The node it believes it watches (nearest).
+    pub watching: Option<String>,
+    /// The node right below its own on the server now (only for
+    /// [`Canary::ReaderWatchesPredecessor`]).
+    pub predecessor: Option<String>,
 }
 
 impl Swarm {
+    /// `seed`'s scenario for a run with `canary` (its queue, then shaped):
+    /// what [`run_seed`](crate::run::run_seed) runs.
+    pub fn for_seed(seed: u64, mut overrides: Overrides, canary: Option<Canary>) -> Self {
+        if overrides.queue.is_none() {
+            overrides.queue = canary.and_then(Canary::queue);
+        }
+        Self::from_seed(seed, overrides).for_canary(canary)
+    }
+
     /// Shapes the scenario so that `canary`'s hazard is there (see
     /// [`Canary::shape`]); unchanged without one.
     pub fn for_canary(mut self, canary: Option<Canary>) -> Self {
@@ -72,7 +117,7 @@ impl Swarm {
 
 impl Canary {
     /// Every canary.
-    pub const ALL: [Canary; 8] = [
+    pub const ALL: [Canary; 11] = [
         Canary::IgnoresDisconnect,
         Canary::Unprotected,
         Canary::ParentWatch,
@@ -81,7 +126,22 @@ impl Canary {
         Canary::LeasesFromRequest,
         Canary::PersistentContender,
         Canary::OneWayInterop,
+        Canary::ReaderWatchesPredecessor,
+        Canary::WriterIgnoresReaders,
+        Canary::MutexAnyDeletion,
     ];
+
+    /// The queue it runs in: the new rule canaries their rule's, every other
+    /// an election (its seeds as before issue 13).
+    pub fn queue(self) -> Option<Queue> {
+        Some(match self {
+            Canary::ReaderWatchesPredecessor | Canary::WriterIgnoresReaders => {
+                Queue::ReadWrite { writers: 40 }
+            }
+            Canary::MutexAnyDeletion => Queue::Mutex,
+            _ => Queue::Election,
+        })
+    }
 
     /// The command-line spelling (`zkelect sim --canary …`, `ZKELECT_CANARY=…`).
     pub fn flag(self) -> &'static str {
@@ -94,6 +154,9 @@ impl Canary {
             Canary::LeasesFromRequest => "leases-from-request",
             Canary::PersistentContender => "persistent-contender",
             Canary::OneWayInterop => "one-way-interop",
+            Canary::ReaderWatchesPredecessor => "reader-watches-predecessor",
+            Canary::WriterIgnoresReaders => "writer-ignores-readers",
+            Canary::MutexAnyDeletion => "mutex-any-deletion",
         }
     }
 
@@ -113,6 +176,9 @@ impl Canary {
             Canary::LeasesFromRequest => "safety",
             Canary::PersistentContender => "liveness",
             Canary::OneWayInterop => "safety",
+            Canary::ReaderWatchesPredecessor => "liveness",
+            Canary::WriterIgnoresReaders => "safety",
+            Canary::MutexAnyDeletion => "safety",
         }
     }
 
@@ -126,7 +192,10 @@ impl Canary {
             | Canary::DeafToOwnNode
             | Canary::LeasesFromRequest
             | Canary::PersistentContender
-            | Canary::OneWayInterop => builder,
+            | Canary::OneWayInterop
+            | Canary::ReaderWatchesPredecessor
+            | Canary::WriterIgnoresReaders
+            | Canary::MutexAnyDeletion => builder,
         }
     }
 
@@ -177,6 +246,12 @@ impl Canary {
                     |(_, f)| !matches!(f, Fault::Lookalike { scheme } if !allowed.contains(scheme)),
                 );
             }
+            Canary::ReaderWatchesPredecessor
+            | Canary::WriterIgnoresReaders
+            | Canary::MutexAnyDeletion => {
+                // A queue long enough to have waiters behind waiters.
+                swarm.candidates = swarm.candidates.max(4);
+            }
             _ => {}
         }
     }
@@ -191,7 +266,10 @@ impl Canary {
     }
 
     /// Rewrites a request on its way to the server.
-    pub fn rewrite_request(self, request: Request) -> Request {
+    pub fn rewrite_request(self, request: Request, view: &View) -> Request {
+        if self == Canary::ReaderWatchesPredecessor && view.rule == Rule::Read {
+            return redirect_watch(request, view);
+        }
         if self != Canary::OneWayInterop {
             return request;
         }
@@ -234,9 +312,21 @@ impl Canary {
 
     /// Rewrites a watch event before the candidate sees it (`scheme`: its
     /// interop setting).
-    pub fn rewrite_watch(self, mut event: WatchEvent, scheme: Scheme) -> WatchEvent {
+    pub fn rewrite_watch(self, mut event: WatchEvent, view: &View) -> WatchEvent {
         if self == Canary::OneWayInterop {
-            event.path = from_server(&event.path, scheme);
+            event.path = from_server(&event.path, view.scheme);
+        }
+        if self == Canary::ReaderWatchesPredecessor && view.rule == Rule::Read {
+            // Any event about another node is, to it, about the writer it
+            // thinks it watches.
+            let name = event.path.rsplit('/').next();
+            if let Some(watching) = &view.watching {
+                if name != view.own.as_deref() && name != Some(watching.as_str()) {
+                    if let Some((dir, _)) = event.path.rsplit_once('/') {
+                        event.path = format!("{dir}/{watching}");
+                    }
+                }
+            }
         }
         event
     }
@@ -271,9 +361,28 @@ impl Canary {
         self,
         request: &Request,
         result: Result<Reply, ZkCode>,
-        scheme: Scheme,
+        view: &View,
     ) -> Result<Reply, ZkCode> {
+        let scheme = view.scheme;
         match self {
+            Canary::WriterIgnoresReaders if view.rule == Rule::Write => match result {
+                Ok(Reply::Children(children)) => Ok(Reply::Children(
+                    children
+                        .into_iter()
+                        .filter(|c| {
+                            zkelect_core::name::parse(c, "", scheme.interop(), Recipe::ReadWrite)
+                                .is_none_or(|n| n.access == Access::Exclusive)
+                        })
+                        .collect(),
+                )),
+                other => other,
+            },
+            Canary::MutexAnyDeletion if view.rule == Rule::Mutex => match result {
+                Ok(Reply::Children(children)) => {
+                    Ok(Reply::Children(only_predecessor_below(children, view)))
+                }
+                other => other,
+            },
             Canary::SequenceToken => sequence_token(request, result),
             Canary::PersistentContender => match result {
                 Ok(Reply::Data { data, mut stat }) => {
@@ -299,6 +408,54 @@ impl Canary {
             _ => result,
         }
     }
+}
+
+/// [`Canary::ReaderWatchesPredecessor`]: a watch set on another node goes to
+/// the node right below its own instead.
+fn redirect_watch(request: Request, view: &View) -> Request {
+    let Some(pred) = &view.predecessor else {
+        return request;
+    };
+    let other = |path: &str| {
+        let name = path.rsplit('/').next();
+        name != view.own.as_deref() && name != Some(pred.as_str())
+    };
+    let moved = |path: &str| match path.rsplit_once('/') {
+        Some((dir, _)) => format!("{dir}/{pred}"),
+        None => pred.clone(),
+    };
+    match request {
+        Request::GetData { path, watch: true } if other(&path) => Request::GetData {
+            path: moved(&path),
+            watch: true,
+        },
+        Request::Exists { path, watch: true } if other(&path) => Request::Exists {
+            path: moved(&path),
+            watch: true,
+        },
+        other => other,
+    }
+}
+
+/// [`Canary::MutexAnyDeletion`]: the listing without the nodes below its
+/// predecessor.
+fn only_predecessor_below(children: Vec<String>, view: &View) -> Vec<String> {
+    let Some(own) = &view.own else {
+        return children;
+    };
+    let interop = view.scheme.interop();
+    let (queue, _) = zkelect_core::name::queue(&children, &view.prefix, interop, Recipe::Mutex);
+    let Some(at) = queue.iter().position(|n| &n.name == own) else {
+        return children;
+    };
+    let hidden: Vec<&str> = queue[..at.saturating_sub(1)]
+        .iter()
+        .map(|n| n.name.as_str())
+        .collect();
+    children
+        .into_iter()
+        .filter(|c| !hidden.contains(&c.as_str()))
+        .collect()
 }
 
 /// A session id no simulated session has (they start at 0x100), claimed as

@@ -14,6 +14,14 @@
 //!
 //! # What each checker allows
 //!
+//! Per the queue's rule (issue 13; "leads" below means "holds"): `safety`
+//! counts at most k holders for an election or a semaphore, one for a mutex,
+//! and in a read-write lock never a writer beside another holder; `fencing`
+//! and `tokens-grow` (k = 1 queues) order exclusive holders, a reader's token
+//! only against the last exclusive holder's; `liveness` in a read-write lock
+//! wants exactly the rule's holders among the live nodes to hold; `no-herd`
+//! allows what [`World::herd_bound`] says of the changed node.
+//!
 //! | checker | fails when |
 //! |---|---|
 //! | [`Safety`] `safety` | more than k processes believe they lead at once: zkelect candidates holding [`Role::Leader`] and foreign models whose recipe says they hold (runs without pauses; a candidate whose node an operator deleted is not counted until it learns, for at most [`REVOKE_GRACE`] session timeouts; a foreign model so revoked is not counted, it never learns) |
@@ -29,7 +37,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use zkelect_core::{FencingToken, Notice, OpId, Role};
+use zkelect_core::name::Access;
+use zkelect_core::{FencingToken, Notice, OpId, Recipe, Role, Rule};
 
 pub use crate::invariant::{Event, Invariant, Violation};
 use crate::world::{Phase, Process, World, PATH};
@@ -77,6 +86,18 @@ fn revoked_foreign(p: &Process<'_>) -> bool {
     p.foreign.is_some() && p.revoked_at.is_some()
 }
 
+/// The rule `p` holds by: a zkelect candidate's own, a foreign model's a
+/// one-leader election (foreign models share election queues only).
+pub fn rule_of(p: &Process<'_>) -> Rule {
+    p.candidate.map_or(Rule::default(), |c| c.config().rule())
+}
+
+/// Whether `p` holds alone when it holds (an exclusive node of a rule with
+/// limit 1: a one-leader election, a mutex, a writer).
+fn exclusive(p: &Process<'_>) -> bool {
+    rule_of(p).access() == Access::Exclusive
+}
+
 /// `p` as a checker names it: `p3`, or `p3(curator)` for a foreign model.
 fn who(p: &Process<'_>) -> String {
     match p.foreign {
@@ -112,14 +133,30 @@ impl Invariant<World> for Safety {
         let counted =
             |p: &Process<'_>| !p.crashed && !revoked_in_grace(world, p) && !revoked_foreign(p);
         let k = world.swarm().leaders as usize;
-        if world.believed_leaders().filter(counted).count() > k {
+        let holders = world.believed_leaders().filter(counted).count();
+        // Shared holders (readers) may be any number, but never beside a
+        // writer; everyone else: at most k (1 for a mutex or a writer).
+        let broken = if world.swarm().recipe() == Recipe::ReadWrite {
+            holders > 1
+                && world
+                    .believed_leaders()
+                    .filter(counted)
+                    .any(|p| exclusive(&p))
+        } else {
+            holders > k
+        };
+        if broken {
             let leaders: Vec<_> = world
                 .believed_leaders()
                 .filter(counted)
-                .map(|p| format!("{} {:?}", who(&p), p.agent.role()))
+                .map(|p| format!("{} {:?} {:?}", who(&p), rule_of(&p), p.agent.role()))
                 .collect();
+            let rule = match world.swarm().recipe() {
+                Recipe::ReadWrite => "a writer holds alone".to_owned(),
+                _ => format!("at most {k}"),
+            };
             return Err(format!(
-                "{} leaders at once, at most {k}: {}",
+                "{} holders at once, {rule}: {}",
                 leaders.len(),
                 leaders.join(", ")
             ));
@@ -203,7 +240,7 @@ impl Invariant<World> for Fencing {
             Event::Notice {
                 pid,
                 notice: Notice::Elected { token },
-            } => {
+            } if exclusive(&world.process(pid)) => {
                 let term = match (world.process(pid).revoked_at, self.revoked.get(&pid)) {
                     (Some(_), Some(&then)) => then,
                     _ => {
@@ -239,9 +276,20 @@ impl Invariant<World> for Fencing {
 /// With k = 1, each `Elected` carries a higher token than the one before (the
 /// same token again only for the same candidate re-verifying its own node).
 /// Ghost elections of a revoked candidate (see [`Safety`]) are not counted.
+///
+/// Per rule (k = 1): an exclusive holder's token (a mutex's, a writer's) is
+/// higher than every token elected before it, readers' included (it is
+/// above them in the queue, or they came after a node of its that left); a
+/// reader's only higher than the last *exclusive* holder's — readers share,
+/// and a higher reader may learn it holds before a lower one does.
 #[derive(Debug, Default)]
 pub struct TokensGrow {
+    /// The newest holder of any kind.
     last: Option<(usize, FencingToken)>,
+    /// The highest token any holder had, by whom.
+    highest: Option<(usize, FencingToken)>,
+    /// The newest exclusive holder.
+    last_exclusive: Option<(usize, FencingToken)>,
 }
 
 impl Invariant<World> for TokensGrow {
@@ -260,7 +308,13 @@ impl Invariant<World> for TokensGrow {
         if world.swarm().leaders != 1 || world.process(pid).revoked_at.is_some() {
             return Ok(());
         }
-        if let Some((last_pid, last)) = self.last {
+        let exclusive = exclusive(&world.process(pid));
+        let before = if exclusive {
+            self.highest
+        } else {
+            self.last_exclusive
+        };
+        if let Some((last_pid, last)) = before {
             if *token < last || (*token == last && last_pid != pid) {
                 return Err(format!(
                     "p{pid} elected with token {token} after p{last_pid} had {last}"
@@ -268,6 +322,12 @@ impl Invariant<World> for TokensGrow {
             }
         }
         self.last = Some((pid, *token));
+        if self.highest.is_none_or(|(_, t)| *token > t) {
+            self.highest = Some((pid, *token));
+        }
+        if exclusive {
+            self.last_exclusive = Some((pid, *token));
+        }
         Ok(())
     }
 }
@@ -304,6 +364,64 @@ impl Invariant<World> for Liveness {
             .collect();
         let leaders = live.iter().filter(|p| p.agent.role().is_leader()).count();
         let want = live.len().min(world.swarm().leaders as usize);
+        if world.swarm().recipe() == Recipe::ReadWrite {
+            // Who must hold: the rule over the live processes' nodes, in queue
+            // order (every reader below the lowest writer, or that writer).
+            let names: Vec<String> = live
+                .iter()
+                .filter_map(|p| p.agent.node().map(str::to_owned))
+                .collect();
+            let interop = world.swarm().env.interop.interop();
+            let (queue, _) = zkelect_core::name::queue(&names, "", interop, Recipe::ReadWrite);
+            let must: Vec<&str> = Recipe::ReadWrite
+                .holders(&queue)
+                .into_iter()
+                .map(|i| queue[i].name.as_str())
+                .collect();
+            let missing: Vec<String> = live
+                .iter()
+                .filter(|p| {
+                    !p.agent.role().is_leader() && p.agent.node().is_some_and(|n| must.contains(&n))
+                })
+                .map(|p| who(p))
+                .collect();
+            if !missing.is_empty() || leaders < want {
+                let roles: Vec<String> = live
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "{}:{:?}:{}:{:?}",
+                            who(p),
+                            rule_of(p),
+                            p.agent.node().unwrap_or("-"),
+                            p.agent.role()
+                        )
+                    })
+                    .collect();
+                return Err(format!(
+                    "{}ms after the faults stopped, {} should hold and do not (or nobody holds); live: {}; the server's queue: {:?}",
+                    world.now().saturating_since(world.healed_at()).as_millis(),
+                    missing.join(" "),
+                    roles.join(" "),
+                    world
+                        .children()
+                        .iter()
+                        .map(|c| {
+                            let owner = world
+                                .zk()
+                                .stat(&format!("{PATH}/{c}"))
+                                .map_or(0, |s| s.ephemeral_owner);
+                            let pid = world
+                                .processes()
+                                .find(|p| p.session.is_some_and(|s| s.0 == owner))
+                                .map(|p| p.pid);
+                            format!("{c}@{owner:#x}:{pid:?}")
+                        })
+                        .collect::<Vec<_>>()
+                ));
+            }
+            return Ok(());
+        }
         if leaders < want {
             let roles: Vec<String> = live
                 .iter()
@@ -339,15 +457,20 @@ impl Invariant<World> for NoHerd {
     }
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
-        let Event::Woken { pid, cause } = *event else {
+        let Event::Woken {
+            pid,
+            cause,
+            allowed,
+        } = *event
+        else {
             return Ok(());
         };
         let woken = self.woken.entry(cause).or_default();
         woken.insert(pid);
-        let k = world.swarm().leaders as usize;
+        let k = allowed.max(world.swarm().leaders as usize);
         if woken.len() > k {
             return Err(format!(
-                "one server change (#{cause}) made {} candidates read: {:?}",
+                "one server change (#{cause}) made {} candidates read (at most {k}): {:?}",
                 woken.len(),
                 woken.iter().map(|p| format!("p{p}")).collect::<Vec<_>>()
             ));

@@ -38,7 +38,7 @@ use crate::canary::Canary;
 use crate::check;
 use crate::choice::{ByteStream, Choices};
 use crate::run::RunReport;
-use crate::swarm::{Env, Fault, Scheme, Swarm};
+use crate::swarm::{Env, Fault, Queue, Scheme, Swarm};
 use crate::world::World;
 
 /// Where a fuzz case's world takes its choices from.
@@ -164,6 +164,41 @@ fn fault_bytes(f: &Fault) -> (u8, u8, u16, u16) {
     }
 }
 
+/// The queue's byte: 0 and 1 an election with k = 1 or 2 (the format before
+/// issue 13, so old corpus files keep their meaning); from 2 on, the low two
+/// bits of `b - 2` pick the recipe and the rest its parameter (an
+/// election's k − 1, a semaphore's k − 2, a read-write lock's writers in
+/// tens − 1).
+fn queue_byte(queue: Queue, k: u32) -> u8 {
+    let param = |p: u32| (p.min(60) as u8) * 4;
+    match queue {
+        Queue::Election if k <= 2 => (k.max(1) - 1) as u8,
+        Queue::Election => 2 + param(k - 1),
+        Queue::Mutex => 3,
+        Queue::Semaphore => 4 + param(k.max(2) - 2),
+        Queue::ReadWrite { writers } => 5 + param(u32::from(writers / 10).max(1) - 1),
+    }
+}
+
+/// The inverse of [`queue_byte`], for any byte: the queue and its k.
+fn queue_of(b: u8) -> (Queue, u32) {
+    if b < 2 {
+        return (Queue::Election, u32::from(b) + 1);
+    }
+    let (kind, param) = ((b - 2) % 4, u32::from((b - 2) / 4));
+    match kind {
+        0 => (Queue::Election, param % 5 + 1),
+        1 => (Queue::Mutex, 1),
+        2 => (Queue::Semaphore, param % 4 + 2),
+        _ => (
+            Queue::ReadWrite {
+                writers: (param % 9 + 1) as u8 * 10,
+            },
+            1,
+        ),
+    }
+}
+
 /// Drops what the foreign models of `env` cannot live with (as the swarm does).
 fn fits(env: &Env, pauses: bool, fault: &Fault) -> bool {
     let curator = env.library() == Some(Scheme::Curator);
@@ -183,8 +218,14 @@ fn fits(env: &Env, pauses: bool, fault: &Fault) -> bool {
 /// Leaves a swarm drawn by [`Swarm::from_seed`] as it is.
 pub fn normalize(swarm: &mut Swarm) {
     if swarm.pauses {
+        // The fenced resource fences one holder at a time.
         swarm.leaders = 1;
+        if swarm.env.queue == Queue::Semaphore {
+            swarm.env.queue = Queue::Mutex;
+        }
     }
+    let (queue, k) = (swarm.env.queue, swarm.leaders);
+    swarm.set_queue(queue, k);
     if swarm.leaders > 1 {
         swarm.env.interop = Scheme::Ours;
     }
@@ -210,7 +251,7 @@ impl<'a> Arbitrary<'a> for FuzzCase {
         }
         let seed = u64::from_le_bytes(seed);
         let candidates = usize::from(byte(u) % 20) + 1;
-        let leaders = u32::from(byte(u) % 2) + 1;
+        let (queue, leaders) = queue_of(byte(u));
         let timeout_ms = (u64::from(byte(u) % 41) + 20) * 100;
         let policy = if byte(u) % 2 == 1 {
             ConnectionPolicy::SessionAware
@@ -260,6 +301,7 @@ impl<'a> Arbitrary<'a> for FuzzCase {
                 lookalikes,
                 min_session_timeout,
                 max_session_timeout,
+                queue,
             },
         };
         normalize(&mut swarm);
@@ -292,7 +334,7 @@ impl FuzzCase {
         let mut out = self.seed.to_le_bytes().to_vec();
         let ms16 = |d: Duration| u16::try_from(d.as_millis()).unwrap_or(u16::MAX);
         out.push((s.candidates.clamp(1, 20) - 1) as u8);
-        out.push((s.leaders.clamp(1, 2) - 1) as u8);
+        out.push(queue_byte(s.env.queue, s.leaders));
         out.push((s.session_timeout.as_millis() / 100).clamp(20, 60) as u8 - 20);
         out.push(u8::from(s.policy == ConnectionPolicy::SessionAware));
         out.push(s.chaos.as_secs().clamp(5, 30) as u8 - 5);

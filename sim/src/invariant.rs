@@ -58,6 +58,9 @@ pub enum Event<'a> {
         pid: usize,
         /// The server change.
         cause: u64,
+        /// How many followers that change may wake under the queue's rule
+        /// ([`World::herd_bound`](crate::world::World::herd_bound)).
+        allowed: usize,
     },
     /// An operator deleted the process's node (the world's
     /// `Process::revoked_at` says so until

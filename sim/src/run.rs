@@ -54,7 +54,7 @@ pub struct RunReport {
 
 /// Runs `seed` with its own swarm (shaped for the canary, if any).
 pub fn run_seed(seed: u64, options: RunOptions) -> RunReport {
-    let swarm = Swarm::from_seed(seed, options.overrides).for_canary(options.canary);
+    let swarm = Swarm::for_seed(seed, options.overrides, options.canary);
     run_swarm(seed, swarm, options)
 }
 

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use zkelect_core::{Acl, ConnectionPolicy, Timestamp};
+use zkelect_core::{Acl, ConnectionPolicy, Recipe, Rule, Timestamp};
 
 pub use crate::foreign::Scheme;
 pub use crate::rng::SimRng;
@@ -241,6 +241,91 @@ impl fmt::Display for Swarm {
     }
 }
 
+/// The recipe of the swarm's queue (issue 13): every zkelect process of one
+/// queue shares it, and the k of an election or a semaphore is
+/// [`Swarm::leaders`]. `Queue::default()` is an election (as every hand-built
+/// scenario before issue 13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Queue {
+    /// Leader election with [`Swarm::leaders`] leaders.
+    #[default]
+    Election,
+    /// A fair mutex (`leaders` is 1).
+    Mutex,
+    /// A semaphore with [`Swarm::leaders`] permits.
+    Semaphore,
+    /// A read-write lock (`leaders` is 1): each process is a writer or a
+    /// reader, drawn per process ([`Queue::rule`]).
+    ReadWrite {
+        /// How many in a hundred processes write.
+        writers: u8,
+    },
+}
+
+impl Queue {
+    /// Draws the queue for `seed` (from a stream of its own, so the rest of
+    /// the scenario stays put): 4 in 10 an election (k its old draw, 1–2, or
+    /// 3–5 for one in three), 2 in 10 a mutex, 2 in 10 a semaphore (k ∈
+    /// 2..5), 2 in 10 a read-write lock with 10, 20, … 90 % writers. With `one`
+    /// (pause runs: the fenced resource fences one holder at a time) never a
+    /// semaphore nor an election with k > 1. Returns the queue and its k.
+    pub fn draw(seed: u64, leaders: u32, one: bool) -> (Self, u32) {
+        let mut rng = SimRng::new(seed, 6);
+        match rng.range(0, 9) {
+            0..=3 if one => (Queue::Election, 1),
+            0..=3 if rng.chance(1.0 / 3.0) => (Queue::Election, rng.range(3, 5) as u32),
+            0..=3 => (Queue::Election, leaders),
+            4..=5 => (Queue::Mutex, 1),
+            6..=7 if one => (Queue::Mutex, 1),
+            6..=7 => (Queue::Semaphore, rng.range(2, 5) as u32),
+            _ => (
+                Queue::ReadWrite {
+                    writers: rng.range(1, 9) as u8 * 10,
+                },
+                1,
+            ),
+        }
+    }
+
+    /// The core's recipe for this queue with `k` holders.
+    pub fn recipe(self, k: u32) -> Recipe {
+        match self {
+            Queue::Election => Recipe::Election { leaders: k },
+            Queue::Mutex => Recipe::Mutex,
+            Queue::Semaphore => Recipe::Semaphore { permits: k },
+            Queue::ReadWrite { .. } => Recipe::ReadWrite,
+        }
+    }
+
+    /// The rule of zkelect process `pid` in the queue of `seed` with `k`
+    /// holders: in a read-write lock a writer for `writers` in a hundred
+    /// pids (a hash of seed and pid, so a spawned process draws too).
+    pub fn rule(self, k: u32, seed: u64, pid: usize) -> Rule {
+        match self {
+            Queue::ReadWrite { writers } => {
+                let roll = SimRng::new(seed ^ (pid as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15), 7)
+                    .range(0, 99);
+                if roll < u64::from(writers) {
+                    Rule::Write
+                } else {
+                    Rule::Read
+                }
+            }
+            other => other.recipe(k).rule(zkelect_core::name::Access::Exclusive),
+        }
+    }
+
+    /// Its name in a scenario line.
+    pub fn label(self) -> String {
+        match self {
+            Queue::Election => "election".into(),
+            Queue::Mutex => "mutex".into(),
+            Queue::Semaphore => "semaphore".into(),
+            Queue::ReadWrite { writers } => format!("rw({writers}%w)"),
+        }
+    }
+}
+
 /// The world a seed puts around the zkelect candidates (issue 12): how the
 /// server clamps session timeouts, which naming scheme the candidates use,
 /// which other library's contenders share their queue, and which PERSISTENT
@@ -262,6 +347,8 @@ pub struct Env {
     pub min_session_timeout: Option<Duration>,
     /// The server's `maxSessionTimeout` (`None`: its default, 20 ticks).
     pub max_session_timeout: Option<Duration>,
+    /// The queue's recipe (its k is [`Swarm::leaders`]).
+    pub queue: Queue,
 }
 
 /// The simulated server's tick (`tickTime`).
@@ -345,7 +432,8 @@ impl fmt::Display for Env {
         let lookalikes: Vec<&str> = self.lookalikes.iter().map(|s| s.label()).collect();
         write!(
             f,
-            "interop={} foreign={} lookalikes=[{}] min_session={} max_session={}",
+            "queue={} interop={} foreign={} lookalikes=[{}] min_session={} max_session={}",
+            self.queue.label(),
             self.interop,
             self.foreign,
             lookalikes.join(","),
@@ -364,11 +452,66 @@ pub struct Overrides {
     pub leaders: Option<u32>,
     /// Which faults.
     pub faults: FaultMix,
+    /// The queue's recipe (an election keeps the seed's k, or `leaders`).
+    /// Setting `leaders` alone means an election.
+    pub queue: Option<Queue>,
 }
 
 impl Swarm {
-    /// Draws the scenario and its plan from `seed`.
+    /// Draws the scenario and its plan from `seed`, and its queue's recipe
+    /// ([`Queue::draw`], unless overridden; an override of `leaders` alone
+    /// means an election).
     pub fn from_seed(seed: u64, overrides: Overrides) -> Self {
+        let swarm = Self::election_from_seed(seed, overrides);
+        let queue = match (overrides.queue, overrides.leaders) {
+            (Some(q), _) => (q, swarm.leaders),
+            (None, Some(k)) => (Queue::Election, k),
+            (None, None) => Queue::draw(seed, swarm.leaders, swarm.pauses),
+        };
+        swarm.with_queue(queue.0, queue.1)
+    }
+
+    /// The queue becomes `queue` with `k` holders (1 for a mutex or a
+    /// read-write lock). Foreign models are election models: other queues
+    /// have none (spawns of them become zkelect spawns); an interop scheme
+    /// stays where the core accepts it (k = 1 and a stem for the recipe),
+    /// else the candidates use their own names.
+    pub fn with_queue(mut self, queue: Queue, k: u32) -> Self {
+        self.set_queue(queue, k);
+        self
+    }
+
+    /// [`with_queue`](Self::with_queue) in place.
+    pub fn set_queue(&mut self, queue: Queue, k: u32) {
+        let k = match queue {
+            Queue::Mutex | Queue::ReadWrite { .. } => 1,
+            Queue::Election | Queue::Semaphore => k.max(1),
+        };
+        self.leaders = k;
+        self.env.queue = queue;
+        if queue != Queue::Election || k != 1 {
+            self.env.foreign = 0;
+            for (_, fault) in &mut self.plan {
+                if *fault == Fault::SpawnForeign {
+                    *fault = Fault::Spawn;
+                }
+            }
+        }
+        let interop = self.env.interop.interop();
+        let recipe = queue.recipe(k);
+        if k > 1 || recipe.stems(interop).is_empty() {
+            self.env.interop = Scheme::Ours;
+        }
+    }
+
+    /// The core's recipe of the queue.
+    pub fn recipe(&self) -> Recipe {
+        self.env.queue.recipe(self.leaders)
+    }
+
+    /// Draws the scenario and its plan from `seed`, as an election (what
+    /// every seed drew before issue 13).
+    fn election_from_seed(seed: u64, overrides: Overrides) -> Self {
         let mut rng = SimRng::new(seed, 1);
         let candidates = overrides
             .candidates

@@ -8,7 +8,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use zkelect_core::{ConnectionPolicy, Timestamp};
 use zkelect_sim::run::{run_swarm, RunOptions};
-use zkelect_sim::swarm::{Env, Fault, Scheme, Swarm};
+use zkelect_sim::swarm::{Env, Fault, Queue, Scheme, Swarm};
 
 const CHAOS_MS: u64 = 15_000;
 
@@ -159,7 +159,16 @@ fn scenario() -> impl Strategy<Value = (u64, Swarm)> {
                 0..12,
             );
             let env = env(leaders, timeout * 100);
-            (any::<u64>(), plan, env).prop_map(move |(seed, mut plan, env)| {
+            // Every recipe (issue 13): election (k as drawn), mutex,
+            // semaphore (k 2..5), read-write lock (10–90 % writers).
+            let queue = (0u8..4, 2u32..=5, 1u8..=9).prop_map(move |(kind, k, tens)| match kind {
+                0 => (Queue::Election, leaders),
+                1 => (Queue::Mutex, 1),
+                2 if pauses => (Queue::Mutex, 1),
+                2 => (Queue::Semaphore, k),
+                _ => (Queue::ReadWrite { writers: tens * 10 }, 1),
+            });
+            (any::<u64>(), plan, env, queue).prop_map(move |(seed, mut plan, env, (queue, k))| {
                 plan.retain(|(_, f)| fits(&env, f));
                 plan.sort_by_key(|(at, _)| *at);
                 for (at, fault) in &mut plan {
@@ -179,7 +188,8 @@ fn scenario() -> impl Strategy<Value = (u64, Swarm)> {
                     pauses,
                     plan,
                     env,
-                };
+                }
+                .with_queue(queue, k);
                 (seed, swarm)
             })
         })

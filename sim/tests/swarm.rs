@@ -269,7 +269,7 @@ fn canary_taking_its_token_from_the_sequence_is_caught_by_the_fencing_checker_wi
             .collect();
         run_checked(
             seed,
-            Swarm::from_seed(seed, options.overrides),
+            Swarm::for_seed(seed, options.overrides, options.canary),
             options,
             invariants,
         )
@@ -311,6 +311,36 @@ fn canary_of_one_way_interop_is_caught_by_the_safety_checker_within_5_seeds() {
     );
 }
 
+/// The three canaries of issue 13's rules, each caught by its checker, and
+/// replaying from its seed (the same violation at the same step).
+#[test]
+fn rule_canaries_are_caught_and_replay_from_their_seed() {
+    for (canary, limit) in [
+        (Canary::ReaderWatchesPredecessor, 50),
+        (Canary::WriterIgnoresReaders, 20),
+        (Canary::MutexAnyDeletion, 50),
+    ] {
+        let run = canary_run(canary, FaultMix::Standard);
+        let seed = caught_within(canary.flag(), canary.target(), limit, &run);
+        let (first, again) = (run(seed), run(seed));
+        assert_eq!(first.hash, again.hash, "{}", canary.flag());
+        assert_eq!(first.violation, again.violation, "{}", canary.flag());
+    }
+}
+
+/// The worlds the rule canaries run in (a read-write lock, a mutex) hold
+/// with the real candidate.
+#[test]
+fn the_worlds_of_the_rule_canaries_hold_without_them() {
+    for canary in [Canary::ReaderWatchesPredecessor, Canary::MutexAnyDeletion] {
+        for seed in seeds(0..20) {
+            let swarm = Swarm::for_seed(seed, Overrides::default(), Some(canary));
+            let report = run_swarm(seed, swarm, RunOptions::default());
+            assert!(report.violation.is_none(), "{}: {report}", canary.flag());
+        }
+    }
+}
+
 /// The scenarios the three canaries of issue 12 are shaped into (a server at
 /// half the request under `SessionAware`; a look-alike of the candidates' own
 /// scheme below them; a queue shared with Curator or kazoo) hold with the
@@ -323,7 +353,7 @@ fn the_worlds_shaped_for_the_new_canaries_hold_without_them() {
         Canary::OneWayInterop,
     ] {
         for seed in seeds(0..10) {
-            let swarm = Swarm::from_seed(seed, Overrides::default()).for_canary(Some(canary));
+            let swarm = Swarm::for_seed(seed, Overrides::default(), Some(canary));
             let report = run_swarm(seed, swarm, RunOptions::default());
             assert!(report.violation.is_none(), "{}: {report}", canary.flag());
         }

@@ -96,7 +96,7 @@ impl World {
             if !canary.sees_watch(&event.path, self.procs[pid].c.node()) {
                 return;
             }
-            event = canary.rewrite_watch(event, self.swarm.env.interop);
+            event = canary.rewrite_watch(event, &self.canary_view(pid, canary));
         }
         self.procs[pid].c.handle(self.now, Input::Watch(event));
         self.after(pid, cause, || text.unwrap_or_default());
@@ -334,7 +334,7 @@ impl World {
     ) {
         let result = match (self.canary_of(pid), request) {
             (Some(canary), Some(request)) => {
-                canary.rewrite(request, result, self.swarm.env.interop)
+                canary.rewrite(request, result, &self.canary_view(pid, canary))
             }
             _ => result,
         };
@@ -390,7 +390,7 @@ impl World {
 
     pub(super) fn send(&mut self, pid: usize, op: OpId, request: Request, cause: Option<u64>) {
         let request = match self.canary_of(pid) {
-            Some(canary) => canary.rewrite_request(request),
+            Some(canary) => canary.rewrite_request(request, &self.canary_view(pid, canary)),
             None => request,
         };
         if self

@@ -46,6 +46,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use zkelect_core::name::Access;
 use zkelect_core::{
     Acl, Candidate, Command, Config, ConfigBuilder, FencingToken, Notice, OpId, Reply, Request,
     Role, SessionId, Timestamp, WatchEvent, WatchKind, ZkCode,
@@ -386,6 +387,9 @@ pub struct World {
     story: Vec<(Timestamp, String)>,
     /// The persistent look-alikes' names (not leaks, and no process's).
     lookalikes: Vec<String>,
+    /// Server change → how many followers its watch events may wake (the
+    /// rule's bound, see [`World::herd_bound`]).
+    herd: BTreeMap<u64, usize>,
 }
 
 impl World {
@@ -451,6 +455,7 @@ impl World {
             narrate: false,
             story: Vec::new(),
             lookalikes: Vec::new(),
+            herd: BTreeMap::new(),
             swarm,
             knobs,
         };
@@ -734,8 +739,13 @@ impl World {
 
     fn spawn(&mut self) {
         let pid = self.procs.len();
+        let rule = self
+            .swarm
+            .env
+            .queue
+            .rule(self.swarm.leaders, self.seed, pid);
         let mut builder = Config::builder(PATH, format!("p{pid}"))
-            .leaders(self.swarm.leaders)
+            .rule(rule)
             .policy(self.swarm.policy)
             .acl(self.knobs.acl)
             .container_parent(self.knobs.container_parent)
@@ -974,7 +984,12 @@ impl World {
                 request,
                 Request::GetChildren { .. } | Request::GetData { .. }
             ) {
-                self.observe(&Event::Woken { pid, cause });
+                let allowed = self.herd.get(&cause).copied().unwrap_or(1);
+                self.observe(&Event::Woken {
+                    pid,
+                    cause,
+                    allowed,
+                });
             }
         }
         let (result, fired) = self.zk.apply(self.now, session, &request);
@@ -1012,6 +1027,10 @@ impl World {
             } else {
                 shared
             };
+            if !self.herd.contains_key(&cause) {
+                let bound = self.herd_bound(&f.event);
+                self.herd.insert(cause, bound);
+            }
             let Some(pid) = self.procs.iter().position(|p| p.session == Some(f.session)) else {
                 continue;
             };
@@ -1030,6 +1049,92 @@ impl World {
                 },
             );
         }
+    }
+
+    /// What `canary` may know of process `pid` when it rewrites.
+    pub fn canary_view(&self, pid: usize, canary: Canary) -> crate::canary::View {
+        let c = &self.procs[pid].c;
+        let config = c.candidate().map(|c| c.config());
+        let own = c.node().map(str::to_owned);
+        let predecessor = match (&own, config) {
+            (Some(own), Some(config)) if canary == Canary::ReaderWatchesPredecessor => {
+                let children = self.zk.children(PATH);
+                let recipe = config.rule().recipe();
+                let (queue, _) =
+                    zkelect_core::name::queue(&children, config.prefix(), config.interop(), recipe);
+                queue
+                    .iter()
+                    .position(|n| &n.name == own)
+                    .and_then(|at| at.checked_sub(1))
+                    .map(|i| queue[i].name.clone())
+            }
+            _ => None,
+        };
+        crate::canary::View {
+            scheme: self.swarm.env.interop,
+            rule: config.map_or_else(Default::default, |c| c.rule()),
+            own,
+            prefix: config.map_or_else(String::new, |c| c.prefix().to_owned()),
+            watching: c.candidate().and_then(|c| c.watching()).map(str::to_owned),
+            predecessor,
+        }
+    }
+
+    /// How many followers one server change may wake, by the queue's rule
+    /// (its watch events reach exactly the watchers of `event.path`):
+    ///
+    /// - an election or a semaphore with k: the k nodes above (each watches
+    ///   its k nearest lower); a mutex: 1 (its successor);
+    /// - a read-write lock: a writer's node is watched by every reader above
+    ///   it up to the next writer (each reader watches its nearest lower
+    ///   writer) or, with no reader right above it, by that writer (a writer
+    ///   watches its predecessor); a reader's node by the writer right above
+    ///   it, if any: 1.
+    ///
+    /// A change to the parent (a child created) wakes nobody under the
+    /// predecessor recipe: k is the bound there too. Persistent look-alikes
+    /// are left out, as the candidates leave them out.
+    pub fn herd_bound(&self, event: &WatchEvent) -> usize {
+        let k = self.swarm.leaders as usize;
+        let recipe = self.swarm.recipe();
+        if recipe != zkelect_core::Recipe::ReadWrite {
+            return k;
+        }
+        let Some(name) = event
+            .path
+            .strip_prefix(PATH)
+            .and_then(|n| n.strip_prefix('/'))
+        else {
+            return k;
+        };
+        let interop = self.swarm.env.interop.interop();
+        // Persistent look-alikes are no contenders (the candidates skip
+        // them): a writer-named one between readers does not split them.
+        let mut children: Vec<String> = self
+            .zk
+            .children(PATH)
+            .into_iter()
+            .filter(|c| {
+                self.zk
+                    .stat(&format!("{PATH}/{c}"))
+                    .is_some_and(|s| s.ephemeral_owner != 0)
+            })
+            .collect();
+        if !children.iter().any(|c| c == name) {
+            children.push(name.to_owned());
+        }
+        let (queue, _) = zkelect_core::name::queue(&children, "", interop, recipe);
+        let Some(at) = queue.iter().position(|n| n.name == name) else {
+            return k;
+        };
+        if queue[at].access == Access::Shared {
+            return 1;
+        }
+        let readers = queue[at + 1..]
+            .iter()
+            .take_while(|n| n.access == Access::Shared)
+            .count();
+        readers.max(1)
     }
 
     /// Drains the candidate (notices, commands, timeout) after it handled
@@ -1128,7 +1233,12 @@ impl World {
         if let Notice::Elected { .. } = notice {
             self.stats.elections += 1;
             // The new leader's application starts writing to the fenced resource.
-            if self.swarm.leaders == 1 && !self.procs[pid].writing {
+            // Readers share: only exclusive holders write (one at a time).
+            let exclusive = self.procs[pid]
+                .c
+                .candidate()
+                .is_none_or(|c| c.config().rule().access() == Access::Exclusive);
+            if self.swarm.leaders == 1 && exclusive && !self.procs[pid].writing {
                 self.procs[pid].writing = true;
                 self.push(self.now, Ev::AppWrite { pid });
             }
