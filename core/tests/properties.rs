@@ -276,11 +276,21 @@ impl World {
                 let cmd = self.pending.remove(pick % self.pending.len());
                 let result = self.reply_for(&cmd.request, outcome);
                 match (&cmd.request, &result) {
-                    (Request::GetChildren { .. }, Ok(Reply::Children(children))) => {
+                    // Only a listing of the queue elects: the own-node watch
+                    // is a getChildren of our own node (its children are
+                    // none), which says nothing about the queue.
+                    (Request::GetChildren { path, .. }, Ok(Reply::Children(children)))
+                        if path == self.c.config().path() =>
+                    {
                         self.listing = Some(children.clone());
                     }
+                    // A read of another node that shows it persistent; our
+                    // own node was created ephemeral, whatever a (generated)
+                    // reply to our own-node watch says, and the machine
+                    // rightly never skips it.
                     (Request::GetData { path, .. }, Ok(Reply::Data { stat, .. }))
-                        if stat.ephemeral_owner == 0 =>
+                        if stat.ephemeral_owner == 0
+                            && self.c.node() != path.rsplit('/').next() =>
                     {
                         let name = path.rsplit('/').next().unwrap_or_default();
                         self.persistent.insert(name.to_owned());
