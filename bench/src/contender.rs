@@ -173,6 +173,28 @@ pub trait Implementation: Send + Sync {
     ) -> Result<Box<dyn Contender>>;
 }
 
+/// Turns a zookeeper-client error into one that says what was being done.
+pub(crate) fn zk_err(
+    what: impl Into<String>,
+) -> impl FnOnce(zookeeper_client::Error) -> anyhow::Error {
+    let what = what.into();
+    move |e| anyhow::anyhow!("{what}: {e}")
+}
+
+/// A zookeeper-client session for the baselines of the recipe benchmarks,
+/// within the settings' connect timeout.
+pub(crate) async fn zkc_connect(settings: &ConnectSettings) -> Result<zookeeper_client::Client> {
+    tokio::time::timeout(
+        settings.connect_timeout,
+        zookeeper_client::Client::connector()
+            .with_session_timeout(settings.session_timeout)
+            .connect(&settings.connect),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("zookeeper-client: no session within the connect timeout"))?
+    .map_err(zk_err("zookeeper-client: connecting"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

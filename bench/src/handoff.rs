@@ -33,7 +33,7 @@ use tokio::task::JoinHandle;
 use zkelect::{Election, ZkAsyncOptions};
 use zookeeper_client as zkc;
 
-use crate::contender::ConnectSettings;
+use crate::contender::{zk_err, zkc_connect, ConnectSettings};
 use crate::stats::Summary;
 
 /// One side of the comparison.
@@ -116,23 +116,6 @@ pub struct HandoffSettings {
     pub idle: Duration,
     /// How long a hand-off may take before the run fails.
     pub timeout: Duration,
-}
-
-fn zk_err(what: impl Into<String>) -> impl FnOnce(zkc::Error) -> anyhow::Error {
-    let what = what.into();
-    move |e| anyhow!("{what}: {e}")
-}
-
-async fn zkc_connect(settings: &ConnectSettings) -> Result<zkc::Client> {
-    tokio::time::timeout(
-        settings.connect_timeout,
-        zkc::Client::connector()
-            .with_session_timeout(settings.session_timeout)
-            .connect(&settings.connect),
-    )
-    .await
-    .map_err(|_| anyhow!("zookeeper-client: no session within the connect timeout"))?
-    .map_err(zk_err("zookeeper-client: connecting"))
 }
 
 fn micros(d: Duration) -> f64 {

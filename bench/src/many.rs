@@ -28,7 +28,7 @@ use zookeeper_client as zkc;
 use zkelect::zk_client::ZkClientOptions;
 use zkelect::{Connect, Election, Session, Transport, ZkAsyncOptions};
 
-use crate::contender::ConnectSettings;
+use crate::contender::{zk_err, zkc_connect, ConnectSettings};
 use crate::mntr::{delta, Monitor};
 
 /// One side's figures, printed as one JSON line.
@@ -62,23 +62,6 @@ pub struct ManySettings {
     pub elections: usize,
     /// How long any phase may take before the run fails.
     pub timeout: Duration,
-}
-
-fn zk_err(what: impl Into<String>) -> impl FnOnce(zkc::Error) -> anyhow::Error {
-    let what = what.into();
-    move |e| anyhow!("{what}: {e}")
-}
-
-async fn connect(settings: &ConnectSettings) -> Result<zkc::Client> {
-    tokio::time::timeout(
-        settings.connect_timeout,
-        zkc::Client::connector()
-            .with_session_timeout(settings.session_timeout)
-            .connect(&settings.connect),
-    )
-    .await
-    .map_err(|_| anyhow!("zookeeper-client: no session within the connect timeout"))?
-    .map_err(zk_err("zookeeper-client: connecting"))
 }
 
 /// This process's resident set, bytes (`VmRSS` of /proc/self/status).
@@ -160,9 +143,9 @@ async fn znodes(monitor: &Monitor) -> Result<u64> {
 /// than `settings.timeout`.
 pub async fn zookeeper_client(settings: &ManySettings, monitor: &Monitor) -> Result<ManyRecord> {
     let n = settings.elections;
-    let admin = connect(&settings.connect).await?;
-    let a = connect(&settings.connect).await?;
-    let b = connect(&settings.connect).await?;
+    let admin = zkc_connect(&settings.connect).await?;
+    let a = zkc_connect(&settings.connect).await?;
+    let b = zkc_connect(&settings.connect).await?;
     let (release_a, release_a_rx) = watch::channel(false);
     let (release_b, release_b_rx) = watch::channel(false);
     let (a_tx, mut a_held) = mpsc::unbounded_channel();
@@ -328,7 +311,7 @@ pub async fn zkelect(
     transport: ZkelectTransport,
 ) -> Result<ManyRecord> {
     let n = settings.elections;
-    let admin = connect(&settings.connect).await?;
+    let admin = zkc_connect(&settings.connect).await?;
     let (a, a_transport) = zkelect_session(transport, &settings.connect).await?;
     let (b, _b_transport) = zkelect_session(transport, &settings.connect).await?;
     let (a_tx, mut a_held) = mpsc::unbounded_channel();
