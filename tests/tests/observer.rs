@@ -131,7 +131,13 @@ async fn two_leaders_and_an_observer(client: Client) {
         .expect("the task")
         .expect("a leader");
     assert_eq!(leader.id, "d");
-    assert_eq!(d.role(), Role::Leader(leader.token));
+    // The observer may see d at the front before d's own machine has read
+    // its listing: d's own belief is awaited, and its token must agree.
+    let token = tokio::time::timeout(SETTLE, d.wait_leader())
+        .await
+        .expect("d learns it leads")
+        .expect("d leads");
+    assert_eq!(token, leader.token);
 
     // Closed: waiting ends with a typed error, never a hang.
     observation.close().await;
