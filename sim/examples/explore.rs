@@ -1,6 +1,7 @@
 //! Exhaustive small scopes from the command line (`zkelect_sim::explore`):
 //!
 //! `cargo run -p zkelect-sim --release --example explore -- --candidates 3 --faults 2 --depth 4`
+//! `cargo run -p zkelect-sim --release --example explore -- --candidates 2 --faults 1 --deviations 1`
 //!
 //! Prints the runs, distinct executions, fault plans and states checked, and
 //! the wall time; exits 1 with the failing run's report if a checker fails.
@@ -8,13 +9,13 @@
 use std::time::Instant;
 
 use zkelect_sim::canary::Canary;
-use zkelect_sim::explore::{explore, Scope};
+use zkelect_sim::explore::{explore, Scope, Search};
 
 fn main() {
     let mut scope = Scope {
         candidates: 2,
         faults: 1,
-        depth: 4,
+        search: Search::Windows { depth: 4 },
         canary: None,
     };
     let mut args = std::env::args().skip(1);
@@ -29,7 +30,8 @@ fn main() {
         match flag.as_str() {
             "--candidates" => scope.candidates = number(),
             "--faults" => scope.faults = number(),
-            "--depth" => scope.depth = number(),
+            "--depth" => scope.search = Search::Windows { depth: number() },
+            "--deviations" => scope.search = Search::Deviations { max: number() },
             "--canary" => {
                 scope.canary = Some(Canary::from_flag(&value).unwrap_or_else(|| {
                     eprintln!("no canary {value:?}");
@@ -38,7 +40,7 @@ fn main() {
             }
             _ => {
                 eprintln!(
-                    "usage: explore [--candidates N] [--faults N] [--depth N] [--canary FLAG]"
+                    "usage: explore [--candidates N] [--faults N] [--depth N | --deviations N] [--canary FLAG]"
                 );
                 std::process::exit(2)
             }

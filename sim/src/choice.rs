@@ -107,10 +107,7 @@ impl Choices {
         let option = match self {
             Self::Seeded(rng) => rng.range(0, hi),
             Self::Bytes(bytes) => bytes.range(0, hi),
-            Self::Script(script) => match script.pick(n) {
-                Some(o) => u64::from(o),
-                None => script.fallback.range(0, hi),
-            },
+            Self::Script(script) => u64::from(script.pick_option(n)),
         };
         option.min(hi) as u32
     }
@@ -217,6 +214,9 @@ pub struct Script {
     prefix: Vec<u32>,
     /// Branching choices left in the open window.
     window: usize,
+    /// Outside a window: deviations from the fallback stream still allowed
+    /// (`None`: the stream answers alone, unexplored).
+    deviations: Option<usize>,
     taken: Vec<Taken>,
     fallback: SimRng,
 }
@@ -228,6 +228,7 @@ impl Script {
         Self {
             prefix,
             window: depth,
+            deviations: None,
             taken: Vec::new(),
             fallback: SimRng::new(seed, 0x5C),
         }
@@ -249,21 +250,64 @@ impl Script {
         self.window = depth;
     }
 
-    /// Picks one of `arity` options (`arity` ≥ 2); `None` outside a window.
+    /// From now on, outside windows, every choice of the run branches, but a
+    /// run may deviate from the fallback stream's answer at most `max` times:
+    /// a depth-first search then visits every run within `max` deviations of
+    /// the stream's schedule, wherever in the run they fall (the iterative
+    /// context bounding of CHESS, loom's preemption bound). Option 0 of every
+    /// such choice is the stream's own answer; options 1.. are the others.
+    pub fn bound_deviations(&mut self, max: usize) {
+        self.deviations = Some(max);
+    }
+
+    /// The option the prefix names for the next choice of `arity` (0 past the
+    /// prefix, or where the prefix names an option this choice lacks).
+    fn next_option(&self, arity: u32) -> u32 {
+        self.prefix
+            .get(self.taken.len())
+            .copied()
+            .filter(|o| *o < arity)
+            .unwrap_or(0)
+    }
+
+    /// Picks one of `arity` options (`arity` ≥ 2) in a window; `None` outside.
     fn pick(&mut self, arity: u32) -> Option<u32> {
         if self.exhausted() {
             return None;
         }
         self.window -= 1;
-        let i = self.taken.len();
-        let option = self
-            .prefix
-            .get(i)
-            .copied()
-            .filter(|o| *o < arity)
-            .unwrap_or(0);
+        let option = self.next_option(arity);
         self.taken.push(Taken { option, arity });
         Some(option)
+    }
+
+    /// Outside a window, under a deviation bound: which of `arity` answers to
+    /// give, as an offset from the stream's (0 = the stream's own). `None`
+    /// when the search does not branch here (no bound, or its budget spent).
+    fn deviate(&mut self, arity: u32) -> Option<u32> {
+        let left = self.deviations.filter(|left| *left > 0)?;
+        let option = self.next_option(arity);
+        self.taken.push(Taken { option, arity });
+        if option > 0 {
+            self.deviations = Some(left - 1);
+        }
+        Some(option)
+    }
+
+    /// One of `n` ≥ 2 options for [`Choices::pick`].
+    fn pick_option(&mut self, n: u32) -> u32 {
+        if let Some(o) = self.pick(n) {
+            return o;
+        }
+        // Every answer is ≤ n - 1 < 2^32.
+        let stream = self
+            .fallback
+            .range(0, u64::from(n - 1))
+            .min(u64::from(n - 1)) as u32;
+        match self.deviate(n) {
+            Some(offset) => (stream + offset) % n,
+            None => stream,
+        }
     }
 
     fn range(&mut self, lo: u64, hi: u64) -> u64 {
@@ -274,15 +318,26 @@ impl Script {
         if span < SCRIPT_RANGE_OPTIONS {
             // span + 1 ≤ SCRIPT_RANGE_OPTIONS fits in u32.
             let arity = (span + 1) as u32;
-            match self.pick(arity) {
-                Some(o) => lo + u64::from(o),
-                None => self.fallback.range(lo, hi),
+            if let Some(o) = self.pick(arity) {
+                return lo + u64::from(o);
+            }
+            let stream = self.fallback.range(lo, hi);
+            match self.deviate(arity) {
+                Some(offset) => lo + (stream - lo + u64::from(offset)) % (span + 1),
+                None => stream,
             }
         } else {
             match self.pick(2) {
-                Some(0) => lo,
-                Some(_) => hi,
-                None => self.fallback.range(lo, hi),
+                Some(0) => return lo,
+                Some(_) => return hi,
+                None => {}
+            }
+            // Under a deviation bound: the stream's latency, or either end.
+            let stream = self.fallback.range(lo, hi);
+            match self.deviate(3) {
+                Some(1) => lo,
+                Some(2) => hi,
+                _ => stream,
             }
         }
     }
@@ -294,9 +349,13 @@ impl Script {
         if p >= 1.0 {
             return true;
         }
-        match self.pick(2) {
-            Some(o) => o == 1,
-            None => self.fallback.chance(p),
+        if let Some(o) = self.pick(2) {
+            return o == 1;
+        }
+        let stream = self.fallback.chance(p);
+        match self.deviate(2) {
+            Some(1) => !stream,
+            _ => stream,
         }
     }
 
@@ -356,6 +415,62 @@ mod tests {
         unique.sort_unstable();
         unique.dedup();
         assert_eq!(unique.len(), 12);
+    }
+
+    /// Under a bound of one deviation, a run of five choices has exactly
+    /// the stream's schedule plus each single deviation: 1 + 5 × (arity - 1).
+    #[test]
+    fn a_deviation_bound_visits_every_run_within_it_once() {
+        fn run(prefix: Vec<u32>, max: usize) -> (Vec<(bool, u64, u32)>, Script) {
+            let mut s = Script::new(prefix, 0, 7);
+            s.bound_deviations(max);
+            let mut c = Choices::Script(s);
+            let out = (0..5)
+                .map(|_| (c.chance(0.5), c.range(10, 20), c.pick(3)))
+                .collect::<Vec<_>>();
+            let Choices::Script(s) = c else {
+                unreachable!()
+            };
+            (out, s)
+        }
+        let (stream, _) = run(Vec::new(), 0);
+        for max in [1, 2] {
+            let mut seen = Vec::new();
+            let mut prefix = Some(Vec::new());
+            while let Some(p) = prefix {
+                let (out, s) = run(p, max);
+                let differing: usize = out
+                    .iter()
+                    .zip(&stream)
+                    .map(|(a, b)| {
+                        usize::from(a.0 != b.0) + usize::from(a.1 != b.1) + usize::from(a.2 != b.2)
+                    })
+                    .sum();
+                assert!(differing <= max, "{out:?} is {differing} from {stream:?}");
+                seen.push(out);
+                prefix = s.next_prefix();
+            }
+            let runs = seen.len();
+            seen.sort_unstable();
+            seen.dedup();
+            // Five rounds of (chance: 1 other, range: 2 ends, pick of 3: 2 others) = 25 single deviations.
+            let singles = 5 * (1 + 2 + 2);
+            // Pairs: any two of the 15 choice points, each with its others.
+            let pairs = {
+                let others = [1usize, 2, 2].repeat(5);
+                let mut n = 0;
+                for i in 0..others.len() {
+                    for j in i + 1..others.len() {
+                        n += others[i] * others[j];
+                    }
+                }
+                n
+            };
+            let expected = 1 + singles + if max == 2 { pairs } else { 0 };
+            assert_eq!(runs, expected, "max {max}");
+            // A range end may equal the stream's own latency: runs may coincide, never exceed.
+            assert!(seen.len() <= runs);
+        }
     }
 
     #[test]

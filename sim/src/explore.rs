@@ -16,15 +16,21 @@
 //!   dropped connection's requests land) opens at the start and again right
 //!   after each fault. Every combination inside the windows is run.
 //!
-//! Choices outside the windows come from a fixed stream: the search is
-//! exhaustive over the plan and the windows, not over every message of a
-//! 20-second run (2^hundreds). Runs are not deduplicated by world state;
-//! [`Exploration`] counts runs, distinct executions (trace hashes) and steps
-//! (states checked).
+//! With [`Search::Windows`], choices outside the windows come from a fixed
+//! stream: the search is exhaustive over the plan and the windows, not over
+//! every message of a run. [`Search::Deviations`] closes that gap the way
+//! CHESS's iterative context bounding and loom's preemption bound do: every
+//! choice of the whole run branches (the stream's answer, or each other:
+//! either latency end, the other order, another count), and the search visits
+//! every run that deviates from the stream's schedule at most `max` times,
+//! wherever in the run the deviations fall. Runs are not deduplicated by
+//! world state; [`Exploration`] counts runs, distinct executions (trace
+//! hashes) and steps (states checked).
 //!
 //! ```
-//! use zkelect_sim::explore::{explore, Scope};
-//! let out = explore(Scope { candidates: 2, faults: 0, depth: 2, canary: None });
+//! use zkelect_sim::explore::{explore, Scope, Search};
+//! let scope = Scope { candidates: 2, faults: 0, search: Search::Windows { depth: 2 }, canary: None };
+//! let out = explore(scope);
 //! assert!(out.failure.is_none());
 //! assert_eq!(out.runs, 4); // 2 binary choices at the start, no plan choice
 //! ```
@@ -60,11 +66,29 @@ pub struct Scope {
     pub candidates: usize,
     /// At most this many planned faults.
     pub faults: usize,
-    /// Branching choices per window (at the start and after each fault).
-    pub depth: usize,
+    /// Which of the world's choices branch.
+    pub search: Search,
     /// A broken candidate to run instead of the real one (to show the search
     /// catches what it breaks).
     pub canary: Option<Canary>,
+}
+
+/// Which of the world's choices a search branches on (besides the fault plan,
+/// which it always enumerates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Search {
+    /// Every combination of `depth` branching choices in a window at the start
+    /// and right after each fault; the stream answers the rest.
+    Windows {
+        /// Branching choices per window.
+        depth: usize,
+    },
+    /// Every run within `max` deviations from the stream's schedule, anywhere
+    /// in the run (each choice: the stream's answer, or each other one).
+    Deviations {
+        /// At most this many choices differ from the stream's.
+        max: usize,
+    },
 }
 
 /// The faults a plan picks from (for `candidates` processes).
@@ -172,7 +196,14 @@ fn drive(scope: Scope, prefix: Vec<u32>, keep_trace: bool) -> World {
     plan.sort_by_key(|(at, _)| *at);
     let times: BTreeSet<Timestamp> = plan.iter().map(|(at, _)| *at).collect();
     if let Choices::Script(s) = &mut choices {
-        s.open(scope.depth);
+        match scope.search {
+            Search::Windows { depth } => s.open(depth),
+            Search::Deviations { max } => {
+                // The plan's window may be left open by a short plan.
+                s.open(0);
+                s.bound_deviations(max);
+            }
+        }
     }
     let mut world = World::with_choices(
         SEED,
@@ -189,8 +220,9 @@ fn drive(scope: Scope, prefix: Vec<u32>, keep_trace: bool) -> World {
         if world.run_until(before).is_some() {
             break;
         }
-        if let Choices::Script(s) = world.choices_mut() {
-            s.open(scope.depth);
+        if let (Choices::Script(s), Search::Windows { depth }) = (world.choices_mut(), scope.search)
+        {
+            s.open(depth);
         }
     }
     world.run();
@@ -228,7 +260,11 @@ pub fn explore(scope: Scope) -> Exploration {
         hashes.insert(report.hash);
         plans.insert(format!("{:?}", report.swarm.plan));
         if report.violation.is_some() {
-            let taken = script.taken().iter().map(|t| t.option).collect();
+            let mut taken: Vec<u32> = script.taken().iter().map(|t| t.option).collect();
+            // Past its prefix a script answers 0: the trailing zeros say nothing.
+            while taken.last() == Some(&0) {
+                taken.pop();
+            }
             out.failure = Some((taken, Box::new(report)));
             break;
         }
