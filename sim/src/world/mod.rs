@@ -589,7 +589,7 @@ impl World {
     }
 
     /// Every process, in pid order.
-    pub fn processes(&self) -> impl Iterator<Item = Process<'_>> + '_ {
+    pub fn processes(&self) -> impl ExactSizeIterator<Item = Process<'_>> + '_ {
         (0..self.procs.len()).map(|pid| self.process(pid))
     }
 
@@ -600,6 +600,16 @@ impl World {
         (0..self.procs.len())
             .filter(|&pid| self.procs[pid].c.role().is_leader())
             .map(|pid| self.process(pid))
+    }
+
+    /// How many live (not crashed) processes believe they lead right now (an
+    /// upper bound on what [`Safety`](crate::check::Safety) counts, without
+    /// building a view of any process: its fast path after every step).
+    pub fn leader_count(&self) -> usize {
+        self.procs
+            .iter()
+            .filter(|p| !p.crashed && p.c.role().is_leader())
+            .count()
     }
 
     /// The processes whose node an operator once deleted (whether or not they
