@@ -8,6 +8,13 @@ use zkelect_sim::world::{Planted, World};
 /// Six candidates at the start, the first four on p0's session, with two
 /// observers on p0's session and one on its own (a queue of `queue`).
 fn crowded(seed: u64, faults: FaultMix, queue: Queue, k: u32) -> Swarm {
+    let mut swarm = riders_only(seed, faults, queue, k);
+    swarm.env.hosting.observers = vec![Some(0), Some(0), None];
+    swarm
+}
+
+/// The same without observers.
+fn riders_only(seed: u64, faults: FaultMix, queue: Queue, k: u32) -> Swarm {
     let overrides = Overrides {
         candidates: Some(6),
         faults,
@@ -17,7 +24,7 @@ fn crowded(seed: u64, faults: FaultMix, queue: Queue, k: u32) -> Swarm {
     let mut swarm = Swarm::from_seed(seed, overrides);
     swarm.env.hosting = Hosting {
         riders: vec![(1, 0), (2, 0), (3, 0)],
-        observers: vec![Some(0), Some(0), None],
+        observers: Vec::new(),
     };
     swarm
 }
