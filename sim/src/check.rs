@@ -65,6 +65,7 @@ pub fn standard() -> Vec<Checker> {
         Box::new(OneAnswer::default()),
         Box::new(StaleReply),
         Box::new(NoError),
+        Box::new(Observers),
     ]
 }
 
@@ -389,6 +390,7 @@ impl Invariant<World> for Liveness {
         }
         let is_live = |p: &Process<'_>| {
             !p.crashed
+                && !p.observer
                 && !revoked_foreign(p)
                 && !matches!(p.agent.role(), Role::Idle | Role::Closed | Role::Failed)
         };
@@ -666,6 +668,52 @@ impl Invariant<World> for NoError {
         } = event
         {
             return Err(format!("p{pid} failed: {e}"));
+        }
+        Ok(())
+    }
+}
+
+/// Once the world is quiet ([`Event::Quiet`]: the end of the settled phase,
+/// before anyone closes), every live observer has reported, and its
+/// participant list is the server's queue: its live (ephemeral) nodes in
+/// queue order, each with its czxid as token and whether the recipe says it
+/// holds ([`World::queue_truth`]). Observers are never contenders: the
+/// other checkers leave them out.
+#[derive(Debug, Default)]
+pub struct Observers;
+
+impl Invariant<World> for Observers {
+    fn name(&self) -> &'static str {
+        "observers"
+    }
+
+    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
+        if !matches!(event, Event::Quiet) {
+            return Ok(());
+        }
+        let truth = world.queue_truth();
+        for p in world.processes().filter(|p| p.observer && !p.crashed) {
+            // A closed observer keeps its last list; it is no longer live.
+            let Some(o) = p
+                .agent
+                .observer()
+                .filter(|o| !o.is_closed() && !o.is_failed())
+            else {
+                continue;
+            };
+            let seen: Vec<(String, FencingToken, bool)> = o
+                .participants()
+                .iter()
+                .map(|x| (x.node.clone(), x.token, x.holds))
+                .collect();
+            if !o.has_reported() || seen != truth {
+                return Err(format!(
+                    "observer p{} (on p{}'s session) reports {seen:?} (reported: {}), the queue is {truth:?}",
+                    p.pid,
+                    p.host,
+                    o.has_reported()
+                ));
+            }
         }
         Ok(())
     }
