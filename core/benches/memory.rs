@@ -28,6 +28,9 @@ fn stem(rule: Rule, seq: usize) -> &'static str {
     }
 }
 
+/// A follower that joined, listed a queue of ten and set its watches, with
+/// every request answered as a driver would: an idle machine has nothing in
+/// flight (until its next liveness probe).
 fn idle_follower(i: usize, rule: Rule) -> Candidate {
     let config = Config::builder("/services/scheduler/leader", format!("node-{i:04}"))
         .rule(rule)
@@ -44,55 +47,36 @@ fn idle_follower(i: usize, rule: Rule) -> Candidate {
             timeout: Duration::from_secs(10),
         }),
     );
-    let mut commands: Vec<Command> = std::iter::from_fn(|| c.poll_command()).collect();
-    let create = commands
-        .iter()
-        .find(|c| c.request.kind() == Verb::Create)
-        .expect("create")
-        .op;
     let own = format!(
         "_c_00000000000000aa-{}0000000009",
         rule.stem(Interop::None).expect("stem")
     );
-    c.handle(
-        t,
-        Input::Reply {
-            op: create,
-            result: Ok(Reply::Created {
-                path: format!("/services/scheduler/leader/{own}"),
-                stat: Stat {
-                    czxid: 9,
-                    ephemeral_owner: 1,
-                    ..Stat::default()
-                },
-            }),
-        },
-    );
-    commands.extend(std::iter::from_fn(|| c.poll_command()));
-    let list = commands
-        .iter()
-        .find(|c| c.request.kind() == Verb::GetChildren)
-        .expect("list")
-        .op;
-    let children = (0..9)
+    let children: Vec<String> = (0..9)
         .map(|s| format!("_c_{s:016x}-{}{s:010}", stem(rule, s)))
-        .chain([own])
+        .chain([own.clone()])
         .collect();
-    c.handle(
-        t,
-        Input::Reply {
-            op: list,
-            result: Ok(Reply::Children(children)),
-        },
-    );
-    // Watches are set one at a time: answer until nothing more is asked.
+    let own_stat = Stat {
+        czxid: 9,
+        ephemeral_owner: 1,
+        ..Stat::default()
+    };
+    // Answer until nothing more is asked (watches are set one at a time).
     loop {
         let pending: Vec<Command> = std::iter::from_fn(|| c.poll_command()).collect();
         if pending.is_empty() {
             break;
         }
         for cmd in pending {
-            let result = match cmd.request {
+            let result = match &cmd.request {
+                Request::Create { .. } => Ok(Reply::Created {
+                    path: format!("/services/scheduler/leader/{own}"),
+                    stat: own_stat,
+                }),
+                Request::GetChildren { .. } => Ok(Reply::Children(children.clone())),
+                Request::GetData { path, .. } if path.ends_with(&own) => Ok(Reply::Data {
+                    data: vec![],
+                    stat: own_stat,
+                }),
                 Request::GetData { .. } => Ok(Reply::Data {
                     data: vec![],
                     stat: Stat {
@@ -108,6 +92,11 @@ fn idle_follower(i: usize, rule: Rule) -> Candidate {
     while c.poll_notice().is_some() {}
     assert_eq!(c.role(), Role::Follower, "{rule:?}");
     assert!(!c.watched().is_empty(), "{rule:?}");
+    assert_eq!(
+        c.in_flight().count(),
+        0,
+        "{rule:?}: idle means nothing in flight"
+    );
     c
 }
 

@@ -95,7 +95,7 @@
 //!   in-flight map is the only record of what is in flight, and everything of
 //!   one ZooKeeper session is one `SessionState`, replaced whole on expiry.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
 use crate::command::{Command, OpId};
@@ -104,6 +104,7 @@ use crate::input::{Input, SessionEvent};
 use crate::lease::{Connection, Contact, Leadership};
 use crate::name::{self, NodeName, Origin};
 use crate::notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
+use crate::ops::OpTable;
 use crate::standing::{Next, Standing};
 use crate::time::Timestamp;
 use crate::timer::{Backoff, Timer, TimerTable};
@@ -312,7 +313,7 @@ struct SessionState {
     /// Send time of the newest request the server answered in this session.
     last_ack: Option<Timestamp>,
     /// Every request in flight, by op: the one place that says what is in flight.
-    ops: BTreeMap<OpId, InFlight>,
+    ops: OpTable<InFlight>,
     /// Nodes of earlier sessions being deleted.
     clearing: Vec<String>,
     own: Option<Own>,
@@ -329,7 +330,7 @@ impl SessionState {
             creates: 0,
             create_uncertain: false,
             last_ack: None,
-            ops: BTreeMap::new(),
+            ops: OpTable::default(),
             clearing: Vec::new(),
             own: None,
             own_watch: OwnWatch::Unarmed,
@@ -539,7 +540,7 @@ impl Candidate {
 
     /// The requests emitted and not yet answered, oldest first.
     pub fn in_flight(&self) -> impl Iterator<Item = OpId> + '_ {
-        self.session.ops.keys().copied()
+        self.session.ops.keys()
     }
 
     // ----- (C) intents ------------------------------------------------------
@@ -613,7 +614,7 @@ impl Candidate {
         self.enter(now);
         if self.is_done() {
             if let Input::Reply { op, .. } = &input {
-                if self.session.ops.remove(op).is_none() {
+                if self.session.ops.remove(*op).is_none() {
                     self.stats.stale_replies += 1;
                 }
             }
@@ -648,13 +649,13 @@ impl Candidate {
     /// The next notice for the application, if any. Drain before commands.
     #[must_use]
     pub fn poll_notice(&mut self) -> Option<Notice> {
-        self.notices.pop_front()
+        drain_one(&mut self.notices)
     }
 
     /// The next command for the driver to perform, if any.
     #[must_use]
     pub fn poll_command(&mut self) -> Option<Command> {
-        self.commands.pop_front()
+        drain_one(&mut self.commands)
     }
 
     /// When to call [`handle_timeout`](Self::handle_timeout) next, if ever.
@@ -743,7 +744,7 @@ impl Candidate {
             .ops
             .iter()
             .find(|(_, f)| which(&f.purpose))
-            .map(|(&op, _)| op)
+            .map(|(op, _)| op)
     }
 
     fn main_in_flight(&self) -> bool {
@@ -773,8 +774,8 @@ impl Candidate {
     /// create, which must be waited for: it may still be applied.
     fn supersede_main(&mut self) {
         if let Some(op) = self.in_flight_for(Purpose::is_main) {
-            if self.session.ops[&op].purpose != Purpose::Create {
-                self.session.ops.remove(&op);
+            if self.session.ops.get(op).map(|f| &f.purpose) != Some(&Purpose::Create) {
+                self.session.ops.remove(op);
             }
         }
     }
@@ -799,7 +800,7 @@ impl Candidate {
     fn drop_own_watch(&mut self) {
         self.session.own_watch = OwnWatch::Unarmed;
         if let Some(op) = self.own_watch_in_flight() {
-            self.session.ops.remove(&op);
+            self.session.ops.remove(op);
         }
     }
 
@@ -1247,7 +1248,7 @@ impl Candidate {
     // ----- replies -----------------------------------------------------------------
 
     fn on_reply(&mut self, op: OpId, result: Result<Reply, ZkCode>) {
-        let Some(flight) = self.session.ops.remove(&op) else {
+        let Some(flight) = self.session.ops.remove(op) else {
             self.stats.stale_replies += 1;
             return;
         };
@@ -1930,6 +1931,17 @@ impl Candidate {
 }
 
 /// `/a/b/c` → `["/a", "/a/b", "/a/b/c"]`.
+/// Takes the front of an output queue, and gives the queue's buffer back once
+/// it is drained: outputs come in bursts, and an idle machine (of thousands on
+/// one session) should not keep the buffer of its last burst.
+fn drain_one<T>(queue: &mut VecDeque<T>) -> Option<T> {
+    let front = queue.pop_front();
+    if queue.is_empty() && queue.capacity() > 0 {
+        *queue = VecDeque::new();
+    }
+    front
+}
+
 fn ancestors(path: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (i, ch) in path.char_indices().skip(1) {

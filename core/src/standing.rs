@@ -92,16 +92,18 @@ impl Standing {
 
     /// Forgets the last listing's view of the nodes below ours.
     pub(crate) fn forget_lower(&mut self) {
-        self.lower.clear();
+        self.lower = Vec::new();
         self.older = 0;
-        self.marks.clear();
+        self.marks = Vec::new();
     }
 
     /// Forgets the watched nodes and what was learned of them.
     pub(crate) fn forget_watched(&mut self) {
-        self.watched.clear();
-        self.armed.clear();
-        self.seen.clear();
+        // Assigned, not cleared: a leader (of thousands on one session) keeps
+        // no buffer from the time it followed.
+        self.watched = Vec::new();
+        self.armed = Vec::new();
+        self.seen = Vec::new();
     }
 
     /// The nodes watched, nearest first.
@@ -116,7 +118,7 @@ impl Standing {
 
     /// The server confirmed the watch on `name`.
     pub(crate) fn armed(&mut self, name: String) {
-        self.armed.push(name);
+        push_small(&mut self.armed, name);
     }
 
     /// The watch on `name` fired (or may have): it must be set again.
@@ -186,11 +188,14 @@ impl Standing {
             Some(i) if self.seen[i].czxid != stat.czxid => return None,
             Some(i) => i,
             None => {
-                self.seen.push(Seen {
-                    name: name.to_owned(),
-                    czxid: stat.czxid,
-                    original: None,
-                });
+                push_small(
+                    &mut self.seen,
+                    Seen {
+                        name: name.to_owned(),
+                        czxid: stat.czxid,
+                        original: None,
+                    },
+                );
                 self.seen.len() - 1
             }
         };
@@ -217,9 +222,19 @@ impl Standing {
             return false;
         };
         let before = self.below(k);
-        self.marks.push(i);
+        push_small(&mut self.marks, i);
         self.below(k) < before
     }
+}
+
+/// Pushes onto one of the standing's lists, which hold one entry per watched
+/// node (one, with k = 1): the first push allocates room for one, not the
+/// vector's usual four; later ones grow as usual.
+fn push_small<T>(list: &mut Vec<T>, item: T) {
+    if list.capacity() == 0 {
+        list.reserve_exact(1);
+    }
+    list.push(item);
 }
 
 #[cfg(test)]
