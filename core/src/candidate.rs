@@ -110,9 +110,13 @@ use crate::time::Timestamp;
 use crate::timer::{Backoff, Timer, TimerTable};
 use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
 
-/// How many of the nearest lower nodes a follower remembers from a listing: the
-/// predecessors it can fall back to without listing again.
-const NEAREST_KEPT: usize = 8;
+/// How many of the nearest lower nodes a follower remembers from a listing,
+/// per node it watches: those it watches, and as many to fall back to without
+/// listing again. Only a persistent look-alike read in place of a watched node
+/// falls back (a watched node that goes costs a listing anyway: others may
+/// have gone unseen), so one spare per watch is plenty; each name kept costs
+/// every idle follower some 56 bytes.
+const KEPT_PER_WATCH: usize = 2;
 
 /// How many past sessions' nonces a candidate remembers, to clear their nodes.
 const OLD_NONCES_KEPT: usize = 16;
@@ -246,6 +250,17 @@ impl Purpose {
                 | Self::Delete(_)
         )
     }
+}
+
+/// What a candidate keeps from its past: most never need any of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+struct Past {
+    /// Nonces of this candidate's earlier sessions: a node bearing one is ours
+    /// from the past (a create applied after its session was given up on, or a
+    /// dying session's node) and is deleted when a listing shows it.
+    old_nonces: VecDeque<String>,
+    /// Persistent children already reported, so each is reported once.
+    persistent_reported: BTreeSet<String>,
 }
 
 /// The data watch on our own node, while no request for it is in flight (the
@@ -401,13 +416,10 @@ pub struct Candidate {
     /// Everything that belongs to one ZooKeeper session, replaced whole when
     /// the session ends.
     session: SessionState,
-    /// Nonces of this candidate's earlier sessions: a node bearing one is ours
-    /// from the past (a create applied after its session was given up on, or a
-    /// dying session's node) and is deleted when a listing shows it.
-    old_nonces: VecDeque<String>,
+    /// What only a candidate that lost a session or met a look-alike needs;
+    /// boxed, so the rest pay 8 bytes for it.
+    past: Option<Box<Past>>,
     step: Step,
-    /// Persistent children already reported, so each is reported once.
-    persistent_reported: BTreeSet<String>,
     leadership: Leadership,
     /// The link's last verdict ([`Self::link_ok`]), to act on its changes.
     link_up: bool,
@@ -423,11 +435,9 @@ pub struct Candidate {
 impl Candidate {
     /// A candidate that has not joined yet; call [`join`](Self::join).
     pub fn new(config: Config) -> Self {
-        let backoff = Backoff::new(
-            config.backoff_min(),
-            config.backoff_max(),
-            name::splitmix64(config.nonce_seed() ^ 0x6a09_e667_f3bc_c908),
-        );
+        let backoff = Backoff::new(name::splitmix64(
+            config.nonce_seed() ^ 0x6a09_e667_f3bc_c908,
+        ));
         Self {
             config,
             now: Timestamp::ZERO,
@@ -437,9 +447,8 @@ impl Candidate {
             timeout: Duration::ZERO,
             ids_reported: false,
             session: SessionState::new(0),
-            old_nonces: VecDeque::new(),
             step: Step::Idle,
-            persistent_reported: BTreeSet::new(),
+            past: None,
             leadership: Leadership::None,
             link_up: false,
             suspension: Suspension::Clear,
@@ -1028,7 +1037,9 @@ impl Candidate {
     /// Called from the main lane's reply handlers: its request is answered.
     fn retry_later(&mut self) {
         if self.connection == Connection::Connected {
-            let delay = self.backoff.next_delay();
+            let delay = self
+                .backoff
+                .next_delay(self.config.backoff_min(), self.config.backoff_max());
             self.timers.set(Timer::Retry, self.now + delay);
         }
     }
@@ -1487,19 +1498,20 @@ impl Candidate {
     /// can block the queue until its session ends, or forever if a client sent a
     /// queued create on the new session; either way it is ours and useless.
     fn clear_old_nodes(&mut self, children: &[String]) {
-        if self.old_nonces.is_empty() {
+        let Some(past) = self.past.as_ref().filter(|p| !p.old_nonces.is_empty()) else {
             return;
-        }
-        for child in children {
-            let Some(nonce) = child
-                .strip_prefix(name::PROTECTED_MARKER)
-                .and_then(|rest| rest.get(..name::NONCE_LEN))
-            else {
-                continue;
-            };
-            if self.old_nonces.iter().any(|old| old == nonce)
-                && !self.session.clearing.contains(child)
-            {
+        };
+        let old: Vec<&String> = children
+            .iter()
+            .filter(|child| {
+                child
+                    .strip_prefix(name::PROTECTED_MARKER)
+                    .and_then(|rest| rest.get(..name::NONCE_LEN))
+                    .is_some_and(|nonce| past.old_nonces.iter().any(|old| old == nonce))
+            })
+            .collect();
+        for child in old {
+            if !self.session.clearing.contains(child) {
                 self.session.clearing.push(child.clone());
                 let path = self.child_path(child);
                 self.emit(
@@ -1511,6 +1523,10 @@ impl Candidate {
                 );
             }
         }
+    }
+
+    fn past(&mut self) -> &mut Past {
+        self.past.get_or_insert_with(Box::default)
     }
 
     fn owned_by_this_session(&self, stat: Stat) -> bool {
@@ -1552,7 +1568,7 @@ impl Candidate {
             self.config.prefix(),
             self.config.interop(),
             self.config.rule(),
-            NEAREST_KEPT.max(2 * k),
+            KEPT_PER_WATCH * k,
             &self.session.standing.persistent,
         );
         self.stats.ignored_children += standing.ignored as u64;
@@ -1651,7 +1667,7 @@ impl Candidate {
     /// watch the next one below (the listing's other nodes are as good as they
     /// were; a fresh listing is not needed).
     fn skip_persistent(&mut self, pred: String) {
-        if self.persistent_reported.insert(pred.clone()) {
+        if self.past().persistent_reported.insert(pred.clone()) {
             self.stats.persistent_skipped += 1;
             self.notices
                 .push_back(Notice::PersistentSkipped { node: pred.clone() });
@@ -1912,11 +1928,12 @@ impl Candidate {
             .and_then(|o| name::nonce_of(&o.name))
             .map(str::to_owned);
         for nonce in [own_nonce, self.last_nonce()].into_iter().flatten() {
-            if !self.old_nonces.contains(&nonce) {
-                self.old_nonces.push_back(nonce);
+            let old_nonces = &mut self.past().old_nonces;
+            if !old_nonces.contains(&nonce) {
+                old_nonces.push_back(nonce);
             }
-            if self.old_nonces.len() > OLD_NONCES_KEPT {
-                self.old_nonces.pop_front();
+            if old_nonces.len() > OLD_NONCES_KEPT {
+                old_nonces.pop_front();
             }
         }
         self.session = SessionState::new(self.session.epoch + 1);
