@@ -308,7 +308,8 @@ struct InFlight {
 /// This candidate's own node.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Own {
-    name: String,
+    /// Boxed: it never changes, and every machine holds one.
+    name: Box<str>,
     token: FencingToken,
     mark: Mark,
 }
@@ -424,7 +425,8 @@ pub struct Candidate {
     /// The link's last verdict ([`Self::link_ok`]), to act on its changes.
     link_up: bool,
     suspension: Suspension,
-    last_leader: Option<String>,
+    /// The oldest node of the last listing, as last reported.
+    last_leader: Option<Box<str>>,
     timers: TimerTable,
     backoff: Backoff,
     notices: VecDeque<Notice>,
@@ -487,7 +489,7 @@ impl Candidate {
 
     /// This candidate's node name (not the full path), once known.
     pub fn node(&self) -> Option<&str> {
-        self.session.own.as_ref().map(|o| o.name.as_str())
+        self.session.own.as_ref().map(|o| &*o.name)
     }
 
     /// The fencing token of this candidate's node, once known.
@@ -929,7 +931,7 @@ impl Candidate {
             }
             Step::Delete => match &self.session.own {
                 Some(own) => (
-                    Purpose::Delete(own.name.clone()),
+                    Purpose::Delete(own.name.to_string()),
                     Request::Delete {
                         path: self.child_path(&own.name),
                         version: None,
@@ -949,7 +951,7 @@ impl Candidate {
             return;
         }
         let Some(own) = &self.session.own else { return };
-        let name = own.name.clone();
+        let name = own.name.to_string();
         let path = self.child_path(&name);
         let request = if self.own_watch_by_children() {
             Request::GetChildren { path, watch: true }
@@ -993,7 +995,7 @@ impl Candidate {
         else {
             return;
         };
-        let name = own.name.clone();
+        let name = own.name.to_string();
         let path = self.child_path(&name);
         let data = self.config.node_payload();
         self.emit(
@@ -1148,7 +1150,7 @@ impl Candidate {
             self.say_resumed();
         }
         if self.config.rule().holds_alone() {
-            let me = self.session.own.as_ref().map(|o| o.name.clone());
+            let me = self.session.own.as_ref().map(|o| o.name.to_string());
             self.leader_seen(me);
         }
     }
@@ -1164,8 +1166,8 @@ impl Candidate {
     }
 
     fn leader_seen(&mut self, leader: Option<String>) {
-        if self.last_leader != leader {
-            self.last_leader.clone_from(&leader);
+        if self.last_leader.as_deref() != leader.as_deref() {
+            self.last_leader = leader.as_deref().map(Box::from);
             self.notices.push_back(Notice::LeaderChanged { leader });
         }
     }
@@ -1361,7 +1363,7 @@ impl Candidate {
                 self.session.create_uncertain = false;
                 self.learn_session(stat);
                 self.session.own = Some(Own {
-                    name: name.clone(),
+                    name: name.as_str().into(),
                     token: FencingToken(stat.czxid),
                     mark: Mark::Unwritten,
                 });
@@ -1464,7 +1466,7 @@ impl Candidate {
                 self.session.create_uncertain = false;
                 self.stats.recovered_creates += 1;
                 self.session.own = Some(Own {
-                    name: name.clone(),
+                    name: name.as_str().into(),
                     token: FencingToken(stat.czxid),
                     mark: Mark::Unwritten,
                 });
@@ -1561,7 +1563,7 @@ impl Candidate {
         };
         self.clear_old_nodes(&children);
         let k = self.limit();
-        let own_name = self.session.own.as_ref().map_or("", |o| o.name.as_str());
+        let own_name = self.session.own.as_ref().map_or("", |o| &*o.name);
         let standing = name::standing_under(
             &children,
             own_name,
@@ -1569,7 +1571,7 @@ impl Candidate {
             self.config.interop(),
             self.config.rule(),
             KEPT_PER_WATCH * k,
-            &self.session.standing.persistent,
+            self.session.standing.persistent(),
         );
         self.stats.ignored_children += standing.ignored as u64;
         if let Some(node) = standing.negative {
@@ -1672,7 +1674,7 @@ impl Candidate {
             self.notices
                 .push_back(Notice::PersistentSkipped { node: pred.clone() });
         }
-        self.session.standing.persistent.insert(pred.clone());
+        self.session.standing.skip_persistent(pred.clone());
         self.session.standing.remove(&pred);
         self.watch_next_lower();
     }
@@ -1723,7 +1725,7 @@ impl Candidate {
     /// someone else wrote (BadVersion) or that is gone (the own-node watch will
     /// tell) is not worth another.
     fn on_mark(&mut self, name: &str, result: Result<Reply, ZkCode>) {
-        let Some(own) = self.session.own.as_mut().filter(|o| o.name == name) else {
+        let Some(own) = self.session.own.as_mut().filter(|o| *o.name == *name) else {
             return;
         };
         match result {
@@ -1737,7 +1739,7 @@ impl Candidate {
     }
 
     fn on_watch_own(&mut self, name: String, spent: bool, result: Result<Reply, ZkCode>) {
-        if self.session.own.as_ref().map(|o| &o.name) != Some(&name) {
+        if self.session.own.as_ref().map(|o| &*o.name) != Some(name.as_str()) {
             return;
         }
         match result {
@@ -1813,7 +1815,7 @@ impl Candidate {
             return;
         }
         let name = event.path.rsplit('/').next().unwrap_or_default();
-        if self.child_path(name) == event.path && self.session.standing.persistent.remove(name) {
+        if self.child_path(name) == event.path && self.session.standing.unskip(name) {
             // Whatever happened to it, the next read decides what it is.
             return;
         }
@@ -1905,7 +1907,7 @@ impl Candidate {
         // Same session after a disconnect: the client may have lost every watch
         // (zookeeper-async does), so look again and re-arm them. A persistent
         // child's watch is gone too, so it is read again before it is skipped.
-        self.session.standing.persistent.clear();
+        self.session.standing.forget_persistent();
         self.drop_own_watch();
         match self.step {
             Step::Wait | Step::Lead | Step::Watch { .. } => self.set_step(Step::List),

@@ -62,10 +62,46 @@ pub(crate) struct Standing {
     /// watched them: never contenders, left out of every standing. Cleared on
     /// any event about one (it is read again if it matters) and whenever the
     /// watches that would report such events may have been lost.
-    pub(crate) persistent: BTreeSet<String>,
+    /// Boxed: most followers never meet one, and an empty set would still
+    /// take 24 bytes of each.
+    persistent: Option<Box<BTreeSet<String>>>,
 }
 
+/// The set of persistent children of a standing that has none.
+static NO_PERSISTENT: BTreeSet<String> = BTreeSet::new();
+
 impl Standing {
+    /// The children found persistent, left out of every standing.
+    pub(crate) fn persistent(&self) -> &BTreeSet<String> {
+        self.persistent.as_deref().unwrap_or(&NO_PERSISTENT)
+    }
+
+    /// `name` was found persistent.
+    pub(crate) fn skip_persistent(&mut self, name: String) {
+        self.persistent
+            .get_or_insert_with(Box::default)
+            .insert(name);
+    }
+
+    /// Reads `name` again when it matters (an event about it): whether it was
+    /// one of the persistent children.
+    pub(crate) fn unskip(&mut self, name: &str) -> bool {
+        let Some(set) = self.persistent.as_mut() else {
+            return false;
+        };
+        let was = set.remove(name);
+        if set.is_empty() {
+            self.persistent = None;
+        }
+        was
+    }
+
+    /// Forgets every persistent child (the watches that would report their
+    /// changes may have been lost).
+    pub(crate) fn forget_persistent(&mut self) {
+        self.persistent = None;
+    }
+
     /// Takes in a listing: `rank` nodes are below ours, of which `nearest`
     /// (oldest first) are the nearest ones kept.
     pub(crate) fn listed(&mut self, rank: usize, nearest: Vec<String>) {

@@ -16,16 +16,21 @@ use idle::{idle_follower, RULES};
 static ALLOC: dhat::Alloc = dhat::Alloc;
 
 /// Bytes of a `Candidate` itself.
-const INLINE_LIMIT: usize = 760;
+const INLINE_LIMIT: usize = 712;
 
 /// Bytes per idle follower (inline and heap) in a queue of ten, by rule, in
 /// the order of [`RULES`].
-const LIMITS: [usize; 5] = [1171, 1171, 1875, 1171, 1171];
+const LIMITS: [usize; 5] = [1123, 1123, 1827, 1123, 1123];
 
 const N: usize = 100;
 
-/// Bytes per idle follower under `rule`, inline and on the heap.
+/// Bytes per idle follower under `rule`, inline and on the heap: the least of
+/// two counts, since the test harness's own thread may allocate meanwhile.
 fn per_follower(rule: Rule) -> usize {
+    count(rule).min(count(rule))
+}
+
+fn count(rule: Rule) -> usize {
     let before = dhat::HeapStats::get().curr_bytes;
     let followers: Vec<Candidate> = (0..N).map(|i| idle_follower(i, rule)).collect();
     let after = dhat::HeapStats::get().curr_bytes;
@@ -46,6 +51,7 @@ fn an_idle_follower_holds_no_more_bytes_than_its_figure() {
     // allocations (of the test harness and the standard library).
     per_follower(RULES[0].1);
     let measured: Vec<usize> = RULES.iter().map(|&(_, rule)| per_follower(rule)).collect();
+    eprintln!("{} bytes inline", size_of::<Candidate>());
     for ((&(name, _), &bytes), &limit) in RULES.iter().zip(&measured).zip(&LIMITS) {
         eprintln!("{name}: {bytes} bytes per idle follower (limit {limit})");
     }
