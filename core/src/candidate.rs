@@ -1649,11 +1649,11 @@ impl Candidate {
                 if tightened {
                     self.stats.marks_seen += 1;
                 }
-                self.session.standing.armed(pred);
+                self.session.standing.armed(&pred);
                 self.watch_next_lower();
             }
             Ok(_) => {
-                self.session.standing.armed(pred);
+                self.session.standing.armed(&pred);
                 self.watch_next_lower();
             }
             Err(ZkCode::NoNode) => self.pred_gone(&pred, false),
