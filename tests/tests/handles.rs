@@ -26,13 +26,16 @@
 #[macro_use]
 mod harness;
 
+use std::future::Future;
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use zkelect::{DemotionReason, GuardedWriteError, LockGuard, RwLock, Semaphore, Session};
-use zkelect_tests::Proxy;
+use zkelect::{
+    DemotionReason, GuardedWriteError, LockError, LockGuard, RwLock, Semaphore, Session,
+};
+use zkelect_tests::{Proxy, ZkServer};
 use zookeeper_async::{Acl, CreateMode, ZooKeeper};
 
 use harness::{raw, retry, start_server, wait_for, wait_for_async, Client, SESSION, SETTLE};
@@ -50,10 +53,23 @@ async fn session(client: Client, hosts: &str) -> Session {
 
 async fn close(sessions: &[&Session]) {
     for s in sessions {
-        tokio::time::timeout(SETTLE, s.close())
-            .await
-            .expect("a session closes");
+        in_time("a session to close", s.close()).await;
     }
+}
+
+/// Awaits `f`; panics saying `what` was awaited if it takes longer than
+/// [`SETTLE`].
+async fn in_time<F: Future>(what: &str, f: F) -> F::Output {
+    tokio::time::timeout(SETTLE, f)
+        .await
+        .unwrap_or_else(|_| panic!("not within {SETTLE:?}: {what}"))
+}
+
+/// Awaits an acquisition (see [`in_time`]); panics if it fails.
+async fn acquired(what: &str, f: impl Future<Output = Result<LockGuard, LockError>>) -> LockGuard {
+    in_time(what, f)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
 /// The children of `path`, sorted, as the server lists them now.
@@ -90,6 +106,34 @@ async fn wait_count(zk: &ZooKeeper, path: &str, n: usize, what: &str) -> Vec<Str
         || format!("{path}: wanted {n} children"),
     )
     .await
+}
+
+/// One server and what every scenario on it uses: an outside client to
+/// list the server's children, and two sessions of the client under test.
+struct Bed {
+    /// Kept for its drop, which stops the server.
+    _server: ZkServer,
+    zk: ZooKeeper,
+    s1: Session,
+    s2: Session,
+}
+
+impl Bed {
+    async fn start(client: Client) -> Bed {
+        let server = start_server();
+        let hosts = server.connect_string();
+        Bed {
+            zk: raw(&hosts, None).await,
+            s1: session(client, &hosts).await,
+            s2: session(client, &hosts).await,
+            _server: server,
+        }
+    }
+
+    async fn finish(self) {
+        close(&[&self.s1, &self.s2]).await;
+        let _ = self.zk.close().await;
+    }
 }
 
 // ----- the witness -------------------------------------------------------------------
@@ -179,7 +223,7 @@ struct Holder {
 impl Holder {
     fn spawn<F>(name: &'static str, side: Side, witness: &Witness, acquire: F) -> Holder
     where
-        F: std::future::Future<Output = Result<LockGuard, zkelect::LockError>> + Send + 'static,
+        F: Future<Output = Result<LockGuard, LockError>> + Send + 'static,
     {
         let (release, released) = oneshot::channel();
         let witness = witness.clone();
@@ -229,9 +273,8 @@ impl Holder {
         if let Some(tx) = self.release.take() {
             let _ = tx.send(());
         }
-        tokio::time::timeout(SETTLE, &mut self.task)
+        in_time(&format!("{} to release", self.name), &mut self.task)
             .await
-            .unwrap_or_else(|_| panic!("{} did not release", self.name))
             .unwrap_or_else(|e| panic!("{} panicked: {e}", self.name));
     }
 }
@@ -243,10 +286,8 @@ impl Holder {
 /// released; another handle is kept out until then and gets in after.
 async fn a_mutex_is_reentrant_and_the_last_release_deletes(client: Client) {
     const PATH: &str = "/handles/reentrant";
-    let server = start_server();
-    let hosts = server.connect_string();
-    let zk = raw(&hosts, None).await;
-    let (s1, s2) = (session(client, &hosts).await, session(client, &hosts).await);
+    let bed = Bed::start(client).await;
+    let (zk, s1, s2) = (&bed.zk, &bed.s1, &bed.s2);
     let lock = s1.mutex(PATH);
     let other = s2.mutex(PATH);
 
@@ -261,13 +302,13 @@ async fn a_mutex_is_reentrant_and_the_last_release_deletes(client: Client) {
         assert_eq!(again.node(), outer.node(), "the same node");
         inner.push(again);
     }
-    assert_eq!(children(&zk, PATH).await, vec![outer.node().to_owned()]);
+    assert_eq!(children(zk, PATH).await, vec![outer.node().to_owned()]);
 
     for guard in inner.drain(..) {
         guard.release().await;
         assert!(outer.is_held(), "an inner release does not end the hold");
         assert_eq!(
-            children(&zk, PATH).await,
+            children(zk, PATH).await,
             vec![outer.node().to_owned()],
             "an inner release deleted the node"
         );
@@ -280,15 +321,15 @@ async fn a_mutex_is_reentrant_and_the_last_release_deletes(client: Client) {
 
     let first = outer.token();
     outer.release().await;
-    wait_children(&zk, PATH, &[], "the last release to delete the node").await;
-    let next = tokio::time::timeout(SETTLE, other.acquire())
-        .await
-        .expect("the other handle gets the lock after the last release")
-        .expect("acquire");
+    wait_children(zk, PATH, &[], "the last release to delete the node").await;
+    let next = acquired(
+        "the other handle to get the lock after the last release",
+        other.acquire(),
+    )
+    .await;
     assert!(next.token() > first, "a later hold has a higher token");
     next.release().await;
-    close(&[&s1, &s2]).await;
-    let _ = zk.close().await;
+    bed.finish().await;
 }
 
 /// An `acquire` cancelled while queued (its future dropped, and one dropped
@@ -296,10 +337,8 @@ async fn a_mutex_is_reentrant_and_the_last_release_deletes(client: Client) {
 /// no node behind, and the waiter behind them gets the lock.
 async fn a_cancelled_acquire_leaves_no_node_and_the_next_waiter_gets_the_lock(client: Client) {
     const PATH: &str = "/handles/cancel";
-    let server = start_server();
-    let hosts = server.connect_string();
-    let zk = raw(&hosts, None).await;
-    let (s1, s2) = (session(client, &hosts).await, session(client, &hosts).await);
+    let bed = Bed::start(client).await;
+    let (zk, s1, s2) = (&bed.zk, &bed.s1, &bed.s2);
     let holder = s1.mutex(PATH).acquire().await.expect("the holder acquires");
     let held = holder.node().to_owned();
 
@@ -309,16 +348,16 @@ async fn a_cancelled_acquire_leaves_no_node_and_the_next_waiter_gets_the_lock(cl
         let waiter = Arc::clone(&waiter);
         tokio::spawn(async move { waiter.acquire().await.map(drop) })
     };
-    wait_count(&zk, PATH, 2, "the waiter to queue").await;
+    wait_count(zk, PATH, 2, "the waiter to queue").await;
     pending.abort();
     assert!(pending.await.expect_err("aborted").is_cancelled());
-    wait_children(&zk, PATH, &[&held], "the cancelled acquire's node to go").await;
+    wait_children(zk, PATH, &[&held], "the cancelled acquire's node to go").await;
 
     // A try_acquire that times out deletes its node before it returns.
     let timed_out = waiter.try_acquire(SHORT).await.expect("try_acquire");
     assert!(timed_out.is_none(), "the holder still holds");
     assert_eq!(
-        children(&zk, PATH).await,
+        children(zk, PATH).await,
         vec![held.clone()],
         "the timed-out try_acquire left its node"
     );
@@ -336,15 +375,14 @@ async fn a_cancelled_acquire_leaves_no_node_and_the_next_waiter_gets_the_lock(cl
     tokio::time::sleep(QUIET).await;
     assert!(!got.is_finished(), "the next waiter got in while held");
     holder.release().await;
-    let guard = tokio::time::timeout(SETTLE, got)
+    let guard = in_time("the next waiter to get the lock", got)
         .await
-        .expect("the next waiter gets the lock")
         .expect("its task")
         .expect("its acquire");
     assert!(guard.token() > first);
     // Every cancelled acquisition's node is gone: only the new holder's is left.
     wait_children(
-        &zk,
+        zk,
         PATH,
         &[guard.node()],
         "only the new holder's node to be left",
@@ -352,13 +390,9 @@ async fn a_cancelled_acquire_leaves_no_node_and_the_next_waiter_gets_the_lock(cl
     .await;
     // The handles of the cancelled acquisitions still work.
     drop(guard);
-    let again = tokio::time::timeout(SETTLE, waiter.acquire())
-        .await
-        .expect("the cancelled handle acquires later")
-        .expect("acquire");
+    let again = acquired("the cancelled handle to acquire later", waiter.acquire()).await;
     again.release().await;
-    close(&[&s1, &s2]).await;
-    let _ = zk.close().await;
+    bed.finish().await;
 }
 
 /// Two readers hold at once; a writer queued after them waits for both; a
@@ -366,23 +400,21 @@ async fn a_cancelled_acquire_leaves_no_node_and_the_next_waiter_gets_the_lock(cl
 /// never a writer beside anyone in the holders' own beliefs.
 async fn readers_share_and_writers_exclude(client: Client) {
     const PATH: &str = "/handles/rw";
-    let server = start_server();
-    let hosts = server.connect_string();
-    let zk = raw(&hosts, None).await;
-    let (s1, s2) = (session(client, &hosts).await, session(client, &hosts).await);
+    let bed = Bed::start(client).await;
+    let (zk, s1, s2) = (&bed.zk, &bed.s1, &bed.s2);
     let witness = Witness::default();
     let lock = |s: &Session| Arc::new(s.rw_lock(PATH));
 
-    let r1 = Holder::read("r1", &lock(&s1), &witness);
+    let r1 = Holder::read("r1", &lock(s1), &witness);
     r1.wait_holds(&witness).await;
-    let r2 = Holder::read("r2", &lock(&s2), &witness);
+    let r2 = Holder::read("r2", &lock(s2), &witness);
     r2.wait_holds(&witness).await;
     assert_eq!(witness.most(), 2, "two readers hold at once");
 
-    let w = Holder::write("w", &lock(&s1), &witness);
-    wait_count(&zk, PATH, 3, "the writer to queue").await;
-    let r3 = Holder::read("r3", &lock(&s2), &witness);
-    wait_count(&zk, PATH, 4, "the late reader to queue").await;
+    let w = Holder::write("w", &lock(s1), &witness);
+    wait_count(zk, PATH, 3, "the writer to queue").await;
+    let r3 = Holder::read("r3", &lock(s2), &witness);
+    wait_count(zk, PATH, 4, "the late reader to queue").await;
     tokio::time::sleep(QUIET).await;
     assert!(
         !witness.has_entered("w"),
@@ -412,9 +444,8 @@ async fn readers_share_and_writers_exclude(client: Client) {
 
     witness.assert_clean();
     assert_eq!(witness.entered(), ["r1", "r2", "w", "r3"]);
-    wait_children(&zk, PATH, &[], "every node to be released").await;
-    close(&[&s1, &s2]).await;
-    let _ = zk.close().await;
+    wait_children(zk, PATH, &[], "every node to be released").await;
+    bed.finish().await;
 }
 
 /// Six contenders on two sessions take a 2-permit semaphore four times
@@ -425,23 +456,18 @@ async fn a_semaphore_never_has_more_than_k_holders(client: Client) {
     const PERMITS: u32 = 2;
     const CONTENDERS: usize = 6;
     const ROUNDS: usize = 4;
-    let server = start_server();
-    let hosts = server.connect_string();
-    let zk = raw(&hosts, None).await;
-    let (s1, s2) = (session(client, &hosts).await, session(client, &hosts).await);
+    let bed = Bed::start(client).await;
+    let (zk, s1, s2) = (&bed.zk, &bed.s1, &bed.s2);
     let witness = Witness::default();
     let mut tasks = Vec::new();
     for c in 0..CONTENDERS {
-        let s = if c % 2 == 0 { &s1 } else { &s2 };
+        let s = if c % 2 == 0 { s1 } else { s2 };
         let sem: Semaphore = s.semaphore(PATH, PERMITS);
         let witness = witness.clone();
         tasks.push(tokio::spawn(async move {
             for round in 0..ROUNDS {
                 let who = format!("c{c}/{round}");
-                let guard = tokio::time::timeout(SETTLE, sem.acquire())
-                    .await
-                    .unwrap_or_else(|_| panic!("{who} waited too long"))
-                    .unwrap_or_else(|e| panic!("{who}: {e}"));
+                let guard = acquired(&who, sem.acquire()).await;
                 witness.enter(&who, Side::Permit(PERMITS as usize));
                 tokio::time::sleep(Duration::from_millis(30)).await;
                 witness.leave(&who);
@@ -455,9 +481,8 @@ async fn a_semaphore_never_has_more_than_k_holders(client: Client) {
     witness.assert_clean();
     assert_eq!(witness.entered().len(), CONTENDERS * ROUNDS);
     assert_eq!(witness.most(), PERMITS as usize, "the permits were shared");
-    wait_children(&zk, PATH, &[], "every permit to be released").await;
-    close(&[&s1, &s2]).await;
-    let _ = zk.close().await;
+    wait_children(zk, PATH, &[], "every permit to be released").await;
+    bed.finish().await;
 }
 
 /// A holder whose connection is black-holed: its guard's `lost()` resolves
@@ -509,9 +534,8 @@ async fn a_lost_hold_is_told_and_its_guarded_writes_are_refused(client: Client) 
     assert!(!lost_at.is_finished(), "lost() resolved while connected");
 
     proxy.blackhole();
-    let (reason, lost_at) = tokio::time::timeout(SETTLE, lost_at)
+    let (reason, lost_at) = in_time("lost() to resolve once the connection is gone", lost_at)
         .await
-        .expect("lost() resolves once the connection is gone")
         .expect("the lost() task");
     assert!(
         matches!(reason, DemotionReason::Lost | DemotionReason::Expired),
@@ -527,10 +551,12 @@ async fn a_lost_hold_is_told_and_its_guarded_writes_are_refused(client: Client) 
         "a write through a lost guard: {refused:?}"
     );
 
-    let (next, rival_at) = tokio::time::timeout(SETTLE, rival_at)
-        .await
-        .expect("the rival gets the lock once the server expired the holder")
-        .expect("the rival's task");
+    let (next, rival_at) = in_time(
+        "the rival to get the lock once the server expired the holder",
+        rival_at,
+    )
+    .await
+    .expect("the rival's task");
     let next = next.expect("the rival's acquire");
     assert!(
         lost_at <= rival_at,
