@@ -362,7 +362,8 @@ async fn a_cancelled_acquire_leaves_no_node_and_the_next_waiter_gets_the_lock(cl
         "the timed-out try_acquire left its node"
     );
 
-    // Dropped before its create was answered.
+    // Dropped at its first poll: its machine is closed before its create
+    // can have been answered (perhaps before it was sent).
     let early = s2.mutex(PATH);
     let _ = tokio::time::timeout(Duration::ZERO, early.acquire()).await;
 
