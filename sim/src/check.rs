@@ -123,9 +123,10 @@ fn holds_by_lease(world: &World, p: &Process<'_>) -> bool {
 /// At most k processes believe they lead at once: zkelect
 /// candidates holding `Role::Leader`, and foreign models whose own recipe says
 /// they hold (with them k is 1). In runs with pauses a process counts only
-/// while it also holds by its lease ([`holds_by_lease`]): a paused leader
-/// whose lease ran out while it was frozen does not count, one still within
-/// its lease does.
+/// while it also holds by its lease (a zkelect candidate while its lease
+/// runs, a foreign model only if never paused): a paused leader whose lease
+/// ran out while it was frozen does not count, one still within its lease
+/// does.
 ///
 /// A crashed process is not counted (it does nothing), nor a foreign model
 /// whose node an operator deleted (it never learns). Nor is a candidate
