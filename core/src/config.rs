@@ -104,7 +104,9 @@ pub enum WatchStrategy {
     #[default]
     Predecessor,
     /// Watch the parent's children: every change wakes every follower (the herd).
-    /// Kept so the cost difference can be measured.
+    /// Kept so the cost difference can be measured. A follower also reads its
+    /// k nearest nodes below once (no watch), so a persistent look-alike there
+    /// is skipped rather than waited behind.
     Parent,
 }
 

@@ -1383,12 +1383,50 @@ fn own_node_event_overtaking_the_watch_reply_leaves_the_watch_unarmed() {
 }
 
 #[test]
+fn parent_strategy_skips_a_persistent_lookalike_below_and_leads() {
+    // Found by the simulator (issue 17): a Parent follower never read the
+    // nodes below it and waited forever behind a persistent look-alike.
+    let mut d = Driver::in_queue(
+        config("b").strategy(WatchStrategy::Parent),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    let read = d.take_data("n_0000000000");
+    d.reply(
+        read.op,
+        Ok(Reply::Data {
+            data: b"not a contender".to_vec(),
+            stat: stat(5, SessionId(0)),
+        }),
+    );
+    assert!(d.c.role().is_leader(), "{:?}", d.pending);
+}
+
+#[test]
 fn parent_strategy_lists_with_a_child_watch_and_no_predecessor_watch() {
     let mut d = Driver::in_queue(
         config("b").strategy(WatchStrategy::Parent),
         "n_0000000001",
         11,
         &["n_0000000000", "n_0000000001"],
+    );
+    // It reads the node below once, to know it is no persistent look-alike,
+    // and sets no watch on it.
+    let read = d.take_data("n_0000000000");
+    assert_eq!(
+        read.request,
+        Request::GetData {
+            path: format!("{PATH}/n_0000000000"),
+            watch: false
+        }
+    );
+    d.reply(
+        read.op,
+        Ok(Reply::Data {
+            data: b"a".to_vec(),
+            stat: stat(10, SessionId(0x101)),
+        }),
     );
     assert!(!d.has_pending(Verb::GetData), "{:?}", d.pending);
     d.event(WatchKind::NodeChildrenChanged, "");
