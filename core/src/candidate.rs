@@ -924,10 +924,10 @@ impl Candidate {
             }
             Step::Watch { pred } => {
                 let path = self.child_path(&pred);
-                (
-                    Purpose::WatchPred(pred),
-                    Request::GetData { path, watch: true },
-                )
+                // Under Parent the read only checks the node (the parent's
+                // watch wakes us), so it sets no watch of its own.
+                let watch = self.config.strategy() == WatchStrategy::Predecessor;
+                (Purpose::WatchPred(pred), Request::GetData { path, watch })
             }
             Step::Delete => match &self.session.own {
                 Some(own) => (
@@ -1599,9 +1599,12 @@ impl Candidate {
             .listed(standing.rank, standing.nearest_lower);
         match self.config.strategy() {
             WatchStrategy::Predecessor => self.watch_next_lower(),
-            WatchStrategy::Parent => {
-                self.set_step(if again { Step::List } else { Step::Wait });
-            }
+            // A Parent follower reads its k nearest nodes below too (without a
+            // watch), once each while they stay the nearest: a persistent
+            // look-alike among them would otherwise hold it back forever
+            // (found by the simulator's Parent draw, issue 17).
+            WatchStrategy::Parent if again => self.set_step(Step::List),
+            WatchStrategy::Parent => self.watch_next_lower(),
         }
     }
 
@@ -1840,7 +1843,7 @@ impl Candidate {
             && listens_to_children
         {
             match self.step {
-                Step::Wait => self.set_step(Step::List),
+                Step::Wait | Step::Watch { .. } => self.set_step(Step::List),
                 // The event may have overtaken the reply of the listing that set
                 // it (found by the benchmark at N = 50: the stale reply consumed
                 // the watch and every follower waited forever).
