@@ -74,6 +74,11 @@ pub enum Canary {
     /// waiting predecessor's exit hands it the lock beside the holder.
     /// Targets `safety`.
     MutexAnyDeletion,
+    /// Runs against an ensemble, and its client forgets the last zxid it has
+    /// seen when it reconnects (it sends 0), so a follower behind it admits
+    /// it and it trusts that follower's reads: it can see an older view than
+    /// it has seen. Targets `single-system-image`.
+    TrustsBehind,
 }
 
 /// What a canary may know of its candidate and the world when it rewrites
@@ -117,7 +122,7 @@ impl Swarm {
 
 impl Canary {
     /// Every canary.
-    pub const ALL: [Canary; 11] = [
+    pub const ALL: [Canary; 12] = [
         Canary::IgnoresDisconnect,
         Canary::Unprotected,
         Canary::ParentWatch,
@@ -129,6 +134,7 @@ impl Canary {
         Canary::ReaderWatchesPredecessor,
         Canary::WriterIgnoresReaders,
         Canary::MutexAnyDeletion,
+        Canary::TrustsBehind,
     ];
 
     /// The queue it runs in: the new rule canaries their rule's, every other
@@ -157,6 +163,7 @@ impl Canary {
             Canary::ReaderWatchesPredecessor => "reader-watches-predecessor",
             Canary::WriterIgnoresReaders => "writer-ignores-readers",
             Canary::MutexAnyDeletion => "mutex-any-deletion",
+            Canary::TrustsBehind => "trusts-behind",
         }
     }
 
@@ -179,6 +186,7 @@ impl Canary {
             Canary::ReaderWatchesPredecessor => "liveness",
             Canary::WriterIgnoresReaders => "safety",
             Canary::MutexAnyDeletion => "safety",
+            Canary::TrustsBehind => "single-system-image",
         }
     }
 
@@ -195,7 +203,8 @@ impl Canary {
             | Canary::OneWayInterop
             | Canary::ReaderWatchesPredecessor
             | Canary::WriterIgnoresReaders
-            | Canary::MutexAnyDeletion => builder,
+            | Canary::MutexAnyDeletion
+            | Canary::TrustsBehind => builder,
         }
     }
 
@@ -251,6 +260,16 @@ impl Canary {
             | Canary::MutexAnyDeletion => {
                 // A queue long enough to have waiters behind waiters.
                 swarm.candidates = swarm.candidates.max(4);
+            }
+            Canary::TrustsBehind => {
+                // An ensemble whose followers lag often.
+                let seed =
+                    swarm.session_timeout.as_millis() as u64 ^ swarm.chaos.as_millis() as u64;
+                swarm.env.ensemble = Some(crate::server::EnsembleSpec::lagging(
+                    seed,
+                    swarm.chaos,
+                    swarm.session_timeout,
+                ));
             }
             _ => {}
         }

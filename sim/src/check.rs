@@ -65,6 +65,7 @@ pub fn standard() -> Vec<Checker> {
         Box::new(OneAnswer::default()),
         Box::new(StaleReply),
         Box::new(NoError),
+        Box::new(crate::server::SingleSystemImage),
     ]
 }
 

@@ -302,6 +302,7 @@ impl<'a> Arbitrary<'a> for FuzzCase {
                 min_session_timeout,
                 max_session_timeout,
                 queue,
+                ensemble: None,
             },
         };
         normalize(&mut swarm);

@@ -349,6 +349,8 @@ pub struct Env {
     pub max_session_timeout: Option<Duration>,
     /// The queue's recipe (its k is [`Swarm::leaders`]).
     pub queue: Queue,
+    /// An ensemble of 3 or 5 and its member faults (`None`: one server).
+    pub ensemble: Option<crate::server::EnsembleSpec>,
 }
 
 /// The simulated server's tick (`tickTime`).
@@ -439,7 +441,11 @@ impl fmt::Display for Env {
             lookalikes.join(","),
             ms(self.min_session_timeout),
             ms(self.max_session_timeout)
-        )
+        )?;
+        match &self.ensemble {
+            Some(spec) => write!(f, " {spec}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -462,7 +468,13 @@ impl Swarm {
     /// ([`Queue::draw`], unless overridden; an override of `leaders` alone
     /// means an election).
     pub fn from_seed(seed: u64, overrides: Overrides) -> Self {
-        let swarm = Self::election_from_seed(seed, overrides);
+        let mut swarm = Self::election_from_seed(seed, overrides);
+        swarm.env.ensemble = crate::server::EnsembleSpec::draw(
+            seed,
+            swarm.chaos,
+            swarm.session_timeout,
+            overrides.faults != FaultMix::None,
+        );
         let queue = match (overrides.queue, overrides.leaders) {
             (Some(q), _) => (q, swarm.leaders),
             (None, Some(k)) => (Queue::Election, k),

@@ -355,6 +355,69 @@ impl ZkModel {
             .count()
     }
 
+    /// The paths `session` watches here: data (or `exists` on an existing
+    /// node), child, and `exists` on a missing node — what a client re-sends
+    /// with `setWatches` when it moves to another server.
+    pub fn watches_of(&self, session: SessionId) -> [Vec<String>; 3] {
+        let of = |m: &BTreeMap<String, BTreeSet<SessionId>>| {
+            m.iter()
+                .filter(|(_, w)| w.contains(&session))
+                .map(|(p, _)| p.clone())
+                .collect()
+        };
+        [
+            of(&self.data_watches),
+            of(&self.child_watches),
+            of(&self.exist_watches),
+        ]
+    }
+
+    /// `setWatches`: re-arms `session`'s watches (data, child, exists paths)
+    /// for a client that has seen up to zxid `seen`. As the server's
+    /// `DataTree.setWatches` does, a watch whose node changed after `seen`
+    /// fires at once (data: deleted or mzxid newer; child: deleted or pzxid
+    /// newer; exists: the node exists now) instead of being set.
+    pub fn set_watches(
+        &mut self,
+        session: SessionId,
+        seen: i64,
+        [data, child, exist]: [Vec<String>; 3],
+    ) -> Vec<Fired> {
+        let mut fired = Vec::new();
+        let mut now = |session, path: String, kind| {
+            fired.push(Fired {
+                session,
+                event: WatchEvent { kind, path },
+            });
+        };
+        for path in data {
+            match self.nodes.get(&path).map(|n| n.stat.mzxid) {
+                None => now(session, path, WatchKind::NodeDeleted),
+                Some(m) if m > seen => now(session, path, WatchKind::NodeDataChanged),
+                Some(_) => {
+                    self.data_watches.entry(path).or_default().insert(session);
+                }
+            }
+        }
+        for path in child {
+            match self.nodes.get(&path).map(|n| n.stat.pzxid) {
+                None => now(session, path, WatchKind::NodeDeleted),
+                Some(p) if p > seen => now(session, path, WatchKind::NodeChildrenChanged),
+                Some(_) => {
+                    self.child_watches.entry(path).or_default().insert(session);
+                }
+            }
+        }
+        for path in exist {
+            if self.nodes.contains_key(&path) {
+                now(session, path, WatchKind::NodeCreated);
+            } else {
+                self.exist_watches.entry(path).or_default().insert(session);
+            }
+        }
+        fired
+    }
+
     fn allowed(&self, node: &Node, session: SessionId, perm: u8) -> bool {
         match node.acl {
             Acl::Open => true,

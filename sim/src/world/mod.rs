@@ -59,6 +59,7 @@ pub use crate::invariant::Violation;
 use crate::invariant::{Event, Invariant};
 use crate::net::{Net, Way};
 use crate::queue::EventQueue;
+use crate::server::Server;
 use crate::swarm::{Fault, Knobs, Swarm};
 use crate::trace::Trace;
 use crate::zk::{Fired, ZkModel};
@@ -364,7 +365,7 @@ pub struct World {
     rng: Choices,
     now: Timestamp,
     queue: EventQueue<Ev>,
-    zk: ZkModel,
+    zk: Server,
     procs: Vec<Proc>,
     /// The pids whose node an operator once deleted, ascending (checked after
     /// every step: kept, not searched for).
@@ -437,7 +438,10 @@ impl World {
             rng: choices,
             now: Timestamp::ZERO,
             queue: EventQueue::default(),
-            zk: ZkModel::new(swarm.env.server(knobs.cversion_start)),
+            zk: Server::new(
+                swarm.env.server(knobs.cversion_start),
+                swarm.env.ensemble.as_ref(),
+            ),
             procs: Vec::new(),
             revoked: Vec::new(),
             net: Net::default(),
@@ -547,6 +551,12 @@ impl World {
 
     /// The server.
     pub fn zk(&self) -> &ZkModel {
+        self.zk.zk()
+    }
+
+    /// The server or ensemble (which member each session is on, the
+    /// clients' view of it).
+    pub fn server(&self) -> &Server {
         &self.zk
     }
 
@@ -965,8 +975,29 @@ impl World {
                 }
             }
             self.send_fired(fired);
+            self.ensemble_tick();
         }
         self.push(self.now + Duration::from_millis(200), Ev::Expiry);
+    }
+
+    /// The ensemble's member faults (see [`Server::tick`]): a member that
+    /// drops its clients closes their connections.
+    fn ensemble_tick(&mut self) {
+        let (dropped, fired, notes) = self.zk.tick(self.now);
+        for note in notes {
+            self.trace.note(self.now, None, 'Z', || note.clone());
+            self.tell(note);
+        }
+        for s in dropped {
+            if let Some(pid) = self.procs.iter().position(|p| p.session == Some(s)) {
+                if self.procs[pid].conn == Conn::Connected {
+                    let gen = self.procs[pid].gen;
+                    let at = self.client_arrival(pid);
+                    self.push(at, Ev::Closed { pid, gen });
+                }
+            }
+        }
+        self.send_fired(fired);
     }
 
     fn on_request(&mut self, pid: usize, gen: u64, op: OpId, request: Request, cause: Option<u64>) {
@@ -993,6 +1024,7 @@ impl World {
             }
         }
         let (result, fired) = self.zk.apply(self.now, session, &request);
+        self.zk.answered(pid, op);
         self.send_fired(fired);
         // With reorder, a reply may overtake watch events already on their way.
         let overtake = self.swarm.reorder && self.rng.chance(0.2);
