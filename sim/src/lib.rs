@@ -20,7 +20,7 @@
 //! | [`queue`] | [`EventQueue`](queue::EventQueue): a heap of (time, sequence, slot) over a slab of events |
 //! | [`world`] | [`World`](world::World): the event heap, the processes, the fenced resource, the phases; its client libraries (`world/client.rs`) and faults (`world/faults.rs`) |
 //! | [`invariant`] | [`Event`](invariant::Event), [`Invariant`](invariant::Invariant), [`Violation`](invariant::Violation): what the world reports and checkers judge |
-//! | [`check`] | the ten checkers run after every step |
+//! | [`check`] | the checkers run after every step (with [`server`]'s `single-system-image`) |
 //! | [`trace`] | one fixed-column line per step, FNV-1a hashed |
 //! | [`run`] | [`run_seed`](run::run_seed), sweeps, the failure report with its replay lines, the plan minimiser |
 //!

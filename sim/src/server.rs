@@ -31,12 +31,18 @@ use crate::rng::SimRng;
 use crate::world::World;
 use crate::zk::{Fired, ZkModel, ZkSettings};
 
+/// The longest a follower lags: ZooKeeper's leader drops a follower more
+/// than `syncLimit` ticks behind (5 in the sample `zoo.cfg`; the simulated
+/// tick is 200 ms), which is then a member cut off from the quorum.
+pub const LAG_MAX: Duration = Duration::from_millis(1_000);
+
 /// A fault of the ensemble's own members (the swarm's [`Fault`](crate::swarm::Fault)s
 /// act on processes and links; these on servers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemberFault {
-    /// The follower applies no committed transaction for `ms`, then catches
-    /// up (its reads are stale meanwhile, and its watches fire late).
+    /// The follower applies no committed transaction for `ms` (at most
+    /// [`LAG_MAX`]), then catches up (its reads are stale meanwhile, and its
+    /// watches fire late).
     Lag {
         /// The member.
         server: usize,
@@ -84,8 +90,8 @@ impl EnsembleSpec {
     /// Draws whether `seed` runs against an ensemble (1 in 4) and its
     /// member faults over the `chaos` phase (none when `faults` is false),
     /// from a stream of its own so the rest of the scenario stays put.
-    /// Rates per second, each drawn per seed from 0 up to: lag 0.30 (T/4 –
-    /// 2T), cut-off 0.15 (T/4 – 2T), leader change 0.03.
+    /// Rates per second, each drawn per seed from 0 up to: lag 0.30 (100 ms
+    /// – [`LAG_MAX`]), cut-off 0.15 (T/4 – 2T), leader change 0.03.
     pub fn draw(seed: u64, chaos: Duration, timeout: Duration, faults: bool) -> Option<Self> {
         let mut rng = SimRng::new(seed, 17);
         if !rng.chance(0.25) {
@@ -135,7 +141,10 @@ impl EnsembleSpec {
                 let server = rng.range(0, n - 1) as usize;
                 let ms = rng.range(t / 4, 2 * t);
                 let fault = match kind {
-                    0 => MemberFault::Lag { server, ms },
+                    0 => MemberFault::Lag {
+                        server,
+                        ms: rng.range(100, LAG_MAX.as_millis() as u64),
+                    },
                     1 => MemberFault::CutOff { server, ms },
                     _ => MemberFault::NewLeader { server },
                 };
@@ -600,6 +609,7 @@ impl Server {
             let leader = m.ens.leader_index();
             match fault {
                 MemberFault::Lag { server, ms } if server != leader && server < n => {
+                    let ms = ms.min(LAG_MAX.as_millis() as u64);
                     m.lags[server] += 1;
                     m.ens.set_lag(server, true);
                     m.endings

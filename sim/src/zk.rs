@@ -36,6 +36,11 @@ pub struct Fired {
     pub session: SessionId,
     /// What happened.
     pub event: WatchEvent,
+    /// The server's zxid when it fired: events of one change share it, on
+    /// every member of an ensemble (each applies the change in the same
+    /// state), so the world can tell changes apart when a lagging follower
+    /// applies several at once.
+    pub zxid: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -384,10 +389,12 @@ impl ZkModel {
         [data, child, exist]: [Vec<String>; 3],
     ) -> Vec<Fired> {
         let mut fired = Vec::new();
+        let zxid = self.zxid;
         let mut now = |session, path: String, kind| {
             fired.push(Fired {
                 session,
                 event: WatchEvent { kind, path },
+                zxid,
             });
         };
         for path in data {
@@ -438,6 +445,7 @@ impl ZkModel {
             Table::Child => &mut self.child_watches,
             Table::Exist => &mut self.exist_watches,
         };
+        let zxid = self.zxid;
         map.remove(path)
             .into_iter()
             .flatten()
@@ -447,6 +455,7 @@ impl ZkModel {
                     kind,
                     path: path.to_owned(),
                 },
+                zxid,
             })
             .collect()
     }

@@ -1050,14 +1050,23 @@ impl World {
         self.cause += 1;
         let shared = self.cause;
         let mut per_path: BTreeMap<String, u64> = BTreeMap::new();
+        // A lagging ensemble member applies several changes at once: each
+        // change (its zxid) is a cause of its own.
+        let mut per_change: BTreeMap<i64, u64> = BTreeMap::new();
         for f in fired {
             let cause = if f.event.kind == WatchKind::NodeDeleted {
                 let next = self.cause + 1;
                 let c = *per_path.entry(f.event.path.clone()).or_insert(next);
                 self.cause = self.cause.max(c);
                 c
-            } else {
+            } else if per_change.is_empty() {
+                per_change.insert(f.zxid, shared);
                 shared
+            } else {
+                let next = self.cause + 1;
+                let c = *per_change.entry(f.zxid).or_insert(next);
+                self.cause = self.cause.max(c);
+                c
             };
             if !self.herd.contains_key(&cause) {
                 let bound = self.herd_bound(&f.event);
