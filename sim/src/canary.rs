@@ -78,6 +78,11 @@ pub enum Canary {
     /// waiting predecessor's exit hands it the lock beside the holder.
     /// Targets `safety`.
     MutexAnyDeletion,
+    /// Runs against an ensemble, and its client forgets the last zxid it has
+    /// seen when it reconnects (it sends 0), so a follower behind it admits
+    /// it and it trusts that follower's reads: it can see an older view than
+    /// it has seen. Targets `single-system-image`.
+    TrustsBehind,
 }
 
 /// What a canary may know of its candidate and the world when it rewrites
@@ -124,7 +129,7 @@ impl Swarm {
 
 impl Canary {
     /// Every canary.
-    pub const ALL: [Canary; 11] = [
+    pub const ALL: [Canary; 12] = [
         Canary::IgnoresDisconnect,
         Canary::Unprotected,
         Canary::ParentWatch,
@@ -136,6 +141,7 @@ impl Canary {
         Canary::ReaderWatchesPredecessor,
         Canary::WriterIgnoresReaders,
         Canary::MutexAnyDeletion,
+        Canary::TrustsBehind,
     ];
 
     /// The queue it runs in: the new rule canaries their rule's, every other
@@ -164,6 +170,7 @@ impl Canary {
             Canary::ReaderWatchesPredecessor => "reader-watches-predecessor",
             Canary::WriterIgnoresReaders => "writer-ignores-readers",
             Canary::MutexAnyDeletion => "mutex-any-deletion",
+            Canary::TrustsBehind => "trusts-behind",
         }
     }
 
@@ -186,6 +193,7 @@ impl Canary {
             Canary::ReaderWatchesPredecessor => "liveness",
             Canary::WriterIgnoresReaders => "safety",
             Canary::MutexAnyDeletion => "safety",
+            Canary::TrustsBehind => "single-system-image",
         }
     }
 
@@ -202,7 +210,8 @@ impl Canary {
             | Canary::OneWayInterop
             | Canary::ReaderWatchesPredecessor
             | Canary::WriterIgnoresReaders
-            | Canary::MutexAnyDeletion => builder,
+            | Canary::MutexAnyDeletion
+            | Canary::TrustsBehind => builder,
         }
     }
 
@@ -273,6 +282,16 @@ impl Canary {
             | Canary::MutexAnyDeletion => {
                 // A queue long enough to have waiters behind waiters.
                 swarm.candidates = swarm.candidates.max(4);
+            }
+            Canary::TrustsBehind => {
+                // An ensemble whose followers lag often.
+                let seed =
+                    swarm.session_timeout.as_millis() as u64 ^ swarm.chaos.as_millis() as u64;
+                swarm.env.ensemble = Some(crate::server::EnsembleSpec::lagging(
+                    seed,
+                    swarm.chaos,
+                    swarm.session_timeout,
+                ));
             }
             _ => {}
         }

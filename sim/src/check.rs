@@ -66,6 +66,7 @@ pub fn standard() -> Vec<Checker> {
         Box::new(StaleReply),
         Box::new(NoError),
         Box::new(Observers),
+        Box::new(crate::server::SingleSystemImage),
     ]
 }
 

@@ -351,6 +351,8 @@ pub struct Env {
     pub queue: Queue,
     /// Which candidates share a session, and the observers (issue 17).
     pub hosting: Hosting,
+    /// An ensemble of 3 or 5 and its member faults (`None`: one server).
+    pub ensemble: Option<crate::server::EnsembleSpec>,
 }
 
 /// Several machines on one session, and observers (issue 17): what the
@@ -518,7 +520,10 @@ impl fmt::Display for Env {
                 self.hosting.riders, self.hosting.observers
             )?;
         }
-        Ok(())
+        match &self.ensemble {
+            Some(spec) => write!(f, " {spec}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -541,7 +546,13 @@ impl Swarm {
     /// ([`Queue::draw`], unless overridden; an override of `leaders` alone
     /// means an election).
     pub fn from_seed(seed: u64, overrides: Overrides) -> Self {
-        let swarm = Self::election_from_seed(seed, overrides);
+        let mut swarm = Self::election_from_seed(seed, overrides);
+        swarm.env.ensemble = crate::server::EnsembleSpec::draw(
+            seed,
+            swarm.chaos,
+            swarm.session_timeout,
+            overrides.faults != FaultMix::None,
+        );
         let queue = match (overrides.queue, overrides.leaders) {
             (Some(q), _) => (q, swarm.leaders),
             (None, Some(k)) => (Queue::Election, k),

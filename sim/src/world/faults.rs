@@ -13,14 +13,15 @@ use super::{short, Conn, Ev, Phase, World, PATH};
 use crate::foreign::{lookalike_stem, Scheme};
 use crate::invariant::Event;
 use crate::net::Cut;
+use crate::server::Server;
 use crate::swarm::Fault;
-use crate::zk::{Fired, ZkModel};
+use crate::zk::Fired;
 
 impl World {
     /// An operator's one-off session (zkCli): opened, used, closed.
     pub(super) fn operator<T>(
         &mut self,
-        act: impl FnOnce(&mut ZkModel, Timestamp, SessionId) -> (T, Vec<Fired>),
+        act: impl FnOnce(&mut Server, Timestamp, SessionId) -> (T, Vec<Fired>),
     ) -> Option<T> {
         if !self.server_up() {
             return None;

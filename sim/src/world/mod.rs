@@ -59,6 +59,7 @@ pub use crate::invariant::Violation;
 use crate::invariant::{Event, Invariant};
 use crate::net::{Net, Way};
 use crate::queue::EventQueue;
+use crate::server::Server;
 use crate::swarm::{Fault, Knobs, Swarm};
 use crate::trace::Trace;
 use crate::zk::{Fired, ZkModel};
@@ -398,7 +399,7 @@ pub struct World {
     rng: Choices,
     now: Timestamp,
     queue: EventQueue<Ev>,
-    zk: ZkModel,
+    zk: Server,
     procs: Vec<Proc>,
     /// The pids whose node an operator once deleted, ascending (checked after
     /// every step: kept, not searched for).
@@ -477,7 +478,10 @@ impl World {
             rng: choices,
             now: Timestamp::ZERO,
             queue: EventQueue::default(),
-            zk: ZkModel::new(swarm.env.server(knobs.cversion_start)),
+            zk: Server::new(
+                swarm.env.server(knobs.cversion_start),
+                swarm.env.ensemble.as_ref(),
+            ),
             procs: Vec::new(),
             revoked: Vec::new(),
             net: Net::default(),
@@ -599,6 +603,12 @@ impl World {
 
     /// The server.
     pub fn zk(&self) -> &ZkModel {
+        self.zk.zk()
+    }
+
+    /// The server or ensemble (which member each session is on, the
+    /// clients' view of it).
+    pub fn server(&self) -> &Server {
         &self.zk
     }
 
@@ -1110,8 +1120,29 @@ impl World {
                 }
             }
             self.send_fired(fired);
+            self.ensemble_tick();
         }
         self.push(self.now + Duration::from_millis(200), Ev::Expiry);
+    }
+
+    /// The ensemble's member faults (see [`Server::tick`]): a member that
+    /// drops its clients closes their connections.
+    fn ensemble_tick(&mut self) {
+        let (dropped, fired, notes) = self.zk.tick(self.now);
+        for note in notes {
+            self.trace.note(self.now, None, 'Z', || note.clone());
+            self.tell(note);
+        }
+        for s in dropped {
+            if let Some(pid) = self.procs.iter().position(|p| p.session == Some(s)) {
+                if self.procs[pid].conn == Conn::Connected {
+                    let gen = self.procs[pid].gen;
+                    let at = self.client_arrival(pid);
+                    self.push(at, Ev::Closed { pid, gen });
+                }
+            }
+        }
+        self.send_fired(fired);
     }
 
     fn on_request(&mut self, pid: usize, gen: u64, op: OpId, request: Request, cause: Option<u64>) {
@@ -1141,6 +1172,7 @@ impl World {
             }
         }
         let (result, fired) = self.zk.apply(self.now, session, &request);
+        self.zk.answered(pid, op);
         self.send_fired(fired);
         // With reorder, a reply may overtake watch events already on their way.
         let overtake = self.swarm.reorder && self.rng.chance(0.2);
@@ -1166,14 +1198,23 @@ impl World {
         self.cause += 1;
         let shared = self.cause;
         let mut per_path: BTreeMap<String, u64> = BTreeMap::new();
+        // A lagging ensemble member applies several changes at once: each
+        // change (its zxid) is a cause of its own.
+        let mut per_change: BTreeMap<i64, u64> = BTreeMap::new();
         for f in fired {
             let cause = if f.event.kind == WatchKind::NodeDeleted {
                 let next = self.cause + 1;
                 let c = *per_path.entry(f.event.path.clone()).or_insert(next);
                 self.cause = self.cause.max(c);
                 c
-            } else {
+            } else if per_change.is_empty() {
+                per_change.insert(f.zxid, shared);
                 shared
+            } else {
+                let next = self.cause + 1;
+                let c = *per_change.entry(f.zxid).or_insert(next);
+                self.cause = self.cause.max(c);
+                c
             };
             if !self.herd.contains_key(&cause) {
                 let bound = self.herd_bound(&f.event);
