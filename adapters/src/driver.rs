@@ -442,7 +442,14 @@ impl WatchClass {
     }
 }
 
-type Armed = (String, WatchClass);
+/// A path and watch table. The path is shared between the session's books
+/// and the machine's list of what it armed (one allocation, not two).
+type Armed = (Arc<str>, WatchClass);
+
+/// The machines armed on one path and table, with how many of their arming
+/// requests are still unanswered. A `Vec`: a path is almost always watched
+/// by one or two machines, and a map's smallest node is some 200 bytes.
+type ArmedBy = Vec<(Key, u32)>;
 
 /// Whose a request in flight is.
 enum Whose {
@@ -501,7 +508,8 @@ struct Slot {
     close_deadline: Option<Timestamp>,
     closers: Vec<oneshot::Sender<()>>,
     acks: Vec<oneshot::Sender<()>>,
-    armed: BTreeSet<Armed>,
+    /// What it armed (a few entries at most: its own node, a predecessor).
+    armed: Vec<Armed>,
     ends_session: bool,
 }
 
@@ -535,7 +543,7 @@ struct State {
     next_op: u64,
     /// Per path and kind: the machines armed since the last firing, with
     /// how many of their arming requests are still unanswered.
-    watches: BTreeMap<Armed, BTreeMap<Key, u32>>,
+    watches: BTreeMap<Armed, ArmedBy>,
     /// The last `Connected`, while connected: what a new machine is told.
     connected: Option<SessionEvent>,
     /// Bumped by every session event: an answer proves contact only for
@@ -635,7 +643,7 @@ impl SessionDriver {
                             st.connected = None;
                             // The server dropped every watch of the session.
                             st.watches.retain(|_, armed| {
-                                armed.retain(|_, pending| *pending > 0);
+                                armed.retain(|(_, pending)| *pending > 0);
                                 !armed.is_empty()
                             });
                         }
@@ -704,7 +712,7 @@ impl SessionDriver {
                     close_deadline: None,
                     closers: Vec::new(),
                     acks: Vec::new(),
-                    armed: BTreeSet::new(),
+                    armed: Vec::new(),
                     ends_session,
                 };
                 st.slots.insert(key, slot);
@@ -823,22 +831,23 @@ impl SessionDriver {
     fn watch_fired(&self, st: &mut State, now: Timestamp, event: WatchEvent) {
         debug!(kind = ?event.kind, path = event.path, "watch fired");
         let mut to = BTreeSet::new();
+        let path: Arc<str> = Arc::from(event.path.as_str());
         for class in WatchClass::fired_by(event.kind) {
-            let entry = (event.path.clone(), *class);
+            let entry = (Arc::clone(&path), *class);
             let Some(armed) = st.watches.get_mut(&entry) else {
                 continue;
             };
-            to.extend(armed.keys().copied());
             // Fired once: disarmed, but for machines whose own arming is
             // still unanswered (it may have set a newer watch).
-            armed.retain(|_, pending| *pending > 0);
-            for key in &to {
-                if !armed.contains_key(key) {
-                    if let Some(slot) = st.slots.get_mut(key) {
-                        slot.armed.remove(&entry);
+            for &(key, pending) in armed.iter() {
+                to.insert(key);
+                if pending == 0 {
+                    if let Some(slot) = st.slots.get_mut(&key) {
+                        slot.armed.retain(|a| *a != entry);
                     }
                 }
             }
+            armed.retain(|(_, pending)| *pending > 0);
             if armed.is_empty() {
                 st.watches.remove(&entry);
             }
@@ -959,8 +968,10 @@ impl SessionDriver {
             }
         };
         if let Some(entry) = arms {
-            if let Some(pending) = st.watches.get_mut(&entry).and_then(|a| a.get_mut(&key)) {
-                *pending = pending.saturating_sub(1);
+            if let Some(armed) = st.watches.get_mut(&entry) {
+                for (_, pending) in armed.iter_mut().filter(|(k, _)| *k == key) {
+                    *pending = pending.saturating_sub(1);
+                }
             }
         }
         let Some(slot) = st.slots.get_mut(&key) else {
@@ -1001,14 +1012,26 @@ impl SessionDriver {
             st.next_op += 1;
             let id = st.next_op;
             debug!(%op, session_op = id, verb = request.verb(), path = request.path(), "perform");
-            let arms = WatchClass::of(&request).map(|class| (request.path().to_owned(), class));
+            let arms = WatchClass::of(&request).map(|class| {
+                let path = request.path();
+                // The books' own copy of the path, if they have one.
+                let known = slot
+                    .armed
+                    .iter()
+                    .map(|(p, _)| p)
+                    .find(|p| &***p == path)
+                    .cloned();
+                (known.unwrap_or_else(|| Arc::from(path)), class)
+            });
             if let Some(entry) = &arms {
-                *st.watches
-                    .entry(entry.clone())
-                    .or_default()
-                    .entry(key)
-                    .or_default() += 1;
-                slot.armed.insert(entry.clone());
+                let armed = st.watches.entry(entry.clone()).or_default();
+                match armed.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, pending)) => *pending += 1,
+                    None => armed.push((key, 1)),
+                }
+                if !slot.armed.contains(entry) {
+                    slot.armed.push(entry.clone());
+                }
             }
             st.in_flight.insert(
                 id,
@@ -1058,7 +1081,7 @@ impl SessionDriver {
         }
         for entry in std::mem::take(&mut slot.armed) {
             if let Some(armed) = st.watches.get_mut(&entry) {
-                armed.remove(&key);
+                armed.retain(|(k, _)| *k != key);
                 if armed.is_empty() {
                     st.watches.remove(&entry);
                 }
