@@ -3,7 +3,7 @@
 //! (`tests/idle_memory.rs`): one definition of "idle", so the two measure
 //! the same thing.
 
-#![allow(unreachable_pub)]
+#![allow(dead_code, unreachable_pub)]
 
 use std::time::Duration;
 
