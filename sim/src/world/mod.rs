@@ -341,6 +341,9 @@ pub struct RunStats {
     /// Observers' participant lists compared with the server's queue once
     /// the world was quiet.
     pub observer_checks: u64,
+    /// Watch events one session handed to more than one machine (the
+    /// server's one watch per session, path and kind, shared).
+    pub shared_watches: u64,
     /// Look-alikes candidates skipped (`Notice::PersistentSkipped`).
     pub persistent_skipped: u64,
     /// Runs whose server granted less than the request.
@@ -363,6 +366,7 @@ impl RunStats {
         self.foreign_elections += other.foreign_elections;
         self.lookalikes += other.lookalikes;
         self.observer_checks += other.observer_checks;
+        self.shared_watches += other.shared_watches;
         self.persistent_skipped += other.persistent_skipped;
         self.clamped_down += other.clamped_down;
         self.clamped_up += other.clamped_up;
