@@ -998,23 +998,6 @@ impl Options {
         o
     }
 
-    /// Fits the options to `swarm`'s world: no `Parent` strategy where
-    /// persistent look-alikes may sit in the queue. A `Parent` follower never
-    /// reads the nodes below its own, so it counts a look-alike as a live
-    /// contender and waits behind it forever (found by this draw: seeds 71,
-    /// 93 and 199 of the mixed mix failed `liveness`; a limitation of the
-    /// core's `Parent` strategy, left to it).
-    pub fn fit(&mut self, swarm: &Swarm) {
-        let lookalikes = !swarm.env.lookalikes.is_empty()
-            || swarm
-                .plan
-                .iter()
-                .any(|(_, f)| matches!(f, Fault::Lookalike { .. }));
-        if lookalikes {
-            self.parent = 0;
-        }
-    }
-
     /// The longest retry delay.
     pub fn backoff_max(&self) -> Duration {
         Duration::from_millis(self.backoff.1)

@@ -476,7 +476,6 @@ impl World {
         if canary.is_some() {
             knobs.options = crate::swarm::Options::default();
         }
-        knobs.options.fit(&swarm);
         let mut world = Self {
             seed,
             rng: choices,
