@@ -453,3 +453,19 @@ fn the_worlds_shaped_for_the_new_canaries_hold_without_them() {
         }
     }
 }
+
+/// The seeds where the swarm's `Parent` draw found followers waiting forever
+/// behind a persistent look-alike (issue 17, fixed in the core): they draw
+/// both, and hold.
+#[test]
+fn parent_followers_next_to_persistent_lookalikes_hold_in_the_seeds_that_found_it() {
+    for seed in [71, 93, 199, 556] {
+        let swarm = Swarm::from_seed(seed, Overrides::default());
+        assert!(
+            zkelect_sim::swarm::Options::draw(seed).parent > 0 && !swarm.env.lookalikes.is_empty(),
+            "seed {seed} no longer draws Parent next to look-alikes"
+        );
+        let report = run_seed(seed, options(FaultMix::Standard));
+        assert!(report.violation.is_none(), "{report}");
+    }
+}
