@@ -596,11 +596,25 @@ impl Invariant<World> for NoLeaks {
                     .stat(&format!("{PATH}/{name}"))
                     .is_some_and(|s| s.ephemeral_owner == 0)
         };
+        // Before the end, a node whose session the server still holds is
+        // not leaked yet: a client closed while the server was down (or its
+        // close was lost) leaves its session to expire on its own, and the
+        // node goes with it (seed 20428 of the lag mix: a kazoo model closed
+        // during a server restart). At the end every such session is gone.
+        let expiring = |name: &String| {
+            !matches!(event, Event::End)
+                && world.zk().stat(&format!("{PATH}/{name}")).is_some_and(|s| {
+                    s.ephemeral_owner != 0
+                        && world
+                            .zk()
+                            .session_alive(zkelect_core::SessionId(s.ephemeral_owner))
+                })
+        };
         let leaked: Vec<String> = world
             .zk()
             .children(PATH)
             .into_iter()
-            .filter(|c| !lookalike(c))
+            .filter(|c| !lookalike(c) && !expiring(c))
             .collect();
         if leaked.is_empty() {
             return Ok(());

@@ -469,3 +469,12 @@ fn parent_followers_next_to_persistent_lookalikes_hold_in_the_seeds_that_found_i
         assert!(report.violation.is_none(), "{report}");
     }
 }
+
+/// A kazoo model closed while the server restarted: its session expires on
+/// its own, and its node with it; `no-leaks` waits for that before the end
+/// (it failed here, lag mix seed 20428, before issue 17's fix).
+#[test]
+fn a_client_closed_while_the_server_is_down_leaves_its_node_to_its_session() {
+    let report = run_seed(20_428, options(FaultMix::WithEventLag));
+    assert!(report.violation.is_none(), "{report}");
+}
