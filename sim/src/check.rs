@@ -40,7 +40,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use zkelect_core::name::Access;
 use zkelect_core::{FencingToken, Notice, OpId, Recipe, Role, Rule};
 
-pub use crate::invariant::{Event, Invariant, Violation};
+pub use crate::invariant::{Event, Invariant, Kinds, Violation};
 use crate::world::{Phase, Process, World, PATH};
 
 /// A checker of a [`World`], as the world holds it.
@@ -61,7 +61,7 @@ pub fn standard() -> Vec<Checker> {
         Box::new(TokensGrow::default()),
         Box::new(Liveness::default()),
         Box::new(NoHerd::default()),
-        Box::new(NoLeaks::default()),
+        Box::new(NoLeaks),
         Box::new(OneAnswer::default()),
         Box::new(StaleReply),
         Box::new(NoError),
@@ -127,6 +127,10 @@ impl Invariant<World> for Safety {
         "safety"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::STEP
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         if world.swarm().pauses || !matches!(event, Event::Step) {
             return Ok(());
@@ -135,10 +139,18 @@ impl Invariant<World> for Safety {
         // The holders counted below are some of the believed leaders: when
         // those are few enough, nothing can be broken (the common step).
         let rw = world.swarm().recipe() == Recipe::ReadWrite;
-        let believed = world.leader_count();
-        if believed <= if rw { 1 } else { k } {
+        if world.census().leading <= if rw { 1 } else { k } {
             return Ok(());
         }
+        Self::count(world, k, rw)
+    }
+}
+
+impl Safety {
+    /// The full count, when the fast path in `check` cannot rule a breach out
+    /// (kept out of line, so the common step's call stays small).
+    #[inline(never)]
+    fn count(world: &World, k: usize, rw: bool) -> Result<(), String> {
         let counted =
             |p: &Process<'_>| !p.crashed && !revoked_in_grace(world, p) && !revoked_foreign(p);
         let holders = world.believed_leaders().filter(counted).count();
@@ -182,6 +194,10 @@ pub struct Revocation;
 impl Invariant<World> for Revocation {
     fn name(&self) -> &'static str {
         "revocation"
+    }
+
+    fn kinds(&self) -> Kinds {
+        Kinds::STEP
     }
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
@@ -235,6 +251,10 @@ pub struct Fencing {
 impl Invariant<World> for Fencing {
     fn name(&self) -> &'static str {
         "fencing"
+    }
+
+    fn kinds(&self) -> Kinds {
+        Kinds::REVOKED | Kinds::NOTICE | Kinds::WRITE
     }
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
@@ -303,6 +323,10 @@ pub struct TokensGrow {
 impl Invariant<World> for TokensGrow {
     fn name(&self) -> &'static str {
         "tokens-grow"
+    }
+
+    fn kinds(&self) -> Kinds {
+        Kinds::NOTICE
     }
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
@@ -379,6 +403,10 @@ impl Invariant<World> for Liveness {
         "liveness"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::STEP | Kinds::LIVENESS_DUE
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         let due = match event {
             Event::LivenessDue => true,
@@ -388,29 +416,33 @@ impl Invariant<World> for Liveness {
         if !due {
             return Ok(());
         }
+        // The common settled step: enough leaders, and (for a read-write lock,
+        // where the rule names who must hold) no live node waiting, by the
+        // world's running counts; anything else takes the full look.
+        let census = world.census();
+        let rw = world.swarm().recipe() == Recipe::ReadWrite;
+        if census.live_leading >= census.live.min(world.swarm().leaders as usize)
+            && !(rw && census.waiting > 0)
+        {
+            return Ok(());
+        }
+        self.look(world, rw)
+    }
+}
+
+impl Liveness {
+    /// The full look, when the census cannot rule a miss out (kept out of
+    /// line, so the common step's call stays small).
+    #[inline(never)]
+    fn look(&mut self, world: &World, rw: bool) -> Result<(), String> {
         let is_live = |p: &Process<'_>| {
             !p.crashed
                 && !p.observer
                 && !revoked_foreign(p)
                 && !matches!(p.agent.role(), Role::Idle | Role::Closed | Role::Failed)
         };
-        // The common settled step: enough leaders, and (for a read-write lock,
-        // where the rule names who must hold) no live node waiting. Counted
-        // without collecting; anything else takes the full look below.
-        let (mut live, mut leaders, mut waiting) = (0, 0, false);
-        for p in world.processes().filter(is_live) {
-            live += 1;
-            if p.agent.role().is_leader() {
-                leaders += 1;
-            } else {
-                waiting |= p.agent.node().is_some();
-            }
-        }
-        let rw = world.swarm().recipe() == Recipe::ReadWrite;
-        if leaders >= live.min(world.swarm().leaders as usize) && !(rw && waiting) {
-            return Ok(());
-        }
         let live: Vec<_> = world.processes().filter(is_live).collect();
+        let leaders = live.iter().filter(|p| p.agent.role().is_leader()).count();
         let want = live.len().min(world.swarm().leaders as usize);
         if rw {
             // Who must hold: the rule over the live processes' nodes.
@@ -494,6 +526,10 @@ impl Invariant<World> for NoHerd {
         "no-herd"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::WOKEN
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         let Event::Woken {
             pid,
@@ -521,38 +557,40 @@ impl Invariant<World> for NoHerd {
 /// election path has no children but the persistent look-alikes an operator
 /// put there; checked after every step and at the end.
 #[derive(Debug, Default)]
-pub struct NoLeaks {
-    /// How many of the first pids are known gone. Gone is for good (a crashed
-    /// process never restarts, a closed session never reopens, an expired one
-    /// never comes back), so each step looks on from there instead of from p0.
-    gone: usize,
-}
+pub struct NoLeaks;
 
 impl Invariant<World> for NoLeaks {
     fn name(&self) -> &'static str {
         "no-leaks"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::STEP | Kinds::END
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
-        let gone = |p: Process<'_>| {
-            p.session_closed
-                || (p.crashed && p.session.is_none_or(|s| !world.zk().session_alive(s)))
-        };
-        let all_gone = || world.processes().all(gone);
         let check = match event {
             Event::End => true,
-            Event::Step => {
-                let n = world.processes().len();
-                while self.gone < n && gone(world.process(self.gone)) {
-                    self.gone += 1;
-                }
-                self.gone == n
-            }
+            Event::Step => world.census().gone == world.processes().len(),
             _ => false,
         };
         if !check {
             return Ok(());
         }
+        Self::look(world)
+    }
+}
+
+impl NoLeaks {
+    /// The look at the election path, once every process is gone or at the
+    /// end (kept out of line, so the common step's call stays small).
+    #[inline(never)]
+    fn look(world: &World) -> Result<(), String> {
+        let gone = |p: Process<'_>| {
+            p.session_closed
+                || (p.crashed && p.session.is_none_or(|s| !world.zk().session_alive(s)))
+        };
+        let all_gone = || world.processes().all(gone);
         let left = world.zk().stat(PATH).map_or(0, |s| s.num_children);
         if left == 0 {
             return Ok(());
@@ -597,6 +635,10 @@ impl Invariant<World> for OneAnswer {
         "one-answer"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::EMITTED | Kinds::ANSWERED | Kinds::END
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         match *event {
             Event::Emitted { pid, op } if !self.pending.insert((pid, op)) => {
@@ -632,6 +674,10 @@ impl Invariant<World> for StaleReply {
         "stale-reply"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::ANSWERED
+    }
+
     fn check(&mut self, _world: &World, event: &Event<'_>) -> Result<(), String> {
         if let Event::Answered {
             pid,
@@ -659,6 +705,10 @@ pub struct NoError;
 impl Invariant<World> for NoError {
     fn name(&self) -> &'static str {
         "no-error"
+    }
+
+    fn kinds(&self) -> Kinds {
+        Kinds::NOTICE
     }
 
     fn check(&mut self, _world: &World, event: &Event<'_>) -> Result<(), String> {

@@ -56,19 +56,22 @@ use crate::canary::Canary;
 use crate::choice::Choices;
 use crate::foreign::{Agent, CuratorLatch, KazooLock, Scheme};
 pub use crate::invariant::Violation;
-use crate::invariant::{Event, Invariant};
+use crate::invariant::{Event, Invariant, Kinds};
 use crate::net::{Net, Way};
 use crate::queue::EventQueue;
 use crate::swarm::{Fault, Knobs, Swarm};
 use crate::trace::Trace;
 use crate::zk::{Fired, ZkModel};
 
+mod census;
 mod client;
 mod faults;
 mod hosting;
 
 use hosting::Armed;
 pub use hosting::Planted;
+
+pub use census::Census;
 
 /// The election path every simulated candidate uses.
 pub const PATH: &str = "/svc/leader";
@@ -408,6 +411,9 @@ pub struct World {
     server_down_until: Option<Timestamp>,
     canary: Option<Canary>,
     invariants: Vec<Box<dyn Invariant<World>>>,
+    /// Each checker's [`Invariant::kinds`], and all of them together.
+    kinds: Vec<Kinds>,
+    any_kind: Kinds,
     /// A new id per server change, carried by the watch events it fires.
     cause: u64,
     resource_max: Option<FencingToken>,
@@ -426,6 +432,9 @@ pub struct World {
     herd: BTreeMap<u64, usize>,
     /// A bug planted in the world's client for a test ([`Planted`]).
     planted: Option<Planted>,
+    /// The checkers' counts ([`World::census`]), and each process's share.
+    census: Census,
+    shares: Vec<Census>,
 }
 
 impl World {
@@ -468,6 +477,8 @@ impl World {
         if swarm.env.interop != Scheme::Ours {
             knobs.cversion_start = 0;
         }
+        let kinds: Vec<Kinds> = invariants.iter().map(|i| i.kinds()).collect();
+        let any_kind = kinds.iter().fold(Kinds::NONE, |all, &k| all | k);
         let mut world = Self {
             seed,
             rng: choices,
@@ -480,6 +491,8 @@ impl World {
             server_down_until: None,
             canary,
             invariants,
+            kinds,
+            any_kind,
             cause: 0,
             resource_max: None,
             heal_at,
@@ -493,6 +506,8 @@ impl World {
             lookalikes: Vec::new(),
             herd: BTreeMap::new(),
             planted: None,
+            census: Census::default(),
+            shares: Vec::new(),
             swarm,
             knobs,
         };
@@ -649,16 +664,6 @@ impl World {
             .map(|pid| self.process(pid))
     }
 
-    /// How many live (not crashed) processes believe they lead right now (an
-    /// upper bound on what [`Safety`](crate::check::Safety) counts, without
-    /// building a view of any process: its fast path after every step).
-    pub fn leader_count(&self) -> usize {
-        self.procs
-            .iter()
-            .filter(|p| !p.crashed && p.c.role().is_leader())
-            .count()
-    }
-
     /// The processes whose node an operator once deleted (whether or not they
     /// have learned it since), in pid order.
     pub fn once_revoked(&self) -> impl Iterator<Item = Process<'_>> + '_ {
@@ -798,8 +803,15 @@ impl World {
     }
 
     fn observe(&mut self, event: &Event<'_>) {
+        let kind = event.kind();
+        if !self.any_kind.contains(kind) {
+            return;
+        }
         let mut invariants = std::mem::take(&mut self.invariants);
-        for inv in &mut invariants {
+        for (i, inv) in invariants.iter_mut().enumerate() {
+            if !self.kinds[i].contains(kind) {
+                continue;
+            }
             if let Err(detail) = inv.check(self, event) {
                 self.fail(inv.name(), detail);
             }
@@ -920,8 +932,10 @@ impl World {
         });
         if host != pid {
             self.procs[host].machines.push(pid);
+            self.recount(pid);
             return self.join_session(pid);
         }
+        self.recount(pid);
         let at = self.now + Duration::from_millis(self.rng.range(0, 50));
         self.push(at, Ev::Reconnect { pid });
     }
@@ -1083,6 +1097,7 @@ impl World {
                 });
                 // The server closes an expired session's connection.
                 if let Some(pid) = self.procs.iter().position(|p| p.session == Some(s)) {
+                    self.recount(pid);
                     self.tell(format!(
                         "the server expires p{pid}'s session; its node goes with it"
                     ));
@@ -1318,6 +1333,7 @@ impl World {
         {
             self.close_client(h);
         }
+        self.recount(pid);
         let next = self.procs[pid].c.poll_timeout();
         if next.is_some() && next != self.procs[pid].timer_at {
             self.procs[pid].timer_at = next;
