@@ -143,6 +143,17 @@ impl Kinds {
     /// [`Event::End`].
     pub const END: Self = Self(1 << 8);
 
+    /// A one-kind set's position (0 for [`Kinds::STEP`], 1 for
+    /// [`Kinds::NOTICE`], …): an index for tables by kind.
+    pub fn index(self) -> usize {
+        self.0.trailing_zeros() as usize
+    }
+
+    /// Every kind, one at a time, in [`Kinds::index`] order.
+    pub fn each() -> impl Iterator<Item = Self> {
+        (0..=8).map(|bit| Self(1 << bit))
+    }
+
     /// Whether every kind in `other` is in `self`.
     pub fn contains(self, other: Self) -> bool {
         self.0 & other.0 == other.0

@@ -8,7 +8,8 @@
 //! server ends its session; each of those recounts that one process. Debug
 //! builds (every test) compare the counts with a full scan on every read.
 
-use zkelect_core::Role;
+use zkelect_core::name::Access;
+use zkelect_core::{Role, Rule};
 
 use super::World;
 
@@ -19,6 +20,8 @@ pub struct Census {
     /// Not crashed and believing it leads (revoked ones too): what
     /// [`Safety`](crate::check::Safety) counts is some of these.
     pub leading: usize,
+    /// Of those, the ones whose node is exclusive (any but a reader's).
+    pub leading_exclusive: usize,
     /// Live as [`Liveness`](crate::check::Liveness) means it: not crashed,
     /// not an observer, not a foreign model whose node an operator deleted,
     /// and joined (not idle, closed or failed).
@@ -36,6 +39,7 @@ impl Census {
     fn plus(self, o: Self) -> Self {
         Self {
             leading: self.leading + o.leading,
+            leading_exclusive: self.leading_exclusive + o.leading_exclusive,
             live: self.live + o.live,
             live_leading: self.live_leading + o.live_leading,
             waiting: self.waiting + o.waiting,
@@ -46,6 +50,7 @@ impl Census {
     fn minus(self, o: Self) -> Self {
         Self {
             leading: self.leading - o.leading,
+            leading_exclusive: self.leading_exclusive - o.leading_exclusive,
             live: self.live - o.live,
             live_leading: self.live_leading - o.live_leading,
             waiting: self.waiting - o.waiting,
@@ -55,6 +60,12 @@ impl Census {
 }
 
 impl World {
+    /// How many times a process changed in a way the census sees (a checker
+    /// whose verdict rests on nothing else may reuse it while this stays).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// The counts the per-step checkers read, as of now.
     pub fn census(&self) -> Census {
         debug_assert_eq!(
@@ -74,6 +85,9 @@ impl World {
         let view = self.process(pid);
         let role = p.c.role();
         let leads = role.is_leader();
+        // A foreign model holds by a one-leader election.
+        let rule = p.c.candidate().map_or(Rule::default(), |c| c.config().rule());
+        let exclusive = rule.access() == Access::Exclusive;
         let revoked_foreign = view.foreign.is_some() && view.revoked_at.is_some();
         let live = !view.crashed
             && !view.observer
@@ -83,6 +97,7 @@ impl World {
             || (view.crashed && view.session.is_none_or(|s| !self.zk.session_alive(s)));
         Census {
             leading: usize::from(!view.crashed && leads),
+            leading_exclusive: usize::from(!view.crashed && leads && exclusive),
             live: usize::from(live),
             live_leading: usize::from(live && leads),
             waiting: usize::from(live && !leads && p.c.node().is_some()),
@@ -110,5 +125,6 @@ impl World {
         let share = self.census_of(pid);
         self.census = self.census.minus(self.shares[pid]).plus(share);
         self.shares[pid] = share;
+        self.generation += 1;
     }
 }

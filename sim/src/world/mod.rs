@@ -411,9 +411,9 @@ pub struct World {
     server_down_until: Option<Timestamp>,
     canary: Option<Canary>,
     invariants: Vec<Box<dyn Invariant<World>>>,
-    /// Each checker's [`Invariant::kinds`], and all of them together.
-    kinds: Vec<Kinds>,
-    any_kind: Kinds,
+    /// Per event kind ([`Kinds::index`]), the checkers that judge it
+    /// ([`Invariant::kinds`]), in their order.
+    by_kind: Vec<Vec<usize>>,
     /// A new id per server change, carried by the watch events it fires.
     cause: u64,
     resource_max: Option<FencingToken>,
@@ -435,6 +435,8 @@ pub struct World {
     /// The checkers' counts ([`World::census`]), and each process's share.
     census: Census,
     shares: Vec<Census>,
+    /// Counts recounts ([`World::generation`]).
+    generation: u64,
 }
 
 impl World {
@@ -477,8 +479,13 @@ impl World {
         if swarm.env.interop != Scheme::Ours {
             knobs.cversion_start = 0;
         }
-        let kinds: Vec<Kinds> = invariants.iter().map(|i| i.kinds()).collect();
-        let any_kind = kinds.iter().fold(Kinds::NONE, |all, &k| all | k);
+        let by_kind = Kinds::each()
+            .map(|kind| {
+                (0..invariants.len())
+                    .filter(|&i| invariants[i].kinds().contains(kind))
+                    .collect()
+            })
+            .collect();
         let mut world = Self {
             seed,
             rng: choices,
@@ -491,8 +498,7 @@ impl World {
             server_down_until: None,
             canary,
             invariants,
-            kinds,
-            any_kind,
+            by_kind,
             cause: 0,
             resource_max: None,
             heal_at,
@@ -508,6 +514,7 @@ impl World {
             planted: None,
             census: Census::default(),
             shares: Vec::new(),
+            generation: 0,
             swarm,
             knobs,
         };
@@ -803,17 +810,16 @@ impl World {
     }
 
     fn observe(&mut self, event: &Event<'_>) {
-        let kind = event.kind();
-        if !self.any_kind.contains(kind) {
+        let slot = event.kind().index();
+        let judges = self.by_kind.get(slot).map_or(0, Vec::len);
+        if judges == 0 {
             return;
         }
         let mut invariants = std::mem::take(&mut self.invariants);
-        for (i, inv) in invariants.iter_mut().enumerate() {
-            if !self.kinds[i].contains(kind) {
-                continue;
-            }
-            if let Err(detail) = inv.check(self, event) {
-                self.fail(inv.name(), detail);
+        for j in 0..judges {
+            let i = self.by_kind[slot][j];
+            if let Err(detail) = invariants[i].check(self, event) {
+                self.fail(invariants[i].name(), detail);
             }
         }
         self.invariants = invariants;
