@@ -22,6 +22,9 @@ pub struct Census {
     pub leading: usize,
     /// Of those, the ones whose node is exclusive (any but a reader's).
     pub leading_exclusive: usize,
+    /// Of those, the zkelect candidates whose node an operator deleted (what
+    /// [`Revocation`](crate::check::Revocation) looks at).
+    pub leading_revoked: usize,
     /// Live as [`Liveness`](crate::check::Liveness) means it: not crashed,
     /// not an observer, not a foreign model whose node an operator deleted,
     /// and joined (not idle, closed or failed).
@@ -40,6 +43,7 @@ impl Census {
         Self {
             leading: self.leading + o.leading,
             leading_exclusive: self.leading_exclusive + o.leading_exclusive,
+            leading_revoked: self.leading_revoked + o.leading_revoked,
             live: self.live + o.live,
             live_leading: self.live_leading + o.live_leading,
             waiting: self.waiting + o.waiting,
@@ -51,6 +55,7 @@ impl Census {
         Self {
             leading: self.leading - o.leading,
             leading_exclusive: self.leading_exclusive - o.leading_exclusive,
+            leading_revoked: self.leading_revoked - o.leading_revoked,
             live: self.live - o.live,
             live_leading: self.live_leading - o.live_leading,
             waiting: self.waiting - o.waiting,
@@ -98,6 +103,9 @@ impl World {
         Census {
             leading: usize::from(!view.crashed && leads),
             leading_exclusive: usize::from(!view.crashed && leads && exclusive),
+            leading_revoked: usize::from(
+                !view.crashed && leads && view.foreign.is_none() && view.revoked_at.is_some(),
+            ),
             live: usize::from(live),
             live_leading: usize::from(live && leads),
             waiting: usize::from(live && !leads && p.c.node().is_some()),
