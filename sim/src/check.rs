@@ -759,6 +759,10 @@ impl Invariant<World> for Observers {
         "observers"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::QUIET
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         if !matches!(event, Event::Quiet) {
             return Ok(());

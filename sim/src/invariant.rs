@@ -103,6 +103,7 @@ impl Event<'_> {
             Self::Write { .. } => 1 << 6,
             Self::LivenessDue => 1 << 7,
             Self::End => 1 << 8,
+            Self::Quiet => 1 << 9,
         })
     }
 }
@@ -142,6 +143,8 @@ impl Kinds {
     pub const LIVENESS_DUE: Self = Self(1 << 7);
     /// [`Event::End`].
     pub const END: Self = Self(1 << 8);
+    /// [`Event::Quiet`].
+    pub const QUIET: Self = Self(1 << 9);
 
     /// A one-kind set's position (0 for [`Kinds::STEP`], 1 for
     /// [`Kinds::NOTICE`], …): an index for tables by kind.
@@ -151,7 +154,7 @@ impl Kinds {
 
     /// Every kind, one at a time, in [`Kinds::index`] order.
     pub fn each() -> impl Iterator<Item = Self> {
-        (0..=8).map(|bit| Self(1 << bit))
+        (0..=9).map(|bit| Self(1 << bit))
     }
 
     /// Whether every kind in `other` is in `self`.
