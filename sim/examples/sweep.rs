@@ -94,7 +94,11 @@ fn main() -> ExitCode {
                     let report = run_seed(seed, options);
                     if let Some(v) = &report.violation {
                         let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
-                        found.by_invariant.entry(v.invariant).or_default().push(seed);
+                        found
+                            .by_invariant
+                            .entry(v.invariant)
+                            .or_default()
+                            .push(seed);
                         found.reports.insert(seed, report);
                         if found.reports.len() > REPORTS {
                             found.reports.pop_last();

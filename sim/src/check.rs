@@ -390,8 +390,7 @@ impl Liveness {
         if !nodes().eq(self.names.iter().map(String::as_str)) {
             self.names = nodes().map(str::to_owned).collect();
             let interop = world.swarm().env.interop.interop();
-            let (queue, _) =
-                zkelect_core::name::queue(&self.names, "", interop, Recipe::ReadWrite);
+            let (queue, _) = zkelect_core::name::queue(&self.names, "", interop, Recipe::ReadWrite);
             self.must = Recipe::ReadWrite
                 .holders(&queue)
                 .into_iter()

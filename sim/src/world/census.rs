@@ -91,7 +91,9 @@ impl World {
         let role = p.c.role();
         let leads = role.is_leader();
         // A foreign model holds by a one-leader election.
-        let rule = p.c.candidate().map_or(Rule::default(), |c| c.config().rule());
+        let rule =
+            p.c.candidate()
+                .map_or(Rule::default(), |c| c.config().rule());
         let exclusive = rule.access() == Access::Exclusive;
         let revoked_foreign = view.foreign.is_some() && view.revoked_at.is_some();
         let live = !view.crashed
