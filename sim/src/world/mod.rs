@@ -805,6 +805,9 @@ impl World {
         self.now = at;
         self.stats.steps += 1;
         self.deliver(ev);
+        if cfg!(debug_assertions) {
+            self.check_census();
+        }
         self.observe(&Event::Step);
         true
     }
