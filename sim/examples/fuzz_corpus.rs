@@ -2,7 +2,8 @@
 //! seed within 500, plan minimised, encoded with the seed's own world
 //! choices), and a few byte strings of fuzzed choices.
 //!
-//! `cargo run -p zkelect-sim --release --example fuzz_corpus`
+//! `cargo run -p zkelect-sim --release --example fuzz_corpus` (or
+//! `… -- trusts-behind` for the named canaries only, leaving the rest).
 
 use std::path::Path;
 
@@ -15,7 +16,11 @@ use zkelect_sim::swarm::{FaultMix, Overrides};
 fn main() -> std::io::Result<()> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
     std::fs::create_dir_all(&dir)?;
+    let only: Vec<String> = std::env::args().skip(1).collect();
     for canary in Canary::ALL {
+        if !only.is_empty() && !only.iter().any(|f| f == canary.flag()) {
+            continue;
+        }
         // The sequence-token canary hides behind fencing unless paused.
         let faults = if canary == Canary::SequenceToken {
             FaultMix::WithPauses
@@ -53,6 +58,9 @@ fn main() -> std::io::Result<()> {
             report.swarm.plan.len(),
             canary.target()
         );
+    }
+    if !only.is_empty() {
+        return Ok(());
     }
     let mut rng = SimRng::new(17, 17);
     for i in 0..8 {

@@ -5,7 +5,8 @@
 //! status if any seed failed.
 //!
 //! Run: `cargo run --release -p zkelect-sim --example sweep -- FROM..TO [all|pauses|lag|none] [--threads N] [--canary NAME]`
-//! (a canary shows the failure path: its seeds fail, are reported, and the exit status is 1)
+//! (a canary shows the failure path: its seeds fail, are reported, and the exit status is 1;
+//! `ZKELECT_CANARY=NAME` works too, and `ZKELECT_SHOW=1` minimises the first failure's plan)
 //! — or `--profile bench` instead of `--release` for the workspace's whole-program build (faster per seed).
 //!
 //! Seeds are handed out in small chunks from one counter, so the threads stay
@@ -22,7 +23,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use zkelect_sim::canary::Canary;
-use zkelect_sim::run::{run_seed, RunOptions, RunReport};
+use zkelect_sim::run::{minimize, run_seed, RunOptions, RunReport};
 use zkelect_sim::swarm::{FaultMix, Overrides};
 
 /// Seeds a thread takes at a time: small enough to balance the last ones,
@@ -60,11 +61,17 @@ fn main() -> ExitCode {
         .and_then(|n| n.parse::<usize>().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    // `--canary NAME` or `ZKELECT_CANARY=NAME`: sweep a canary instead of the
+    // real candidate.
     let canary = args
         .iter()
         .position(|a| a == "--canary")
         .and_then(|i| args.get(i + 1))
-        .and_then(|c| Canary::from_flag(c));
+        .cloned()
+        .or_else(|| std::env::var("ZKELECT_CANARY").ok())
+        .and_then(|c| Canary::from_flag(&c));
+    // `ZKELECT_SHOW=1`: the first failing seed's report is minimised first.
+    let minimise = std::env::var("ZKELECT_SHOW").is_ok();
     let options = RunOptions {
         overrides: Overrides {
             faults,
@@ -146,8 +153,13 @@ fn main() -> ExitCode {
             shown.join(", ")
         );
     }
-    for report in found.reports.values() {
-        println!("\n{report}");
+    for (i, report) in found.reports.values().enumerate() {
+        if minimise && i == 0 {
+            let small = minimize(report).unwrap_or_else(|| report.clone());
+            println!("\n{small}");
+        } else {
+            println!("\n{report}");
+        }
     }
     if failed == 0 {
         ExitCode::SUCCESS

@@ -32,7 +32,21 @@
 //!   disconnected ([`Ensemble::cut_off`]); a session used from a connection
 //!   it has left gets `SessionMoved`.
 //!
-//! Watches at followers are not modelled here (a read leaves none).
+//! Watches are per server: each member keeps its own copy of the tree and
+//! its own watch tables, and a watch set by a read at a member fires when
+//! THAT member applies the change (so a lagging follower fires late). A
+//! session that moves to another member leaves its watches behind;
+//! [`Ensemble::set_watches`] re-arms them there as the Java client and
+//! zookeeper-client do with `setWatches` (the paths and the last zxid the
+//! client has seen: the new member fires at once what changed after it).
+//! Fired watches collect in an outbox ([`Ensemble::take_fired`]).
+//!
+//! Sessions belong to the ensemble: the leader's session tracker is the one
+//! that expires them ([`Ensemble::expire_due`]), and the expiry is a
+//! transaction every member applies. [`Ensemble::change_leader`] elects a
+//! new leader: every member drops its clients (they all go through leader
+//! election), the new leader has every committed transaction, and session
+//! timers restart there.
 //!
 //! The checker of the client's side is [`SessionView`]: every reply's zxid
 //! (the connected server's last zxid, as ZooKeeper's reply header carries)
@@ -61,7 +75,7 @@ use std::time::Duration;
 
 use zkelect_core::{Reply, Request, SessionId, Timestamp, ZkCode};
 
-use crate::zk::{ZkModel, ZkSettings};
+use crate::zk::{Fired, ZkModel, ZkSettings};
 
 /// Why a server refused a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,10 +93,39 @@ pub enum Refused {
     NoServer,
 }
 
+/// One committed transaction, as every member applies it in log order.
+/// Members replay them on their own tree, so they reach the leader's state
+/// (a `ZkModel` is deterministic) and fire their own watches.
+#[derive(Debug, Clone)]
+enum Txn {
+    Open {
+        now: Timestamp,
+        requested: Duration,
+        identity: Option<String>,
+    },
+    Write {
+        now: Timestamp,
+        session: SessionId,
+        request: Request,
+    },
+    SetData {
+        now: Timestamp,
+        session: SessionId,
+        path: String,
+        data: Vec<u8>,
+        version: Option<i32>,
+    },
+    Close {
+        session: SessionId,
+    },
+}
+
 /// One member of the ensemble.
 #[derive(Debug, Clone)]
 struct Member {
-    /// How many committed transactions it has applied (index into `log`).
+    /// Its own copy of the tree, with its own watches.
+    tree: ZkModel,
+    /// How many committed transactions it has applied (absolute log index).
     applied: usize,
     /// Whether it applies commits only when told ([`Ensemble::catch_up`]).
     lagging: bool,
@@ -102,35 +145,30 @@ pub struct Connection {
     generation: u64,
 }
 
-/// A leader's committed state after each transaction (zxid, tree). Followers
-/// serve reads from the entry they have applied.
-#[derive(Debug, Clone)]
-struct Commit {
-    zxid: i64,
-    tree: ZkModel,
-}
-
 /// A multi-server ZooKeeper (see the module docs).
 #[derive(Debug, Clone)]
 pub struct Ensemble {
-    leader: ZkModel,
-    log: Vec<Commit>,
     members: Vec<Member>,
+    leader: usize,
+    /// Committed transactions from absolute index `base` on (the prefix every
+    /// member applied is dropped).
+    log: Vec<Txn>,
+    base: usize,
     /// Per session: the generation of the connection that owns it.
     owners: Vec<(SessionId, u64)>,
+    /// Per session: the log index of its `Open` (a member must have applied
+    /// it to serve the session).
+    opened: Vec<(SessionId, usize)>,
     generations: u64,
+    fired: Vec<Fired>,
 }
 
 impl Ensemble {
-    /// `servers` members, all caught up, none lagging.
+    /// `servers` members, all caught up, none lagging; member 0 leads.
     pub fn new(servers: usize, settings: ZkSettings) -> Self {
-        let leader = ZkModel::new(settings);
-        let log = vec![Commit {
-            zxid: leader.zxid(),
-            tree: leader.clone(),
-        }];
         let members = (0..servers.max(1))
             .map(|_| Member {
+                tree: ZkModel::new(settings),
                 applied: 0,
                 lagging: false,
                 cut_off: false,
@@ -138,11 +176,14 @@ impl Ensemble {
             })
             .collect();
         Self {
-            leader,
-            log,
             members,
+            leader: 0,
+            log: Vec::new(),
+            base: 0,
             owners: Vec::new(),
+            opened: Vec::new(),
             generations: 0,
+            fired: Vec::new(),
         }
     }
 
@@ -151,66 +192,165 @@ impl Ensemble {
         self.members.len()
     }
 
-    /// The leader's committed tree.
+    /// The leader's index.
+    pub fn leader_index(&self) -> usize {
+        self.leader
+    }
+
+    /// The leader's committed tree (and its session tracker).
     pub fn leader(&self) -> &ZkModel {
-        &self.leader
+        &self.members[self.leader].tree
+    }
+
+    /// The leader's tree, for changes that are not transactions (session
+    /// timers, restarts).
+    pub fn leader_mut(&mut self) -> &mut ZkModel {
+        &mut self.members[self.leader].tree
+    }
+
+    /// Member `server`'s tree (what it serves reads from).
+    pub fn tree(&self, server: usize) -> Option<&ZkModel> {
+        self.members.get(server).map(|m| &m.tree)
     }
 
     /// The last zxid `server` has applied.
     pub fn last_zxid(&self, server: usize) -> i64 {
-        self.members
-            .get(server)
-            .map_or(0, |m| self.log[m.applied].zxid)
+        self.members.get(server).map_or(0, |m| m.tree.zxid())
     }
 
-    /// Whether `server` applies commits only when caught up by hand.
+    /// Whether `server` is cut off from the quorum.
+    pub fn is_cut_off(&self, server: usize) -> bool {
+        self.members.get(server).is_some_and(|m| m.cut_off)
+    }
+
+    /// Whether `server` is lagging.
+    pub fn is_lagging(&self, server: usize) -> bool {
+        self.members.get(server).is_some_and(|m| m.lagging)
+    }
+
+    /// The watches fired since the last call, each at the member that
+    /// applied the change (a session's watches live at its member).
+    pub fn take_fired(&mut self) -> Vec<Fired> {
+        std::mem::take(&mut self.fired)
+    }
+
+    fn end(&self) -> usize {
+        self.base + self.log.len()
+    }
+
+    /// Applies committed transactions to `server` up to absolute index `to`.
+    fn apply_to(&mut self, server: usize, to: usize) {
+        let to = to.min(self.end());
+        let Some(m) = self.members.get_mut(server) else {
+            return;
+        };
+        while m.applied < to {
+            let txn = &self.log[m.applied - self.base];
+            let fired = match txn {
+                Txn::Open {
+                    now,
+                    requested,
+                    identity,
+                } => {
+                    m.tree.open_session(*now, *requested, identity.clone());
+                    Vec::new()
+                }
+                Txn::Write {
+                    now,
+                    session,
+                    request,
+                } => m.tree.apply(*now, *session, request).1,
+                Txn::SetData {
+                    now,
+                    session,
+                    path,
+                    data,
+                    version,
+                } => m.tree.set_data(*now, *session, path, data, *version).1,
+                Txn::Close { session } => m.tree.close_session(*session),
+            };
+            m.applied += 1;
+            self.fired.extend(fired);
+        }
+    }
+
+    /// The leader applied `txn` already: log it, let every follower that
+    /// keeps up apply it, and drop the prefix everyone has.
+    fn commit(&mut self, txn: Txn) {
+        self.log.push(txn);
+        let end = self.end();
+        self.members[self.leader].applied = end;
+        for s in 0..self.members.len() {
+            let m = &self.members[s];
+            if s != self.leader && !m.lagging && !m.cut_off {
+                self.apply_to(s, end);
+            }
+        }
+        let low = self.members.iter().map(|m| m.applied).min().unwrap_or(end);
+        if low > self.base {
+            self.log.drain(..low - self.base);
+            self.base = low;
+        }
+    }
+
+    /// Whether `server` applies commits only when caught up by hand; ending
+    /// the lag catches it up.
     pub fn set_lag(&mut self, server: usize, lagging: bool) {
         if let Some(m) = self.members.get_mut(server) {
             m.lagging = lagging;
             if !lagging && !m.cut_off {
-                m.applied = self.log.len() - 1;
+                let end = self.end();
+                self.apply_to(server, end);
             }
         }
     }
 
     /// `server` applies up to `n` more committed transactions.
     pub fn catch_up(&mut self, server: usize, n: usize) {
-        let last = self.log.len() - 1;
-        if let Some(m) = self.members.get_mut(server) {
+        if let Some(m) = self.members.get(server) {
             if !m.cut_off {
-                m.applied = (m.applied + n).min(last);
+                let to = m.applied + n;
+                self.apply_to(server, to);
             }
         }
     }
 
     /// `server` loses the quorum: it stops applying and serving, and its
-    /// clients are disconnected.
+    /// clients are disconnected (and its watches go with their connections).
     pub fn cut_off(&mut self, server: usize) {
+        if server == self.leader {
+            return;
+        }
         if let Some(m) = self.members.get_mut(server) {
             m.cut_off = true;
             m.epoch += 1;
+            m.tree.restart(Timestamp::ZERO);
         }
     }
 
     /// `server` rejoins the quorum (it syncs with the leader before serving).
     pub fn rejoin(&mut self, server: usize) {
-        let last = self.log.len() - 1;
         if let Some(m) = self.members.get_mut(server) {
             m.cut_off = false;
-            m.applied = last;
+            let end = self.end();
+            self.apply_to(server, end);
         }
     }
 
-    fn commit(&mut self) {
-        self.log.push(Commit {
-            zxid: self.leader.zxid(),
-            tree: self.leader.clone(),
-        });
-        let last = self.log.len() - 1;
+    /// A new leader (`server`, if it is a member in the quorum): every member
+    /// drops its clients, the new leader syncs every committed transaction,
+    /// and its session tracker starts every session's timer afresh at `now`.
+    pub fn change_leader(&mut self, now: Timestamp, server: usize) {
+        if self.members.get(server).is_none_or(|m| m.cut_off) {
+            return;
+        }
+        let end = self.end();
+        self.apply_to(server, end);
+        self.members[server].lagging = false;
+        self.leader = server;
         for m in &mut self.members {
-            if !m.lagging && !m.cut_off {
-                m.applied = last;
-            }
+            m.epoch += 1;
+            m.tree.restart(now);
         }
     }
 
@@ -219,7 +359,7 @@ impl Ensemble {
         if m.cut_off {
             return Err(Refused::CutOff);
         }
-        let last = self.log[m.applied].zxid;
+        let last = m.tree.zxid();
         if last < seen {
             return Err(Refused::Behind {
                 server: last,
@@ -241,8 +381,77 @@ impl Ensemble {
         }
     }
 
-    /// A new session through `server`, for a client that has seen `seen`.
-    /// Session creation is a transaction: the leader commits it.
+    /// A new session through `server`, for a client that has seen `seen`:
+    /// its id, its negotiated timeout and the connection. Session creation
+    /// is a transaction: the leader commits it, and the connected server
+    /// applies it before answering.
+    pub fn open(
+        &mut self,
+        now: Timestamp,
+        server: usize,
+        requested: Duration,
+        identity: Option<String>,
+        seen: i64,
+    ) -> Result<(SessionId, Duration, Connection), Refused> {
+        self.admit(server, seen)?;
+        let leader = self.leader;
+        let (session, timeout) =
+            self.members[leader]
+                .tree
+                .open_session(now, requested, identity.clone());
+        let at = self.end();
+        self.commit(Txn::Open {
+            now,
+            requested,
+            identity,
+        });
+        self.opened.retain(|(s, _)| *s != session);
+        self.opened.push((session, at));
+        let end = self.end();
+        self.apply_to(server, end);
+        Ok((session, timeout, self.connection(server, session)))
+    }
+
+    /// A session opened at the leader (an operator's zkCli there), which
+    /// the leader always admits.
+    pub fn open_at_leader(
+        &mut self,
+        now: Timestamp,
+        requested: Duration,
+        identity: Option<String>,
+    ) -> (SessionId, Duration, Connection) {
+        let leader = self.leader;
+        let (session, timeout) =
+            self.members[leader]
+                .tree
+                .open_session(now, requested, identity.clone());
+        let at = self.end();
+        self.commit(Txn::Open {
+            now,
+            requested,
+            identity,
+        });
+        self.opened.push((session, at));
+        (session, timeout, self.connection(leader, session))
+    }
+
+    /// The session's connection closed: the watches set over it (at
+    /// whichever member) are gone.
+    pub fn connection_closed(&mut self, session: SessionId) {
+        for m in &mut self.members {
+            m.tree.connection_closed(session);
+        }
+    }
+
+    /// Member `server` restarts its in-memory state at `now`: its watches
+    /// go (and, at the leader, session timers restart).
+    pub fn drop_watches_at(&mut self, server: usize, now: Timestamp) {
+        if let Some(m) = self.members.get_mut(server) {
+            m.tree.restart(now);
+        }
+    }
+
+    /// [`open`](Self::open) with the default identity, for tests.
     pub fn open_session(
         &mut self,
         now: Timestamp,
@@ -250,16 +459,14 @@ impl Ensemble {
         timeout: Duration,
         seen: i64,
     ) -> Result<(SessionId, Connection), Refused> {
-        self.admit(server, seen)?;
-        let (session, _) = self.leader.open_session(now, timeout, None);
-        self.commit();
-        // The connected server applied the session before answering.
-        self.members[server].applied = self.log.len() - 1;
-        Ok((session, self.connection(server, session)))
+        self.open(now, server, timeout, None, seen)
+            .map(|(s, _, c)| (s, c))
     }
 
     /// Moves `session` to `server` (a reconnect): the old connection no
-    /// longer owns it; requests on it get `SessionMoved`.
+    /// longer owns it (requests on it get `SessionMoved`), and the watches
+    /// set over it are gone. The new server must have applied what the client
+    /// has seen, and the session's creation.
     pub fn reconnect(
         &mut self,
         server: usize,
@@ -267,11 +474,44 @@ impl Ensemble {
         seen: i64,
     ) -> Result<Connection, Refused> {
         self.admit(server, seen)?;
+        if let Some(&(_, at)) = self.opened.iter().find(|(s, _)| *s == session) {
+            // The session's creation zxid is at most what the client has seen.
+            self.apply_to(server, at + 1);
+        }
+        for m in &mut self.members {
+            m.tree.connection_closed(session);
+        }
         Ok(self.connection(server, session))
     }
 
+    /// The watches `session` holds at `server`: data, child and exists paths.
+    pub fn watches(&self, server: usize, session: SessionId) -> [Vec<String>; 3] {
+        self.members
+            .get(server)
+            .map(|m| m.tree.watches_of(session))
+            .unwrap_or_default()
+    }
+
+    /// `setWatches` at `server`: re-arms `watches` (data, child, exists) for
+    /// `session`; what changed there after `seen` fires at once.
+    pub fn set_watches(
+        &mut self,
+        server: usize,
+        session: SessionId,
+        seen: i64,
+        watches: [Vec<String>; 3],
+    ) {
+        if let Some(m) = self.members.get_mut(server) {
+            let fired = m.tree.set_watches(session, seen, watches);
+            self.fired.extend(fired);
+        }
+    }
+
     fn check(&self, conn: Connection, session: SessionId) -> Result<(), ZkCode> {
-        let m = &self.members[conn.server];
+        let m = self
+            .members
+            .get(conn.server)
+            .ok_or(ZkCode::ConnectionLoss)?;
         if m.cut_off || m.epoch != conn.epoch {
             return Err(ZkCode::ConnectionLoss);
         }
@@ -282,10 +522,15 @@ impl Ensemble {
         Ok(())
     }
 
+    /// Whether `conn` still reaches its server and owns `session`.
+    pub fn usable(&self, conn: Connection, session: SessionId) -> Result<(), ZkCode> {
+        self.check(conn, session)
+    }
+
     /// One request over `conn`: writes go to the leader (and the connected
     /// server applies them before answering), reads are served by the
-    /// connected server from what it has applied. Returns the reply and the
-    /// server's last zxid (the reply header's).
+    /// connected server from what it has applied (a watch stays there).
+    /// Returns the reply and the server's last zxid (the reply header's).
     pub fn request(
         &mut self,
         now: Timestamp,
@@ -298,26 +543,89 @@ impl Ensemble {
             request,
             Request::GetChildren { .. } | Request::GetData { .. } | Request::Exists { .. }
         );
-        let at = self.members[conn.server].applied;
+        let server = conn.server;
         if read {
-            // A read on a copy: followers' watches are not modelled.
-            let mut tree = self.log[at].tree.clone();
-            let (reply, _) = tree.apply(now, session, request);
-            return Ok((reply, self.log[at].zxid));
+            let m = &mut self.members[server];
+            let (reply, _) = m.tree.apply(now, session, request);
+            // The session's tracker is the leader's.
+            self.members[self.leader].tree.touch(now, session);
+            return Ok((reply, self.members[server].tree.zxid()));
         }
-        let (reply, _) = self.leader.apply(now, session, request);
-        self.commit();
-        let last = self.log.len() - 1;
-        self.members[conn.server].applied = last;
-        Ok((reply, self.log[last].zxid))
+        let leader = self.leader;
+        let (reply, fired) = self.members[leader].tree.apply(now, session, request);
+        self.fired.extend(fired);
+        self.commit(Txn::Write {
+            now,
+            session,
+            request: request.clone(),
+        });
+        let end = self.end();
+        self.apply_to(server, end);
+        Ok((reply, self.members[server].tree.zxid()))
+    }
+
+    /// `setData` from an operator's session over `conn` (see
+    /// [`ZkModel::set_data`]).
+    pub fn set_data(
+        &mut self,
+        now: Timestamp,
+        conn: Connection,
+        session: SessionId,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> Result<Result<zkelect_core::Stat, ZkCode>, ZkCode> {
+        self.check(conn, session)?;
+        let leader = self.leader;
+        let (result, fired) = self.members[leader]
+            .tree
+            .set_data(now, session, path, data, version);
+        self.fired.extend(fired);
+        self.commit(Txn::SetData {
+            now,
+            session,
+            path: path.to_owned(),
+            data: data.to_vec(),
+            version,
+        });
+        let end = self.end();
+        self.apply_to(conn.server, end);
+        Ok(result)
+    }
+
+    /// Ends `session` (a close): a transaction every member applies.
+    pub fn close_session(&mut self, session: SessionId) {
+        let leader = self.leader;
+        if !self.members[leader].tree.session_alive(session) {
+            return;
+        }
+        let fired = self.members[leader].tree.close_session(session);
+        self.fired.extend(fired);
+        self.commit(Txn::Close { session });
+        self.owners.retain(|(s, _)| *s != session);
+        self.opened.retain(|(s, _)| *s != session);
+    }
+
+    /// The leader expires every session silent for its timeout at `now`;
+    /// each expiry is a transaction. Returns the expired sessions.
+    pub fn expire_due(&mut self, now: Timestamp) -> Vec<SessionId> {
+        let leader = self.leader;
+        let (due, fired) = self.members[leader].tree.expire_due(now);
+        self.fired.extend(fired);
+        for s in &due {
+            self.commit(Txn::Close { session: *s });
+            self.owners.retain(|(o, _)| o != s);
+            self.opened.retain(|(o, _)| o != s);
+        }
+        due
     }
 
     /// `sync`: the connected server catches up with the leader as of now.
     pub fn sync(&mut self, conn: Connection, session: SessionId) -> Result<i64, ZkCode> {
         self.check(conn, session)?;
-        let last = self.log.len() - 1;
-        self.members[conn.server].applied = last;
-        Ok(self.log[last].zxid)
+        let end = self.end();
+        self.apply_to(conn.server, end);
+        Ok(self.members[conn.server].tree.zxid())
     }
 }
 

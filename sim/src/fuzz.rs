@@ -21,7 +21,8 @@
 //! | 1 each | candidates − 1 (mod 20), leaders − 1 (mod 2), timeout/100 − 20 (mod 41), policy, chaos s − 5 (mod 26), reorder, pauses |
 //! | 1 + 1 + 1 + n + 1 + 4 | interop (mod 3), foreign (mod 5), n look-alikes (n mod 5, a scheme each), server limits (mod 4: none, max a, min a, min a and max ≥ a) and a, b in ms (1 s + LE mod 7,001) |
 //! | 1 + 8 per entry | plan length (mod 64; fewer if the bytes run out); each entry: at ms (2, LE, mod the chaos phase), fault kind (1), pid (1), ms (2), extra ms or flag (2) |
-//! | 1 | the world's choices: even → the bytes that follow ([`ByteStream`]), odd → the seed's stream (as the swarm) |
+//! | 1 | the world's choices and the servers: bit 0 even → the bytes that follow ([`ByteStream`]), odd → the seed's stream (as the swarm); (byte >> 1) mod 3: 0 one server, 1 an ensemble of 3, 2 of 5 |
+//! | 1 + 6 per entry | with an ensemble only: its member faults (mod 64; fewer if the bytes run out); each: at ms (2, LE, mod the chaos phase), kind (1, mod 3: lag, cut-off, new leader), member (1, mod the members), ms (2, LE, mod 2 T + 1; a lag's mod 1,001) |
 //! | rest | the world's choices |
 //!
 //! Scenarios the swarm never draws because they are refused or unlivable
@@ -38,6 +39,7 @@ use crate::canary::Canary;
 use crate::check;
 use crate::choice::{ByteStream, Choices};
 use crate::run::RunReport;
+use crate::server::{EnsembleSpec, MemberFault};
 use crate::swarm::{Env, Fault, Hosting, Queue, Scheme, Swarm};
 use crate::world::World;
 
@@ -199,6 +201,30 @@ fn queue_of(b: u8) -> (Queue, u32) {
     }
 }
 
+/// Decodes an ensemble of `servers` and its member faults (see the format).
+fn ensemble(u: &mut Unstructured<'_>, servers: usize, chaos: Duration, t: u64) -> EnsembleSpec {
+    let mut faults = Vec::new();
+    for _ in 0..byte(u) % 64 {
+        if u.is_empty() {
+            break;
+        }
+        let at = Timestamp::from_millis(u64::from(u16le(u)) % (chaos.as_millis() as u64 + 1));
+        let (kind, server) = (byte(u) % 3, usize::from(byte(u)) % servers);
+        let ms = u64::from(u16le(u)) % (2 * t + 1);
+        let fault = match kind {
+            0 => MemberFault::Lag {
+                server,
+                ms: ms % (crate::server::LAG_MAX.as_millis() as u64 + 1),
+            },
+            1 => MemberFault::CutOff { server, ms },
+            _ => MemberFault::NewLeader { server },
+        };
+        faults.push((at, fault));
+    }
+    faults.sort_by_key(|(at, _)| *at);
+    EnsembleSpec { servers, faults }
+}
+
 /// Drops what the foreign models of `env` cannot live with (as the swarm does).
 fn fits(env: &Env, pauses: bool, fault: &Fault) -> bool {
     let curator = env.library() == Some(Scheme::Curator);
@@ -212,18 +238,11 @@ fn fits(env: &Env, pauses: bool, fault: &Fault) -> bool {
 }
 
 /// Makes a decoded scenario one the library accepts and the swarm could
-/// draw: fencing is checked with one leader (pauses come with k = 1);
-/// interop elects one leader; foreign models need an interop scheme; faults
-/// in time order, inside the chaos phase.
+/// draw: interop elects one leader; foreign models need an interop scheme;
+/// faults in time order, inside the chaos phase. (Pauses come with any
+/// queue since issue 17: `safety` judges them by lease.)
 /// Leaves a swarm drawn by [`Swarm::from_seed`] as it is.
 pub fn normalize(swarm: &mut Swarm) {
-    if swarm.pauses {
-        // The fenced resource fences one holder at a time.
-        swarm.leaders = 1;
-        if swarm.env.queue == Queue::Semaphore {
-            swarm.env.queue = Queue::Mutex;
-        }
-    }
     let (queue, k) = (swarm.env.queue, swarm.leaders);
     swarm.set_queue(queue, k);
     if swarm.leaders > 1 {
@@ -281,7 +300,9 @@ impl<'a> Arbitrary<'a> for FuzzCase {
             _ => (None, None),
         };
         let mut plan = Vec::new();
-        for _ in 0..byte(u) % 64 {
+        // Up to 255 (63 before issue 17's pauses with lag; every corpus
+        // file has at most 63, so its bytes keep their meaning).
+        for _ in 0..byte(u) {
             // Out of bytes, out of faults (not a run of zeroed ones).
             if u.is_empty() {
                 break;
@@ -311,10 +332,21 @@ impl<'a> Arbitrary<'a> for FuzzCase {
                 } else {
                     Hosting::default()
                 },
+                ensemble: None,
             },
         };
         normalize(&mut swarm);
-        let world = if byte(u) % 2 == 1 {
+        let choices = byte(u);
+        swarm.env.ensemble = match (choices >> 1) % 3 {
+            0 => None,
+            code => Some(ensemble(
+                u,
+                if code == 1 { 3 } else { 5 },
+                chaos,
+                timeout_ms,
+            )),
+        };
+        let world = if choices % 2 == 1 {
             WorldChoices::Seeded
         } else {
             let rest = u.len();
@@ -337,7 +369,7 @@ impl FuzzCase {
 
     /// The bytes this case decodes from (fields clamped to what the format
     /// holds: 1–20 candidates, k ≤ 2, 2–6 s timeouts, 5–30 s of chaos, 4
-    /// look-alikes, 63 faults, 16-bit milliseconds, limits of 1–8 s).
+    /// look-alikes, 255 faults, 16-bit milliseconds, limits of 1–8 s).
     pub fn encode(&self) -> Vec<u8> {
         let s = &self.swarm;
         let mut out = self.seed.to_le_bytes().to_vec();
@@ -367,7 +399,7 @@ impl FuzzCase {
         out.push(limits);
         out.extend(a.to_le_bytes());
         out.extend(b.to_le_bytes());
-        let plan = &s.plan[..s.plan.len().min(63)];
+        let plan = &s.plan[..s.plan.len().min(255)];
         out.push(plan.len() as u8);
         for (at, f) in plan {
             let at = u16::try_from(at.as_millis()).unwrap_or(u16::MAX);
@@ -378,12 +410,31 @@ impl FuzzCase {
             out.extend(ms.to_le_bytes());
             out.extend(extra.to_le_bytes());
         }
-        match &self.world {
-            WorldChoices::Seeded => out.push(1),
-            WorldChoices::Bytes(bytes) => {
-                out.push(0);
-                out.extend(bytes);
+        let servers = match &s.env.ensemble {
+            None => 0,
+            Some(spec) if spec.servers <= 3 => 2,
+            Some(_) => 4,
+        };
+        let seeded = u8::from(self.world == WorldChoices::Seeded);
+        out.push(servers | seeded);
+        if let Some(spec) = &s.env.ensemble {
+            let faults = &spec.faults[..spec.faults.len().min(63)];
+            out.push(faults.len() as u8);
+            for (at, f) in faults {
+                let at = u16::try_from(at.as_millis()).unwrap_or(u16::MAX);
+                let (kind, server, ms) = match *f {
+                    MemberFault::Lag { server, ms } => (0, server, ms),
+                    MemberFault::CutOff { server, ms } => (1, server, ms),
+                    MemberFault::NewLeader { server } => (2, server, 0),
+                };
+                out.extend(at.to_le_bytes());
+                out.push(kind);
+                out.push(u8::try_from(server).unwrap_or(u8::MAX));
+                out.extend(u16::try_from(ms).unwrap_or(u16::MAX).to_le_bytes());
             }
+        }
+        if let WorldChoices::Bytes(bytes) = &self.world {
+            out.extend(bytes);
         }
         out
     }

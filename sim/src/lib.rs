@@ -10,6 +10,7 @@
 //! | [`choice`] | [`Choices`](choice::Choices): every nondeterministic choice the world makes, from a seed, a fuzzer's bytes or a search's script |
 //! | [`fuzz`] | the fuzz entry: bytes → scenario and choices → every checker |
 //! | [`ensemble`] | a multi-server ZooKeeper: lagging followers, reads from the connected server, `sync`, moving sessions, members cut off; its client-side checker |
+//! | [`server`] | [`Server`](server::Server): the world's ZooKeeper, one server or an ensemble of 3 or 5 with member faults; the `single-system-image` checker |
 //! | [`explore`] | exhaustive small scopes: depth-first search over the choice points |
 //! | [`rng`] | [`SimRng`](rng::SimRng): ChaCha8, one stream per subsystem |
 //! | [`foreign`] | models of Curator's LeaderLatch and kazoo's Lock/Election, and [`Agent`](foreign::Agent): a zkelect candidate or one of them |
@@ -19,7 +20,7 @@
 //! | [`queue`] | [`EventQueue`](queue::EventQueue): a heap of (time, sequence, slot) over a slab of events |
 //! | [`world`] | [`World`](world::World): the event heap, the processes, the fenced resource, the phases; its client libraries (`world/client.rs`) and faults (`world/faults.rs`) |
 //! | [`invariant`] | [`Event`](invariant::Event), [`Invariant`](invariant::Invariant), [`Violation`](invariant::Violation): what the world reports and checkers judge |
-//! | [`check`] | the ten checkers run after every step |
+//! | [`check`] | the checkers run after every step (with [`server`]'s `single-system-image`) |
 //! | [`trace`] | one fixed-column line per step, FNV-1a hashed |
 //! | [`run`] | [`run_seed`](run::run_seed), sweeps, the failure report with its replay lines, the plan minimiser |
 //!
@@ -45,6 +46,7 @@ pub mod net;
 pub mod queue;
 pub mod rng;
 pub mod run;
+pub mod server;
 pub mod swarm;
 pub mod trace;
 pub mod world;

@@ -49,7 +49,11 @@ impl Link {
         let at = if overtake {
             (now + latency).max(self.reply_tail)
         } else {
-            self.to_client(now, latency)
+            // Behind every watch event and every reply sent before it (an
+            // earlier reply may have overtaken events and be later than them).
+            let at = self.to_client(now, latency).max(self.reply_tail);
+            self.to_client_tail = at;
+            at
         };
         self.reply_tail = self.reply_tail.max(at);
         at

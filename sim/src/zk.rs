@@ -36,6 +36,11 @@ pub struct Fired {
     pub session: SessionId,
     /// What happened.
     pub event: WatchEvent,
+    /// The server's zxid when it fired: events of one change share it, on
+    /// every member of an ensemble (each applies the change in the same
+    /// state), so the world can tell changes apart when a lagging follower
+    /// applies several at once.
+    pub zxid: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -355,6 +360,71 @@ impl ZkModel {
             .count()
     }
 
+    /// The paths `session` watches here: data (or `exists` on an existing
+    /// node), child, and `exists` on a missing node — what a client re-sends
+    /// with `setWatches` when it moves to another server.
+    pub fn watches_of(&self, session: SessionId) -> [Vec<String>; 3] {
+        let of = |m: &BTreeMap<String, BTreeSet<SessionId>>| {
+            m.iter()
+                .filter(|(_, w)| w.contains(&session))
+                .map(|(p, _)| p.clone())
+                .collect()
+        };
+        [
+            of(&self.data_watches),
+            of(&self.child_watches),
+            of(&self.exist_watches),
+        ]
+    }
+
+    /// `setWatches`: re-arms `session`'s watches (data, child, exists paths)
+    /// for a client that has seen up to zxid `seen`. As the server's
+    /// `DataTree.setWatches` does, a watch whose node changed after `seen`
+    /// fires at once (data: deleted or mzxid newer; child: deleted or pzxid
+    /// newer; exists: the node exists now) instead of being set.
+    pub fn set_watches(
+        &mut self,
+        session: SessionId,
+        seen: i64,
+        [data, child, exist]: [Vec<String>; 3],
+    ) -> Vec<Fired> {
+        let mut fired = Vec::new();
+        let zxid = self.zxid;
+        let mut now = |session, path: String, kind| {
+            fired.push(Fired {
+                session,
+                event: WatchEvent { kind, path },
+                zxid,
+            });
+        };
+        for path in data {
+            match self.nodes.get(&path).map(|n| n.stat.mzxid) {
+                None => now(session, path, WatchKind::NodeDeleted),
+                Some(m) if m > seen => now(session, path, WatchKind::NodeDataChanged),
+                Some(_) => {
+                    self.data_watches.entry(path).or_default().insert(session);
+                }
+            }
+        }
+        for path in child {
+            match self.nodes.get(&path).map(|n| n.stat.pzxid) {
+                None => now(session, path, WatchKind::NodeDeleted),
+                Some(p) if p > seen => now(session, path, WatchKind::NodeChildrenChanged),
+                Some(_) => {
+                    self.child_watches.entry(path).or_default().insert(session);
+                }
+            }
+        }
+        for path in exist {
+            if self.nodes.contains_key(&path) {
+                now(session, path, WatchKind::NodeCreated);
+            } else {
+                self.exist_watches.entry(path).or_default().insert(session);
+            }
+        }
+        fired
+    }
+
     fn allowed(&self, node: &Node, session: SessionId, perm: u8) -> bool {
         match node.acl {
             Acl::Open => true,
@@ -375,6 +445,7 @@ impl ZkModel {
             Table::Child => &mut self.child_watches,
             Table::Exist => &mut self.exist_watches,
         };
+        let zxid = self.zxid;
         map.remove(path)
             .into_iter()
             .flatten()
@@ -384,6 +455,7 @@ impl ZkModel {
                     kind,
                     path: path.to_owned(),
                 },
+                zxid,
             })
             .collect()
     }

@@ -223,3 +223,180 @@ fn followers_lag_sync_catches_up_cut_off_members_drop_clients_sessions_move() {
         Ok(Reply::Exists(Some(_)))
     ));
 }
+
+// ----- the ensemble in the swarm's worlds ------------------------------------
+
+use zkelect_sim::canary::Canary;
+use zkelect_sim::run::{run_seed, RunOptions, RunReport};
+use zkelect_sim::server::{EnsembleSpec, MemberFault};
+use zkelect_sim::swarm::{FaultMix, Overrides, Swarm};
+
+fn mixed(canary: Option<Canary>) -> RunOptions {
+    RunOptions {
+        overrides: Overrides {
+            faults: FaultMix::Standard,
+            ..Overrides::default()
+        },
+        canary,
+        ..RunOptions::default()
+    }
+}
+
+/// About one seed in four draws an ensemble of 3 or 5, with member faults.
+#[test]
+fn the_swarm_draws_ensemble_worlds_with_member_faults() {
+    let specs: Vec<EnsembleSpec> = (0..400)
+        .filter_map(|seed| Swarm::from_seed(seed, mixed(None).overrides).env.ensemble)
+        .collect();
+    assert!((60..=140).contains(&specs.len()), "{} of 400", specs.len());
+    assert!(specs.iter().any(|s| s.servers == 3) && specs.iter().any(|s| s.servers == 5));
+    let kinds = |f: fn(&MemberFault) -> bool| {
+        specs
+            .iter()
+            .flat_map(|s| &s.faults)
+            .filter(|(_, x)| f(x))
+            .count()
+    };
+    assert!(kinds(|f| matches!(f, MemberFault::Lag { .. })) > 50);
+    assert!(kinds(|f| matches!(f, MemberFault::CutOff { .. })) > 20);
+    assert!(kinds(|f| matches!(f, MemberFault::NewLeader { .. })) > 3);
+}
+
+/// Ordinary swarm seeds on an ensemble keep every checker, the
+/// single-system-image one included.
+#[test]
+fn ensemble_worlds_pass_every_checker_over_60_seeds() {
+    let mut ran = 0;
+    for seed in 0..400u64 {
+        if Swarm::from_seed(seed, mixed(None).overrides)
+            .env
+            .ensemble
+            .is_none()
+        {
+            continue;
+        }
+        let report = run_seed(seed, mixed(None));
+        assert!(report.violation.is_none(), "{report}");
+        ran += 1;
+        if ran == 60 {
+            return;
+        }
+    }
+    panic!("only {ran} ensemble worlds in 400 seeds");
+}
+
+/// The canary whose client forgets the last zxid it has seen when it
+/// reconnects: a follower behind it admits it, and a reply older than what
+/// it saw reaches it. The ordinary `single-system-image` checker catches it
+/// in swarm seeds.
+#[test]
+fn canary_trusting_a_server_behind_it_is_caught_in_swarm_seeds_within_30() {
+    let c = Canary::TrustsBehind;
+    let run = |seed| -> RunReport { run_seed(seed, mixed(Some(c))) };
+    let caught = (0..30).find_map(|seed| {
+        let report = run(seed);
+        report.violation.clone().map(|v| (seed, v, report))
+    });
+    let (seed, v, report) = caught.expect("trusts-behind was not caught within 30 seeds");
+    assert_eq!(v.invariant, c.target(), "seed {seed}:\n{report}");
+}
+
+/// A watch set at a lagging follower fires when THAT follower applies the
+/// change, not when the leader commits it; a session that moves re-arms
+/// its watches with `setWatches`, and the new member fires at once what
+/// changed after the client's last zxid.
+#[test]
+fn watches_live_at_the_member_and_fire_when_it_applies_the_change() {
+    let now = Timestamp::ZERO;
+    let t = std::time::Duration::from_secs(4);
+    let mut zk = Ensemble::new(3, Default::default());
+    let (writer, _, wconn) = zk.open(now, 0, t, None, 0).unwrap();
+    let (reader, _, rconn) = zk.open(now, 1, t, None, 0).unwrap();
+    zk.request(now, wconn, writer, &create("/w", CreateMode::Persistent))
+        .unwrap()
+        .0
+        .unwrap();
+    let watch = Request::GetData {
+        path: "/w".into(),
+        watch: true,
+    };
+    zk.request(now, rconn, reader, &watch).unwrap().0.unwrap();
+    zk.take_fired();
+    zk.set_lag(1, true);
+    let set = Request::SetData {
+        path: "/w".into(),
+        data: b"x".to_vec(),
+        version: None,
+    };
+    zk.request(now, wconn, writer, &set).unwrap().0.unwrap();
+    assert!(
+        zk.take_fired().is_empty(),
+        "fired before member 1 applied it"
+    );
+    zk.catch_up(1, 1);
+    let fired = zk.take_fired();
+    assert_eq!(fired.len(), 1, "{fired:?}");
+    assert_eq!(fired[0].session, reader);
+
+    // Set the watch again at member 1, let it lag, then move the session to
+    // member 2 (caught up): setWatches with the client's last zxid fires the
+    // change member 1 has not applied yet, at once, from member 2.
+    let (_, seen) = zk.request(now, rconn, reader, &watch).unwrap();
+    zk.set_lag(1, true);
+    zk.request(now, wconn, writer, &set).unwrap().0.unwrap();
+    assert!(zk.take_fired().is_empty());
+    let watches = zk.watches(1, reader);
+    assert_eq!(watches[0], vec!["/w".to_owned()]);
+    zk.reconnect(2, reader, seen).unwrap();
+    assert!(
+        zk.watches(1, reader).iter().all(Vec::is_empty),
+        "left behind"
+    );
+    zk.set_watches(2, reader, seen, watches);
+    let fired = zk.take_fired();
+    assert_eq!(fired.len(), 1, "{fired:?}");
+    assert_eq!(
+        fired[0].event.kind,
+        zkelect_core::WatchKind::NodeDataChanged
+    );
+    // Member 1 catching up later fires nothing for the moved session.
+    zk.set_lag(1, false);
+    assert!(zk.take_fired().is_empty());
+}
+
+/// Sessions belong to the ensemble: the leader expires them, every member
+/// applies the expiry; a leader change drops every client and restarts the
+/// session timers at the new leader.
+#[test]
+fn the_leader_expires_sessions_and_a_new_leader_restarts_their_timers() {
+    let t = std::time::Duration::from_secs(4);
+    let mut zk = Ensemble::new(3, Default::default());
+    let (s, _, conn) = zk.open(Timestamp::ZERO, 2, t, None, 0).unwrap();
+    zk.request(
+        Timestamp::ZERO,
+        conn,
+        s,
+        &create("/e", CreateMode::Ephemeral),
+    )
+    .unwrap()
+    .0
+    .unwrap();
+    zk.change_leader(Timestamp::from_millis(3_000), 1);
+    assert_eq!(zk.leader_index(), 1);
+    assert_eq!(
+        zk.request(
+            Timestamp::from_millis(3_000),
+            conn,
+            s,
+            &create("/f", CreateMode::Persistent)
+        )
+        .err(),
+        Some(ZkCode::ConnectionLoss),
+        "every member dropped its clients"
+    );
+    assert!(zk.expire_due(Timestamp::from_millis(5_000)).is_empty());
+    assert_eq!(zk.expire_due(Timestamp::from_millis(7_000)), vec![s]);
+    for m in 0..3 {
+        assert!(zk.tree(m).unwrap().stat("/e").is_none(), "zk{m} kept it");
+    }
+}

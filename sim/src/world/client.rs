@@ -10,7 +10,7 @@ use zkelect_core::{Input, OpId, Reply, Request, SessionEvent, Timestamp, WatchEv
 use super::hosting::wire;
 use super::{reply_text, short, Conn, Ev, Inflight, World, EVENT_LAG_MAX_MS};
 use crate::canary::Canary;
-use crate::client::{handshake, reconnect, Clock, Library, Reconnected, Tick, TimeoutSource};
+use crate::client::{Clock, Library, Reconnected, Tick, TimeoutSource};
 use crate::invariant::Event;
 use crate::net::Way;
 
@@ -49,6 +49,7 @@ impl World {
             if let Some(entry) = &sent.arms {
                 self.armed_answered(sent.pid, entry);
             }
+            self.zk.arrived(pid, op);
             self.deliver_reply(sent.pid, sent.op, Some(&sent.request), result);
         }
     }
@@ -285,16 +286,29 @@ impl World {
             TimeoutSource::Handshake
         };
         if source == TimeoutSource::Handshake && self.procs[pid].handshaken.is_none() {
-            let learned = handshake(&mut self.zk, self.now, requested, identity);
+            let learned = self.zk.handshake(self.now, requested, identity);
             self.procs[pid].handshaken = Some(learned);
         }
-        match reconnect(
-            &mut self.zk,
+        // The Java client and zookeeper-client re-send their watches
+        // (`setWatches`); zookeeper-async does not.
+        let rearm = self.library(pid) != Library::ZookeeperAsync;
+        let forget = self.canary_of(pid) == Some(Canary::TrustsBehind);
+        let connected = self.zk.connect(
+            pid,
             self.now,
             self.procs[pid].session,
             requested,
             identity,
-        ) {
+            forget,
+            rearm,
+        );
+        let Ok(connected) = connected else {
+            // Every member refused (behind the client, or cut off): try again.
+            let at = self.now + Duration::from_millis(self.rng.range(200, 500));
+            self.push(at, Ev::Reconnect { pid });
+            return;
+        };
+        match connected {
             Reconnected::Same(_) => {}
             Reconnected::Expired { new, timeout } => {
                 // The server expired it while we were away: say so, then start afresh.
@@ -343,6 +357,9 @@ impl World {
                 timeout: reported,
             },
         );
+        // Re-armed watches whose node changed after what the client had seen.
+        let fired = self.zk.take_fired();
+        self.send_fired(fired);
     }
 
     pub(super) fn deliver_reply(

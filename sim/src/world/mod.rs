@@ -59,6 +59,7 @@ pub use crate::invariant::Violation;
 use crate::invariant::{Event, Invariant, Kinds};
 use crate::net::{Net, Way};
 use crate::queue::EventQueue;
+use crate::server::Server;
 use crate::swarm::{Fault, Knobs, Swarm};
 use crate::trace::Trace;
 use crate::zk::{Fired, ZkModel};
@@ -343,6 +344,9 @@ pub struct RunStats {
     /// Observers' participant lists compared with the server's queue once
     /// the world was quiet.
     pub observer_checks: u64,
+    /// Watch events one session handed to more than one machine (the
+    /// server's one watch per session, path and kind, shared).
+    pub shared_watches: u64,
     /// Look-alikes candidates skipped (`Notice::PersistentSkipped`).
     pub persistent_skipped: u64,
     /// Runs whose server granted less than the request.
@@ -365,6 +369,7 @@ impl RunStats {
         self.foreign_elections += other.foreign_elections;
         self.lookalikes += other.lookalikes;
         self.observer_checks += other.observer_checks;
+        self.shared_watches += other.shared_watches;
         self.persistent_skipped += other.persistent_skipped;
         self.clamped_down += other.clamped_down;
         self.clamped_up += other.clamped_up;
@@ -401,7 +406,7 @@ pub struct World {
     rng: Choices,
     now: Timestamp,
     queue: EventQueue<Ev>,
-    zk: ZkModel,
+    zk: Server,
     procs: Vec<Proc>,
     /// The pids whose node an operator once deleted, ascending (checked after
     /// every step: kept, not searched for).
@@ -479,6 +484,10 @@ impl World {
         if swarm.env.interop != Scheme::Ours {
             knobs.cversion_start = 0;
         }
+        if canary.is_some() {
+            knobs.options = crate::swarm::Options::default();
+        }
+        knobs.options.fit(&swarm);
         let by_kind = Kinds::each()
             .map(|kind| {
                 (0..invariants.len())
@@ -491,7 +500,10 @@ impl World {
             rng: choices,
             now: Timestamp::ZERO,
             queue: EventQueue::default(),
-            zk: ZkModel::new(swarm.env.server(knobs.cversion_start)),
+            zk: Server::new(
+                swarm.env.server(knobs.cversion_start),
+                swarm.env.ensemble.as_ref(),
+            ),
             procs: Vec::new(),
             revoked: Vec::new(),
             net: Net::default(),
@@ -518,6 +530,9 @@ impl World {
             swarm,
             knobs,
         };
+        if !world.knobs.options.create_parents {
+            world.create_path();
+        }
         for scheme in world.swarm.env.lookalikes.clone() {
             world.create_lookalike(scheme, true);
         }
@@ -560,9 +575,14 @@ impl World {
     /// ping, a process cut off reconnects within a second of the partition's
     /// end (a partition lasts at most two requested timeouts, and may begin
     /// just before the faults stop), and a retry waits at most the backoff
-    /// maximum (2 s).
+    /// maximum (2 s; longer when the seed draws a longer one).
     pub fn liveness_bound(&self) -> Duration {
-        self.negotiated().max(self.swarm.session_timeout) * 2 + Duration::from_secs(4)
+        let backoff = self
+            .knobs
+            .options
+            .backoff_max()
+            .saturating_sub(Duration::from_secs(2));
+        self.negotiated().max(self.swarm.session_timeout) * 2 + Duration::from_secs(4) + backoff
     }
 
     /// The session timeout the server grants the swarm's request.
@@ -609,6 +629,12 @@ impl World {
 
     /// The server.
     pub fn zk(&self) -> &ZkModel {
+        self.zk.zk()
+    }
+
+    /// The server or ensemble (which member each session is on, the
+    /// clients' view of it).
+    pub fn server(&self) -> &Server {
         &self.zk
     }
 
@@ -869,8 +895,12 @@ impl World {
             .policy(self.swarm.policy)
             .acl(self.knobs.acl)
             .container_parent(self.knobs.container_parent)
-            .nonce_seed(self.seed.wrapping_mul(31).wrapping_add(pid as u64))
-            .backoff(Duration::from_millis(50), Duration::from_secs(2));
+            .nonce_seed(self.seed.wrapping_mul(31).wrapping_add(pid as u64));
+        let foreign_names = self.swarm.env.interop != Scheme::Ours;
+        builder = self
+            .knobs
+            .options
+            .configure(builder, self.seed, pid, rule, foreign_names);
         builder = interop(builder, self.swarm.env.interop);
         if let Some(canary) = self.canary {
             builder = canary.configure(builder);
@@ -1118,8 +1148,29 @@ impl World {
                 }
             }
             self.send_fired(fired);
+            self.ensemble_tick();
         }
         self.push(self.now + Duration::from_millis(200), Ev::Expiry);
+    }
+
+    /// The ensemble's member faults (see [`Server::tick`]): a member that
+    /// drops its clients closes their connections.
+    fn ensemble_tick(&mut self) {
+        let (dropped, fired, notes) = self.zk.tick(self.now);
+        for note in notes {
+            self.trace.note(self.now, None, 'Z', || note.clone());
+            self.tell(note);
+        }
+        for s in dropped {
+            if let Some(pid) = self.procs.iter().position(|p| p.session == Some(s)) {
+                if self.procs[pid].conn == Conn::Connected {
+                    let gen = self.procs[pid].gen;
+                    let at = self.client_arrival(pid);
+                    self.push(at, Ev::Closed { pid, gen });
+                }
+            }
+        }
+        self.send_fired(fired);
     }
 
     fn on_request(&mut self, pid: usize, gen: u64, op: OpId, request: Request, cause: Option<u64>) {
@@ -1149,6 +1200,7 @@ impl World {
             }
         }
         let (result, fired) = self.zk.apply(self.now, session, &request);
+        self.zk.answered(pid, op);
         self.send_fired(fired);
         // With reorder, a reply may overtake watch events already on their way.
         let overtake = self.swarm.reorder && self.rng.chance(0.2);
@@ -1174,14 +1226,23 @@ impl World {
         self.cause += 1;
         let shared = self.cause;
         let mut per_path: BTreeMap<String, u64> = BTreeMap::new();
+        // A lagging ensemble member applies several changes at once: each
+        // change (its zxid) is a cause of its own.
+        let mut per_change: BTreeMap<i64, u64> = BTreeMap::new();
         for f in fired {
             let cause = if f.event.kind == WatchKind::NodeDeleted {
                 let next = self.cause + 1;
                 let c = *per_path.entry(f.event.path.clone()).or_insert(next);
                 self.cause = self.cause.max(c);
                 c
-            } else {
+            } else if per_change.is_empty() {
+                per_change.insert(f.zxid, shared);
                 shared
+            } else {
+                let next = self.cause + 1;
+                let c = *per_change.entry(f.zxid).or_insert(next);
+                self.cause = self.cause.max(c);
+                c
             };
             if !self.herd.contains_key(&cause) {
                 let bound = self.herd_bound(&f.event);
