@@ -40,7 +40,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use zkelect_core::name::Access;
 use zkelect_core::{FencingToken, Notice, OpId, Recipe, Role, Rule, WatchStrategy};
 
-pub use crate::invariant::{Event, Invariant, Violation};
+pub use crate::invariant::{Event, Invariant, Kinds, Violation};
 use crate::world::{Phase, Process, World, PATH};
 
 /// A checker of a [`World`], as the world holds it.
@@ -146,6 +146,10 @@ impl Invariant<World> for Safety {
         "safety"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::STEP
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         if !matches!(event, Event::Step) {
             return Ok(());
@@ -154,10 +158,19 @@ impl Invariant<World> for Safety {
         // The holders counted below are some of the believed leaders: when
         // those are few enough, nothing can be broken (the common step).
         let rw = world.swarm().recipe() == Recipe::ReadWrite;
-        let believed = world.leader_count();
-        if believed <= if rw { 1 } else { k } {
+        let census = world.census();
+        if census.leading <= if rw { 1 } else { k } || (rw && census.leading_exclusive == 0) {
             return Ok(());
         }
+        Self::count(world, k, rw)
+    }
+}
+
+impl Safety {
+    /// The full count, when the fast path in `check` cannot rule a breach out
+    /// (kept out of line, so the common step's call stays small).
+    #[inline(never)]
+    fn count(world: &World, k: usize, rw: bool) -> Result<(), String> {
         let pauses = world.swarm().pauses;
         let counted = |p: &Process<'_>| {
             !p.crashed
@@ -208,8 +221,12 @@ impl Invariant<World> for Revocation {
         "revocation"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::STEP
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
-        if !matches!(event, Event::Step) {
+        if !matches!(event, Event::Step) || world.census().leading_revoked == 0 {
             return Ok(());
         }
         for p in world.revoked_leaders() {
@@ -259,6 +276,10 @@ pub struct Fencing {
 impl Invariant<World> for Fencing {
     fn name(&self) -> &'static str {
         "fencing"
+    }
+
+    fn kinds(&self) -> Kinds {
+        Kinds::REVOKED | Kinds::NOTICE | Kinds::WRITE
     }
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
@@ -329,6 +350,10 @@ impl Invariant<World> for TokensGrow {
         "tokens-grow"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::NOTICE
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         let Event::Notice {
             pid,
@@ -376,6 +401,9 @@ pub struct Liveness {
     /// settled step, and the queue rarely changes between two steps.
     names: Vec<String>,
     must: Vec<String>,
+    /// The world's [`generation`](World::generation) when the full look last
+    /// passed: until a process changes, it would pass again.
+    passed: Option<u64>,
 }
 
 impl Liveness {
@@ -402,6 +430,10 @@ impl Invariant<World> for Liveness {
         "liveness"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::STEP | Kinds::LIVENESS_DUE
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         let due = match event {
             Event::LivenessDue => true,
@@ -411,29 +443,38 @@ impl Invariant<World> for Liveness {
         if !due {
             return Ok(());
         }
+        // The common settled step: enough leaders, and (for a read-write lock,
+        // where the rule names who must hold) no live node waiting, by the
+        // world's running counts; anything else takes the full look.
+        let census = world.census();
+        let rw = world.swarm().recipe() == Recipe::ReadWrite;
+        if census.live_leading >= census.live.min(world.swarm().leaders as usize)
+            && !(rw && census.waiting > 0)
+            || self.passed == Some(world.generation())
+        {
+            return Ok(());
+        }
+        let verdict = self.look(world, rw);
+        if verdict.is_ok() {
+            self.passed = Some(world.generation());
+        }
+        verdict
+    }
+}
+
+impl Liveness {
+    /// The full look, when the census cannot rule a miss out (kept out of
+    /// line, so the common step's call stays small).
+    #[inline(never)]
+    fn look(&mut self, world: &World, rw: bool) -> Result<(), String> {
         let is_live = |p: &Process<'_>| {
             !p.crashed
                 && !p.observer
                 && !revoked_foreign(p)
                 && !matches!(p.agent.role(), Role::Idle | Role::Closed | Role::Failed)
         };
-        // The common settled step: enough leaders, and (for a read-write lock,
-        // where the rule names who must hold) no live node waiting. Counted
-        // without collecting; anything else takes the full look below.
-        let (mut live, mut leaders, mut waiting) = (0, 0, false);
-        for p in world.processes().filter(is_live) {
-            live += 1;
-            if p.agent.role().is_leader() {
-                leaders += 1;
-            } else {
-                waiting |= p.agent.node().is_some();
-            }
-        }
-        let rw = world.swarm().recipe() == Recipe::ReadWrite;
-        if leaders >= live.min(world.swarm().leaders as usize) && !(rw && waiting) {
-            return Ok(());
-        }
         let live: Vec<_> = world.processes().filter(is_live).collect();
+        let leaders = live.iter().filter(|p| p.agent.role().is_leader()).count();
         let want = live.len().min(world.swarm().leaders as usize);
         if rw {
             // Who must hold: the rule over the live processes' nodes.
@@ -517,6 +558,10 @@ impl Invariant<World> for NoHerd {
         "no-herd"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::WOKEN
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         let Event::Woken {
             pid,
@@ -554,10 +599,10 @@ impl Invariant<World> for NoHerd {
 /// put there; checked after every step and at the end.
 #[derive(Debug, Default)]
 pub struct NoLeaks {
-    /// How many of the first pids are known gone. Gone is for good (a crashed
-    /// process never restarts, a closed session never reopens, an expired one
-    /// never comes back), so each step looks on from there instead of from p0.
-    gone: usize,
+    /// The server's zxid and the world's [`generation`](World::generation)
+    /// when a look after a step last passed: until the tree or a process
+    /// changes (every change of the tree takes a zxid), it would pass again.
+    passed: Option<(i64, u64)>,
 }
 
 impl Invariant<World> for NoLeaks {
@@ -565,26 +610,41 @@ impl Invariant<World> for NoLeaks {
         "no-leaks"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::STEP | Kinds::END
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
-        let gone = |p: Process<'_>| {
-            p.session_closed
-                || (p.crashed && p.session.is_none_or(|s| !world.zk().session_alive(s)))
-        };
-        let all_gone = || world.processes().all(gone);
         let check = match event {
             Event::End => true,
-            Event::Step => {
-                let n = world.processes().len();
-                while self.gone < n && gone(world.process(self.gone)) {
-                    self.gone += 1;
-                }
-                self.gone == n
-            }
+            Event::Step => world.census().gone == world.processes().len(),
             _ => false,
         };
         if !check {
             return Ok(());
         }
+        let now = Some((world.zk().zxid(), world.generation()));
+        if matches!(event, Event::Step) && self.passed == now {
+            return Ok(());
+        }
+        let verdict = Self::look(world);
+        if verdict.is_ok() {
+            self.passed = now;
+        }
+        verdict
+    }
+}
+
+impl NoLeaks {
+    /// The look at the election path, once every process is gone or at the
+    /// end (kept out of line, so the common step's call stays small).
+    #[inline(never)]
+    fn look(world: &World) -> Result<(), String> {
+        let gone = |p: Process<'_>| {
+            p.session_closed
+                || (p.crashed && p.session.is_none_or(|s| !world.zk().session_alive(s)))
+        };
+        let all_gone = || world.processes().all(gone);
         let left = world.zk().stat(PATH).map_or(0, |s| s.num_children);
         if left == 0 {
             return Ok(());
@@ -643,6 +703,10 @@ impl Invariant<World> for OneAnswer {
         "one-answer"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::EMITTED | Kinds::ANSWERED | Kinds::END
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         match *event {
             Event::Emitted { pid, op } if !self.pending.insert((pid, op)) => {
@@ -678,6 +742,10 @@ impl Invariant<World> for StaleReply {
         "stale-reply"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::ANSWERED
+    }
+
     fn check(&mut self, _world: &World, event: &Event<'_>) -> Result<(), String> {
         if let Event::Answered {
             pid,
@@ -707,6 +775,10 @@ impl Invariant<World> for NoError {
         "no-error"
     }
 
+    fn kinds(&self) -> Kinds {
+        Kinds::NOTICE
+    }
+
     fn check(&mut self, _world: &World, event: &Event<'_>) -> Result<(), String> {
         if let Event::Notice {
             pid,
@@ -731,6 +803,10 @@ pub struct Observers;
 impl Invariant<World> for Observers {
     fn name(&self) -> &'static str {
         "observers"
+    }
+
+    fn kinds(&self) -> Kinds {
+        Kinds::QUIET
     }
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {

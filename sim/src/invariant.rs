@@ -90,6 +90,87 @@ pub enum Event<'a> {
     End,
 }
 
+impl Event<'_> {
+    /// This event's kind, as a one-element [`Kinds`].
+    pub fn kind(&self) -> Kinds {
+        Kinds(match self {
+            Self::Step => 1,
+            Self::Notice { .. } => 1 << 1,
+            Self::Emitted { .. } => 1 << 2,
+            Self::Answered { .. } => 1 << 3,
+            Self::Woken { .. } => 1 << 4,
+            Self::Revoked { .. } => 1 << 5,
+            Self::Write { .. } => 1 << 6,
+            Self::LivenessDue => 1 << 7,
+            Self::End => 1 << 8,
+            Self::Quiet => 1 << 9,
+        })
+    }
+}
+
+/// A set of [`Event`] kinds: the ones a checker looks at ([`Invariant::kinds`]),
+/// so the world calls it for those only.
+///
+/// ```
+/// use zkelect_sim::invariant::{Event, Kinds};
+/// let kinds = Kinds::STEP | Kinds::END;
+/// assert!(kinds.contains(Event::End.kind()));
+/// assert!(!kinds.contains(Event::LivenessDue.kind()));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kinds(u16);
+
+impl Kinds {
+    /// No kind.
+    pub const NONE: Self = Self(0);
+    /// Every kind.
+    pub const ALL: Self = Self(u16::MAX);
+    /// [`Event::Step`].
+    pub const STEP: Self = Self(1);
+    /// [`Event::Notice`].
+    pub const NOTICE: Self = Self(1 << 1);
+    /// [`Event::Emitted`].
+    pub const EMITTED: Self = Self(1 << 2);
+    /// [`Event::Answered`].
+    pub const ANSWERED: Self = Self(1 << 3);
+    /// [`Event::Woken`].
+    pub const WOKEN: Self = Self(1 << 4);
+    /// [`Event::Revoked`].
+    pub const REVOKED: Self = Self(1 << 5);
+    /// [`Event::Write`].
+    pub const WRITE: Self = Self(1 << 6);
+    /// [`Event::LivenessDue`].
+    pub const LIVENESS_DUE: Self = Self(1 << 7);
+    /// [`Event::End`].
+    pub const END: Self = Self(1 << 8);
+    /// [`Event::Quiet`].
+    pub const QUIET: Self = Self(1 << 9);
+
+    /// A one-kind set's position (0 for [`Kinds::STEP`], 1 for
+    /// [`Kinds::NOTICE`], …): an index for tables by kind.
+    pub fn index(self) -> usize {
+        self.0.trailing_zeros() as usize
+    }
+
+    /// Every kind, one at a time, in [`Kinds::index`] order.
+    pub fn each() -> impl Iterator<Item = Self> {
+        (0..=9).map(|bit| Self(1 << bit))
+    }
+
+    /// Whether every kind in `other` is in `self`.
+    pub fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for Kinds {
+    type Output = Self;
+
+    fn bitor(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+}
+
 /// A property checked after every step of a world of type `W` (the checkers in
 /// [`crate::check`] are `Invariant<World>`).
 ///
@@ -98,6 +179,13 @@ pub enum Event<'a> {
 pub trait Invariant<W: ?Sized> {
     /// The name a violation is reported under.
     fn name(&self) -> &'static str;
+    /// The kinds of event [`check`](Invariant::check) looks at; the world
+    /// calls it for no others (most checkers judge a few kinds, and a call per
+    /// checker per event was a good part of a run). Asked once, when the world
+    /// is built. Every kind unless said otherwise.
+    fn kinds(&self) -> Kinds {
+        Kinds::ALL
+    }
     /// Checks `event` against the world as it is now; `Err` explains the violation.
     fn check(&mut self, world: &W, event: &Event<'_>) -> Result<(), String>;
 }

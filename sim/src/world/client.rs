@@ -423,6 +423,7 @@ impl World {
             }
             // With the server down, the session expires on its own later.
         }
+        self.recount(pid);
         for (pid, op) in pending {
             self.push(self.now, Ev::LocalFail { pid, op });
         }

@@ -139,7 +139,10 @@ impl World {
                 p.paused_until = Some(p.paused_until.map_or(until, |t| t.max(until)));
                 self.push(until, Ev::Resume { pid });
             }
-            Fault::Crash { pid } if valid(pid, self) => self.procs[pid].crashed = true,
+            Fault::Crash { pid } if valid(pid, self) => {
+                self.procs[pid].crashed = true;
+                self.recount(pid);
+            }
             Fault::RestartServer { ms } if self.server_down_until.is_none() => {
                 self.server_down_until = Some(self.now + Duration::from_millis(ms));
                 for pid in 0..self.procs.len() {
@@ -260,6 +263,7 @@ impl World {
             self.trace.note(self.now, Some(pid), 'R', || {
                 format!("operator deleted {}", short(&path))
             });
+            self.recount(pid);
             self.observe(&Event::Revoked { pid, token });
         }
     }
@@ -339,6 +343,7 @@ impl World {
             if let Err(at) = self.revoked.binary_search(&pid) {
                 self.revoked.insert(at, pid);
             }
+            self.recount(pid);
             self.observe(&Event::Revoked { pid, token });
         }
     }

@@ -56,7 +56,7 @@ use crate::canary::Canary;
 use crate::choice::Choices;
 use crate::foreign::{Agent, CuratorLatch, KazooLock, Scheme};
 pub use crate::invariant::Violation;
-use crate::invariant::{Event, Invariant};
+use crate::invariant::{Event, Invariant, Kinds};
 use crate::net::{Net, Way};
 use crate::queue::EventQueue;
 use crate::server::Server;
@@ -64,12 +64,15 @@ use crate::swarm::{Fault, Knobs, Swarm};
 use crate::trace::Trace;
 use crate::zk::{Fired, ZkModel};
 
+mod census;
 mod client;
 mod faults;
 mod hosting;
 
 use hosting::Armed;
 pub use hosting::Planted;
+
+pub use census::Census;
 
 /// The election path every simulated candidate uses.
 pub const PATH: &str = "/svc/leader";
@@ -413,6 +416,9 @@ pub struct World {
     server_down_until: Option<Timestamp>,
     canary: Option<Canary>,
     invariants: Vec<Box<dyn Invariant<World>>>,
+    /// Per event kind ([`Kinds::index`]), the checkers that judge it
+    /// ([`Invariant::kinds`]), in their order.
+    by_kind: Vec<Vec<usize>>,
     /// A new id per server change, carried by the watch events it fires.
     cause: u64,
     resource_max: Option<FencingToken>,
@@ -431,6 +437,11 @@ pub struct World {
     herd: BTreeMap<u64, usize>,
     /// A bug planted in the world's client for a test ([`Planted`]).
     planted: Option<Planted>,
+    /// The checkers' counts ([`World::census`]), and each process's share.
+    census: Census,
+    shares: Vec<Census>,
+    /// Counts recounts ([`World::generation`]).
+    generation: u64,
 }
 
 impl World {
@@ -476,6 +487,13 @@ impl World {
         if canary.is_some() {
             knobs.options = crate::swarm::Options::default();
         }
+        let by_kind = Kinds::each()
+            .map(|kind| {
+                (0..invariants.len())
+                    .filter(|&i| invariants[i].kinds().contains(kind))
+                    .collect()
+            })
+            .collect();
         let mut world = Self {
             seed,
             rng: choices,
@@ -491,6 +509,7 @@ impl World {
             server_down_until: None,
             canary,
             invariants,
+            by_kind,
             cause: 0,
             resource_max: None,
             heal_at,
@@ -504,6 +523,9 @@ impl World {
             lookalikes: Vec::new(),
             herd: BTreeMap::new(),
             planted: None,
+            census: Census::default(),
+            shares: Vec::new(),
+            generation: 0,
             swarm,
             knobs,
         };
@@ -674,16 +696,6 @@ impl World {
             .map(|pid| self.process(pid))
     }
 
-    /// How many live (not crashed) processes believe they lead right now (an
-    /// upper bound on what [`Safety`](crate::check::Safety) counts, without
-    /// building a view of any process: its fast path after every step).
-    pub fn leader_count(&self) -> usize {
-        self.procs
-            .iter()
-            .filter(|p| !p.crashed && p.c.role().is_leader())
-            .count()
-    }
-
     /// The processes whose node an operator once deleted (whether or not they
     /// have learned it since), in pid order.
     pub fn once_revoked(&self) -> impl Iterator<Item = Process<'_>> + '_ {
@@ -818,15 +830,24 @@ impl World {
         self.now = at;
         self.stats.steps += 1;
         self.deliver(ev);
+        if cfg!(debug_assertions) {
+            self.check_census();
+        }
         self.observe(&Event::Step);
         true
     }
 
     fn observe(&mut self, event: &Event<'_>) {
+        let slot = event.kind().index();
+        let judges = self.by_kind.get(slot).map_or(0, Vec::len);
+        if judges == 0 {
+            return;
+        }
         let mut invariants = std::mem::take(&mut self.invariants);
-        for inv in &mut invariants {
-            if let Err(detail) = inv.check(self, event) {
-                self.fail(inv.name(), detail);
+        for j in 0..judges {
+            let i = self.by_kind[slot][j];
+            if let Err(detail) = invariants[i].check(self, event) {
+                self.fail(invariants[i].name(), detail);
             }
         }
         self.invariants = invariants;
@@ -949,8 +970,10 @@ impl World {
         });
         if host != pid {
             self.procs[host].machines.push(pid);
+            self.recount(pid);
             return self.join_session(pid);
         }
+        self.recount(pid);
         let at = self.now + Duration::from_millis(self.rng.range(0, 50));
         self.push(at, Ev::Reconnect { pid });
     }
@@ -1112,6 +1135,7 @@ impl World {
                 });
                 // The server closes an expired session's connection.
                 if let Some(pid) = self.procs.iter().position(|p| p.session == Some(s)) {
+                    self.recount(pid);
                     self.tell(format!(
                         "the server expires p{pid}'s session; its node goes with it"
                     ));
@@ -1378,6 +1402,7 @@ impl World {
         {
             self.close_client(h);
         }
+        self.recount(pid);
         let next = self.procs[pid].c.poll_timeout();
         if next.is_some() && next != self.procs[pid].timer_at {
             self.procs[pid].timer_at = next;

@@ -1,0 +1,146 @@
+//! The census: counts over every process that the per-step checkers read,
+//! kept up to date as processes change instead of scanned after every step
+//! (a swarm runs up to twenty processes, and a scan per step was most of a
+//! checker's cost).
+//!
+//! A process changes only when its agent handles something (always followed
+//! by [`World::after`]), when a fault crashes or revokes it, or when the
+//! server ends its session; each of those recounts that one process (with the
+//! machines on its session). Debug builds (every test) compare the counts
+//! with a full scan after every step.
+
+use zkelect_core::name::Access;
+use zkelect_core::{Role, Rule};
+
+use super::World;
+
+/// Counts over every process, for the checkers' fast paths
+/// ([`World::census`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Census {
+    /// Not crashed and believing it leads (revoked ones too): what
+    /// [`Safety`](crate::check::Safety) counts is some of these.
+    pub leading: usize,
+    /// Of those, the ones whose node is exclusive (any but a reader's).
+    pub leading_exclusive: usize,
+    /// Of those, the zkelect candidates whose node an operator deleted (what
+    /// [`Revocation`](crate::check::Revocation) looks at).
+    pub leading_revoked: usize,
+    /// Live as [`Liveness`](crate::check::Liveness) means it: not crashed,
+    /// not an observer, not a foreign model whose node an operator deleted,
+    /// and joined (not idle, closed or failed).
+    pub live: usize,
+    /// Live and believing it leads.
+    pub live_leading: usize,
+    /// Live, not leading, with a node of its own (waiting in the queue).
+    pub waiting: usize,
+    /// Gone as [`NoLeaks`](crate::check::NoLeaks) means it: its session
+    /// closed, or crashed with its session gone from the server.
+    pub gone: usize,
+}
+
+impl Census {
+    fn plus(self, o: Self) -> Self {
+        Self {
+            leading: self.leading + o.leading,
+            leading_exclusive: self.leading_exclusive + o.leading_exclusive,
+            leading_revoked: self.leading_revoked + o.leading_revoked,
+            live: self.live + o.live,
+            live_leading: self.live_leading + o.live_leading,
+            waiting: self.waiting + o.waiting,
+            gone: self.gone + o.gone,
+        }
+    }
+
+    fn minus(self, o: Self) -> Self {
+        Self {
+            leading: self.leading - o.leading,
+            leading_exclusive: self.leading_exclusive - o.leading_exclusive,
+            leading_revoked: self.leading_revoked - o.leading_revoked,
+            live: self.live - o.live,
+            live_leading: self.live_leading - o.live_leading,
+            waiting: self.waiting - o.waiting,
+            gone: self.gone - o.gone,
+        }
+    }
+}
+
+impl World {
+    /// How many times a process changed in a way the census sees (a checker
+    /// whose verdict rests on nothing else may reuse it while this stays).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The counts the per-step checkers read, as of now.
+    pub fn census(&self) -> Census {
+        self.census
+    }
+
+    /// Debug builds, after every step: the kept counts equal a full scan (a
+    /// missed change of a process would otherwise go unseen by the checkers).
+    pub(super) fn check_census(&self) {
+        debug_assert_eq!(
+            self.census,
+            (0..self.procs.len())
+                .map(|pid| self.census_of(pid))
+                .fold(Census::default(), Census::plus),
+            "the census missed a change of a process"
+        );
+    }
+
+    /// Process `pid`'s share of the census.
+    fn census_of(&self, pid: usize) -> Census {
+        let p = &self.procs[pid];
+        // The view reads crash, session and close from the machine's host.
+        let view = self.process(pid);
+        let role = p.c.role();
+        let leads = role.is_leader();
+        // A foreign model holds by a one-leader election.
+        let rule =
+            p.c.candidate()
+                .map_or(Rule::default(), |c| c.config().rule());
+        let exclusive = rule.access() == Access::Exclusive;
+        let revoked_foreign = view.foreign.is_some() && view.revoked_at.is_some();
+        let live = !view.crashed
+            && !view.observer
+            && !revoked_foreign
+            && !matches!(role, Role::Idle | Role::Closed | Role::Failed);
+        let gone = view.session_closed
+            || (view.crashed && view.session.is_none_or(|s| !self.zk.session_alive(s)));
+        Census {
+            leading: usize::from(!view.crashed && leads),
+            leading_exclusive: usize::from(!view.crashed && leads && exclusive),
+            leading_revoked: usize::from(
+                !view.crashed && leads && view.foreign.is_none() && view.revoked_at.is_some(),
+            ),
+            live: usize::from(live),
+            live_leading: usize::from(live && leads),
+            waiting: usize::from(live && !leads && p.c.node().is_some()),
+            gone: usize::from(gone),
+        }
+    }
+
+    /// Counts process `pid` again after it changed, with every machine on
+    /// its session (they share its host's crash, session and close).
+    pub(super) fn recount(&mut self, pid: usize) {
+        let host = self.procs[pid].host;
+        self.recount_one(pid);
+        for i in 0..self.procs[host].machines.len() {
+            let machine = self.procs[host].machines[i];
+            if machine != pid {
+                self.recount_one(machine);
+            }
+        }
+    }
+
+    fn recount_one(&mut self, pid: usize) {
+        if self.shares.len() <= pid {
+            self.shares.resize(pid + 1, Census::default());
+        }
+        let share = self.census_of(pid);
+        self.census = self.census.minus(self.shares[pid]).plus(share);
+        self.shares[pid] = share;
+        self.generation += 1;
+    }
+}
