@@ -627,7 +627,7 @@ impl Invariant<World> for NoLeaks {
         if matches!(event, Event::Step) && self.passed == now {
             return Ok(());
         }
-        let verdict = Self::look(world);
+        let verdict = Self::look(world, matches!(event, Event::End));
         if verdict.is_ok() {
             self.passed = now;
         }
@@ -639,7 +639,7 @@ impl NoLeaks {
     /// The look at the election path, once every process is gone or at the
     /// end (kept out of line, so the common step's call stays small).
     #[inline(never)]
-    fn look(world: &World) -> Result<(), String> {
+    fn look(world: &World, end: bool) -> Result<(), String> {
         let gone = |p: Process<'_>| {
             p.session_closed
                 || (p.crashed && p.session.is_none_or(|s| !world.zk().session_alive(s)))
@@ -662,13 +662,12 @@ impl NoLeaks {
         // node goes with it (seed 20428 of the lag mix: a kazoo model closed
         // during a server restart). At the end every such session is gone.
         let expiring = |name: &String| {
-            !matches!(event, Event::End)
-                && world.zk().stat(&format!("{PATH}/{name}")).is_some_and(|s| {
-                    s.ephemeral_owner != 0
-                        && world
-                            .zk()
-                            .session_alive(zkelect_core::SessionId(s.ephemeral_owner))
-                })
+            !end && world.zk().stat(&format!("{PATH}/{name}")).is_some_and(|s| {
+                s.ephemeral_owner != 0
+                    && world
+                        .zk()
+                        .session_alive(zkelect_core::SessionId(s.ephemeral_owner))
+            })
         };
         let leaked: Vec<String> = world
             .zk()
