@@ -14,14 +14,21 @@
 //!   W + 1 contenders each on its own session; from just before the holder
 //!   drops its `LockClient` (the delete goes out in the background) to the
 //!   next `lock()` future resolving;
-//! * **zkelect**: W + 1 zkelect contenders on one path, each on its own
-//!   session; from just before the holder releases to the next one being
-//!   told it holds (its role watch turning `Leader`). Until the `Mutex`
-//!   handle lands this is the core's mutex rule (`Rule::Mutex`, `m_` nodes)
-//!   run by an `Election`, released with `resign(false)`.
+//! * **zkelect**: W + 1 [`zkelect::Mutex`] handles on one path, each on a
+//!   `Session` of its own (zookeeper-async transport); from just before the
+//!   holder's `LockGuard::release` to the next one's `acquire` returning.
 //!
 //! The released contender queues again at the back only after the round is
 //! timed, so W stays constant and the window holds nothing but the hand-off.
+//!
+//! Round trips: the floor is one request (the delete) and one notification.
+//! A zkelect release is the same delete; the next holder takes over on the
+//! predecessor's `NodeDeleted` alone when its standing allows (the core's
+//! zero-round-trip takeover), or lists the children first (one more round
+//! trip). Each zkelect hand-off records which it was, from the new hold's
+//! own counters (`Stats::zero_rtt_takeovers`), and the summary counts them,
+//! so a round trip more than the floor shows in the table, not only in the
+//! timings.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +37,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use zkelect::{Election, ZkAsyncOptions};
+use zkelect::{Session, ZkAsyncOptions};
 use zookeeper_client as zkc;
 
 use crate::contender::{zk_err, zkc_connect, ConnectSettings};
@@ -73,6 +80,11 @@ pub struct HandoffRecord {
     pub round: usize,
     /// Release → next holder told, microseconds.
     pub micros: f64,
+    /// zkelect only: whether the next holder took over on the delete
+    /// notification alone (no request between the notification and being
+    /// told), as its own counters say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zero_rtt: Option<bool>,
 }
 
 /// The medians at one waiter count, printed as one JSON line.
@@ -97,6 +109,10 @@ pub struct HandoffSummary {
     pub zkelect_ratio: f64,
     /// 90th percentiles, µs: floor, zookeeper-client, zkelect.
     pub p90_us: [f64; 3],
+    /// Recorded zkelect hand-offs taken over on the delete notification
+    /// alone (out of `rounds`): the others listed the children first, one
+    /// round trip more than the floor.
+    pub zkelect_zero_rtt: usize,
 }
 
 /// What a run at one waiter count does.
@@ -131,15 +147,24 @@ enum Order {
     Requeue,
 }
 
+/// A contender's "I hold": who, when, and (zkelect) whether it took over on
+/// the notification alone.
+#[derive(Debug, Clone, Copy)]
+struct Told {
+    who: usize,
+    at: Instant,
+    zero_rtt: Option<bool>,
+}
+
 /// A queue of contenders of one side: orders go in, "I hold" moments come out.
 struct Queue {
     orders: Vec<mpsc::UnboundedSender<Order>>,
-    held: mpsc::UnboundedReceiver<(usize, Instant)>,
+    held: mpsc::UnboundedReceiver<Told>,
     tasks: Vec<JoinHandle<Result<()>>>,
 }
 
 impl Queue {
-    async fn next_holder(&mut self, timeout: Duration) -> Result<(usize, Instant)> {
+    async fn next_holder(&mut self, timeout: Duration) -> Result<Told> {
         tokio::time::timeout(timeout, self.held.recv())
             .await
             .map_err(|_| anyhow!("no contender was told it holds within {timeout:?}"))?
@@ -153,15 +178,15 @@ impl Queue {
     }
 
     /// Times one hand-off: the holder releases, the next is told.
-    async fn handoff(&mut self, holder: usize, timeout: Duration) -> Result<(usize, Duration)> {
+    async fn handoff(&mut self, holder: usize, timeout: Duration) -> Result<(Told, Duration)> {
         let t0 = Instant::now();
         self.order(holder, Order::Release)?;
-        let (next, at) = self.next_holder(timeout).await?;
-        if next == holder {
+        let told = self.next_holder(timeout).await?;
+        if told.who == holder {
             bail!("contender {holder} released and was told it holds again");
         }
         self.order(holder, Order::Requeue)?;
-        Ok((next, at.duration_since(t0)))
+        Ok((told, told.at.duration_since(t0)))
     }
 
     /// Closes the order channels: every contender leaves (closing its
@@ -187,7 +212,7 @@ impl Queue {
 /// below i + 1's.
 async fn fill<F, Fut>(count: usize, start: F) -> Result<Queue>
 where
-    F: Fn(usize, mpsc::UnboundedReceiver<Order>, mpsc::UnboundedSender<(usize, Instant)>) -> Fut,
+    F: Fn(usize, mpsc::UnboundedReceiver<Order>, mpsc::UnboundedSender<Told>) -> Fut,
     Fut: std::future::Future<Output = Result<JoinHandle<Result<()>>>>,
 {
     let (held_tx, held) = mpsc::unbounded_channel();
@@ -212,7 +237,7 @@ async fn zkc_contender(
     dir: Arc<str>,
     i: usize,
     mut orders: mpsc::UnboundedReceiver<Order>,
-    held: mpsc::UnboundedSender<(usize, Instant)>,
+    held: mpsc::UnboundedSender<Told>,
 ) -> Result<JoinHandle<Result<()>>> {
     let client = zkc_connect(&settings).await?;
     let (queued_tx, queued_rx) = tokio::sync::oneshot::channel();
@@ -233,7 +258,11 @@ async fn zkc_contender(
                     order = orders.recv() => if order.is_none() { return Ok(()) } else { continue },
                 },
             };
-            let _ = held.send((i, Instant::now()));
+            let _ = held.send(Told {
+                who: i,
+                at: Instant::now(),
+                zero_rtt: None,
+            });
             match orders.recv().await {
                 Some(Order::Release) => drop(guard),
                 _ => return Ok(()),
@@ -283,58 +312,82 @@ async fn wait_queued<'c>(
     }
 }
 
-/// A zkelect contender (`Rule::Mutex` in an `Election` until the `Mutex`
-/// handle lands): told it holds by its role watch, releases with `resign(false)`,
-/// queues again with `join()`.
+/// A zkelect contender: a [`zkelect::Mutex`] on a session of its own; told
+/// it holds when `acquire` returns, releases with `LockGuard::release`,
+/// queues again with a new `acquire`. Returns once its first `acquire` has
+/// queued (its node shows under `path`, as `lister` sees it).
 async fn zkelect_contender(
     settings: ConnectSettings,
+    lister: zkc::Client,
     path: Arc<str>,
     i: usize,
     mut orders: mpsc::UnboundedReceiver<Order>,
-    held: mpsc::UnboundedSender<(usize, Instant)>,
+    held: mpsc::UnboundedSender<Told>,
 ) -> Result<JoinHandle<Result<()>>> {
     let options = ZkAsyncOptions::new(settings.connect.clone())
         .session_timeout(settings.session_timeout)
         .connect_timeout(settings.connect_timeout);
-    let election = Election::connect(options)
-        .path(&*path)
-        .id(format!("w{i}"))
-        .configure(|config| config.rule(zkelect_core::Rule::Mutex))
-        .close_timeout(Duration::from_secs(1))
-        .join_timeout(settings.connect_timeout)
-        .join()
+    let session = Session::connect(options)
         .await
-        .with_context(|| format!("zkelect contender {i}: joining {path}"))?;
-    let mut roles = election.changes();
-    Ok(tokio::spawn(async move {
-        let result = async {
-            loop {
+        .with_context(|| format!("zkelect contender {i}: connecting"))?;
+    let before = children(&lister, &path).await?;
+    let task = {
+        let session = session.clone();
+        let path = Arc::clone(&path);
+        tokio::spawn(async move {
+            let mutex = session.mutex(&*path).id(format!("w{i}"));
+            let result = async {
                 loop {
-                    if roles.borrow_and_update().is_leader() {
-                        break;
-                    }
                     // A closed order channel (the run is over) ends the wait.
-                    tokio::select! {
-                        changed = roles.changed() => changed
-                            .map_err(|_| anyhow!("contender {i}: the election ended"))?,
-                        order = orders.recv() => if order.is_none() { return Ok(()) },
+                    let guard = tokio::select! {
+                        guard = mutex.acquire() => guard
+                            .with_context(|| format!("contender {i}: acquire"))?,
+                        // Orders go to the holder only; one here would cancel
+                        // this acquire and queue it again at the back.
+                        order = orders.recv() => match order {
+                            None => return Ok(()),
+                            Some(order) => bail!("contender {i}: {order:?} while it waits"),
+                        },
+                    };
+                    let at = Instant::now();
+                    let zero_rtt = guard.status().borrow().stats.zero_rtt_takeovers > 0;
+                    let _ = held.send(Told {
+                        who: i,
+                        at,
+                        zero_rtt: Some(zero_rtt),
+                    });
+                    match orders.recv().await {
+                        Some(Order::Release) => guard.release().await,
+                        _ => return Ok(()),
                     }
-                }
-                let _ = held.send((i, Instant::now()));
-                match orders.recv().await {
-                    Some(Order::Release) => election.resign(false).await?,
-                    _ => return Ok(()),
-                }
-                match orders.recv().await {
-                    Some(Order::Requeue) => election.join().await?,
-                    _ => return Ok(()),
+                    match orders.recv().await {
+                        Some(Order::Requeue) => {}
+                        _ => return Ok(()),
+                    }
                 }
             }
+            .await;
+            let _ = tokio::time::timeout(Duration::from_secs(3), session.close()).await;
+            result
+        })
+    };
+    let deadline = Instant::now() + settings.connect_timeout;
+    while children(&lister, &path).await? <= before {
+        if task.is_finished() || Instant::now() > deadline {
+            bail!("zkelect contender {i} did not queue on {path}");
         }
-        .await;
-        let _ = tokio::time::timeout(Duration::from_secs(3), election.close()).await;
-        result
-    }))
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    Ok(task)
+}
+
+/// How many children `path` has (none while it does not exist).
+async fn children(client: &zkc::Client, path: &str) -> Result<usize> {
+    match client.list_children(path).await {
+        Ok(names) => Ok(names.len()),
+        Err(zkc::Error::NoNode) => Ok(0),
+        Err(e) => Err(zk_err(format!("list_children({path})"))(e)),
+    }
 }
 
 /// One floor sample: `deleter` deletes `path`, which `watcher` watches.
@@ -392,6 +445,7 @@ pub async fn run(settings: &HandoffSettings) -> Result<(Vec<HandoffRecord>, Hand
         let mut zkelect_queue = fill(contenders, |i, orders, held| {
             zkelect_contender(
                 settings.connect.clone(),
+                admin.clone(),
                 zkelect_dir.clone(),
                 i,
                 orders,
@@ -401,8 +455,8 @@ pub async fn run(settings: &HandoffSettings) -> Result<(Vec<HandoffRecord>, Hand
         .await?;
         let deleter = zkc_connect(&settings.connect).await?;
         let watcher = zkc_connect(&settings.connect).await?;
-        let mut zkc_holder = zkc_queue.next_holder(settings.timeout).await?.0;
-        let mut zkelect_holder = zkelect_queue.next_holder(settings.timeout).await?.0;
+        let mut zkc_holder = zkc_queue.next_holder(settings.timeout).await?.who;
+        let mut zkelect_holder = zkelect_queue.next_holder(settings.timeout).await?.who;
         let mut records = Vec::new();
         for round in 0..settings.warmup + settings.rounds {
             let floor = floor_sample(
@@ -414,18 +468,18 @@ pub async fn run(settings: &HandoffSettings) -> Result<(Vec<HandoffRecord>, Hand
             .await?;
             tokio::time::sleep(settings.idle).await;
             let (next, zkc_took) = zkc_queue.handoff(zkc_holder, settings.timeout).await?;
-            zkc_holder = next;
+            zkc_holder = next.who;
             tokio::time::sleep(settings.idle).await;
             let (next, zkelect_took) = zkelect_queue
                 .handoff(zkelect_holder, settings.timeout)
                 .await?;
-            zkelect_holder = next;
+            zkelect_holder = next.who;
             if round >= settings.warmup {
                 let round = round - settings.warmup;
-                for (side, took) in [
-                    (Side::Floor, floor),
-                    (Side::ZookeeperClient, zkc_took),
-                    (Side::Zkelect, zkelect_took),
+                for (side, took, zero_rtt) in [
+                    (Side::Floor, floor, None),
+                    (Side::ZookeeperClient, zkc_took, None),
+                    (Side::Zkelect, zkelect_took, next.zero_rtt),
                 ] {
                     records.push(HandoffRecord {
                         kind: "handoff",
@@ -433,6 +487,7 @@ pub async fn run(settings: &HandoffSettings) -> Result<(Vec<HandoffRecord>, Hand
                         waiters: settings.waiters,
                         round,
                         micros: micros(took),
+                        zero_rtt,
                     });
                 }
             }
@@ -474,6 +529,10 @@ fn summarize(waiters: usize, records: &[HandoffRecord]) -> Result<HandoffSummary
         zookeeper_client_ratio: ratio(zkc.median),
         zkelect_ratio: ratio(zkelect.median),
         p90_us: [round(floor.p90), round(zkc.p90), round(zkelect.p90)],
+        zkelect_zero_rtt: records
+            .iter()
+            .filter(|r| r.side == Side::Zkelect && r.zero_rtt == Some(true))
+            .count(),
     })
 }
 
@@ -497,13 +556,13 @@ async fn delete_tree(client: &zkc::Client, path: &str) -> Result<()> {
 pub fn markdown(summaries: &[HandoffSummary]) -> String {
     use std::fmt::Write as _;
     let mut out = String::from(
-        "| waiters | rounds | floor: delete→notify (median, p90) | zookeeper-client `lock` (median, p90) | zkelect (median, p90) | zookeeper-client ÷ floor | zkelect ÷ floor | target ≤ 1.2× |\n|---:|---:|---:|---:|---:|---:|---:|:---:|\n",
+        "| waiters | rounds | floor: delete→notify (median, p90) | zookeeper-client `lock` (median, p90) | zkelect (median, p90) | zookeeper-client ÷ floor | zkelect ÷ floor | zkelect on the notification alone | target ≤ 1.2× |\n|---:|---:|---:|---:|---:|---:|---:|---:|:---:|\n",
     );
     for s in summaries {
         let ms = |us: f64| format!("{:.2} ms", us / 1000.0);
         let _ = writeln!(
             out,
-            "| {} | {} | {}, {} | {}, {} | {}, {} | {:.2}× | {:.2}× | {} |",
+            "| {} | {} | {}, {} | {}, {} | {}, {} | {:.2}× | {:.2}× | {} of {} | {} |",
             s.waiters,
             s.rounds,
             ms(s.floor_median_us),
@@ -514,6 +573,8 @@ pub fn markdown(summaries: &[HandoffSummary]) -> String {
             ms(s.p90_us[2]),
             s.zookeeper_client_ratio,
             s.zkelect_ratio,
+            s.zkelect_zero_rtt,
+            s.rounds,
             if s.zkelect_ratio <= 1.2 {
                 "met"
             } else {

@@ -7,109 +7,17 @@
 //!
 //! Run: `cargo bench -p zkelect-core --bench memory`
 
-use std::time::Duration;
-
 use zkelect_core::*;
+
+#[path = "../tests/support/idle.rs"]
+mod idle;
+
+use idle::{idle_follower, RULES};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
 
 const N: usize = 1_000;
-
-/// The stem of the `seq`-th node of a queue under `rule`: a read-write lock's
-/// even sequences are readers, odd ones writers.
-fn stem(rule: Rule, seq: usize) -> &'static str {
-    match rule {
-        Rule::Read | Rule::Write if seq % 2 == 0 => "r_",
-        Rule::Read | Rule::Write => "w_",
-        _ => rule
-            .stem(Interop::None)
-            .expect("every rule has a stem of its own"),
-    }
-}
-
-fn idle_follower(i: usize, rule: Rule) -> Candidate {
-    let config = Config::builder("/services/scheduler/leader", format!("node-{i:04}"))
-        .rule(rule)
-        .nonce_seed(i as u64)
-        .build()
-        .expect("valid");
-    let mut c = Candidate::new(config);
-    let t = Timestamp::ZERO;
-    c.join(t);
-    c.handle(
-        t,
-        Input::Session(SessionEvent::Connected {
-            session_id: Some(SessionId(1)),
-            timeout: Duration::from_secs(10),
-        }),
-    );
-    let mut commands: Vec<Command> = std::iter::from_fn(|| c.poll_command()).collect();
-    let create = commands
-        .iter()
-        .find(|c| c.request.kind() == Verb::Create)
-        .expect("create")
-        .op;
-    let own = format!(
-        "_c_00000000000000aa-{}0000000009",
-        rule.stem(Interop::None).expect("stem")
-    );
-    c.handle(
-        t,
-        Input::Reply {
-            op: create,
-            result: Ok(Reply::Created {
-                path: format!("/services/scheduler/leader/{own}"),
-                stat: Stat {
-                    czxid: 9,
-                    ephemeral_owner: 1,
-                    ..Stat::default()
-                },
-            }),
-        },
-    );
-    commands.extend(std::iter::from_fn(|| c.poll_command()));
-    let list = commands
-        .iter()
-        .find(|c| c.request.kind() == Verb::GetChildren)
-        .expect("list")
-        .op;
-    let children = (0..9)
-        .map(|s| format!("_c_{s:016x}-{}{s:010}", stem(rule, s)))
-        .chain([own])
-        .collect();
-    c.handle(
-        t,
-        Input::Reply {
-            op: list,
-            result: Ok(Reply::Children(children)),
-        },
-    );
-    // Watches are set one at a time: answer until nothing more is asked.
-    loop {
-        let pending: Vec<Command> = std::iter::from_fn(|| c.poll_command()).collect();
-        if pending.is_empty() {
-            break;
-        }
-        for cmd in pending {
-            let result = match cmd.request {
-                Request::GetData { .. } => Ok(Reply::Data {
-                    data: vec![],
-                    stat: Stat {
-                        ephemeral_owner: 1,
-                        ..Stat::default()
-                    },
-                }),
-                _ => Ok(Reply::Exists(None)),
-            };
-            c.handle(t, Input::Reply { op: cmd.op, result });
-        }
-    }
-    while c.poll_notice().is_some() {}
-    assert_eq!(c.role(), Role::Follower, "{rule:?}");
-    assert!(!c.watched().is_empty(), "{rule:?}");
-    c
-}
 
 /// Bytes per idle follower under `rule`: (inline, on the heap).
 fn measure(rule: Rule) -> (usize, f64) {
@@ -129,14 +37,7 @@ fn main() {
         "idle Candidate: {inline} bytes inline + {heap_per:.0} bytes on the heap = {:.0} bytes",
         inline as f64 + heap_per
     );
-    let rules = [
-        ("election", Rule::Election { leaders: 1 }),
-        ("mutex", Rule::Mutex),
-        ("semaphore (3 permits)", Rule::Semaphore { permits: 3 }),
-        ("read", Rule::Read),
-        ("write", Rule::Write),
-    ];
-    let per_rule: Vec<String> = rules
+    let per_rule: Vec<String> = RULES
         .iter()
         .map(|&(name, rule)| {
             let (inline, heap) = measure(rule);

@@ -95,7 +95,7 @@
 //!   in-flight map is the only record of what is in flight, and everything of
 //!   one ZooKeeper session is one `SessionState`, replaced whole on expiry.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
 use crate::command::{Command, OpId};
@@ -104,14 +104,19 @@ use crate::input::{Input, SessionEvent};
 use crate::lease::{Connection, Contact, Leadership};
 use crate::name::{self, NodeName, Origin};
 use crate::notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
+use crate::ops::OpTable;
 use crate::standing::{Next, Standing};
 use crate::time::Timestamp;
 use crate::timer::{Backoff, Timer, TimerTable};
 use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
 
-/// How many of the nearest lower nodes a follower remembers from a listing: the
-/// predecessors it can fall back to without listing again.
-const NEAREST_KEPT: usize = 8;
+/// How many of the nearest lower nodes a follower remembers from a listing,
+/// per node it watches: those it watches, and as many to fall back to without
+/// listing again. Only a persistent look-alike read in place of a watched node
+/// falls back (a watched node that goes costs a listing anyway: others may
+/// have gone unseen), so one spare per watch is plenty; each name kept costs
+/// every idle follower some 56 bytes.
+const KEPT_PER_WATCH: usize = 2;
 
 /// How many past sessions' nonces a candidate remembers, to clear their nodes.
 const OLD_NONCES_KEPT: usize = 16;
@@ -247,6 +252,17 @@ impl Purpose {
     }
 }
 
+/// What a candidate keeps from its past: most never need any of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+struct Past {
+    /// Nonces of this candidate's earlier sessions: a node bearing one is ours
+    /// from the past (a create applied after its session was given up on, or a
+    /// dying session's node) and is deleted when a listing shows it.
+    old_nonces: VecDeque<String>,
+    /// Persistent children already reported, so each is reported once.
+    persistent_reported: BTreeSet<String>,
+}
+
 /// The data watch on our own node, while no request for it is in flight (the
 /// in-flight map says when one is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -292,7 +308,8 @@ struct InFlight {
 /// This candidate's own node.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Own {
-    name: String,
+    /// Boxed: it never changes, and every machine holds one.
+    name: Box<str>,
     token: FencingToken,
     mark: Mark,
 }
@@ -312,7 +329,7 @@ struct SessionState {
     /// Send time of the newest request the server answered in this session.
     last_ack: Option<Timestamp>,
     /// Every request in flight, by op: the one place that says what is in flight.
-    ops: BTreeMap<OpId, InFlight>,
+    ops: OpTable<InFlight>,
     /// Nodes of earlier sessions being deleted.
     clearing: Vec<String>,
     own: Option<Own>,
@@ -329,7 +346,7 @@ impl SessionState {
             creates: 0,
             create_uncertain: false,
             last_ack: None,
-            ops: BTreeMap::new(),
+            ops: OpTable::default(),
             clearing: Vec::new(),
             own: None,
             own_watch: OwnWatch::Unarmed,
@@ -400,18 +417,16 @@ pub struct Candidate {
     /// Everything that belongs to one ZooKeeper session, replaced whole when
     /// the session ends.
     session: SessionState,
-    /// Nonces of this candidate's earlier sessions: a node bearing one is ours
-    /// from the past (a create applied after its session was given up on, or a
-    /// dying session's node) and is deleted when a listing shows it.
-    old_nonces: VecDeque<String>,
+    /// What only a candidate that lost a session or met a look-alike needs;
+    /// boxed, so the rest pay 8 bytes for it.
+    past: Option<Box<Past>>,
     step: Step,
-    /// Persistent children already reported, so each is reported once.
-    persistent_reported: BTreeSet<String>,
     leadership: Leadership,
     /// The link's last verdict ([`Self::link_ok`]), to act on its changes.
     link_up: bool,
     suspension: Suspension,
-    last_leader: Option<String>,
+    /// The oldest node of the last listing, as last reported.
+    last_leader: Option<Box<str>>,
     timers: TimerTable,
     backoff: Backoff,
     notices: VecDeque<Notice>,
@@ -422,11 +437,9 @@ pub struct Candidate {
 impl Candidate {
     /// A candidate that has not joined yet; call [`join`](Self::join).
     pub fn new(config: Config) -> Self {
-        let backoff = Backoff::new(
-            config.backoff_min(),
-            config.backoff_max(),
-            name::splitmix64(config.nonce_seed() ^ 0x6a09_e667_f3bc_c908),
-        );
+        let backoff = Backoff::new(name::splitmix64(
+            config.nonce_seed() ^ 0x6a09_e667_f3bc_c908,
+        ));
         Self {
             config,
             now: Timestamp::ZERO,
@@ -436,9 +449,8 @@ impl Candidate {
             timeout: Duration::ZERO,
             ids_reported: false,
             session: SessionState::new(0),
-            old_nonces: VecDeque::new(),
             step: Step::Idle,
-            persistent_reported: BTreeSet::new(),
+            past: None,
             leadership: Leadership::None,
             link_up: false,
             suspension: Suspension::Clear,
@@ -477,7 +489,7 @@ impl Candidate {
 
     /// This candidate's node name (not the full path), once known.
     pub fn node(&self) -> Option<&str> {
-        self.session.own.as_ref().map(|o| o.name.as_str())
+        self.session.own.as_ref().map(|o| &*o.name)
     }
 
     /// The fencing token of this candidate's node, once known.
@@ -539,7 +551,7 @@ impl Candidate {
 
     /// The requests emitted and not yet answered, oldest first.
     pub fn in_flight(&self) -> impl Iterator<Item = OpId> + '_ {
-        self.session.ops.keys().copied()
+        self.session.ops.keys()
     }
 
     // ----- (C) intents ------------------------------------------------------
@@ -613,7 +625,7 @@ impl Candidate {
         self.enter(now);
         if self.is_done() {
             if let Input::Reply { op, .. } = &input {
-                if self.session.ops.remove(op).is_none() {
+                if self.session.ops.remove(*op).is_none() {
                     self.stats.stale_replies += 1;
                 }
             }
@@ -648,13 +660,13 @@ impl Candidate {
     /// The next notice for the application, if any. Drain before commands.
     #[must_use]
     pub fn poll_notice(&mut self) -> Option<Notice> {
-        self.notices.pop_front()
+        drain_one(&mut self.notices)
     }
 
     /// The next command for the driver to perform, if any.
     #[must_use]
     pub fn poll_command(&mut self) -> Option<Command> {
-        self.commands.pop_front()
+        drain_one(&mut self.commands)
     }
 
     /// When to call [`handle_timeout`](Self::handle_timeout) next, if ever.
@@ -743,7 +755,7 @@ impl Candidate {
             .ops
             .iter()
             .find(|(_, f)| which(&f.purpose))
-            .map(|(&op, _)| op)
+            .map(|(op, _)| op)
     }
 
     fn main_in_flight(&self) -> bool {
@@ -773,8 +785,8 @@ impl Candidate {
     /// create, which must be waited for: it may still be applied.
     fn supersede_main(&mut self) {
         if let Some(op) = self.in_flight_for(Purpose::is_main) {
-            if self.session.ops[&op].purpose != Purpose::Create {
-                self.session.ops.remove(&op);
+            if self.session.ops.get(op).map(|f| &f.purpose) != Some(&Purpose::Create) {
+                self.session.ops.remove(op);
             }
         }
     }
@@ -799,7 +811,7 @@ impl Candidate {
     fn drop_own_watch(&mut self) {
         self.session.own_watch = OwnWatch::Unarmed;
         if let Some(op) = self.own_watch_in_flight() {
-            self.session.ops.remove(&op);
+            self.session.ops.remove(op);
         }
     }
 
@@ -919,7 +931,7 @@ impl Candidate {
             }
             Step::Delete => match &self.session.own {
                 Some(own) => (
-                    Purpose::Delete(own.name.clone()),
+                    Purpose::Delete(own.name.to_string()),
                     Request::Delete {
                         path: self.child_path(&own.name),
                         version: None,
@@ -939,7 +951,7 @@ impl Candidate {
             return;
         }
         let Some(own) = &self.session.own else { return };
-        let name = own.name.clone();
+        let name = own.name.to_string();
         let path = self.child_path(&name);
         let request = if self.own_watch_by_children() {
             Request::GetChildren { path, watch: true }
@@ -983,7 +995,7 @@ impl Candidate {
         else {
             return;
         };
-        let name = own.name.clone();
+        let name = own.name.to_string();
         let path = self.child_path(&name);
         let data = self.config.node_payload();
         self.emit(
@@ -1027,7 +1039,9 @@ impl Candidate {
     /// Called from the main lane's reply handlers: its request is answered.
     fn retry_later(&mut self) {
         if self.connection == Connection::Connected {
-            let delay = self.backoff.next_delay();
+            let delay = self
+                .backoff
+                .next_delay(self.config.backoff_min(), self.config.backoff_max());
             self.timers.set(Timer::Retry, self.now + delay);
         }
     }
@@ -1136,7 +1150,7 @@ impl Candidate {
             self.say_resumed();
         }
         if self.config.rule().holds_alone() {
-            let me = self.session.own.as_ref().map(|o| o.name.clone());
+            let me = self.session.own.as_ref().map(|o| o.name.to_string());
             self.leader_seen(me);
         }
     }
@@ -1152,8 +1166,8 @@ impl Candidate {
     }
 
     fn leader_seen(&mut self, leader: Option<String>) {
-        if self.last_leader != leader {
-            self.last_leader.clone_from(&leader);
+        if self.last_leader.as_deref() != leader.as_deref() {
+            self.last_leader = leader.as_deref().map(Box::from);
             self.notices.push_back(Notice::LeaderChanged { leader });
         }
     }
@@ -1247,7 +1261,7 @@ impl Candidate {
     // ----- replies -----------------------------------------------------------------
 
     fn on_reply(&mut self, op: OpId, result: Result<Reply, ZkCode>) {
-        let Some(flight) = self.session.ops.remove(&op) else {
+        let Some(flight) = self.session.ops.remove(op) else {
             self.stats.stale_replies += 1;
             return;
         };
@@ -1349,7 +1363,7 @@ impl Candidate {
                 self.session.create_uncertain = false;
                 self.learn_session(stat);
                 self.session.own = Some(Own {
-                    name: name.clone(),
+                    name: name.as_str().into(),
                     token: FencingToken(stat.czxid),
                     mark: Mark::Unwritten,
                 });
@@ -1452,7 +1466,7 @@ impl Candidate {
                 self.session.create_uncertain = false;
                 self.stats.recovered_creates += 1;
                 self.session.own = Some(Own {
-                    name: name.clone(),
+                    name: name.as_str().into(),
                     token: FencingToken(stat.czxid),
                     mark: Mark::Unwritten,
                 });
@@ -1486,19 +1500,20 @@ impl Candidate {
     /// can block the queue until its session ends, or forever if a client sent a
     /// queued create on the new session; either way it is ours and useless.
     fn clear_old_nodes(&mut self, children: &[String]) {
-        if self.old_nonces.is_empty() {
+        let Some(past) = self.past.as_ref().filter(|p| !p.old_nonces.is_empty()) else {
             return;
-        }
-        for child in children {
-            let Some(nonce) = child
-                .strip_prefix(name::PROTECTED_MARKER)
-                .and_then(|rest| rest.get(..name::NONCE_LEN))
-            else {
-                continue;
-            };
-            if self.old_nonces.iter().any(|old| old == nonce)
-                && !self.session.clearing.contains(child)
-            {
+        };
+        let old: Vec<&String> = children
+            .iter()
+            .filter(|child| {
+                child
+                    .strip_prefix(name::PROTECTED_MARKER)
+                    .and_then(|rest| rest.get(..name::NONCE_LEN))
+                    .is_some_and(|nonce| past.old_nonces.iter().any(|old| old == nonce))
+            })
+            .collect();
+        for child in old {
+            if !self.session.clearing.contains(child) {
                 self.session.clearing.push(child.clone());
                 let path = self.child_path(child);
                 self.emit(
@@ -1510,6 +1525,10 @@ impl Candidate {
                 );
             }
         }
+    }
+
+    fn past(&mut self) -> &mut Past {
+        self.past.get_or_insert_with(Box::default)
     }
 
     fn owned_by_this_session(&self, stat: Stat) -> bool {
@@ -1544,15 +1563,15 @@ impl Candidate {
         };
         self.clear_old_nodes(&children);
         let k = self.limit();
-        let own_name = self.session.own.as_ref().map_or("", |o| o.name.as_str());
+        let own_name = self.session.own.as_ref().map_or("", |o| &*o.name);
         let standing = name::standing_under(
             &children,
             own_name,
             self.config.prefix(),
             self.config.interop(),
             self.config.rule(),
-            NEAREST_KEPT.max(2 * k),
-            &self.session.standing.persistent,
+            KEPT_PER_WATCH * k,
+            self.session.standing.persistent(),
         );
         self.stats.ignored_children += standing.ignored as u64;
         if let Some(node) = standing.negative {
@@ -1630,11 +1649,11 @@ impl Candidate {
                 if tightened {
                     self.stats.marks_seen += 1;
                 }
-                self.session.standing.armed(pred);
+                self.session.standing.armed(&pred);
                 self.watch_next_lower();
             }
             Ok(_) => {
-                self.session.standing.armed(pred);
+                self.session.standing.armed(&pred);
                 self.watch_next_lower();
             }
             Err(ZkCode::NoNode) => self.pred_gone(&pred, false),
@@ -1650,12 +1669,12 @@ impl Candidate {
     /// watch the next one below (the listing's other nodes are as good as they
     /// were; a fresh listing is not needed).
     fn skip_persistent(&mut self, pred: String) {
-        if self.persistent_reported.insert(pred.clone()) {
+        if self.past().persistent_reported.insert(pred.clone()) {
             self.stats.persistent_skipped += 1;
             self.notices
                 .push_back(Notice::PersistentSkipped { node: pred.clone() });
         }
-        self.session.standing.persistent.insert(pred.clone());
+        self.session.standing.skip_persistent(pred.clone());
         self.session.standing.remove(&pred);
         self.watch_next_lower();
     }
@@ -1706,7 +1725,7 @@ impl Candidate {
     /// someone else wrote (BadVersion) or that is gone (the own-node watch will
     /// tell) is not worth another.
     fn on_mark(&mut self, name: &str, result: Result<Reply, ZkCode>) {
-        let Some(own) = self.session.own.as_mut().filter(|o| o.name == name) else {
+        let Some(own) = self.session.own.as_mut().filter(|o| *o.name == *name) else {
             return;
         };
         match result {
@@ -1720,7 +1739,7 @@ impl Candidate {
     }
 
     fn on_watch_own(&mut self, name: String, spent: bool, result: Result<Reply, ZkCode>) {
-        if self.session.own.as_ref().map(|o| &o.name) != Some(&name) {
+        if self.session.own.as_ref().map(|o| &*o.name) != Some(name.as_str()) {
             return;
         }
         match result {
@@ -1796,7 +1815,7 @@ impl Candidate {
             return;
         }
         let name = event.path.rsplit('/').next().unwrap_or_default();
-        if self.child_path(name) == event.path && self.session.standing.persistent.remove(name) {
+        if self.child_path(name) == event.path && self.session.standing.unskip(name) {
             // Whatever happened to it, the next read decides what it is.
             return;
         }
@@ -1888,7 +1907,7 @@ impl Candidate {
         // Same session after a disconnect: the client may have lost every watch
         // (zookeeper-async does), so look again and re-arm them. A persistent
         // child's watch is gone too, so it is read again before it is skipped.
-        self.session.standing.persistent.clear();
+        self.session.standing.forget_persistent();
         self.drop_own_watch();
         match self.step {
             Step::Wait | Step::Lead | Step::Watch { .. } => self.set_step(Step::List),
@@ -1911,11 +1930,12 @@ impl Candidate {
             .and_then(|o| name::nonce_of(&o.name))
             .map(str::to_owned);
         for nonce in [own_nonce, self.last_nonce()].into_iter().flatten() {
-            if !self.old_nonces.contains(&nonce) {
-                self.old_nonces.push_back(nonce);
+            let old_nonces = &mut self.past().old_nonces;
+            if !old_nonces.contains(&nonce) {
+                old_nonces.push_back(nonce);
             }
-            if self.old_nonces.len() > OLD_NONCES_KEPT {
-                self.old_nonces.pop_front();
+            if old_nonces.len() > OLD_NONCES_KEPT {
+                old_nonces.pop_front();
             }
         }
         self.session = SessionState::new(self.session.epoch + 1);
@@ -1930,6 +1950,17 @@ impl Candidate {
 }
 
 /// `/a/b/c` → `["/a", "/a/b", "/a/b/c"]`.
+/// Takes the front of an output queue, and gives the queue's buffer back once
+/// it is drained: outputs come in bursts, and an idle machine (of thousands on
+/// one session) should not keep the buffer of its last burst.
+fn drain_one<T>(queue: &mut VecDeque<T>) -> Option<T> {
+    let front = queue.pop_front();
+    if queue.is_empty() && queue.capacity() > 0 {
+        *queue = VecDeque::new();
+    }
+    front
+}
+
 fn ancestors(path: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (i, ch) in path.char_indices().skip(1) {

@@ -168,6 +168,7 @@ mod lease;
 pub mod name;
 mod notice;
 pub mod observer;
+mod ops;
 mod rule;
 mod standing;
 mod time;

@@ -354,7 +354,11 @@ pub fn standing_under(
         lower.drain(..cut);
     }
     lower.sort_unstable();
-    out.nearest_lower = lower.into_iter().map(|(_, n)| n.to_owned()).collect();
+    // Not collected in place: that would keep the buffer sized for every
+    // node below ours, for as long as the follower keeps these names.
+    out.nearest_lower = Vec::with_capacity(lower.len());
+    out.nearest_lower
+        .extend(lower.into_iter().map(|(_, n)| n.to_owned()));
     out.oldest = oldest.map(|(_, n)| n.to_owned());
     out
 }

@@ -55,6 +55,10 @@ use crate::notice::{CandidateError, FencingToken, Notice};
 use crate::rule::Recipe;
 use crate::time::Timestamp;
 use crate::timer::Backoff;
+
+/// The bounds of an observer's backoff after a failed request.
+const BACKOFF_MIN: Duration = Duration::from_millis(50);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
 use crate::zk::{Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
 
 use std::time::Duration;
@@ -311,11 +315,7 @@ impl Observer {
             persistent_reported: BTreeSet::new(),
             reported: None,
             retry_at: None,
-            backoff: Backoff::new(
-                Duration::from_millis(50),
-                Duration::from_secs(5),
-                0x3c6e_f372_fe94_f82b,
-            ),
+            backoff: Backoff::new(0x3c6e_f372_fe94_f82b),
             notices: VecDeque::new(),
             commands: VecDeque::new(),
             stats: ObserverStats::default(),
@@ -447,7 +447,7 @@ impl Observer {
     /// Waits a backoff before sending anything more.
     fn back_off(&mut self) {
         if self.retry_at.is_none() {
-            self.retry_at = Some(self.now + self.backoff.next_delay());
+            self.retry_at = Some(self.now + self.backoff.next_delay(BACKOFF_MIN, BACKOFF_MAX));
         }
     }
 

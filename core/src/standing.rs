@@ -12,10 +12,20 @@ use std::collections::BTreeSet;
 
 use crate::zk::Stat;
 
+/// What a follower knows of a node it watches, beside its name (kept once, in
+/// [`Standing::watched`]: a session's idle followers each hold one of these per
+/// watch).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+struct Note {
+    /// The server confirmed the watch.
+    armed: bool,
+    /// What the last read of it said, once read since the last listing.
+    read: Option<Read>,
+}
+
 /// What a follower read of a node it watches.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct Seen {
-    name: String,
+struct Read {
     /// Which node bore the name when it was read.
     czxid: i64,
     /// Its data when read at data version 0: the same bytes at version 1 of the
@@ -54,18 +64,54 @@ pub(crate) struct Standing {
     /// own (with k = 1, just the predecessor). Its standing can only change when
     /// one of them goes — deletions further down leave k nodes below it.
     watched: Vec<String>,
-    /// Those of `watched` whose watch the server has confirmed.
-    armed: Vec<String>,
-    /// What the replies said about the watched nodes since the last listing.
-    seen: Vec<Seen>,
+    /// For each of `watched` (the same length, in the same order): whether the
+    /// server confirmed its watch, and what the replies said of it since the
+    /// last listing.
+    notes: Vec<Note>,
     /// Children found persistent (`ephemeralOwner` 0) by the read that
     /// watched them: never contenders, left out of every standing. Cleared on
     /// any event about one (it is read again if it matters) and whenever the
     /// watches that would report such events may have been lost.
-    pub(crate) persistent: BTreeSet<String>,
+    /// Boxed: most followers never meet one, and an empty set would still
+    /// take 24 bytes of each.
+    persistent: Option<Box<BTreeSet<String>>>,
 }
 
+/// The set of persistent children of a standing that has none.
+static NO_PERSISTENT: BTreeSet<String> = BTreeSet::new();
+
 impl Standing {
+    /// The children found persistent, left out of every standing.
+    pub(crate) fn persistent(&self) -> &BTreeSet<String> {
+        self.persistent.as_deref().unwrap_or(&NO_PERSISTENT)
+    }
+
+    /// `name` was found persistent.
+    pub(crate) fn skip_persistent(&mut self, name: String) {
+        self.persistent
+            .get_or_insert_with(Box::default)
+            .insert(name);
+    }
+
+    /// Reads `name` again when it matters (an event about it): whether it was
+    /// one of the persistent children.
+    pub(crate) fn unskip(&mut self, name: &str) -> bool {
+        let Some(set) = self.persistent.as_mut() else {
+            return false;
+        };
+        let was = set.remove(name);
+        if set.is_empty() {
+            self.persistent = None;
+        }
+        was
+    }
+
+    /// Forgets every persistent child (the watches that would report their
+    /// changes may have been lost).
+    pub(crate) fn forget_persistent(&mut self) {
+        self.persistent = None;
+    }
+
     /// Takes in a listing: `rank` nodes are below ours, of which `nearest`
     /// (oldest first) are the nearest ones kept.
     pub(crate) fn listed(&mut self, rank: usize, nearest: Vec<String>) {
@@ -92,16 +138,17 @@ impl Standing {
 
     /// Forgets the last listing's view of the nodes below ours.
     pub(crate) fn forget_lower(&mut self) {
-        self.lower.clear();
+        self.lower = Vec::new();
         self.older = 0;
-        self.marks.clear();
+        self.marks = Vec::new();
     }
 
     /// Forgets the watched nodes and what was learned of them.
     pub(crate) fn forget_watched(&mut self) {
-        self.watched.clear();
-        self.armed.clear();
-        self.seen.clear();
+        // Assigned, not cleared: a leader (of thousands on one session) keeps
+        // no buffer from the time it followed.
+        self.watched = Vec::new();
+        self.notes = Vec::new();
     }
 
     /// The nodes watched, nearest first.
@@ -111,17 +158,39 @@ impl Standing {
 
     /// Whether `name` is one of the watched nodes.
     pub(crate) fn is_watched(&self, name: &str) -> bool {
-        self.watched.iter().any(|w| w == name)
+        self.position(name).is_some()
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        self.watched.iter().position(|w| w == name)
+    }
+
+    /// The note on the watched node `name`. The machine reads only nodes
+    /// [`Self::next`] chose, so `name` is watched; a read of another still
+    /// leaves a watch on it, so it is taken among the watched nodes (until
+    /// the next [`Self::next`] keeps only the nearest).
+    fn note(&mut self, name: &str) -> &mut Note {
+        let i = match self.position(name) {
+            Some(i) => i,
+            None => {
+                push_small(&mut self.watched, name.to_owned());
+                push_small(&mut self.notes, Note::default());
+                self.watched.len() - 1
+            }
+        };
+        &mut self.notes[i]
     }
 
     /// The server confirmed the watch on `name`.
-    pub(crate) fn armed(&mut self, name: String) {
-        self.armed.push(name);
+    pub(crate) fn armed(&mut self, name: &str) {
+        self.note(name).armed = true;
     }
 
     /// The watch on `name` fired (or may have): it must be set again.
     pub(crate) fn disarm(&mut self, name: &str) {
-        self.armed.retain(|n| n != name);
+        if let Some(i) = self.position(name) {
+            self.notes[i].armed = false;
+        }
     }
 
     /// `name` is gone (or never counts, being persistent): it leaves the
@@ -135,9 +204,10 @@ impl Standing {
                 }
             }
         }
-        self.armed.retain(|n| n != name);
-        self.watched.retain(|n| n != name);
-        self.seen.retain(|s| s.name != name);
+        if let Some(i) = self.position(name) {
+            self.watched.remove(i);
+            self.notes.remove(i);
+        }
     }
 
     /// What to do now, with `k` leaders: lead if fewer than k can be below;
@@ -151,15 +221,26 @@ impl Standing {
             // Only the nearest few were kept; ask again for the rest.
             return Next::List;
         }
-        let want: Vec<String> = self.lower[self.lower.len() - k..]
+        let want = self.lower[self.lower.len() - k..].iter().rev();
+        if !want.clone().eq(self.watched.iter()) {
+            // Exactly k: the lists live as long as the follower waits.
+            let mut watched = Vec::with_capacity(k);
+            let mut notes = Vec::with_capacity(k);
+            for name in want {
+                let note = self
+                    .position(name)
+                    .map(|i| std::mem::take(&mut self.notes[i]))
+                    .unwrap_or_default();
+                watched.push(name.clone());
+                notes.push(note);
+            }
+            self.watched = watched;
+            self.notes = notes;
+        }
+        self.notes
             .iter()
-            .rev()
-            .cloned()
-            .collect();
-        self.armed.retain(|n| want.contains(n));
-        let next = want.iter().find(|n| !self.armed.contains(n)).cloned();
-        self.watched = want;
-        next.map_or(Next::Wait, Next::Watch)
+            .position(|n| !n.armed)
+            .map_or(Next::Wait, |i| Next::Watch(self.watched[i].clone()))
     }
 
     /// Checks a read of the watched node `name` against our node (`own_czxid`)
@@ -182,27 +263,23 @@ impl Standing {
         if stat.czxid >= own_czxid {
             return None;
         }
-        let i = match self.seen.iter().position(|s| s.name == name) {
-            Some(i) if self.seen[i].czxid != stat.czxid => return None,
-            Some(i) => i,
-            None => {
-                self.seen.push(Seen {
-                    name: name.to_owned(),
-                    czxid: stat.czxid,
-                    original: None,
-                });
-                self.seen.len() - 1
-            }
+        let read = match &mut self.note(name).read {
+            Some(read) if read.czxid != stat.czxid => return None,
+            Some(read) => read,
+            none => none.insert(Read {
+                czxid: stat.czxid,
+                original: None,
+            }),
         };
         if stat.version == 0 {
-            self.seen[i].original = Some(data);
-        } else if stat.version == 1 && self.seen[i].original.as_deref() == Some(data.as_slice()) {
+            read.original = Some(data);
+        } else if stat.version == 1 && read.original.as_deref() == Some(data.as_slice()) {
             // Version 1 with the bytes of version 0: the leader's own rewrite,
             // expecting version 0. An operator's write changes the bytes (or
             // comes second and makes the version 2) and proves nothing. Without
             // a version-0 read to compare with, nothing is learned either:
             // the next listing will tell.
-            self.seen[i].original = None;
+            read.original = None;
             return Some(proves && self.led(name, k));
         }
         Some(false)
@@ -217,9 +294,19 @@ impl Standing {
             return false;
         };
         let before = self.below(k);
-        self.marks.push(i);
+        push_small(&mut self.marks, i);
         self.below(k) < before
     }
+}
+
+/// Pushes onto one of the standing's lists, which hold one entry per watched
+/// node (one, with k = 1): the first push allocates room for one, not the
+/// vector's usual four; later ones grow as usual.
+fn push_small<T>(list: &mut Vec<T>, item: T) {
+    if list.capacity() == 0 {
+        list.reserve_exact(1);
+    }
+    list.push(item);
 }
 
 #[cfg(test)]
@@ -340,7 +427,7 @@ mod tests {
         for (i, &(k, rank, kept, armed, want, watched)) in NEXT.iter().enumerate() {
             let mut s = standing(rank, kept, &[]);
             for a in armed {
-                s.armed(a.to_string());
+                s.armed(a);
             }
             let expected = match want {
                 Want::Lead => Next::Lead,
@@ -351,6 +438,32 @@ mod tests {
             assert_eq!(s.next(k), expected, "case {i}");
             assert_eq!(s.watched(), watched, "case {i}");
         }
+    }
+
+    #[test]
+    fn a_watch_keeps_its_note_when_a_nearer_one_goes() {
+        let mut s = standing(3, 3, &[]);
+        assert_eq!(s.next(2), Next::Watch("n2".into()));
+        s.armed("n2");
+        assert_eq!(
+            s.learn("n1", b"id".to_vec(), read(5, 0), 100, 2, true),
+            Some(false)
+        );
+        s.armed("n1");
+        assert_eq!(s.next(2), Next::Wait);
+        s.remove("n2");
+        // n1 stays armed and read; n0 is new among the two nearest.
+        assert_eq!(s.next(2), Next::Watch("n0".into()));
+        assert_eq!(s.watched(), ["n1", "n0"]);
+        assert_eq!(
+            s.learn("n1", b"id".to_vec(), read(6, 0), 100, 2, true),
+            None,
+            "another node"
+        );
+        s.disarm("n1");
+        s.armed("n0");
+        assert_eq!(s.next(2), Next::Watch("n1".into()));
+        assert_eq!(s.notes.len(), s.watched.len());
     }
 
     fn read(czxid: i64, version: i32) -> Stat {

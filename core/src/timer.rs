@@ -21,22 +21,32 @@ pub(crate) enum Timer {
 const TIMERS: [Timer; 3] = [Timer::Retry, Timer::Probe, Timer::Lease];
 
 /// One optional deadline per [`Timer`]; the earliest is the machine's wake-up.
+/// A bit per timer says which are set (`[Option<Timestamp>; 3]` would take 48
+/// bytes of every machine where this takes 32).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub(crate) struct TimerTable {
-    deadlines: [Option<Timestamp>; 3],
+    /// Meaningful only where `set` has the timer's bit.
+    deadlines: [Timestamp; 3],
+    set: u8,
 }
 
 impl TimerTable {
+    fn bit(timer: Timer) -> u8 {
+        1 << timer as u8
+    }
+
     pub(crate) fn set(&mut self, timer: Timer, at: Timestamp) {
-        self.deadlines[timer as usize] = Some(at);
+        self.deadlines[timer as usize] = at;
+        self.set |= Self::bit(timer);
     }
 
     pub(crate) fn stop(&mut self, timer: Timer) {
-        self.deadlines[timer as usize] = None;
+        self.deadlines[timer as usize] = Timestamp::default();
+        self.set &= !Self::bit(timer);
     }
 
     pub(crate) fn get(&self, timer: Timer) -> Option<Timestamp> {
-        self.deadlines[timer as usize]
+        (self.set & Self::bit(timer) != 0).then(|| self.deadlines[timer as usize])
     }
 
     pub(crate) fn is_set(&self, timer: Timer) -> bool {
@@ -44,7 +54,7 @@ impl TimerTable {
     }
 
     pub(crate) fn next(&self) -> Option<Timestamp> {
-        self.deadlines.iter().flatten().min().copied()
+        TIMERS.iter().filter_map(|&t| self.get(t)).min()
     }
 
     /// Clears and returns the timers due at `now`, in a fixed order.
@@ -61,19 +71,17 @@ impl TimerTable {
 }
 
 /// Exponential backoff with deterministic jitter drawn from a seeded SplitMix64.
+/// The bounds are the caller's (a candidate's are in its config): every
+/// machine of thousands on a session holds one of these.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Backoff {
-    min: Duration,
-    max: Duration,
     attempt: u32,
     state: u64,
 }
 
 impl Backoff {
-    pub(crate) fn new(min: Duration, max: Duration, seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Self {
-            min,
-            max,
             attempt: 0,
             state: seed,
         }
@@ -81,10 +89,10 @@ impl Backoff {
 
     /// The next delay: `min * 2^attempt`, capped at `max`, then jittered into
     /// `[d/2, d]` so a crowd of candidates does not retry in lock-step.
-    pub(crate) fn next_delay(&mut self) -> Duration {
+    pub(crate) fn next_delay(&mut self, min: Duration, max: Duration) -> Duration {
         let factor = 1u32 << self.attempt.min(16);
         self.attempt = self.attempt.saturating_add(1);
-        let full = self.min.saturating_mul(factor).min(self.max);
+        let full = min.saturating_mul(factor).min(max);
         self.state = splitmix64(self.state);
         let full_ms = u64::try_from(full.as_millis()).unwrap_or(u64::MAX).max(1);
         let half = full_ms / 2;
@@ -120,10 +128,10 @@ mod tests {
     fn backoff_grows_caps_and_is_reproducible() {
         let min = Duration::from_millis(100);
         let max = Duration::from_millis(1_000);
-        let mut a = Backoff::new(min, max, 42);
-        let mut b = Backoff::new(min, max, 42);
-        let delays: Vec<_> = (0..8).map(|_| a.next_delay()).collect();
-        let again: Vec<_> = (0..8).map(|_| b.next_delay()).collect();
+        let mut a = Backoff::new(42);
+        let mut b = Backoff::new(42);
+        let delays: Vec<_> = (0..8).map(|_| a.next_delay(min, max)).collect();
+        let again: Vec<_> = (0..8).map(|_| b.next_delay(min, max)).collect();
         assert_eq!(delays, again);
         assert!(delays[0] >= Duration::from_millis(50) && delays[0] <= min);
         assert!(delays
@@ -131,6 +139,6 @@ mod tests {
             .all(|d| *d <= max && *d >= Duration::from_millis(50)));
         assert!(delays[7] >= Duration::from_millis(500));
         a.reset();
-        assert!(a.next_delay() <= min);
+        assert!(a.next_delay(min, max) <= min);
     }
 }

@@ -114,6 +114,9 @@ impl Swarm {
     /// [`Canary::shape`]); unchanged without one.
     pub fn for_canary(mut self, canary: Option<Canary>) -> Self {
         if let Some(canary) = canary {
+            // A canary's seeds keep the world they were documented with:
+            // every machine on a session of its own, no observers.
+            self.env.hosting = Default::default();
             canary.shape(&mut self);
         }
         self

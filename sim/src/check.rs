@@ -59,12 +59,13 @@ pub fn standard() -> Vec<Checker> {
         Box::new(Safety),
         Box::new(Fencing::default()),
         Box::new(TokensGrow::default()),
-        Box::new(Liveness),
+        Box::new(Liveness::default()),
         Box::new(NoHerd::default()),
-        Box::new(NoLeaks),
+        Box::new(NoLeaks::default()),
         Box::new(OneAnswer::default()),
         Box::new(StaleReply),
         Box::new(NoError),
+        Box::new(Observers),
         Box::new(crate::server::SingleSystemImage),
     ]
 }
@@ -131,13 +132,20 @@ impl Invariant<World> for Safety {
         if world.swarm().pauses || !matches!(event, Event::Step) {
             return Ok(());
         }
+        let k = world.swarm().leaders as usize;
+        // The holders counted below are some of the believed leaders: when
+        // those are few enough, nothing can be broken (the common step).
+        let rw = world.swarm().recipe() == Recipe::ReadWrite;
+        let believed = world.leader_count();
+        if believed <= if rw { 1 } else { k } {
+            return Ok(());
+        }
         let counted =
             |p: &Process<'_>| !p.crashed && !revoked_in_grace(world, p) && !revoked_foreign(p);
-        let k = world.swarm().leaders as usize;
         let holders = world.believed_leaders().filter(counted).count();
         // Shared holders (readers) may be any number, but never beside a
         // writer; everyone else: at most k (1 for a mutex or a writer).
-        let broken = if world.swarm().recipe() == Recipe::ReadWrite {
+        let broken = if rw {
             holders > 1
                 && world
                     .believed_leaders()
@@ -339,7 +347,33 @@ impl Invariant<World> for TokensGrow {
 /// foreign model counts as any candidate (its own belief), unless an operator
 /// deleted its node.
 #[derive(Debug, Default)]
-pub struct Liveness;
+pub struct Liveness {
+    /// The live processes' node names (pid order) the rule was last applied
+    /// to, and the names it says must hold: read-write runs check after every
+    /// settled step, and the queue rarely changes between two steps.
+    names: Vec<String>,
+    must: Vec<String>,
+}
+
+impl Liveness {
+    /// The nodes that must hold among `live`'s, by the read-write rule in
+    /// queue order (every reader below the lowest writer, or that writer).
+    fn must_hold(&mut self, world: &World, live: &[Process<'_>]) -> &[String] {
+        let nodes = || live.iter().filter_map(|p| p.agent.node());
+        if !nodes().eq(self.names.iter().map(String::as_str)) {
+            self.names = nodes().map(str::to_owned).collect();
+            let interop = world.swarm().env.interop.interop();
+            let (queue, _) =
+                zkelect_core::name::queue(&self.names, "", interop, Recipe::ReadWrite);
+            self.must = Recipe::ReadWrite
+                .holders(&queue)
+                .into_iter()
+                .map(|i| queue[i].name.clone())
+                .collect();
+        }
+        &self.must
+    }
+}
 
 impl Invariant<World> for Liveness {
     fn name(&self) -> &'static str {
@@ -355,34 +389,38 @@ impl Invariant<World> for Liveness {
         if !due {
             return Ok(());
         }
-        let live: Vec<_> = world
-            .processes()
-            .filter(|p| {
-                !p.crashed
-                    && !revoked_foreign(p)
-                    && !matches!(p.agent.role(), Role::Idle | Role::Closed | Role::Failed)
-            })
-            .collect();
-        let leaders = live.iter().filter(|p| p.agent.role().is_leader()).count();
+        let is_live = |p: &Process<'_>| {
+            !p.crashed
+                && !p.observer
+                && !revoked_foreign(p)
+                && !matches!(p.agent.role(), Role::Idle | Role::Closed | Role::Failed)
+        };
+        // The common settled step: enough leaders, and (for a read-write lock,
+        // where the rule names who must hold) no live node waiting. Counted
+        // without collecting; anything else takes the full look below.
+        let (mut live, mut leaders, mut waiting) = (0, 0, false);
+        for p in world.processes().filter(is_live) {
+            live += 1;
+            if p.agent.role().is_leader() {
+                leaders += 1;
+            } else {
+                waiting |= p.agent.node().is_some();
+            }
+        }
+        let rw = world.swarm().recipe() == Recipe::ReadWrite;
+        if leaders >= live.min(world.swarm().leaders as usize) && !(rw && waiting) {
+            return Ok(());
+        }
+        let live: Vec<_> = world.processes().filter(is_live).collect();
         let want = live.len().min(world.swarm().leaders as usize);
-        if world.swarm().recipe() == Recipe::ReadWrite {
-            // Who must hold: the rule over the live processes' nodes, in queue
-            // order (every reader below the lowest writer, or that writer).
-            let names: Vec<String> = live
-                .iter()
-                .filter_map(|p| p.agent.node().map(str::to_owned))
-                .collect();
-            let interop = world.swarm().env.interop.interop();
-            let (queue, _) = zkelect_core::name::queue(&names, "", interop, Recipe::ReadWrite);
-            let must: Vec<&str> = Recipe::ReadWrite
-                .holders(&queue)
-                .into_iter()
-                .map(|i| queue[i].name.as_str())
-                .collect();
+        if rw {
+            // Who must hold: the rule over the live processes' nodes.
+            let must = self.must_hold(world, &live);
             let missing: Vec<String> = live
                 .iter()
                 .filter(|p| {
-                    !p.agent.role().is_leader() && p.agent.node().is_some_and(|n| must.contains(&n))
+                    !p.agent.role().is_leader()
+                        && p.agent.node().is_some_and(|n| must.iter().any(|m| m == n))
                 })
                 .map(|p| who(p))
                 .collect();
@@ -484,7 +522,12 @@ impl Invariant<World> for NoHerd {
 /// election path has no children but the persistent look-alikes an operator
 /// put there; checked after every step and at the end.
 #[derive(Debug, Default)]
-pub struct NoLeaks;
+pub struct NoLeaks {
+    /// How many of the first pids are known gone. Gone is for good (a crashed
+    /// process never restarts, a closed session never reopens, an expired one
+    /// never comes back), so each step looks on from there instead of from p0.
+    gone: usize,
+}
 
 impl Invariant<World> for NoLeaks {
     fn name(&self) -> &'static str {
@@ -492,15 +535,20 @@ impl Invariant<World> for NoLeaks {
     }
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
-        let all_gone = || {
-            world.processes().all(|p| {
-                p.session_closed
-                    || (p.crashed && p.session.is_none_or(|s| !world.zk().session_alive(s)))
-            })
+        let gone = |p: Process<'_>| {
+            p.session_closed
+                || (p.crashed && p.session.is_none_or(|s| !world.zk().session_alive(s)))
         };
+        let all_gone = || world.processes().all(gone);
         let check = match event {
             Event::End => true,
-            Event::Step => all_gone(),
+            Event::Step => {
+                let n = world.processes().len();
+                while self.gone < n && gone(world.process(self.gone)) {
+                    self.gone += 1;
+                }
+                self.gone == n
+            }
             _ => false,
         };
         if !check {
@@ -621,6 +669,52 @@ impl Invariant<World> for NoError {
         } = event
         {
             return Err(format!("p{pid} failed: {e}"));
+        }
+        Ok(())
+    }
+}
+
+/// Once the world is quiet ([`Event::Quiet`]: the end of the settled phase,
+/// before anyone closes), every live observer has reported, and its
+/// participant list is the server's queue: its live (ephemeral) nodes in
+/// queue order, each with its czxid as token and whether the recipe says it
+/// holds ([`World::queue_truth`]). Observers are never contenders: the
+/// other checkers leave them out.
+#[derive(Debug, Default)]
+pub struct Observers;
+
+impl Invariant<World> for Observers {
+    fn name(&self) -> &'static str {
+        "observers"
+    }
+
+    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
+        if !matches!(event, Event::Quiet) {
+            return Ok(());
+        }
+        let truth = world.queue_truth();
+        for p in world.processes().filter(|p| p.observer && !p.crashed) {
+            // A closed observer keeps its last list; it is no longer live.
+            let Some(o) = p
+                .agent
+                .observer()
+                .filter(|o| !o.is_closed() && !o.is_failed())
+            else {
+                continue;
+            };
+            let seen: Vec<(String, FencingToken, bool)> = o
+                .participants()
+                .iter()
+                .map(|x| (x.node.clone(), x.token, x.holds))
+                .collect();
+            if !o.has_reported() || seen != truth {
+                return Err(format!(
+                    "observer p{} (on p{}'s session) reports {seen:?} (reported: {}), the queue is {truth:?}",
+                    p.pid,
+                    p.host,
+                    o.has_reported()
+                ));
+            }
         }
         Ok(())
     }

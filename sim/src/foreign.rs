@@ -54,8 +54,8 @@ use std::fmt;
 use std::time::Duration;
 
 use zkelect_core::{
-    Acl, Candidate, Command, CreateMode, DemotionReason, FencingToken, Input, Notice, OpId, Reply,
-    Request, Role, SessionEvent, Timestamp, WatchKind, ZkCode,
+    Acl, Candidate, Command, CreateMode, DemotionReason, FencingToken, Input, Notice, Observer,
+    OpId, Reply, Request, Role, SessionEvent, Timestamp, WatchKind, ZkCode,
 };
 
 use crate::choice::Source;
@@ -895,6 +895,8 @@ pub enum Agent {
     Curator(CuratorLatch),
     /// A model of kazoo's Lock/Election.
     Kazoo(KazooLock),
+    /// A zkelect observer of the queue (no node, never holds).
+    Observer(Box<Observer>),
 }
 
 impl Agent {
@@ -906,10 +908,18 @@ impl Agent {
         }
     }
 
-    /// Which library this is: `None` for zkelect.
+    /// The zkelect observer, if this is one.
+    pub fn observer(&self) -> Option<&Observer> {
+        match self {
+            Agent::Observer(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// Which library this is: `None` for zkelect (candidates and observers).
     pub fn foreign(&self) -> Option<Scheme> {
         match self {
-            Agent::Zkelect(_) => None,
+            Agent::Zkelect(_) | Agent::Observer(_) => None,
             Agent::Curator(_) => Some(Scheme::Curator),
             Agent::Kazoo(_) => Some(Scheme::Kazoo),
         }
@@ -917,7 +927,7 @@ impl Agent {
 
     fn base(&self) -> Option<&Base> {
         match self {
-            Agent::Zkelect(_) => None,
+            Agent::Zkelect(_) | Agent::Observer(_) => None,
             Agent::Curator(m) => Some(&m.b),
             Agent::Kazoo(m) => Some(&m.b),
         }
@@ -925,7 +935,7 @@ impl Agent {
 
     fn base_mut(&mut self) -> Option<&mut Base> {
         match self {
-            Agent::Zkelect(_) => None,
+            Agent::Zkelect(_) | Agent::Observer(_) => None,
             Agent::Curator(m) => Some(&mut m.b),
             Agent::Kazoo(m) => Some(&mut m.b),
         }
@@ -937,6 +947,9 @@ impl Agent {
     pub fn role(&self) -> Role {
         match self {
             Agent::Zkelect(c) => c.role(),
+            Agent::Observer(o) if o.is_failed() => Role::Failed,
+            Agent::Observer(o) if o.is_closed() => Role::Closed,
+            Agent::Observer(_) => Role::Observer,
             Agent::Curator(m) => m.b.role(),
             Agent::Kazoo(m) => m.b.role(),
         }
@@ -972,6 +985,8 @@ impl Agent {
     pub fn waits_for(&self, op: OpId) -> bool {
         match self {
             Agent::Zkelect(c) => c.in_flight().any(|o| o == op),
+            // An observer keeps no role a late reply could change.
+            Agent::Observer(o) => !o.is_closed(),
             other => other.base().is_some_and(|b| b.io.pending.contains_key(&op)),
         }
     }
@@ -980,6 +995,8 @@ impl Agent {
     pub fn join(&mut self, now: Timestamp) {
         match self {
             Agent::Zkelect(c) => c.join(now),
+            // It starts on the session's `Connected`.
+            Agent::Observer(_) => {}
             Agent::Curator(m) => m.start(now),
             Agent::Kazoo(m) => m.start(now),
         }
@@ -990,6 +1007,7 @@ impl Agent {
     pub fn resign(&mut self, now: Timestamp, rejoin: bool) {
         match self {
             Agent::Zkelect(c) => c.resign(now, rejoin),
+            Agent::Observer(_) => {}
             Agent::Curator(m) => m.leave(now, rejoin, DemotionReason::Resigned),
             Agent::Kazoo(m) => m.leave(now, rejoin, DemotionReason::Resigned),
         }
@@ -999,6 +1017,7 @@ impl Agent {
     pub fn close(&mut self, now: Timestamp) {
         match self {
             Agent::Zkelect(c) => c.close(now),
+            Agent::Observer(o) => o.close(now),
             Agent::Curator(m) => {
                 m.leave(now, false, DemotionReason::Closed);
                 m.b.closed = true;
@@ -1014,6 +1033,7 @@ impl Agent {
     pub fn is_closed(&self) -> bool {
         match self {
             Agent::Zkelect(c) => c.is_closed(),
+            Agent::Observer(o) => o.is_closed(),
             other => other.base().is_some_and(|b| b.closed),
         }
     }
@@ -1022,6 +1042,7 @@ impl Agent {
     pub fn handle(&mut self, now: Timestamp, input: Input) {
         match self {
             Agent::Zkelect(c) => c.handle(now, input),
+            Agent::Observer(o) => o.handle(now, input),
             Agent::Curator(m) => m.handle(now, input),
             Agent::Kazoo(m) => m.handle(now, input),
         }
@@ -1031,6 +1052,7 @@ impl Agent {
     pub fn handle_timeout(&mut self, now: Timestamp) {
         match self {
             Agent::Zkelect(c) => c.handle_timeout(now),
+            Agent::Observer(o) => o.handle_timeout(now),
             Agent::Curator(m) => m.b.now = m.b.now.max(now),
             Agent::Kazoo(m) => m.handle_timeout(now),
         }
@@ -1040,6 +1062,7 @@ impl Agent {
     pub fn poll_notice(&mut self) -> Option<Notice> {
         match self {
             Agent::Zkelect(c) => c.poll_notice(),
+            Agent::Observer(o) => o.poll_notice(),
             other => other.base_mut().and_then(|b| b.io.notices.pop_front()),
         }
     }
@@ -1048,6 +1071,7 @@ impl Agent {
     pub fn poll_command(&mut self) -> Option<Command> {
         match self {
             Agent::Zkelect(c) => c.poll_command(),
+            Agent::Observer(o) => o.poll_command(),
             other => other.base_mut().and_then(|b| b.io.commands.pop_front()),
         }
     }
@@ -1056,6 +1080,7 @@ impl Agent {
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         match self {
             Agent::Zkelect(c) => c.poll_timeout(),
+            Agent::Observer(o) => o.poll_timeout(),
             Agent::Curator(_) => None,
             Agent::Kazoo(m) => m.timer(),
         }

@@ -40,7 +40,7 @@ use crate::check;
 use crate::choice::{ByteStream, Choices};
 use crate::run::RunReport;
 use crate::server::{EnsembleSpec, MemberFault};
-use crate::swarm::{Env, Fault, Queue, Scheme, Swarm};
+use crate::swarm::{Env, Fault, Hosting, Queue, Scheme, Swarm};
 use crate::world::World;
 
 /// Where a fuzz case's world takes its choices from.
@@ -279,7 +279,11 @@ impl<'a> Arbitrary<'a> for FuzzCase {
         let candidates = usize::from(byte(u) % 20) + 1;
         let (queue, leaders) = queue_of(byte(u));
         let timeout_ms = (u64::from(byte(u) % 41) + 20) * 100;
-        let policy = if byte(u) % 2 == 1 {
+        let policy_byte = byte(u);
+        // Bit 1 of the policy byte: the seed's hosting (issue 17: shared
+        // sessions, observers), drawn from the seed as the swarm draws it.
+        let hosted = policy_byte & 2 != 0;
+        let policy = if policy_byte % 2 == 1 {
             ConnectionPolicy::SessionAware
         } else {
             ConnectionPolicy::Standard
@@ -328,6 +332,11 @@ impl<'a> Arbitrary<'a> for FuzzCase {
                 min_session_timeout,
                 max_session_timeout,
                 queue,
+                hosting: if hosted {
+                    Hosting::draw(seed, candidates)
+                } else {
+                    Hosting::default()
+                },
                 ensemble: None,
             },
         };
@@ -373,7 +382,10 @@ impl FuzzCase {
         out.push((s.candidates.clamp(1, 20) - 1) as u8);
         out.push(queue_byte(s.env.queue, s.leaders));
         out.push((s.session_timeout.as_millis() / 100).clamp(20, 60) as u8 - 20);
-        out.push(u8::from(s.policy == ConnectionPolicy::SessionAware));
+        // Hosting travels as one bit: the seed's own draw, or none.
+        let hosted = s.env.hosting != Hosting::default()
+            && s.env.hosting == Hosting::draw(self.seed, s.candidates);
+        out.push(u8::from(s.policy == ConnectionPolicy::SessionAware) | (u8::from(hosted) << 1));
         out.push(s.chaos.as_secs().clamp(5, 30) as u8 - 5);
         out.push(u8::from(s.reorder));
         out.push(u8::from(s.pauses));

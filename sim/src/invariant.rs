@@ -83,6 +83,9 @@ pub enum Event<'a> {
     },
     /// The liveness bound after the faults stopped has passed.
     LivenessDue,
+    /// The world has been quiet for a while: the end of the settled phase,
+    /// just before the candidates close (only in worlds with observers).
+    Quiet,
     /// The run is over: every candidate closed, every dead session expired.
     End,
 }

@@ -349,8 +349,79 @@ pub struct Env {
     pub max_session_timeout: Option<Duration>,
     /// The queue's recipe (its k is [`Swarm::leaders`]).
     pub queue: Queue,
+    /// Which candidates share a session, and the observers (issue 17).
+    pub hosting: Hosting,
     /// An ensemble of 3 or 5 and its member faults (`None`: one server).
     pub ensemble: Option<crate::server::EnsembleSpec>,
+}
+
+/// Several machines on one session, and observers (issue 17): what the
+/// library's `Session` runs, drawn from a stream of its own
+/// ([`Hosting::draw`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Hosting {
+    /// `(pid, host)`: zkelect candidate `pid` runs on the session of the
+    /// earlier candidate `host` (which runs on its own), in pid order. Every
+    /// other process has a session of its own.
+    pub riders: Vec<(usize, usize)>,
+    /// The observers of the queue, started after the candidates and foreign
+    /// models: each on a session of its own (`None`) or riding on candidate
+    /// `Some(host)`'s.
+    pub observers: Vec<Option<usize>>,
+}
+
+impl Hosting {
+    /// At most this many machines share one session.
+    pub const PER_SESSION: usize = 4;
+
+    /// Draws the hosting for `seed` with `candidates` zkelect candidates at
+    /// the start: 3 in 10 seeds put some of them on shared sessions (each
+    /// candidate after the first rides, 1 in 2, on a host among the
+    /// candidates before it with room), 3 in 10 have 1–3 observers, 2 in 3
+    /// of them riding on a candidate's session.
+    pub fn draw(seed: u64, candidates: usize) -> Self {
+        let mut rng = SimRng::new(seed, 8);
+        let mut hosting = Hosting::default();
+        let mut load = vec![1usize; candidates];
+        if candidates > 1 && rng.chance(0.3) {
+            for pid in 1..candidates {
+                if !rng.chance(0.5) {
+                    continue;
+                }
+                let hosts: Vec<usize> = (0..pid)
+                    .filter(|&h| hosting.host(h) == h && load[h] < Self::PER_SESSION)
+                    .collect();
+                if hosts.is_empty() {
+                    continue;
+                }
+                let h = hosts[rng.range(0, hosts.len() as u64 - 1) as usize];
+                load[h] += 1;
+                hosting.riders.push((pid, h));
+            }
+        }
+        if rng.chance(0.3) {
+            for _ in 0..rng.range(1, 3) {
+                let hosts: Vec<usize> = (0..candidates)
+                    .filter(|&h| hosting.host(h) == h && load[h] < Self::PER_SESSION)
+                    .collect();
+                let ride = !hosts.is_empty() && rng.range(0, 2) > 0;
+                let on = ride.then(|| hosts[rng.range(0, hosts.len() as u64 - 1) as usize]);
+                if let Some(h) = on {
+                    load[h] += 1;
+                }
+                hosting.observers.push(on);
+            }
+        }
+        hosting
+    }
+
+    /// The candidate whose session candidate `pid` runs on (itself if none).
+    pub fn host(&self, pid: usize) -> usize {
+        self.riders
+            .iter()
+            .find(|(rider, _)| *rider == pid)
+            .map_or(pid, |(_, host)| *host)
+    }
 }
 
 /// The simulated server's tick (`tickTime`).
@@ -442,6 +513,13 @@ impl fmt::Display for Env {
             ms(self.min_session_timeout),
             ms(self.max_session_timeout)
         )?;
+        if self.hosting != Hosting::default() {
+            write!(
+                f,
+                " riders={:?} observers={:?}",
+                self.hosting.riders, self.hosting.observers
+            )?;
+        }
         match &self.ensemble {
             Some(spec) => write!(f, " {spec}"),
             None => Ok(()),
@@ -480,7 +558,9 @@ impl Swarm {
             (None, Some(k)) => (Queue::Election, k),
             (None, None) => Queue::draw(seed, swarm.leaders, swarm.pauses),
         };
-        swarm.with_queue(queue.0, queue.1)
+        let mut swarm = swarm.with_queue(queue.0, queue.1);
+        swarm.env.hosting = Hosting::draw(seed, swarm.candidates);
+        swarm
     }
 
     /// The queue becomes `queue` with `k` holders (1 for a mutex or a

@@ -55,6 +55,7 @@
 #![warn(missing_docs)]
 
 mod error;
+mod exit;
 pub mod foreign;
 mod fourlw;
 mod install;
@@ -66,6 +67,7 @@ mod tls;
 pub mod transports;
 
 pub use error::{FixtureError, Result};
+pub use exit::assert_exit;
 pub use fourlw::{four_letter_word, parse_mntr, ServerMode};
 pub use install::{ZkInstall, TEST_DEPS_HINT};
 pub use proxy::{ConnectionId, Proxy};

@@ -11,7 +11,7 @@ mod support;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use zkelect_tests::{Proxy, ZkServer};
+use zkelect_tests::{assert_exit, Proxy, ZkServer};
 
 use support::{
     assert_one_at_a_time, closed_port, mono_ns, ms, queue, queue_ids, run_args, wait_for, zkelect,
@@ -238,8 +238,7 @@ fn status_shows_the_queue_and_revoke_sends_the_leader_to_the_back() {
         &["revoke", "--connect", &zk, "--path", path, "--id", "a"],
         Duration::from_secs(20),
     );
-    assert_eq!(out.code(), Some(0), "revoke failed:\n{}", out.stderr);
-    assert!(out.stderr.contains("revoked"), "{}", out.stderr);
+    assert_exit("revoke", out.code(), 0, &out.stderr, &["revoked"]);
     let run_b = b.wait_run(1, START);
     let a_dead = observer.wait_death(run_a.pid, "a's child to stop after the revoke", START);
     wait_queue(&zk, path, &["b", "a"], || logs(&[&a, &b]));
@@ -260,11 +259,12 @@ fn status_shows_the_queue_and_revoke_sends_the_leader_to_the_back() {
         &["revoke", "--connect", &zk, "--path", path, "--id", "nobody"],
         Duration::from_secs(20),
     );
-    assert_eq!(missing.code(), Some(UNKNOWN_ID), "{}", missing.stderr);
-    assert!(
-        missing.stderr.contains("no candidate with id \"nobody\""),
-        "{}",
-        missing.stderr
+    assert_exit(
+        "revoke an unknown id",
+        missing.code(),
+        UNKNOWN_ID,
+        &missing.stderr,
+        &["no candidate with id \"nobody\""],
     );
 
     b.signal(Signal::SIGTERM);
@@ -277,21 +277,8 @@ fn status_shows_the_queue_and_revoke_sends_the_leader_to_the_back() {
 /// its stderr holds every one of `needles`.
 fn fails_with(args: &[&str], code: i32, needles: &[&str], within: Duration) -> Duration {
     let out = zkelect(args, within);
-    assert_eq!(
-        out.code(),
-        Some(code),
-        "`zkelect {}` exit code; stderr:\n{}",
-        args.join(" "),
-        out.stderr
-    );
-    for needle in needles {
-        assert!(
-            out.stderr.contains(needle),
-            "`zkelect {}`: stderr lacks {needle:?}:\n{}",
-            args.join(" "),
-            out.stderr
-        );
-    }
+    let what = format!("`zkelect {}`", args.join(" "));
+    assert_exit(&what, out.code(), code, &out.stderr, needles);
     out.took
 }
 
@@ -543,56 +530,39 @@ fn run_exit_codes_for_the_command_and_the_wait_are_the_documented_ones() {
         zkelect(&strs(&run_with(&zk, path, "a", extra, command)), within)
     };
 
-    let ok = run(&["true"], &[]);
-    assert_eq!(ok.code(), Some(0), "{}", ok.stderr);
+    let exits = |command: &[&str], want: i32, says: &[&str]| {
+        let out = run(command, &[]);
+        assert_exit(&command.join(" "), out.code(), want, &out.stderr, says);
+        out
+    };
 
+    exits(&["true"], 0, &[]);
     // A child's 3 is not zkelect's 3 (invalid setting).
-    let three = run(&["sh", "-c", "exit 3"], &[]);
-    assert_eq!(three.code(), Some(COMMAND_FAILED), "{}", three.stderr);
-    assert!(
-        three.stderr.contains("exited with code 3"),
-        "{}",
-        three.stderr
+    let three = exits(
+        &["sh", "-c", "exit 3"],
+        COMMAND_FAILED,
+        &["exited with code 3"],
     );
     assert!(
         !three.stderr.contains("unix_wait_status"),
         "{}",
         three.stderr
     );
-
-    let killed = run(&["sh", "-c", "kill -KILL $$"], &[]);
-    assert_eq!(killed.code(), Some(COMMAND_FAILED), "{}", killed.stderr);
-    assert!(
-        killed.stderr.contains("killed by SIGKILL"),
-        "{}",
-        killed.stderr
+    exits(
+        &["sh", "-c", "kill -KILL $$"],
+        COMMAND_FAILED,
+        &["killed by SIGKILL"],
     );
-
-    let missing = run(&["/nonexistent/zkelect-test-command"], &[]);
-    assert_eq!(missing.code(), Some(SPAWN), "{}", missing.stderr);
-    assert!(
-        missing.stderr.contains("no executable file"),
-        "{}",
-        missing.stderr
+    exits(
+        &["/nonexistent/zkelect-test-command"],
+        SPAWN,
+        &["no executable file"],
     );
-    let not_on_path = run(&["zkelect-test-no-such-command"], &[]);
-    assert_eq!(not_on_path.code(), Some(SPAWN), "{}", not_on_path.stderr);
-    assert!(
-        not_on_path.stderr.contains("not found"),
-        "{}",
-        not_on_path.stderr
-    );
-    let shell_missing = run(&["sh", "-c", "exec /nonexistent/zkelect-test-command"], &[]);
-    assert_eq!(
-        shell_missing.code(),
-        Some(SPAWN),
-        "{}",
-        shell_missing.stderr
-    );
-    assert!(
-        shell_missing.stderr.contains("could not be started"),
-        "{}",
-        shell_missing.stderr
+    exits(&["zkelect-test-no-such-command"], SPAWN, &["not found"]);
+    exits(
+        &["sh", "-c", "exec /nonexistent/zkelect-test-command"],
+        SPAWN,
+        &["could not be started"],
     );
 
     // With a leader in place, a bounded wait gives up and deletes its node.
@@ -605,11 +575,12 @@ fn run_exit_codes_for_the_command_and_the_wait_are_the_documented_ones() {
     );
     leader.wait_run(1, START);
     let gave_up = run(&["true"], &["--lead-timeout", "1000"]);
-    assert_eq!(gave_up.code(), Some(LEAD_TIMEOUT), "{}", gave_up.stderr);
-    assert!(
-        gave_up.stderr.contains("--lead-timeout"),
-        "{}",
-        gave_up.stderr
+    assert_exit(
+        "run --lead-timeout",
+        gave_up.code(),
+        LEAD_TIMEOUT,
+        &gave_up.stderr,
+        &["--lead-timeout"],
     );
     assert_eq!(
         queue_ids(&zk, path),
@@ -645,11 +616,12 @@ fn an_election_the_server_refuses_for_good_exits_8() {
         )),
         Duration::from_secs(30),
     );
-    assert_eq!(out.code(), Some(ELECTION), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("ephemeral nodes cannot have children"),
-        "{}",
-        out.stderr
+    assert_exit(
+        "run under an ephemeral node",
+        out.code(),
+        ELECTION,
+        &out.stderr,
+        &["ephemeral nodes cannot have children"],
     );
     assert!(!out.stdout.contains("started"), "{}", out.stdout);
 }
@@ -938,6 +910,16 @@ fn sample(page: &str, series: &str) -> Option<f64> {
     })
 }
 
+/// Asserts that each `(name, value)` is a sample of `page` for the election
+/// at `path` (`name{path="…"} value`), showing the page when one is not.
+#[track_caller]
+fn assert_samples(page: &str, path: &str, want: &[(&str, f64)]) {
+    for (name, value) in want {
+        let series = format!("{name}{{path=\"{path}\"}}");
+        assert_eq!(sample(page, &series), Some(*value), "{series}:\n{page}");
+    }
+}
+
 /// `run --metrics-addr` serves the election's counters and latency
 /// histograms for Prometheus: a follower that takes over counts one
 /// election and one failover with their latencies; revoked, it records the
@@ -964,15 +946,10 @@ fn run_serves_prometheus_metrics_a_scrape_can_read() {
         || scrape(&addr).filter(|p| p.contains("zkelect_ops_total")),
         || b.log_text(),
     );
-    assert_eq!(
-        sample(&page, &series("zkelect_leader")),
-        Some(0.0),
-        "{page}"
-    );
-    assert_eq!(
-        sample(&page, &series("zkelect_elections_total")),
-        Some(0.0),
-        "{page}"
+    assert_samples(
+        &page,
+        path,
+        &[("zkelect_leader", 0.0), ("zkelect_elections_total", 0.0)],
     );
 
     a.signal(Signal::SIGTERM);
@@ -986,25 +963,15 @@ fn run_serves_prometheus_metrics_a_scrape_can_read() {
         || b.log_text(),
     );
     println!("{page}");
-    assert_eq!(
-        sample(&page, &series("zkelect_elections_total")),
-        Some(1.0),
-        "{page}"
-    );
-    assert_eq!(
-        sample(&page, &series("zkelect_failovers_total")),
-        Some(1.0),
-        "{page}"
-    );
-    assert_eq!(
-        sample(&page, &series("zkelect_time_to_elect_seconds_count")),
-        Some(1.0),
-        "{page}"
-    );
-    assert_eq!(
-        sample(&page, &series("zkelect_failover_seconds_count")),
-        Some(1.0),
-        "{page}"
+    assert_samples(
+        &page,
+        path,
+        &[
+            ("zkelect_elections_total", 1.0),
+            ("zkelect_failovers_total", 1.0),
+            ("zkelect_time_to_elect_seconds_count", 1.0),
+            ("zkelect_failover_seconds_count", 1.0),
+        ],
     );
     assert!(
         page.contains("zkelect_time_to_elect_seconds_bucket{path=\"/svc/metrics\",le=\"60\"} 1"),
@@ -1033,15 +1000,10 @@ fn run_serves_prometheus_metrics_a_scrape_can_read() {
         },
         || b.log_text(),
     );
-    assert_eq!(
-        sample(&page, &series("zkelect_leader")),
-        Some(0.0),
-        "{page}"
-    );
-    assert_eq!(
-        sample(&page, &series("zkelect_demotions_total")),
-        Some(1.0),
-        "{page}"
+    assert_samples(
+        &page,
+        path,
+        &[("zkelect_leader", 0.0), ("zkelect_demotions_total", 1.0)],
     );
 }
 
@@ -1078,15 +1040,13 @@ fn lock_serves_prometheus_metrics_while_the_command_runs() {
         || scrape(&addr).filter(|p| sample(p, &series("zkelect_leader")) == Some(1.0)),
         || String::from("(zkelect lock's output is read when it exits)"),
     );
-    assert_eq!(
-        sample(&page, &series("zkelect_elections_total")),
-        Some(1.0),
-        "{page}"
-    );
-    assert_eq!(
-        sample(&page, &series("zkelect_time_to_elect_seconds_count")),
-        Some(1.0),
-        "{page}"
+    assert_samples(
+        &page,
+        path,
+        &[
+            ("zkelect_elections_total", 1.0),
+            ("zkelect_time_to_elect_seconds_count", 1.0),
+        ],
     );
     let out = holder.join().expect("the holder thread");
     assert_eq!(out.code(), Some(0), "{}", out.stderr);

@@ -29,7 +29,7 @@ mod support;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use zkelect_tests::{Proxy, ZkServer};
+use zkelect_tests::{assert_exit, Proxy, ZkServer};
 
 use support::{
     assert_one_at_a_time, child_command, closed_port, mono_ns, ms, processes_with_env, read_runs,
@@ -124,6 +124,46 @@ fn wait_queue(zk: &str, path: &str, ids: &[&str], context: impl FnOnce() -> Stri
     );
 }
 
+/// Starts one `zkelect lock` per `(label, options)`, in that order, each
+/// once the one before has queued (its node shows, or on a slow machine its
+/// CMD already runs), with a heartbeat CMD that works `life_ms`; returns them
+/// once every one has exited 0.
+fn one_after_another(
+    zk: &str,
+    path: &str,
+    transport: &str,
+    dir: &std::path::Path,
+    queued: &[(&str, &[&str])],
+    life_ms: u32,
+) -> Vec<Candidate> {
+    let mut holders: Vec<Candidate> = Vec::new();
+    for (label, options) in queued {
+        holders.push(Candidate::spawn(
+            dir,
+            label,
+            &lock_args(zk, path, label, transport, options),
+            ChildKind::Lives(life_ms),
+        ));
+        let refs: Vec<&Candidate> = holders.iter().collect();
+        let newest = &holders[holders.len() - 1];
+        wait_for(
+            &format!("{label} queued"),
+            START,
+            Duration::from_millis(20),
+            || {
+                (!newest.runs().is_empty() || lock_ids(zk, path).contains(&(*label).to_owned()))
+                    .then_some(())
+            },
+            || logs(&refs),
+        );
+    }
+    for h in &mut holders {
+        let status = h.wait_exit(START);
+        assert_exit(&h.label, status.code(), 0, &h.log_text(), &[]);
+    }
+    holders
+}
+
 fn exit_codes(transport: &str) {
     let server = server();
     let zk = server.connect_string();
@@ -135,31 +175,31 @@ fn exit_codes(transport: &str) {
         args.extend(cmd.iter().map(|s| (*s).to_owned()));
         args
     };
-    let run = |args: Vec<String>| {
+    let exits = |args: Vec<String>, want: i32| {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        zkelect(&refs, START)
+        let out = zkelect(&refs, START);
+        let what = format!("`zkelect {}`", args.join(" "));
+        assert_exit(&what, out.code(), want, &out.stderr, &[]);
     };
 
     // CMD's own status passes through, with the token in its environment.
-    let out = run(cmd_args(
-        &[],
-        &["sh", "-c", "test -n \"$ZKELECT_FENCING_TOKEN\" && exit 42"],
-    ));
-    assert_eq!(out.code(), Some(42), "{}", out.stderr);
-    let out = run(cmd_args(&[], &["true"]));
-    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    exits(
+        cmd_args(
+            &[],
+            &["sh", "-c", "test -n \"$ZKELECT_FENCING_TOKEN\" && exit 42"],
+        ),
+        42,
+    );
+    exits(cmd_args(&[], &["true"]), 0);
     // Not found: 127, before queueing.
-    let out = run(cmd_args(&[], &["zkelect-no-such-command"]));
-    assert_eq!(out.code(), Some(127), "{}", out.stderr);
+    exits(cmd_args(&[], &["zkelect-no-such-command"]), 127);
     // Found but not executable: 126, before queueing.
     let plain = dir.path().join("not-executable");
     std::fs::write(&plain, "#!/bin/sh\nexit 0\n").expect("write a plain file");
     let plain = plain.to_string_lossy().into_owned();
-    let out = run(cmd_args(&[], &[&plain]));
-    assert_eq!(out.code(), Some(126), "{}", out.stderr);
+    exits(cmd_args(&[], &[&plain]), 126);
     // zkelect lock's own failures are 125: a usage error, an unreachable server.
-    let out = run(vec!["lock".into(), "--path".into(), path.into()]);
-    assert_eq!(out.code(), Some(125), "usage: {}", out.stderr);
+    exits(vec!["lock".into(), "--path".into(), path.into()], 125);
     let nowhere = format!("127.0.0.1:{}", closed_port());
     let mut unreachable = lock_args(
         &nowhere,
@@ -169,8 +209,7 @@ fn exit_codes(transport: &str) {
         &["--connect-timeout", "500"],
     );
     unreachable.extend(["--".into(), "true".into()]);
-    let out = run(unreachable);
-    assert_eq!(out.code(), Some(125), "unreachable: {}", out.stderr);
+    exits(unreachable, 125);
     assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
 
     // --timeout while another holds: 124, CMD never ran, no node left.
@@ -203,36 +242,8 @@ fn fifo_one_at_a_time(transport: &str) {
     let dir = tempdir();
     let path = "/locks/fifo";
     let labels = ["a", "b", "c"];
-    let mut holders: Vec<Candidate> = Vec::new();
-    for (i, label) in labels.iter().enumerate() {
-        // Each CMD works 2 s; the next joins once the previous queued (or,
-        // on a slow machine, already holds or is done).
-        holders.push(Candidate::spawn(
-            dir.path(),
-            label,
-            &lock_args(&zk, path, label, transport, &[]),
-            ChildKind::Lives(2000),
-        ));
-        if i == 0 {
-            holders[0].wait_run(1, START);
-        }
-        let refs: Vec<&Candidate> = holders.iter().collect();
-        let newest = &holders[i];
-        wait_for(
-            &format!("{label} queued"),
-            START,
-            Duration::from_millis(20),
-            || {
-                (!newest.runs().is_empty() || lock_ids(&zk, path).contains(&(*label).to_owned()))
-                    .then_some(())
-            },
-            || logs(&refs),
-        );
-    }
-    for h in &mut holders {
-        let status = h.wait_exit(START);
-        assert_eq!(status.code(), Some(0), "{}", h.log_text());
-    }
+    let queued: Vec<(&str, &[&str])> = labels.iter().map(|l| (*l, &[][..])).collect();
+    let holders = one_after_another(&zk, path, transport, dir.path(), &queued, 2000);
     let files: Vec<&std::path::Path> = holders.iter().map(|h| h.beats.as_path()).collect();
     let runs = assert_one_at_a_time(&files);
     let order: Vec<&str> = runs.iter().map(|(name, _)| name.as_str()).collect();
@@ -341,30 +352,9 @@ fn two_permits_among_three(transport: &str) {
     let zk = server.connect_string();
     let dir = tempdir();
     let path = "/locks/permits";
-    let mut holders: Vec<Candidate> = Vec::new();
-    for label in ["a", "b", "c"] {
-        holders.push(Candidate::spawn(
-            dir.path(),
-            label,
-            &lock_args(&zk, path, label, transport, &["--permits", "2"]),
-            ChildKind::Lives(1500),
-        ));
-        let refs: Vec<&Candidate> = holders.iter().collect();
-        wait_for(
-            &format!("{label} queued"),
-            START,
-            Duration::from_millis(20),
-            || {
-                let newest = &holders[holders.len() - 1];
-                (!newest.runs().is_empty() || lock_ids(&zk, path).contains(&label.to_owned()))
-                    .then_some(())
-            },
-            || logs(&refs),
-        );
-    }
-    for h in &mut holders {
-        assert_eq!(h.wait_exit(START).code(), Some(0), "{}", h.log_text());
-    }
+    let permits: &[&str] = &["--permits", "2"];
+    let queued = [("a", permits), ("b", permits), ("c", permits)];
+    let holders = one_after_another(&zk, path, transport, dir.path(), &queued, 1500);
     let runs: Vec<support::Run> = holders.iter().map(|h| h.runs()[0]).collect();
     let overlap = |x: &support::Run, y: &support::Run| x.start < y.last && y.start < x.last;
     assert!(
@@ -392,35 +382,9 @@ fn readers_share_writers_exclude(transport: &str) {
     let zk = server.connect_string();
     let dir = tempdir();
     let path = "/locks/rw";
-    let mut holders: Vec<Candidate> = Vec::new();
-    for (label, side) in [
-        ("r1", "--read"),
-        ("r2", "--read"),
-        ("w", "--write"),
-        ("r3", "--read"),
-    ] {
-        holders.push(Candidate::spawn(
-            dir.path(),
-            label,
-            &lock_args(&zk, path, label, transport, &[side]),
-            ChildKind::Lives(1500),
-        ));
-        let refs: Vec<&Candidate> = holders.iter().collect();
-        wait_for(
-            &format!("{label} queued"),
-            START,
-            Duration::from_millis(20),
-            || {
-                let newest = &holders[holders.len() - 1];
-                (!newest.runs().is_empty() || lock_ids(&zk, path).contains(&label.to_owned()))
-                    .then_some(())
-            },
-            || logs(&refs),
-        );
-    }
-    for h in &mut holders {
-        assert_eq!(h.wait_exit(START).code(), Some(0), "{}", h.log_text());
-    }
+    let (read, write): (&[&str], &[&str]) = (&["--read"], &["--write"]);
+    let queued = [("r1", read), ("r2", read), ("w", write), ("r3", read)];
+    let holders = one_after_another(&zk, path, transport, dir.path(), &queued, 1500);
     let runs: Vec<support::Run> = holders.iter().map(|h| h.runs()[0]).collect();
     let (r1, r2, w, r3) = (runs[0], runs[1], runs[2], runs[3]);
     assert!(

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use zkelect_core::{Input, OpId, Reply, Request, SessionEvent, Timestamp, WatchEvent, ZkCode};
 
+use super::hosting::wire;
 use super::{reply_text, short, Conn, Ev, Inflight, World, EVENT_LAG_MAX_MS};
 use crate::canary::Canary;
 use crate::client::{Clock, Library, Reconnected, Tick, TimeoutSource};
@@ -46,7 +47,10 @@ impl World {
         self.procs[pid].last_from_server = self.now;
         if let Some(sent) = self.procs[pid].inflight.remove(&op) {
             self.zk.arrived(pid, op);
-            self.deliver_reply(pid, op, Some(&sent.request), result);
+            if let Some(entry) = &sent.arms {
+                self.armed_answered(sent.pid, entry);
+            }
+            self.deliver_reply(sent.pid, sent.op, Some(&sent.request), result);
         }
     }
 
@@ -73,8 +77,18 @@ impl World {
         }
     }
 
-    /// The application gets a watch event from its client library.
-    pub(super) fn watch_event(&mut self, pid: usize, event: WatchEvent, cause: u64) {
+    /// The session gets a watch event from its client library, and hands it
+    /// to every machine armed on it (`hosting`).
+    pub(super) fn watch_event(&mut self, h: usize, event: WatchEvent, cause: u64) {
+        for pid in self.route_watch(h, &event) {
+            if self.hears(pid, &event) {
+                self.machine_watch(pid, event.clone(), cause);
+            }
+        }
+    }
+
+    /// One machine gets a watch event.
+    fn machine_watch(&mut self, pid: usize, event: WatchEvent, cause: u64) {
         let text = self
             .trace
             .readable()
@@ -90,7 +104,9 @@ impl World {
             .node()
             .is_some_and(|n| event.path.rsplit('/').next() == Some(n));
         let revoked = self.process(pid).revoked_at.is_some();
-        let foreign = self.procs[pid].c.foreign().is_some();
+        // Nor are observers: every one of them lists the queue on each change.
+        let foreign =
+            self.procs[pid].c.foreign().is_some() || self.procs[pid].c.observer().is_some();
         let cause = (!own && !revoked && !foreign).then_some(cause);
         let mut event = event;
         if let Some(canary) = self.canary_of(pid) {
@@ -218,32 +234,36 @@ impl World {
         p.gen += 1;
         let failed = std::mem::take(&mut p.inflight);
         self.session_event(pid, SessionEvent::Disconnected);
-        for (op, sent) in failed {
-            self.deliver_reply(pid, op, Some(&sent.request), Err(ZkCode::ConnectionLoss));
+        for sent in failed.into_values() {
+            if let Some(entry) = &sent.arms {
+                self.armed_answered(sent.pid, entry);
+            }
+            self.deliver_reply(
+                sent.pid,
+                sent.op,
+                Some(&sent.request),
+                Err(ZkCode::ConnectionLoss),
+            );
         }
         let at = self.now + Duration::from_millis(self.rng.range(100, 400));
         self.push(at, Ev::Reconnect { pid });
     }
 
-    /// The canary, for a zkelect candidate (foreign models are never canaries).
+    /// The canary, for a zkelect candidate (foreign models and observers are
+    /// never canaries).
     pub(super) fn canary_of(&self, pid: usize) -> Option<Canary> {
         self.canary
-            .filter(|_| self.procs[pid].c.foreign().is_none())
+            .filter(|_| self.procs[pid].c.candidate().is_some())
     }
 
-    pub(super) fn session_event(&mut self, pid: usize, event: SessionEvent) {
-        if self.canary_of(pid).is_some_and(|c| !c.sees(event)) {
-            return;
+    /// A session event, to every machine on host `h`'s session.
+    pub(super) fn session_event(&mut self, h: usize, event: SessionEvent) {
+        if matches!(event, SessionEvent::Expired | SessionEvent::Closed) {
+            self.watches_dropped(h);
         }
-        let text = move || match event {
-            SessionEvent::Connected { session_id, .. } => format!(
-                "session Connected {}",
-                session_id.map_or("(id not reported)".to_owned(), |s| s.to_string())
-            ),
-            other => format!("session {other:?}"),
-        };
-        self.procs[pid].c.handle(self.now, Input::Session(event));
-        self.after(pid, None, text);
+        for pid in self.machines(h) {
+            self.machine_session_event(pid, event);
+        }
     }
 
     pub(super) fn reconnect(&mut self, pid: usize) {
@@ -392,7 +412,10 @@ impl World {
         p.session_closed = true;
         p.conn = Conn::Disconnected;
         p.gen += 1;
-        let pending: Vec<OpId> = std::mem::take(&mut p.inflight).into_keys().collect();
+        let pending: Vec<(usize, OpId)> = std::mem::take(&mut p.inflight)
+            .into_values()
+            .map(|sent| (sent.pid, sent.op))
+            .collect();
         if let Some(s) = p.session.take() {
             if self.server_up() {
                 let fired = self.zk.close_session(s);
@@ -400,7 +423,7 @@ impl World {
             }
             // With the server down, the session expires on its own later.
         }
-        for op in pending {
+        for (pid, op) in pending {
             self.push(self.now, Ev::LocalFail { pid, op });
         }
     }
@@ -417,27 +440,33 @@ impl World {
             let result = Ok(Reply::Exists(None));
             return self.push(self.now, Ev::LocalReply { pid, op, result });
         }
-        if self.procs[pid].conn != Conn::Connected || self.procs[pid].session_closed {
+        let h = self.procs[pid].host;
+        if self.procs[h].conn != Conn::Connected || self.procs[h].session_closed {
             // A client that is not connected fails the request at once (as an event,
             // so a candidate that retries at once cannot recurse without end).
             return self.push(self.now, Ev::LocalFail { pid, op });
         }
-        let gen = self.procs[pid].gen;
-        self.procs[pid].last_to_server = self.now;
-        self.procs[pid].inflight.insert(
-            op,
+        let arms = self.arm(pid, &request);
+        let gen = self.procs[h].gen;
+        self.procs[h].last_to_server = self.now;
+        let on_wire = wire(h, pid, op);
+        self.procs[h].inflight.insert(
+            on_wire,
             Inflight {
                 request: request.clone(),
                 arrived: false,
+                pid,
+                op,
+                arms,
             },
         );
-        let at = self.server_arrival(pid);
+        let at = self.server_arrival(h);
         self.push(
             at,
             Ev::Request {
-                pid,
+                pid: h,
                 gen,
-                op,
+                op: on_wire,
                 request,
                 cause,
             },

@@ -43,8 +43,50 @@ impl World {
         if self.phase != Phase::Chaos {
             return;
         }
-        let valid = |pid: usize, w: &Self| pid < w.procs.len() && !w.procs[pid].crashed;
-        let awake = |pid: usize, w: &Self| valid(pid, w) && w.procs[pid].paused_until.is_none();
+        let valid =
+            |pid: usize, w: &Self| pid < w.procs.len() && !w.procs[w.procs[pid].host].crashed;
+        let awake = |pid: usize, w: &Self| {
+            valid(pid, w) && w.procs[w.procs[pid].host].paused_until.is_none()
+        };
+        // Faults of the process (its connection, its link, a crash, a pause)
+        // hit the machine whose session it runs on, and so every machine
+        // there; faults of its node or its recipe hit the machine itself.
+        let fault = match fault {
+            Fault::DropConnection { pid, applied } if pid < self.procs.len() => {
+                Fault::DropConnection {
+                    pid: self.procs[pid].host,
+                    applied,
+                }
+            }
+            Fault::Partition { pid, ms } if pid < self.procs.len() => Fault::Partition {
+                pid: self.procs[pid].host,
+                ms,
+            },
+            Fault::PartitionOneWay { pid, ms, to_server } if pid < self.procs.len() => {
+                Fault::PartitionOneWay {
+                    pid: self.procs[pid].host,
+                    ms,
+                    to_server,
+                }
+            }
+            Fault::Pause { pid, ms } if pid < self.procs.len() => Fault::Pause {
+                pid: self.procs[pid].host,
+                ms,
+            },
+            Fault::Crash { pid } if pid < self.procs.len() => Fault::Crash {
+                pid: self.procs[pid].host,
+            },
+            Fault::LagEvents { pid, ms } if pid < self.procs.len() => Fault::LagEvents {
+                pid: self.procs[pid].host,
+                ms,
+            },
+            Fault::Delay { pid, ms, extra_ms } if pid < self.procs.len() => Fault::Delay {
+                pid: self.procs[pid].host,
+                ms,
+                extra_ms,
+            },
+            other => other,
+        };
         self.stats.faults += 1;
         self.trace
             .note(self.now, None, 'F', || format!("fault: {fault}"));
@@ -143,8 +185,8 @@ impl World {
             | Fault::PauseLeader { .. }
             | Fault::RevokeLeader => {
                 let leader = (0..self.procs.len()).find(|&i| {
-                    let p = &self.procs[i];
-                    !p.crashed && p.paused_until.is_none() && p.c.role().is_leader()
+                    let h = &self.procs[self.procs[i].host];
+                    !h.crashed && h.paused_until.is_none() && self.procs[i].c.role().is_leader()
                 });
                 if let Some(pid) = leader {
                     let targeted = match fault {
@@ -291,7 +333,7 @@ impl World {
     /// a foreign model's is the one its session owns.
     pub(super) fn owner(&self, name: &str, stat: Stat) -> Option<usize> {
         self.procs.iter().position(|p| {
-            !p.crashed
+            !self.procs[p.host].crashed
                 && p.c.node() == Some(name)
                 && match p.c.foreign() {
                     None => p.c.token() == Some(FencingToken(stat.czxid)),

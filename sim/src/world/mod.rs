@@ -66,6 +66,10 @@ use crate::zk::{Fired, ZkModel};
 
 mod client;
 mod faults;
+mod hosting;
+
+use hosting::Armed;
+pub use hosting::Planted;
 
 /// The election path every simulated candidate uses.
 pub const PATH: &str = "/svc/leader";
@@ -166,6 +170,9 @@ enum Ev {
     Heal,
     /// The liveness bound has passed.
     LivenessDue,
+    /// The world has been quiet for a while (the end of the settled
+    /// phase, just before the candidates close): observers are checked.
+    Quiet,
     /// Close every candidate.
     CloseAll,
     /// The end: leak check and the last checks.
@@ -219,11 +226,29 @@ struct Inflight {
     request: Request,
     /// The server has it.
     arrived: bool,
+    /// The machine that sent it, and under which of its own ids (the wire
+    /// id is the session's, see `hosting::wire`).
+    pid: usize,
+    op: OpId,
+    /// The watch it arms, if any.
+    arms: Option<Armed>,
 }
 
+/// One machine, and — on the machine that hosts its session — the client
+/// library and session: the connection fields below are read on the host
+/// only (`host == pid`); a rider's stay at their defaults.
 #[derive(Debug, Clone)]
 struct Proc {
     c: Agent,
+    /// The machine whose client and session this one runs on (itself,
+    /// unless it rides on another's session).
+    host: usize,
+    /// On a host: the machines on its session (itself first), in pid order.
+    machines: Vec<usize>,
+    /// On a host: per watched path and watch table, the machines armed since
+    /// it last fired, each with its arming requests still unanswered (the
+    /// driver's table: the server keeps one watch per session, path and kind).
+    watches: BTreeMap<Armed, BTreeMap<usize, u32>>,
     crashed: bool,
     session: Option<SessionId>,
     timeout: Duration,
@@ -267,6 +292,11 @@ pub struct Process<'a> {
     pub candidate: Option<&'a Candidate>,
     /// Which other library it models, if it is not zkelect.
     pub foreign: Option<Scheme>,
+    /// It is an observer (no node; never a contender).
+    pub observer: bool,
+    /// The machine whose session it runs on (itself unless it rides on
+    /// another's; crashes, pauses and the session are that one's).
+    pub host: usize,
     /// It crashed (it does nothing any more).
     pub crashed: bool,
     /// It is paused right now.
@@ -308,6 +338,9 @@ pub struct RunStats {
     pub foreign_elections: u64,
     /// Persistent look-alikes an operator created.
     pub lookalikes: u64,
+    /// Observers' participant lists compared with the server's queue once
+    /// the world was quiet.
+    pub observer_checks: u64,
     /// Look-alikes candidates skipped (`Notice::PersistentSkipped`).
     pub persistent_skipped: u64,
     /// Runs whose server granted less than the request.
@@ -329,6 +362,7 @@ impl RunStats {
         self.stale_replies += other.stale_replies;
         self.foreign_elections += other.foreign_elections;
         self.lookalikes += other.lookalikes;
+        self.observer_checks += other.observer_checks;
         self.persistent_skipped += other.persistent_skipped;
         self.clamped_down += other.clamped_down;
         self.clamped_up += other.clamped_up;
@@ -391,6 +425,8 @@ pub struct World {
     /// Server change → how many followers its watch events may wake (the
     /// rule's bound, see [`World::herd_bound`]).
     herd: BTreeMap<u64, usize>,
+    /// A bug planted in the world's client for a test ([`Planted`]).
+    planted: Option<Planted>,
 }
 
 impl World {
@@ -460,6 +496,7 @@ impl World {
             story: Vec::new(),
             lookalikes: Vec::new(),
             herd: BTreeMap::new(),
+            planted: None,
             swarm,
             knobs,
         };
@@ -471,6 +508,9 @@ impl World {
         }
         for _ in 0..world.swarm.env.foreign {
             world.spawn_foreign();
+        }
+        for on in world.swarm.env.hosting.observers.clone() {
+            world.spawn_observer(on);
         }
         for (at, fault) in world.swarm.plan.clone() {
             world.push(at, Ev::Fault(fault));
@@ -568,22 +608,25 @@ impl World {
     /// One process. Panics if `pid` is out of range.
     pub fn process(&self, pid: usize) -> Process<'_> {
         let p = &self.procs[pid];
+        let h = &self.procs[p.host];
         Process {
             pid,
             agent: &p.c,
             candidate: p.c.candidate(),
             foreign: p.c.foreign(),
-            crashed: p.crashed,
-            paused: p.paused_until.is_some_and(|t| self.now < t),
+            observer: p.c.observer().is_some(),
+            host: p.host,
+            crashed: h.crashed,
+            paused: h.paused_until.is_some_and(|t| self.now < t),
             // A pause is over at its end even before its `Resume` event is
             // handled (another event at the same moment may come first).
-            resumed_at: match p.paused_until {
+            resumed_at: match h.paused_until {
                 Some(t) if t <= self.now => t,
-                _ => p.resumed_at,
+                _ => h.resumed_at,
             },
-            session: p.session,
-            session_closed: p.session_closed,
-            session_timeout: p.timeout,
+            session: h.session,
+            session_closed: h.session_closed,
+            session_timeout: h.timeout,
             revoked_at: p
                 .revoked
                 .as_ref()
@@ -595,11 +638,15 @@ impl World {
     /// The requests the process's client has sent on its current connection
     /// and not yet answered, oldest first.
     pub fn requests_in_flight(&self, pid: usize) -> impl Iterator<Item = &Request> + '_ {
-        self.procs[pid].inflight.values().map(|sent| &sent.request)
+        self.procs[self.procs[pid].host]
+            .inflight
+            .values()
+            .filter(move |sent| sent.pid == pid)
+            .map(|sent| &sent.request)
     }
 
     /// Every process, in pid order.
-    pub fn processes(&self) -> impl Iterator<Item = Process<'_>> + '_ {
+    pub fn processes(&self) -> impl ExactSizeIterator<Item = Process<'_>> + '_ {
         (0..self.procs.len()).map(|pid| self.process(pid))
     }
 
@@ -610,6 +657,16 @@ impl World {
         (0..self.procs.len())
             .filter(|&pid| self.procs[pid].c.role().is_leader())
             .map(|pid| self.process(pid))
+    }
+
+    /// How many live (not crashed) processes believe they lead right now (an
+    /// upper bound on what [`Safety`](crate::check::Safety) counts, without
+    /// building a view of any process: its fast path after every step).
+    pub fn leader_count(&self) -> usize {
+        self.procs
+            .iter()
+            .filter(|p| !p.crashed && p.c.role().is_leader())
+            .count()
     }
 
     /// The processes whose node an operator once deleted (whether or not they
@@ -629,6 +686,41 @@ impl World {
                 p.c.foreign().is_none() && p.c.role().is_leader()
             })
             .map(|&pid| self.process(pid))
+    }
+
+    /// The queue as the server has it now: its live (ephemeral) nodes in
+    /// queue order, each with its czxid (the token it holds with) and
+    /// whether the recipe says it holds — what an observer must report once
+    /// the world is quiet.
+    pub fn queue_truth(&self) -> Vec<(String, FencingToken, bool)> {
+        let recipe = self.swarm.recipe();
+        let interop = self.swarm.env.interop.interop();
+        let live: Vec<(String, FencingToken)> = self
+            .zk
+            .children(PATH)
+            .into_iter()
+            .filter_map(|c| {
+                let stat = self.zk.stat(&format!("{PATH}/{c}"))?;
+                (stat.ephemeral_owner != 0).then_some((c, FencingToken(stat.czxid)))
+            })
+            .collect();
+        let names: Vec<String> = live.iter().map(|(n, _)| n.clone()).collect();
+        // The candidates' stem is the scheme's own for the recipe, as an
+        // observer's default.
+        let config = zkelect_core::ObserverConfig::new(PATH, recipe).with_interop(interop);
+        let (queue, _) = zkelect_core::name::queue(&names, config.prefix(), interop, recipe);
+        let holders = recipe.holders(&queue);
+        queue
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let token = live
+                    .iter()
+                    .find(|(name, _)| *name == n.name)
+                    .map_or(FencingToken(0), |(_, t)| *t);
+                (n.name.clone(), token, holders.contains(&i))
+            })
+            .collect()
     }
 
     /// The election path's children right now (for tests and the demo).
@@ -749,6 +841,13 @@ impl World {
 
     fn spawn(&mut self) {
         let pid = self.procs.len();
+        // Candidates at the start may ride on an earlier one's session;
+        // spawned ones have their own.
+        let host = if pid < self.swarm.candidates {
+            self.swarm.env.hosting.host(pid)
+        } else {
+            pid
+        };
         let rule = self
             .swarm
             .env
@@ -769,7 +868,7 @@ impl World {
             Ok(c) => c,
             Err(e) => return self.fail("config", format!("{e}")),
         };
-        self.start(Agent::Zkelect(Box::new(Candidate::new(config))));
+        self.start_on(Agent::Zkelect(Box::new(Candidate::new(config))), host);
     }
 
     /// Starts a model of the swarm's foreign library (Curator when the
@@ -787,12 +886,27 @@ impl World {
         self.start(agent);
     }
 
-    fn start(&mut self, mut c: Agent) {
+    fn start(&mut self, c: Agent) {
+        let pid = self.procs.len();
+        self.start_on(c, pid);
+    }
+
+    /// Starts machine `c` on the session of machine `host` (its own when
+    /// `host` is its pid).
+    fn start_on(&mut self, mut c: Agent, host: usize) {
         let pid = self.procs.len();
         c.join(self.now);
         self.net.add();
+        let host = if host < pid && self.procs[host].host == host {
+            host
+        } else {
+            pid
+        };
         self.procs.push(Proc {
             c,
+            host,
+            machines: if host == pid { vec![pid] } else { Vec::new() },
+            watches: BTreeMap::new(),
             crashed: false,
             session: None,
             timeout: self.swarm.session_timeout,
@@ -814,6 +928,10 @@ impl World {
             writing: false,
             revoked: None,
         });
+        if host != pid {
+            self.procs[host].machines.push(pid);
+            return self.join_session(pid);
+        }
         let at = self.now + Duration::from_millis(self.rng.range(0, 50));
         self.push(at, Ev::Reconnect { pid });
     }
@@ -825,7 +943,7 @@ impl World {
     /// Whether a message that got past the partition check can be handled:
     /// the process is alive and the server up.
     fn linked(&self, pid: usize) -> bool {
-        !self.procs[pid].crashed && self.server_up()
+        !self.procs[self.procs[pid].host].crashed && self.server_up()
     }
 
     /// Whether a new connection can be made: linked, and no partition in
@@ -837,10 +955,11 @@ impl World {
     fn deliver(&mut self, ev: Ev) {
         // A paused process handles nothing: its events wait for it, in order.
         if let Some(pid) = ev.handler() {
-            if self.procs[pid].crashed {
+            let h = self.procs[pid].host;
+            if self.procs[h].crashed {
                 return;
             }
-            if let Some(until) = self.procs[pid].paused_until {
+            if let Some(until) = self.procs[h].paused_until {
                 if self.now < until {
                     self.push(until, ev);
                     return;
@@ -932,15 +1051,25 @@ impl World {
             }
             Ev::LivenessDue => {
                 self.phase = Phase::Settled;
+                if !self.swarm.env.hosting.observers.is_empty() {
+                    self.push(self.now + SETTLE, Ev::Quiet);
+                }
                 self.trace
                     .note(self.now, None, 'L', || "liveness bound reached".into());
                 self.observe(&Event::LivenessDue);
                 self.push(self.now + SETTLE, Ev::CloseAll);
             }
+            Ev::Quiet => {
+                self.stats.observer_checks += self
+                    .processes()
+                    .filter(|p| p.observer && !p.crashed)
+                    .count() as u64;
+                self.observe(&Event::Quiet);
+            }
             Ev::CloseAll => {
                 self.phase = Phase::Closing;
                 for pid in 0..self.procs.len() {
-                    if !self.procs[pid].crashed {
+                    if !self.procs[self.procs[pid].host].crashed {
                         self.procs[pid].c.close(self.now);
                         self.after(pid, None, || "close (end of run)".into());
                     }
@@ -1007,10 +1136,13 @@ impl World {
         let Some(session) = self.procs[pid].session else {
             return;
         };
+        let mut from = pid;
         if let Some(entry) = self.procs[pid].inflight.get_mut(&op) {
             entry.arrived = true;
+            from = entry.pid;
         }
         if let Some(cause) = cause {
+            let pid = from;
             if matches!(
                 request,
                 Request::GetChildren { .. } | Request::GetData { .. }
@@ -1218,8 +1350,14 @@ impl World {
             self.observe(&Event::Emitted { pid, op });
             self.send(pid, op, request, cause);
         }
-        if self.procs[pid].c.is_closed() && !self.procs[pid].session_closed {
-            self.close_client(pid);
+        let h = self.procs[pid].host;
+        if !self.procs[h].session_closed
+            && self.procs[h]
+                .machines
+                .iter()
+                .all(|&m| self.procs[m].c.is_closed())
+        {
+            self.close_client(h);
         }
         let next = self.procs[pid].c.poll_timeout();
         if next.is_some() && next != self.procs[pid].timer_at {

@@ -1,0 +1,101 @@
+//! Several machines on one session, and observers (issue 17): worlds whose
+//! candidates share sessions and carry observers hold every checker, and the
+//! planted bugs of `world::Planted` are caught.
+
+use zkelect_sim::swarm::{FaultMix, Hosting, Overrides, Queue, Swarm};
+use zkelect_sim::world::{Planted, World};
+
+/// Six candidates at the start, the first four on p0's session, with two
+/// observers on p0's session and one on its own (a queue of `queue`).
+fn crowded(seed: u64, faults: FaultMix, queue: Queue, k: u32) -> Swarm {
+    let mut swarm = riders_only(seed, faults, queue, k);
+    swarm.env.hosting.observers = vec![Some(0), Some(0), None];
+    swarm
+}
+
+/// The same without observers.
+fn riders_only(seed: u64, faults: FaultMix, queue: Queue, k: u32) -> Swarm {
+    let overrides = Overrides {
+        candidates: Some(6),
+        faults,
+        queue: Some(queue),
+        leaders: Some(k),
+    };
+    let mut swarm = Swarm::from_seed(seed, overrides);
+    swarm.env.hosting = Hosting {
+        riders: vec![(1, 0), (2, 0), (3, 0)],
+        observers: Vec::new(),
+    };
+    swarm
+}
+
+fn run(seed: u64, swarm: Swarm, planted: Option<Planted>) -> Option<(&'static str, String)> {
+    let mut world = World::new(seed, swarm, None, false);
+    if let Some(bug) = planted {
+        world.plant(bug);
+    }
+    world.run().map(|v| (v.invariant, v.detail))
+}
+
+#[test]
+fn crowded_sessions_hold_every_checker() {
+    for seed in 0..40 {
+        for (faults, queue, k) in [
+            (FaultMix::Standard, Queue::Election, 2),
+            (FaultMix::Standard, Queue::ReadWrite { writers: 40 }, 1),
+            (FaultMix::None, Queue::Semaphore, 3),
+        ] {
+            let swarm = crowded(seed, faults, queue, k);
+            assert_eq!(run(seed, swarm, None), None, "seed {seed} {queue:?}");
+        }
+    }
+}
+
+#[test]
+fn drawn_hosting_shares_sessions_and_draws_observers() {
+    let drawn: Vec<Hosting> = (0..200).map(|seed| Hosting::draw(seed, 8)).collect();
+    assert!(drawn.iter().any(|h| !h.riders.is_empty()));
+    assert!(drawn
+        .iter()
+        .any(|h| h.observers.iter().any(Option::is_some)));
+    assert!(drawn
+        .iter()
+        .any(|h| h.observers.iter().any(Option::is_none)));
+    for h in &drawn {
+        for &(pid, host) in &h.riders {
+            assert!(host < pid && h.host(host) == host);
+        }
+        for host in 0..8 {
+            let load = 1
+                + h.riders.iter().filter(|(_, on)| *on == host).count()
+                + h.observers.iter().filter(|on| **on == Some(host)).count();
+            assert!(load <= Hosting::PER_SESSION);
+        }
+    }
+}
+
+/// A shared watch handed to one machine only: the second observer on p0's
+/// session never hears the queue change again.
+#[test]
+fn a_shared_watch_given_to_one_machine_is_caught() {
+    let caught = (0..20).find_map(|seed| {
+        let swarm = crowded(seed, FaultMix::None, Queue::Election, 2);
+        run(seed, swarm, Some(Planted::SharedWatchToOne))
+    });
+    let (invariant, detail) = caught.expect("caught within 20 seeds");
+    assert!(
+        ["observers", "liveness"].contains(&invariant),
+        "{invariant}: {detail}"
+    );
+}
+
+/// Observers that never list the queue again after their first listing.
+#[test]
+fn an_observer_that_skips_its_relists_is_caught() {
+    let caught = (0..20).find_map(|seed| {
+        let swarm = crowded(seed, FaultMix::Standard, Queue::Mutex, 1);
+        run(seed, swarm, Some(Planted::ObserverSkipsRelist))
+    });
+    let (invariant, detail) = caught.expect("caught within 20 seeds");
+    assert_eq!(invariant, "observers", "{detail}");
+}
