@@ -20,6 +20,15 @@
 //! - **Session events to all**, and to a machine added later the last
 //!   `Connected`, so it starts as the others did. After a reconnect each
 //!   machine re-lists and re-arms its own watches, as it does alone.
+//! - **One liveness probe per session**, not one per machine: the lease is a
+//!   property of the session. The driver sends an `exists` of `/` every
+//!   three tenths of the session timeout while machines run, and feeds every
+//!   machine the send time of the newest request of the session the server
+//!   answered since the last session event
+//!   ([`Candidate::session_answered`]); a machine's own probe falls due only
+//!   when its contact is a third of the timeout old, which the session's
+//!   probe, three tenths apart, keeps from happening while the server
+//!   answers promptly.
 //!
 //! One slow or failed machine never stalls the others: the driver never
 //! awaits a machine's consumer. What it publishes goes into a `watch` (the
@@ -199,20 +208,32 @@ impl Outputs {
         view.subscribe()
     }
 
-    /// Brings a view up to the status, read under the view's lock.
+    /// Brings a view up to the status. The status's lock is taken before
+    /// the view's, here and in [`send`](Self::send) alike (so the two never
+    /// wait on each other in a cycle).
     fn sync<T: PartialEq>(&self, view: &watch::Sender<T>, of: impl Fn(&Status) -> T) {
-        view.send_if_modified(|v| replace(v, of(&self.status.borrow())));
+        let status = self.status.borrow();
+        view.send_if_modified(|v| replace(v, of(&status)));
     }
 
-    /// Sends `change` to the status, and the views if they changed.
+    /// Sends `change` to the status, and to the views that exist, as one
+    /// snapshot: the views are brought up to the new status while the
+    /// status's lock is still held, so whoever sees a change in a view and
+    /// then reads the status finds it there too, and whoever sees it in the
+    /// status finds every view already past it.
     fn send(&self, change: impl FnOnce(&mut Status) -> bool) {
-        self.status.send_if_modified(change);
-        if let Some(view) = self.role.get() {
-            self.sync(view, |s| s.role);
-        }
-        if let Some(view) = self.lease.get() {
-            self.sync(view, |s| s.lease);
-        }
+        self.status.send_if_modified(|status| {
+            let changed = change(status);
+            if changed {
+                if let Some(view) = self.role.get() {
+                    view.send_if_modified(|v| replace(v, status.role));
+                }
+                if let Some(view) = self.lease.get() {
+                    view.send_if_modified(|v| replace(v, status.lease));
+                }
+            }
+            changed
+        });
     }
 }
 
@@ -238,6 +259,9 @@ pub(crate) trait Machine: Send + 'static {
     fn resign(&mut self, _now: Timestamp, _rejoin: bool) {}
     /// Leaves for good.
     fn close(&mut self, now: Timestamp);
+    /// The server answered a request of the session sent at `sent_at` (see
+    /// [`Candidate::session_answered`]); only machines with a lease care.
+    fn session_answered(&mut self, _now: Timestamp, _sent_at: Timestamp) {}
     /// Closed or failed: the driver drops it.
     fn is_done(&self) -> bool;
     /// Failed (rather than closed).
@@ -291,6 +315,9 @@ impl Machine for Candidate {
     }
     fn close(&mut self, now: Timestamp) {
         Candidate::close(self, now);
+    }
+    fn session_answered(&mut self, now: Timestamp, sent_at: Timestamp) {
+        Candidate::session_answered(self, now, sent_at);
     }
     fn is_done(&self) -> bool {
         self.is_closed() || Candidate::is_failed(self)
@@ -415,13 +442,44 @@ impl WatchClass {
     }
 }
 
-type Armed = (String, WatchClass);
+/// A path and watch table. The path is shared between the session's books
+/// and the machine's list of what it armed (one allocation, not two).
+type Armed = (Arc<str>, WatchClass);
 
-/// A request in flight: whose, under which of its own ids, and the watch it arms.
+/// The machines armed on one path and table, with how many of their arming
+/// requests are still unanswered. A `Vec`: a path is almost always watched
+/// by one or two machines, and a map's smallest node is some 200 bytes.
+type ArmedBy = Vec<(Key, u32)>;
+
+/// Whose a request in flight is.
+enum Whose {
+    /// A machine's, under its own id, and the watch it arms.
+    Machine {
+        key: Key,
+        op: OpId,
+        arms: Option<Armed>,
+    },
+    /// The session's liveness probe.
+    Probe,
+}
+
+/// A request in flight: whose, and when it went out (in which span between
+/// session events), for the contact its answer proves.
 struct InFlight {
-    key: Key,
-    op: OpId,
-    arms: Option<Armed>,
+    whose: Whose,
+    sent_at: Timestamp,
+    epoch: u64,
+}
+
+/// The session's one liveness probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    /// Not connected (or no timeout known): nothing to prove.
+    Off,
+    /// Connected: the next probe goes out then.
+    Due(Timestamp),
+    /// Out, answered or not.
+    Sent,
 }
 
 /// The driver's own counts for one machine (the rest are the machine's).
@@ -450,7 +508,8 @@ struct Slot {
     close_deadline: Option<Timestamp>,
     closers: Vec<oneshot::Sender<()>>,
     acks: Vec<oneshot::Sender<()>>,
-    armed: BTreeSet<Armed>,
+    /// What it armed (a few entries at most: its own node, a predecessor).
+    armed: Vec<Armed>,
     ends_session: bool,
 }
 
@@ -484,9 +543,15 @@ struct State {
     next_op: u64,
     /// Per path and kind: the machines armed since the last firing, with
     /// how many of their arming requests are still unanswered.
-    watches: BTreeMap<Armed, BTreeMap<Key, u32>>,
+    watches: BTreeMap<Armed, ArmedBy>,
     /// The last `Connected`, while connected: what a new machine is told.
     connected: Option<SessionEvent>,
+    /// Bumped by every session event: an answer proves contact only for
+    /// the span it was sent in.
+    epoch: u64,
+    /// The send time of the newest request answered in this span.
+    answered: Option<Timestamp>,
+    probe: Probe,
     closing: bool,
     closers: Vec<oneshot::Sender<()>>,
 }
@@ -508,6 +573,9 @@ impl SessionDriver {
             next_op: 0,
             watches: BTreeMap::new(),
             connected: None,
+            epoch: 0,
+            answered: None,
+            probe: Probe::Off,
             closing: false,
             closers: Vec::new(),
         };
@@ -522,7 +590,18 @@ impl SessionDriver {
                 warn!("close: the machines did not finish in time; closing the session instead");
                 break;
             }
-            let next = st.deadlines.first().map(|(t, _)| self.clock.instant(*t));
+            let next = st.deadlines.first().map(|(t, _)| *t);
+            // The session's probe wakes us only while a machine runs (it
+            // stays due, and would wake us at once forever, while none does).
+            let probe_due = match st.probe {
+                Probe::Due(at) if !st.slots.is_empty() => Some(at),
+                _ => None,
+            };
+            let next = match (next, probe_due) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+            .map(|t| self.clock.instant(t));
             let wake_at = match (next, session_deadline) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -538,6 +617,7 @@ impl SessionDriver {
             // Zombie-proofing: whatever woke us, fire what is due before the
             // input is acted on, and let the application hear of it first.
             self.fire_due(&mut st, now);
+            self.probe_if_due(&mut st, now);
             match wake {
                 Wake::Control(Some(c)) => self.control(&mut st, now, c),
                 Wake::Control(None) => {
@@ -547,13 +627,23 @@ impl SessionDriver {
                 }
                 Wake::Event(Some(TransportEvent::Session(e))) => {
                     info!(event = ?e, machines = st.slots.len(), "session");
+                    st.epoch += 1;
+                    st.answered = None;
+                    st.probe = Probe::Off;
                     match e {
-                        SessionEvent::Connected { .. } => st.connected = Some(e),
+                        SessionEvent::Connected { timeout, .. } => {
+                            st.connected = Some(e);
+                            // Each machine proves contact on a new connection
+                            // itself; the session's probe takes over after.
+                            if let Some(every) = probe_every(timeout) {
+                                st.probe = Probe::Due(now + every);
+                            }
+                        }
                         SessionEvent::Expired | SessionEvent::Closed => {
                             st.connected = None;
                             // The server dropped every watch of the session.
                             st.watches.retain(|_, armed| {
-                                armed.retain(|_, pending| *pending > 0);
+                                armed.retain(|(_, pending)| *pending > 0);
                                 !armed.is_empty()
                             });
                         }
@@ -622,7 +712,7 @@ impl SessionDriver {
                     close_deadline: None,
                     closers: Vec::new(),
                     acks: Vec::new(),
-                    armed: BTreeSet::new(),
+                    armed: Vec::new(),
                     ends_session,
                 };
                 st.slots.insert(key, slot);
@@ -741,28 +831,94 @@ impl SessionDriver {
     fn watch_fired(&self, st: &mut State, now: Timestamp, event: WatchEvent) {
         debug!(kind = ?event.kind, path = event.path, "watch fired");
         let mut to = BTreeSet::new();
+        let path: Arc<str> = Arc::from(event.path.as_str());
         for class in WatchClass::fired_by(event.kind) {
-            let entry = (event.path.clone(), *class);
+            let entry = (Arc::clone(&path), *class);
             let Some(armed) = st.watches.get_mut(&entry) else {
                 continue;
             };
-            to.extend(armed.keys().copied());
             // Fired once: disarmed, but for machines whose own arming is
             // still unanswered (it may have set a newer watch).
-            armed.retain(|_, pending| *pending > 0);
-            for key in &to {
-                if !armed.contains_key(key) {
-                    if let Some(slot) = st.slots.get_mut(key) {
-                        slot.armed.remove(&entry);
+            for &(key, pending) in armed.iter() {
+                to.insert(key);
+                if pending == 0 {
+                    if let Some(slot) = st.slots.get_mut(&key) {
+                        slot.armed.retain(|a| *a != entry);
                     }
                 }
             }
+            armed.retain(|(_, pending)| *pending > 0);
             if armed.is_empty() {
                 st.watches.remove(&entry);
             }
         }
         for key in to {
             self.feed(st, key, now, Input::Watch(event.clone()));
+        }
+    }
+
+    /// Sends the session's probe if it is due and some machine runs.
+    fn probe_if_due(&self, st: &mut State, now: Timestamp) {
+        let Probe::Due(at) = st.probe else {
+            return;
+        };
+        if at > now || st.slots.is_empty() {
+            return;
+        }
+        st.probe = Probe::Sent;
+        st.next_op += 1;
+        let id = st.next_op;
+        let request = Request::Exists {
+            path: "/".to_owned(),
+            watch: false,
+        };
+        debug!(session_op = id, "perform: the session's probe");
+        st.in_flight.insert(
+            id,
+            InFlight {
+                whose: Whose::Probe,
+                sent_at: self.clock.now(),
+                epoch: st.epoch,
+            },
+        );
+        let transport = Arc::clone(&self.transport);
+        let task = st
+            .tasks
+            .spawn(async move { (id, transport.perform(request).await) });
+        st.task_ids.insert(task.id(), id);
+    }
+
+    /// The session's probe came back: every machine hears of the newest
+    /// contact, and the next probe is filed three tenths of the timeout after
+    /// the request that proved it went out (after now, if none did: the
+    /// machines' own probes cover a server that does not answer).
+    fn probe_answered(
+        &self,
+        st: &mut State,
+        now: Timestamp,
+        epoch: u64,
+        result: Result<Reply, ZkCode>,
+    ) {
+        if epoch != st.epoch {
+            return;
+        }
+        let Some(SessionEvent::Connected { timeout, .. }) = st.connected else {
+            return;
+        };
+        st.probe = match probe_every(timeout) {
+            Some(every) => Probe::Due(st.answered.unwrap_or(now) + every),
+            None => Probe::Off,
+        };
+        let Some(sent_at) = st.answered else {
+            debug!(?result, "the session's probe: no answer");
+            return;
+        };
+        let keys: Vec<Key> = st.slots.keys().copied().collect();
+        for key in keys {
+            if let Some(slot) = st.slots.get_mut(&key) {
+                slot.machine.session_answered(now, sent_at);
+                self.settle(st, key);
+            }
         }
     }
 
@@ -789,12 +945,33 @@ impl SessionDriver {
                 (id, Err(ZkCode::ConnectionLoss))
             }
         };
-        let Some(InFlight { key, op, arms }) = st.in_flight.remove(&id) else {
+        let Some(InFlight {
+            whose,
+            sent_at,
+            epoch,
+        }) = st.in_flight.remove(&id)
+        else {
             return;
         };
+        let answered = !matches!(
+            result,
+            Err(ZkCode::ConnectionLoss | ZkCode::OperationTimeout | ZkCode::SessionExpired)
+        );
+        if answered && epoch == st.epoch {
+            st.answered = Some(st.answered.map_or(sent_at, |t| t.max(sent_at)));
+        }
+        let (key, op, arms) = match whose {
+            Whose::Machine { key, op, arms } => (key, op, arms),
+            Whose::Probe => {
+                self.probe_answered(st, now, epoch, result);
+                return;
+            }
+        };
         if let Some(entry) = arms {
-            if let Some(pending) = st.watches.get_mut(&entry).and_then(|a| a.get_mut(&key)) {
-                *pending = pending.saturating_sub(1);
+            if let Some(armed) = st.watches.get_mut(&entry) {
+                for (_, pending) in armed.iter_mut().filter(|(k, _)| *k == key) {
+                    *pending = pending.saturating_sub(1);
+                }
             }
         }
         let Some(slot) = st.slots.get_mut(&key) else {
@@ -835,16 +1012,35 @@ impl SessionDriver {
             st.next_op += 1;
             let id = st.next_op;
             debug!(%op, session_op = id, verb = request.verb(), path = request.path(), "perform");
-            let arms = WatchClass::of(&request).map(|class| (request.path().to_owned(), class));
+            let arms = WatchClass::of(&request).map(|class| {
+                let path = request.path();
+                // The books' own copy of the path, if they have one.
+                let known = slot
+                    .armed
+                    .iter()
+                    .map(|(p, _)| p)
+                    .find(|p| &***p == path)
+                    .cloned();
+                (known.unwrap_or_else(|| Arc::from(path)), class)
+            });
             if let Some(entry) = &arms {
-                *st.watches
-                    .entry(entry.clone())
-                    .or_default()
-                    .entry(key)
-                    .or_default() += 1;
-                slot.armed.insert(entry.clone());
+                let armed = st.watches.entry(entry.clone()).or_default();
+                match armed.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, pending)) => *pending += 1,
+                    None => armed.push((key, 1)),
+                }
+                if !slot.armed.contains(entry) {
+                    slot.armed.push(entry.clone());
+                }
             }
-            st.in_flight.insert(id, InFlight { key, op, arms });
+            st.in_flight.insert(
+                id,
+                InFlight {
+                    whose: Whose::Machine { key, op, arms },
+                    sent_at: self.clock.now(),
+                    epoch: st.epoch,
+                },
+            );
             let transport = Arc::clone(&self.transport);
             let task = st
                 .tasks
@@ -885,7 +1081,7 @@ impl SessionDriver {
         }
         for entry in std::mem::take(&mut slot.armed) {
             if let Some(armed) = st.watches.get_mut(&entry) {
-                armed.remove(&key);
+                armed.retain(|(k, _)| *k != key);
                 if armed.is_empty() {
                     st.watches.remove(&entry);
                 }
@@ -1154,6 +1350,17 @@ impl Facade {
         }
         false
     }
+}
+
+/// How often the session probes: three tenths of the timeout, so that a
+/// machine, whose own probe falls due a third after its newest contact,
+/// hears of a newer one first while round trips take under a thirtieth of
+/// the timeout (a slower answer costs only the machines' own probes, which
+/// are as safe), and a one-machine session probes hardly more often than
+/// the machine did alone.
+fn probe_every(timeout: Duration) -> Option<Duration> {
+    let every = timeout * 3 / 10;
+    (!every.is_zero()).then_some(every)
 }
 
 fn replace<T: PartialEq>(slot: &mut T, value: T) -> bool {

@@ -630,3 +630,84 @@ async fn a_hundred_elections_on_one_session_fail_over_when_it_expires() {
         );
     }
 }
+
+/// A transport that counts what it performs, by whether it is the
+/// session's probe (an `exists` of `/`) or a machine's request.
+struct Counting<T> {
+    inner: T,
+    probes: Arc<AtomicUsize>,
+    others: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl<T: Transport> Transport for Counting<T> {
+    async fn perform(&self, request: Request) -> Result<Reply, ZkCode> {
+        let counter = match &request {
+            Request::Exists { path, watch: false } if path == "/" => &self.probes,
+            _ => &self.others,
+        };
+        counter.fetch_add(1, Ordering::SeqCst);
+        self.inner.perform(request).await
+    }
+
+    async fn close(&self) {
+        self.inner.close().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_probe_per_session_keeps_every_lease() {
+    const N: usize = 50;
+    let timeout = Duration::from_secs(3);
+    let zk = crate::testkit::TestZk::new();
+    let (inner, events) = zk.connect(timeout);
+    let probes = Arc::new(AtomicUsize::new(0));
+    let others = Arc::new(AtomicUsize::new(0));
+    let transport = Counting {
+        inner,
+        probes: Arc::clone(&probes),
+        others: Arc::clone(&others),
+    };
+    let session = crate::Session::from_transport(transport, events);
+    let mut elections = Vec::new();
+    for p in 0..N {
+        let election = session
+            .election(format!("/p/{p}"))
+            .id("a")
+            .join()
+            .await
+            .unwrap();
+        election.wait_leader().await.unwrap();
+        elections.push(election);
+    }
+    // Let the start-up's own requests (markers, own-node watches) settle.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (probes_before, others_before) =
+        (probes.load(Ordering::SeqCst), others.load(Ordering::SeqCst));
+    let idle = timeout * 10;
+    tokio::time::sleep(idle).await;
+    let sent_by_machines = others.load(Ordering::SeqCst) - others_before;
+    let session_probes = probes.load(Ordering::SeqCst) - probes_before;
+    // Alone, each machine would probe every third of the timeout: 30 each.
+    assert_eq!(sent_by_machines, 0, "no machine probes on its own");
+    // One probe per three tenths of the timeout, for the whole session.
+    assert!(
+        (32..=34).contains(&session_probes),
+        "{session_probes} session probes in {idle:?}"
+    );
+    let now = Instant::now();
+    for election in &elections {
+        assert!(election.role().is_leader(), "still leading");
+        let lease = election
+            .status()
+            .borrow()
+            .lease
+            .expect("a lease while leading");
+        assert!(
+            lease > now,
+            "the lease is kept fresh by the session's probe"
+        );
+        assert_eq!(election.metrics().demotions, 0);
+    }
+    session.close().await;
+}

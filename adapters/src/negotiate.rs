@@ -26,8 +26,20 @@
 //! | ConnectRequest | `protocolVersion: int = 0`, `lastZxidSeen: long = 0`, `timeOut: int` (ms), `sessionId: long = 0`, `passwd: buffer` (int length, then 16 zero bytes), `readOnly: bool = false` |
 //! | ConnectResponse | `protocolVersion: int`, `timeOut: int` (ms), `sessionId: long`, `passwd: buffer`, `readOnly: bool` (absent from servers before 3.4) |
 //! | CloseSession | `xid: int`, `type: int = -11`; answered by `xid: int`, `zxid: long`, `err: int` |
+//!
+//! The handshake costs each server a session created and closed (two
+//! logged transactions) and the connect a round trip before the real one.
+//! A process that opens many sessions to the same servers (one per
+//! election, as `Election::connect` does) reuses an answer while a session
+//! that relies on it is still open ([`smallest_shared`]): that session's
+//! lease is already only as good as the answer (a server restarted with a
+//! lower `maxSessionTimeout` invalidates both alike), so the reuse adds no
+//! assumption. Once the last such session has closed, the next connect asks
+//! again.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -346,6 +358,54 @@ pub(crate) async fn smallest(
     })
 }
 
+/// What a session that relies on a negotiated answer holds for as long as
+/// it is open: while one is held, [`smallest_shared`] gives the answer
+/// again without asking.
+#[derive(Debug)]
+pub(crate) struct Reliance {
+    _alive: Arc<()>,
+}
+
+/// The answers some open session relies on, by servers and requested timeout.
+type InUse = BTreeMap<(Vec<String>, Duration), (Negotiated, Weak<()>)>;
+
+fn in_use() -> &'static Mutex<InUse> {
+    static IN_USE: OnceLock<Mutex<InUse>> = OnceLock::new();
+    IN_USE.get_or_init(|| Mutex::new(BTreeMap::new()))
+}
+
+/// [`smallest`], but an answer an open session of this process relies on
+/// (the same servers, the same requested timeout) is given again without a
+/// handshake (see the module notes for why that is as safe as the session
+/// that holds it). The caller keeps the [`Reliance`] while its session is open.
+pub(crate) async fn smallest_shared(
+    hosts: &str,
+    requested: Duration,
+    deadline: Instant,
+    retry: Duration,
+) -> Result<(Negotiated, Reliance), ElectionError> {
+    let key = (servers(hosts), requested);
+    let reused = {
+        // A poisoned lock only loses the cache: ask again.
+        let mut table = in_use().lock().ok();
+        table.as_mut().and_then(|t| {
+            t.retain(|_, (_, alive)| alive.strong_count() > 0);
+            let (negotiated, alive) = t.get(&key)?;
+            Some((negotiated.clone(), alive.upgrade()?))
+        })
+    };
+    if let Some((negotiated, alive)) = reused {
+        debug!(timeout = ?negotiated.timeout, "the servers' session timeout, as an open session learned it");
+        return Ok((negotiated, Reliance { _alive: alive }));
+    }
+    let negotiated = smallest(hosts, requested, deadline, retry).await?;
+    let alive = Arc::new(());
+    if let Ok(mut table) = in_use().lock() {
+        table.insert(key, (negotiated.clone(), Arc::downgrade(&alive)));
+    }
+    Ok((negotiated, Reliance { _alive: alive }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -529,6 +589,35 @@ mod tests {
             assert_eq!(seen.requested, [60_000], "one ConnectRequest of 60 s");
             assert_eq!(seen.closes, 1, "its session closed");
         }
+    }
+
+    #[tokio::test]
+    async fn an_answer_is_reused_while_a_session_relies_on_it_and_asked_again_after() {
+        let (a, seen) = fake(Fake::Answer(4_000)).await;
+        let asks = || seen.lock().unwrap().requested.len();
+        let (first, held) = smallest_shared(&a, REQUESTED, soon(5_000), RETRY)
+            .await
+            .unwrap();
+        assert_eq!(first.timeout, Duration::from_secs(4));
+        let (again, also) = smallest_shared(&a, REQUESTED, soon(5_000), RETRY)
+            .await
+            .unwrap();
+        assert_eq!((again, asks()), (first.clone(), 1), "reused while held");
+        // Another requested timeout is another question.
+        let (other, _other) = smallest_shared(&a, Duration::from_secs(30), soon(5_000), RETRY)
+            .await
+            .unwrap();
+        assert_eq!((other.timeout, asks()), (Duration::from_secs(4), 2));
+        drop(held);
+        let _ = smallest_shared(&a, REQUESTED, soon(5_000), RETRY)
+            .await
+            .unwrap();
+        assert_eq!(asks(), 2, "one session still relies on it");
+        drop(also);
+        let _ = smallest_shared(&a, REQUESTED, soon(5_000), RETRY)
+            .await
+            .unwrap();
+        assert_eq!(asks(), 3, "asked again once no open session relies on it");
     }
 
     #[tokio::test]

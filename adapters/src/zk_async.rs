@@ -208,6 +208,9 @@ pub struct ZkAsyncTransport {
     shared: Arc<Shared>,
     has_auth: bool,
     pump_task: tokio::task::JoinHandle<()>,
+    /// The negotiated timeout this session's lease rests on: while held,
+    /// another connect to the same servers reuses it (see `negotiate`).
+    _negotiated: negotiate::Reliance,
 }
 
 impl std::fmt::Debug for ZkAsyncTransport {
@@ -243,7 +246,7 @@ impl ZkAsyncTransport {
     pub async fn connect(options: ZkAsyncOptions) -> Result<(Self, EventStream), ElectionError> {
         options.validate()?;
         let deadline = Instant::now() + options.connect_timeout;
-        let negotiated = negotiate::smallest(
+        let (negotiated, reliance) = negotiate::smallest_shared(
             &options.hosts,
             options.session_timeout,
             deadline,
@@ -348,6 +351,7 @@ impl ZkAsyncTransport {
                 shared,
                 has_auth,
                 pump_task,
+                _negotiated: reliance,
             },
             events_rx,
         ))

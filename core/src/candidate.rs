@@ -640,6 +640,54 @@ impl Candidate {
         self.advance();
     }
 
+    /// The server answered a request of this machine's session that was
+    /// not this machine's own — another machine's on the same session, or a
+    /// driver's one probe for all of them — sent at `sent_at`: the server
+    /// cannot expire the session before `sent_at` + its timeout, exactly as
+    /// when one of our own requests is answered. So a driver that runs many
+    /// machines on one session sends one liveness probe per session, not
+    /// one per machine: each machine's probe falls due only when no contact
+    /// newer than a third of the timeout is known.
+    ///
+    /// The caller must only report requests sent on the current connection,
+    /// after the last session event it fed (an answer from before a
+    /// reconnect proves nothing about this connection). Ignored before the
+    /// first `Connected`, after expiry, and once done; a `sent_at` later
+    /// than `now` counts as `now`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zkelect_core::{Candidate, Config, Input, SessionEvent, Timestamp};
+    ///
+    /// let mut c = Candidate::new(Config::builder("/svc/leader", "a").build().unwrap());
+    /// let t = Timestamp::from_millis;
+    /// c.handle(t(0), Input::Session(SessionEvent::Connected { session_id: None, timeout: Duration::from_secs(3) }));
+    /// c.join(t(0));
+    /// while c.poll_command().is_some() {}
+    /// // Another request of the session, sent at 900 ms, answered at 950.
+    /// c.session_answered(t(950), t(900));
+    /// // The probe due at 1 s is not sent: contact is fresh until 1.9 s.
+    /// c.handle_timeout(t(1_000));
+    /// assert!(c.poll_command().is_none());
+    /// assert_eq!(c.poll_timeout(), Some(t(1_900)));
+    /// ```
+    pub fn session_answered(&mut self, now: Timestamp, sent_at: Timestamp) {
+        self.enter(now);
+        if self.is_done()
+            || !matches!(
+                self.connection,
+                Connection::Connected | Connection::Disconnected
+            )
+        {
+            return;
+        }
+        let sent_at = sent_at.min(self.now);
+        self.proof_of_contact();
+        self.session.last_ack = Some(self.session.last_ack.map_or(sent_at, |t| t.max(sent_at)));
+        self.check_link();
+        self.advance();
+    }
+
     /// Fires every timer due at `now`. Spurious calls are harmless.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         self.enter(now);
@@ -647,7 +695,15 @@ impl Candidate {
             match timer {
                 // Backoff over: `advance` below re-issues the step.
                 Timer::Retry => {}
-                Timer::Probe => self.send_probe(),
+                // Contact proven within the last third (an answer to any
+                // request of the session: ours, or one fed by `session_answered`)
+                // makes the probe needless until it goes stale.
+                Timer::Probe => match self.session.last_ack {
+                    Some(ack) if ack + self.timeout / 3 > self.now => {
+                        self.timers.set(Timer::Probe, ack + self.timeout / 3);
+                    }
+                    _ => self.send_probe(),
+                },
                 // `enter` already re-checked the lease.
                 Timer::Lease => {}
             }
@@ -924,10 +980,10 @@ impl Candidate {
             }
             Step::Watch { pred } => {
                 let path = self.child_path(&pred);
-                (
-                    Purpose::WatchPred(pred),
-                    Request::GetData { path, watch: true },
-                )
+                // Under Parent the read only checks the node (the parent's
+                // watch wakes us), so it sets no watch of its own.
+                let watch = self.config.strategy() == WatchStrategy::Predecessor;
+                (Purpose::WatchPred(pred), Request::GetData { path, watch })
             }
             Step::Delete => match &self.session.own {
                 Some(own) => (
@@ -1599,9 +1655,12 @@ impl Candidate {
             .listed(standing.rank, standing.nearest_lower);
         match self.config.strategy() {
             WatchStrategy::Predecessor => self.watch_next_lower(),
-            WatchStrategy::Parent => {
-                self.set_step(if again { Step::List } else { Step::Wait });
-            }
+            // A Parent follower reads its k nearest nodes below too (without a
+            // watch), once each while they stay the nearest: a persistent
+            // look-alike among them would otherwise hold it back forever
+            // (found by the simulator's Parent draw, issue 17).
+            WatchStrategy::Parent if again => self.set_step(Step::List),
+            WatchStrategy::Parent => self.watch_next_lower(),
         }
     }
 
@@ -1840,7 +1899,7 @@ impl Candidate {
             && listens_to_children
         {
             match self.step {
-                Step::Wait => self.set_step(Step::List),
+                Step::Wait | Step::Watch { .. } => self.set_step(Step::List),
                 // The event may have overtaken the reply of the listing that set
                 // it (found by the benchmark at N = 50: the stale reply consumed
                 // the watch and every follower waited forever).

@@ -75,6 +75,17 @@ pub enum ConfigError {
     /// third of the session timeout, one at a time.
     #[error("probe(false) is refused: without the probe the lease rests on the client library's silence check, which cannot see a one-way partition (leave the probe on; it costs one exists per third of the session timeout)")]
     ProbeOff,
+    /// [`ConfigBuilder::protected_create`]`(false)`: without a nonce in the
+    /// node's name, a create whose reply is lost to a dropped connection
+    /// leaves a node the machine cannot recognise as its own (its name is a
+    /// bare sequence number, like everyone's). That orphan lives as long as
+    /// the session, which stays alive, and blocks every node above it: the
+    /// queue stops for good (issue 17: the simulator's `unprotected` canary,
+    /// caught by `liveness`). Curator's "protection" exists for the same
+    /// reason. There is no safe way to turn it off; the nonce costs 20 bytes
+    /// of node name.
+    #[error("protected_create(false) is refused: a create whose reply is lost would leave an orphan node no one recognises, blocking the queue for the session's life (leave it on; it adds a 20-byte nonce to the node name)")]
+    Unprotected,
     /// A duration setting is out of range.
     #[error("invalid {name}: {reason}")]
     InvalidDuration {
@@ -93,7 +104,9 @@ pub enum WatchStrategy {
     #[default]
     Predecessor,
     /// Watch the parent's children: every change wakes every follower (the herd).
-    /// Kept so the cost difference can be measured.
+    /// Kept so the cost difference can be measured. A follower also reads its
+    /// k nearest nodes below once (no watch), so a persistent look-alike there
+    /// is skipped rather than waited behind.
     Parent,
 }
 
@@ -318,7 +331,8 @@ impl Config {
     pub fn interop(&self) -> Interop {
         self.interop
     }
-    /// Whether node names carry a nonce (`_c_<nonce>-`), fresh for every node.
+    /// Whether node names carry a nonce (`_c_<nonce>-`), fresh for every node:
+    /// always, since [`ConfigBuilder::build`] refuses `protected_create(false)`.
     pub fn protected_create(&self) -> bool {
         self.protected_create
     }
@@ -464,7 +478,16 @@ impl ConfigBuilder {
     }
     /// Put a nonce in node names, fresh for every node, so a create lost to
     /// ConnectionLoss is found again and a name is never reused (default true;
-    /// turning it off exists for tests and canaries).
+    /// `false` is refused by [`build`](Self::build) with
+    /// [`ConfigError::Unprotected`]: an orphan of a lost create would block the
+    /// queue; the method stays so that configurations written against it keep
+    /// building).
+    ///
+    /// ```
+    /// use zkelect_core::{Config, ConfigError};
+    /// let off = Config::builder("/svc/leader", "node-a").protected_create(false).build();
+    /// assert_eq!(off, Err(ConfigError::Unprotected));
+    /// ```
     pub fn protected_create(mut self, yes: bool) -> Self {
         self.config.protected_create = yes;
         self
@@ -560,6 +583,9 @@ impl ConfigBuilder {
         }
         if !c.probe {
             return Err(ConfigError::ProbeOff);
+        }
+        if !c.protected_create {
+            return Err(ConfigError::Unprotected);
         }
         if c.backoff_min.is_zero() || c.backoff_min > c.backoff_max {
             return Err(ConfigError::InvalidDuration {

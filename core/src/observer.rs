@@ -288,6 +288,12 @@ pub struct Observer {
     persistent_reported: BTreeSet<String>,
     /// The last list reported, `None` before the first.
     reported: Option<Vec<Participant>>,
+    /// The next listing is the first since a reconnect: every node it names
+    /// is read again. While the link was down the queue's parent may have
+    /// been deleted and recreated, and its sequence counter restarted, so a
+    /// name seen before can now be another node (another owner, another
+    /// czxid).
+    reread: bool,
     retry_at: Option<Timestamp>,
     backoff: Backoff,
     notices: VecDeque<Notice>,
@@ -314,6 +320,7 @@ impl Observer {
             ops: BTreeMap::new(),
             persistent_reported: BTreeSet::new(),
             reported: None,
+            reread: false,
             retry_at: None,
             backoff: Backoff::new(0x3c6e_f372_fe94_f82b),
             notices: VecDeque::new(),
@@ -485,6 +492,7 @@ impl Observer {
                     self.session = session_id;
                 }
                 self.link = Some(session_id);
+                self.reread = !self.slots.is_empty();
                 // A watch may have fired while the link was down (a client
                 // re-registers watches, but not every client reports what
                 // fired in between): list again on every reconnect.
@@ -581,6 +589,13 @@ impl Observer {
         );
         let listed: BTreeSet<&str> = queue.iter().map(|n| n.name.as_str()).collect();
         self.slots.retain(|name, _| listed.contains(name.as_str()));
+        if std::mem::take(&mut self.reread) {
+            for slot in self.slots.values_mut() {
+                if !matches!(slot, Slot::Reading { op: Some(_) }) {
+                    *slot = Slot::Reading { op: None };
+                }
+            }
+        }
         for node in &queue {
             self.slots
                 .entry(node.name.clone())

@@ -10,7 +10,7 @@ use zkelect_core::*;
 #[path = "support/idle.rs"]
 mod idle;
 
-use idle::{idle_follower, RULES};
+use idle::{idle_follower, idle_holder, RULES};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -22,17 +22,21 @@ const INLINE_LIMIT: usize = 688;
 /// the order of [`RULES`].
 const LIMITS: [usize; 5] = [995, 995, 1411, 995, 995];
 
+/// Bytes per idle holder (inline and heap), alone in its queue, by rule.
+const HOLDER_LIMITS: [usize; 5] = [787; 5];
+
 const N: usize = 100;
 
-/// Bytes per idle follower under `rule`, inline and on the heap: the least of
-/// two counts, since the test harness's own thread may allocate meanwhile.
-fn per_follower(rule: Rule) -> usize {
-    count(rule).min(count(rule))
+/// Bytes per machine made by `make` under `rule`, inline and on the heap: the
+/// least of two counts, since the test harness's own thread may allocate
+/// meanwhile.
+fn per_machine(make: fn(usize, Rule) -> Candidate, rule: Rule) -> usize {
+    count(make, rule).min(count(make, rule))
 }
 
-fn count(rule: Rule) -> usize {
+fn count(make: fn(usize, Rule) -> Candidate, rule: Rule) -> usize {
     let before = dhat::HeapStats::get().curr_bytes;
-    let followers: Vec<Candidate> = (0..N).map(|i| idle_follower(i, rule)).collect();
+    let followers: Vec<Candidate> = (0..N).map(|i| make(i, rule)).collect();
     let after = dhat::HeapStats::get().curr_bytes;
     drop(followers);
     // The vector of followers is the inline part.
@@ -40,7 +44,7 @@ fn count(rule: Rule) -> usize {
 }
 
 #[test]
-fn an_idle_follower_holds_no_more_bytes_than_its_figure() {
+fn an_idle_follower_or_holder_keeps_no_more_bytes_than_its_figure() {
     let _profiler = dhat::Profiler::builder().testing().build();
     assert!(
         size_of::<Candidate>() <= INLINE_LIMIT,
@@ -49,16 +53,32 @@ fn an_idle_follower_holds_no_more_bytes_than_its_figure() {
     );
     // Once for nothing: the first machines built also pay for one-time
     // allocations (of the test harness and the standard library).
-    per_follower(RULES[0].1);
-    let measured: Vec<usize> = RULES.iter().map(|&(_, rule)| per_follower(rule)).collect();
+    per_machine(idle_follower, RULES[0].1);
+    let measured: Vec<usize> = RULES
+        .iter()
+        .map(|&(_, rule)| per_machine(idle_follower, rule))
+        .collect();
+    let holders: Vec<usize> = RULES
+        .iter()
+        .map(|&(_, rule)| per_machine(idle_holder, rule))
+        .collect();
     eprintln!("{} bytes inline", size_of::<Candidate>());
     for ((&(name, _), &bytes), &limit) in RULES.iter().zip(&measured).zip(&LIMITS) {
         eprintln!("{name}: {bytes} bytes per idle follower (limit {limit})");
+    }
+    for ((&(name, _), &bytes), &limit) in RULES.iter().zip(&holders).zip(&HOLDER_LIMITS) {
+        eprintln!("{name}: {bytes} bytes per idle holder (limit {limit})");
     }
     for ((&(name, _), &bytes), &limit) in RULES.iter().zip(&measured).zip(&LIMITS) {
         assert!(
             bytes <= limit,
             "an idle {name} follower holds {bytes} bytes (limit {limit}): all {measured:?}"
+        );
+    }
+    for ((&(name, _), &bytes), &limit) in RULES.iter().zip(&holders).zip(&HOLDER_LIMITS) {
+        assert!(
+            bytes <= limit,
+            "an idle {name} holder holds {bytes} bytes (limit {limit}): all {holders:?}"
         );
     }
 }

@@ -488,6 +488,25 @@ fn a_reconnect_lists_again_in_case_a_change_was_missed() {
     assert_eq!(lists.last(), Some(&vec![p("b", "n_0000000002", 20, true)]));
 }
 
+/// Found by the simulator (issue 17, seed 9479 of the `lag` mix, minimised to
+/// a slow link and a deleted election): while the observer's link was down
+/// the queue's parent was deleted and recreated, its sequence counter
+/// restarted, and the same kazoo lock took the same name again — a new node
+/// with a new czxid under an old name. The observer kept the old node's
+/// token for good; after a reconnect it now reads every listed node again.
+#[test]
+fn a_name_reused_across_a_reconnect_is_read_again() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    d.list(&["n_0000000001"]);
+    d.read("n_0000000001", "a", 10);
+    d.feed(Input::Session(SessionEvent::Disconnected));
+    d.feed(connected(SID));
+    d.list(&["n_0000000001"]);
+    d.read("n_0000000001", "b", 30);
+    let lists = d.lists();
+    assert_eq!(lists.last(), Some(&vec![p("b", "n_0000000001", 30, true)]));
+}
+
 #[test]
 fn refusals_stop_the_observer_with_a_typed_error() {
     let mut d = Obs::new(ObserverConfig::election(PATH, 1));

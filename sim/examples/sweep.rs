@@ -23,14 +23,25 @@ fn main() {
             faults,
             ..Overrides::default()
         },
+        // `ZKELECT_CANARY=<flag>`: sweep a canary instead of the real candidate.
+        canary: std::env::var("ZKELECT_CANARY")
+            .ok()
+            .and_then(|f| zkelect_sim::canary::Canary::from_flag(&f)),
         ..RunOptions::default()
     };
     // Wall time for the report only; the runs themselves take no clock.
     #[allow(clippy::disallowed_methods)]
     let started = Instant::now();
     let mut failures: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    // `ZKELECT_SHOW=1`: print the first failing seed's report (minimised) too.
+    let show = std::env::var("ZKELECT_SHOW").is_ok();
     for seed in from..to {
-        if let Some(v) = run_seed(seed, options).violation {
+        let report = run_seed(seed, options);
+        if let Some(v) = &report.violation {
+            if show && failures.is_empty() {
+                let small = zkelect_sim::run::minimize(&report).unwrap_or_else(|| report.clone());
+                println!("{small}");
+            }
             failures.entry(v.invariant).or_default().push(seed);
         }
     }

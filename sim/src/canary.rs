@@ -24,9 +24,13 @@ pub enum Canary {
     /// connected, and keeps leading through a partition while the server
     /// expires its session and elects a successor. Targets `safety`.
     IgnoresDisconnect,
-    /// `Config::protected_create(false)`: a create whose reply is lost to a
-    /// dropped connection leaves an orphan node owned by the live session, which
-    /// nobody recognises and which blocks the queue. Targets `liveness`.
+    /// Unprotected names, what `Config::protected_create(false)` gave before
+    /// the core refused it: its client strips the `_c_<nonce>-` head off its
+    /// node's name on the way to the server (the server holds `n_…` only),
+    /// and puts it back on its own node's name, once the candidate knows it,
+    /// on the way in. A create whose reply is lost to a dropped connection
+    /// leaves an orphan node owned by the live session, which its recovery
+    /// cannot find by nonce and which blocks the queue. Targets `liveness`.
     Unprotected,
     /// `WatchStrategy::Parent`: every follower watches the parent's children, so
     /// one deletion wakes them all. Targets `no-herd`.
@@ -196,9 +200,9 @@ impl Canary {
     /// The configuration change, if this canary is made by one.
     pub fn configure(self, builder: ConfigBuilder) -> ConfigBuilder {
         match self {
-            Canary::Unprotected => builder.protected_create(false),
             Canary::ParentWatch => builder.strategy(WatchStrategy::Parent),
             Canary::IgnoresDisconnect
+            | Canary::Unprotected
             | Canary::SequenceToken
             | Canary::DeafToOwnNode
             | Canary::LeasesFromRequest
@@ -222,6 +226,21 @@ impl Canary {
                 let half = swarm.session_timeout.as_millis() as u64 / 2 / 100 * 100;
                 swarm.env.min_session_timeout = None;
                 swarm.env.max_session_timeout = Some(Duration::from_millis(half.max(1_000)));
+            }
+            Canary::Unprotected => {
+                // zkelect's own scheme (its nonce head is what it strips),
+                // without foreign models, and no wiped election: sequences
+                // restart there, so a bare name comes back on another's node,
+                // which its rewrite would take for its own (the hazard here is
+                // the lost create, which liveness catches).
+                swarm.env.interop = Scheme::Ours;
+                swarm.plan.retain(|(_, f)| *f != Fault::WipeElection);
+                swarm.env.foreign = 0;
+                for (_, fault) in &mut swarm.plan {
+                    if *fault == Fault::SpawnForeign {
+                        *fault = Fault::Spawn;
+                    }
+                }
             }
             Canary::PersistentContender => {
                 // A look-alike its own scheme parses, below every contender;
@@ -292,9 +311,12 @@ impl Canary {
         if self == Canary::ReaderWatchesPredecessor && view.rule == Rule::Read {
             return redirect_watch(request, view);
         }
-        if self != Canary::OneWayInterop {
-            return request;
-        }
+        let rename: fn(&str) -> String = match self {
+            Canary::OneWayInterop => to_server,
+            Canary::Unprotected => unprotected,
+            _ => return request,
+        };
+        let to_server = rename;
         match request {
             Request::Create {
                 path,
@@ -337,6 +359,9 @@ impl Canary {
     pub fn rewrite_watch(self, mut event: WatchEvent, view: &View) -> WatchEvent {
         if self == Canary::OneWayInterop {
             event.path = from_server(&event.path, view.scheme);
+        }
+        if self == Canary::Unprotected {
+            event.path = reprotected(&event.path, view.own.as_deref());
         }
         if self == Canary::ReaderWatchesPredecessor && view.rule == Rule::Read {
             // Any event about another node is, to it, about the writer it
@@ -415,6 +440,28 @@ impl Canary {
                     stat.ephemeral_owner = claimed_owner(stat.ephemeral_owner);
                     Ok(Reply::Exists(Some(stat)))
                 }
+                other => other,
+            },
+            Canary::Unprotected => match result {
+                Ok(Reply::Created { path, stat }) => {
+                    // Its own name, with the head it asked for.
+                    let asked = request.path().rsplit('/').next().unwrap_or("");
+                    let own = ours_tail(asked).map(|(head, _)| {
+                        let name = path.rsplit('/').next().unwrap_or("");
+                        format!("{head}{name}")
+                    });
+                    let path = match &own {
+                        Some(own) => reprotected(&path, Some(own)),
+                        None => path,
+                    };
+                    Ok(Reply::Created { path, stat })
+                }
+                Ok(Reply::Children(children)) => Ok(Reply::Children(
+                    children
+                        .iter()
+                        .map(|c| reprotected(c, view.own.as_deref()))
+                        .collect(),
+                )),
                 other => other,
             },
             Canary::OneWayInterop => match result {
@@ -539,6 +586,30 @@ fn from_server(path: &str, scheme: Scheme) -> String {
     }
 }
 
+/// [`Canary::Unprotected`]: zkelect's node name in the last segment of
+/// `path` without its `_c_<nonce>-` head.
+fn unprotected(path: &str) -> String {
+    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+    match ours_tail(name) {
+        Some((_, tail)) => format!("{dir}/{tail}"),
+        None => path.to_owned(),
+    }
+}
+
+/// [`Canary::Unprotected`]: the last segment of `path` (or `path`, a bare
+/// name) renamed to `own` if it is `own` without its head; any other name,
+/// an orphan of its own included, stays as the server has it.
+fn reprotected(path: &str, own: Option<&str>) -> String {
+    let Some((own, (_, tail))) = own.and_then(|o| Some((o, ours_tail(o)?))) else {
+        return path.to_owned();
+    };
+    match path.rsplit_once('/') {
+        Some((dir, name)) if name == tail => format!("{dir}/{own}"),
+        None if path == tail => own.to_owned(),
+        _ => path.to_owned(),
+    }
+}
+
 /// The [`Canary::SequenceToken`] rewrite.
 fn sequence_token(request: &Request, result: Result<Reply, ZkCode>) -> Result<Reply, ZkCode> {
     match result {
@@ -595,6 +666,22 @@ mod tests {
             format!("/e/_c_{nonce}-latch-0000000004")
         );
         assert_eq!(from_server("n_0000000001", Scheme::Curator), "n_0000000001");
+    }
+
+    #[test]
+    fn unprotected_strips_and_restores_its_own_head_only() {
+        let own = "_c_0123456789abcdef-n_0000000007";
+        assert_eq!(unprotected(&format!("/e/{own}")), "/e/n_0000000007");
+        assert_eq!(unprotected("/e/_c_0123456789abcdef-n_"), "/e/n_");
+        assert_eq!(unprotected("/e/n_0000000003"), "/e/n_0000000003");
+        assert_eq!(reprotected("n_0000000007", Some(own)), own);
+        assert_eq!(
+            reprotected("/e/n_0000000007", Some(own)),
+            format!("/e/{own}")
+        );
+        // An orphan of a lost create stays bare: it cannot be recognised.
+        assert_eq!(reprotected("n_0000000006", Some(own)), "n_0000000006");
+        assert_eq!(reprotected("n_0000000007", None), "n_0000000007");
     }
 
     #[test]

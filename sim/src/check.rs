@@ -24,12 +24,12 @@
 //!
 //! | checker | fails when |
 //! |---|---|
-//! | [`Safety`] `safety` | more than k processes believe they lead at once: zkelect candidates holding [`Role::Leader`] and foreign models whose recipe says they hold (runs without pauses; a candidate whose node an operator deleted is not counted until it learns, for at most [`REVOKE_GRACE`] session timeouts; a foreign model so revoked is not counted, it never learns) |
+//! | [`Safety`] `safety` | more than k processes believe they lead at once: zkelect candidates holding [`Role::Leader`] and foreign models whose recipe says they hold (in runs with pauses only while their lease holds too; a candidate whose node an operator deleted is not counted until it learns, for at most [`REVOKE_GRACE`] session timeouts; a foreign model so revoked is not counted, it never learns) |
 //! | [`Revocation`] `revocation` | a candidate whose node an operator deleted still leads one session timeout (of its own awake time) later |
 //! | [`Fencing`] `fencing` | (k = 1) the fenced resource accepts a write from a leader elected before the leader of a write it had already received (a revoked leader's term ends at the deletion) |
 //! | [`TokensGrow`] `tokens-grow` | (k = 1) an `Elected` token is lower than the one before it, or equal but for another candidate (a revoked candidate's elections before it learns are not counted) |
 //! | [`Liveness`] `liveness` | from [`World::liveness_bound`] after the faults stop until the candidates are closed, fewer than `min(k, live)` leaders (foreign models counted by their own belief) |
-//! | [`NoHerd`] `no-herd` | one server change (a deletion, a creation, a data change) makes more than k zkelect candidates send a read that reaches the server (own-node watches and not-yet-informed revoked candidates excluded) |
+//! | [`NoHerd`] `no-herd` | one server change (a deletion, a creation, a data change) makes more than k zkelect candidates (those the swarm drew with the `Parent` strategy left out: they herd by design) send a read that reaches the server (own-node watches and not-yet-informed revoked candidates excluded) |
 //! | [`NoLeaks`] `no-leaks` | every process is closed or dead with its session gone, and the election path still has children other than the operator's persistent look-alikes |
 //! | [`OneAnswer`] `one-answer` | a command is answered twice or never emitted, or (at the end) a live process has a command never answered |
 //! | [`StaleReply`] `stale-reply` | a reply to a request the candidate no longer waits for changes its role |
@@ -38,7 +38,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use zkelect_core::name::Access;
-use zkelect_core::{FencingToken, Notice, OpId, Recipe, Role, Rule};
+use zkelect_core::{FencingToken, Notice, OpId, Recipe, Role, Rule, WatchStrategy};
 
 pub use crate::invariant::{Event, Invariant, Violation};
 use crate::world::{Phase, Process, World, PATH};
@@ -108,9 +108,27 @@ fn who(p: &Process<'_>) -> String {
     }
 }
 
-/// At most k processes believe they lead at once (runs without pauses): zkelect
+/// In a run with pauses, whether `p` (which believes it holds) holds by its
+/// lease as well: a zkelect candidate while its lease has not run out now (a
+/// paused one cannot act on the lapse, so its belief alone says nothing; the
+/// lease is what it and whatever acts for it go by); a foreign model, which
+/// has no lease, only if it was never paused (a paused Curator or kazoo
+/// holder keeps believing past its session: the fenced resource is the
+/// answer there, and [`Fencing`] judges it).
+fn holds_by_lease(world: &World, p: &Process<'_>) -> bool {
+    match p.candidate {
+        Some(c) => c.lease_expiry().is_some_and(|until| world.now() < until),
+        None => !p.paused && p.resumed_at == zkelect_core::Timestamp::ZERO,
+    }
+}
+
+/// At most k processes believe they lead at once: zkelect
 /// candidates holding `Role::Leader`, and foreign models whose own recipe says
-/// they hold (with them k is 1).
+/// they hold (with them k is 1). In runs with pauses a process counts only
+/// while it also holds by its lease (a zkelect candidate while its lease
+/// runs, a foreign model only if never paused): a paused leader whose lease
+/// ran out while it was frozen does not count, one still within its lease
+/// does.
 ///
 /// A crashed process is not counted (it does nothing), nor a foreign model
 /// whose node an operator deleted (it never learns). Nor is a candidate
@@ -129,7 +147,7 @@ impl Invariant<World> for Safety {
     }
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
-        if world.swarm().pauses || !matches!(event, Event::Step) {
+        if !matches!(event, Event::Step) {
             return Ok(());
         }
         let k = world.swarm().leaders as usize;
@@ -140,8 +158,13 @@ impl Invariant<World> for Safety {
         if believed <= if rw { 1 } else { k } {
             return Ok(());
         }
-        let counted =
-            |p: &Process<'_>| !p.crashed && !revoked_in_grace(world, p) && !revoked_foreign(p);
+        let pauses = world.swarm().pauses;
+        let counted = |p: &Process<'_>| {
+            !p.crashed
+                && !revoked_in_grace(world, p)
+                && !revoked_foreign(p)
+                && (!pauses || holds_by_lease(world, p))
+        };
         let holders = world.believed_leaders().filter(counted).count();
         // Shared holders (readers) may be any number, but never beside a
         // writer; everyone else: at most k (1 for a mutex or a writer).
@@ -363,8 +386,7 @@ impl Liveness {
         if !nodes().eq(self.names.iter().map(String::as_str)) {
             self.names = nodes().map(str::to_owned).collect();
             let interop = world.swarm().env.interop.interop();
-            let (queue, _) =
-                zkelect_core::name::queue(&self.names, "", interop, Recipe::ReadWrite);
+            let (queue, _) = zkelect_core::name::queue(&self.names, "", interop, Recipe::ReadWrite);
             self.must = Recipe::ReadWrite
                 .holders(&queue)
                 .into_iter()
@@ -504,6 +526,15 @@ impl Invariant<World> for NoHerd {
         else {
             return Ok(());
         };
+        // The Parent strategy wakes every watcher of the parent by design:
+        // only what the application asked for is allowed (a candidate that
+        // herds although it asked for its predecessor is still caught).
+        let options = world.knobs().options;
+        if options.parent > 0
+            && options.process(world.seed(), pid).strategy == WatchStrategy::Parent
+        {
+            return Ok(());
+        }
         let woken = self.woken.entry(cause).or_default();
         woken.insert(pid);
         let k = allowed.max(world.swarm().leaders as usize);

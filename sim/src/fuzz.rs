@@ -238,18 +238,11 @@ fn fits(env: &Env, pauses: bool, fault: &Fault) -> bool {
 }
 
 /// Makes a decoded scenario one the library accepts and the swarm could
-/// draw: fencing is checked with one leader (pauses come with k = 1);
-/// interop elects one leader; foreign models need an interop scheme; faults
-/// in time order, inside the chaos phase.
+/// draw: interop elects one leader; foreign models need an interop scheme;
+/// faults in time order, inside the chaos phase. (Pauses come with any
+/// queue since issue 17: `safety` judges them by lease.)
 /// Leaves a swarm drawn by [`Swarm::from_seed`] as it is.
 pub fn normalize(swarm: &mut Swarm) {
-    if swarm.pauses {
-        // The fenced resource fences one holder at a time.
-        swarm.leaders = 1;
-        if swarm.env.queue == Queue::Semaphore {
-            swarm.env.queue = Queue::Mutex;
-        }
-    }
     let (queue, k) = (swarm.env.queue, swarm.leaders);
     swarm.set_queue(queue, k);
     if swarm.leaders > 1 {
@@ -307,7 +300,9 @@ impl<'a> Arbitrary<'a> for FuzzCase {
             _ => (None, None),
         };
         let mut plan = Vec::new();
-        for _ in 0..byte(u) % 64 {
+        // Up to 255 (63 before issue 17's pauses with lag; every corpus
+        // file has at most 63, so its bytes keep their meaning).
+        for _ in 0..byte(u) {
             // Out of bytes, out of faults (not a run of zeroed ones).
             if u.is_empty() {
                 break;
@@ -374,7 +369,7 @@ impl FuzzCase {
 
     /// The bytes this case decodes from (fields clamped to what the format
     /// holds: 1–20 candidates, k ≤ 2, 2–6 s timeouts, 5–30 s of chaos, 4
-    /// look-alikes, 63 faults, 16-bit milliseconds, limits of 1–8 s).
+    /// look-alikes, 255 faults, 16-bit milliseconds, limits of 1–8 s).
     pub fn encode(&self) -> Vec<u8> {
         let s = &self.swarm;
         let mut out = self.seed.to_le_bytes().to_vec();
@@ -404,7 +399,7 @@ impl FuzzCase {
         out.push(limits);
         out.extend(a.to_le_bytes());
         out.extend(b.to_le_bytes());
-        let plan = &s.plan[..s.plan.len().min(63)];
+        let plan = &s.plan[..s.plan.len().min(255)];
         out.push(plan.len() as u8);
         for (at, f) in plan {
             let at = u16::try_from(at.as_millis()).unwrap_or(u16::MAX);

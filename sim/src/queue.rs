@@ -62,9 +62,8 @@ impl<E> EventQueue<E> {
                 u32::try_from(self.slots.len() - 1).unwrap_or(u32::MAX)
             }
         };
-        let entry = u128::from(at.as_millis()) << 64
-            | u128::from(self.seq) << 32
-            | u128::from(slot);
+        let entry =
+            u128::from(at.as_millis()) << 64 | u128::from(self.seq) << 32 | u128::from(slot);
         self.heap.push(Reverse(entry));
     }
 

@@ -428,3 +428,52 @@ fn persistent_lookalikes_of_every_scheme_are_skipped_and_left_alone() {
         }
     }
 }
+
+/// The first seed whose drawn options satisfy `want` (and give no process
+/// the `Parent` strategy, so the scenario stays about the option at hand).
+fn seed_with(want: impl Fn(&zkelect_sim::swarm::Options) -> bool) -> u64 {
+    (0..)
+        .find(|&s| {
+            let o = zkelect_sim::swarm::Options::draw(s);
+            o.parent == 0 && want(&o)
+        })
+        .expect("some seed draws it")
+}
+
+#[test]
+fn without_create_parents_the_world_makes_the_path_and_a_wiped_election_gets_it_back() {
+    let seed = seed_with(|o| !o.create_parents);
+    let plan = vec![(at(6_000), Fault::WipeElection)];
+    let mut world = World::new(seed, swarm(3, plan), None, true);
+    assert!(!world.knobs().options.create_parents);
+    until(&mut world, at(3_000), |w| one_leader(w).is_some());
+    // The operator deleted every node and the path, and created the path
+    // again: the candidates rejoin (they would fail on NoNode without it).
+    until(&mut world, at(6_500), |w| w.now() >= at(6_100));
+    assert!(world.zk().stat(PATH).is_some(), "the path is back");
+    until(&mut world, at(12_000), |w| {
+        one_leader(w).is_some() && w.stats().elections >= 2
+    });
+    assert!(world.run().is_none(), "{:?}", world.violation());
+}
+
+#[test]
+fn a_revoked_leader_without_rejoin_stays_out_and_the_queue_goes_on_without_it() {
+    let seed = seed_with(|o| o.no_rejoin == 100);
+    let mut world = World::new(seed, swarm(3, vec![]), None, true);
+    assert!(world.run_until(at(2_000)).is_none());
+    let old = one_leader(&world).expect("a leader");
+    world.inject(Fault::Revoke { pid: old });
+    until(&mut world, at(4_000), |w| {
+        one_leader(w).is_some_and(|p| p != old)
+    });
+    // Out for good (idle, no node), while the others go on.
+    assert!(
+        world.run_until(at(15_000)).is_none(),
+        "{:?}",
+        world.violation()
+    );
+    assert_eq!(world.process(old).agent.role(), Role::Idle);
+    assert!(world.process(old).agent.node().is_none());
+    assert!(world.run().is_none(), "{:?}", world.violation());
+}

@@ -3,7 +3,7 @@
 //! (`tests/idle_memory.rs`): one definition of "idle", so the two measure
 //! the same thing.
 
-#![allow(unreachable_pub)]
+#![allow(dead_code, unreachable_pub)]
 
 use std::time::Duration;
 
@@ -34,6 +34,23 @@ fn stem(rule: Rule, seq: usize) -> &'static str {
 /// every request answered as a driver would: an idle machine has nothing in
 /// flight (until its next liveness probe).
 pub fn idle_follower(i: usize, rule: Rule) -> Candidate {
+    let c = idle_in_queue(i, rule, 9);
+    assert_eq!(c.role(), Role::Follower, "{rule:?}");
+    assert!(!c.watched().is_empty(), "{rule:?}");
+    c
+}
+
+/// A machine that holds (alone in its queue), its leader marker written and
+/// every request answered: what a held lock or an elected leader keeps.
+pub fn idle_holder(i: usize, rule: Rule) -> Candidate {
+    let c = idle_in_queue(i, rule, 0);
+    assert!(c.role().is_leader(), "{rule:?}");
+    c
+}
+
+/// A machine whose node is the newest of a queue with `below` older nodes,
+/// with every request answered.
+fn idle_in_queue(i: usize, rule: Rule, below: usize) -> Candidate {
     let config = Config::builder("/services/scheduler/leader", format!("node-{i:04}"))
         .rule(rule)
         .nonce_seed(i as u64)
@@ -53,7 +70,7 @@ pub fn idle_follower(i: usize, rule: Rule) -> Candidate {
         "_c_00000000000000aa-{}0000000009",
         rule.stem(Interop::None).expect("stem")
     );
-    let children: Vec<String> = (0..9)
+    let children: Vec<String> = (0..below)
         .map(|s| format!("_c_{s:016x}-{}{s:010}", stem(rule, s)))
         .chain([own.clone()])
         .collect();
@@ -86,14 +103,16 @@ pub fn idle_follower(i: usize, rule: Rule) -> Candidate {
                         ..Stat::default()
                     },
                 }),
+                Request::SetData { .. } => Ok(Reply::Set(Stat {
+                    version: 1,
+                    ..own_stat
+                })),
                 _ => Ok(Reply::Exists(None)),
             };
             c.handle(t, Input::Reply { op: cmd.op, result });
         }
     }
     while c.poll_notice().is_some() {}
-    assert_eq!(c.role(), Role::Follower, "{rule:?}");
-    assert!(!c.watched().is_empty(), "{rule:?}");
     assert_eq!(
         c.in_flight().count(),
         0,

@@ -46,10 +46,10 @@ impl World {
         }
         self.procs[pid].last_from_server = self.now;
         if let Some(sent) = self.procs[pid].inflight.remove(&op) {
-            self.zk.arrived(pid, op);
             if let Some(entry) = &sent.arms {
                 self.armed_answered(sent.pid, entry);
             }
+            self.zk.arrived(pid, op);
             self.deliver_reply(sent.pid, sent.op, Some(&sent.request), result);
         }
     }

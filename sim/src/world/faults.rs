@@ -277,6 +277,7 @@ impl World {
             })
             .collect();
         let mut deleted = Vec::new();
+        let again = !self.knobs.options.create_parents;
         let done = self.operator(|zk, now, s| {
             let mut fired = Vec::new();
             for (name, owner) in &owners {
@@ -303,6 +304,20 @@ impl World {
                 },
             );
             fired.extend(f);
+            if !again {
+                return ((), fired);
+            }
+            // Candidates that do not create parents need the path back, as
+            // an operator who resets such an election gives it.
+            for path in ["/svc", PATH] {
+                let create = Request::Create {
+                    path: path.to_owned(),
+                    data: Vec::new(),
+                    mode: CreateMode::Persistent,
+                    acl: Acl::Open,
+                };
+                fired.extend(zk.apply(now, s, &create).1);
+            }
             ((), fired)
         });
         if done.is_none() {
@@ -356,6 +371,25 @@ impl World {
     /// after every node there now). Before anyone joins (`setup`) it creates
     /// the path first, as the candidates would have; later it does nothing if
     /// the path is gone.
+    /// An operator creates the election path (and its parent) as persistent
+    /// nodes before anyone joins: candidates with `create_parents(false)`
+    /// need it there.
+    pub(super) fn create_path(&mut self) {
+        self.operator(|zk, now, s| {
+            let mut fired = Vec::new();
+            for path in ["/svc", PATH] {
+                let create = Request::Create {
+                    path: path.to_owned(),
+                    data: Vec::new(),
+                    mode: CreateMode::Persistent,
+                    acl: Acl::Open,
+                };
+                fired.extend(zk.apply(now, s, &create).1);
+            }
+            ((), fired)
+        });
+    }
+
     pub(super) fn create_lookalike(&mut self, scheme: Scheme, setup: bool) {
         let stem = lookalike_stem(scheme, &mut self.rng);
         let container = self.knobs.container_parent;

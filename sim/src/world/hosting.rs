@@ -174,6 +174,9 @@ impl World {
         }
         to.sort_unstable();
         to.dedup();
+        if to.len() > 1 {
+            self.stats.shared_watches += 1;
+        }
         if self.planted == Some(Planted::SharedWatchToOne) {
             to.truncate(1);
         }

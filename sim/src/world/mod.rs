@@ -341,6 +341,9 @@ pub struct RunStats {
     /// Observers' participant lists compared with the server's queue once
     /// the world was quiet.
     pub observer_checks: u64,
+    /// Watch events one session handed to more than one machine (the
+    /// server's one watch per session, path and kind, shared).
+    pub shared_watches: u64,
     /// Look-alikes candidates skipped (`Notice::PersistentSkipped`).
     pub persistent_skipped: u64,
     /// Runs whose server granted less than the request.
@@ -363,6 +366,7 @@ impl RunStats {
         self.foreign_elections += other.foreign_elections;
         self.lookalikes += other.lookalikes;
         self.observer_checks += other.observer_checks;
+        self.shared_watches += other.shared_watches;
         self.persistent_skipped += other.persistent_skipped;
         self.clamped_down += other.clamped_down;
         self.clamped_up += other.clamped_up;
@@ -469,6 +473,10 @@ impl World {
         if swarm.env.interop != Scheme::Ours {
             knobs.cversion_start = 0;
         }
+        if canary.is_some() {
+            knobs.options = crate::swarm::Options::default();
+        }
+        knobs.options.fit(&swarm);
         let mut world = Self {
             seed,
             rng: choices,
@@ -500,6 +508,9 @@ impl World {
             swarm,
             knobs,
         };
+        if !world.knobs.options.create_parents {
+            world.create_path();
+        }
         for scheme in world.swarm.env.lookalikes.clone() {
             world.create_lookalike(scheme, true);
         }
@@ -542,9 +553,14 @@ impl World {
     /// ping, a process cut off reconnects within a second of the partition's
     /// end (a partition lasts at most two requested timeouts, and may begin
     /// just before the faults stop), and a retry waits at most the backoff
-    /// maximum (2 s).
+    /// maximum (2 s; longer when the seed draws a longer one).
     pub fn liveness_bound(&self) -> Duration {
-        self.negotiated().max(self.swarm.session_timeout) * 2 + Duration::from_secs(4)
+        let backoff = self
+            .knobs
+            .options
+            .backoff_max()
+            .saturating_sub(Duration::from_secs(2));
+        self.negotiated().max(self.swarm.session_timeout) * 2 + Duration::from_secs(4) + backoff
     }
 
     /// The session timeout the server grants the swarm's request.
@@ -858,8 +874,12 @@ impl World {
             .policy(self.swarm.policy)
             .acl(self.knobs.acl)
             .container_parent(self.knobs.container_parent)
-            .nonce_seed(self.seed.wrapping_mul(31).wrapping_add(pid as u64))
-            .backoff(Duration::from_millis(50), Duration::from_secs(2));
+            .nonce_seed(self.seed.wrapping_mul(31).wrapping_add(pid as u64));
+        let foreign_names = self.swarm.env.interop != Scheme::Ours;
+        builder = self
+            .knobs
+            .options
+            .configure(builder, self.seed, pid, rule, foreign_names);
         builder = interop(builder, self.swarm.env.interop);
         if let Some(canary) = self.canary {
             builder = canary.configure(builder);
