@@ -376,6 +376,10 @@ pub(crate) enum CanaryArg {
     /// A mutex that takes over on any deletion of its predecessor, without
     /// the zero-round-trip condition (caught by the safety checker).
     MutexAnyDeletion,
+    /// Runs against an ensemble and forgets the last zxid it has seen when
+    /// it reconnects, so a follower behind it serves it (caught by the
+    /// single-system-image checker).
+    TrustsBehind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

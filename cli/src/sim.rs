@@ -60,6 +60,7 @@ pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
             CanaryArg::ReaderWatchesPredecessor => Canary::ReaderWatchesPredecessor,
             CanaryArg::WriterIgnoresReaders => Canary::WriterIgnoresReaders,
             CanaryArg::MutexAnyDeletion => Canary::MutexAnyDeletion,
+            CanaryArg::TrustsBehind => Canary::TrustsBehind,
         }),
         keep_trace: args.trace || args.save.is_some(),
     };

@@ -62,6 +62,7 @@ fn every_canary_is_caught_and_its_replay_keeps_the_overrides() {
         "reader-watches-predecessor",
         "writer-ignores-readers",
         "mutex-any-deletion",
+        "trusts-behind",
     ] {
         let (code, out) = zkelect(&[
             "sim",

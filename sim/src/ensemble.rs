@@ -324,7 +324,9 @@ impl Ensemble {
         if let Some(m) = self.members.get_mut(server) {
             m.cut_off = true;
             m.epoch += 1;
-            m.tree.restart(Timestamp::ZERO);
+            // Its watch tables stay: they stand for the clients' own tables,
+            // which zookeeper-client and the Java client re-send
+            // (`setWatches`) wherever they reconnect.
         }
     }
 
@@ -350,8 +352,10 @@ impl Ensemble {
         self.leader = server;
         for m in &mut self.members {
             m.epoch += 1;
-            m.tree.restart(now);
         }
+        // Watch tables stay (see `cut_off`); the new leader's session
+        // tracker starts every timer afresh.
+        self.members[server].tree.restart_session_timers(now);
     }
 
     fn admit(&self, server: usize, seen: i64) -> Result<(), Refused> {
@@ -440,14 +444,6 @@ impl Ensemble {
     pub fn connection_closed(&mut self, session: SessionId) {
         for m in &mut self.members {
             m.tree.connection_closed(session);
-        }
-    }
-
-    /// Member `server` restarts its in-memory state at `now`: its watches
-    /// go (and, at the leader, session timers restart).
-    pub fn drop_watches_at(&mut self, server: usize, now: Timestamp) {
-        if let Some(m) = self.members.get_mut(server) {
-            m.tree.restart(now);
         }
     }
 

@@ -304,16 +304,15 @@ impl Server {
         }
     }
 
-    /// The whole service restarts (see [`ZkModel::restart`]): every member's
-    /// watches go, session timers restart.
+    /// The whole service restarts (see [`ZkModel::restart`]): one server
+    /// loses its watches (its clients re-arm nothing: the single-server
+    /// model keeps no client-side tables); an ensemble's session timers
+    /// restart at the leader, and the members' watch tables stay for the
+    /// clients that re-send them (`setWatches`) on reconnecting.
     pub fn restart(&mut self, now: Timestamp) {
         match self {
             Server::Single(zk) => zk.restart(now),
-            Server::Ensemble(m) => {
-                for s in 0..m.ens.servers() {
-                    m.ens.drop_watches_at(s, now);
-                }
-            }
+            Server::Ensemble(m) => m.ens.leader_mut().restart_session_timers(now),
         }
     }
 
@@ -482,9 +481,11 @@ impl Server {
                         Reconnected::Same(s)
                     })
                 }
+                // A new session starts from nothing seen (zookeeper-async
+                // zeroes its zxid; the others open a new client).
                 _ => m
                     .ens
-                    .open(now, server, requested, identity.map(str::to_owned), send)
+                    .open(now, server, requested, identity.map(str::to_owned), 0)
                     .map(|(new, timeout, conn)| {
                         m.conns.insert(new, conn);
                         match session {
