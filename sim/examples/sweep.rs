@@ -7,7 +7,6 @@
 //! Run: `cargo run --release -p zkelect-sim --example sweep -- FROM..TO [all|pauses|lag|none] [--threads N] [--canary NAME]`
 //! (a canary shows the failure path: its seeds fail, are reported, and the exit status is 1;
 //! `ZKELECT_CANARY=NAME` works too, and `ZKELECT_SHOW=1` minimises the first failure's plan)
-//! — or `--profile bench` instead of `--release` for the workspace's whole-program build (faster per seed).
 //!
 //! Seeds are handed out in small chunks from one counter, so the threads stay
 //! busy to the end; the outcome (which seeds fail, and how) does not depend on
