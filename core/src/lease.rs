@@ -131,7 +131,12 @@ impl Leadership {
     ) -> (Self, bool) {
         match self {
             Self::Active(token) if !link_ok => match policy {
-                ConnectionPolicy::Standard => (Self::Suspended(token), false),
+                // Lost at once if the session may already be gone: the
+                // verdict must not depend on how often the link is looked at
+                // (a leader paused past its session, then fed one stale
+                // reply, was demoted where the same leader given only the
+                // time stayed suspended: pause seed 47786).
+                ConnectionPolicy::Standard => (Self::Suspended(token), !may_live),
                 ConnectionPolicy::SessionAware => (self, !may_live),
             },
             Self::Suspended(_) => (self, !may_live),
@@ -256,6 +261,7 @@ mod tests {
         (ConnectionPolicy::Standard,     Leadership::Active(TOKEN),    true,  true,  Leadership::Active(TOKEN),    false),
         // Standard: a bad link suspends, and the session's possible end loses.
         (ConnectionPolicy::Standard,     Leadership::Active(TOKEN),    false, true,  Leadership::Suspended(TOKEN), false),
+        (ConnectionPolicy::Standard,     Leadership::Active(TOKEN),    false, false, Leadership::Suspended(TOKEN), true),
         (ConnectionPolicy::Standard,     Leadership::Suspended(TOKEN), false, true,  Leadership::Suspended(TOKEN), false),
         (ConnectionPolicy::Standard,     Leadership::Suspended(TOKEN), false, false, Leadership::Suspended(TOKEN), true),
         // A suspended leader stays suspended until a listing re-verifies it,
@@ -270,6 +276,18 @@ mod tests {
         (ConnectionPolicy::Standard,     Leadership::None,             false, false, Leadership::None,             false),
         (ConnectionPolicy::SessionAware, Leadership::None,             false, false, Leadership::None,             false),
     ];
+
+    /// Looking twice says what looking once said: a caller checks the link
+    /// once or twice per input, and the verdict must not depend on which.
+    #[test]
+    fn a_second_look_changes_nothing() {
+        for &(policy, before, ok, live, _, lost) in CHECKED {
+            let (after, _) = before.checked(policy, ok, live);
+            if !lost {
+                assert_eq!(after.checked(policy, ok, live), (after, false), "{before:?} {ok} {live}");
+            }
+        }
+    }
 
     #[test]
     fn leadership_is_suspended_or_lost_as_the_policy_says() {

@@ -948,6 +948,38 @@ fn silent_server_suspends_a_leader_even_if_the_client_says_nothing() {
     assert_eq!(d.c.role(), Role::Suspended(FencingToken(10)));
 }
 
+/// A leader whose process stalls past its whole session (a GC pause: no timer
+/// fires in between) wakes to the same verdict whatever wakes it: the time
+/// alone, or a stale reply. Both say suspended and lost at once (pause seed
+/// 47786: the stale reply demoted it, the time alone left it suspended).
+#[test]
+fn a_leader_stalled_past_its_session_is_lost_whatever_wakes_it() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    d.take_notices();
+    let probe_at = d.c.poll_timeout().expect("a probe is due");
+    assert!(probe_at <= Timestamp::from_millis(1_000));
+    let woken_at = Timestamp::from_millis(10_000);
+    let mut by_time = d.c.clone();
+    by_time.handle_timeout(woken_at);
+    let mut by_reply = d.c.clone();
+    by_reply.handle(
+        woken_at,
+        Input::Reply {
+            op: OpId(999_999),
+            result: Ok(Reply::Exists(Some(Stat::default()))),
+        },
+    );
+    assert_eq!(by_time.role(), Role::Follower);
+    assert_eq!(by_reply.role(), by_time.role());
+    for c in [&mut by_time, &mut by_reply] {
+        let notices: Vec<Notice> = std::iter::from_fn(|| c.poll_notice()).collect();
+        assert_eq!(
+            notices,
+            vec![Notice::Suspended, demoted(DemotionReason::Lost)]
+        );
+    }
+}
+
 #[test]
 fn lease_expiry_follows_the_last_answered_request() {
     let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
