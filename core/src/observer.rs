@@ -3,8 +3,9 @@
 //! An [`Observer`] is a pure machine like [`Candidate`](crate::Candidate),
 //! driven the same way (`handle`, `handle_timeout`, `poll_command`,
 //! `poll_notice`, `poll_timeout`, `close`). It lists the queue's children with
-//! a child watch, reads each new node once (its data starts with the
-//! participant's id, its czxid is the fencing token), orders the queue as
+//! a child watch, reads every listed node after each listing (its data starts
+//! with the participant's id, its czxid is the fencing token; a name alone
+//! does not say which node it is, see [`Observer`]), orders the queue as
 //! serial numbers ([`name::order`], so the order stays right after the
 //! parent's sequence counter wraps past 2^31 − 1) and reports the whole list
 //! as [`Notice::Participants`] whenever it changes — and only then.
@@ -288,12 +289,6 @@ pub struct Observer {
     persistent_reported: BTreeSet<String>,
     /// The last list reported, `None` before the first.
     reported: Option<Vec<Participant>>,
-    /// The next listing is the first since a reconnect: every node it names
-    /// is read again. While the link was down the queue's parent may have
-    /// been deleted and recreated, and its sequence counter restarted, so a
-    /// name seen before can now be another node (another owner, another
-    /// czxid).
-    reread: bool,
     retry_at: Option<Timestamp>,
     backoff: Backoff,
     notices: VecDeque<Notice>,
@@ -320,7 +315,6 @@ impl Observer {
             ops: BTreeMap::new(),
             persistent_reported: BTreeSet::new(),
             reported: None,
-            reread: false,
             retry_at: None,
             backoff: Backoff::new(0x3c6e_f372_fe94_f82b),
             notices: VecDeque::new(),
@@ -492,7 +486,6 @@ impl Observer {
                     self.session = session_id;
                 }
                 self.link = Some(session_id);
-                self.reread = !self.slots.is_empty();
                 // A watch may have fired while the link was down (a client
                 // re-registers watches, but not every client reports what
                 // fired in between): list again on every reconnect.
@@ -572,7 +565,17 @@ impl Observer {
         }
     }
 
-    /// Takes a fresh listing: new names are to be read, vanished ones forgotten.
+    /// Takes a fresh listing: every listed name is to be read (again),
+    /// vanished ones forgotten.
+    ///
+    /// A name seen before is read again too: between two listings (a slow
+    /// link is enough, no disconnect needed) the queue's parent may have been
+    /// deleted and recreated, its sequence counter restarted, and a client
+    /// that reuses its prefix (kazoo's lock) may have taken the same name
+    /// again: another node, another czxid. A listing carries no stat of the
+    /// parent to tell, so only a read after the listing says which node a
+    /// name is now (pause seed 47360). A read sent before this listing may
+    /// have read the old node: its answer is dropped.
     fn take_listing(&mut self, children: &[String]) {
         // A listing names each child once; a duplicated one is not a second node.
         let children: Vec<String> = children
@@ -589,21 +592,16 @@ impl Observer {
         );
         let listed: BTreeSet<&str> = queue.iter().map(|n| n.name.as_str()).collect();
         self.slots.retain(|name, _| listed.contains(name.as_str()));
-        if std::mem::take(&mut self.reread) {
-            for slot in self.slots.values_mut() {
-                if !matches!(slot, Slot::Reading { op: Some(_) }) {
-                    *slot = Slot::Reading { op: None };
-                }
-            }
+        for slot in self.slots.values_mut() {
+            *slot = Slot::Reading { op: None };
         }
         for node in &queue {
             self.slots
                 .entry(node.name.clone())
                 .or_insert(Slot::Reading { op: None });
         }
-        // Reads of vanished names are now answers to nobody.
-        self.ops
-            .retain(|_, kind| !matches!(kind, Op::Read(name) if !listed.contains(name.as_str())));
+        // Reads sent before this listing answer for nobody now.
+        self.ops.retain(|_, kind| !matches!(kind, Op::Read(_)));
         self.queue = Some(queue);
     }
 

@@ -177,7 +177,7 @@ fn lists_reads_each_node_and_reports_the_queue_with_k_holders() {
 }
 
 #[test]
-fn a_change_reads_only_the_new_node_and_an_unchanged_listing_reports_nothing() {
+fn a_change_reads_every_listed_node_again_and_an_unchanged_listing_reports_nothing() {
     let mut d = Obs::new(ObserverConfig::election(PATH, 1));
     d.list(&["n_0000000001"]);
     d.read("n_0000000001", "a", 10);
@@ -185,8 +185,10 @@ fn a_change_reads_only_the_new_node_and_an_unchanged_listing_reports_nothing() {
 
     d.children_changed();
     d.list(&["n_0000000001", "n_0000000002"]);
-    assert_eq!(d.pending.len(), 1, "only the new node is read");
+    assert_eq!(d.pending.len(), 2, "every listed node is read: {:?}", d.pending);
     d.read("n_0000000002", "b", 20);
+    assert!(d.lists().is_empty(), "not before every read is in");
+    d.read("n_0000000001", "a", 10);
     assert_eq!(
         d.lists(),
         [vec![
@@ -198,14 +200,47 @@ fn a_change_reads_only_the_new_node_and_an_unchanged_listing_reports_nothing() {
     // The same queue again (a spurious event): nothing to report.
     d.children_changed();
     d.list(&["n_0000000002", "n_0000000001"]);
+    d.read("n_0000000001", "a", 10);
+    d.read("n_0000000002", "b", 20);
     assert!(d.pending.is_empty());
     assert!(d.lists().is_empty());
 
     // The leader goes: b leads, with its own token.
     d.children_changed();
     d.list(&["n_0000000002"]);
+    d.read("n_0000000002", "b", 20);
     assert_eq!(d.lists(), [vec![p("b", "n_0000000002", 20, true)]]);
     assert_eq!(d.o.stats().lists, 3);
+}
+
+/// Found by the simulator (issue 17, seed 47360 of the `pauses` mix): the
+/// observer stayed connected, but its link was slow; between two of its
+/// listings the election was deleted and recreated, and kazoo's lock took its
+/// old name again (a new node, a new czxid). A listing cannot tell a reused
+/// name from the node it named before, so every listing reads every node.
+#[test]
+fn a_name_reused_between_two_listings_is_read_again() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    d.list(&["n_0000000001"]);
+    let stale = d.take_read("n_0000000001");
+    d.children_changed();
+    d.list(&["n_0000000001"]);
+    // The read sent before the listing may have read the old node.
+    d.answer(
+        &stale,
+        Ok(Reply::Data {
+            data: b"a".to_vec(),
+            stat: live(10),
+        }),
+    );
+    assert!(d.lists().is_empty(), "an answer older than the listing");
+    d.read("n_0000000001", "a", 30);
+    assert_eq!(d.lists(), [vec![p("a", "n_0000000001", 30, true)]]);
+
+    d.children_changed();
+    d.list(&["n_0000000001"]);
+    d.read("n_0000000001", "b", 40);
+    assert_eq!(d.lists(), [vec![p("b", "n_0000000001", 40, true)]]);
 }
 
 #[test]
@@ -234,9 +269,14 @@ fn after_the_sequence_wrap_the_oldest_node_leads_not_the_newest() {
     );
     d.children_changed();
     d.list(&["n_-2147483647", "n_-2147483648", "n_2147483647"]);
+    d.read("n_2147483647", "second", 20);
+    d.read("n_-2147483648", "third", 30);
+    d.read("n_-2147483647", "newest", 40);
     assert_eq!(d.o.leader().map(|p| p.id.as_str()), Some("second"));
     d.children_changed();
     d.list(&["n_-2147483647", "n_-2147483648"]);
+    d.read("n_-2147483648", "third", 30);
+    d.read("n_-2147483647", "newest", 40);
     assert_eq!(d.o.leader().map(|p| p.id.as_str()), Some("third"));
 }
 
@@ -449,6 +489,7 @@ fn an_event_during_a_listing_lists_again_after_it() {
             "n_0000000002".into(),
         ])),
     );
+    d.read("n_0000000001", "a", 10);
     d.read("n_0000000002", "b", 20);
     let lists = d.lists();
     assert_eq!(lists.last().map(Vec::len), Some(2));
