@@ -284,7 +284,11 @@ mod tests {
         for &(policy, before, ok, live, _, lost) in CHECKED {
             let (after, _) = before.checked(policy, ok, live);
             if !lost {
-                assert_eq!(after.checked(policy, ok, live), (after, false), "{before:?} {ok} {live}");
+                assert_eq!(
+                    after.checked(policy, ok, live),
+                    (after, false),
+                    "{before:?} {ok} {live}"
+                );
             }
         }
     }

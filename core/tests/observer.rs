@@ -185,7 +185,12 @@ fn a_change_reads_every_listed_node_again_and_an_unchanged_listing_reports_nothi
 
     d.children_changed();
     d.list(&["n_0000000001", "n_0000000002"]);
-    assert_eq!(d.pending.len(), 2, "every listed node is read: {:?}", d.pending);
+    assert_eq!(
+        d.pending.len(),
+        2,
+        "every listed node is read: {:?}",
+        d.pending
+    );
     d.read("n_0000000002", "b", 20);
     assert!(d.lists().is_empty(), "not before every read is in");
     d.read("n_0000000001", "a", 10);
