@@ -77,6 +77,7 @@ impl fmt::Display for NodeName {
 /// assert_eq!(parse_sequence("-0000000001"), None); // not how ZooKeeper pads
 /// assert_eq!(parse_sequence("12"), None);
 /// ```
+#[inline]
 pub fn parse_sequence(s: &str) -> Option<i32> {
     // One pass over the bytes: this runs once per child of every listing.
     match s.as_bytes() {
@@ -99,14 +100,20 @@ pub fn parse_sequence(s: &str) -> Option<i32> {
 
 /// The value of at most ten ASCII digits (so it cannot overflow), or `None`
 /// if any byte is not a digit.
+#[inline]
 fn decimal(digits: &[u8]) -> Option<u64> {
     if digits.len() > 10 {
         return None;
     }
-    digits.iter().try_fold(0u64, |value, &b| {
+    let mut value = 0u64;
+    for &b in digits {
         let digit = b.wrapping_sub(b'0');
-        (digit <= 9).then_some(value * 10 + u64::from(digit))
-    })
+        if digit > 9 {
+            return None;
+        }
+        value = value * 10 + u64::from(digit);
+    }
+    Some(value)
 }
 
 /// Splits a name whose stem is unknown into stem and sequence.
@@ -189,17 +196,24 @@ impl<'a> Stems<'a> {
 /// after the *last* lock name (`StandardLockInternalsDriver.fixForSorting`),
 /// kazoo searches for its node name followed by the sequence at the end (its
 /// contender pattern); anything may stand before either.
+#[inline]
 fn scan<'a>(name: &'a str, stems: &Stems<'_>) -> Option<(i32, Kind<'a>, Access)> {
+    // Byte-wise rather than `split_once`/`strip_prefix`: on names this short
+    // their memchr and memcmp calls cost more than the comparisons (this runs
+    // once per child of every listing). `-` is ASCII, so slicing next to it
+    // stays on a char boundary.
     let (nonce, rest) = match name.strip_prefix(PROTECTED_MARKER) {
-        Some(after) => match after.split_once('-') {
-            Some((nonce, rest)) => (Some(nonce), rest),
+        Some(after) => match after.bytes().position(|b| b == b'-') {
+            Some(dash) => (Some(&after[..dash]), &after[dash + 1..]),
             None => (None, name),
         },
         None => (None, name),
     };
     for &(stem, access) in &stems.ours[..stems.len] {
-        if let Some(seq) = rest.strip_prefix(stem).and_then(parse_sequence) {
-            return Some((seq, Kind::Ours(nonce), access));
+        if starts_with(rest.as_bytes(), stem.as_bytes()) {
+            if let Some(seq) = parse_sequence(&rest[stem.len()..]) {
+                return Some((seq, Kind::Ours(nonce), access));
+            }
         }
     }
     let kind = match stems.interop {
@@ -211,6 +225,13 @@ fn scan<'a>(name: &'a str, stems: &Stems<'_>) -> Option<(i32, Kind<'a>, Access)>
         .iter()
         .filter(|(stem, _)| !stem.is_empty())
         .find_map(|&(stem, access)| after_marker(name, stem).map(|(_, seq)| (seq, kind, access)))
+}
+
+/// Whether `text` starts with `prefix`, compared byte by byte (stems are a
+/// few bytes long: cheaper than a call to memcmp).
+#[inline]
+fn starts_with(text: &[u8], prefix: &[u8]) -> bool {
+    text.len() >= prefix.len() && text.iter().zip(prefix).all(|(a, b)| a == b)
 }
 
 /// Parses a child name, or returns `None` if it takes no part in the queue.
