@@ -797,6 +797,76 @@ mod tests {
             proptest::prop_assert_eq!(parse_sequence(&format!("{seq:010}")), Some(seq));
         }
 
+        /// The bounded heap keeps what sorting every blocking node below ours
+        /// kept (the version before it): same rank, nearest, oldest, counts,
+        /// for readers and writers, protected and bare names, look-alikes
+        /// skipped, duplicates and names that are not ours.
+        #[test]
+        fn standing_keeps_what_sorting_every_lower_node_kept(
+            base in proptest::prelude::any::<i32>(),
+            nodes in proptest::collection::vec((0u32..60, 0usize..5, proptest::prelude::any::<bool>()), 1..40),
+            own_pick in proptest::prelude::any::<proptest::sample::Index>(),
+            keep in 0usize..6,
+            read in proptest::prelude::any::<bool>(),
+        ) {
+            let children: Vec<String> = nodes
+                .iter()
+                .map(|&(off, kind, skip)| {
+                    let seq = base.wrapping_add(off as i32);
+                    let stem = if skip { "w_" } else { "r_" };
+                    match kind {
+                        0 => format!("{stem}{seq:010}"),
+                        1 => format!("_c_{off:016x}-{stem}{seq:010}"),
+                        2 => format!("_c_{:016x}-w_{seq:010}", off / 2),
+                        3 => format!("x_{seq:010}"),
+                        _ => format!("{stem}{seq:010}"),
+                    }
+                })
+                .collect();
+            let own = own_pick.get(&children).clone();
+            let skipped: BTreeSet<String> = nodes
+                .iter()
+                .zip(&children)
+                .filter(|((off, _, _), _)| off % 7 == 3)
+                .map(|(_, name)| name.clone())
+                .collect();
+            let rule = if read { Rule::Read } else { Rule::Write };
+            let got = standing_under(&children, &own, "", Interop::None, rule, keep, &skipped);
+            // The version that kept every blocking node below ours and sorted.
+            let stems = Stems::new("", Interop::None, rule.recipe());
+            let own_seq = scan(&own, &stems).map(|(seq, _, _)| seq);
+            let mut want = Standing::default();
+            let mut lower: Vec<(i32, &str)> = Vec::new();
+            let mut oldest: Option<(i32, &str)> = None;
+            for child in &children {
+                let Some((seq, _, access)) = scan(child, &stems) else {
+                    want.ignored += 1;
+                    continue;
+                };
+                if seq < 0 && want.negative.is_none() {
+                    want.negative = Some(child.clone());
+                }
+                if skipped.contains(child) {
+                    want.skipped += 1;
+                    continue;
+                }
+                let rel = own_seq.map_or(seq, |own_seq| seq.wrapping_sub(own_seq));
+                if oldest.is_none_or(|(r, n)| (rel, child.as_str()) < (r, n)) {
+                    oldest = Some((rel, child));
+                }
+                if child == &own {
+                    want.found = true;
+                } else if own_seq.is_some() && (rel, child.as_str()) < (0, own.as_str()) && rule.blocked_by(access) {
+                    lower.push((rel, child));
+                }
+            }
+            want.rank = lower.len();
+            lower.sort_unstable();
+            want.nearest_lower = lower[lower.len().saturating_sub(keep)..].iter().map(|(_, n)| n.to_string()).collect();
+            want.oldest = oldest.map(|(_, n)| n.to_owned());
+            proptest::prop_assert_eq!(got, want);
+        }
+
         /// The one-pass `standing` agrees with a full `order` of the listing,
         /// including across the wrap, for any window narrower than 2^31.
         #[test]
