@@ -77,7 +77,7 @@ impl fmt::Display for NodeName {
 /// assert_eq!(parse_sequence("-0000000001"), None); // not how ZooKeeper pads
 /// assert_eq!(parse_sequence("12"), None);
 /// ```
-#[inline]
+#[inline(always)]
 pub fn parse_sequence(s: &str) -> Option<i32> {
     // One pass over the bytes: this runs once per child of every listing.
     match s.as_bytes() {
@@ -100,7 +100,7 @@ pub fn parse_sequence(s: &str) -> Option<i32> {
 
 /// The value of at most ten ASCII digits (so it cannot overflow), or `None`
 /// if any byte is not a digit.
-#[inline]
+#[inline(always)]
 fn decimal(digits: &[u8]) -> Option<u64> {
     if digits.len() > 10 {
         return None;
@@ -196,11 +196,12 @@ impl<'a> Stems<'a> {
 /// after the *last* lock name (`StandardLockInternalsDriver.fixForSorting`),
 /// kazoo searches for its node name followed by the sequence at the end (its
 /// contender pattern); anything may stand before either.
-#[inline]
+#[inline(always)]
 fn scan<'a>(name: &'a str, stems: &Stems<'_>) -> Option<(i32, Kind<'a>, Access)> {
     // Byte-wise rather than `split_once`/`strip_prefix`: on names this short
     // their memchr and memcmp calls cost more than the comparisons (this runs
-    // once per child of every listing). `-` is ASCII, so slicing next to it
+    // once per child of every listing, hence always inlined: as a mere hint
+    // it was dropped or kept as the crate's code-generation units fell). `-` is ASCII, so slicing next to it
     // stays on a char boundary.
     let (nonce, rest) = match name.strip_prefix(PROTECTED_MARKER) {
         Some(after) => match after.bytes().position(|b| b == b'-') {
@@ -229,7 +230,7 @@ fn scan<'a>(name: &'a str, stems: &Stems<'_>) -> Option<(i32, Kind<'a>, Access)>
 
 /// Whether `text` starts with `prefix`, compared byte by byte (stems are a
 /// few bytes long: cheaper than a call to memcmp).
-#[inline]
+#[inline(always)]
 fn starts_with(text: &[u8], prefix: &[u8]) -> bool {
     text.len() >= prefix.len() && text.iter().zip(prefix).all(|(a, b)| a == b)
 }
