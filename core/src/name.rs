@@ -359,9 +359,9 @@ pub fn standing_under(
     let mut out = Standing::default();
     // The `keep` nearest blocking nodes below ours, the farthest of them on
     // top: a node farther than that one is only counted, so a long queue
-    // below costs one comparison per node and no allocation per node.
-    let mut nearest: BinaryHeap<Reverse<(i32, &str)>> =
-        BinaryHeap::with_capacity(keep.min(children.len()));
+    // below costs one comparison per node and no allocation per node (and a
+    // holder, with none below, no allocation at all).
+    let mut nearest: BinaryHeap<Reverse<(i32, &str)>> = BinaryHeap::new();
     let mut oldest: Option<(i32, &str)> = None;
     for child in children {
         let Some((seq, _, access)) = scan(child, &stems) else {
