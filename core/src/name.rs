@@ -9,7 +9,8 @@
 //! correct as long as the live nodes span less than 2^31 sequence numbers.
 
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
 use std::fmt;
 
 use crate::config::Interop;
@@ -76,25 +77,43 @@ impl fmt::Display for NodeName {
 /// assert_eq!(parse_sequence("-0000000001"), None); // not how ZooKeeper pads
 /// assert_eq!(parse_sequence("12"), None);
 /// ```
+#[inline(always)]
 pub fn parse_sequence(s: &str) -> Option<i32> {
-    let all_digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
-    if s.len() == 10 && all_digits(s) {
-        return i32::try_from(s.parse::<i64>().ok()?).ok();
+    // One pass over the bytes: this runs once per child of every listing.
+    match s.as_bytes() {
+        [b'-', digits @ ..] => {
+            let magnitude = decimal(digits)?;
+            let well_formed = match digits.len() {
+                9 => true,
+                10 => magnitude >= 1_000_000_000,
+                _ => false,
+            };
+            if !well_formed || magnitude == 0 {
+                return None;
+            }
+            i32::try_from(-i64::try_from(magnitude).ok()?).ok()
+        }
+        digits if digits.len() == 10 => i32::try_from(decimal(digits)?).ok(),
+        _ => None,
     }
-    let digits = s.strip_prefix('-')?;
-    if !all_digits(digits) {
+}
+
+/// The value of at most ten ASCII digits (so it cannot overflow), or `None`
+/// if any byte is not a digit.
+#[inline(always)]
+fn decimal(digits: &[u8]) -> Option<u64> {
+    if digits.len() > 10 {
         return None;
     }
-    let magnitude: i64 = digits.parse().ok()?;
-    let well_formed = match digits.len() {
-        9 => true,
-        10 => magnitude >= 1_000_000_000,
-        _ => false,
-    };
-    if !well_formed || magnitude == 0 {
-        return None;
+    let mut value = 0u64;
+    for &b in digits {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value = value * 10 + u64::from(digit);
     }
-    i32::try_from(-magnitude).ok()
+    Some(value)
 }
 
 /// Splits a name whose stem is unknown into stem and sequence.
@@ -177,17 +196,25 @@ impl<'a> Stems<'a> {
 /// after the *last* lock name (`StandardLockInternalsDriver.fixForSorting`),
 /// kazoo searches for its node name followed by the sequence at the end (its
 /// contender pattern); anything may stand before either.
+#[inline(always)]
 fn scan<'a>(name: &'a str, stems: &Stems<'_>) -> Option<(i32, Kind<'a>, Access)> {
+    // Byte-wise rather than `split_once`/`strip_prefix`: on names this short
+    // their memchr and memcmp calls cost more than the comparisons (this runs
+    // once per child of every listing, hence always inlined: as a mere hint
+    // it was dropped or kept as the crate's code-generation units fell). `-` is ASCII, so slicing next to it
+    // stays on a char boundary.
     let (nonce, rest) = match name.strip_prefix(PROTECTED_MARKER) {
-        Some(after) => match after.split_once('-') {
-            Some((nonce, rest)) => (Some(nonce), rest),
+        Some(after) => match after.bytes().position(|b| b == b'-') {
+            Some(dash) => (Some(&after[..dash]), &after[dash + 1..]),
             None => (None, name),
         },
         None => (None, name),
     };
     for &(stem, access) in &stems.ours[..stems.len] {
-        if let Some(seq) = rest.strip_prefix(stem).and_then(parse_sequence) {
-            return Some((seq, Kind::Ours(nonce), access));
+        if starts_with(rest.as_bytes(), stem.as_bytes()) {
+            if let Some(seq) = parse_sequence(&rest[stem.len()..]) {
+                return Some((seq, Kind::Ours(nonce), access));
+            }
         }
     }
     let kind = match stems.interop {
@@ -199,6 +226,13 @@ fn scan<'a>(name: &'a str, stems: &Stems<'_>) -> Option<(i32, Kind<'a>, Access)>
         .iter()
         .filter(|(stem, _)| !stem.is_empty())
         .find_map(|&(stem, access)| after_marker(name, stem).map(|(_, seq)| (seq, kind, access)))
+}
+
+/// Whether `text` starts with `prefix`, compared byte by byte (stems are a
+/// few bytes long: cheaper than a call to memcmp).
+#[inline(always)]
+fn starts_with(text: &[u8], prefix: &[u8]) -> bool {
+    text.len() >= prefix.len() && text.iter().zip(prefix).all(|(a, b)| a == b)
 }
 
 /// Parses a child name, or returns `None` if it takes no part in the queue.
@@ -270,8 +304,9 @@ pub struct Standing {
 ///
 /// Ordering is relative to `own`'s sequence as serial numbers, so the result
 /// agrees with [`order`] whenever the live nodes span less than 2^31 sequences.
-/// Cost is linear in the listing with no allocation per child, which keeps a
-/// listing of 10,000 children well under a millisecond.
+/// Cost is linear in the listing with no allocation per child (only the
+/// `keep` nearest nodes below are kept, in a heap), which keeps a listing of
+/// 10,000 children well under a millisecond.
 ///
 /// ```
 /// use std::collections::BTreeSet;
@@ -322,7 +357,11 @@ pub fn standing_under(
     let stems = Stems::new(prefix, interop, rule.recipe());
     let own_seq = scan(own, &stems).map(|(seq, _, _)| seq);
     let mut out = Standing::default();
-    let mut lower: Vec<(i32, &str)> = Vec::new();
+    // The `keep` nearest blocking nodes below ours, the farthest of them on
+    // top: a node farther than that one is only counted, so a long queue
+    // below costs one comparison per node and no allocation per node (and a
+    // holder, with none below, no allocation at all).
+    let mut nearest: BinaryHeap<Reverse<(i32, &str)>> = BinaryHeap::new();
     let mut oldest: Option<(i32, &str)> = None;
     for child in children {
         let Some((seq, _, access)) = scan(child, &stems) else {
@@ -332,33 +371,38 @@ pub fn standing_under(
         if seq < 0 && out.negative.is_none() {
             out.negative = Some(child.clone());
         }
-        if skipped.contains(child) {
+        if !skipped.is_empty() && skipped.contains(child) {
             out.skipped += 1;
             continue;
         }
         // Distance from our node on the circle: negative means older.
         let rel = own_seq.map_or(seq, |own_seq| seq.wrapping_sub(own_seq));
-        if oldest.is_none_or(|(r, n)| (rel, child.as_str()) < (r, n)) {
-            oldest = Some((rel, child));
+        let here = (rel, child.as_str());
+        if oldest.is_none_or(|old| here < old) {
+            oldest = Some(here);
         }
-        if child == own {
+        // Only a name with our sequence can be ours (or tie with it).
+        if rel == 0 && child == own {
             out.found = true;
-        } else if own_seq.is_some() && (rel, child.as_str()) < (0, own) && rule.blocked_by(access) {
-            lower.push((rel, child));
+        } else if own_seq.is_some() && here < (0, own) && rule.blocked_by(access) {
+            out.rank += 1;
+            if nearest.len() < keep {
+                nearest.push(Reverse(here));
+            } else if let Some(mut farthest) = nearest.peek_mut() {
+                if here > farthest.0 {
+                    *farthest = Reverse(here);
+                }
+            }
         }
     }
-    out.rank = lower.len();
-    if lower.len() > keep {
-        let cut = lower.len() - keep;
-        lower.select_nth_unstable(cut);
-        lower.drain(..cut);
-    }
-    lower.sort_unstable();
-    // Not collected in place: that would keep the buffer sized for every
-    // node below ours, for as long as the follower keeps these names.
+    // Ascending by `Reverse` is nearest first; the books want oldest first.
+    let mut lower = nearest.into_sorted_vec();
+    lower.reverse();
+    // Not collected in place: the heap's buffer is sized for `keep`, and a
+    // follower keeps these names for as long as it waits.
     out.nearest_lower = Vec::with_capacity(lower.len());
     out.nearest_lower
-        .extend(lower.into_iter().map(|(_, n)| n.to_owned()));
+        .extend(lower.into_iter().map(|Reverse((_, n))| n.to_owned()));
     out.oldest = oldest.map(|(_, n)| n.to_owned());
     out
 }
@@ -716,7 +760,114 @@ mod tests {
         assert_eq!(want[4], "n_-2147483600");
     }
 
+    /// `parse_sequence` as it was written first (by `str::parse`): the
+    /// one-pass version must agree with it on every input.
+    fn parse_sequence_by_str_parse(s: &str) -> Option<i32> {
+        let all_digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+        if s.len() == 10 && all_digits(s) {
+            return i32::try_from(s.parse::<i64>().ok()?).ok();
+        }
+        let digits = s.strip_prefix('-')?;
+        if !all_digits(digits) {
+            return None;
+        }
+        let magnitude: i64 = digits.parse().ok()?;
+        let well_formed = match digits.len() {
+            9 => true,
+            10 => magnitude >= 1_000_000_000,
+            _ => false,
+        };
+        if !well_formed || magnitude == 0 {
+            return None;
+        }
+        i32::try_from(-magnitude).ok()
+    }
+
     proptest::proptest! {
+        /// The byte-wise parse agrees with the `str::parse` one, on names
+        /// near the edges (signs, ten digits, 2^31) and on any text.
+        #[test]
+        fn parse_sequence_agrees_with_str_parse(
+            near in "[-+0-9x]{0,12}|-?[0-2][0-9]{9,10}|-?214748364[0-9]",
+            any in ".{0,14}",
+            seq in proptest::prelude::any::<i32>(),
+        ) {
+            for s in [near.as_str(), any.as_str(), &format!("{seq:010}")] {
+                proptest::prop_assert_eq!(parse_sequence(s), parse_sequence_by_str_parse(s), "{:?}", s);
+            }
+            proptest::prop_assert_eq!(parse_sequence(&format!("{seq:010}")), Some(seq));
+        }
+
+        /// The bounded heap keeps what sorting every blocking node below ours
+        /// kept (the version before it): same rank, nearest, oldest, counts,
+        /// for readers and writers, protected and bare names, look-alikes
+        /// skipped, duplicates and names that are not ours.
+        #[test]
+        fn standing_keeps_what_sorting_every_lower_node_kept(
+            base in proptest::prelude::any::<i32>(),
+            nodes in proptest::collection::vec((0u32..60, 0usize..5, proptest::prelude::any::<bool>()), 1..40),
+            own_pick in proptest::prelude::any::<proptest::sample::Index>(),
+            keep in 0usize..6,
+            read in proptest::prelude::any::<bool>(),
+        ) {
+            let children: Vec<String> = nodes
+                .iter()
+                .map(|&(off, kind, skip)| {
+                    let seq = base.wrapping_add(off as i32);
+                    let stem = if skip { "w_" } else { "r_" };
+                    match kind {
+                        0 => format!("{stem}{seq:010}"),
+                        1 => format!("_c_{off:016x}-{stem}{seq:010}"),
+                        2 => format!("_c_{:016x}-w_{seq:010}", off / 2),
+                        3 => format!("x_{seq:010}"),
+                        _ => format!("{stem}{seq:010}"),
+                    }
+                })
+                .collect();
+            let own = own_pick.get(&children).clone();
+            let skipped: BTreeSet<String> = nodes
+                .iter()
+                .zip(&children)
+                .filter(|((off, _, _), _)| off % 7 == 3)
+                .map(|(_, name)| name.clone())
+                .collect();
+            let rule = if read { Rule::Read } else { Rule::Write };
+            let got = standing_under(&children, &own, "", Interop::None, rule, keep, &skipped);
+            // The version that kept every blocking node below ours and sorted.
+            let stems = Stems::new("", Interop::None, rule.recipe());
+            let own_seq = scan(&own, &stems).map(|(seq, _, _)| seq);
+            let mut want = Standing::default();
+            let mut lower: Vec<(i32, &str)> = Vec::new();
+            let mut oldest: Option<(i32, &str)> = None;
+            for child in &children {
+                let Some((seq, _, access)) = scan(child, &stems) else {
+                    want.ignored += 1;
+                    continue;
+                };
+                if seq < 0 && want.negative.is_none() {
+                    want.negative = Some(child.clone());
+                }
+                if skipped.contains(child) {
+                    want.skipped += 1;
+                    continue;
+                }
+                let rel = own_seq.map_or(seq, |own_seq| seq.wrapping_sub(own_seq));
+                if oldest.is_none_or(|(r, n)| (rel, child.as_str()) < (r, n)) {
+                    oldest = Some((rel, child));
+                }
+                if child == &own {
+                    want.found = true;
+                } else if own_seq.is_some() && (rel, child.as_str()) < (0, own.as_str()) && rule.blocked_by(access) {
+                    lower.push((rel, child));
+                }
+            }
+            want.rank = lower.len();
+            lower.sort_unstable();
+            want.nearest_lower = lower[lower.len().saturating_sub(keep)..].iter().map(|(_, n)| n.to_string()).collect();
+            want.oldest = oldest.map(|(_, n)| n.to_owned());
+            proptest::prop_assert_eq!(got, want);
+        }
+
         /// The one-pass `standing` agrees with a full `order` of the listing,
         /// including across the wrap, for any window narrower than 2^31.
         #[test]
