@@ -451,6 +451,14 @@ type Armed = (Arc<str>, WatchClass);
 /// by one or two machines, and a map's smallest node is some 200 bytes.
 type ArmedBy = Vec<(Key, u32)>;
 
+/// Pushes growing by one, not doubling: the watch books' lists hold one or
+/// two entries for as long as a machine lives, and a doubling `Vec` starts
+/// at four.
+fn push_exact<T>(list: &mut Vec<T>, item: T) {
+    list.reserve_exact(1);
+    list.push(item);
+}
+
 /// Whose a request in flight is.
 enum Whose {
     /// A machine's, under its own id, and the watch it arms.
@@ -500,7 +508,8 @@ struct Slot {
     facade: Facade,
     tally: Tally,
     last_demotion: Option<DemotionReason>,
-    error: Option<CandidateError>,
+    /// Boxed: set at most once, in a rare failure, and 56 bytes inline.
+    error: Option<Box<CandidateError>>,
     /// Its entry in the deadline index.
     filed: Option<Timestamp>,
     close_timeout: Duration,
@@ -535,7 +544,10 @@ enum Wake {
 type Answer = (u64, Result<Reply, ZkCode>);
 
 struct State {
-    slots: BTreeMap<Key, Slot>,
+    /// Boxed: a slot is some 600 bytes, and a map's node holds eleven
+    /// entries inline but is often half full (a key added last splits it),
+    /// so inline slots would cost nearly twice their size.
+    slots: BTreeMap<Key, Box<Slot>>,
     deadlines: BTreeSet<(Timestamp, Key)>,
     tasks: JoinSet<Answer>,
     task_ids: HashMap<tokio::task::Id, u64>,
@@ -715,7 +727,7 @@ impl SessionDriver {
                     armed: Vec::new(),
                     ends_session,
                 };
-                st.slots.insert(key, slot);
+                st.slots.insert(key, Box::new(slot));
                 if st.closing {
                     self.intent(
                         st,
@@ -1027,10 +1039,10 @@ impl SessionDriver {
                 let armed = st.watches.entry(entry.clone()).or_default();
                 match armed.iter_mut().find(|(k, _)| *k == key) {
                     Some((_, pending)) => *pending += 1,
-                    None => armed.push((key, 1)),
+                    None => push_exact(armed, (key, 1)),
                 }
                 if !slot.armed.contains(entry) {
-                    slot.armed.push(entry.clone());
+                    push_exact(&mut slot.armed, entry.clone());
                 }
             }
             st.in_flight.insert(
@@ -1100,7 +1112,7 @@ impl SessionDriver {
             s.role = end;
             s.node = None;
             s.lease = None;
-            s.error.clone_from(&slot.error);
+            s.error = slot.error.as_deref().cloned();
             s.stats = stats;
             true
         });
@@ -1144,7 +1156,7 @@ impl Slot {
             Notice::Participants(_) => {}
             Notice::Error(e) => {
                 warn!(error = %e, "stopped by a fatal error");
-                self.error = Some(e.clone());
+                self.error = Some(Box::new(e.clone()));
             }
         }
     }
@@ -1180,7 +1192,7 @@ impl Slot {
         let role = self.machine.role();
         let node = self.machine.node();
         let lease = self.machine.lease_expiry().map(|t| clock.instant(t));
-        let (last_demotion, error) = (self.last_demotion, &self.error);
+        let (last_demotion, error) = (self.last_demotion, self.error.as_deref());
         self.outputs.send(|s| {
             let mut changed = false;
             if s.role != role {
@@ -1194,8 +1206,8 @@ impl Slot {
             }
             changed |= replace(&mut s.lease, lease);
             changed |= replace(&mut s.last_demotion, last_demotion);
-            if s.error.as_ref() != error.as_ref() {
-                s.error.clone_from(error);
+            if s.error.as_ref() != error {
+                s.error = error.cloned();
                 changed = true;
             }
             changed |= replace(&mut s.stats, stats);
