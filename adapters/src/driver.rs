@@ -161,15 +161,17 @@ const NOTICES_KEPT: usize = 256;
 /// status (never later: `zkelect run`'s watchdog and a `lead` closure must
 /// see a demotion before the driver's next request goes out).
 ///
-/// The views and the notices are made on their first subscription (a
-/// `watch` channel is some 450 bytes, a `broadcast` of 256 notices some
-/// 20 KB; most machines of a large session have no subscriber to either).
-/// A view made late starts from the status, and both the driver and the
-/// subscriber sync it from the status under the view's own lock, so it
-/// ends on the newest status whatever the interleaving.
+/// The status is a plain value until someone subscribes to it, and goes
+/// back to one once every subscriber has gone (a `watch` channel is some
+/// 570 bytes, most of it tokio's notifiers; an idle machine of a large
+/// session has no subscriber). The views and the notices are made on
+/// their first subscription too (a `broadcast` of 256 notices is some
+/// 20 KB). Every read, send and subscription goes through the status's
+/// lock, and the views are brought up to the status under it, so a view
+/// made late ends on the newest status whatever the interleaving.
 #[derive(Debug)]
 pub(crate) struct Outputs {
-    pub(crate) status: watch::Sender<Status>,
+    status: std::sync::Mutex<Published>,
     role: OnceLock<watch::Sender<Role>>,
     lease: OnceLock<watch::Sender<Option<Instant>>>,
     /// A notice sent before any subscription would have reached nobody
@@ -177,14 +179,55 @@ pub(crate) struct Outputs {
     notices: OnceLock<broadcast::Sender<Notice>>,
 }
 
+/// The status, as a value or, while anyone subscribes, in a channel.
+// The large variant is the idle machine's, the one to keep small in all:
+// boxing it would add an allocation to save nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+enum Published {
+    Plain(Status),
+    Watched(watch::Sender<Status>),
+}
+
 impl Outputs {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self {
-            status: watch::channel(Status::default()).0,
+            status: std::sync::Mutex::new(Published::Plain(Status::default())),
             role: OnceLock::new(),
             lease: OnceLock::new(),
             notices: OnceLock::new(),
         })
+    }
+
+    /// The status's lock. A panic while it was held left a whole status
+    /// behind (every change is made in place by plain assignments), so a
+    /// poisoned lock is still good to read.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Published> {
+        self.status
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Reads the status now.
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&Status) -> R) -> R {
+        match &*self.lock() {
+            Published::Plain(status) => f(status),
+            Published::Watched(tx) => f(&tx.borrow()),
+        }
+    }
+
+    /// The status now, and every change to it.
+    pub(crate) fn status(&self) -> watch::Receiver<Status> {
+        let mut published = self.lock();
+        if let Published::Plain(status) = &mut *published {
+            let status = std::mem::take(status);
+            *published = Published::Watched(watch::channel(status).0);
+        }
+        match &*published {
+            Published::Watched(tx) => tx.subscribe(),
+            // Made a channel just above.
+            Published::Plain(status) => watch::channel(status.clone()).1,
+        }
     }
 
     /// Every notice from now on.
@@ -212,8 +255,7 @@ impl Outputs {
     /// the view's, here and in [`send`](Self::send) alike (so the two never
     /// wait on each other in a cycle).
     fn sync<T: PartialEq>(&self, view: &watch::Sender<T>, of: impl Fn(&Status) -> T) {
-        let status = self.status.borrow();
-        view.send_if_modified(|v| replace(v, of(&status)));
+        self.read(|status| view.send_if_modified(|v| replace(v, of(status))));
     }
 
     /// Sends `change` to the status, and to the views that exist, as one
@@ -222,18 +264,39 @@ impl Outputs {
     /// then reads the status finds it there too, and whoever sees it in the
     /// status finds every view already past it.
     fn send(&self, change: impl FnOnce(&mut Status) -> bool) {
-        self.status.send_if_modified(|status| {
-            let changed = change(status);
-            if changed {
-                if let Some(view) = self.role.get() {
-                    view.send_if_modified(|v| replace(v, status.role));
-                }
-                if let Some(view) = self.lease.get() {
-                    view.send_if_modified(|v| replace(v, status.lease));
+        let mut published = self.lock();
+        // Nobody subscribes any more: back to a plain value (a new
+        // subscriber waits for the lock, and then makes a channel anew).
+        if let Published::Watched(tx) = &*published {
+            if tx.is_closed() {
+                let status = tx.borrow().clone();
+                *published = Published::Plain(status);
+            }
+        }
+        let views = |status: &Status| {
+            if let Some(view) = self.role.get() {
+                view.send_if_modified(|v| replace(v, status.role));
+            }
+            if let Some(view) = self.lease.get() {
+                view.send_if_modified(|v| replace(v, status.lease));
+            }
+        };
+        match &mut *published {
+            Published::Plain(status) => {
+                if change(status) {
+                    views(status);
                 }
             }
-            changed
-        });
+            Published::Watched(tx) => {
+                tx.send_if_modified(|status| {
+                    let changed = change(status);
+                    if changed {
+                        views(status);
+                    }
+                    changed
+                });
+            }
+        }
     }
 }
 

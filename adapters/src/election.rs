@@ -445,7 +445,7 @@ impl Election {
     /// # }
     /// ```
     pub fn status(&self) -> watch::Receiver<Status> {
-        self.outputs.status.subscribe()
+        self.outputs.status()
     }
 
     /// The current role, and every change to it (the role of
@@ -465,7 +465,7 @@ impl Election {
 
     /// The current role.
     pub fn role(&self) -> Role {
-        self.outputs.status.borrow().role
+        self.outputs.read(|s| s.role)
     }
 
     /// Every notice from now on (`Elected`, `Demoted`, `Suspended`,
@@ -485,17 +485,17 @@ impl Election {
 
     /// This candidate's node name (not the full path), once known.
     pub fn node(&self) -> Option<String> {
-        self.outputs.status.borrow().node.clone()
+        self.outputs.read(|s| s.node.clone())
     }
 
     /// The counters so far.
     pub fn metrics(&self) -> Metrics {
-        self.outputs.status.borrow().stats
+        self.outputs.read(|s| s.stats)
     }
 
     /// The error that stopped the election, if one did.
     pub fn error(&self) -> Option<CandidateError> {
-        self.outputs.status.borrow().error.clone()
+        self.outputs.read(|s| s.error.clone())
     }
 
     fn fatal(&self) -> ElectionError {
@@ -625,9 +625,7 @@ impl Election {
             Role::Failed => LeadOutcome::Demoted(DemotionReason::Failed),
             _ => LeadOutcome::Demoted(
                 self.outputs
-                    .status
-                    .borrow()
-                    .last_demotion
+                    .read(|s| s.last_demotion)
                     .unwrap_or(DemotionReason::Lost),
             ),
         }

@@ -113,17 +113,16 @@ struct Held {
 impl Hold {
     /// Held once and no longer, or stopped: no acquisition can use it.
     fn spent(&self) -> bool {
-        let s = self.outputs.status.borrow();
-        match s.role {
+        self.outputs.read(|s| match s.role {
             Role::Leader(_) | Role::Suspended(_) => false,
             Role::Closed | Role::Failed => true,
             Role::Idle | Role::Follower | Role::Observer => s.stats.elections > 0,
-        }
+        })
     }
 
     /// Waits until the hold is granted (at once if it is).
     async fn wait(&self) -> Result<Held, LockError> {
-        let mut status = self.outputs.status.subscribe();
+        let mut status = self.outputs.status();
         loop {
             {
                 let s = status.borrow_and_update();
@@ -472,7 +471,7 @@ impl LockGuard {
     /// Whether the lock is held now: false while the connection is in doubt,
     /// and for good once it is lost.
     pub fn is_held(&self) -> bool {
-        self.hold.outputs.status.borrow().role == Role::Leader(self.held.token)
+        self.hold.outputs.read(|s| s.role) == Role::Leader(self.held.token)
     }
 
     /// While held: when holding lapses unless the server answers again
@@ -484,7 +483,7 @@ impl LockGuard {
 
     /// The status of this hold's machine (role, node, lease, counters).
     pub fn status(&self) -> watch::Receiver<Status> {
-        self.hold.outputs.status.subscribe()
+        self.hold.outputs.status()
     }
 
     /// Resolves when the hold is lost for good, with why: the session
@@ -503,7 +502,7 @@ impl LockGuard {
     /// # }
     /// ```
     pub fn lost(&self) -> impl Future<Output = DemotionReason> + Send + 'static {
-        let mut status = self.hold.outputs.status.subscribe();
+        let mut status = self.hold.outputs.status();
         let token = self.held.token;
         async move {
             loop {
@@ -540,7 +539,7 @@ impl LockGuard {
         &self,
         ops: Vec<MultiOp>,
     ) -> Result<Vec<MultiOpResult>, GuardedWriteError> {
-        match self.hold.outputs.status.borrow().role {
+        match self.hold.outputs.read(|s| s.role) {
             Role::Leader(t) if t == self.held.token => {}
             Role::Closed | Role::Failed => return Err(GuardedWriteError::Closed),
             _ => return Err(GuardedWriteError::NotLeader),
