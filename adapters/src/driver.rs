@@ -172,6 +172,15 @@ const NOTICES_KEPT: usize = 256;
 #[derive(Debug)]
 pub(crate) struct Outputs {
     status: std::sync::Mutex<Published>,
+    /// Made with the first view or notice subscription: one pointer while
+    /// none is made, not three.
+    views: OnceLock<Box<Views>>,
+}
+
+/// The views of the status, and the notices, each made on its first
+/// subscription.
+#[derive(Debug, Default)]
+struct Views {
     role: OnceLock<watch::Sender<Role>>,
     lease: OnceLock<watch::Sender<Option<Instant>>>,
     /// A notice sent before any subscription would have reached nobody
@@ -193,10 +202,12 @@ impl Outputs {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self {
             status: std::sync::Mutex::new(Published::Plain(Status::default())),
-            role: OnceLock::new(),
-            lease: OnceLock::new(),
-            notices: OnceLock::new(),
+            views: OnceLock::new(),
         })
+    }
+
+    fn views(&self) -> &Views {
+        self.views.get_or_init(Box::default)
     }
 
     /// The status's lock. A panic while it was held left a whole status
@@ -232,21 +243,25 @@ impl Outputs {
 
     /// Every notice from now on.
     pub(crate) fn notices(&self) -> broadcast::Receiver<Notice> {
-        self.notices
+        self.views()
+            .notices
             .get_or_init(|| broadcast::channel(NOTICES_KEPT).0)
             .subscribe()
     }
 
     /// The role now, and every change to it.
     pub(crate) fn role(&self) -> watch::Receiver<Role> {
-        let view = self.role.get_or_init(|| watch::channel(Role::Idle).0);
+        let view = self
+            .views()
+            .role
+            .get_or_init(|| watch::channel(Role::Idle).0);
         self.sync(view, |s| s.role);
         view.subscribe()
     }
 
     /// The lease now, and every change to it.
     pub(crate) fn lease(&self) -> watch::Receiver<Option<Instant>> {
-        let view = self.lease.get_or_init(|| watch::channel(None).0);
+        let view = self.views().lease.get_or_init(|| watch::channel(None).0);
         self.sync(view, |s| s.lease);
         view.subscribe()
     }
@@ -274,10 +289,13 @@ impl Outputs {
             }
         }
         let views = |status: &Status| {
-            if let Some(view) = self.role.get() {
+            let Some(views) = self.views.get() else {
+                return;
+            };
+            if let Some(view) = views.role.get() {
                 view.send_if_modified(|v| replace(v, status.role));
             }
-            if let Some(view) = self.lease.get() {
+            if let Some(view) = views.lease.get() {
                 view.send_if_modified(|v| replace(v, status.lease));
             }
         };
@@ -564,6 +582,15 @@ struct Tally {
     op_timeouts: u64,
 }
 
+/// What a waiter on a machine waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waiter {
+    /// The machine's next settling (a join or resign intent acted on).
+    Settled,
+    /// The machine's end (a close intent).
+    Closed,
+}
+
 /// One machine on the session.
 struct Slot {
     machine: Box<dyn Machine>,
@@ -578,8 +605,8 @@ struct Slot {
     close_timeout: Duration,
     /// Set by a close intent: past it, the machine is dropped undeleted.
     close_deadline: Option<Timestamp>,
-    closers: Vec<oneshot::Sender<()>>,
-    acks: Vec<oneshot::Sender<()>>,
+    /// Who waits on it, in one list (it is empty while the machine idles).
+    waiters: Vec<(Waiter, oneshot::Sender<()>)>,
     /// What it armed (a few entries at most: its own node, a predecessor).
     armed: Vec<Armed>,
     ends_session: bool,
@@ -785,8 +812,7 @@ impl SessionDriver {
                     filed: None,
                     close_timeout,
                     close_deadline: None,
-                    closers: Vec::new(),
-                    acks: Vec::new(),
+                    waiters: Vec::new(),
                     armed: Vec::new(),
                     ends_session,
                 };
@@ -848,16 +874,17 @@ impl SessionDriver {
             Intent::Join { done } => {
                 debug!(key, "intent: join");
                 slot.machine.join(now);
-                slot.acks.extend(done);
+                slot.waiters
+                    .extend(done.map(|done| (Waiter::Settled, done)));
             }
             Intent::Resign { rejoin, done } => {
                 debug!(key, rejoin, "intent: resign");
                 slot.machine.resign(now, rejoin);
-                slot.acks.push(done);
+                slot.waiters.push((Waiter::Settled, done));
             }
             Intent::Close { done } => {
                 debug!(key, "intent: close");
-                slot.closers.push(done);
+                slot.waiters.push((Waiter::Closed, done));
                 let timeout = u64::try_from(slot.close_timeout.as_millis()).unwrap_or(u64::MAX);
                 slot.close_deadline.get_or_insert(Timestamp::from_millis(
                     now.as_millis().saturating_add(timeout),
@@ -1078,7 +1105,7 @@ impl SessionDriver {
             // The status goes out with each notice, so a watcher of the role
             // sees a demotion as soon as a subscriber of notices does.
             slot.publish(&self.clock);
-            if let Some(notices) = slot.outputs.notices.get() {
+            if let Some(notices) = slot.outputs.views.get().and_then(|v| v.notices.get()) {
                 let _ = notices.send(notice);
             }
         }
@@ -1123,9 +1150,15 @@ impl SessionDriver {
             st.task_ids.insert(task.id(), id);
         }
         slot.publish(&self.clock);
-        // Taken, not drained: an idle machine keeps no empty buffer.
-        for ack in std::mem::take(&mut slot.acks) {
-            let _ = ack.send(());
+        if slot.waiters.iter().any(|(w, _)| *w == Waiter::Settled) {
+            // Taken apart, not drained: an idle machine keeps no empty buffer.
+            let (settled, closing): (Vec<_>, Vec<_>) = std::mem::take(&mut slot.waiters)
+                .into_iter()
+                .partition(|(w, _)| *w == Waiter::Settled);
+            slot.waiters = closing;
+            for (_, ack) in settled {
+                let _ = ack.send(());
+            }
         }
         if slot.machine.is_done() {
             self.finish(st, key);
@@ -1180,7 +1213,7 @@ impl SessionDriver {
             s.stats = stats;
             true
         });
-        for ack in slot.acks.drain(..).chain(slot.closers.drain(..)) {
+        for (_, ack) in slot.waiters.drain(..) {
             let _ = ack.send(());
         }
         if slot.ends_session {
