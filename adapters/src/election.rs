@@ -275,7 +275,7 @@ impl ElectionBuilder {
         Ok(Election {
             writer: Writer {
                 transport: session.transport(),
-                path,
+                path: path.into(),
             },
             link: Arc::new(link),
             outputs,
@@ -344,8 +344,9 @@ pub struct Election {
 #[derive(Clone)]
 pub(crate) struct Writer {
     pub(crate) transport: Weak<dyn Transport>,
-    /// The queue's path (the parent of the own node).
-    pub(crate) path: String,
+    /// The queue's path (the parent of the own node), shared with the
+    /// lock handle that made it.
+    pub(crate) path: Arc<str>,
 }
 
 impl Writer {

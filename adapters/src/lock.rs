@@ -49,7 +49,8 @@ const RELEASE_WAIT: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 struct Spec {
     session: Session,
-    path: String,
+    /// Shared with every hold's writer.
+    path: Arc<str>,
     id: String,
     rule: Rule,
     interop: Interop,
@@ -59,7 +60,7 @@ impl Spec {
     fn new(session: Session, path: String, rule: Rule) -> Self {
         Self {
             session,
-            path,
+            path: path.into(),
             id: format!("pid-{}", std::process::id()),
             rule,
             interop: Interop::None,
@@ -68,7 +69,7 @@ impl Spec {
 
     /// Starts a machine that queues for one hold.
     fn start(&self) -> Result<Arc<Hold>, LockError> {
-        let config = Config::builder(self.path.clone(), self.id.clone())
+        let config = Config::builder(self.path.to_string(), self.id.clone())
             .rule(self.rule)
             .interop(self.interop)
             .nonce_seed(random_seed())
@@ -88,7 +89,7 @@ impl Spec {
             outputs,
             writer: Writer {
                 transport: self.session.transport(),
-                path: self.path.clone(),
+                path: Arc::clone(&self.path),
             },
         }))
     }
@@ -107,7 +108,7 @@ struct Hold {
 #[derive(Debug, Clone)]
 struct Held {
     token: FencingToken,
-    node: String,
+    node: Box<str>,
 }
 
 impl Hold {
@@ -128,7 +129,7 @@ impl Hold {
                 let s = status.borrow_and_update();
                 match s.role {
                     Role::Leader(token) | Role::Suspended(token) => {
-                        let node = s.node.clone().unwrap_or_default();
+                        let node = s.node.as_deref().unwrap_or_default().into();
                         return Ok(Held { token, node });
                     }
                     Role::Closed | Role::Failed => {
@@ -154,7 +155,7 @@ impl Hold {
             && tokio::time::timeout(RELEASE_WAIT, wait).await.is_err()
         {
             tracing::debug!(
-                path = hold.writer.path,
+                path = &*hold.writer.path,
                 "release: the node's deletion goes on in the background"
             );
         }
