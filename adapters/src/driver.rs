@@ -161,15 +161,26 @@ const NOTICES_KEPT: usize = 256;
 /// status (never later: `zkelect run`'s watchdog and a `lead` closure must
 /// see a demotion before the driver's next request goes out).
 ///
-/// The views and the notices are made on their first subscription (a
-/// `watch` channel is some 450 bytes, a `broadcast` of 256 notices some
-/// 20 KB; most machines of a large session have no subscriber to either).
-/// A view made late starts from the status, and both the driver and the
-/// subscriber sync it from the status under the view's own lock, so it
-/// ends on the newest status whatever the interleaving.
+/// The status is a plain value until someone subscribes to it, and goes
+/// back to one once every subscriber has gone (a `watch` channel is some
+/// 570 bytes, most of it tokio's notifiers; an idle machine of a large
+/// session has no subscriber). The views and the notices are made on
+/// their first subscription too (a `broadcast` of 256 notices is some
+/// 20 KB). Every read, send and subscription goes through the status's
+/// lock, and the views are brought up to the status under it, so a view
+/// made late ends on the newest status whatever the interleaving.
 #[derive(Debug)]
 pub(crate) struct Outputs {
-    pub(crate) status: watch::Sender<Status>,
+    status: std::sync::Mutex<Published>,
+    /// Made with the first view or notice subscription: one pointer while
+    /// none is made, not three.
+    views: OnceLock<Box<Views>>,
+}
+
+/// The views of the status, and the notices, each made on its first
+/// subscription.
+#[derive(Debug, Default)]
+struct Views {
     role: OnceLock<watch::Sender<Role>>,
     lease: OnceLock<watch::Sender<Option<Instant>>>,
     /// A notice sent before any subscription would have reached nobody
@@ -177,33 +188,80 @@ pub(crate) struct Outputs {
     notices: OnceLock<broadcast::Sender<Notice>>,
 }
 
+/// The status, as a value or, while anyone subscribes, in a channel.
+// The large variant is the idle machine's, the one to keep small in all:
+// boxing it would add an allocation to save nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+enum Published {
+    Plain(Status),
+    Watched(watch::Sender<Status>),
+}
+
 impl Outputs {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self {
-            status: watch::channel(Status::default()).0,
-            role: OnceLock::new(),
-            lease: OnceLock::new(),
-            notices: OnceLock::new(),
+            status: std::sync::Mutex::new(Published::Plain(Status::default())),
+            views: OnceLock::new(),
         })
+    }
+
+    fn views(&self) -> &Views {
+        self.views.get_or_init(Box::default)
+    }
+
+    /// The status's lock. A panic while it was held left a whole status
+    /// behind (every change is made in place by plain assignments), so a
+    /// poisoned lock is still good to read.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Published> {
+        self.status
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Reads the status now.
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&Status) -> R) -> R {
+        match &*self.lock() {
+            Published::Plain(status) => f(status),
+            Published::Watched(tx) => f(&tx.borrow()),
+        }
+    }
+
+    /// The status now, and every change to it.
+    pub(crate) fn status(&self) -> watch::Receiver<Status> {
+        let mut published = self.lock();
+        if let Published::Plain(status) = &mut *published {
+            let status = std::mem::take(status);
+            *published = Published::Watched(watch::channel(status).0);
+        }
+        match &*published {
+            Published::Watched(tx) => tx.subscribe(),
+            // Made a channel just above.
+            Published::Plain(status) => watch::channel(status.clone()).1,
+        }
     }
 
     /// Every notice from now on.
     pub(crate) fn notices(&self) -> broadcast::Receiver<Notice> {
-        self.notices
+        self.views()
+            .notices
             .get_or_init(|| broadcast::channel(NOTICES_KEPT).0)
             .subscribe()
     }
 
     /// The role now, and every change to it.
     pub(crate) fn role(&self) -> watch::Receiver<Role> {
-        let view = self.role.get_or_init(|| watch::channel(Role::Idle).0);
+        let view = self
+            .views()
+            .role
+            .get_or_init(|| watch::channel(Role::Idle).0);
         self.sync(view, |s| s.role);
         view.subscribe()
     }
 
     /// The lease now, and every change to it.
     pub(crate) fn lease(&self) -> watch::Receiver<Option<Instant>> {
-        let view = self.lease.get_or_init(|| watch::channel(None).0);
+        let view = self.views().lease.get_or_init(|| watch::channel(None).0);
         self.sync(view, |s| s.lease);
         view.subscribe()
     }
@@ -212,8 +270,7 @@ impl Outputs {
     /// the view's, here and in [`send`](Self::send) alike (so the two never
     /// wait on each other in a cycle).
     fn sync<T: PartialEq>(&self, view: &watch::Sender<T>, of: impl Fn(&Status) -> T) {
-        let status = self.status.borrow();
-        view.send_if_modified(|v| replace(v, of(&status)));
+        self.read(|status| view.send_if_modified(|v| replace(v, of(status))));
     }
 
     /// Sends `change` to the status, and to the views that exist, as one
@@ -222,18 +279,42 @@ impl Outputs {
     /// then reads the status finds it there too, and whoever sees it in the
     /// status finds every view already past it.
     fn send(&self, change: impl FnOnce(&mut Status) -> bool) {
-        self.status.send_if_modified(|status| {
-            let changed = change(status);
-            if changed {
-                if let Some(view) = self.role.get() {
-                    view.send_if_modified(|v| replace(v, status.role));
-                }
-                if let Some(view) = self.lease.get() {
-                    view.send_if_modified(|v| replace(v, status.lease));
+        let mut published = self.lock();
+        // Nobody subscribes any more: back to a plain value (a new
+        // subscriber waits for the lock, and then makes a channel anew).
+        if let Published::Watched(tx) = &*published {
+            if tx.is_closed() {
+                let status = tx.borrow().clone();
+                *published = Published::Plain(status);
+            }
+        }
+        let views = |status: &Status| {
+            let Some(views) = self.views.get() else {
+                return;
+            };
+            if let Some(view) = views.role.get() {
+                view.send_if_modified(|v| replace(v, status.role));
+            }
+            if let Some(view) = views.lease.get() {
+                view.send_if_modified(|v| replace(v, status.lease));
+            }
+        };
+        match &mut *published {
+            Published::Plain(status) => {
+                if change(status) {
+                    views(status);
                 }
             }
-            changed
-        });
+            Published::Watched(tx) => {
+                tx.send_if_modified(|status| {
+                    let changed = change(status);
+                    if changed {
+                        views(status);
+                    }
+                    changed
+                });
+            }
+        }
     }
 }
 
@@ -451,6 +532,14 @@ type Armed = (Arc<str>, WatchClass);
 /// by one or two machines, and a map's smallest node is some 200 bytes.
 type ArmedBy = Vec<(Key, u32)>;
 
+/// Pushes growing by one, not doubling: the watch books' lists hold one or
+/// two entries for as long as a machine lives, and a doubling `Vec` starts
+/// at four.
+fn push_exact<T>(list: &mut Vec<T>, item: T) {
+    list.reserve_exact(1);
+    list.push(item);
+}
+
 /// Whose a request in flight is.
 enum Whose {
     /// A machine's, under its own id, and the watch it arms.
@@ -493,6 +582,15 @@ struct Tally {
     op_timeouts: u64,
 }
 
+/// What a waiter on a machine waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waiter {
+    /// The machine's next settling (a join or resign intent acted on).
+    Settled,
+    /// The machine's end (a close intent).
+    Closed,
+}
+
 /// One machine on the session.
 struct Slot {
     machine: Box<dyn Machine>,
@@ -500,14 +598,15 @@ struct Slot {
     facade: Facade,
     tally: Tally,
     last_demotion: Option<DemotionReason>,
-    error: Option<CandidateError>,
+    /// Boxed: set at most once, in a rare failure, and 56 bytes inline.
+    error: Option<Box<CandidateError>>,
     /// Its entry in the deadline index.
     filed: Option<Timestamp>,
     close_timeout: Duration,
     /// Set by a close intent: past it, the machine is dropped undeleted.
     close_deadline: Option<Timestamp>,
-    closers: Vec<oneshot::Sender<()>>,
-    acks: Vec<oneshot::Sender<()>>,
+    /// Who waits on it, in one list (it is empty while the machine idles).
+    waiters: Vec<(Waiter, oneshot::Sender<()>)>,
     /// What it armed (a few entries at most: its own node, a predecessor).
     armed: Vec<Armed>,
     ends_session: bool,
@@ -535,7 +634,10 @@ enum Wake {
 type Answer = (u64, Result<Reply, ZkCode>);
 
 struct State {
-    slots: BTreeMap<Key, Slot>,
+    /// Boxed: a slot is some 600 bytes, and a map's node holds eleven
+    /// entries inline but is often half full (a key added last splits it),
+    /// so inline slots would cost nearly twice their size.
+    slots: BTreeMap<Key, Box<Slot>>,
     deadlines: BTreeSet<(Timestamp, Key)>,
     tasks: JoinSet<Answer>,
     task_ids: HashMap<tokio::task::Id, u64>,
@@ -710,12 +812,11 @@ impl SessionDriver {
                     filed: None,
                     close_timeout,
                     close_deadline: None,
-                    closers: Vec::new(),
-                    acks: Vec::new(),
+                    waiters: Vec::new(),
                     armed: Vec::new(),
                     ends_session,
                 };
-                st.slots.insert(key, slot);
+                st.slots.insert(key, Box::new(slot));
                 if st.closing {
                     self.intent(
                         st,
@@ -773,16 +874,17 @@ impl SessionDriver {
             Intent::Join { done } => {
                 debug!(key, "intent: join");
                 slot.machine.join(now);
-                slot.acks.extend(done);
+                slot.waiters
+                    .extend(done.map(|done| (Waiter::Settled, done)));
             }
             Intent::Resign { rejoin, done } => {
                 debug!(key, rejoin, "intent: resign");
                 slot.machine.resign(now, rejoin);
-                slot.acks.push(done);
+                slot.waiters.push((Waiter::Settled, done));
             }
             Intent::Close { done } => {
                 debug!(key, "intent: close");
-                slot.closers.push(done);
+                slot.waiters.push((Waiter::Closed, done));
                 let timeout = u64::try_from(slot.close_timeout.as_millis()).unwrap_or(u64::MAX);
                 slot.close_deadline.get_or_insert(Timestamp::from_millis(
                     now.as_millis().saturating_add(timeout),
@@ -1003,7 +1105,7 @@ impl SessionDriver {
             // The status goes out with each notice, so a watcher of the role
             // sees a demotion as soon as a subscriber of notices does.
             slot.publish(&self.clock);
-            if let Some(notices) = slot.outputs.notices.get() {
+            if let Some(notices) = slot.outputs.views.get().and_then(|v| v.notices.get()) {
                 let _ = notices.send(notice);
             }
         }
@@ -1027,10 +1129,10 @@ impl SessionDriver {
                 let armed = st.watches.entry(entry.clone()).or_default();
                 match armed.iter_mut().find(|(k, _)| *k == key) {
                     Some((_, pending)) => *pending += 1,
-                    None => armed.push((key, 1)),
+                    None => push_exact(armed, (key, 1)),
                 }
                 if !slot.armed.contains(entry) {
-                    slot.armed.push(entry.clone());
+                    push_exact(&mut slot.armed, entry.clone());
                 }
             }
             st.in_flight.insert(
@@ -1048,8 +1150,15 @@ impl SessionDriver {
             st.task_ids.insert(task.id(), id);
         }
         slot.publish(&self.clock);
-        for ack in slot.acks.drain(..) {
-            let _ = ack.send(());
+        if slot.waiters.iter().any(|(w, _)| *w == Waiter::Settled) {
+            // Taken apart, not drained: an idle machine keeps no empty buffer.
+            let (settled, closing): (Vec<_>, Vec<_>) = std::mem::take(&mut slot.waiters)
+                .into_iter()
+                .partition(|(w, _)| *w == Waiter::Settled);
+            slot.waiters = closing;
+            for (_, ack) in settled {
+                let _ = ack.send(());
+            }
         }
         if slot.machine.is_done() {
             self.finish(st, key);
@@ -1100,11 +1209,11 @@ impl SessionDriver {
             s.role = end;
             s.node = None;
             s.lease = None;
-            s.error.clone_from(&slot.error);
+            s.error = slot.error.as_deref().cloned();
             s.stats = stats;
             true
         });
-        for ack in slot.acks.drain(..).chain(slot.closers.drain(..)) {
+        for (_, ack) in slot.waiters.drain(..) {
             let _ = ack.send(());
         }
         if slot.ends_session {
@@ -1144,7 +1253,7 @@ impl Slot {
             Notice::Participants(_) => {}
             Notice::Error(e) => {
                 warn!(error = %e, "stopped by a fatal error");
-                self.error = Some(e.clone());
+                self.error = Some(Box::new(e.clone()));
             }
         }
     }
@@ -1180,7 +1289,7 @@ impl Slot {
         let role = self.machine.role();
         let node = self.machine.node();
         let lease = self.machine.lease_expiry().map(|t| clock.instant(t));
-        let (last_demotion, error) = (self.last_demotion, &self.error);
+        let (last_demotion, error) = (self.last_demotion, self.error.as_deref());
         self.outputs.send(|s| {
             let mut changed = false;
             if s.role != role {
@@ -1194,8 +1303,8 @@ impl Slot {
             }
             changed |= replace(&mut s.lease, lease);
             changed |= replace(&mut s.last_demotion, last_demotion);
-            if s.error.as_ref() != error.as_ref() {
-                s.error.clone_from(error);
+            if s.error.as_ref() != error {
+                s.error = error.cloned();
                 changed = true;
             }
             changed |= replace(&mut s.stats, stats);
@@ -1241,7 +1350,7 @@ struct Facade {
     /// When the leader was last seen gone, until another one is seen.
     leader_lost_at: Option<Instant>,
     /// The last leader seen (a failover is a change from one to another).
-    last_leader: Option<String>,
+    last_leader: Option<LeaderSeen>,
 }
 
 impl Facade {
@@ -1330,7 +1439,8 @@ impl Facade {
                     self.leader_lost_at.get_or_insert(now);
                     return false;
                 };
-                let failover = self.last_leader.as_ref().is_some_and(|last| last != leader);
+                let seen = LeaderSeen::of(leader);
+                let failover = self.last_leader.is_some_and(|last| last != seen);
                 if failover {
                     self.failover.record(since(self.leader_lost_at));
                 }
@@ -1340,7 +1450,7 @@ impl Facade {
                     }
                 }
                 self.leader_lost_at = None;
-                self.last_leader = Some(leader.clone());
+                self.last_leader = Some(seen);
                 return failover;
             }
             Notice::Resumed
@@ -1349,6 +1459,23 @@ impl Facade {
             | Notice::Error(_) => {}
         }
         false
+    }
+}
+
+/// A leader's node name, kept as a 64-bit digest: it is only ever compared
+/// with the next leader's, and a copy of every machine's leader's name
+/// would cost each idle machine some 60 bytes. Two names digest alike by
+/// chance about once in 2^64 comparisons (a failover left uncounted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LeaderSeen(u64);
+
+impl LeaderSeen {
+    fn of(name: &str) -> Self {
+        use std::hash::{Hash, Hasher};
+        // Fixed keys: the same name digests alike in every process.
+        let mut hasher = std::hash::DefaultHasher::new();
+        name.hash(&mut hasher);
+        Self(hasher.finish())
     }
 }
 

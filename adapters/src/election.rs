@@ -275,7 +275,7 @@ impl ElectionBuilder {
         Ok(Election {
             writer: Writer {
                 transport: session.transport(),
-                path,
+                path: path.into(),
             },
             link: Arc::new(link),
             outputs,
@@ -344,8 +344,9 @@ pub struct Election {
 #[derive(Clone)]
 pub(crate) struct Writer {
     pub(crate) transport: Weak<dyn Transport>,
-    /// The queue's path (the parent of the own node).
-    pub(crate) path: String,
+    /// The queue's path (the parent of the own node), shared with the
+    /// lock handle that made it.
+    pub(crate) path: Arc<str>,
 }
 
 impl Writer {
@@ -445,7 +446,7 @@ impl Election {
     /// # }
     /// ```
     pub fn status(&self) -> watch::Receiver<Status> {
-        self.outputs.status.subscribe()
+        self.outputs.status()
     }
 
     /// The current role, and every change to it (the role of
@@ -465,7 +466,7 @@ impl Election {
 
     /// The current role.
     pub fn role(&self) -> Role {
-        self.outputs.status.borrow().role
+        self.outputs.read(|s| s.role)
     }
 
     /// Every notice from now on (`Elected`, `Demoted`, `Suspended`,
@@ -485,17 +486,17 @@ impl Election {
 
     /// This candidate's node name (not the full path), once known.
     pub fn node(&self) -> Option<String> {
-        self.outputs.status.borrow().node.clone()
+        self.outputs.read(|s| s.node.clone())
     }
 
     /// The counters so far.
     pub fn metrics(&self) -> Metrics {
-        self.outputs.status.borrow().stats
+        self.outputs.read(|s| s.stats)
     }
 
     /// The error that stopped the election, if one did.
     pub fn error(&self) -> Option<CandidateError> {
-        self.outputs.status.borrow().error.clone()
+        self.outputs.read(|s| s.error.clone())
     }
 
     fn fatal(&self) -> ElectionError {
@@ -625,9 +626,7 @@ impl Election {
             Role::Failed => LeadOutcome::Demoted(DemotionReason::Failed),
             _ => LeadOutcome::Demoted(
                 self.outputs
-                    .status
-                    .borrow()
-                    .last_demotion
+                    .read(|s| s.last_demotion)
                     .unwrap_or(DemotionReason::Lost),
             ),
         }

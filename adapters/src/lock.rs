@@ -49,7 +49,8 @@ const RELEASE_WAIT: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 struct Spec {
     session: Session,
-    path: String,
+    /// Shared with every hold's writer.
+    path: Arc<str>,
     id: String,
     rule: Rule,
     interop: Interop,
@@ -59,7 +60,7 @@ impl Spec {
     fn new(session: Session, path: String, rule: Rule) -> Self {
         Self {
             session,
-            path,
+            path: path.into(),
             id: format!("pid-{}", std::process::id()),
             rule,
             interop: Interop::None,
@@ -68,7 +69,7 @@ impl Spec {
 
     /// Starts a machine that queues for one hold.
     fn start(&self) -> Result<Arc<Hold>, LockError> {
-        let config = Config::builder(self.path.clone(), self.id.clone())
+        let config = Config::builder(self.path.to_string(), self.id.clone())
             .rule(self.rule)
             .interop(self.interop)
             .nonce_seed(random_seed())
@@ -88,7 +89,7 @@ impl Spec {
             outputs,
             writer: Writer {
                 transport: self.session.transport(),
-                path: self.path.clone(),
+                path: Arc::clone(&self.path),
             },
         }))
     }
@@ -107,29 +108,28 @@ struct Hold {
 #[derive(Debug, Clone)]
 struct Held {
     token: FencingToken,
-    node: String,
+    node: Box<str>,
 }
 
 impl Hold {
     /// Held once and no longer, or stopped: no acquisition can use it.
     fn spent(&self) -> bool {
-        let s = self.outputs.status.borrow();
-        match s.role {
+        self.outputs.read(|s| match s.role {
             Role::Leader(_) | Role::Suspended(_) => false,
             Role::Closed | Role::Failed => true,
             Role::Idle | Role::Follower | Role::Observer => s.stats.elections > 0,
-        }
+        })
     }
 
     /// Waits until the hold is granted (at once if it is).
     async fn wait(&self) -> Result<Held, LockError> {
-        let mut status = self.outputs.status.subscribe();
+        let mut status = self.outputs.status();
         loop {
             {
                 let s = status.borrow_and_update();
                 match s.role {
                     Role::Leader(token) | Role::Suspended(token) => {
-                        let node = s.node.clone().unwrap_or_default();
+                        let node = s.node.as_deref().unwrap_or_default().into();
                         return Ok(Held { token, node });
                     }
                     Role::Closed | Role::Failed => {
@@ -155,7 +155,7 @@ impl Hold {
             && tokio::time::timeout(RELEASE_WAIT, wait).await.is_err()
         {
             tracing::debug!(
-                path = hold.writer.path,
+                path = &*hold.writer.path,
                 "release: the node's deletion goes on in the background"
             );
         }
@@ -472,7 +472,7 @@ impl LockGuard {
     /// Whether the lock is held now: false while the connection is in doubt,
     /// and for good once it is lost.
     pub fn is_held(&self) -> bool {
-        self.hold.outputs.status.borrow().role == Role::Leader(self.held.token)
+        self.hold.outputs.read(|s| s.role) == Role::Leader(self.held.token)
     }
 
     /// While held: when holding lapses unless the server answers again
@@ -484,7 +484,7 @@ impl LockGuard {
 
     /// The status of this hold's machine (role, node, lease, counters).
     pub fn status(&self) -> watch::Receiver<Status> {
-        self.hold.outputs.status.subscribe()
+        self.hold.outputs.status()
     }
 
     /// Resolves when the hold is lost for good, with why: the session
@@ -503,7 +503,7 @@ impl LockGuard {
     /// # }
     /// ```
     pub fn lost(&self) -> impl Future<Output = DemotionReason> + Send + 'static {
-        let mut status = self.hold.outputs.status.subscribe();
+        let mut status = self.hold.outputs.status();
         let token = self.held.token;
         async move {
             loop {
@@ -540,7 +540,7 @@ impl LockGuard {
         &self,
         ops: Vec<MultiOp>,
     ) -> Result<Vec<MultiOpResult>, GuardedWriteError> {
-        match self.hold.outputs.status.borrow().role {
+        match self.hold.outputs.read(|s| s.role) {
             Role::Leader(t) if t == self.held.token => {}
             Role::Closed | Role::Failed => return Err(GuardedWriteError::Closed),
             _ => return Err(GuardedWriteError::NotLeader),

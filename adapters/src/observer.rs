@@ -356,12 +356,12 @@ impl Observation {
     /// The observer's status: its role is [`Role::Observer`] while it runs,
     /// then `Closed` or `Failed` (with the error).
     pub fn status(&self) -> watch::Receiver<Status> {
-        self.outputs.status.subscribe()
+        self.outputs.status()
     }
 
     /// The error that stopped the observation, if one did.
     pub fn error(&self) -> Option<CandidateError> {
-        self.outputs.status.borrow().error.clone()
+        self.outputs.read(|s| s.error.clone())
     }
 
     /// Waits until someone holds and returns the oldest holder (at once if
