@@ -912,6 +912,15 @@ mod tests {
         }
     }
 
+    /// One server is its own leader: a sync is answered at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_sync_is_answered_at_once() {
+        let server = MemoryServer::new();
+        let (zk, _events) = server.connect(SESSION);
+        let sync = Request::Sync { path: "/a".into() };
+        assert_eq!(zk.perform(sync).await, Ok(zkelect_core::Reply::Synced));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_multi_applies_all_or_nothing() {
         let server = MemoryServer::new();

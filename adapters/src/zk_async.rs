@@ -430,7 +430,38 @@ impl ZkAsyncTransport {
                 .set_data(&path, data, version)
                 .await
                 .map(|stat| Reply::Set(map_stat(&stat))),
+            Request::Sync { path } => sync_by_write(zk, &path).await,
         }
+    }
+}
+
+/// The child name [`sync_by_write`] deletes: no recipe's stem, and never
+/// created by zkelect.
+const SYNC_PROBE: &str = "zkelect-sync-probe";
+
+/// `sync` on zookeeper-async, which has no `sync` (nor `multi`): a write
+/// that changes nothing. Every write, failing ones too, goes through the
+/// leader: the leader's `PrepRequestProcessor` turns a failing request into
+/// an error transaction that is proposed and committed like any other, and
+/// the connected server answers the client only once it has applied that
+/// commit, so after every transaction committed before it. That is exactly
+/// what `sync` gives a following read on the same connection. The write is
+/// `delete` of a child no one creates, expecting version -2 (a data version
+/// never goes negative short of 2^31 writes): it fails with `NoNode` (or
+/// `BadVersion`, or `NoAuth` under a restrictive ACL), and changes nothing.
+/// Any answer from the server is the sync's answer; connection faults are
+/// the transport's as usual.
+async fn sync_by_write(zk: &zka::ZooKeeper, path: &str) -> Result<Reply, zka::ZkError> {
+    let probe = format!("{}/{SYNC_PROBE}", path.trim_end_matches('/'));
+    match zk.delete(&probe, Some(-2)).await {
+        Ok(())
+        | Err(
+            zka::ZkError::NoNode
+            | zka::ZkError::BadVersion
+            | zka::ZkError::NotEmpty
+            | zka::ZkError::NoAuth,
+        ) => Ok(Reply::Synced),
+        Err(other) => Err(other),
     }
 }
 

@@ -542,6 +542,10 @@ async fn perform_raw(
             let stat = client.set_data(&path, &data, version).await?;
             (Reply::Set(map_stat(&stat)), None)
         }
+        Request::Sync { path } => {
+            client.sync(&path).await?;
+            (Reply::Synced, None)
+        }
     })
 }
 

@@ -205,6 +205,8 @@ enum Purpose {
     Parent(usize),
     Create,
     Recover,
+    /// A `sync` before a listing (see [`Reads`]).
+    Sync,
     Adopt(String),
     List {
         /// A children event arrived while this watched listing was in
@@ -244,6 +246,7 @@ impl Purpose {
             Self::Parent(_)
                 | Self::Create
                 | Self::Recover
+                | Self::Sync
                 | Self::Adopt(_)
                 | Self::List { .. }
                 | Self::WatchPred(_)
@@ -261,6 +264,28 @@ struct Past {
     old_nonces: VecDeque<String>,
     /// Persistent children already reported, so each is reported once.
     persistent_reported: BTreeSet<String>,
+}
+
+/// Whether the connected server's reads can be trusted to show what the
+/// leader had committed before them.
+///
+/// ZooKeeper never lets a client connect to a server behind what it has
+/// *seen*, but a server may be behind the *leader*: after a reconnect to a
+/// lagging follower, a listing can still show our node an operator deleted,
+/// or miss our own create that committed while its reply was lost (both
+/// found by the simulator's ensemble worlds, issue 17). The cure the
+/// Programmer's Guide gives is `sync` before such a read. It is paid only
+/// where a stale read could mislead: the first listing on a connection the
+/// session moved to, and every protected-create recovery listing. A new
+/// session's listings follow its own create, which the connected server
+/// applied (with everything committed before it) before answering, so they
+/// need none, and a failover on a notification pays nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Reads {
+    /// Reads show at least what this candidate acts on.
+    Current,
+    /// The next listing must follow a `sync`.
+    SyncFirst,
 }
 
 /// The data watch on our own node, while no request for it is in flight (the
@@ -336,6 +361,8 @@ struct SessionState {
     own_watch: OwnWatch,
     /// The follower's view of the nodes below ours.
     standing: Standing,
+    /// Whether the next listing must be preceded by a `sync`.
+    reads: Reads,
 }
 
 impl SessionState {
@@ -351,6 +378,7 @@ impl SessionState {
             own: None,
             own_watch: OwnWatch::Unarmed,
             standing: Standing::default(),
+            reads: Reads::Current,
         }
     }
 }
@@ -948,7 +976,13 @@ impl Candidate {
             }
             Step::Create if self.session.create_uncertain => {
                 self.step = Step::Recover;
+                // The lost create may have committed on the leader and not
+                // yet on the server that lists.
+                self.session.reads = Reads::SyncFirst;
                 return self.issue_step();
+            }
+            Step::Recover | Step::List if self.session.reads == Reads::SyncFirst => {
+                (Purpose::Sync, Request::Sync { path })
             }
             Step::Create => {
                 let nonce = self.next_nonce();
@@ -1354,6 +1388,7 @@ impl Candidate {
             Purpose::Parent(index) => self.on_parent(index, result),
             Purpose::Create => self.on_create(result),
             Purpose::Recover => self.on_recover(result),
+            Purpose::Sync => self.on_sync(result),
             Purpose::Adopt(name) => self.on_adopt(name, result),
             Purpose::List { again } => self.on_list(result, again),
             Purpose::WatchPred(pred) => self.on_watch_pred(pred, result),
@@ -1508,6 +1543,19 @@ impl Candidate {
                     );
                 }
                 self.set_step(Step::Adopt { name: found.name });
+            }
+        }
+    }
+
+    /// A `sync` before a listing: its reply is on this connection (a new
+    /// connection supersedes it), so the server has caught up.
+    fn on_sync(&mut self, result: Result<Reply, ZkCode>) {
+        match result {
+            Ok(Reply::Synced) => self.session.reads = Reads::Current,
+            Ok(_) => self.retry_later(),
+            Err(code) => {
+                let path = self.config.path().to_owned();
+                self.main_error("sync", path, code);
             }
         }
     }
@@ -1968,6 +2016,8 @@ impl Candidate {
         // child's watch is gone too, so it is read again before it is skipped.
         self.session.standing.forget_persistent();
         self.drop_own_watch();
+        // The session may have moved to a server behind the leader.
+        self.session.reads = Reads::SyncFirst;
         match self.step {
             Step::Wait | Step::Lead | Step::Watch { .. } => self.set_step(Step::List),
             _ => self.supersede_main(),

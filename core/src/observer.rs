@@ -229,8 +229,15 @@ pub struct ObserverStats {
 /// What the children listing is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Listing {
-    /// A listing is due (first one, after a children event, after a reconnect).
+    /// A listing is due (first one, after a children event).
     Due,
+    /// A `sync`, then a listing, is due: after a reconnect the server may be
+    /// behind the leader (though not behind what this client has seen), and
+    /// a listing from it could report a queue older than the last one
+    /// reported. ZooKeeper's cure is `sync` before the read (issue 17).
+    SyncDue,
+    /// That `sync` is in flight; the listing follows its answer.
+    Syncing { op: OpId },
     /// A listing with a watch is in flight; `again` if something changed since
     /// it was sent, so its answer may predate the change.
     InFlight { op: OpId, again: bool },
@@ -254,6 +261,7 @@ enum Slot {
 /// What a request in flight was for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Op {
+    Sync,
     List,
     Read(String),
 }
@@ -456,6 +464,8 @@ impl Observer {
     fn relist(&mut self) {
         self.listing = match self.listing {
             Listing::InFlight { op, .. } => Listing::InFlight { op, again: true },
+            // The listing after the sync will see the change.
+            Listing::SyncDue | Listing::Syncing { .. } => self.listing,
             Listing::Due | Listing::Armed => Listing::Due,
         };
     }
@@ -479,6 +489,9 @@ impl Observer {
                     (Some(old), Some(new)) => old != new,
                     _ => false,
                 };
+                // Not the first connection: what was reported came from
+                // another server, perhaps ahead of this one.
+                let reconnect = self.session.is_some() || self.queue.is_some();
                 if new_session {
                     self.forget_session();
                 }
@@ -490,6 +503,9 @@ impl Observer {
                 // re-registers watches, but not every client reports what
                 // fired in between): list again on every reconnect.
                 self.relist();
+                if reconnect {
+                    self.listing = Listing::SyncDue;
+                }
                 self.retry_at = None;
                 self.backoff.reset();
             }
@@ -525,8 +541,28 @@ impl Observer {
             return;
         };
         match kind {
+            Op::Sync => self.on_sync(op, result),
             Op::List => self.on_listing(op, result),
             Op::Read(name) => self.on_read(op, &name, result),
+        }
+    }
+
+    fn on_sync(&mut self, op: OpId, result: Result<Reply, ZkCode>) {
+        if self.listing != (Listing::Syncing { op }) {
+            self.stats.stale_replies += 1;
+            return;
+        }
+        match result {
+            Ok(Reply::Synced) => self.listing = Listing::Due,
+            Err(code) if code.is_fatal() => self.fail(CandidateError::Refused {
+                verb: "sync".into(),
+                path: self.config.path.clone(),
+                code,
+            }),
+            Ok(_) | Err(_) => {
+                self.listing = Listing::SyncDue;
+                self.back_off();
+            }
         }
     }
 
@@ -657,15 +693,23 @@ impl Observer {
             return;
         }
         if self.link.is_some() && self.retry_at.is_none() {
+            if self.listing == Listing::SyncDue {
+                let path = self.config.path.clone();
+                let op = self.send(Request::Sync { path }, Op::Sync);
+                self.listing = Listing::Syncing { op };
+            }
             if self.listing == Listing::Due {
                 self.stats.listings += 1;
                 let path = self.config.path.clone();
                 let op = self.send(Request::GetChildren { path, watch: true }, Op::List);
                 self.listing = Listing::InFlight { op, again: false };
             }
+            // Reads wait for the sync too: the server may be behind.
+            let synced = !matches!(self.listing, Listing::SyncDue | Listing::Syncing { .. });
             let unread: Vec<String> = self
                 .slots
                 .iter()
+                .filter(|_| synced)
                 .filter(|(_, slot)| **slot == Slot::Reading { op: None })
                 .map(|(name, _)| name.clone())
                 .collect();

@@ -139,6 +139,16 @@ pub enum Request {
         /// Expected data version, or `None` for any.
         version: Option<i32>,
     },
+    /// `sync`: the connected server catches up with the leader (as of the
+    /// request) before answering, so a read sent after it on the same
+    /// connection sees every write committed before the sync. ZooKeeper's
+    /// Programmer's Guide gives it for a read that must see the latest
+    /// state: a server is never behind what the client has seen, but may be
+    /// behind the leader (after a reconnect to a lagging follower).
+    Sync {
+        /// The path (ZooKeeper syncs the whole tree; the path is checked).
+        path: String,
+    },
 }
 
 impl Request {
@@ -150,7 +160,8 @@ impl Request {
             | Self::GetData { path, .. }
             | Self::Exists { path, .. }
             | Self::Delete { path, .. }
-            | Self::SetData { path, .. } => path,
+            | Self::SetData { path, .. }
+            | Self::Sync { path } => path,
         }
     }
 
@@ -160,7 +171,10 @@ impl Request {
             Self::GetChildren { watch, .. }
             | Self::GetData { watch, .. }
             | Self::Exists { watch, .. } => *watch,
-            Self::Create { .. } | Self::Delete { .. } | Self::SetData { .. } => false,
+            Self::Create { .. }
+            | Self::Delete { .. }
+            | Self::SetData { .. }
+            | Self::Sync { .. } => false,
         }
     }
 
@@ -173,10 +187,11 @@ impl Request {
             Self::Exists { .. } => Verb::Exists,
             Self::Delete { .. } => Verb::Delete,
             Self::SetData { .. } => Verb::SetData,
+            Self::Sync { .. } => Verb::Sync,
         }
     }
 
-    /// A short verb for traces: `create`, `children`, `data`, `exists`, `delete`, `set`.
+    /// A short verb for traces: `create`, `children`, `data`, `exists`, `delete`, `set`, `sync`.
     pub fn verb(&self) -> &'static str {
         self.kind().as_str()
     }
@@ -199,10 +214,12 @@ pub enum Verb {
     Delete,
     /// [`Request::SetData`].
     SetData,
+    /// [`Request::Sync`].
+    Sync,
 }
 
 impl Verb {
-    /// The short word traces print: `create`, `children`, `data`, `exists`, `delete`, `set`.
+    /// The short word traces print: `create`, `children`, `data`, `exists`, `delete`, `set`, `sync`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Create => "create",
@@ -211,6 +228,7 @@ impl Verb {
             Self::Exists => "exists",
             Self::Delete => "delete",
             Self::SetData => "set",
+            Self::Sync => "sync",
         }
     }
 }
@@ -247,6 +265,8 @@ pub enum Reply {
     Deleted,
     /// Answer to `SetData`: the node's new stat.
     Set(Stat),
+    /// Answer to `Sync`: the connected server has caught up with the leader.
+    Synced,
 }
 
 /// A ZooKeeper error code, as the core sees it.

@@ -264,6 +264,7 @@ impl World {
             Request::Exists { .. } => Reply::Exists(Some(stat)),
             Request::Delete { .. } => Reply::Deleted,
             Request::SetData { .. } => Reply::Set(stat),
+            Request::Sync { .. } => Reply::Synced,
         })
     }
 

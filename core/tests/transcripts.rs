@@ -579,6 +579,7 @@ fn lost_create_before_the_election_path_exists_is_created_again() {
     d.reply(create.op, Err(ZkCode::ConnectionLoss));
     d.session(SessionEvent::Disconnected);
     d.connect(SID);
+    assert!(d.synced());
     let list = d.take(Verb::GetChildren);
     d.reply(list.op, Err(ZkCode::NoNode));
     let again = d.take(Verb::Create);
@@ -1374,6 +1375,7 @@ fn a_children_event_during_a_superseded_listing_does_not_cost_a_later_one() {
     d.session(SessionEvent::Disconnected);
     d.connect(SID);
     d.answer_probes();
+    assert!(d.synced());
     let listings = d.c.stats().listings;
     d.children(&["n_0000000000", "n_0000000001"]);
     assert_eq!(d.c.role(), Role::Follower);
@@ -1505,4 +1507,114 @@ fn duplicate_reply_is_ignored() {
     d.reply(create.op, created);
     assert_eq!(d.c.stats().stale_replies, 1);
     assert_eq!(d.c.node(), Some("n_0000000000"));
+}
+
+/// The listing in flight on the main lane, if any (not a child watch on our node).
+fn listing(d: &Driver) -> Option<&Command> {
+    d.pending
+        .iter()
+        .find(|c| matches!(&c.request, Request::GetChildren { path, .. } if path == PATH))
+}
+
+/// Issue 17 (lag seeds 37300, 37676 and kin): after a reconnect within the
+/// session the server may be behind the leader, so a listing from it can
+/// still show our node an operator deleted (and we would lead on it). The
+/// candidate syncs before the first listing on the new connection; a later
+/// listing on a notification pays nothing.
+#[test]
+fn a_reconnect_syncs_before_the_first_listing_and_a_notification_pays_nothing() {
+    let mut d = Driver::in_queue(
+        config("b"),
+        "n_0000000001",
+        11,
+        &["n_0000000000", "n_0000000001"],
+    );
+    assert!(
+        !d.has_pending(Verb::Sync),
+        "a new session pays no sync: {:?}",
+        d.pending
+    );
+    d.data_ok("n_0000000000", 10);
+    d.session(SessionEvent::Disconnected);
+    // Whatever was in flight is lost with the connection.
+    d.pending.clear();
+    d.connect(SID);
+    d.answer_probes();
+    assert!(
+        listing(&d).is_none(),
+        "listed before the sync: {:?}",
+        d.pending
+    );
+    let sync = d.take(Verb::Sync);
+    assert_eq!(sync.request, Request::Sync { path: PATH.into() });
+    d.reply(sync.op, Ok(Reply::Synced));
+    d.children(&["n_0000000000", "n_0000000001"]);
+    assert_eq!(d.c.watching(), Some("n_0000000000"));
+    // The predecessor goes: the failover pays no sync.
+    let commands = d.c.stats().commands;
+    d.event(WatchKind::NodeDeleted, "n_0000000000");
+    assert!(!d.has_pending(Verb::Sync), "{:?}", d.pending);
+    assert!(d.c.stats().commands > commands || d.c.role().is_leader());
+}
+
+/// A sync that fails on the connection is sent again (after the backoff),
+/// and the listing still waits for it.
+#[test]
+fn a_failed_sync_is_retried_before_the_listing() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    d.answer_probes();
+    let sync = d.take(Verb::Sync);
+    d.reply(sync.op, Err(ZkCode::OperationTimeout));
+    assert!(listing(&d).is_none(), "{:?}", d.pending);
+    d.sleep(60_000);
+    d.answer_probes();
+    assert!(listing(&d).is_none(), "{:?}", d.pending);
+    assert!(d.synced());
+    d.children(&["n_0000000000"]);
+    assert!(d.c.role().is_leader(), "{:?}", d.c.role());
+}
+
+/// Issue 17 (lag seed 8186's class, and 4426): the protected-create
+/// recovery listing must see the leader's latest state. Without a sync a
+/// lagging server's listing misses our own create that committed while its
+/// reply was lost (we create a second node; the first, owned by our live
+/// session, blocks the queue), or still shows our node after it was deleted
+/// (we adopt it). Every recovery listing follows a sync, even on the same
+/// connection (an operation timeout).
+#[test]
+fn a_recovery_listing_follows_a_sync() {
+    let mut d = Driver::joined(config("a"));
+    d.answer_probes();
+    let create = d.take(Verb::Create);
+    d.reply(create.op, Err(ZkCode::OperationTimeout));
+    d.sleep(60_000);
+    d.answer_probes();
+    assert!(
+        listing(&d).is_none(),
+        "recovery listed before a sync: {:?}",
+        d.pending
+    );
+    assert!(!d.has_pending(Verb::Create), "{:?}", d.pending);
+    assert!(d.synced());
+    let list = d.take(Verb::GetChildren);
+    let name = format!("_c_{}-n_0000000003", nonce_of(&create));
+    d.reply(list.op, Ok(Reply::Children(vec![name.clone()])));
+    d.data_ok(&name, 30);
+    assert_eq!(d.c.node(), Some(name.as_str()));
+    assert_eq!(d.c.stats().recovered_creates, 1);
+
+    // After a reconnect too: one sync, then the recovery listing.
+    let mut d = Driver::joined(config("a"));
+    d.answer_probes();
+    let create = d.take(Verb::Create);
+    d.reply(create.op, Err(ZkCode::ConnectionLoss));
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    d.answer_probes();
+    assert!(listing(&d).is_none(), "{:?}", d.pending);
+    assert!(d.synced());
+    assert!(!d.has_pending(Verb::Sync), "{:?}", d.pending);
+    assert!(listing(&d).is_some(), "{:?}", d.pending);
 }

@@ -535,11 +535,21 @@ impl Ensemble {
         request: &Request,
     ) -> Result<(Result<Reply, ZkCode>, i64), ZkCode> {
         self.check(conn, session)?;
+        let server = conn.server;
+        if let Request::Sync { .. } = request {
+            // The leader answers once the connected server has applied
+            // every transaction committed before the sync (the session's
+            // liveness is checked by the leader's tracker).
+            let leader = self.leader;
+            let (reply, _) = self.members[leader].tree.apply(now, session, request);
+            let end = self.end();
+            self.apply_to(server, end);
+            return Ok((reply, self.members[server].tree.zxid()));
+        }
         let read = matches!(
             request,
             Request::GetChildren { .. } | Request::GetData { .. } | Request::Exists { .. }
         );
-        let server = conn.server;
         if read {
             let m = &mut self.members[server];
             let (reply, _) = m.tree.apply(now, session, request);

@@ -107,6 +107,7 @@ fn idle_in_queue(i: usize, rule: Rule, below: usize) -> Candidate {
                     version: 1,
                     ..own_stat
                 })),
+                Request::Sync { .. } => Ok(Reply::Synced),
                 _ => Ok(Reply::Exists(None)),
             };
             c.handle(t, Input::Reply { op: cmd.op, result });

@@ -154,9 +154,28 @@ impl Driver {
         cmd
     }
 
-    /// Answers the pending listing.
+    /// Answers the pending `sync`, if any (the one a listing waits for after
+    /// a reconnect or before a recovery listing); whether there was one.
+    pub fn synced(&mut self) -> bool {
+        match self.try_take(Verb::Sync) {
+            Some(sync) => {
+                self.reply(sync.op, Ok(Reply::Synced));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Answers the pending listing (after the pending `sync`, if any).
     pub fn children(&mut self, names: &[&str]) -> Command {
-        let cmd = self.take(Verb::GetChildren);
+        self.synced();
+        // The queue's listing, not a child watch on our own node.
+        let i = self
+            .pending
+            .iter()
+            .position(|c| matches!(&c.request, Request::GetChildren { path, .. } if path == PATH))
+            .unwrap_or_else(|| panic!("no pending listing; pending: {:#?}", self.pending));
+        let cmd = self.pending.remove(i);
         self.reply(
             cmd.op,
             Ok(Reply::Children(

@@ -1516,6 +1516,7 @@ fn reply_text(r: &Reply) -> String {
         Reply::Exists(s) => format!("exists={}", s.is_some()),
         Reply::Deleted => "deleted".into(),
         Reply::Set(stat) => format!("set version={}", stat.version),
+        Reply::Synced => "synced".into(),
     }
 }
 
