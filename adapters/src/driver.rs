@@ -1227,7 +1227,10 @@ impl Slot {
     /// Counts a notice and logs it.
     fn note(&mut self, notice: &Notice, now: Instant) {
         let own = self.machine.node().map(str::to_owned);
-        if self.facade.notice(notice, own.as_deref(), now) {
+        if self
+            .facade
+            .notice(self.machine.path(), notice, own.as_deref(), now)
+        {
             self.tally.failovers += 1;
         }
         match notice {
@@ -1284,7 +1287,7 @@ impl Slot {
     fn publish(&mut self, clock: &Clock) {
         let stats = self.metrics();
         if self.machine.metered() {
-            self.facade.counters(&stats);
+            self.facade.counters(self.machine.path(), &stats);
         }
         let role = self.machine.role();
         let node = self.machine.node();
@@ -1327,22 +1330,19 @@ impl Slot {
 ///   revoke, loss) to the moment it saw its successor lead.
 struct Facade {
     elections: metrics::Counter,
-    demotions: metrics::Counter,
-    failovers: metrics::Counter,
     leader_changes: metrics::Counter,
     ops: metrics::Counter,
+    /// Not rare: a recipe's creates meet existing parents.
     op_errors: metrics::Counter,
-    op_timeouts: metrics::Counter,
-    stale_replies: metrics::Counter,
-    zero_rtt_takeovers: metrics::Counter,
-    recovered_creates: metrics::Counter,
+    /// Not rare: a leader or holder marks its node.
     marks_written: metrics::Counter,
-    marks_seen: metrics::Counter,
-    persistent_skipped: metrics::Counter,
     leader: metrics::Gauge,
     time_to_elect: metrics::Histogram,
-    failover: metrics::Histogram,
-    handoff: metrics::Histogram,
+    /// The handles of the series that stay at zero in most machines' lives,
+    /// fetched again on their first use: 10 handles inline would cost each
+    /// idle machine 160 bytes. Every series is still registered when
+    /// the machine is added, so a recorder shows it at zero from the start.
+    rare: Option<Box<Rare>>,
     /// When our node joined the queue, until it is elected.
     joined_at: Option<Instant>,
     /// When we were demoted, until another leader is seen.
@@ -1371,25 +1371,18 @@ impl Facade {
             Unit::Seconds,
             "From this candidate's demotion to seeing its successor lead"
         );
+        // Registered now, so that a recorder shows them at zero, then dropped.
+        drop(Rare::new(path));
         let path = path.to_owned();
         Self {
             elections: counter!("zkelect_elections_total", "path" => path.clone()),
-            demotions: counter!("zkelect_demotions_total", "path" => path.clone()),
-            failovers: counter!("zkelect_failovers_total", "path" => path.clone()),
             leader_changes: counter!("zkelect_leader_changes_total", "path" => path.clone()),
             ops: counter!("zkelect_ops_total", "path" => path.clone()),
             op_errors: counter!("zkelect_op_errors_total", "path" => path.clone()),
-            op_timeouts: counter!("zkelect_op_timeouts_total", "path" => path.clone()),
-            stale_replies: counter!("zkelect_stale_replies_total", "path" => path.clone()),
-            zero_rtt_takeovers: counter!("zkelect_zero_rtt_takeovers_total", "path" => path.clone()),
-            recovered_creates: counter!("zkelect_recovered_creates_total", "path" => path.clone()),
             marks_written: counter!("zkelect_marks_written_total", "path" => path.clone()),
-            marks_seen: counter!("zkelect_marks_seen_total", "path" => path.clone()),
-            persistent_skipped: counter!("zkelect_persistent_skipped_total", "path" => path.clone()),
             leader: gauge!("zkelect_leader", "path" => path.clone()),
-            time_to_elect: histogram!("zkelect_time_to_elect_seconds", "path" => path.clone()),
-            failover: histogram!("zkelect_failover_seconds", "path" => path.clone()),
-            handoff: histogram!("zkelect_handoff_seconds", "path" => path),
+            time_to_elect: histogram!("zkelect_time_to_elect_seconds", "path" => path),
+            rare: None,
             joined_at: None,
             demoted_at: None,
             leader_lost_at: None,
@@ -1397,26 +1390,52 @@ impl Facade {
         }
     }
 
-    /// Mirrors the counters (absolute values: counted once, in [`Metrics`]).
-    fn counters(&self, m: &Metrics) {
+    /// Mirrors the counters (absolute values: counted once, in [`Metrics`]);
+    /// `path` is the machine's, the series' label.
+    fn counters(&mut self, path: &str, m: &Metrics) {
         self.elections.absolute(m.elections);
-        self.demotions.absolute(m.demotions);
-        self.failovers.absolute(m.failovers);
         self.leader_changes.absolute(m.leader_changes);
         self.ops.absolute(m.ops);
         self.op_errors.absolute(m.op_errors);
-        self.op_timeouts.absolute(m.op_timeouts);
-        self.stale_replies.absolute(m.stale_replies);
-        self.zero_rtt_takeovers.absolute(m.zero_rtt_takeovers);
-        self.recovered_creates.absolute(m.recovered_creates);
         self.marks_written.absolute(m.marks_written);
-        self.marks_seen.absolute(m.marks_seen);
-        self.persistent_skipped.absolute(m.persistent_skipped);
+        let rare = [
+            m.demotions,
+            m.failovers,
+            m.op_timeouts,
+            m.stale_replies,
+            m.zero_rtt_takeovers,
+            m.recovered_creates,
+            m.marks_seen,
+            m.persistent_skipped,
+        ];
+        // Still all zero: the series registered at zero say so already.
+        if self.rare.is_none() && rare.iter().all(|&n| n == 0) {
+            return;
+        }
+        let r = self.rare(path);
+        let handles = [
+            &r.demotions,
+            &r.failovers,
+            &r.op_timeouts,
+            &r.stale_replies,
+            &r.zero_rtt_takeovers,
+            &r.recovered_creates,
+            &r.marks_seen,
+            &r.persistent_skipped,
+        ];
+        for (handle, n) in handles.into_iter().zip(rare) {
+            handle.absolute(n);
+        }
+    }
+
+    /// The rare series' handles, fetched on first use.
+    fn rare(&mut self, path: &str) -> &Rare {
+        self.rare.get_or_insert_with(|| Box::new(Rare::new(path)))
     }
 
     /// Times what a notice ends; `own` is our node's name.
     /// Returns whether it was a failover (a change from one leader to another).
-    fn notice(&mut self, notice: &Notice, own: Option<&str>, now: Instant) -> bool {
+    fn notice(&mut self, path: &str, notice: &Notice, own: Option<&str>, now: Instant) -> bool {
         let since = |t: Option<Instant>| now.saturating_duration_since(t.unwrap_or(now));
         match notice {
             Notice::Joined { .. } => self.joined_at = Some(now),
@@ -1442,11 +1461,12 @@ impl Facade {
                 let seen = LeaderSeen::of(leader);
                 let failover = self.last_leader.is_some_and(|last| last != seen);
                 if failover {
-                    self.failover.record(since(self.leader_lost_at));
+                    let lost = since(self.leader_lost_at);
+                    self.rare(path).failover.record(lost);
                 }
                 if Some(leader.as_str()) != own {
                     if let Some(demoted) = self.demoted_at.take() {
-                        self.handoff.record(since(Some(demoted)));
+                        self.rare(path).handoff.record(since(Some(demoted)));
                     }
                 }
                 self.leader_lost_at = None;
@@ -1459,6 +1479,40 @@ impl Facade {
             | Notice::Error(_) => {}
         }
         false
+    }
+}
+
+/// The facade's handles for the series most machines never move.
+struct Rare {
+    demotions: metrics::Counter,
+    failovers: metrics::Counter,
+    op_timeouts: metrics::Counter,
+    stale_replies: metrics::Counter,
+    zero_rtt_takeovers: metrics::Counter,
+    recovered_creates: metrics::Counter,
+    marks_seen: metrics::Counter,
+    persistent_skipped: metrics::Counter,
+    failover: metrics::Histogram,
+    handoff: metrics::Histogram,
+}
+
+impl Rare {
+    /// Registers (or finds again) the series labelled with `path`.
+    fn new(path: &str) -> Self {
+        use metrics::{counter, histogram};
+        let path = path.to_owned();
+        Self {
+            demotions: counter!("zkelect_demotions_total", "path" => path.clone()),
+            failovers: counter!("zkelect_failovers_total", "path" => path.clone()),
+            op_timeouts: counter!("zkelect_op_timeouts_total", "path" => path.clone()),
+            stale_replies: counter!("zkelect_stale_replies_total", "path" => path.clone()),
+            zero_rtt_takeovers: counter!("zkelect_zero_rtt_takeovers_total", "path" => path.clone()),
+            recovered_creates: counter!("zkelect_recovered_creates_total", "path" => path.clone()),
+            marks_seen: counter!("zkelect_marks_seen_total", "path" => path.clone()),
+            persistent_skipped: counter!("zkelect_persistent_skipped_total", "path" => path.clone()),
+            failover: histogram!("zkelect_failover_seconds", "path" => path.clone()),
+            handoff: histogram!("zkelect_handoff_seconds", "path" => path),
+        }
     }
 }
 
