@@ -398,6 +398,20 @@ impl Ensemble {
         seen: i64,
     ) -> Result<(SessionId, Duration, Connection), Refused> {
         self.admit(server, seen)?;
+        let (session, timeout) = self.commit_open(now, requested, identity);
+        let end = self.end();
+        self.apply_to(server, end);
+        Ok((session, timeout, self.connection(server, session)))
+    }
+
+    /// Opens a session at the leader and commits its creation (the one
+    /// transaction both ways of opening share).
+    fn commit_open(
+        &mut self,
+        now: Timestamp,
+        requested: Duration,
+        identity: Option<String>,
+    ) -> (SessionId, Duration) {
         let leader = self.leader;
         let (session, timeout) =
             self.members[leader]
@@ -411,9 +425,7 @@ impl Ensemble {
         });
         self.opened.retain(|(s, _)| *s != session);
         self.opened.push((session, at));
-        let end = self.end();
-        self.apply_to(server, end);
-        Ok((session, timeout, self.connection(server, session)))
+        (session, timeout)
     }
 
     /// A session opened at the leader (an operator's zkCli there), which
@@ -424,19 +436,8 @@ impl Ensemble {
         requested: Duration,
         identity: Option<String>,
     ) -> (SessionId, Duration, Connection) {
-        let leader = self.leader;
-        let (session, timeout) =
-            self.members[leader]
-                .tree
-                .open_session(now, requested, identity.clone());
-        let at = self.end();
-        self.commit(Txn::Open {
-            now,
-            requested,
-            identity,
-        });
-        self.opened.push((session, at));
-        (session, timeout, self.connection(leader, session))
+        let (session, timeout) = self.commit_open(now, requested, identity);
+        (session, timeout, self.connection(self.leader, session))
     }
 
     /// The session's connection closed: the watches set over it (at
