@@ -1706,10 +1706,26 @@ impl Candidate {
             // A Parent follower reads its k nearest nodes below too (without a
             // watch), once each while they stay the nearest: a persistent
             // look-alike among them would otherwise hold it back forever
-            // (found by the simulator's Parent draw, issue 17).
-            WatchStrategy::Parent if again => self.set_step(Step::List),
+            // (found by the simulator's Parent draw, issue 17). The reads are
+            // kept across listings (see `relist_keeping_reads`).
+            WatchStrategy::Parent if again => self.relist_keeping_reads(),
             WatchStrategy::Parent => self.watch_next_lower(),
         }
+    }
+
+    /// Under the Parent strategy, the parent's children changed: list again,
+    /// keeping what the reads of the nearest nodes below said (that each is a
+    /// live ephemeral node older than ours). Those reads set no watch, so no
+    /// watch is lost with them, and a name the listing still shows among the
+    /// nearest is the node that was read: the server never gives a sequential
+    /// name twice under one incarnation of the path, and a new incarnation
+    /// takes our own node with it (the own-node watch or the listing reports
+    /// that, and every other way into a listing forgets the reads). So only
+    /// a name new among the nearest is read; without this, each of the
+    /// herd's N listings per change cost a read as well.
+    fn relist_keeping_reads(&mut self) {
+        self.supersede_main();
+        self.step = Step::List;
     }
 
     /// Watches the k nearest nodes below ours that the last listing still knows
@@ -1947,7 +1963,7 @@ impl Candidate {
             && listens_to_children
         {
             match self.step {
-                Step::Wait | Step::Watch { .. } => self.set_step(Step::List),
+                Step::Wait | Step::Watch { .. } => self.relist_keeping_reads(),
                 // The event may have overtaken the reply of the listing that set
                 // it (found by the benchmark at N = 50: the stale reply consumed
                 // the watch and every follower waited forever).
@@ -2014,7 +2030,12 @@ impl Candidate {
         // Same session after a disconnect: the client may have lost every watch
         // (zookeeper-async does), so look again and re-arm them. A persistent
         // child's watch is gone too, so it is read again before it is skipped.
+        // The reads that told live nodes from persistent look-alikes are
+        // repeated as well: cheap (once per reconnect), and what the own-node
+        // watch would report of a recreated path while it was down need not be
+        // waited for.
         self.session.standing.forget_persistent();
+        self.forget_watched();
         self.drop_own_watch();
         // The session may have moved to a server behind the leader.
         self.session.reads = Reads::SyncFirst;

@@ -17,9 +17,10 @@ use crate::zk::Stat;
 /// watch).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 struct Note {
-    /// The server confirmed the watch.
+    /// The server confirmed the watch (under the Parent strategy, whose reads
+    /// set no watch: the read found a live node older than ours).
     armed: bool,
-    /// What the last read of it said, once read since the last listing.
+    /// What the last read of it said, once read while it was watched.
     read: Option<Read>,
 }
 
@@ -65,8 +66,10 @@ pub(crate) struct Standing {
     /// one of them goes — deletions further down leave k nodes below it.
     watched: Vec<String>,
     /// For each of `watched` (the same length, in the same order): whether the
-    /// server confirmed its watch, and what the replies said of it since the
-    /// last listing.
+    /// server confirmed its watch, and what the replies said of it. A listing
+    /// keeps the notes of the names still among the k nearest ([`Self::next`]);
+    /// the machine forgets them all where the watches may be lost (and, under
+    /// the Predecessor strategy, on every listing).
     notes: Vec<Note>,
     /// Children found persistent (`ephemeralOwner` 0) by the read that
     /// watched them: never contenders, left out of every standing. Cleared on
@@ -466,6 +469,30 @@ mod tests {
         s.armed("n0");
         assert_eq!(s.next(2), Next::Watch("n1".into()));
         assert_eq!(s.notes.len(), s.watched.len());
+    }
+
+    #[test]
+    fn a_listing_keeps_the_notes_of_names_still_among_the_k_nearest() {
+        // What lets a Parent follower read a node below once, not once per
+        // listing of the herd.
+        let mut s = standing(4, 4, &[]);
+        assert_eq!(s.next(2), Next::Watch("n3".into()));
+        s.armed("n3");
+        assert_eq!(s.next(2), Next::Watch("n2".into()));
+        s.armed("n2");
+        assert_eq!(s.next(2), Next::Wait);
+        // n0 went: n3 and n2 stay the two nearest, nothing to read.
+        s.listed(3, ["n1", "n2", "n3"].map(String::from).to_vec());
+        assert_eq!(s.next(2), Next::Wait);
+        // n3 went: n2 is kept, n1 is new among the two nearest.
+        s.listed(2, ["n1", "n2"].map(String::from).to_vec());
+        assert_eq!(s.next(2), Next::Watch("n1".into()));
+        assert_eq!(s.watched(), ["n2", "n1"]);
+        s.armed("n1");
+        assert_eq!(s.next(2), Next::Wait);
+        // Forgotten, every name is read again.
+        s.forget_watched();
+        assert_eq!(s.next(2), Next::Watch("n2".into()));
     }
 
     fn read(czxid: i64, version: i32) -> Stat {

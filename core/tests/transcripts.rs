@@ -1474,6 +1474,208 @@ fn parent_strategy_lists_with_a_child_watch_and_no_predecessor_watch() {
     );
 }
 
+/// A Parent follower `own` (czxid 30) in a queue of `children`, its read of the
+/// nearest node below (`nearest`, czxid 20) answered: a live ephemeral node.
+fn parent_follower(own: &str, children: &[&str], nearest: &str) -> Driver {
+    let mut d = Driver::in_queue(
+        config("b").strategy(WatchStrategy::Parent),
+        own,
+        30,
+        children,
+    );
+    d.data_ok(nearest, 20);
+    assert_eq!(d.c.role(), Role::Follower);
+    assert!(!d.has_pending(Verb::GetData), "{:?}", d.pending);
+    d
+}
+
+/// How many reads of other nodes than `own` the driver has pending.
+fn reads_below(d: &Driver, own: &str) -> usize {
+    d.pending
+        .iter()
+        .filter(|c| matches!(&c.request, Request::GetData { path, .. } if !path.ends_with(own)))
+        .count()
+}
+
+#[test]
+fn parent_strategy_reads_the_nearest_node_below_once_across_listings() {
+    // Each of the herd's listings used to cost a read of the nearest node
+    // below as well, twice the server packets per failover of the herd.
+    let own = "n_0000000003";
+    let mut d = parent_follower(
+        own,
+        &["n_0000000000", "n_0000000001", "n_0000000002", own],
+        "n_0000000002",
+    );
+    let listings = d.c.stats().listings;
+    let changes: [&[&str]; 4] = [
+        // The leader goes, a newcomer joins above us, another below n_2 goes,
+        // and the newcomer leaves again: n_2 stays the nearest throughout.
+        &["n_0000000001", "n_0000000002", own],
+        &["n_0000000001", "n_0000000002", own, "n_0000000004"],
+        &["n_0000000002", own, "n_0000000004"],
+        &["n_0000000002", own],
+    ];
+    for children in changes {
+        d.event(WatchKind::NodeChildrenChanged, "");
+        d.children(children);
+        assert_eq!(reads_below(&d, own), 0, "{children:?}: {:?}", d.pending);
+        assert_eq!(d.c.role(), Role::Follower, "{children:?}");
+    }
+    assert_eq!(d.c.stats().listings, listings + 4);
+    // An event overtaking a listing's reply (the listing is repeated) keeps
+    // the read too.
+    d.event(WatchKind::NodeChildrenChanged, "");
+    let list = d.take(Verb::GetChildren);
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.reply(
+        list.op,
+        Ok(Reply::Children(vec!["n_0000000002".into(), own.into()])),
+    );
+    d.children(&["n_0000000002", own]);
+    assert_eq!(reads_below(&d, own), 0, "{:?}", d.pending);
+    // And when n_2 goes, the listing elects without a read.
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.children(&[own]);
+    assert!(d.c.role().is_leader());
+}
+
+#[test]
+fn parent_strategy_reads_a_node_that_becomes_the_nearest_below() {
+    let own = "n_0000000003";
+    let mut d = parent_follower(
+        own,
+        &["n_0000000000", "n_0000000001", "n_0000000002", own],
+        "n_0000000002",
+    );
+    // n_2 goes: n_1 is the nearest now, and is read once.
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.children(&["n_0000000000", "n_0000000001", own]);
+    let read = d.take_data("n_0000000001");
+    assert_eq!(
+        read.request,
+        Request::GetData {
+            path: format!("{PATH}/n_0000000001"),
+            watch: false
+        }
+    );
+    assert_eq!(reads_below(&d, own), 0, "{:?}", d.pending);
+    d.reply(
+        read.op,
+        Ok(Reply::Data {
+            data: Vec::new(),
+            stat: stat(15, SID),
+        }),
+    );
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.children(&["n_0000000001", own]);
+    assert_eq!(reads_below(&d, own), 0, "{:?}", d.pending);
+    assert_eq!(d.c.role(), Role::Follower);
+    // n_1 goes too: n_0 is read, but the children change again before the
+    // reply. The read that listing superseded is sent again, once.
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.children(&["n_0000000000", own]);
+    let superseded = d.take_data("n_0000000000");
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.children(&["n_0000000000", own, "n_0000000005"]);
+    assert_eq!(reads_below(&d, own), 1, "{:?}", d.pending);
+    d.reply(superseded.op, Err(ZkCode::NoNode));
+    assert_eq!(d.c.role(), Role::Follower, "a stale reply decides nothing");
+    d.data_ok("n_0000000000", 10);
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.children(&["n_0000000000", own]);
+    assert_eq!(reads_below(&d, own), 0, "{:?}", d.pending);
+}
+
+#[test]
+fn parent_strategy_with_two_leaders_reads_only_the_new_one_of_the_two_nearest() {
+    let own = "n_0000000004";
+    let mut d = Driver::in_queue(
+        config("e").strategy(WatchStrategy::Parent).leaders(2),
+        own,
+        30,
+        &[
+            "n_0000000000",
+            "n_0000000001",
+            "n_0000000002",
+            "n_0000000003",
+            own,
+        ],
+    );
+    d.data_ok("n_0000000003", 23);
+    d.data_ok("n_0000000002", 22);
+    assert_eq!(reads_below(&d, own), 0, "{:?}", d.pending);
+    // n_3 goes: n_2 was read, n_1 is new among the two nearest.
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.children(&["n_0000000000", "n_0000000001", "n_0000000002", own]);
+    d.data_ok("n_0000000001", 21);
+    assert_eq!(reads_below(&d, own), 0, "{:?}", d.pending);
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.children(&["n_0000000000", "n_0000000001", "n_0000000002", own]);
+    assert_eq!(reads_below(&d, own), 0, "{:?}", d.pending);
+    assert_eq!(d.c.role(), Role::Follower);
+}
+
+#[test]
+fn parent_strategy_keeps_skipping_a_persistent_lookalike_after_a_kept_read() {
+    // The look-alike of 257cda6, met after the live node above it was read
+    // once and kept across listings: it still never blocks.
+    let own = "n_0000000003";
+    let mut d = parent_follower(own, &["n_0000000000", "n_0000000002", own], "n_0000000002");
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.children(&["n_0000000000", "n_0000000002", own, "n_0000000004"]);
+    assert_eq!(reads_below(&d, own), 0, "{:?}", d.pending);
+    d.event(WatchKind::NodeChildrenChanged, "");
+    d.children(&["n_0000000000", own, "n_0000000004"]);
+    let read = d.take_data("n_0000000000");
+    d.reply(
+        read.op,
+        Ok(Reply::Data {
+            data: b"not a contender".to_vec(),
+            stat: stat(5, SessionId(0)),
+        }),
+    );
+    assert!(d.c.role().is_leader(), "{:?}", d.pending);
+}
+
+#[test]
+fn parent_strategy_reads_again_after_a_reconnect_and_on_a_new_session() {
+    let own = "n_0000000003";
+    let mut d = parent_follower(own, &["n_0000000002", own], "n_0000000002");
+    // Same session after a disconnect: the listing is followed by a read.
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    d.answer_probes();
+    d.children(&["n_0000000002", own]);
+    d.data_ok("n_0000000002", 20);
+    assert_eq!(reads_below(&d, own), 0, "{:?}", d.pending);
+    // A listing in flight across the reconnect forgets the read too.
+    d.event(WatchKind::NodeChildrenChanged, "");
+    let _superseded = d.take(Verb::GetChildren);
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    d.answer_probes();
+    d.children(&["n_0000000002", own]);
+    d.data_ok("n_0000000002", 20);
+    // A new session: a new node of ours, and n_2 read again though it is
+    // still there and still the nearest.
+    d.session(SessionEvent::Disconnected);
+    d.session(SessionEvent::Expired);
+    d.pending.clear();
+    d.connect(SessionId(0x200));
+    d.answer_probes();
+    d.created("n_0000000005", 50);
+    d.children(&["n_0000000002", "n_0000000005"]);
+    let read = d.take_data("n_0000000002");
+    assert_eq!(
+        read.request,
+        Request::GetData {
+            path: format!("{PATH}/n_0000000002"),
+            watch: false
+        }
+    );
+}
+
 // ----- stale inputs ------------------------------------------------------------------------------
 
 #[test]
