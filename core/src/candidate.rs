@@ -1174,7 +1174,19 @@ impl Candidate {
                         self.set_step(Step::List);
                     }
                 }
-                _ => self.say_resumed(),
+                _ => {
+                    // The silence may have held watch events back, sent long
+                    // before the reply that ends it and queued behind it: the
+                    // deletion of a node below, with our own node's deletion
+                    // right behind, would elect us on a node an operator
+                    // deleted seconds ago (lag seed 38944). A listing sent now
+                    // is newer than any of them; until it is answered no
+                    // watched node is left for a held event to match.
+                    if matches!(self.step, Step::Watch { .. } | Step::Wait) {
+                        self.set_step(Step::List);
+                    }
+                    self.say_resumed();
+                }
             }
         }
         let may_live = self.contact().session_may_live(self.now);
