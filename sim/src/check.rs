@@ -29,7 +29,7 @@
 //! | [`Fencing`] `fencing` | (k = 1) the fenced resource accepts a write from a leader elected before the leader of a write it had already received (a revoked leader's term ends at the deletion) |
 //! | [`TokensGrow`] `tokens-grow` | (k = 1) an `Elected` token is lower than the one before it, or equal but for another candidate (a revoked candidate's elections before it learns are not counted) |
 //! | [`Liveness`] `liveness` | from [`World::liveness_bound`] after the faults stop until the candidates are closed, fewer than `min(k, live)` leaders (foreign models counted by their own belief) |
-//! | [`NoHerd`] `no-herd` | one server change (a deletion, a creation, a data change) makes more than k zkelect candidates (those the swarm drew with the `Parent` strategy left out: they herd by design) send a read that reaches the server (own-node watches and not-yet-informed revoked candidates excluded) |
+//! | [`NoHerd`] `no-herd` | one server change (a deletion, a creation, a data change) makes more than k zkelect candidates (those the swarm drew with the `Parent` strategy left out: they herd by design) send a read that reaches the server (own-node watches, not-yet-informed revoked candidates, and machines whose watch the server set after the change — a shared session's older watch fired — excluded) |
 //! | [`NoLeaks`] `no-leaks` | every process is closed or dead with its session gone, and the election path still has children other than the operator's persistent look-alikes |
 //! | [`OneAnswer`] `one-answer` | a command is answered twice or never emitted, or (at the end) a live process has a command never answered |
 //! | [`StaleReply`] `stale-reply` | a reply to a request the candidate no longer waits for changes its role |
@@ -546,8 +546,12 @@ impl Liveness {
 /// nor does the watch of a candidate whose node an operator deleted and which
 /// has not learned it yet (it is out of the queue, but the watch it set on its
 /// old predecessor is still on the server, so it and the deleted node's
-/// successor may both watch that predecessor). Only zkelect candidates are
-/// counted: the foreign models act on stale watches as their libraries do.
+/// successor may both watch that predecessor). Nor does a machine whose
+/// watch the server set only after the change: on a shared session the
+/// change fired the session's older watch, and a lagging event thread hands
+/// its event to every machine armed when it arrives (lag seeds 37589, 54755).
+/// Only zkelect candidates are counted: the foreign models act on stale
+/// watches as their libraries do.
 #[derive(Debug, Default)]
 pub struct NoHerd {
     woken: BTreeMap<u64, BTreeSet<usize>>,

@@ -80,15 +80,15 @@ impl World {
     /// The session gets a watch event from its client library, and hands it
     /// to every machine armed on it (`hosting`).
     pub(super) fn watch_event(&mut self, h: usize, event: WatchEvent, cause: u64) {
-        for pid in self.route_watch(h, &event) {
+        for (pid, woken) in self.route_watch(h, &event, cause) {
             if self.hears(pid, &event) {
-                self.machine_watch(pid, event.clone(), cause);
+                self.machine_watch(pid, event.clone(), cause, woken);
             }
         }
     }
 
     /// One machine gets a watch event.
-    fn machine_watch(&mut self, pid: usize, event: WatchEvent, cause: u64) {
+    fn machine_watch(&mut self, pid: usize, event: WatchEvent, cause: u64, woken: bool) {
         let text = self
             .trace
             .readable()
@@ -107,7 +107,11 @@ impl World {
         // Nor are observers: every one of them lists the queue on each change.
         let foreign =
             self.procs[pid].c.foreign().is_some() || self.procs[pid].c.observer().is_some();
-        let cause = (!own && !revoked && !foreign).then_some(cause);
+        // Nor is a machine whose watch the server set after the change: a
+        // shared session's older watch fired, and its event, overtaken by
+        // this machine's read, reached every machine armed when it arrived
+        // (lag seeds 37589, 54755: the machine's read had shown the change).
+        let cause = (woken && !own && !revoked && !foreign).then_some(cause);
         let mut event = event;
         if let Some(canary) = self.canary_of(pid) {
             if !canary.sees_watch(&event.path, self.procs[pid].c.node()) {

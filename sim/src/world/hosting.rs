@@ -57,6 +57,19 @@ impl WatchClass {
 /// A watched path and the table its watch is in.
 pub(super) type Armed = (String, WatchClass);
 
+/// One machine's arming of one watch since the watch last fired.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Arming {
+    /// Its arming requests not yet answered.
+    pending: u32,
+    /// The newest server change (`World::cause`) when the server applied the
+    /// first of them, once it has: a change up to this one fired a watch the
+    /// session had set before this machine's, and its event, handed to this
+    /// machine too when it arrives (a lagging event thread lets the reply
+    /// overtake it), is news this machine's own read already showed it.
+    since: Option<u64>,
+}
+
 /// A bug planted in the world's session routing or in an observer, which a
 /// checker must catch (`tests/model.rs` shows each caught). Set with
 /// [`World::plant`] before the run; ordinary runs have none.
@@ -126,24 +139,39 @@ impl World {
         let class = WatchClass::of(request)?;
         let entry = (request.path().to_owned(), class);
         let h = self.procs[pid].host;
-        *self.procs[h]
+        self.procs[h]
             .watches
             .entry(entry.clone())
             .or_default()
             .entry(pid)
-            .or_default() += 1;
+            .or_default()
+            .pending += 1;
         Some(entry)
+    }
+
+    /// The server applied machine `pid`'s arming request `entry`: its watch
+    /// is set as of now, after every change fired so far.
+    pub(super) fn armed_applied(&mut self, pid: usize, entry: &Armed) {
+        let h = self.procs[pid].host;
+        let now = self.cause;
+        if let Some(arming) = self.procs[h]
+            .watches
+            .get_mut(entry)
+            .and_then(|a| a.get_mut(&pid))
+        {
+            arming.since.get_or_insert(now);
+        }
     }
 
     /// Machine `pid`'s arming request `entry` was answered.
     pub(super) fn armed_answered(&mut self, pid: usize, entry: &Armed) {
         let h = self.procs[pid].host;
-        if let Some(pending) = self.procs[h]
+        if let Some(arming) = self.procs[h]
             .watches
             .get_mut(entry)
             .and_then(|a| a.get_mut(&pid))
         {
-            *pending = pending.saturating_sub(1);
+            arming.pending = arming.pending.saturating_sub(1);
         }
     }
 
@@ -151,29 +179,52 @@ impl World {
     /// machines whose arming is still unanswered stay armed.
     pub(super) fn watches_dropped(&mut self, h: usize) {
         self.procs[h].watches.retain(|_, armed| {
-            armed.retain(|_, pending| *pending > 0);
+            armed.retain(|_, arming| arming.pending > 0);
+            for arming in armed.values_mut() {
+                arming.since = None;
+            }
             !armed.is_empty()
         });
     }
 
-    /// The machines of host `h` that get watch `event`: every machine armed
-    /// on its path in a table it fires, since it last fired. The firing
-    /// disarms them, but for machines whose arming is still unanswered.
-    pub(super) fn route_watch(&mut self, h: usize, event: &WatchEvent) -> Vec<usize> {
-        let mut to: Vec<usize> = Vec::new();
+    /// The machines of host `h` that get watch `event` of server change
+    /// `cause`: every machine armed on its path in a table it fires, since it
+    /// last fired, each with whether the change woke it (false for a machine
+    /// whose watch the server set only after the change: see [`Arming`]).
+    /// The firing disarms them, but for machines whose arming is still
+    /// unanswered.
+    pub(super) fn route_watch(
+        &mut self,
+        h: usize,
+        event: &WatchEvent,
+        cause: u64,
+    ) -> Vec<(usize, bool)> {
+        let mut to: Vec<(usize, bool)> = Vec::new();
         for class in WatchClass::fired_by(event.kind) {
             let entry = (event.path.clone(), *class);
             let Some(armed) = self.procs[h].watches.get_mut(&entry) else {
                 continue;
             };
-            to.extend(armed.keys().copied());
-            armed.retain(|_, pending| *pending > 0);
+            to.extend(
+                armed
+                    .iter()
+                    .map(|(pid, arming)| (*pid, arming.since.is_none_or(|s| s < cause))),
+            );
+            armed.retain(|_, arming| arming.pending > 0);
+            // A watch the server set before the change is spent; one set
+            // after it is still there.
+            for arming in armed.values_mut() {
+                if arming.since.is_some_and(|s| s < cause) {
+                    arming.since = None;
+                }
+            }
             if armed.is_empty() {
                 self.procs[h].watches.remove(&entry);
             }
         }
-        to.sort_unstable();
-        to.dedup();
+        // Woken by either table counts as woken.
+        to.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        to.dedup_by_key(|m| m.0);
         if to.len() > 1 {
             self.stats.shared_watches += 1;
         }

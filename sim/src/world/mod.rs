@@ -69,8 +69,8 @@ mod client;
 mod faults;
 mod hosting;
 
-use hosting::Armed;
 pub use hosting::Planted;
+use hosting::{Armed, Arming};
 
 pub use census::Census;
 
@@ -251,7 +251,7 @@ struct Proc {
     /// On a host: per watched path and watch table, the machines armed since
     /// it last fired, each with its arming requests still unanswered (the
     /// driver's table: the server keeps one watch per session, path and kind).
-    watches: BTreeMap<Armed, BTreeMap<usize, u32>>,
+    watches: BTreeMap<Armed, BTreeMap<usize, Arming>>,
     crashed: bool,
     session: Option<SessionId>,
     timeout: Duration,
@@ -1180,9 +1180,14 @@ impl World {
             return;
         };
         let mut from = pid;
+        let mut arms = None;
         if let Some(entry) = self.procs[pid].inflight.get_mut(&op) {
             entry.arrived = true;
             from = entry.pid;
+            arms = entry.arms.clone();
+        }
+        if let Some(entry) = &arms {
+            self.armed_applied(from, entry);
         }
         if let Some(cause) = cause {
             let pid = from;
