@@ -21,7 +21,7 @@ use zkelect_core::{
     Input, Observer, ObserverConfig, OpId, Request, SessionEvent, WatchEvent, WatchKind,
 };
 
-use super::{Conn, World, PATH};
+use super::{Conn, World};
 use crate::foreign::Agent;
 
 /// Which of the server's two watch tables a request arms.
@@ -69,6 +69,13 @@ pub enum Planted {
     /// Observers never see the queue's child events, so they never list it
     /// again: their participant lists go stale. Caught by `observers`.
     ObserverSkipsRelist,
+    /// The session files its watches per table only, forgetting the path
+    /// (issue 17: machines of different queues on one session): a watch
+    /// event of one path goes to every machine armed in that table on any
+    /// path, and disarms them all, so the machines of another queue get an
+    /// event that is not theirs and miss their own. Caught in ordinary
+    /// seeds that draw side queues (`liveness`, `no-herd`, `observers`).
+    WatchByTable,
 }
 
 /// The session-wide id of machine `pid`'s request `op` on host `host`'s
@@ -89,12 +96,13 @@ impl World {
         self.planted = Some(bug);
     }
 
-    /// Starts an observer of the queue, on a session of its own or riding on
-    /// candidate `on`'s.
+    /// Starts an observer of the joining queue, on a session of its own or
+    /// riding on candidate `on`'s.
     pub(super) fn spawn_observer(&mut self, on: Option<usize>) {
         let pid = self.procs.len();
-        let config = ObserverConfig::new(PATH, self.swarm.recipe())
-            .with_interop(self.swarm.env.interop.interop());
+        let spec = &self.queues[self.joining];
+        let config = ObserverConfig::new(spec.path.clone(), spec.recipe())
+            .with_interop(spec.scheme.interop());
         let observer = match Observer::new(config) {
             Ok(o) => o,
             Err(e) => return self.fail("config", format!("{e}")),
@@ -161,6 +169,17 @@ impl World {
     /// disarms them, but for machines whose arming is still unanswered.
     pub(super) fn route_watch(&mut self, h: usize, event: &WatchEvent) -> Vec<usize> {
         let mut to: Vec<usize> = Vec::new();
+        if self.planted == Some(Planted::WatchByTable) {
+            let classes = WatchClass::fired_by(event.kind);
+            self.procs[h].watches.retain(|(_, class), armed| {
+                if !classes.contains(class) {
+                    return true;
+                }
+                to.extend(armed.keys().copied());
+                armed.retain(|_, pending| *pending > 0);
+                !armed.is_empty()
+            });
+        }
         for class in WatchClass::fired_by(event.kind) {
             let entry = (event.path.clone(), *class);
             let Some(armed) = self.procs[h].watches.get_mut(&entry) else {
@@ -188,7 +207,7 @@ impl World {
     pub(super) fn hears(&self, pid: usize, event: &WatchEvent) -> bool {
         !(self.planted == Some(Planted::ObserverSkipsRelist)
             && self.procs[pid].c.observer().is_some()
-            && event.path == PATH)
+            && event.path == self.queues[self.procs[pid].queue].path)
     }
 
     /// Feeds a session event to one machine of a session.
