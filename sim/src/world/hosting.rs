@@ -69,12 +69,14 @@ pub enum Planted {
     /// Observers never see the queue's child events, so they never list it
     /// again: their participant lists go stale. Caught by `observers`.
     ObserverSkipsRelist,
-    /// The session files its watches per table only, forgetting the path
-    /// (issue 17: machines of different queues on one session): a watch
-    /// event of one path goes to every machine armed in that table on any
-    /// path, and disarms them all, so the machines of another queue get an
-    /// event that is not theirs and miss their own. Caught in ordinary
-    /// seeds that draw side queues (`liveness`, `no-herd`, `observers`).
+    /// The session files its watches per table, forgetting the path across
+    /// queues (issue 17: machines of different queues on one session): a
+    /// watch event of one queue's path also goes to the machines armed in
+    /// that table on another queue's paths, and disarms them, so they get
+    /// an event that is not theirs and miss their own. Within one queue the
+    /// routing stays right, so worlds without side queues never see it.
+    /// Caught in ordinary seeds that put machines of two queues on one
+    /// session (`tests/queues.rs`).
     WatchByTable,
 }
 
@@ -170,15 +172,26 @@ impl World {
     pub(super) fn route_watch(&mut self, h: usize, event: &WatchEvent) -> Vec<usize> {
         let mut to: Vec<usize> = Vec::new();
         if self.planted == Some(Planted::WatchByTable) {
+            // The bug: the table forgets the path across queues, so a
+            // watch of another queue's path in a table this event fires
+            // is taken as fired too.
             let classes = WatchClass::fired_by(event.kind);
-            self.procs[h].watches.retain(|(_, class), armed| {
-                if !classes.contains(class) {
-                    return true;
+            let mine = self.queue_of_path(&event.path);
+            let others: Vec<Armed> = self.procs[h]
+                .watches
+                .keys()
+                .filter(|(path, class)| classes.contains(class) && self.queue_of_path(path) != mine)
+                .cloned()
+                .collect();
+            for entry in others {
+                if let Some(armed) = self.procs[h].watches.get_mut(&entry) {
+                    to.extend(armed.keys().copied());
+                    armed.retain(|_, pending| *pending > 0);
+                    if armed.is_empty() {
+                        self.procs[h].watches.remove(&entry);
+                    }
                 }
-                to.extend(armed.keys().copied());
-                armed.retain(|_, pending| *pending > 0);
-                !armed.is_empty()
-            });
+            }
         }
         for class in WatchClass::fired_by(event.kind) {
             let entry = (event.path.clone(), *class);
