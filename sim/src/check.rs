@@ -14,6 +14,10 @@
 //!
 //! # What each checker allows
 //!
+//! A world may run several queues on other paths, whose machines share
+//! sessions (issue 17, [`World::queues`]): every checker judges each queue
+//! on its own, by that queue's rule and k, with a fenced resource per queue.
+//!
 //! Per the queue's rule (issue 13; "leads" below means "holds"): `safety`
 //! counts at most k holders for an election or a semaphore, one for a mutex,
 //! and in a read-write lock never a writer beside another holder; `fencing`
@@ -297,11 +301,10 @@ impl Invariant<World> for Fencing {
     }
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
-        let pid = match *event {
-            Event::Revoked { pid, .. } | Event::Notice { pid, .. } | Event::Write { pid, .. } => {
-                pid
-            }
-            _ => return Ok(()),
+        let (Event::Revoked { pid, .. } | Event::Notice { pid, .. } | Event::Write { pid, .. }) =
+            *event
+        else {
+            return Ok(());
         };
         let q = world.process(pid).queue;
         if world.leaders_of(q) != 1 {
