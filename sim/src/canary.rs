@@ -111,7 +111,10 @@ impl Swarm {
         if overrides.queue.is_none() {
             overrides.queue = canary.and_then(Canary::queue);
         }
-        Self::from_seed(seed, overrides).for_canary(canary)
+        match canary {
+            Some(_) => Self::one_queue_from_seed(seed, overrides).for_canary(canary),
+            None => Self::from_seed(seed, overrides),
+        }
     }
 
     /// Shapes the scenario so that `canary`'s hazard is there (see

@@ -14,6 +14,10 @@
 //!
 //! # What each checker allows
 //!
+//! A world may run several queues on other paths, whose machines share
+//! sessions (issue 17, [`World::queues`]): every checker judges each queue
+//! on its own, by that queue's rule and k, with a fenced resource per queue.
+//!
 //! Per the queue's rule (issue 13; "leads" below means "holds"): `safety`
 //! counts at most k holders for an election or a semaphore, one for a mutex,
 //! and in a read-write lock never a writer beside another holder; `fencing`
@@ -41,7 +45,7 @@ use zkelect_core::name::Access;
 use zkelect_core::{FencingToken, Notice, OpId, Recipe, Role, Rule, WatchStrategy};
 
 pub use crate::invariant::{Event, Invariant, Kinds, Violation};
-use crate::world::{Phase, Process, World, PATH};
+use crate::world::{Phase, Process, World};
 
 /// A checker of a [`World`], as the world holds it.
 pub type Checker = Box<dyn Invariant<World>>;
@@ -154,15 +158,20 @@ impl Invariant<World> for Safety {
         if !matches!(event, Event::Step) {
             return Ok(());
         }
-        let k = world.swarm().leaders as usize;
-        // The holders counted below are some of the believed leaders: when
-        // those are few enough, nothing can be broken (the common step).
-        let rw = world.swarm().recipe() == Recipe::ReadWrite;
-        let census = world.census();
-        if census.leading <= if rw { 1 } else { k } || (rw && census.leading_exclusive == 0) {
-            return Ok(());
+        // Each queue on its own (issue 17: several recipes on one session).
+        for q in 0..world.queues().len() {
+            let k = world.leaders_of(q) as usize;
+            // The holders counted below are some of the believed leaders:
+            // when those are few enough, nothing can be broken (the common
+            // step).
+            let rw = world.recipe_of(q) == Recipe::ReadWrite;
+            let census = world.queue_census(q);
+            if census.leading <= if rw { 1 } else { k } || (rw && census.leading_exclusive == 0) {
+                continue;
+            }
+            Self::count(world, q, k, rw)?;
         }
-        Self::count(world, k, rw)
+        Ok(())
     }
 }
 
@@ -170,10 +179,11 @@ impl Safety {
     /// The full count, when the fast path in `check` cannot rule a breach out
     /// (kept out of line, so the common step's call stays small).
     #[inline(never)]
-    fn count(world: &World, k: usize, rw: bool) -> Result<(), String> {
+    fn count(world: &World, q: usize, k: usize, rw: bool) -> Result<(), String> {
         let pauses = world.swarm().pauses;
         let counted = |p: &Process<'_>| {
-            !p.crashed
+            p.queue == q
+                && !p.crashed
                 && !revoked_in_grace(world, p)
                 && !revoked_foreign(p)
                 && (!pauses || holds_by_lease(world, p))
@@ -196,13 +206,14 @@ impl Safety {
                 .filter(counted)
                 .map(|p| format!("{} {:?} {:?}", who(&p), rule_of(&p), p.agent.role()))
                 .collect();
-            let rule = match world.swarm().recipe() {
+            let rule = match world.recipe_of(q) {
                 Recipe::ReadWrite => "a writer holds alone".to_owned(),
                 _ => format!("at most {k}"),
             };
             return Err(format!(
-                "{} holders at once, {rule}: {}",
+                "{} holders at once in {}, {rule}: {}",
                 leaders.len(),
+                world.queues()[q].path,
                 leaders.join(", ")
             ));
         }
@@ -263,6 +274,13 @@ impl Invariant<World> for Revocation {
 /// it has accepted one from a leader elected after the deletion.
 #[derive(Debug, Default)]
 pub struct Fencing {
+    /// Per queue: each guards a resource of its own.
+    queues: Vec<FencingQueue>,
+}
+
+/// [`Fencing`]'s record of one queue.
+#[derive(Debug, Default)]
+struct FencingQueue {
     /// (pid, token) → election number.
     terms: BTreeMap<(usize, FencingToken), u64>,
     elections: u64,
@@ -283,9 +301,24 @@ impl Invariant<World> for Fencing {
     }
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
-        if world.swarm().leaders != 1 {
+        let (Event::Revoked { pid, .. } | Event::Notice { pid, .. } | Event::Write { pid, .. }) =
+            *event
+        else {
+            return Ok(());
+        };
+        let q = world.process(pid).queue;
+        if world.leaders_of(q) != 1 {
             return Ok(());
         }
+        if self.queues.len() <= q {
+            self.queues.resize_with(q + 1, FencingQueue::default);
+        }
+        self.queues[q].check(world, event)
+    }
+}
+
+impl FencingQueue {
+    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         match *event {
             Event::Revoked { pid, .. } => {
                 self.revoked.insert(pid, self.elections);
@@ -337,6 +370,14 @@ impl Invariant<World> for Fencing {
 /// and a higher reader may learn it holds before a lower one does.
 #[derive(Debug, Default)]
 pub struct TokensGrow {
+    /// Per queue (tokens are zxids: they grow per queue, interleaved
+    /// across queues).
+    queues: Vec<TokensQueue>,
+}
+
+/// [`TokensGrow`]'s record of one queue.
+#[derive(Debug, Default, Clone, Copy)]
+struct TokensQueue {
     /// The newest holder of any kind.
     last: Option<(usize, FencingToken)>,
     /// The highest token any holder had, by whom.
@@ -362,14 +403,19 @@ impl Invariant<World> for TokensGrow {
         else {
             return Ok(());
         };
-        if world.swarm().leaders != 1 || world.process(pid).revoked_at.is_some() {
+        let q = world.process(pid).queue;
+        if world.leaders_of(q) != 1 || world.process(pid).revoked_at.is_some() {
             return Ok(());
         }
+        if self.queues.len() <= q {
+            self.queues.resize(q + 1, TokensQueue::default());
+        }
         let exclusive = exclusive(&world.process(pid));
+        let this = &mut self.queues[q];
         let before = if exclusive {
-            self.highest
+            this.highest
         } else {
-            self.last_exclusive
+            this.last_exclusive
         };
         if let Some((last_pid, last)) = before {
             if *token < last || (*token == last && last_pid != pid) {
@@ -378,50 +424,52 @@ impl Invariant<World> for TokensGrow {
                 ));
             }
         }
-        self.last = Some((pid, *token));
-        if self.highest.is_none_or(|(_, t)| *token > t) {
-            self.highest = Some((pid, *token));
+        this.last = Some((pid, *token));
+        if this.highest.is_none_or(|(_, t)| *token > t) {
+            this.highest = Some((pid, *token));
         }
         if exclusive {
-            self.last_exclusive = Some((pid, *token));
+            this.last_exclusive = Some((pid, *token));
         }
         Ok(())
     }
 }
 
 /// Once the faults stop, within [`World::liveness_bound`] there are
-/// `min(k, live)` leaders, and there stay that many until the candidates are
-/// closed. Live: not crashed, and joined (not idle, closed or failed); a
-/// foreign model counts as any candidate (its own belief), unless an operator
-/// deleted its node.
+/// `min(k, live)` leaders in each queue, and there stay that many until the
+/// candidates are closed. Live: not crashed, and joined (not idle, closed or
+/// failed); a foreign model counts as any candidate (its own belief), unless
+/// an operator deleted its node.
 #[derive(Debug, Default)]
 pub struct Liveness {
-    /// The live processes' node names (pid order) the rule was last applied
-    /// to, and the names it says must hold: read-write runs check after every
-    /// settled step, and the queue rarely changes between two steps.
-    names: Vec<String>,
-    must: Vec<String>,
+    /// Per read-write queue: the live processes' node names (pid order) the
+    /// rule was last applied to, and the names it says must hold:
+    /// read-write runs check after every settled step, and the queue rarely
+    /// changes between two steps.
+    must: BTreeMap<usize, (Vec<String>, Vec<String>)>,
     /// The world's [`generation`](World::generation) when the full look last
     /// passed: until a process changes, it would pass again.
     passed: Option<u64>,
 }
 
 impl Liveness {
-    /// The nodes that must hold among `live`'s, by the read-write rule in
-    /// queue order (every reader below the lowest writer, or that writer).
-    fn must_hold(&mut self, world: &World, live: &[Process<'_>]) -> &[String] {
+    /// The nodes that must hold among `live`'s (queue `q`'s), by the
+    /// read-write rule in queue order (every reader below the lowest writer,
+    /// or that writer).
+    fn must_hold(&mut self, world: &World, q: usize, live: &[Process<'_>]) -> &[String] {
         let nodes = || live.iter().filter_map(|p| p.agent.node());
-        if !nodes().eq(self.names.iter().map(String::as_str)) {
-            self.names = nodes().map(str::to_owned).collect();
-            let interop = world.swarm().env.interop.interop();
-            let (queue, _) = zkelect_core::name::queue(&self.names, "", interop, Recipe::ReadWrite);
-            self.must = Recipe::ReadWrite
+        let (names, must) = self.must.entry(q).or_default();
+        if !nodes().eq(names.iter().map(String::as_str)) {
+            *names = nodes().map(str::to_owned).collect();
+            let interop = world.queues()[q].scheme.interop();
+            let (queue, _) = zkelect_core::name::queue(names, "", interop, Recipe::ReadWrite);
+            *must = Recipe::ReadWrite
                 .holders(&queue)
                 .into_iter()
                 .map(|i| queue[i].name.clone())
                 .collect();
         }
-        &self.must
+        must
     }
 }
 
@@ -440,21 +488,24 @@ impl Invariant<World> for Liveness {
             Event::Step => world.phase() == Phase::Settled,
             _ => false,
         };
-        if !due {
+        if !due || self.passed == Some(world.generation()) {
             return Ok(());
         }
-        // The common settled step: enough leaders, and (for a read-write lock,
-        // where the rule names who must hold) no live node waiting, by the
-        // world's running counts; anything else takes the full look.
-        let census = world.census();
-        let rw = world.swarm().recipe() == Recipe::ReadWrite;
-        if census.live_leading >= census.live.min(world.swarm().leaders as usize)
-            && !(rw && census.waiting > 0)
-            || self.passed == Some(world.generation())
-        {
-            return Ok(());
+        // The common settled step: enough leaders in every queue, and (for a
+        // read-write lock, where the rule names who must hold) no live node
+        // waiting, by the world's running counts; anything else takes the
+        // full look.
+        let mut verdict = Ok(());
+        for q in 0..world.queues().len() {
+            let census = world.queue_census(q);
+            let rw = world.recipe_of(q) == Recipe::ReadWrite;
+            if census.live_leading >= census.live.min(world.leaders_of(q) as usize)
+                && !(rw && census.waiting > 0)
+            {
+                continue;
+            }
+            verdict = verdict.and_then(|()| self.look(world, q, rw));
         }
-        let verdict = self.look(world, rw);
         if verdict.is_ok() {
             self.passed = Some(world.generation());
         }
@@ -463,22 +514,29 @@ impl Invariant<World> for Liveness {
 }
 
 impl Liveness {
-    /// The full look, when the census cannot rule a miss out (kept out of
-    /// line, so the common step's call stays small).
+    /// The full look at queue `q`, when the census cannot rule a miss out
+    /// (kept out of line, so the common step's call stays small).
     #[inline(never)]
-    fn look(&mut self, world: &World, rw: bool) -> Result<(), String> {
+    fn look(&mut self, world: &World, q: usize, rw: bool) -> Result<(), String> {
         let is_live = |p: &Process<'_>| {
-            !p.crashed
+            p.queue == q
+                && !p.crashed
                 && !p.observer
                 && !revoked_foreign(p)
                 && !matches!(p.agent.role(), Role::Idle | Role::Closed | Role::Failed)
         };
         let live: Vec<_> = world.processes().filter(is_live).collect();
         let leaders = live.iter().filter(|p| p.agent.role().is_leader()).count();
-        let want = live.len().min(world.swarm().leaders as usize);
+        let want = live.len().min(world.leaders_of(q) as usize);
+        let path = world.queues()[q].path.as_str();
+        let which = if q == 0 {
+            String::new()
+        } else {
+            format!(" in {path}")
+        };
         if rw {
             // Who must hold: the rule over the live processes' nodes.
-            let must = self.must_hold(world, &live);
+            let must = self.must_hold(world, q, &live);
             let missing: Vec<String> = live
                 .iter()
                 .filter(|p| {
@@ -501,17 +559,17 @@ impl Liveness {
                     })
                     .collect();
                 return Err(format!(
-                    "{}ms after the faults stopped, {} should hold and do not (or nobody holds); live: {}; the server's queue: {:?}",
+                    "{}ms after the faults stopped{which}, {} should hold and do not (or nobody holds); live: {}; the server's queue: {:?}",
                     world.now().saturating_since(world.healed_at()).as_millis(),
                     missing.join(" "),
                     roles.join(" "),
                     world
-                        .children()
+                        .children_of(q)
                         .iter()
                         .map(|c| {
                             let owner = world
                                 .zk()
-                                .stat(&format!("{PATH}/{c}"))
+                                .stat(&format!("{path}/{c}"))
                                 .map_or(0, |s| s.ephemeral_owner);
                             let pid = world
                                 .processes()
@@ -530,7 +588,7 @@ impl Liveness {
                 .map(|p| format!("{}:{:?}", who(p), p.agent.role()))
                 .collect();
             return Err(format!(
-                "{leaders} leader(s) {}ms after the faults stopped, want {want}; live: {}",
+                "{leaders} leader(s) {}ms after the faults stopped{which}, want {want}; live: {}",
                 world.now().saturating_since(world.healed_at()).as_millis(),
                 roles.join(" ")
             ));
@@ -586,7 +644,7 @@ impl Invariant<World> for NoHerd {
         }
         let woken = self.woken.entry(cause).or_default();
         woken.insert(pid);
-        let k = allowed.max(world.swarm().leaders as usize);
+        let k = allowed.max(world.leaders_of(world.process(pid).queue) as usize);
         if woken.len() > k {
             return Err(format!(
                 "one server change (#{cause}) made {} candidates read (at most {k}): {:?}",
@@ -644,20 +702,34 @@ impl NoLeaks {
     /// end (kept out of line, so the common step's call stays small).
     #[inline(never)]
     fn look(world: &World, end: bool) -> Result<(), String> {
+        for q in 0..world.queues().len() {
+            Self::look_at(world, q, end)?;
+        }
+        Ok(())
+    }
+
+    /// The look at queue `q`'s path.
+    fn look_at(world: &World, q: usize, end: bool) -> Result<(), String> {
         let gone = |p: Process<'_>| {
             p.session_closed
                 || (p.crashed && p.session.is_none_or(|s| !world.zk().session_alive(s)))
         };
         let all_gone = || world.processes().all(gone);
-        let left = world.zk().stat(PATH).map_or(0, |s| s.num_children);
+        let path = world.queues()[q].path.as_str();
+        let left = world.zk().stat(path).map_or(0, |s| s.num_children);
         if left == 0 {
             return Ok(());
         }
         let lookalike = |name: &String| {
-            world.lookalikes().contains(name)
+            let full = format!("{path}/{name}");
+            let listed = match q {
+                0 => world.lookalikes().contains(name),
+                _ => world.side_lookalikes().contains(&full),
+            };
+            listed
                 && world
                     .zk()
-                    .stat(&format!("{PATH}/{name}"))
+                    .stat(&full)
                     .is_some_and(|s| s.ephemeral_owner == 0)
         };
         // Before the end, a node whose session the server still holds is
@@ -666,7 +738,7 @@ impl NoLeaks {
         // node goes with it (seed 20428 of the lag mix: a kazoo model closed
         // during a server restart). At the end every such session is gone.
         let expiring = |name: &String| {
-            !end && world.zk().stat(&format!("{PATH}/{name}")).is_some_and(|s| {
+            !end && world.zk().stat(&format!("{path}/{name}")).is_some_and(|s| {
                 s.ephemeral_owner != 0
                     && world
                         .zk()
@@ -675,7 +747,7 @@ impl NoLeaks {
         };
         let leaked: Vec<String> = world
             .zk()
-            .children(PATH)
+            .children(path)
             .into_iter()
             .filter(|c| !lookalike(c) && !expiring(c))
             .collect();
@@ -684,11 +756,11 @@ impl NoLeaks {
         }
         if all_gone() {
             return Err(format!(
-                "every candidate closed or expired, and the election path still holds {leaked:?}"
+                "every candidate closed or expired, and {path} still holds {leaked:?}"
             ));
         }
         Err(format!(
-            "at the end of the run the election path still holds {leaked:?}"
+            "at the end of the run {path} still holds {leaked:?}"
         ))
     }
 }
@@ -816,8 +888,11 @@ impl Invariant<World> for Observers {
         if !matches!(event, Event::Quiet) {
             return Ok(());
         }
-        let truth = world.queue_truth();
+        let mut truths: BTreeMap<usize, Vec<(String, FencingToken, bool)>> = BTreeMap::new();
         for p in world.processes().filter(|p| p.observer && !p.crashed) {
+            let truth = truths
+                .entry(p.queue)
+                .or_insert_with(|| world.queue_truth_of(p.queue));
             // A closed observer keeps its last list; it is no longer live.
             let Some(o) = p
                 .agent
@@ -831,10 +906,11 @@ impl Invariant<World> for Observers {
                 .iter()
                 .map(|x| (x.node.clone(), x.token, x.holds))
                 .collect();
-            if !o.has_reported() || seen != truth {
+            if !o.has_reported() || seen != *truth {
                 return Err(format!(
-                    "observer p{} (on p{}'s session) reports {seen:?} (reported: {}), the queue is {truth:?}",
+                    "observer p{} of {} (on p{}'s session) reports {seen:?} (reported: {}), the queue is {truth:?}",
                     p.pid,
+                    world.queues()[p.queue].path,
                     p.host,
                     o.has_reported()
                 ));

@@ -270,7 +270,11 @@ impl Queue {
     /// (pause runs: the fenced resource fences one holder at a time) never a
     /// semaphore nor an election with k > 1. Returns the queue and its k.
     pub fn draw(seed: u64, leaders: u32, one: bool) -> (Self, u32) {
-        let mut rng = SimRng::new(seed, 6);
+        Self::draw_from(&mut SimRng::new(seed, 6), leaders, one)
+    }
+
+    /// [`draw`](Self::draw) from a given stream.
+    fn draw_from(rng: &mut SimRng, leaders: u32, one: bool) -> (Self, u32) {
         match rng.range(0, 9) {
             0..=3 if one => (Queue::Election, 1),
             0..=3 if rng.chance(1.0 / 3.0) => (Queue::Election, rng.range(3, 5) as u32),
@@ -368,6 +372,49 @@ pub struct Hosting {
     /// models: each on a session of its own (`None`) or riding on candidate
     /// `Some(host)`'s.
     pub observers: Vec<Option<usize>>,
+    /// Further queues on other paths ([`SideQueue`], drawn by
+    /// [`Hosting::draw_queues`]), whose machines start after the observers
+    /// (queue 1's first, in order), many of them riding on the sessions of
+    /// the first queue's candidates.
+    pub queues: Vec<SideQueue>,
+}
+
+/// A further queue of the world (issue 17: many recipes on one `Session`):
+/// its own path ([`SideQueue::path`]), recipe and k, and machines — zkelect
+/// candidates and observers of it, no foreign models (their recipes are
+/// elections of the first queue's scheme) — each on a session of its own or
+/// riding on one of the first queue's candidates'.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SideQueue {
+    /// Its recipe.
+    pub queue: Queue,
+    /// Its k (1 for a mutex or a read-write lock).
+    pub leaders: u32,
+    /// Its machines, in pid order.
+    pub machines: Vec<SideMachine>,
+}
+
+/// One machine of a [`SideQueue`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SideMachine {
+    /// The first queue's candidate whose session it rides on (`None`: a
+    /// session of its own).
+    pub on: Option<usize>,
+    /// An observer of the queue (else a candidate).
+    pub observer: bool,
+}
+
+impl SideQueue {
+    /// The path of side queue `i` (1 and up; queue 0 is
+    /// [`PATH`](crate::world::PATH)): a sibling of the first queue's.
+    pub fn path(i: usize) -> String {
+        format!("/svc/q{i}")
+    }
+
+    /// The core's recipe of this queue.
+    pub fn recipe(&self) -> Recipe {
+        self.queue.recipe(self.leaders)
+    }
 }
 
 impl Hosting {
@@ -378,7 +425,8 @@ impl Hosting {
     /// the start: 3 in 10 seeds put some of them on shared sessions (each
     /// candidate after the first rides, 1 in 2, on a host among the
     /// candidates before it with room), 3 in 10 have 1–3 observers, 2 in 3
-    /// of them riding on a candidate's session.
+    /// of them riding on a candidate's session; then the side queues
+    /// ([`Hosting::draw_queues`], a stream of their own).
     pub fn draw(seed: u64, candidates: usize) -> Self {
         let mut rng = SimRng::new(seed, 8);
         let mut hosting = Hosting::default();
@@ -412,6 +460,7 @@ impl Hosting {
                 hosting.observers.push(on);
             }
         }
+        hosting.draw_queues(seed, candidates);
         hosting
     }
 
@@ -421,6 +470,132 @@ impl Hosting {
             .iter()
             .find(|(rider, _)| *rider == pid)
             .map_or(pid, |(_, host)| *host)
+    }
+
+    /// How many machines of the side queues start (their pids follow the
+    /// observers').
+    pub fn side_machines(&self) -> usize {
+        self.queues.iter().map(|q| q.machines.len()).sum()
+    }
+
+    /// Draws the further queues (issue 17) for `seed` with `candidates`
+    /// zkelect candidates at the start, around this hosting's riders and
+    /// observers, from a stream of their own (label 20), so every other draw
+    /// of a seed stays where it was: 3 in 10 seeds have one (2 in 3) or two
+    /// more queues, each its own recipe and k ([`Queue::draw`]'s odds, pause
+    /// runs included), with 1–4 machines, 1 in 6 an observer; each rides 2
+    /// in 3 on the session of one of the first queue's candidates with room
+    /// ([`Hosting::PER_SESSION`]), else has its own. Returns the stream, for
+    /// [`Hosting::side_faults`].
+    fn draw_queues(&mut self, seed: u64, candidates: usize) -> SimRng {
+        let mut rng = SimRng::new(seed, 20);
+        if !rng.chance(0.3) {
+            return rng;
+        }
+        let mut load = vec![1usize; candidates];
+        for &(_, h) in &self.riders {
+            load[h] += 1;
+        }
+        for h in self.observers.iter().flatten() {
+            load[*h] += 1;
+        }
+        let n = if rng.chance(2.0 / 3.0) { 1 } else { 2 };
+        for _ in 0..n {
+            let leaders = rng.range(1, 2) as u32;
+            let (queue, k) = Queue::draw_from(&mut rng, leaders, false);
+            let k = match queue {
+                Queue::Mutex | Queue::ReadWrite { .. } => 1,
+                _ => k.max(1),
+            };
+            let mut machines = Vec::new();
+            for _ in 0..rng.range(1, 4) {
+                let hosts: Vec<usize> = (0..candidates)
+                    .filter(|&h| self.host(h) == h && load[h] < Self::PER_SESSION)
+                    .collect();
+                let ride = !hosts.is_empty() && rng.range(0, 2) > 0;
+                let on = ride.then(|| hosts[rng.range(0, hosts.len() as u64 - 1) as usize]);
+                if let Some(h) = on {
+                    load[h] += 1;
+                }
+                machines.push(SideMachine {
+                    on,
+                    observer: rng.chance(1.0 / 6.0),
+                });
+            }
+            self.queues.push(SideQueue {
+                queue,
+                leaders: k,
+                machines,
+            });
+        }
+        rng
+    }
+
+    /// The faults of the side queues' machines on sessions of their own
+    /// (the riders get their hosts'), drawn after the queues from their
+    /// stream, at rates like the first queue's: drops, partitions both and
+    /// one way, slow links, crashes, lag, resign, revocations, set-data;
+    /// pauses in pause runs. Added to `swarm`'s plan (none in a run without
+    /// faults).
+    pub fn side_faults(swarm: &mut Swarm, seed: u64) {
+        let mut probe = Hosting {
+            riders: swarm.env.hosting.riders.clone(),
+            observers: swarm.env.hosting.observers.clone(),
+            queues: Vec::new(),
+        };
+        let mut rng = probe.draw_queues(seed, swarm.candidates);
+        let first = swarm.candidates + swarm.env.foreign + swarm.env.hosting.observers.len();
+        let own: Vec<usize> = swarm
+            .env
+            .hosting
+            .queues
+            .iter()
+            .flat_map(|q| q.machines.iter())
+            .enumerate()
+            .filter(|(_, m)| m.on.is_none())
+            .map(|(i, _)| first + i)
+            .collect();
+        if swarm.plan.is_empty() || own.is_empty() {
+            return;
+        }
+        let t = swarm.session_timeout.as_millis() as u64;
+        let rate = rng.range(0, 60) as f64 / 100.0;
+        for second in 0..swarm.chaos.as_secs() {
+            if !rng.chance(rate) {
+                continue;
+            }
+            let at = Timestamp::from_millis(second * 1_000 + rng.range(0, 999));
+            let pid = own[rng.range(0, own.len() as u64 - 1) as usize];
+            let ms = rng.range(t / 4, t * 2);
+            let fault = match rng.range(0, if swarm.pauses { 9 } else { 8 }) {
+                0 => Fault::DropConnection {
+                    pid,
+                    applied: rng.chance(0.5),
+                },
+                1 => Fault::Partition { pid, ms },
+                2 => Fault::PartitionOneWay {
+                    pid,
+                    ms,
+                    to_server: rng.chance(0.5),
+                },
+                3 => Fault::Delay {
+                    pid,
+                    ms,
+                    extra_ms: rng.range(10, t / 4),
+                },
+                4 => Fault::Crash { pid },
+                5 => Fault::LagEvents { pid, ms },
+                6 => Fault::Resign {
+                    pid,
+                    rejoin: rng.chance(0.7),
+                },
+                7 => Fault::Revoke { pid },
+                8 => Fault::TouchData { pid },
+                _ => Fault::Pause { pid, ms },
+            };
+            swarm.plan.push((at, fault));
+        }
+        swarm.plan.sort_by_key(|(t, _)| *t);
     }
 }
 
@@ -519,6 +694,24 @@ impl fmt::Display for Env {
                 " riders={:?} observers={:?}",
                 self.hosting.riders, self.hosting.observers
             )?;
+            for (i, q) in self.hosting.queues.iter().enumerate() {
+                let machines: Vec<String> = q
+                    .machines
+                    .iter()
+                    .map(|m| {
+                        let kind = if m.observer { "o" } else { "c" };
+                        m.on.map_or(kind.to_owned(), |h| format!("{kind}@p{h}"))
+                    })
+                    .collect();
+                write!(
+                    f,
+                    " {}={}(k={})[{}]",
+                    SideQueue::path(i + 1),
+                    q.queue.label(),
+                    q.leaders,
+                    machines.join(",")
+                )?;
+            }
         }
         match &self.ensemble {
             Some(spec) => write!(f, " {spec}"),
@@ -546,6 +739,22 @@ impl Swarm {
     /// ([`Queue::draw`], unless overridden; an override of `leaders` alone
     /// means an election).
     pub fn from_seed(seed: u64, overrides: Overrides) -> Self {
+        let mut swarm = Self::from_seed_without_side_faults(seed, overrides);
+        Hosting::side_faults(&mut swarm, seed);
+        swarm
+    }
+
+    /// [`from_seed`](Self::from_seed) without the further queues (a
+    /// canary's seeds keep the world they were documented with).
+    pub(crate) fn one_queue_from_seed(seed: u64, overrides: Overrides) -> Self {
+        let mut swarm = Self::from_seed_without_side_faults(seed, overrides);
+        swarm.env.hosting.queues.clear();
+        swarm
+    }
+
+    /// The scenario with its hosting as [`Hosting::draw`] gives it, side
+    /// queues included, before their faults.
+    fn from_seed_without_side_faults(seed: u64, overrides: Overrides) -> Self {
         let mut swarm = Self::election_from_seed(seed, overrides);
         swarm.env.ensemble = crate::server::EnsembleSpec::draw(
             seed,

@@ -24,7 +24,7 @@ fn riders_only(seed: u64, faults: FaultMix, queue: Queue, k: u32) -> Swarm {
     let mut swarm = Swarm::from_seed(seed, overrides);
     swarm.env.hosting = Hosting {
         riders: vec![(1, 0), (2, 0), (3, 0)],
-        observers: Vec::new(),
+        ..Hosting::default()
     };
     swarm
 }

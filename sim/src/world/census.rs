@@ -72,9 +72,15 @@ impl World {
         self.generation
     }
 
-    /// The counts the per-step checkers read, as of now.
+    /// The counts the per-step checkers read, as of now, over every queue.
     pub fn census(&self) -> Census {
         self.census
+    }
+
+    /// The same counts over queue `q`'s machines only (each checker judges
+    /// each queue on its own).
+    pub fn queue_census(&self, q: usize) -> Census {
+        self.queue_census[q]
     }
 
     /// Debug builds, after every step: the kept counts equal a full scan (a
@@ -87,6 +93,16 @@ impl World {
                 .fold(Census::default(), Census::plus),
             "the census missed a change of a process"
         );
+        for q in 0..self.queues.len() {
+            debug_assert_eq!(
+                self.queue_census[q],
+                (0..self.procs.len())
+                    .filter(|&pid| self.procs[pid].queue == q)
+                    .map(|pid| self.census_of(pid))
+                    .fold(Census::default(), Census::plus),
+                "the census of queue {q} missed a change of a process"
+            );
+        }
     }
 
     /// Process `pid`'s share of the census.
@@ -140,6 +156,8 @@ impl World {
         }
         let share = self.census_of(pid);
         self.census = self.census.minus(self.shares[pid]).plus(share);
+        let q = self.procs[pid].queue;
+        self.queue_census[q] = self.queue_census[q].minus(self.shares[pid]).plus(share);
         self.shares[pid] = share;
         self.generation += 1;
     }

@@ -9,12 +9,13 @@ use zkelect_core::{
     Acl, CreateMode, FencingToken, Reply, Request, Role, SessionId, Stat, Timestamp,
 };
 
-use super::{short, Conn, Ev, Phase, World, PATH};
+use super::{short, Conn, Ev, Phase, World};
 use crate::foreign::{lookalike_stem, Scheme};
 use crate::invariant::Event;
 use crate::net::Cut;
 use crate::server::Server;
 use crate::swarm::Fault;
+use crate::swarm::SideQueue;
 use crate::zk::Fired;
 
 impl World {
@@ -169,14 +170,20 @@ impl World {
             }
             Fault::Spawn => self.spawn(),
             Fault::SpawnForeign => self.spawn_foreign(),
-            Fault::Lookalike { scheme } => self.create_lookalike(scheme, false),
+            Fault::Lookalike { scheme } => {
+                let q = self.pick_queue();
+                self.create_lookalike_in(q, scheme, false);
+            }
             Fault::Revoke { pid } if valid(pid, self) => self.revoke(pid),
             Fault::LagEvents { pid, ms } if valid(pid, self) => {
                 let until = self.now + Duration::from_millis(ms);
                 let p = &mut self.procs[pid];
                 p.lag_until = Some(p.lag_until.map_or(until, |t| t.max(until)));
             }
-            Fault::WipeElection => self.wipe(),
+            Fault::WipeElection => {
+                let q = self.pick_queue();
+                self.wipe(q);
+            }
             Fault::TouchData { pid } if valid(pid, self) => self.touch_data(pid),
             Fault::Delay { pid, ms, extra_ms } if valid(pid, self) => {
                 self.net
@@ -187,9 +194,13 @@ impl World {
             | Fault::CloseLeader
             | Fault::PauseLeader { .. }
             | Fault::RevokeLeader => {
+                let q = self.pick_queue();
                 let leader = (0..self.procs.len()).find(|&i| {
                     let h = &self.procs[self.procs[i].host];
-                    !h.crashed && h.paused_until.is_none() && self.procs[i].c.role().is_leader()
+                    self.procs[i].queue == q
+                        && !h.crashed
+                        && h.paused_until.is_none()
+                        && self.procs[i].c.role().is_leader()
                 });
                 if let Some(pid) = leader {
                     let targeted = match fault {
@@ -203,6 +214,16 @@ impl World {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The queue an operator's fault (or a fault aimed at a leader) picks:
+    /// the swarm's when it is the only one (no draw, so such seeds run as
+    /// before), else any, evenly.
+    fn pick_queue(&mut self) -> usize {
+        match self.queues.len() {
+            1 => 0,
+            n => self.rng.range(0, n as u64 - 1) as usize,
         }
     }
 
@@ -242,7 +263,7 @@ impl World {
             Role::Leader(t) => Some(t),
             _ => None,
         };
-        let path = format!("{PATH}/{node}");
+        let path = format!("{}/{node}", self.path_of(pid));
         let deleted = self.operator(|zk, now, s| {
             zk.apply(
                 now,
@@ -270,12 +291,13 @@ impl World {
 
     /// An operator deletes the whole election (`deleteall`): every child, then
     /// the path itself. Every candidate with a node there is revoked.
-    pub(super) fn wipe(&mut self) {
-        let children = self.zk.children(PATH);
+    pub(super) fn wipe(&mut self, q: usize) {
+        let root = self.queues[q].path.clone();
+        let children = self.zk.children(&root);
         let owners: Vec<(String, Option<usize>)> = children
             .into_iter()
             .map(|name| {
-                let stat = self.zk.stat(&format!("{PATH}/{name}"));
+                let stat = self.zk.stat(&format!("{root}/{name}"));
                 let owner = stat.and_then(|stat| self.owner(&name, stat));
                 (name, owner)
             })
@@ -285,7 +307,7 @@ impl World {
         let done = self.operator(|zk, now, s| {
             let mut fired = Vec::new();
             for (name, owner) in &owners {
-                let path = format!("{PATH}/{name}");
+                let path = format!("{root}/{name}");
                 let (r, f) = zk.apply(
                     now,
                     s,
@@ -303,7 +325,7 @@ impl World {
                 now,
                 s,
                 &Request::Delete {
-                    path: PATH.to_owned(),
+                    path: root.clone(),
                     version: None,
                 },
             );
@@ -313,7 +335,7 @@ impl World {
             }
             // Candidates that do not create parents need the path back, as
             // an operator who resets such an election gives it.
-            for path in ["/svc", PATH] {
+            for path in ["/svc", root.as_str()] {
                 let create = Request::Create {
                     path: path.to_owned(),
                     data: Vec::new(),
@@ -328,8 +350,9 @@ impl World {
             return;
         }
         let n = deleted.len();
-        self.trace.note(self.now, None, 'R', || {
-            format!("operator deleted the election ({n} nodes)")
+        self.trace.note(self.now, None, 'R', || match q {
+            0 => format!("operator deleted the election ({n} nodes)"),
+            q => format!("operator deleted {} ({n} nodes)", SideQueue::path(q)),
         });
         for (node, owner) in deleted {
             self.stats.revocations += 1;
@@ -367,7 +390,7 @@ impl World {
         let Some(node) = self.procs[pid].c.node().map(str::to_owned) else {
             return;
         };
-        let path = format!("{PATH}/{node}");
+        let path = format!("{}/{node}", self.path_of(pid));
         self.operator(|zk, now, s| zk.set_data(now, s, &path, b"touched", None));
     }
 
@@ -379,10 +402,11 @@ impl World {
     /// An operator creates the election path (and its parent) as persistent
     /// nodes before anyone joins: candidates with `create_parents(false)`
     /// need it there.
-    pub(super) fn create_path(&mut self) {
+    pub(super) fn create_path(&mut self, q: usize) {
+        let root = self.queues[q].path.clone();
         self.operator(|zk, now, s| {
             let mut fired = Vec::new();
-            for path in ["/svc", PATH] {
+            for path in ["/svc", root.as_str()] {
                 let create = Request::Create {
                     path: path.to_owned(),
                     data: Vec::new(),
@@ -396,6 +420,12 @@ impl World {
     }
 
     pub(super) fn create_lookalike(&mut self, scheme: Scheme, setup: bool) {
+        self.create_lookalike_in(0, scheme, setup);
+    }
+
+    /// [`create_lookalike`](Self::create_lookalike) in queue `q`.
+    pub(super) fn create_lookalike_in(&mut self, q: usize, scheme: Scheme, setup: bool) {
+        let root = self.queues[q].path.clone();
         let stem = lookalike_stem(scheme, &mut self.rng);
         let container = self.knobs.container_parent;
         let created = self.operator(|zk, now, s| {
@@ -404,7 +434,7 @@ impl World {
                 for (path, mode) in [
                     ("/svc", CreateMode::Persistent),
                     (
-                        PATH,
+                        root.as_str(),
                         if container {
                             CreateMode::Container
                         } else {
@@ -422,7 +452,7 @@ impl World {
                 }
             }
             let create = Request::Create {
-                path: format!("{PATH}/{stem}"),
+                path: format!("{root}/{stem}"),
                 data: b"not a contender".to_vec(),
                 mode: CreateMode::PersistentSequential,
                 acl: Acl::Open,
@@ -439,7 +469,10 @@ impl World {
                     short(&path)
                 )
             });
-            self.lookalikes.push(short(&path).to_owned());
+            match q {
+                0 => self.lookalikes.push(short(&path).to_owned()),
+                _ => self.side_lookalikes.push(path),
+            }
         }
     }
 }

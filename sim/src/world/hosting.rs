@@ -21,7 +21,7 @@ use zkelect_core::{
     Input, Observer, ObserverConfig, OpId, Request, SessionEvent, WatchEvent, WatchKind,
 };
 
-use super::{Conn, World, PATH};
+use super::{Conn, World};
 use crate::foreign::Agent;
 
 /// Which of the server's two watch tables a request arms.
@@ -82,6 +82,15 @@ pub enum Planted {
     /// Observers never see the queue's child events, so they never list it
     /// again: their participant lists go stale. Caught by `observers`.
     ObserverSkipsRelist,
+    /// The session files its watches per table, forgetting the path across
+    /// queues (issue 17: machines of different queues on one session): a
+    /// watch event of one queue's path also goes to the machines armed in
+    /// that table on another queue's paths, and disarms them, so they get
+    /// an event that is not theirs and miss their own. Within one queue the
+    /// routing stays right, so worlds without side queues never see it.
+    /// Caught in ordinary seeds that put machines of two queues on one
+    /// session (`tests/queues.rs`).
+    WatchByTable,
 }
 
 /// The session-wide id of machine `pid`'s request `op` on host `host`'s
@@ -102,12 +111,13 @@ impl World {
         self.planted = Some(bug);
     }
 
-    /// Starts an observer of the queue, on a session of its own or riding on
-    /// candidate `on`'s.
+    /// Starts an observer of the joining queue, on a session of its own or
+    /// riding on candidate `on`'s.
     pub(super) fn spawn_observer(&mut self, on: Option<usize>) {
         let pid = self.procs.len();
-        let config = ObserverConfig::new(PATH, self.swarm.recipe())
-            .with_interop(self.swarm.env.interop.interop());
+        let spec = &self.queues[self.joining];
+        let config = ObserverConfig::new(spec.path.clone(), spec.recipe())
+            .with_interop(spec.scheme.interop());
         let observer = match Observer::new(config) {
             Ok(o) => o,
             Err(e) => return self.fail("config", format!("{e}")),
@@ -200,6 +210,28 @@ impl World {
         cause: u64,
     ) -> Vec<(usize, bool)> {
         let mut to: Vec<(usize, bool)> = Vec::new();
+        if self.planted == Some(Planted::WatchByTable) {
+            // The bug: the table forgets the path across queues, so a
+            // watch of another queue's path in a table this event fires
+            // is taken as fired too.
+            let classes = WatchClass::fired_by(event.kind);
+            let mine = self.queue_of_path(&event.path);
+            let others: Vec<Armed> = self.procs[h]
+                .watches
+                .keys()
+                .filter(|(path, class)| classes.contains(class) && self.queue_of_path(path) != mine)
+                .cloned()
+                .collect();
+            for entry in others {
+                if let Some(armed) = self.procs[h].watches.get_mut(&entry) {
+                    to.extend(armed.keys().map(|pid| (*pid, true)));
+                    armed.retain(|_, arming| arming.pending > 0);
+                    if armed.is_empty() {
+                        self.procs[h].watches.remove(&entry);
+                    }
+                }
+            }
+        }
         for class in WatchClass::fired_by(event.kind) {
             let entry = (event.path.clone(), *class);
             let Some(armed) = self.procs[h].watches.get_mut(&entry) else {
@@ -239,7 +271,7 @@ impl World {
     pub(super) fn hears(&self, pid: usize, event: &WatchEvent) -> bool {
         !(self.planted == Some(Planted::ObserverSkipsRelist)
             && self.procs[pid].c.observer().is_some()
-            && event.path == PATH)
+            && event.path == self.queues[self.procs[pid].queue].path)
     }
 
     /// Feeds a session event to one machine of a session.

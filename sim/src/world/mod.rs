@@ -48,8 +48,8 @@ use std::time::Duration;
 
 use zkelect_core::name::Access;
 use zkelect_core::{
-    Acl, Candidate, Command, Config, ConfigBuilder, FencingToken, Notice, OpId, Reply, Request,
-    Role, SessionId, Timestamp, WatchEvent, WatchKind, ZkCode,
+    Acl, Candidate, Command, Config, ConfigBuilder, FencingToken, Notice, OpId, Recipe, Reply,
+    Request, Role, SessionId, Timestamp, WatchEvent, WatchKind, ZkCode,
 };
 
 use crate::canary::Canary;
@@ -60,7 +60,7 @@ use crate::invariant::{Event, Invariant, Kinds};
 use crate::net::{Net, Way};
 use crate::queue::EventQueue;
 use crate::server::Server;
-use crate::swarm::{Fault, Knobs, Swarm};
+use crate::swarm::{Fault, Knobs, Queue, SideQueue, Swarm};
 use crate::trace::Trace;
 use crate::zk::{Fired, ZkModel};
 
@@ -76,6 +76,30 @@ pub use census::Census;
 
 /// The election path every simulated candidate uses.
 pub const PATH: &str = "/svc/leader";
+
+/// One queue of the world (issue 17: many recipes on one session): queue 0
+/// is the swarm's own ([`PATH`], [`Swarm::recipe`], its interop scheme, its
+/// foreign models and look-alikes); the others are its
+/// [`SideQueue`]s, on paths of their own, their candidates naming their
+/// nodes in zkelect's own scheme.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueSpec {
+    /// Its path.
+    pub path: String,
+    /// Its recipe as the swarm draws it.
+    pub queue: Queue,
+    /// Its k (1 for a mutex or a read-write lock).
+    pub leaders: u32,
+    /// The naming scheme of its candidates.
+    pub scheme: Scheme,
+}
+
+impl QueueSpec {
+    /// The core's recipe.
+    pub fn recipe(&self) -> Recipe {
+        self.queue.recipe(self.leaders)
+    }
+}
 
 /// The identity every session authenticates as when the candidates' ACL needs one.
 pub const IDENTITY: &str = "digest:svc";
@@ -246,6 +270,8 @@ struct Proc {
     /// The machine whose client and session this one runs on (itself,
     /// unless it rides on another's session).
     host: usize,
+    /// The queue it is a machine of (an index into `World::queues`).
+    queue: usize,
     /// On a host: the machines on its session (itself first), in pid order.
     machines: Vec<usize>,
     /// On a host: per watched path and watch table, the machines armed since
@@ -297,6 +323,8 @@ pub struct Process<'a> {
     pub foreign: Option<Scheme>,
     /// It is an observer (no node; never a contender).
     pub observer: bool,
+    /// The queue it is a machine of ([`World::queues`]; 0 is the swarm's).
+    pub queue: usize,
     /// The machine whose session it runs on (itself unless it rides on
     /// another's; crashes, pauses and the session are that one's).
     pub host: usize,
@@ -408,6 +436,10 @@ pub struct World {
     queue: EventQueue<Ev>,
     zk: Server,
     procs: Vec<Proc>,
+    /// The queues: the swarm's, then its side queues.
+    queues: Vec<QueueSpec>,
+    /// The next machine started goes to this queue.
+    joining: usize,
     /// The pids whose node an operator once deleted, ascending (checked after
     /// every step: kept, not searched for).
     revoked: Vec<usize>,
@@ -421,7 +453,9 @@ pub struct World {
     by_kind: Vec<Vec<usize>>,
     /// A new id per server change, carried by the watch events it fires.
     cause: u64,
-    resource_max: Option<FencingToken>,
+    /// Per queue, the highest token its fenced resource accepted (each
+    /// queue guards a resource of its own).
+    resource_max: Vec<Option<FencingToken>>,
     heal_at: Timestamp,
     phase: Phase,
     pub(crate) trace: Trace,
@@ -432,13 +466,17 @@ pub struct World {
     story: Vec<(Timestamp, String)>,
     /// The persistent look-alikes' names (not leaks, and no process's).
     lookalikes: Vec<String>,
+    /// Those of the side queues, as whole paths.
+    side_lookalikes: Vec<String>,
     /// Server change → how many followers its watch events may wake (the
     /// rule's bound, see [`World::herd_bound`]).
     herd: BTreeMap<u64, usize>,
     /// A bug planted in the world's client for a test ([`Planted`]).
     planted: Option<Planted>,
-    /// The checkers' counts ([`World::census`]), and each process's share.
+    /// The checkers' counts ([`World::census`]), per queue
+    /// ([`World::queue_census`]), and each process's share.
     census: Census,
+    queue_census: Vec<Census>,
     shares: Vec<Census>,
     /// Counts recounts ([`World::generation`]).
     generation: u64,
@@ -494,6 +532,20 @@ impl World {
                     .collect()
             })
             .collect();
+        let mut queues = vec![QueueSpec {
+            path: PATH.to_owned(),
+            queue: swarm.env.queue,
+            leaders: swarm.leaders,
+            scheme: swarm.env.interop,
+        }];
+        for (i, side) in swarm.env.hosting.queues.iter().enumerate() {
+            queues.push(QueueSpec {
+                path: SideQueue::path(i + 1),
+                queue: side.queue,
+                leaders: side.leaders,
+                scheme: Scheme::Ours,
+            });
+        }
         let mut world = Self {
             seed,
             rng: choices,
@@ -504,6 +556,10 @@ impl World {
                 swarm.env.ensemble.as_ref(),
             ),
             procs: Vec::new(),
+            resource_max: vec![None; queues.len()],
+            queue_census: vec![Census::default(); queues.len()],
+            queues,
+            joining: 0,
             revoked: Vec::new(),
             net: Net::default(),
             server_down_until: None,
@@ -511,7 +567,6 @@ impl World {
             invariants,
             by_kind,
             cause: 0,
-            resource_max: None,
             heal_at,
             phase: Phase::Chaos,
             trace: Trace::new(keep_trace),
@@ -521,6 +576,7 @@ impl World {
             narrate: false,
             story: Vec::new(),
             lookalikes: Vec::new(),
+            side_lookalikes: Vec::new(),
             herd: BTreeMap::new(),
             planted: None,
             census: Census::default(),
@@ -530,7 +586,9 @@ impl World {
             knobs,
         };
         if !world.knobs.options.create_parents {
-            world.create_path();
+            for q in 0..world.queues.len() {
+                world.create_path(q);
+            }
         }
         for scheme in world.swarm.env.lookalikes.clone() {
             world.create_lookalike(scheme, true);
@@ -544,6 +602,24 @@ impl World {
         for on in world.swarm.env.hosting.observers.clone() {
             world.spawn_observer(on);
         }
+        for (i, side) in world
+            .swarm
+            .env
+            .hosting
+            .queues
+            .clone()
+            .into_iter()
+            .enumerate()
+        {
+            world.joining = i + 1;
+            for m in side.machines {
+                match m.observer {
+                    true => world.spawn_observer(m.on),
+                    false => world.spawn_on(m.on),
+                }
+            }
+        }
+        world.joining = 0;
         for (at, fault) in world.swarm.plan.clone() {
             world.push(at, Ev::Fault(fault));
         }
@@ -637,9 +713,37 @@ impl World {
         &self.zk
     }
 
-    /// The highest token the fenced resource has accepted.
+    /// The highest token the fenced resource of the swarm's queue has
+    /// accepted.
     pub fn resource_max(&self) -> Option<FencingToken> {
-        self.resource_max
+        self.resource_max[0]
+    }
+
+    /// The queues: the swarm's (0), then its side queues.
+    pub fn queues(&self) -> &[QueueSpec] {
+        &self.queues
+    }
+
+    /// Queue `q`'s k.
+    pub fn leaders_of(&self, q: usize) -> u32 {
+        self.queues[q].leaders
+    }
+
+    /// Queue `q`'s recipe.
+    pub fn recipe_of(&self, q: usize) -> Recipe {
+        self.queues[q].recipe()
+    }
+
+    /// The queue whose path `path` is, or a node of which it names.
+    pub fn queue_of_path(&self, path: &str) -> Option<usize> {
+        let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+        self.queues
+            .iter()
+            .position(|q| q.path == path || q.path == parent)
+    }
+
+    fn path_of(&self, pid: usize) -> &str {
+        &self.queues[self.procs[pid].queue].path
     }
 
     /// One process. Panics if `pid` is out of range.
@@ -652,6 +756,7 @@ impl World {
             candidate: p.c.candidate(),
             foreign: p.c.foreign(),
             observer: p.c.observer().is_some(),
+            queue: p.queue,
             host: p.host,
             crashed: h.crashed,
             paused: h.paused_until.is_some_and(|t| self.now < t),
@@ -720,21 +825,28 @@ impl World {
     /// whether the recipe says it holds — what an observer must report once
     /// the world is quiet.
     pub fn queue_truth(&self) -> Vec<(String, FencingToken, bool)> {
-        let recipe = self.swarm.recipe();
-        let interop = self.swarm.env.interop.interop();
+        self.queue_truth_of(0)
+    }
+
+    /// [`queue_truth`](Self::queue_truth) of queue `q`.
+    pub fn queue_truth_of(&self, q: usize) -> Vec<(String, FencingToken, bool)> {
+        let spec = &self.queues[q];
+        let path = spec.path.as_str();
+        let recipe = spec.recipe();
+        let interop = spec.scheme.interop();
         let live: Vec<(String, FencingToken)> = self
             .zk
-            .children(PATH)
+            .children(path)
             .into_iter()
             .filter_map(|c| {
-                let stat = self.zk.stat(&format!("{PATH}/{c}"))?;
+                let stat = self.zk.stat(&format!("{path}/{c}"))?;
                 (stat.ephemeral_owner != 0).then_some((c, FencingToken(stat.czxid)))
             })
             .collect();
         let names: Vec<String> = live.iter().map(|(n, _)| n.clone()).collect();
         // The candidates' stem is the scheme's own for the recipe, as an
         // observer's default.
-        let config = zkelect_core::ObserverConfig::new(PATH, recipe).with_interop(interop);
+        let config = zkelect_core::ObserverConfig::new(path, recipe).with_interop(interop);
         let (queue, _) = zkelect_core::name::queue(&names, config.prefix(), interop, recipe);
         let holders = recipe.holders(&queue);
         queue
@@ -753,6 +865,16 @@ impl World {
     /// The election path's children right now (for tests and the demo).
     pub fn children(&self) -> Vec<String> {
         self.zk.children(PATH)
+    }
+
+    /// Queue `q`'s children right now.
+    pub fn children_of(&self, q: usize) -> Vec<String> {
+        self.zk.children(&self.queues[q].path)
+    }
+
+    /// The side queues' persistent look-alikes, as whole paths.
+    pub fn side_lookalikes(&self) -> &[String] {
+        &self.side_lookalikes
     }
 
     /// The run's counters.
@@ -884,23 +1006,29 @@ impl World {
         } else {
             pid
         };
-        let rule = self
-            .swarm
-            .env
-            .queue
-            .rule(self.swarm.leaders, self.seed, pid);
-        let mut builder = Config::builder(PATH, format!("p{pid}"))
+        self.spawn_on(Some(host));
+    }
+
+    /// Starts a zkelect candidate of the joining queue on candidate `on`'s
+    /// session (`None`, or its own pid: a session of its own).
+    fn spawn_on(&mut self, on: Option<usize>) {
+        let pid = self.procs.len();
+        let host = on.unwrap_or(pid);
+        let spec = &self.queues[self.joining];
+        let rule = spec.queue.rule(spec.leaders, self.seed, pid);
+        let scheme = spec.scheme;
+        let mut builder = Config::builder(spec.path.clone(), format!("p{pid}"))
             .rule(rule)
             .policy(self.swarm.policy)
             .acl(self.knobs.acl)
             .container_parent(self.knobs.container_parent)
             .nonce_seed(self.seed.wrapping_mul(31).wrapping_add(pid as u64));
-        let foreign_names = self.swarm.env.interop != Scheme::Ours;
+        let foreign_names = scheme != Scheme::Ours;
         builder = self
             .knobs
             .options
             .configure(builder, self.seed, pid, rule, foreign_names);
-        builder = interop(builder, self.swarm.env.interop);
+        builder = interop(builder, scheme);
         if let Some(canary) = self.canary {
             builder = canary.configure(builder);
         }
@@ -945,6 +1073,7 @@ impl World {
         self.procs.push(Proc {
             c,
             host,
+            queue: self.joining,
             machines: if host == pid { vec![pid] } else { Vec::new() },
             watches: BTreeMap::new(),
             crashed: false,
@@ -1093,7 +1222,7 @@ impl World {
             }
             Ev::LivenessDue => {
                 self.phase = Phase::Settled;
-                if !self.swarm.env.hosting.observers.is_empty() {
+                if self.procs.iter().any(|p| p.c.observer().is_some()) {
                     self.push(self.now + SETTLE, Ev::Quiet);
                 }
                 self.trace
@@ -1279,7 +1408,7 @@ impl World {
         let own = c.node().map(str::to_owned);
         let predecessor = match (&own, config) {
             (Some(own), Some(config)) if canary == Canary::ReaderWatchesPredecessor => {
-                let children = self.zk.children(PATH);
+                let children = self.zk.children(self.path_of(pid));
                 let recipe = config.rule().recipe();
                 let (queue, _) =
                     zkelect_core::name::queue(&children, config.prefix(), config.interop(), recipe);
@@ -1292,7 +1421,7 @@ impl World {
             _ => None,
         };
         crate::canary::View {
-            scheme: self.swarm.env.interop,
+            scheme: self.queues[self.procs[pid].queue].scheme,
             rule: config.map_or_else(Default::default, |c| c.rule()),
             own,
             prefix: config.map_or_else(String::new, |c| c.prefix().to_owned()),
@@ -1316,28 +1445,31 @@ impl World {
     /// predecessor recipe: k is the bound there too. Persistent look-alikes
     /// are left out, as the candidates leave them out.
     pub fn herd_bound(&self, event: &WatchEvent) -> usize {
-        let k = self.swarm.leaders as usize;
-        let recipe = self.swarm.recipe();
-        if recipe != zkelect_core::Recipe::ReadWrite {
+        let q = self.queue_of_path(&event.path).unwrap_or(0);
+        let spec = &self.queues[q];
+        let path = spec.path.as_str();
+        let k = spec.leaders as usize;
+        let recipe = spec.recipe();
+        if recipe != Recipe::ReadWrite {
             return k;
         }
         let Some(name) = event
             .path
-            .strip_prefix(PATH)
+            .strip_prefix(path)
             .and_then(|n| n.strip_prefix('/'))
         else {
             return k;
         };
-        let interop = self.swarm.env.interop.interop();
+        let interop = spec.scheme.interop();
         // Persistent look-alikes are no contenders (the candidates skip
         // them): a writer-named one between readers does not split them.
         let mut children: Vec<String> = self
             .zk
-            .children(PATH)
+            .children(path)
             .into_iter()
             .filter(|c| {
                 self.zk
-                    .stat(&format!("{PATH}/{c}"))
+                    .stat(&format!("{path}/{c}"))
                     .is_some_and(|s| s.ephemeral_owner != 0)
             })
             .collect();
@@ -1466,7 +1598,10 @@ impl World {
                 .c
                 .candidate()
                 .is_none_or(|c| c.config().rule().access() == Access::Exclusive);
-            if self.swarm.leaders == 1 && exclusive && !self.procs[pid].writing {
+            if self.queues[self.procs[pid].queue].leaders == 1
+                && exclusive
+                && !self.procs[pid].writing
+            {
                 self.procs[pid].writing = true;
                 self.push(self.now, Ev::AppWrite { pid });
             }
@@ -1489,13 +1624,14 @@ impl World {
     }
 
     fn resource_write(&mut self, pid: usize, token: FencingToken) {
-        let accepted = self.resource_max.is_none_or(|m| token >= m);
+        let max = &mut self.resource_max[self.procs[pid].queue];
+        let accepted = max.is_none_or(|m| token >= m);
         if accepted {
-            self.resource_max = Some(token);
+            *max = Some(token);
             self.stats.fenced_writes += 1;
         } else {
+            let seen = max.map_or(0, |t| t.0);
             self.stats.fenced_rejections += 1;
-            let seen = self.resource_max.map_or(0, |t| t.0);
             self.trace.note(self.now, Some(pid), 'w', || {
                 format!("fenced resource rejects token {token} (has seen {seen})")
             });
