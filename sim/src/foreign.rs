@@ -22,7 +22,7 @@
 //! - `SUSPENDED` and `LOST` drop leadership. Every (re)connection resets: the old
 //!   node is deleted (a guaranteed delete, retried until it succeeds) and a new
 //!   one is created at the back. A create whose reply was lost is found again by
-//!   its UUID (protection) and deleted.
+//!   its UUID (protection) and deleted, also after the latch left.
 //!
 //! # kazoo's Lock / Election
 //!
@@ -37,6 +37,9 @@
 //!   after a backoff (kazoo's `KazooRetry`: from 100 ms, doubling; capped at
 //!   1.6 s here so the liveness bound holds), looking for its node by prefix
 //!   before creating a new one.
+//! - A cancelled acquire that did not know its node yet (its create's reply
+//!   was lost) still finds it by prefix once connected and deletes it
+//!   (`_best_effort_cleanup`).
 //! - The application follows kazoo's advice: it stops acting as leader on
 //!   `SUSPENDED` and `LOST`, and once connected again releases the lock (deletes
 //!   its node) and acquires it anew.
@@ -532,6 +535,8 @@ impl CuratorLatch {
                 // Every CONNECTED / RECONNECTED resets a started latch.
                 if self.b.started && !self.b.closed {
                     self.reset();
+                } else {
+                    self.find_lost_creates();
                 }
             }
             SessionEvent::Disconnected => {
@@ -581,6 +586,22 @@ impl CuratorLatch {
         self.b.started = false;
         if rejoin {
             self.start(now);
+        } else {
+            self.find_lost_creates();
+        }
+    }
+
+    /// A latch that left still deletes the nodes of its creates whose reply
+    /// was lost: Curator retries a protected create until it finds the node
+    /// by its UUID, and the create's callback deletes the node of a closed
+    /// latch (`LeaderLatch.reset`'s callback: `setNode(name)`, then
+    /// `setNode(null)` when the state is `CLOSED`). Without this, such a node
+    /// outlived the latch on its live session and blocked the queue for good
+    /// (mixed seed 930993: `liveness`).
+    fn find_lost_creates(&mut self) {
+        if self.b.connected && !self.lost_creates.is_empty() {
+            let uuids = self.lost_creates.clone();
+            self.b.list(Op::Orphans { uuids });
         }
     }
 }
@@ -615,6 +636,10 @@ pub struct KazooLock {
     woken: bool,
     /// The application lost contact while holding: it releases before acquiring again.
     release_first: bool,
+    /// It was cancelled while a node of its may exist unknown to it (a create
+    /// whose reply was lost): it still looks for the node by prefix and
+    /// deletes it, once connected.
+    cleanup: bool,
     retry_at: Option<Timestamp>,
     delay: Duration,
 }
@@ -637,8 +662,19 @@ impl KazooLock {
             step: Step::Idle,
             woken: false,
             release_first: false,
+            cleanup: false,
             retry_at: None,
             delay: KAZOO_DELAY,
+        }
+    }
+
+    /// kazoo's `_best_effort_cleanup` after a cancelled acquire: the node by
+    /// prefix (`_find_node`), deleted.
+    fn find_and_delete(&mut self) {
+        if self.cleanup && self.b.connected {
+            self.b.list(Op::Orphans {
+                uuids: vec![self.prefix.clone()],
+            });
         }
     }
 
@@ -751,7 +787,18 @@ impl KazooLock {
             | Op::List { round }
             | Op::Find { round }
             | Op::Watch { round } => *round,
-            Op::Orphans { .. } | Op::Parent => return,
+            Op::Orphans { .. } => {
+                if let Ok(Reply::Children(children)) = &result {
+                    self.cleanup = false;
+                    if !self.b.started {
+                        let own = children.iter().filter(|c| c.starts_with(&self.prefix));
+                        self.b.to_delete.extend(own.cloned());
+                        self.b.flush_deletes();
+                    }
+                }
+                return;
+            }
+            Op::Parent => return,
         };
         if round != self.b.round || !self.b.started || self.b.closed {
             if let (Op::Create { .. }, Ok(Reply::Created { path, .. })) = (&op, &result) {
@@ -813,6 +860,8 @@ impl KazooLock {
                 self.b.flush_deletes();
                 if self.b.started && !self.b.closed && self.step != Step::Holding {
                     self.acquire();
+                } else {
+                    self.find_and_delete();
                 }
             }
             SessionEvent::Disconnected
@@ -823,6 +872,7 @@ impl KazooLock {
                 if event == SessionEvent::Expired {
                     self.b.node = None;
                     self.b.to_delete.clear();
+                    self.cleanup = false;
                 }
                 if self.step == Step::Holding {
                     let reason = if event == SessionEvent::Expired {
@@ -876,11 +926,21 @@ impl KazooLock {
         self.b.watching = None;
         self.retry_at = None;
         self.release_first = false;
+        // An acquire cancelled before it knew its node: kazoo's retry loop
+        // finds the node by prefix once connected, sees the cancel and
+        // `_best_effort_cleanup` deletes it. Without this, a node whose create
+        // reply was lost outlived the cancel on the live session and blocked
+        // the queue for good (mixed seed 596952: `liveness`).
+        if self.b.node.is_none() && self.create_tried && self.step != Step::Idle && !rejoin {
+            self.cleanup = true;
+        }
         self.b.drop_node();
         self.step = Step::Idle;
         self.b.started = false;
         if rejoin {
             self.start(now);
+        } else {
+            self.find_and_delete();
         }
     }
 }

@@ -9,8 +9,19 @@
 //! - a **partition** ([`Cut`]: both ways, or one way) holds messages crossing
 //!   it in the cut direction until it ends, as TCP would retransmit them; the
 //!   world drops them only if the connection was declared dead meanwhile;
+//! - a **paused receiver** holds the messages to it until it resumes (its
+//!   socket buffers them);
 //! - a **slow link** adds latency for a while, which reorders messages across
 //!   different links (never within one: each direction is FIFO).
+//!
+//! A held message keeps its place in its direction's FIFO: every message sent
+//! after it waits until it has been delivered ([`Net::verdict`] counts the held
+//! messages not yet delivered), whenever the later one would have arrived.
+//! Re-timing a held message behind the link's tail is not enough: the tail
+//! already counts messages sent after it, and a later message scheduled for the
+//! partition's end (or the pause's) would be delivered first — which broke
+//! ZooKeeper's FIFO client order in the simulator (issue 17: a reply at zxid 15
+//! after the watch event of zxid 16, mixed seed 98227, pause seed 114649).
 
 use std::time::Duration;
 
@@ -96,7 +107,25 @@ pub enum Way {
     },
 }
 
-/// One link's state: its FIFO tails and its faults.
+/// Whether a message reaching the end of its link is new there, or one the
+/// link held before (see [`Net::verdict`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// It arrives for the first time.
+    Fresh,
+    /// The link held it and now offers it again.
+    Held,
+}
+
+/// The messages one direction of a link holds: how many are not yet
+/// delivered, and when the last of them is offered again.
+#[derive(Debug, Clone, Copy, Default)]
+struct Holding {
+    pending: u32,
+    release: Timestamp,
+}
+
+/// One link's state: its FIFO tails, its faults and what it holds.
 #[derive(Debug, Clone, Copy, Default)]
 struct LinkState {
     /// A partition: until when, and which directions it cuts.
@@ -104,6 +133,10 @@ struct LinkState {
     /// A slow link: until when, and the extra latency.
     slow: Option<(Timestamp, Duration)>,
     link: Link,
+    /// What each direction holds: to the server, to the client (watch events,
+    /// pongs, closes and replies in one FIFO: a held reply keeps its place
+    /// behind earlier watch events).
+    holding: [Holding; 2],
 }
 
 impl LinkState {
@@ -113,6 +146,10 @@ impl LinkState {
             Way::ToClient => self.link.to_client(at, latency),
             Way::Reply { overtake } => self.link.reply(at, latency, overtake),
         }
+    }
+
+    fn holding(&mut self, way: Way) -> &mut Holding {
+        &mut self.holding[usize::from(way != Way::ToServer)]
     }
 }
 
@@ -139,24 +176,86 @@ impl Net {
         l.through(now, latency, way)
     }
 
-    /// The verdict on a message about to be delivered now: `None` lets it pass;
-    /// `Some(at)` holds it (a partition cuts its direction) until `at`, just
-    /// after the partition ends, behind whatever was held before it in its
-    /// direction (the FIFO), even if the partition is over by then.
-    pub fn held(&mut self, pid: usize, now: Timestamp, way: Way) -> Option<Timestamp> {
+    /// The verdict on a message about to be delivered now on `pid`'s link:
+    /// `None` lets it pass; `Some(at)` holds it until `at`, when the world
+    /// offers it again as [`Arrival::Held`].
+    ///
+    /// A message is held while a partition cuts its direction (until just
+    /// after the partition ends), while its receiver is paused
+    /// (`receiver_paused_until`, until it resumes), and — a fresh one — while
+    /// anything sent before it in its direction is still held: then it goes
+    /// behind the last of those. Held messages are offered again in the order
+    /// they were held, which is the order they were sent, so each direction
+    /// stays FIFO through partitions and pauses.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zkelect_core::Timestamp;
+    /// use zkelect_sim::net::{Arrival, Cut, Net, Way};
+    ///
+    /// let ms = Timestamp::from_millis;
+    /// let mut net = Net::default();
+    /// net.add();
+    /// net.partition(0, ms(0), 100, Cut::ToClient);
+    /// // An event reaching the cut at 50 ms is held until just after the end.
+    /// assert_eq!(net.verdict(0, ms(50), Way::ToClient, Arrival::Fresh, None), Some(ms(101)));
+    /// // A reply sent after it that would arrive at 100 ms (the partition is
+    /// // over) still waits behind it.
+    /// let reply = Way::Reply { overtake: false };
+    /// assert_eq!(net.verdict(0, ms(100), reply, Arrival::Fresh, None), Some(ms(101)));
+    /// // At 101 ms both pass, in the order they were held.
+    /// assert_eq!(net.verdict(0, ms(101), Way::ToClient, Arrival::Held, None), None);
+    /// assert_eq!(net.verdict(0, ms(101), reply, Arrival::Held, None), None);
+    /// assert_eq!(net.verdict(0, ms(102), reply, Arrival::Fresh, None), None);
+    /// # let _ = Duration::ZERO;
+    /// ```
+    pub fn verdict(
+        &mut self,
+        pid: usize,
+        now: Timestamp,
+        way: Way,
+        arrival: Arrival,
+        receiver_paused_until: Option<Timestamp>,
+    ) -> Option<Timestamp> {
         let l = &mut self.links[pid];
-        match l.partition {
+        let cut_until = match l.partition {
             Some((until, cut)) if now < until && cut.blocks(way) => {
-                let after = until + Duration::from_millis(1);
-                // A held reply keeps its place behind earlier watch events.
-                let way = match way {
-                    Way::Reply { .. } => Way::Reply { overtake: false },
-                    other => other,
-                };
-                Some(l.through(after, Duration::ZERO, way))
+                Some(until + Duration::from_millis(1))
             }
             _ => None,
+        };
+        let paused_until = receiver_paused_until.filter(|&t| now < t);
+        let h = l.holding(way);
+        let behind_held = arrival == Arrival::Fresh && h.pending > 0;
+        let not_before = match (cut_until, paused_until) {
+            (None, None) if !behind_held => {
+                if arrival == Arrival::Held {
+                    h.pending = h.pending.saturating_sub(1);
+                }
+                return None;
+            }
+            (a, b) => a.max(b).unwrap_or(now),
+        };
+        if arrival == Arrival::Fresh {
+            h.pending += 1;
         }
+        // Every message a direction holds is due at one time, `release`, in
+        // the order they were held. A fresh message joins them there (and is
+        // judged again with them, so its own pause or cut counts then); a held
+        // one that is still blocked moves on, and the others at `release`,
+        // blocked by the same cut or pause at the same instant, follow it in
+        // order. So no held message ever falls behind one sent after it.
+        if !behind_held {
+            h.release = h.release.max(not_before);
+        }
+        Some(h.release)
+    }
+
+    /// The world will never offer this held message again (its receiver
+    /// crashed): later messages no longer wait for it.
+    pub fn drop_held(&mut self, pid: usize, way: Way) {
+        let h = self.links[pid].holding(way);
+        h.pending = h.pending.saturating_sub(1);
     }
 
     /// Whether a new connection can be made now: no partition in either

@@ -57,7 +57,7 @@ use crate::choice::Choices;
 use crate::foreign::{Agent, CuratorLatch, KazooLock, Scheme};
 pub use crate::invariant::Violation;
 use crate::invariant::{Event, Invariant, Kinds};
-use crate::net::{Net, Way};
+use crate::net::{Arrival, Net, Way};
 use crate::queue::EventQueue;
 use crate::server::Server;
 use crate::swarm::{Fault, Knobs, Queue, SideQueue, Swarm};
@@ -179,6 +179,9 @@ enum Ev {
     ServerUp,
     /// End of a process pause.
     Resume { pid: usize },
+    /// A message its link held (a partition, a paused receiver, or a message
+    /// sent before it still held), offered again (see [`Net::verdict`]).
+    Held(Box<Ev>),
     /// The server closed the connection (it expired the session, or restarted).
     Closed { pid: usize, gen: u64 },
     /// The client library fails a request locally (not connected, or closed).
@@ -1124,24 +1127,34 @@ impl World {
     }
 
     fn deliver(&mut self, ev: Ev) {
-        // A paused process handles nothing: its events wait for it, in order.
-        if let Some(pid) = ev.handler() {
-            let h = self.procs[pid].host;
-            if self.procs[h].crashed {
-                return;
-            }
-            if let Some(until) = self.procs[h].paused_until {
-                if self.now < until {
-                    self.push(until, ev);
+        let (ev, arrival) = match ev {
+            Ev::Held(ev) => (*ev, Arrival::Held),
+            ev => (ev, Arrival::Fresh),
+        };
+        // A paused process handles nothing: its events wait for it, in order
+        // (messages on its link through the link's verdict, which keeps them
+        // FIFO with those a partition holds).
+        let paused_until = match ev.handler() {
+            Some(pid) => {
+                let h = self.procs[pid].host;
+                if self.procs[h].crashed {
+                    if let (Some((link, way)), Arrival::Held) = (ev.crossing(), arrival) {
+                        self.net.drop_held(link, way);
+                    }
                     return;
                 }
+                self.procs[h].paused_until.filter(|&t| self.now < t)
             }
-        }
-        if let Some((pid, way)) = ev.crossing() {
-            if let Some(at) = self.net.held(pid, self.now, way) {
-                self.push(at, ev);
+            None => None,
+        };
+        if let Some((link, way)) = ev.crossing() {
+            if let Some(at) = self.net.verdict(link, self.now, way, arrival, paused_until) {
+                self.push(at, Ev::Held(Box::new(ev)));
                 return;
             }
+        } else if let Some(until) = paused_until {
+            self.push(until, ev);
+            return;
         }
         match ev {
             Ev::Request {
@@ -1252,6 +1265,8 @@ impl World {
                 self.observe(&Event::End);
                 self.done = true;
             }
+            // Unwrapped above; a message is never wrapped twice.
+            Ev::Held(ev) => self.deliver(Ev::Held(ev)),
         }
     }
 
