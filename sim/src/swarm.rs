@@ -487,7 +487,7 @@ impl Hosting {
     /// in 3 on the session of one of the first queue's candidates with room
     /// ([`Hosting::PER_SESSION`]), else has its own. Returns the stream, for
     /// [`Hosting::side_faults`].
-    fn draw_queues(&mut self, seed: u64, candidates: usize) -> SimRng {
+    pub fn draw_queues(&mut self, seed: u64, candidates: usize) -> SimRng {
         let mut rng = SimRng::new(seed, 20);
         if !rng.chance(0.3) {
             return rng;
