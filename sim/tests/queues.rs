@@ -213,3 +213,29 @@ fn drawn_side_queues_pass_and_replay() {
         }
     }
 }
+
+/// The corpus keeps two such worlds (`sim/fuzz/corpus/side-queues-*.bin`):
+/// each passes, and fails with the planted routing bug.
+#[test]
+fn the_side_queue_corpus_cases_catch_the_planted_bug() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).expect("corpus") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        if !name.is_some_and(|n| n.starts_with("side-queues-")) {
+            continue;
+        }
+        let case = zkelect_sim::fuzz::FuzzCase::decode(&std::fs::read(&path).expect("read"));
+        assert!(
+            !case.swarm.env.hosting.queues.is_empty(),
+            "{}",
+            path.display()
+        );
+        assert_eq!(run(case.seed, case.swarm.clone(), None), None);
+        let caught = run(case.seed, case.swarm, Some(Planted::WatchByTable));
+        assert!(caught.is_some(), "{} not caught", path.display());
+        n += 1;
+    }
+    assert_eq!(n, 2);
+}
