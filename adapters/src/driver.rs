@@ -54,7 +54,7 @@
 //! having fired (quinn's `drive_timer` lesson), so a spurious or late
 //! wake-up is harmless.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -153,6 +153,39 @@ impl Default for Status {
 
 /// How many notices a slow subscriber may lag behind before it loses the oldest.
 const NOTICES_KEPT: usize = 256;
+
+/// How many of a session's requests are out at once; the rest wait in the
+/// driver, in order, as plain requests. A burst (ten thousand elections
+/// joining at once) would otherwise hold a task and a client future for
+/// every request until the server answers: some kilobytes each, which the
+/// allocator keeps after the burst, so every idle recipe of a large
+/// session would carry the start-up's peak. It costs no throughput: a
+/// ZooKeeper server reads no more from its connections while 1,000
+/// requests are outstanding (`globalOutstandingLimit`). The session's
+/// liveness probe never waits here.
+const REQUESTS_OUT: usize = 1000;
+
+/// Gives a map's memory back once it holds less than an eighth of what it
+/// has room for (a burst's requests are answered): halving at least each
+/// time, so the cost is amortised over the removals.
+fn shrink_sparse<K: Eq + std::hash::Hash, V>(map: &mut HashMap<K, V>) {
+    if map.capacity() > 64 && map.len() * 8 < map.capacity() {
+        map.shrink_to(map.len() * 2);
+    }
+}
+
+/// Starts one request as a task of its own.
+fn start(
+    transport: &Arc<dyn Transport>,
+    tasks: &mut JoinSet<Answer>,
+    task_ids: &mut HashMap<tokio::task::Id, u64>,
+    id: u64,
+    request: Request,
+) {
+    let transport = Arc::clone(transport);
+    let task = tasks.spawn(async move { (id, transport.perform(request).await) });
+    task_ids.insert(task.id(), id);
+}
 
 /// What the driver publishes for one machine: the one status snapshot and
 /// the notices. `role` and `lease` are views of the status for
@@ -641,6 +674,9 @@ struct State {
     deadlines: BTreeSet<(Timestamp, Key)>,
     tasks: JoinSet<Answer>,
     task_ids: HashMap<tokio::task::Id, u64>,
+    /// Requests waiting for one of the [`REQUESTS_OUT`] places (their
+    /// `in_flight` entries are made, and stamped again when they go out).
+    queued: VecDeque<(u64, Request)>,
     in_flight: HashMap<u64, InFlight>,
     next_op: u64,
     /// Per path and kind: the machines armed since the last firing, with
@@ -671,6 +707,7 @@ impl SessionDriver {
             deadlines: BTreeSet::new(),
             tasks: JoinSet::new(),
             task_ids: HashMap::new(),
+            queued: VecDeque::new(),
             in_flight: HashMap::new(),
             next_op: 0,
             watches: BTreeMap::new(),
@@ -767,6 +804,7 @@ impl SessionDriver {
                 // Already handled above: deadlines are checked against the clock.
                 Wake::Timer => {}
             }
+            self.start_queued(&mut st);
             if st.closing && session_deadline.is_none() {
                 session_deadline = Some(Instant::now() + self.close_timeout);
             }
@@ -983,11 +1021,38 @@ impl SessionDriver {
                 epoch: st.epoch,
             },
         );
-        let transport = Arc::clone(&self.transport);
-        let task = st
-            .tasks
-            .spawn(async move { (id, transport.perform(request).await) });
-        st.task_ids.insert(task.id(), id);
+        start(
+            &self.transport,
+            &mut st.tasks,
+            &mut st.task_ids,
+            id,
+            request,
+        );
+    }
+
+    /// Sends waiting requests while fewer than [`REQUESTS_OUT`] are out. A
+    /// request's send time (the contact its answer proves) and span are
+    /// those of its going out, not of its queueing.
+    fn start_queued(&self, st: &mut State) {
+        while st.tasks.len() < REQUESTS_OUT {
+            let Some((id, request)) = st.queued.pop_front() else {
+                break;
+            };
+            if let Some(flight) = st.in_flight.get_mut(&id) {
+                flight.sent_at = self.clock.now();
+                flight.epoch = st.epoch;
+            }
+            start(
+                &self.transport,
+                &mut st.tasks,
+                &mut st.task_ids,
+                id,
+                request,
+            );
+        }
+        if st.queued.is_empty() && st.queued.capacity() > 0 {
+            st.queued = VecDeque::new();
+        }
     }
 
     /// The session's probe came back: every machine hears of the newest
@@ -1047,6 +1112,7 @@ impl SessionDriver {
                 (id, Err(ZkCode::ConnectionLoss))
             }
         };
+        shrink_sparse(&mut st.task_ids);
         let Some(InFlight {
             whose,
             sent_at,
@@ -1055,6 +1121,7 @@ impl SessionDriver {
         else {
             return;
         };
+        shrink_sparse(&mut st.in_flight);
         let answered = !matches!(
             result,
             Err(ZkCode::ConnectionLoss | ZkCode::OperationTimeout | ZkCode::SessionExpired)
@@ -1143,11 +1210,17 @@ impl SessionDriver {
                     epoch: st.epoch,
                 },
             );
-            let transport = Arc::clone(&self.transport);
-            let task = st
-                .tasks
-                .spawn(async move { (id, transport.perform(request).await) });
-            st.task_ids.insert(task.id(), id);
+            if st.tasks.len() < REQUESTS_OUT && st.queued.is_empty() {
+                start(
+                    &self.transport,
+                    &mut st.tasks,
+                    &mut st.task_ids,
+                    id,
+                    request,
+                );
+            } else {
+                st.queued.push_back((id, request));
+            }
         }
         slot.publish(&self.clock);
         if slot.waiters.iter().any(|(w, _)| *w == Waiter::Settled) {

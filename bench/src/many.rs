@@ -3,8 +3,11 @@
 //! one session B (each queued behind A's). Measured:
 //!
 //! * **start-up**: from the first `lock()` on A to the N-th holding;
-//! * **memory per idle recipe**: this process's resident set (`VmRSS`) after
-//!   B's N waiters queued, less before they started, ÷ N;
+//! * **memory per idle recipe**, two meters on the same moments: the live
+//!   heap (bytes allocated and not yet freed, counted by this binary's
+//!   allocator) and this process's resident set (`VmRSS`), after B's N
+//!   waiters queued and settled, less before they started, ÷ N (see
+//!   bench/README.md for why they differ and which one is the recipe's);
 //! * **failover**: A's session is closed (every one of its N nodes goes at
 //!   once); the time until all N of B's hold, and the server's packets in that
 //!   window (`srvr` counters, less the probes' own) ÷ N.
@@ -17,6 +20,7 @@
 //! transport under its driver), so no side sends deletes in the failover
 //! window and the server's expiry of A's ephemerals is what every waiter sees.
 
+use std::alloc::System;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
@@ -29,7 +33,19 @@ use zkelect::zk_client::ZkClientOptions;
 use zkelect::{Connect, Election, Session, Transport, ZkAsyncOptions};
 
 use crate::contender::{zk_err, zkc_connect, ConnectSettings};
-use crate::mntr::{delta, Monitor};
+use crate::mntr::{delta, Monitor, Sample};
+
+/// Every allocation of this binary goes through a counter of the bytes live
+/// (one relaxed atomic add per allocation and per free: the same small cost
+/// on every side of every benchmark), so `many` can read the live heap: what
+/// the recipes hold, without what the allocator keeps of freed memory.
+#[global_allocator]
+static HEAP: cap::Cap<System> = cap::Cap::new(System, usize::MAX);
+
+/// Bytes allocated and not freed, now.
+fn live_heap() -> u64 {
+    HEAP.allocated() as u64
+}
 
 /// One side's figures, printed as one JSON line.
 #[derive(Debug, Clone, Serialize)]
@@ -43,8 +59,14 @@ pub struct ManyRecord {
     pub elections: usize,
     /// First `lock()` to the N-th holding, ms.
     pub startup_ms: f64,
+    /// Requests the server received from the start-up's first `lock()` until
+    /// the N-th held, ÷ N: what the start-up costs the server, whatever the
+    /// load on the machine (the times are not).
+    pub requests_per_start: f64,
     /// Resident-set growth per queued (idle) waiter, bytes.
     pub bytes_per_idle_recipe: f64,
+    /// Live-heap growth per queued (idle) waiter, bytes.
+    pub heap_per_idle_recipe: f64,
     /// Session close to all N failed over, ms.
     pub failover_all_ms: f64,
     /// Server packets (received + sent) in the failover window ÷ N.
@@ -126,13 +148,76 @@ async fn count_held(
     Ok(last)
 }
 
-/// The server's node count (`mntr`'s `zk_znode_count`).
-async fn znodes(monitor: &Monitor) -> Result<u64> {
+/// One of the server's `mntr` counters.
+async fn mntr_value(monitor: &Monitor, key: &str) -> Result<u64> {
     let mntr = monitor.four_letter_word("mntr").await?;
     mntr.lines()
-        .find_map(|l| l.strip_prefix("zk_znode_count"))
+        .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.trim().parse().ok())
-        .context("no zk_znode_count in `mntr`")
+        .with_context(|| format!("no {key} in `mntr`"))
+}
+
+/// Requests the server received since `start` (less one probe), ÷ n. A
+/// request still in flight after the N-th holds (a leader's marker) may be
+/// counted or not.
+async fn requests_per_start(monitor: &Monitor, start: &Sample, n: usize) -> Result<f64> {
+    let end = monitor.sample().await?;
+    let (received, _) = delta(start, &end)?;
+    let received = received as f64 - monitor.probe_overhead().received;
+    Ok((received / n as f64 * 100.0).round() / 100.0)
+}
+
+/// The server's node count (`mntr`'s `zk_znode_count`).
+async fn znodes(monitor: &Monitor) -> Result<u64> {
+    mntr_value(monitor, "zk_znode_count").await
+}
+
+/// The server's watch count (`mntr`'s `zk_watch_count`: path watches of
+/// every session, data and child).
+async fn watches(monitor: &Monitor) -> Result<u64> {
+    mntr_value(monitor, "zk_watch_count").await
+}
+
+/// Waits until the server holds at least `count` watches (B's waiters have
+/// all set theirs: nothing is in flight any more), then 500 ms more.
+async fn settled(monitor: &Monitor, count: u64, timeout: Duration) -> Result<()> {
+    let by = Instant::now() + timeout;
+    loop {
+        let now = watches(monitor).await?;
+        if now >= count {
+            break;
+        }
+        if Instant::now() > by {
+            return Err(anyhow!(
+                "only {now} of {count} watches set within {timeout:?}"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    Ok(())
+}
+
+/// This process's memory by both meters at one moment.
+#[derive(Debug, Clone, Copy)]
+struct Memory {
+    rss: u64,
+    heap: u64,
+}
+
+impl Memory {
+    fn now() -> Result<Self> {
+        Ok(Self {
+            heap: live_heap(),
+            rss: rss_bytes()?,
+        })
+    }
+
+    /// Growth since `before` ÷ n, bytes: (resident set, live heap).
+    fn per(self, before: Self, n: usize) -> (f64, f64) {
+        let per = |a: u64, b: u64| (a.saturating_sub(b) as f64 / n as f64).round();
+        (per(self.rss, before.rss), per(self.heap, before.heap))
+    }
 }
 
 /// The zookeeper-client baseline.
@@ -153,14 +238,17 @@ pub async fn zookeeper_client(settings: &ManySettings, monitor: &Monitor) -> Res
     let mut a_tasks = JoinSet::new();
     let mut b_tasks = JoinSet::new();
     let result = async {
+        let start = monitor.sample().await?;
         let t0 = Instant::now();
         contend(&mut a_tasks, &a, &settings.dir, n, &a_tx, &release_a_rx);
         let last = count_held(&mut a_held, n, settings.timeout, "start-up").await?;
         let startup = last.duration_since(t0);
+        let requests = requests_per_start(monitor, &start, n).await?;
 
         tokio::time::sleep(Duration::from_millis(500)).await;
         let nodes_before = znodes(monitor).await?;
-        let rss_before = rss_bytes()?;
+        let watches_before = watches(monitor).await?;
+        let before = Memory::now()?;
         contend(&mut b_tasks, &b, &settings.dir, n, &b_tx, &release_b_rx);
         let queued_by = Instant::now() + settings.timeout;
         while znodes(monitor).await? < nodes_before + n as u64 {
@@ -172,8 +260,9 @@ pub async fn zookeeper_client(settings: &ManySettings, monitor: &Monitor) -> Res
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let rss_after = rss_bytes()?;
+        // Each waiter watches the node before its own.
+        settled(monitor, watches_before + n as u64, settings.timeout).await?;
+        let (rss, heap) = Memory::now()?.per(before, n);
 
         let overhead = monitor.probe_overhead();
         let before = monitor.sample().await?;
@@ -194,7 +283,9 @@ pub async fn zookeeper_client(settings: &ManySettings, monitor: &Monitor) -> Res
             side: "zookeeper-client",
             elections: n,
             startup_ms: (startup.as_secs_f64() * 1e4).round() / 10.0,
-            bytes_per_idle_recipe: (rss_after.saturating_sub(rss_before) as f64 / n as f64).round(),
+            requests_per_start: requests,
+            bytes_per_idle_recipe: rss,
+            heap_per_idle_recipe: heap,
             failover_all_ms: (failover.as_secs_f64() * 1e4).round() / 10.0,
             packets_per_failover: (packets / n as f64 * 100.0).round() / 100.0,
         })
@@ -318,19 +409,23 @@ pub async fn zkelect(
     let (b_tx, mut b_held) = mpsc::unbounded_channel();
     let mut watchers = JoinSet::new();
     let result = async {
+        let start = monitor.sample().await?;
         let t0 = Instant::now();
         let holders =
             join_elections(&a, &settings.dir, n, "a", Some(&a_tx), settings.timeout).await?;
         let last = count_held(&mut a_held, n, settings.timeout, "start-up").await?;
         let startup = last.duration_since(t0);
+        let requests = requests_per_start(monitor, &start, n).await?;
 
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let rss_before = rss_bytes()?;
+        let watches_before = watches(monitor).await?;
+        let before = Memory::now()?;
         let waiters = join_elections(&b, &settings.dir, n, "b", None, settings.timeout).await?;
-        // Joined means queued (the node is in the queue); let the listings
-        // and watches that follow settle before measuring.
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let rss_after = rss_bytes()?;
+        // Joined means queued (the node is in the queue); the listing and
+        // the watches follow: each waiter watches its own node and the one
+        // before it.
+        settled(monitor, watches_before + 2 * n as u64, settings.timeout).await?;
+        let (rss, heap) = Memory::now()?.per(before, n);
         if let Some(i) = waiters.iter().position(|e| e.role().is_leader()) {
             return Err(anyhow!("B's election {i} leads while A holds it"));
         }
@@ -361,7 +456,9 @@ pub async fn zkelect(
             side: transport.side(),
             elections: n,
             startup_ms: (startup.as_secs_f64() * 1e4).round() / 10.0,
-            bytes_per_idle_recipe: (rss_after.saturating_sub(rss_before) as f64 / n as f64).round(),
+            requests_per_start: requests,
+            bytes_per_idle_recipe: rss,
+            heap_per_idle_recipe: heap,
             failover_all_ms: (failover.as_secs_f64() * 1e4).round() / 10.0,
             packets_per_failover: (packets / n as f64 * 100.0).round() / 100.0,
         })
@@ -395,15 +492,17 @@ async fn delete_tree(client: &zkc::Client, path: &str) -> Result<()> {
 pub fn markdown(records: &[ManyRecord]) -> String {
     use std::fmt::Write as _;
     let mut out = String::from(
-        "| implementation | elections on one session | start-up (all held) | memory per idle recipe | failover of all (session closed) | server packets per failover |\n|---|---:|---:|---:|---:|---:|\n",
+        "| implementation | elections on one session | start-up (all held) | server requests per start | live heap per idle recipe | resident set per idle recipe | failover of all (session closed) | server packets per failover |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in records {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.0} ms | {:.0} B | {:.0} ms | {:.2} |",
+            "| {} | {} | {:.0} ms | {:.2} | {:.0} B | {:.0} B | {:.0} ms | {:.2} |",
             r.side,
             r.elections,
             r.startup_ms,
+            r.requests_per_start,
+            r.heap_per_idle_recipe,
             r.bytes_per_idle_recipe,
             r.failover_all_ms,
             r.packets_per_failover

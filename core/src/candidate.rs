@@ -166,7 +166,11 @@ enum Intent {
 enum Step {
     /// Nothing to do.
     Idle,
-    /// Creating the ancestors of the election path, `index` into `ancestors()`.
+    /// Creating the ancestors of the election path, `index` into `ancestors()`:
+    /// the election path itself first (its own parent is there in the common
+    /// case of many elections under one directory: one create, not one per
+    /// level, each a logged transaction on the server even when it fails),
+    /// then, if that is missing too, every level from the top.
     Parents { index: usize },
     /// Creating this candidate's node.
     Create,
@@ -1450,7 +1454,8 @@ impl Candidate {
                     Step::Parents { index: index + 1 }
                 };
             }
-            // An ancestor vanished under us: start again from the top.
+            // The election path's own parent is missing too (or an ancestor
+            // vanished under us): every level from the top.
             Err(ZkCode::NoNode) => self.step = Step::Parents { index: 0 },
             Err(code) => {
                 let path = ancestors.get(index).cloned().unwrap_or_default();
@@ -1480,7 +1485,8 @@ impl Candidate {
             }
             Ok(_) => self.retry_later(),
             Err(ZkCode::NoNode) if self.config.create_parents() => {
-                self.set_step(Step::Parents { index: 0 });
+                let deepest = ancestors(self.config.path()).len().saturating_sub(1);
+                self.set_step(Step::Parents { index: deepest });
             }
             Err(ZkCode::NoNode) => {
                 let path = self.config.path().to_owned();

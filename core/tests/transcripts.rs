@@ -585,7 +585,7 @@ fn lost_create_before_the_election_path_exists_is_created_again() {
     let again = d.take(Verb::Create);
     d.reply(again.op, Err(ZkCode::NoNode));
     let parent = d.take(Verb::Create);
-    assert!(matches!(&parent.request, Request::Create { path, .. } if path == "/svc"));
+    assert!(matches!(&parent.request, Request::Create { path, .. } if path == "/svc/leader"));
 }
 
 #[test]
@@ -1185,24 +1185,24 @@ fn close_after_expiry_needs_no_delete() {
 
 // ----- parents ------------------------------------------------------------------------------
 
-#[test]
-fn missing_election_path_creates_the_parents_then_retries() {
-    let mut d = Driver::joined(config("a"));
-    d.answer_probes();
-    let create = d.take(Verb::Create);
-    d.reply(create.op, Err(ZkCode::NoNode));
-    for (path, result) in [("/svc", Ok(())), ("/svc/leader", Err(ZkCode::NodeExists))] {
-        let cmd = d.take(Verb::Create);
-        let Request::Create { path: p, mode, .. } = &cmd.request else {
-            unreachable!()
-        };
-        assert_eq!((p.as_str(), *mode), (path, CreateMode::Persistent));
-        let result = result.map(|()| Reply::Created {
-            path: path.to_owned(),
-            stat: Stat::default(),
-        });
-        d.reply(cmd.op, result);
-    }
+/// Takes the next create, checks its path and mode, and answers it.
+fn answer_parent(d: &mut Driver, path: &str, mode: CreateMode, result: Result<(), ZkCode>) {
+    let cmd = d.take(Verb::Create);
+    let Request::Create {
+        path: p, mode: m, ..
+    } = &cmd.request
+    else {
+        unreachable!()
+    };
+    assert_eq!((p.as_str(), *m), (path, mode));
+    let result = result.map(|()| Reply::Created {
+        path: path.to_owned(),
+        stat: Stat::default(),
+    });
+    d.reply(cmd.op, result);
+}
+
+fn assert_creates_own_node(d: &mut Driver) {
     let again = d.take(Verb::Create);
     assert!(matches!(
         again.request,
@@ -1214,20 +1214,55 @@ fn missing_election_path_creates_the_parents_then_retries() {
 }
 
 #[test]
+fn missing_election_path_creates_the_parents_then_retries() {
+    let mut d = Driver::joined(config("a"));
+    d.answer_probes();
+    let create = d.take(Verb::Create);
+    d.reply(create.op, Err(ZkCode::NoNode));
+    // The election path first; missing too, so every level from the top.
+    answer_parent(
+        &mut d,
+        "/svc/leader",
+        CreateMode::Persistent,
+        Err(ZkCode::NoNode),
+    );
+    answer_parent(&mut d, "/svc", CreateMode::Persistent, Ok(()));
+    answer_parent(
+        &mut d,
+        "/svc/leader",
+        CreateMode::Persistent,
+        Err(ZkCode::NodeExists),
+    );
+    assert_creates_own_node(&mut d);
+}
+
+#[test]
+fn an_election_path_whose_parent_exists_costs_one_create() {
+    // Many elections under one directory: each creates its own path only,
+    // not every level above it again.
+    let mut d = Driver::joined(config("a"));
+    d.answer_probes();
+    let create = d.take(Verb::Create);
+    d.reply(create.op, Err(ZkCode::NoNode));
+    answer_parent(&mut d, "/svc/leader", CreateMode::Persistent, Ok(()));
+    assert_creates_own_node(&mut d);
+}
+
+#[test]
 fn container_parent_is_requested_when_configured() {
     let mut d = Driver::joined(config("a").container_parent(true));
     let create = d.take(Verb::Create);
     d.reply(create.op, Err(ZkCode::NoNode));
-    let first = d.take(Verb::Create);
-    d.reply(first.op, Err(ZkCode::NodeExists));
-    let last = d.take(Verb::Create);
-    assert!(matches!(
-        last.request,
-        Request::Create {
-            mode: CreateMode::Container,
-            ..
-        }
-    ));
+    answer_parent(
+        &mut d,
+        "/svc/leader",
+        CreateMode::Container,
+        Err(ZkCode::NoNode),
+    );
+    // Only the election path is a container; the levels above are persistent.
+    answer_parent(&mut d, "/svc", CreateMode::Persistent, Ok(()));
+    answer_parent(&mut d, "/svc/leader", CreateMode::Container, Ok(()));
+    assert_creates_own_node(&mut d);
 }
 
 // ----- errors ---------------------------------------------------------------------------------
