@@ -108,7 +108,7 @@ commands+=("$(show "${shown[@]}") > handoff.jsonl")
 : > "$work/many.jsonl"
 for side in zookeeper-client zkelect-zookeeper-client zkelect-zookeeper-async; do
     many=("$bench_bin" many "${server_args[@]}" --elections "$([[ $quick -eq 1 ]] && echo 1000 || echo 10000)"
-          --sides "$side" --json --markdown "$work/many-$side.md")
+          --sides "$side" --warm-up --json --markdown "$work/many-$side.md")
     log "$(show "${many[@]}")"
     "${many[@]}" >> "$work/many.jsonl" || die "the many-elections benchmark ($side) failed"
     if [[ -s "$work/many.md" ]]; then

@@ -89,6 +89,14 @@ struct ManyArgs {
     #[arg(long, value_enum, value_delimiter = ',',
           default_values_t = [ManySide::ZookeeperClient, ManySide::ZkelectZookeeperClient, ManySide::ZkelectZookeeperAsync])]
     sides: Vec<ManySide>,
+    /// Before timing anything, run every side once in a child process against
+    /// the same server (untimed, its output discarded). A server in service
+    /// has long compiled its request paths; a fresh JVM has not, and its
+    /// just-in-time compiler then takes a quarter of the machine during the
+    /// first side's start-up. The child is another process, so this one's
+    /// memory figures start from the same clean heap as without it.
+    #[arg(long)]
+    warm_up: bool,
 }
 
 /// A side of the `many` benchmark.
@@ -324,6 +332,9 @@ fn many_command(args: &ManyArgs) -> Result<()> {
         (None, Some(c)) => c.clone(),
         (None, None) => bail!("give --connect HOST:PORT or --embedded"),
     };
+    if args.warm_up {
+        warm_up_server(args, &connect)?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -387,6 +398,31 @@ fn many_command(args: &ManyArgs) -> Result<()> {
     }
     if let Some(file) = &args.markdown {
         std::fs::write(file, &table).with_context(|| format!("writing {}", file.display()))?;
+    }
+    Ok(())
+}
+
+/// Runs every side of `many` once, untimed, in a child process of this
+/// binary against the server at `connect` (see `ManyArgs::warm_up`).
+fn warm_up_server(args: &ManyArgs, connect: &str) -> Result<()> {
+    eprintln!("warming the server up: every side once, untimed, in a child process ...");
+    let exe = std::env::current_exe().context("cannot find this benchmark's own binary")?;
+    let status = std::process::Command::new(exe)
+        .arg("many")
+        .args(["--connect", connect])
+        .args(["--elections", &args.elections.to_string()])
+        .args(["--session-timeout-ms", &args.session_timeout_ms.to_string()])
+        .args(["--path", &format!("{}-warm-up", args.path.trim_end_matches('/'))])
+        .args([
+            "--sides",
+            "zookeeper-client,zkelect-zookeeper-client,zkelect-zookeeper-async",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .context("cannot start the warm-up run")?;
+    if !status.success() {
+        bail!("the warm-up run failed ({status}); run it alone to see why");
     }
     Ok(())
 }
