@@ -1568,7 +1568,9 @@ impl World {
         {
             self.close_client(h);
         }
-        self.recount(pid);
+        // Only this machine's agent changed (closing the client recounts
+        // the session's machines itself): the others' shares stand.
+        self.recount_one(pid);
         let next = self.procs[pid].c.poll_timeout();
         if next.is_some() && next != self.procs[pid].timer_at {
             self.procs[pid].timer_at = next;
