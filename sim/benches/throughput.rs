@@ -20,6 +20,9 @@ use zkelect_sim::run::{run_seed, RunOptions};
 use zkelect_sim::swarm::{FaultMix, Overrides};
 use zkelect_sim::zk::ZkModel;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The model alone: 20 sessions take turns joining and leaving an election.
 fn model_ops_per_second() -> (u64, f64) {
     let mut zk = ZkModel::default();

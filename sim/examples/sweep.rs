@@ -25,6 +25,9 @@ use zkelect_sim::canary::Canary;
 use zkelect_sim::run::{minimize, run_seed, RunOptions, RunReport};
 use zkelect_sim::swarm::{FaultMix, Overrides};
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Seeds a thread takes at a time: small enough to balance the last ones,
 /// large enough that the counter is not contended.
 const CHUNK: u64 = 64;

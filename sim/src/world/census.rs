@@ -150,7 +150,9 @@ impl World {
         }
     }
 
-    fn recount_one(&mut self, pid: usize) {
+    /// Counts machine `pid` alone again (when nothing of its session
+    /// changed, only its own agent).
+    pub(super) fn recount_one(&mut self, pid: usize) {
         if self.shares.len() <= pid {
             self.shares.resize(pid + 1, Census::default());
         }

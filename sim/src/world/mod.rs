@@ -429,6 +429,13 @@ impl std::fmt::Display for RunStats {
     }
 }
 
+/// The world's checkers, with per event kind ([`Kinds::index`]) the ones
+/// that judge it ([`Invariant::kinds`]), in their order.
+struct Judges {
+    invariants: Vec<Box<dyn Invariant<World>>>,
+    by_kind: Vec<Vec<usize>>,
+}
+
 /// A whole simulated run.
 pub struct World {
     seed: u64,
@@ -450,10 +457,9 @@ pub struct World {
     net: Net,
     server_down_until: Option<Timestamp>,
     canary: Option<Canary>,
-    invariants: Vec<Box<dyn Invariant<World>>>,
-    /// Per event kind ([`Kinds::index`]), the checkers that judge it
-    /// ([`Invariant::kinds`]), in their order.
-    by_kind: Vec<Vec<usize>>,
+    /// The checkers; out of the world while they judge it (they read it),
+    /// so one pointer moves per judged event.
+    judges: Option<Box<Judges>>,
     /// A new id per server change, carried by the watch events it fires.
     cause: u64,
     /// Per queue, the highest token its fenced resource accepted (each
@@ -567,8 +573,10 @@ impl World {
             net: Net::default(),
             server_down_until: None,
             canary,
-            invariants,
-            by_kind,
+            judges: Some(Box::new(Judges {
+                invariants,
+                by_kind,
+            })),
             cause: 0,
             heal_at,
             phase: Phase::Chaos,
@@ -963,19 +971,25 @@ impl World {
     }
 
     fn observe(&mut self, event: &Event<'_>) {
-        let slot = event.kind().index();
-        let judges = self.by_kind.get(slot).map_or(0, Vec::len);
-        if judges == 0 {
+        // A checker only reads the world, so none runs inside another: the
+        // judges are always here when an event is judged.
+        let Some(mut judges) = self.judges.take() else {
             return;
-        }
-        let mut invariants = std::mem::take(&mut self.invariants);
-        for j in 0..judges {
-            let i = self.by_kind[slot][j];
-            if let Err(detail) = invariants[i].check(self, event) {
-                self.fail(invariants[i].name(), detail);
+        };
+        let Judges {
+            invariants,
+            by_kind,
+        } = &mut *judges;
+        if let Some(list) = by_kind.get(event.kind().index()) {
+            for &i in list {
+                if let Some(invariant) = invariants.get_mut(i) {
+                    if let Err(detail) = invariant.check(self, event) {
+                        self.fail(invariant.name(), detail);
+                    }
+                }
             }
         }
-        self.invariants = invariants;
+        self.judges = Some(judges);
     }
 
     fn fail(&mut self, invariant: &'static str, detail: String) {
@@ -1554,7 +1568,9 @@ impl World {
         {
             self.close_client(h);
         }
-        self.recount(pid);
+        // Only this machine's agent changed (closing the client recounts
+        // the session's machines itself): the others' shares stand.
+        self.recount_one(pid);
         let next = self.procs[pid].c.poll_timeout();
         if next.is_some() && next != self.procs[pid].timer_at {
             self.procs[pid].timer_at = next;
