@@ -412,7 +412,10 @@ fn warm_up_server(args: &ManyArgs, connect: &str) -> Result<()> {
         .args(["--connect", connect])
         .args(["--elections", &args.elections.to_string()])
         .args(["--session-timeout-ms", &args.session_timeout_ms.to_string()])
-        .args(["--path", &format!("{}-warm-up", args.path.trim_end_matches('/'))])
+        .args([
+            "--path",
+            &format!("{}-warm-up", args.path.trim_end_matches('/')),
+        ])
         .args([
             "--sides",
             "zookeeper-client,zkelect-zookeeper-client,zkelect-zookeeper-async",
