@@ -303,6 +303,21 @@ impl Outputs {
         }
     }
 
+    /// Whether any task could be waiting on a change: someone holds a
+    /// receiver of the status, of a view or of the notices.
+    fn watched(&self) -> bool {
+        let status = match &*self.lock() {
+            Published::Watched(tx) => tx.receiver_count() > 0,
+            Published::Plain(_) => false,
+        };
+        status
+            || self.views.get().is_some_and(|v| {
+                v.role.get().is_some_and(|tx| tx.receiver_count() > 0)
+                    || v.lease.get().is_some_and(|tx| tx.receiver_count() > 0)
+                    || v.notices.get().is_some_and(|tx| tx.receiver_count() > 0)
+            })
+    }
+
     /// Every notice from now on.
     pub(crate) fn notices(&self) -> broadcast::Receiver<Notice> {
         self.views()
@@ -1180,7 +1195,9 @@ impl SessionDriver {
         let now = Instant::now();
         while let Some(notice) = slot.machine.poll_notice() {
             slot.note(&notice, now);
-            st.demoted |= matches!(notice, Notice::Demoted { .. });
+            // Only a demotion someone may be waiting on is worth a yield (a
+            // lock's release usually has no one: its holder asked for it).
+            st.demoted |= matches!(notice, Notice::Demoted { .. }) && slot.outputs.watched();
             // The status goes out with each notice, so a watcher of the role
             // sees a demotion as soon as a subscriber of notices does.
             slot.publish(&self.clock);
