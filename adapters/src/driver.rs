@@ -55,11 +55,15 @@
 //! wake-up is harmless.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::FutureExt;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
-use tokio::task::{JoinError, JoinSet};
 use tokio::time::Instant;
 use tracing::{debug, info, info_span, warn, Instrument};
 use zkelect_core::{
@@ -174,17 +178,42 @@ fn shrink_sparse<K: Eq + std::hash::Hash, V>(map: &mut HashMap<K, V>) {
     }
 }
 
-/// Starts one request as a task of its own.
+/// One request as the driver polls it, answered under the session's id.
+fn perform(transport: &Arc<dyn Transport>, id: u64, request: Request) -> Performing {
+    let transport = Arc::clone(transport);
+    Box::pin(async move {
+        // Every request is answered exactly once: a transport that
+        // panicked answers as a broken connection (the request may or
+        // may not have been applied, which the core knows how to handle).
+        // Unwind-safe: the transport's future is dropped after a panic,
+        // and nothing of the driver's is borrowed across it.
+        let result = AssertUnwindSafe(transport.perform(request))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .copied()
+                    .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                    .unwrap_or("(no message)");
+                warn!(
+                    panic = message,
+                    "the transport panicked performing a request"
+                );
+                Err(ZkCode::ConnectionLoss)
+            });
+        (id, result)
+    })
+}
+
+/// Starts one request: the driver polls it from now on, in its own task.
 fn start(
     transport: &Arc<dyn Transport>,
-    tasks: &mut JoinSet<Answer>,
-    task_ids: &mut HashMap<tokio::task::Id, u64>,
+    tasks: &mut FuturesUnordered<Performing>,
     id: u64,
     request: Request,
 ) {
-    let transport = Arc::clone(transport);
-    let task = tasks.spawn(async move { (id, transport.perform(request).await) });
-    task_ids.insert(task.id(), id);
+    tasks.push(perform(transport, id, request));
 }
 
 /// What the driver publishes for one machine: the one status snapshot and
@@ -272,6 +301,21 @@ impl Outputs {
             // Made a channel just above.
             Published::Plain(status) => watch::channel(status.clone()).1,
         }
+    }
+
+    /// Whether any task could be waiting on a change: someone holds a
+    /// receiver of the status, of a view or of the notices.
+    fn watched(&self) -> bool {
+        let status = match &*self.lock() {
+            Published::Watched(tx) => tx.receiver_count() > 0,
+            Published::Plain(_) => false,
+        };
+        status
+            || self.views.get().is_some_and(|v| {
+                v.role.get().is_some_and(|tx| tx.receiver_count() > 0)
+                    || v.lease.get().is_some_and(|tx| tx.receiver_count() > 0)
+                    || v.notices.get().is_some_and(|tx| tx.receiver_count() > 0)
+            })
     }
 
     /// Every notice from now on.
@@ -660,11 +704,14 @@ pub(crate) struct SessionDriver {
 enum Wake {
     Control(Option<Control>),
     Event(Option<TransportEvent>),
-    Done(Result<(tokio::task::Id, Answer), JoinError>),
+    Done(Answer),
     Timer,
 }
 
 type Answer = (u64, Result<Reply, ZkCode>);
+
+/// One request in flight, polled by the driver itself.
+type Performing = Pin<Box<dyn Future<Output = Answer> + Send>>;
 
 struct State {
     /// Boxed: a slot is some 600 bytes, and a map's node holds eleven
@@ -672,8 +719,11 @@ struct State {
     /// so inline slots would cost nearly twice their size.
     slots: BTreeMap<Key, Box<Slot>>,
     deadlines: BTreeSet<(Timestamp, Key)>,
-    tasks: JoinSet<Answer>,
-    task_ids: HashMap<tokio::task::Id, u64>,
+    /// The requests in flight, polled in the driver's own task rather than
+    /// spawned: the request goes out on the turn the machine asked for it,
+    /// and its answer wakes the driver directly (a task each would cost two
+    /// more wake-ups, often across threads, per request).
+    tasks: FuturesUnordered<Performing>,
     /// Requests waiting for one of the [`REQUESTS_OUT`] places (their
     /// `in_flight` entries are made, and stamped again when they go out).
     queued: VecDeque<(u64, Request)>,
@@ -691,6 +741,9 @@ struct State {
     answered: Option<Timestamp>,
     probe: Probe,
     closing: bool,
+    /// A demotion was published this turn: the requests it led to (a
+    /// resign's delete) wait until the tasks it woke have had their turn.
+    demoted: bool,
     closers: Vec<oneshot::Sender<()>>,
 }
 
@@ -705,8 +758,7 @@ impl SessionDriver {
         let mut st = State {
             slots: BTreeMap::new(),
             deadlines: BTreeSet::new(),
-            tasks: JoinSet::new(),
-            task_ids: HashMap::new(),
+            tasks: FuturesUnordered::new(),
             queued: VecDeque::new(),
             in_flight: HashMap::new(),
             next_op: 0,
@@ -716,6 +768,7 @@ impl SessionDriver {
             answered: None,
             probe: Probe::Off,
             closing: false,
+            demoted: false,
             closers: Vec::new(),
         };
         let mut control_open = true;
@@ -745,10 +798,18 @@ impl SessionDriver {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
+            // Zombie-proofing: a demoted application's tasks, woken by the
+            // published status, run before the requests that follow the
+            // demotion go out (a resign's delete lets the successor in). The
+            // requests are polled only in the `select!` below, so one yield
+            // here is enough; it costs a turn, not a thread's wake-up.
+            if std::mem::take(&mut st.demoted) {
+                tokio::task::yield_now().await;
+            }
             let wake = tokio::select! {
                 c = self.control.recv(), if control_open => Wake::Control(c),
                 e = self.events.recv(), if events_open => Wake::Event(e),
-                Some(done) = st.tasks.join_next_with_id(), if !st.tasks.is_empty() => Wake::Done(done),
+                Some(done) = st.tasks.next(), if !st.tasks.is_empty() => Wake::Done(done),
                 () = sleep_until(wake_at), if wake_at.is_some() => Wake::Timer,
             };
             // One clock reading per turn.
@@ -814,16 +875,15 @@ impl SessionDriver {
         for key in keys {
             self.finish(&mut st, key);
         }
-        st.tasks.abort_all();
+        // The requests still in flight are dropped before the transport
+        // closes, so nothing that holds the transport outlives the driver.
+        drop(std::mem::take(&mut st.tasks));
         if tokio::time::timeout(self.close_timeout, self.transport.close())
             .await
             .is_err()
         {
             warn!(timeout = ?self.close_timeout, "close: the transport did not close in time");
         }
-        // Wait for the aborted requests to be dropped, so nothing that holds
-        // the transport outlives the driver.
-        while st.tasks.join_next().await.is_some() {}
         for done in st.closers {
             let _ = done.send(());
         }
@@ -1021,13 +1081,7 @@ impl SessionDriver {
                 epoch: st.epoch,
             },
         );
-        start(
-            &self.transport,
-            &mut st.tasks,
-            &mut st.task_ids,
-            id,
-            request,
-        );
+        start(&self.transport, &mut st.tasks, id, request);
     }
 
     /// Sends waiting requests while fewer than [`REQUESTS_OUT`] are out. A
@@ -1042,13 +1096,7 @@ impl SessionDriver {
                 flight.sent_at = self.clock.now();
                 flight.epoch = st.epoch;
             }
-            start(
-                &self.transport,
-                &mut st.tasks,
-                &mut st.task_ids,
-                id,
-                request,
-            );
+            start(&self.transport, &mut st.tasks, id, request);
         }
         if st.queued.is_empty() && st.queued.capacity() > 0 {
             st.queued = VecDeque::new();
@@ -1090,29 +1138,7 @@ impl SessionDriver {
     }
 
     /// Routes a finished request to its machine.
-    fn answer(
-        &self,
-        st: &mut State,
-        now: Timestamp,
-        done: Result<(tokio::task::Id, Answer), JoinError>,
-    ) {
-        let (id, result) = match done {
-            Ok((task, (id, result))) => {
-                st.task_ids.remove(&task);
-                (id, result)
-            }
-            // Every request is answered exactly once: a transport that
-            // panicked answers as a broken connection (the request may or
-            // may not have been applied, which the core knows how to handle).
-            Err(e) => {
-                let Some(id) = st.task_ids.remove(&e.id()) else {
-                    return;
-                };
-                warn!(error = %e, "the transport failed to perform a request");
-                (id, Err(ZkCode::ConnectionLoss))
-            }
-        };
-        shrink_sparse(&mut st.task_ids);
+    fn answer(&self, st: &mut State, now: Timestamp, (id, result): Answer) {
         let Some(InFlight {
             whose,
             sent_at,
@@ -1169,6 +1195,9 @@ impl SessionDriver {
         let now = Instant::now();
         while let Some(notice) = slot.machine.poll_notice() {
             slot.note(&notice, now);
+            // Only a demotion someone may be waiting on is worth a yield (a
+            // lock's release usually has no one: its holder asked for it).
+            st.demoted |= matches!(notice, Notice::Demoted { .. }) && slot.outputs.watched();
             // The status goes out with each notice, so a watcher of the role
             // sees a demotion as soon as a subscriber of notices does.
             slot.publish(&self.clock);
@@ -1211,13 +1240,7 @@ impl SessionDriver {
                 },
             );
             if st.tasks.len() < REQUESTS_OUT && st.queued.is_empty() {
-                start(
-                    &self.transport,
-                    &mut st.tasks,
-                    &mut st.task_ids,
-                    id,
-                    request,
-                );
+                start(&self.transport, &mut st.tasks, id, request);
             } else {
                 st.queued.push_back((id, request));
             }

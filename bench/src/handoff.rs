@@ -18,6 +18,11 @@
 //!   `Session` of its own (zookeeper-async transport); from just before the
 //!   holder's `LockGuard::release` to the next one's `acquire` returning.
 //!
+//! Every clock starts in the task that lets go, just before it does, and
+//! stops in the task that is told, both on the runtime's worker pool: the
+//! bench's order to the holder (a wake-up of another task) is outside the
+//! window, as nothing like it precedes the floor's delete.
+//!
 //! The released contender queues again at the back only after the round is
 //! timed, so W stays constant and the window holds nothing but the hand-off.
 //!
@@ -156,11 +161,20 @@ struct Told {
     zero_rtt: Option<bool>,
 }
 
-/// A queue of contenders of one side: orders go in, "I hold" moments come out.
+/// A queue of contenders of one side: orders go in, "I let go" and "I hold"
+/// moments come out.
 struct Queue {
     orders: Vec<mpsc::UnboundedSender<Order>>,
     held: mpsc::UnboundedReceiver<Told>,
+    released: mpsc::UnboundedReceiver<Instant>,
     tasks: Vec<JoinHandle<Result<()>>>,
+}
+
+/// What a contender reports back: when it let go, and when it holds.
+#[derive(Clone)]
+struct Reports {
+    held: mpsc::UnboundedSender<Told>,
+    released: mpsc::UnboundedSender<Instant>,
 }
 
 impl Queue {
@@ -177,14 +191,21 @@ impl Queue {
             .map_err(|_| anyhow!("contender {who} stopped"))
     }
 
-    /// Times one hand-off: the holder releases, the next is told.
+    /// Times one hand-off: the holder releases, the next is told. The clock
+    /// starts in the holder's task just before it lets go (as the floor's
+    /// starts in the deleter's task just before the delete), so the bench's
+    /// order to the holder is not part of the hand-off.
     async fn handoff(&mut self, holder: usize, timeout: Duration) -> Result<(Told, Duration)> {
-        let t0 = Instant::now();
         self.order(holder, Order::Release)?;
         let told = self.next_holder(timeout).await?;
         if told.who == holder {
             bail!("contender {holder} released and was told it holds again");
         }
+        let t0 = self
+            .released
+            .recv()
+            .await
+            .ok_or_else(|| anyhow!("contender {holder} stopped"))?;
         self.order(holder, Order::Requeue)?;
         Ok((told, told.at.duration_since(t0)))
     }
@@ -212,20 +233,26 @@ impl Queue {
 /// below i + 1's.
 async fn fill<F, Fut>(count: usize, start: F) -> Result<Queue>
 where
-    F: Fn(usize, mpsc::UnboundedReceiver<Order>, mpsc::UnboundedSender<Told>) -> Fut,
+    F: Fn(usize, mpsc::UnboundedReceiver<Order>, Reports) -> Fut,
     Fut: std::future::Future<Output = Result<JoinHandle<Result<()>>>>,
 {
     let (held_tx, held) = mpsc::unbounded_channel();
+    let (released_tx, released) = mpsc::unbounded_channel();
+    let reports = Reports {
+        held: held_tx,
+        released: released_tx,
+    };
     let mut orders = Vec::with_capacity(count);
     let mut tasks = Vec::with_capacity(count);
     for i in 0..count {
         let (tx, rx) = mpsc::unbounded_channel();
         orders.push(tx);
-        tasks.push(start(i, rx, held_tx.clone()).await?);
+        tasks.push(start(i, rx, reports.clone()).await?);
     }
     Ok(Queue {
         orders,
         held,
+        released,
         tasks,
     })
 }
@@ -237,7 +264,7 @@ async fn zkc_contender(
     dir: Arc<str>,
     i: usize,
     mut orders: mpsc::UnboundedReceiver<Order>,
-    held: mpsc::UnboundedSender<Told>,
+    reports: Reports,
 ) -> Result<JoinHandle<Result<()>>> {
     let client = zkc_connect(&settings).await?;
     let (queued_tx, queued_rx) = tokio::sync::oneshot::channel();
@@ -258,13 +285,16 @@ async fn zkc_contender(
                     order = orders.recv() => if order.is_none() { return Ok(()) } else { continue },
                 },
             };
-            let _ = held.send(Told {
+            let _ = reports.held.send(Told {
                 who: i,
                 at: Instant::now(),
                 zero_rtt: None,
             });
             match orders.recv().await {
-                Some(Order::Release) => drop(guard),
+                Some(Order::Release) => {
+                    let _ = reports.released.send(Instant::now());
+                    drop(guard);
+                }
                 _ => return Ok(()),
             }
             match orders.recv().await {
@@ -322,7 +352,7 @@ async fn zkelect_contender(
     path: Arc<str>,
     i: usize,
     mut orders: mpsc::UnboundedReceiver<Order>,
-    held: mpsc::UnboundedSender<Told>,
+    reports: Reports,
 ) -> Result<JoinHandle<Result<()>>> {
     let options = ZkAsyncOptions::new(settings.connect.clone())
         .session_timeout(settings.session_timeout)
@@ -351,13 +381,16 @@ async fn zkelect_contender(
                     };
                     let at = Instant::now();
                     let zero_rtt = guard.status().borrow().stats.zero_rtt_takeovers > 0;
-                    let _ = held.send(Told {
+                    let _ = reports.held.send(Told {
                         who: i,
                         at,
                         zero_rtt: Some(zero_rtt),
                     });
                     match orders.recv().await {
-                        Some(Order::Release) => guard.release().await,
+                        Some(Order::Release) => {
+                            let _ = reports.released.send(Instant::now());
+                            guard.release().await;
+                        }
                         _ => return Ok(()),
                     }
                     match orders.recv().await {
@@ -391,6 +424,13 @@ async fn children(client: &zkc::Client, path: &str) -> Result<usize> {
 }
 
 /// One floor sample: `deleter` deletes `path`, which `watcher` watches.
+///
+/// As in a hand-off, the delete is sent from one task and the notification
+/// awaited in another, each a task of the runtime's worker pool (the
+/// contenders' tasks are too): the clock starts in the deleter's task just
+/// before the delete and stops in the watcher's task when it fires. Neither
+/// runs on the bench's own thread, which `block_on` drives outside the pool
+/// and which a wake-up would reach by another path.
 async fn floor_sample(
     deleter: &zkc::Client,
     watcher: &zkc::Client,
@@ -406,13 +446,21 @@ async fn floor_sample(
         .get_and_watch_data(path)
         .await
         .map_err(zk_err(format!("get_and_watch_data({path})")))?;
-    tokio::time::sleep(idle).await;
-    let t0 = Instant::now();
-    let (deleted, fired) = tokio::join!(deleter.delete(path, None), async {
+    let fired = tokio::spawn(async move {
         watch.changed().await;
         Instant::now()
     });
-    deleted.map_err(zk_err(format!("delete({path})")))?;
+    tokio::time::sleep(idle).await;
+    let (deleter, owned_path) = (deleter.clone(), path.to_owned());
+    let deleted = tokio::spawn(async move {
+        let t0 = Instant::now();
+        deleter.delete(&owned_path, None).await.map(|()| t0)
+    });
+    let t0 = deleted
+        .await
+        .context("the floor's deleter task")?
+        .map_err(zk_err(format!("delete({path})")))?;
+    let fired = fired.await.context("the floor's watcher task")?;
     Ok(fired.duration_since(t0))
 }
 
@@ -438,18 +486,24 @@ pub async fn run(settings: &HandoffSettings) -> Result<(Vec<HandoffRecord>, Hand
     }
     let result = async {
         let contenders = settings.waiters + 1;
-        let mut zkc_queue = fill(contenders, |i, orders, held| {
-            zkc_contender(settings.connect.clone(), zkc_dir.clone(), i, orders, held)
+        let mut zkc_queue = fill(contenders, |i, orders, reports| {
+            zkc_contender(
+                settings.connect.clone(),
+                zkc_dir.clone(),
+                i,
+                orders,
+                reports,
+            )
         })
         .await?;
-        let mut zkelect_queue = fill(contenders, |i, orders, held| {
+        let mut zkelect_queue = fill(contenders, |i, orders, reports| {
             zkelect_contender(
                 settings.connect.clone(),
                 admin.clone(),
                 zkelect_dir.clone(),
                 i,
                 orders,
-                held,
+                reports,
             )
         })
         .await?;
