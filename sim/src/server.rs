@@ -26,7 +26,7 @@ use zkelect_core::{OpId, Reply, Request, SessionId, Stat, Timestamp, ZkCode};
 
 use crate::client::{self, Reconnected};
 use crate::ensemble::{Connection, Ensemble, Refused};
-use crate::invariant::{Event, Holds, Invariant};
+use crate::invariant::{Event, Holds, Invariant, Kinds};
 use crate::rng::SimRng;
 use crate::world::World;
 use crate::zk::{Fired, ZkModel, ZkSettings};
@@ -666,6 +666,12 @@ pub struct SingleSystemImage;
 impl Invariant<World> for SingleSystemImage {
     fn name(&self) -> &'static str {
         "single-system-image"
+    }
+
+    fn kinds(&self) -> Kinds {
+        // The violation is recorded as a reply arrives, just before the
+        // client hands it on (`Answered`): no other event can see it first.
+        Kinds::ANSWERED | Kinds::STEP
     }
 
     fn check(&mut self, world: &World, _event: &Event<'_>) -> Result<(), String> {

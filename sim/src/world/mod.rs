@@ -477,6 +477,10 @@ pub struct World {
     /// The checkers; out of the world while they judge it (they read it),
     /// so one pointer moves per judged event.
     judges: Option<Box<Judges>>,
+    /// A machine's commands and their verbs after a step, kept between
+    /// steps so draining a machine allocates nothing ([`World::after`]).
+    commands: Vec<Command>,
+    verbs: Vec<&'static str>,
     /// A new id per server change, carried by the watch events it fires.
     cause: u64,
     /// Per queue, the highest token its fenced resource accepted (each
@@ -597,6 +601,8 @@ impl World {
                 by_kind,
             })),
             cause: 0,
+            commands: Vec::new(),
+            verbs: Vec::new(),
             heal_at,
             phase: Phase::Chaos,
             trace: Trace::new(keep_trace),
@@ -799,12 +805,18 @@ impl World {
             session: h.session,
             session_closed: h.session_closed,
             session_timeout: h.timeout,
-            revoked_at: p
-                .revoked
-                .as_ref()
-                .filter(|(node, token, _)| p.c.node() == Some(node) && p.c.token() == *token)
-                .map(|(_, _, at)| *at),
+            revoked_at: self.revoked_at(pid),
         }
+    }
+
+    /// When an operator deleted process `pid`'s current node, if one did
+    /// ([`Process::revoked_at`]).
+    fn revoked_at(&self, pid: usize) -> Option<Timestamp> {
+        let p = &self.procs[pid];
+        p.revoked
+            .as_ref()
+            .filter(|(node, token, _)| p.c.node() == Some(node) && p.c.token() == *token)
+            .map(|(_, _, at)| *at)
     }
 
     /// The requests the process's client has sent on its current connection
@@ -1608,9 +1620,12 @@ impl World {
             Some(scheme) => format!("{scheme}: {}", text()),
             None => text(),
         };
-        let commands: Vec<Command> =
-            std::iter::from_fn(|| self.procs[pid].c.poll_command()).collect();
-        let verbs: Vec<&'static str> = commands.iter().map(|c| c.request.verb()).collect();
+        // Taken, not borrowed: `send` below needs the whole world (and a
+        // nested drain, if any, starts from an empty buffer).
+        let mut commands = std::mem::take(&mut self.commands);
+        commands.extend(std::iter::from_fn(|| self.procs[pid].c.poll_command()));
+        let mut verbs = std::mem::take(&mut self.verbs);
+        verbs.extend(commands.iter().map(|c| c.request.verb()));
         let p = &self.procs[pid];
         self.trace.step(
             self.now,
@@ -1622,10 +1637,13 @@ impl World {
             text,
             &notices,
         );
-        for Command { op, request } in commands {
+        verbs.clear();
+        self.verbs = verbs;
+        for Command { op, request } in commands.drain(..) {
             self.observe(&Event::Emitted { pid, op });
             self.send(pid, op, request, cause);
         }
+        self.commands = commands;
         let h = self.procs[pid].host;
         if !self.procs[h].session_closed
             && self.procs[h]
