@@ -251,6 +251,43 @@ enum Conn {
     Disconnected,
 }
 
+/// A client's requests in flight by their op on the wire, in op order: a
+/// map over a sorted vector (a client has a handful at a time, and a
+/// `BTreeMap`'s node work was a percent of a run).
+#[derive(Debug, Clone, Default)]
+struct InflightTable(Vec<(OpId, Inflight)>);
+
+impl InflightTable {
+    fn insert(&mut self, op: OpId, sent: Inflight) {
+        match self.0.binary_search_by_key(&op, |(o, _)| *o) {
+            Ok(i) => self.0[i].1 = sent,
+            Err(i) => self.0.insert(i, (op, sent)),
+        }
+    }
+
+    fn remove(&mut self, op: &OpId) -> Option<Inflight> {
+        let i = self.0.binary_search_by_key(op, |(o, _)| *o).ok()?;
+        Some(self.0.remove(i).1)
+    }
+
+    fn get_mut(&mut self, op: &OpId) -> Option<&mut Inflight> {
+        let i = self.0.binary_search_by_key(op, |(o, _)| *o).ok()?;
+        self.0.get_mut(i).map(|(_, sent)| sent)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Inflight> + '_ {
+        self.0.iter().map(|(_, sent)| sent)
+    }
+
+    fn into_values(self) -> impl Iterator<Item = Inflight> {
+        self.0.into_iter().map(|(_, sent)| sent)
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Inflight {
     request: Request,
@@ -298,7 +335,7 @@ struct Proc {
     /// The client library's next timer moment, if one is set.
     tick_at: Option<Timestamp>,
     /// Requests sent on the current connection and not yet answered.
-    inflight: BTreeMap<OpId, Inflight>,
+    inflight: InflightTable,
     paused_until: Option<Timestamp>,
     resumed_at: Timestamp,
     /// When the client library's event thread is done with the events it has.
@@ -1183,7 +1220,7 @@ impl World {
             connected_at: self.now,
             ping_out: false,
             tick_at: None,
-            inflight: BTreeMap::new(),
+            inflight: InflightTable::default(),
             paused_until: None,
             resumed_at: Timestamp::ZERO,
             event_tail: Timestamp::ZERO,
