@@ -44,8 +44,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use zkelect_core::name::Access;
 use zkelect_core::{FencingToken, Notice, OpId, Recipe, Role, Rule, WatchStrategy};
 
-pub use crate::invariant::{Event, Invariant, Kinds, Violation};
 use crate::invariant::Holds;
+pub use crate::invariant::{Event, Invariant, Kinds, Violation};
 use crate::world::{Phase, Process, World};
 
 /// A checker of a [`World`], as the world holds it.

@@ -333,7 +333,9 @@ impl ZkModel {
             fired.extend(self.close_session(*id));
         }
         // With no session left, the next one opened lowers the floor.
-        self.expiry_floor = self.next_expiry().unwrap_or(Timestamp::from_millis(u64::MAX));
+        self.expiry_floor = self
+            .next_expiry()
+            .unwrap_or(Timestamp::from_millis(u64::MAX));
         (due, fired)
     }
 

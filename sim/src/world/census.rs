@@ -127,8 +127,8 @@ impl World {
             && p.c.observer().is_none()
             && !revoked_foreign
             && !matches!(role, Role::Idle | Role::Closed | Role::Failed);
-        let gone = h.session_closed
-            || (crashed && h.session.is_none_or(|s| !self.zk.session_alive(s)));
+        let gone =
+            h.session_closed || (crashed && h.session.is_none_or(|s| !self.zk.session_alive(s)));
         Census {
             leading: usize::from(!crashed && leads),
             leading_exclusive: usize::from(!crashed && leads && exclusive),
