@@ -44,6 +44,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use zkelect_core::name::Access;
 use zkelect_core::{FencingToken, Notice, OpId, Recipe, Role, Rule, WatchStrategy};
 
+use crate::invariant::Holds;
 pub use crate::invariant::{Event, Invariant, Kinds, Violation};
 use crate::world::{Phase, Process, World};
 
@@ -158,6 +159,14 @@ impl Invariant<World> for Safety {
         if !matches!(event, Event::Step) {
             return Ok(());
         }
+        self.check_step(world).map(|_| ())
+    }
+
+    fn check_step(&mut self, world: &World) -> Result<Holds, String> {
+        // The census alone rules a breach out until it changes; the full
+        // count reads the clock (grace, leases), so its pass is for this
+        // step only.
+        let mut holds = Holds::UntilChange;
         // Each queue on its own (issue 17: several recipes on one session).
         for q in 0..world.queues().len() {
             let k = world.leaders_of(q) as usize;
@@ -170,8 +179,9 @@ impl Invariant<World> for Safety {
                 continue;
             }
             Self::count(world, q, k, rw)?;
+            holds = Holds::ThisStep;
         }
-        Ok(())
+        Ok(holds)
     }
 }
 
@@ -237,8 +247,17 @@ impl Invariant<World> for Revocation {
     }
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
-        if !matches!(event, Event::Step) || world.census().leading_revoked == 0 {
+        if !matches!(event, Event::Step) {
             return Ok(());
+        }
+        self.check_step(world).map(|_| ())
+    }
+
+    fn check_step(&mut self, world: &World) -> Result<Holds, String> {
+        // No revoked leader: nothing to judge until the census changes. With
+        // one, the grace reads the clock.
+        if world.census().leading_revoked == 0 {
+            return Ok(Holds::UntilChange);
         }
         for p in world.revoked_leaders() {
             if let (Some(at), Role::Leader(token)) = (p.revoked_at, p.agent.role()) {
@@ -250,7 +269,7 @@ impl Invariant<World> for Revocation {
                 }
             }
         }
-        Ok(())
+        Ok(Holds::ThisStep)
     }
 }
 
@@ -482,6 +501,12 @@ impl Invariant<World> for Liveness {
         Kinds::STEP | Kinds::LIVENESS_DUE
     }
 
+    fn check_step(&mut self, world: &World) -> Result<Holds, String> {
+        // Before the settled phase nothing is due; after, a pass stands
+        // until a process changes (the census and `passed` say so).
+        self.check(world, &Event::Step).map(|()| Holds::UntilChange)
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         let due = match event {
             Event::LivenessDue => true,
@@ -676,6 +701,12 @@ impl Invariant<World> for NoLeaks {
         Kinds::STEP | Kinds::END
     }
 
+    fn check_step(&mut self, world: &World) -> Result<Holds, String> {
+        // A function of the census, the number of processes and the tree
+        // (every change of which takes a zxid).
+        self.check(world, &Event::Step).map(|()| Holds::UntilChange)
+    }
+
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         let check = match event {
             Event::End => true,
@@ -770,7 +801,9 @@ impl NoLeaks {
 /// its answer.
 #[derive(Debug, Default)]
 pub struct OneAnswer {
-    pending: BTreeSet<(usize, OpId)>,
+    /// Emitted and not yet answered, sorted (a set over a vector: a few at a
+    /// time, checked twice per request).
+    pending: Vec<(usize, OpId)>,
 }
 
 impl Invariant<World> for OneAnswer {
@@ -784,12 +817,18 @@ impl Invariant<World> for OneAnswer {
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         match *event {
-            Event::Emitted { pid, op } if !self.pending.insert((pid, op)) => {
-                return Err(format!("p{pid} emitted op {op} twice"));
-            }
-            Event::Answered { pid, op, .. } if !self.pending.remove(&(pid, op)) => {
-                return Err(format!("p{pid} op {op} answered twice (or never emitted)"));
-            }
+            Event::Emitted { pid, op } => match self.pending.binary_search(&(pid, op)) {
+                Ok(_) => return Err(format!("p{pid} emitted op {op} twice")),
+                Err(i) => self.pending.insert(i, (pid, op)),
+            },
+            Event::Answered { pid, op, .. } => match self.pending.binary_search(&(pid, op)) {
+                Ok(i) => {
+                    self.pending.remove(i);
+                }
+                Err(_) => {
+                    return Err(format!("p{pid} op {op} answered twice (or never emitted)"));
+                }
+            },
             Event::End => {
                 let unanswered: Vec<String> = self
                     .pending

@@ -181,11 +181,14 @@ impl Library {
             Library::ZookeeperClient => {
                 let tick = (c.timeout / 20).max(Duration::from_millis(1));
                 // The ticks fall at connected_at + n·tick, n ≥ 1.
+                // In u64: a u128 division was a few percent of a run, and
+                // milliseconds since the start of a run fit.
+                let tick_ms = u64::try_from(tick.as_millis()).unwrap_or(u64::MAX);
                 let at_tick = |x: Timestamp| {
-                    let n = x
-                        .saturating_since(c.connected_at)
-                        .as_millis()
-                        .div_ceil(tick.as_millis())
+                    let since = x.saturating_since(c.connected_at).as_millis();
+                    let n = u64::try_from(since)
+                        .unwrap_or(u64::MAX)
+                        .div_ceil(tick_ms)
                         .max(1);
                     c.connected_at + tick * n as u32
                 };

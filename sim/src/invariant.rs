@@ -188,4 +188,27 @@ pub trait Invariant<W: ?Sized> {
     }
     /// Checks `event` against the world as it is now; `Err` explains the violation.
     fn check(&mut self, world: &W, event: &Event<'_>) -> Result<(), String>;
+
+    /// Judges [`Event::Step`] (the world calls this, not [`check`](Self::check),
+    /// after each step) and says how long a pass holds. The default asks
+    /// [`check`](Self::check) and holds for this step only; a checker whose
+    /// pass is a function of what the world's step key covers (for
+    /// [`World`](crate::world::World): the census generation, the server's
+    /// zxid, the phase, the number of processes) says
+    /// [`Holds::UntilChange`], and the world skips it until that key changes,
+    /// which most steps (pings, ticks, timers) do not.
+    fn check_step(&mut self, world: &W) -> Result<Holds, String> {
+        self.check(world, &Event::Step).map(|()| Holds::ThisStep)
+    }
+}
+
+/// How long a checker's pass of [`Event::Step`] holds
+/// ([`Invariant::check_step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holds {
+    /// Ask again after the next step.
+    ThisStep,
+    /// Ask again only once the world's step key has changed: the verdict
+    /// reads nothing else that a step can change.
+    UntilChange,
 }

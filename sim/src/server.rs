@@ -26,7 +26,7 @@ use zkelect_core::{OpId, Reply, Request, SessionId, Stat, Timestamp, ZkCode};
 
 use crate::client::{self, Reconnected};
 use crate::ensemble::{Connection, Ensemble, Refused};
-use crate::invariant::{Event, Invariant};
+use crate::invariant::{Event, Holds, Invariant, Kinds};
 use crate::rng::SimRng;
 use crate::world::World;
 use crate::zk::{Fired, ZkModel, ZkSettings};
@@ -668,10 +668,23 @@ impl Invariant<World> for SingleSystemImage {
         "single-system-image"
     }
 
+    fn kinds(&self) -> Kinds {
+        // The violation is recorded as a reply arrives, just before the
+        // client hands it on (`Answered`): no other event can see it first.
+        Kinds::ANSWERED | Kinds::STEP
+    }
+
     fn check(&mut self, world: &World, _event: &Event<'_>) -> Result<(), String> {
         match world.server().violation() {
             Some(v) => Err(v.to_owned()),
             None => Ok(()),
         }
+    }
+
+    fn check_step(&mut self, world: &World) -> Result<Holds, String> {
+        // A violation is recorded only as a reply arrives, and the client
+        // library then hands the reply to its machine, which recounts it: the
+        // census generation changes in the same step.
+        self.check(world, &Event::Step).map(|()| Holds::UntilChange)
     }
 }

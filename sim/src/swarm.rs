@@ -1256,9 +1256,7 @@ impl Options {
         }
         if self.data > 0 {
             // Any bytes, a newline included: only the id's first `\n` splits.
-            let data: Vec<u8> = (0..self.data)
-                .map(|i| (seed.wrapping_add(u64::from(i) * 7) % 251) as u8)
-                .collect();
+            let data = data_bytes(seed, self.data);
             builder = builder.data(data);
         }
         builder
@@ -1279,5 +1277,56 @@ impl fmt::Display for Options {
             self.backoff.0,
             self.backoff.1
         )
+    }
+}
+
+/// A process's node data: byte i is (seed + 7·i) mod 251. Stepped rather
+/// than divided per byte (the division was most of configuring a spawn),
+/// unless the sum would wrap, where the two differ.
+fn data_bytes(seed: u64, len: u16) -> Vec<u8> {
+    if seed.checked_add(u64::from(len) * 7).is_none() {
+        // Truncation intended: the value is below 251.
+        return (0..len)
+            .map(|i| (seed.wrapping_add(u64::from(i) * 7) % 251) as u8)
+            .collect();
+    }
+    let mut r = seed % 251;
+    (0..len)
+        .map(|_| {
+            // Truncation intended: r < 251.
+            let b = r as u8;
+            r += 7;
+            if r >= 251 {
+                r -= 251;
+            }
+            b
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::data_bytes;
+
+    /// The stepped bytes are the formula's, near the wrap too.
+    #[test]
+    fn data_bytes_match_the_formula() {
+        for seed in [
+            0,
+            1,
+            250,
+            251,
+            12_345,
+            u64::MAX - 7 * 300,
+            u64::MAX - 5,
+            u64::MAX,
+        ] {
+            for len in [0u16, 1, 40, 300] {
+                let want: Vec<u8> = (0..len)
+                    .map(|i| (seed.wrapping_add(u64::from(i) * 7) % 251) as u8)
+                    .collect();
+                assert_eq!(data_bytes(seed, len), want, "seed {seed} len {len}");
+            }
+        }
     }
 }

@@ -114,6 +114,10 @@ pub struct ZkModel {
     zxid: i64,
     next_session: i64,
     sessions: BTreeMap<SessionId, Session>,
+    /// No session expires before this (a lower bound: hearing from a
+    /// session only moves its deadline later), so most expiry ticks look at
+    /// no session.
+    expiry_floor: Timestamp,
     data_watches: BTreeMap<String, BTreeSet<SessionId>>,
     child_watches: BTreeMap<String, BTreeSet<SessionId>>,
     exist_watches: BTreeMap<String, BTreeSet<SessionId>>,
@@ -162,6 +166,7 @@ impl ZkModel {
             zxid: 0,
             next_session: 0x100,
             sessions: BTreeMap::new(),
+            expiry_floor: Timestamp::from_millis(0),
             data_watches: BTreeMap::new(),
             child_watches: BTreeMap::new(),
             exist_watches: BTreeMap::new(),
@@ -199,6 +204,7 @@ impl ZkModel {
         identity: Option<String>,
     ) -> (SessionId, Duration) {
         let timeout = self.settings.negotiate(requested);
+        self.expiry_floor = self.expiry_floor.min(now + timeout);
         let id = SessionId(self.next_session);
         self.next_session += 1;
         self.sessions.insert(
@@ -244,6 +250,7 @@ impl ZkModel {
         for s in self.sessions.values_mut() {
             s.last_heard = now;
         }
+        self.expiry_floor = self.expiry_floor.min(now);
     }
 
     /// The server came back from a restart at `now`: the tree, the zxid and
@@ -312,6 +319,9 @@ impl ZkModel {
 
     /// Expires every session silent for its whole timeout at `now`.
     pub fn expire_due(&mut self, now: Timestamp) -> (Vec<SessionId>, Vec<Fired>) {
+        if now < self.expiry_floor {
+            return (Vec::new(), Vec::new());
+        }
         let due: Vec<SessionId> = self
             .sessions
             .iter()
@@ -322,6 +332,10 @@ impl ZkModel {
         for id in &due {
             fired.extend(self.close_session(*id));
         }
+        // With no session left, the next one opened lowers the floor.
+        self.expiry_floor = self
+            .next_expiry()
+            .unwrap_or(Timestamp::from_millis(u64::MAX));
         (due, fired)
     }
 

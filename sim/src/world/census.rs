@@ -107,9 +107,14 @@ impl World {
 
     /// Process `pid`'s share of the census.
     fn census_of(&self, pid: usize) -> Census {
+        // The fields `World::process` would show, read directly (a whole
+        // view per recount was a few percent of a run): crash, session and
+        // close come from the machine's host.
         let p = &self.procs[pid];
-        // The view reads crash, session and close from the machine's host.
-        let view = self.process(pid);
+        let h = &self.procs[p.host];
+        let crashed = h.crashed;
+        let foreign = p.c.foreign().is_some();
+        let revoked = || p.revoked.is_some() && self.revoked_at(pid).is_some();
         let role = p.c.role();
         let leads = role.is_leader();
         // A foreign model holds by a one-leader election.
@@ -117,19 +122,17 @@ impl World {
             p.c.candidate()
                 .map_or(Rule::default(), |c| c.config().rule());
         let exclusive = rule.access() == Access::Exclusive;
-        let revoked_foreign = view.foreign.is_some() && view.revoked_at.is_some();
-        let live = !view.crashed
-            && !view.observer
+        let revoked_foreign = foreign && revoked();
+        let live = !crashed
+            && p.c.observer().is_none()
             && !revoked_foreign
             && !matches!(role, Role::Idle | Role::Closed | Role::Failed);
-        let gone = view.session_closed
-            || (view.crashed && view.session.is_none_or(|s| !self.zk.session_alive(s)));
+        let gone =
+            h.session_closed || (crashed && h.session.is_none_or(|s| !self.zk.session_alive(s)));
         Census {
-            leading: usize::from(!view.crashed && leads),
-            leading_exclusive: usize::from(!view.crashed && leads && exclusive),
-            leading_revoked: usize::from(
-                !view.crashed && leads && view.foreign.is_none() && view.revoked_at.is_some(),
-            ),
+            leading: usize::from(!crashed && leads),
+            leading_exclusive: usize::from(!crashed && leads && exclusive),
+            leading_revoked: usize::from(!crashed && leads && !foreign && revoked()),
             live: usize::from(live),
             live_leading: usize::from(live && leads),
             waiting: usize::from(live && !leads && p.c.node().is_some()),

@@ -56,7 +56,7 @@ use crate::canary::Canary;
 use crate::choice::Choices;
 use crate::foreign::{Agent, CuratorLatch, KazooLock, Scheme};
 pub use crate::invariant::Violation;
-use crate::invariant::{Event, Invariant, Kinds};
+use crate::invariant::{Event, Holds, Invariant, Kinds};
 use crate::net::{Arrival, Net, Way};
 use crate::queue::EventQueue;
 use crate::server::Server;
@@ -251,6 +251,43 @@ enum Conn {
     Disconnected,
 }
 
+/// A client's requests in flight by their op on the wire, in op order: a
+/// map over a sorted vector (a client has a handful at a time, and a
+/// `BTreeMap`'s node work was a percent of a run).
+#[derive(Debug, Clone, Default)]
+struct InflightTable(Vec<(OpId, Inflight)>);
+
+impl InflightTable {
+    fn insert(&mut self, op: OpId, sent: Inflight) {
+        match self.0.binary_search_by_key(&op, |(o, _)| *o) {
+            Ok(i) => self.0[i].1 = sent,
+            Err(i) => self.0.insert(i, (op, sent)),
+        }
+    }
+
+    fn remove(&mut self, op: &OpId) -> Option<Inflight> {
+        let i = self.0.binary_search_by_key(op, |(o, _)| *o).ok()?;
+        Some(self.0.remove(i).1)
+    }
+
+    fn get_mut(&mut self, op: &OpId) -> Option<&mut Inflight> {
+        let i = self.0.binary_search_by_key(op, |(o, _)| *o).ok()?;
+        self.0.get_mut(i).map(|(_, sent)| sent)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Inflight> + '_ {
+        self.0.iter().map(|(_, sent)| sent)
+    }
+
+    fn into_values(self) -> impl Iterator<Item = Inflight> {
+        self.0.into_iter().map(|(_, sent)| sent)
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Inflight {
     request: Request,
@@ -298,7 +335,7 @@ struct Proc {
     /// The client library's next timer moment, if one is set.
     tick_at: Option<Timestamp>,
     /// Requests sent on the current connection and not yet answered.
-    inflight: BTreeMap<OpId, Inflight>,
+    inflight: InflightTable,
     paused_until: Option<Timestamp>,
     resumed_at: Timestamp,
     /// When the client library's event thread is done with the events it has.
@@ -434,6 +471,23 @@ impl std::fmt::Display for RunStats {
 struct Judges {
     invariants: Vec<Box<dyn Invariant<World>>>,
     by_kind: Vec<Vec<usize>>,
+    /// Per checker, the step key under which its last pass of a step holds
+    /// ([`Holds::UntilChange`]).
+    held: Vec<Option<StepKey>>,
+    /// The step key under which every step checker's pass holds: until it
+    /// changes, a step asks none of them.
+    all_held: Option<StepKey>,
+}
+
+/// What a checker's pass of a step may read that a step can change
+/// ([`Invariant::check_step`]): while none of it changes, a pass that said
+/// [`Holds::UntilChange`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct StepKey {
+    generation: u64,
+    zxid: i64,
+    phase: Phase,
+    procs: usize,
 }
 
 /// A whole simulated run.
@@ -460,6 +514,10 @@ pub struct World {
     /// The checkers; out of the world while they judge it (they read it),
     /// so one pointer moves per judged event.
     judges: Option<Box<Judges>>,
+    /// A machine's commands and their verbs after a step, kept between
+    /// steps so draining a machine allocates nothing ([`World::after`]).
+    commands: Vec<Command>,
+    verbs: Vec<&'static str>,
     /// A new id per server change, carried by the watch events it fires.
     cause: u64,
     /// Per queue, the highest token its fenced resource accepted (each
@@ -574,10 +632,14 @@ impl World {
             server_down_until: None,
             canary,
             judges: Some(Box::new(Judges {
+                held: vec![None; invariants.len()],
+                all_held: None,
                 invariants,
                 by_kind,
             })),
             cause: 0,
+            commands: Vec::new(),
+            verbs: Vec::new(),
             heal_at,
             phase: Phase::Chaos,
             trace: Trace::new(keep_trace),
@@ -780,12 +842,18 @@ impl World {
             session: h.session,
             session_closed: h.session_closed,
             session_timeout: h.timeout,
-            revoked_at: p
-                .revoked
-                .as_ref()
-                .filter(|(node, token, _)| p.c.node() == Some(node) && p.c.token() == *token)
-                .map(|(_, _, at)| *at),
+            revoked_at: self.revoked_at(pid),
         }
+    }
+
+    /// When an operator deleted process `pid`'s current node, if one did
+    /// ([`Process::revoked_at`]).
+    fn revoked_at(&self, pid: usize) -> Option<Timestamp> {
+        let p = &self.procs[pid];
+        p.revoked
+            .as_ref()
+            .filter(|(node, token, _)| p.c.node() == Some(node) && p.c.token() == *token)
+            .map(|(_, _, at)| *at)
     }
 
     /// The requests the process's client has sent on its current connection
@@ -966,8 +1034,55 @@ impl World {
         if cfg!(debug_assertions) {
             self.check_census();
         }
-        self.observe(&Event::Step);
+        self.observe_step();
         true
+    }
+
+    /// Runs the step's checkers, skipping those whose last pass holds.
+    fn observe_step(&mut self) {
+        let Some(mut judges) = self.judges.take() else {
+            return;
+        };
+        let key = StepKey {
+            generation: self.generation,
+            zxid: self.zk.zxid(),
+            phase: self.phase,
+            procs: self.procs.len(),
+        };
+        if judges.all_held == Some(key) {
+            self.judges = Some(judges);
+            return;
+        }
+        let Judges {
+            invariants,
+            by_kind,
+            held,
+            all_held,
+        } = &mut *judges;
+        *all_held = Some(key);
+        if let Some(list) = by_kind.get(Kinds::STEP.index()) {
+            for &i in list {
+                let (Some(invariant), Some(held)) = (invariants.get_mut(i), held.get_mut(i)) else {
+                    continue;
+                };
+                if *held == Some(key) {
+                    continue;
+                }
+                match invariant.check_step(self) {
+                    Ok(Holds::UntilChange) => *held = Some(key),
+                    Ok(Holds::ThisStep) => {
+                        *held = None;
+                        *all_held = None;
+                    }
+                    Err(detail) => {
+                        *held = None;
+                        *all_held = None;
+                        self.fail(invariant.name(), detail);
+                    }
+                }
+            }
+        }
+        self.judges = Some(judges);
     }
 
     fn observe(&mut self, event: &Event<'_>) {
@@ -979,6 +1094,7 @@ impl World {
         let Judges {
             invariants,
             by_kind,
+            ..
         } = &mut *judges;
         if let Some(list) = by_kind.get(event.kind().index()) {
             for &i in list {
@@ -1104,7 +1220,7 @@ impl World {
             connected_at: self.now,
             ping_out: false,
             tick_at: None,
-            inflight: BTreeMap::new(),
+            inflight: InflightTable::default(),
             paused_until: None,
             resumed_at: Timestamp::ZERO,
             event_tail: Timestamp::ZERO,
@@ -1541,9 +1657,12 @@ impl World {
             Some(scheme) => format!("{scheme}: {}", text()),
             None => text(),
         };
-        let commands: Vec<Command> =
-            std::iter::from_fn(|| self.procs[pid].c.poll_command()).collect();
-        let verbs: Vec<&'static str> = commands.iter().map(|c| c.request.verb()).collect();
+        // Taken, not borrowed: `send` below needs the whole world (and a
+        // nested drain, if any, starts from an empty buffer).
+        let mut commands = std::mem::take(&mut self.commands);
+        commands.extend(std::iter::from_fn(|| self.procs[pid].c.poll_command()));
+        let mut verbs = std::mem::take(&mut self.verbs);
+        verbs.extend(commands.iter().map(|c| c.request.verb()));
         let p = &self.procs[pid];
         self.trace.step(
             self.now,
@@ -1555,10 +1674,13 @@ impl World {
             text,
             &notices,
         );
-        for Command { op, request } in commands {
+        verbs.clear();
+        self.verbs = verbs;
+        for Command { op, request } in commands.drain(..) {
             self.observe(&Event::Emitted { pid, op });
             self.send(pid, op, request, cause);
         }
+        self.commands = commands;
         let h = self.procs[pid].host;
         if !self.procs[h].session_closed
             && self.procs[h]
