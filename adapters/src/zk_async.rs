@@ -129,8 +129,7 @@ impl crate::Connect for ZkAsyncOptions {
 }
 
 /// What the client's callbacks send, in the order they happen: the one
-/// channel every callback writes to, while anything is queued ahead (see
-/// [`Shared::on_watch`]). Callbacks wait on nothing but a short lock.
+/// channel every callback writes to. Callbacks never block and run no logic.
 #[derive(Debug)]
 enum Raw {
     /// The state listener saw a new state.
@@ -151,15 +150,6 @@ struct Shared {
     shell: Shell,
     /// The callbacks' channel, read by the pump task.
     raw: mpsc::UnboundedSender<Raw>,
-    /// How many items the callbacks queued that the pump has not finished
-    /// with yet (in the channel or held back during a replay). While there
-    /// are none, a watch callback delivers its event itself, exactly as the
-    /// pump would next: a fired watch then reaches the driver without a
-    /// wake-up of the pump task on the way, on the hot path of every
-    /// takeover. Otherwise it queues behind them, so order is kept. The
-    /// listener bumps the generation under this lock too, so a callback that
-    /// finds nothing queued sees the pump's generation.
-    queued: std::sync::Mutex<u64>,
     /// Whether there are credentials to replay.
     has_auth: bool,
     /// Whether the current connection carries the credentials (always true
@@ -177,60 +167,23 @@ impl Shared {
         let shared = Self {
             shell: Shell::new(events, op_timeout),
             raw,
-            queued: std::sync::Mutex::new(0),
             has_auth,
             authenticated: watch::channel(!has_auth).0,
         };
         (shared, raw_rx)
     }
 
-    /// The count of queued items. Poisoning cannot leave it torn (it is
-    /// one number), so a poisoned lock is still good.
-    fn queued(&self) -> std::sync::MutexGuard<'_, u64> {
-        self.queued
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Queues an item for the pump (the caller holds the count's lock).
-    fn queue(&self, queued: &mut u64, item: Raw) {
-        if self.raw.send(item).is_ok() {
-            *queued += 1;
-        }
-    }
-
-    /// The pump has finished with one queued item.
-    fn dequeued(&self) {
-        let mut queued = self.queued();
-        *queued = queued.saturating_sub(1);
-    }
-
-    /// A watch callback's whole body: its event, with the generation its
-    /// request was sent in, delivered now if nothing is queued ahead of it
-    /// (dropped if a reconnect came since, as the pump does), else queued.
-    fn on_watch(&self, generation: u64, event: zka::WatchedEvent) {
-        let mut queued = self.queued();
-        if *queued > 0 {
-            self.queue(&mut queued, Raw::Watch { generation, event });
-        } else if generation != self.shell.generation.now() {
-            debug!(?event, "dropping a watch event set before a reconnect");
-        } else if let Some(event) = map_watch(&event) {
-            self.shell.watch(event);
-        }
-    }
-
     /// The state listener's whole body: it runs on the client's I/O task
     /// under the client's listener lock, so it only bumps the generation,
     /// closes the credentials gate and queues the state.
     fn on_state(&self, state: zka::ZkState) {
-        let mut queued = self.queued();
         if !is_connected(state) {
             self.shell.generation.bump();
             if self.has_auth {
                 self.authenticated.send_replace(false);
             }
         }
-        self.queue(&mut queued, Raw::State(state));
+        let _ = self.raw.send(Raw::State(state));
     }
 }
 
@@ -404,11 +357,13 @@ impl ZkAsyncTransport {
         ))
     }
 
-    /// A watch callback for a request sent in `generation`: see
-    /// [`Shared::on_watch`].
+    /// A watch callback that only queues its event, with the generation its
+    /// request was sent in; the pump drops it if a reconnect came since.
     fn watcher(&self, generation: u64) -> impl FnOnce(zka::WatchedEvent) + Send + 'static {
         let shared = Arc::clone(&self.shared);
-        move |event| shared.on_watch(generation, event)
+        move |event| {
+            let _ = shared.raw.send(Raw::Watch { generation, event });
+        }
     }
 
     async fn perform_gated(&self, request: Request) -> Result<Reply, ZkCode> {
@@ -680,15 +635,6 @@ where
     }
 }
 
-/// Counts one queued item off when dropped, however its turn ends.
-struct Dequeued<'a>(&'a Shared);
-
-impl Drop for Dequeued<'_> {
-    fn drop(&mut self) {
-        self.0.dequeued();
-    }
-}
-
 /// Turns what the callbacks queued into the transport's events, in order:
 /// states become session events (credentials replayed before `Connected`
 /// is reported, so the core's re-listing runs authenticated), watch events
@@ -724,9 +670,6 @@ async fn pump<R, F>(
                 None => return,
             },
         };
-        // Counted off once this item is delivered or dropped (held items
-        // taken during a replay stay counted until their turn).
-        let _done = Dequeued(&shared);
         let state = match item {
             Raw::Watch {
                 generation: set_in,
@@ -1250,7 +1193,10 @@ mod tests {
                 keeper_state: zka::KeeperState::SyncConnected,
                 path: Some(path.to_owned()),
             };
-            self.shared.on_watch(set_in, event);
+            let _ = self.shared.raw.send(Raw::Watch {
+                generation: set_in,
+                event,
+            });
         }
 
         /// Everything the pump has sent so far.
@@ -1342,28 +1288,6 @@ mod tests {
             "the gate opens after the replay"
         );
         p.task.abort();
-    }
-
-    #[tokio::test]
-    async fn a_watch_with_nothing_queued_ahead_is_delivered_by_its_callback() {
-        let (events_tx, mut events) = mpsc::unbounded_channel();
-        // No pump runs: whatever reaches `events` came from the callback.
-        let (shared, _raw) = Shared::new(events_tx, false, Duration::from_secs(1));
-        let event = |path: &str| zka::WatchedEvent {
-            event_type: zka::WatchedEventType::NodeDeleted,
-            keeper_state: zka::KeeperState::SyncConnected,
-            path: Some(path.to_owned()),
-        };
-        shared.on_watch(0, event("/e/now"));
-        assert_eq!(events.try_recv().ok(), Some(deleted("/e/now")));
-        // A stale generation is dropped there too.
-        shared.on_watch(7, event("/e/stale"));
-        assert!(events.try_recv().is_err());
-        // A state is queued: a watch after it waits behind it for the pump.
-        shared.on_state(zka::ZkState::Connecting);
-        shared.on_watch(1, event("/e/later"));
-        assert!(events.try_recv().is_err(), "a watch overtook a state");
-        assert_eq!(*shared.queued(), 2);
     }
 
     #[tokio::test(start_paused = true)]
