@@ -210,7 +210,7 @@ java_version=$( (java -version 2>&1 || true) | head -1)
     echo
     echo "## Many elections on one session"
     echo
-    echo "N election paths; N contenders on one session A (each alone on its path, so each holds) and N on a session B (each queued behind A's). Start-up: first request to the N-th holding on A. Memory: this process's VmRSS growth per queued waiter of B. Failover: A's session closes; until all N of B's hold, and the server's packets in that window ÷ N. zookeeper-client's \`Client::lock\` so far; zkelect's side (one \`Session\`, N elections) is added when the adapters' \`Session\` lands."
+    echo "N election paths; N contenders on one session A (each alone on its path, so each holds) and N on a session B (each queued behind A's). Each side runs in its own process, on a server warmed first by an untimed run of every side in a child process (\`--warm-up\`). Start-up: first request to the N-th holding on A, and the server's requests in that window ÷ N. Memory per queued, idle waiter of B, two meters at the same moments: live heap (bytes allocated and not freed, counted by the bench's allocator, as dhat counts) and the process's VmRSS growth. Failover: A's session closes; until all N of B's hold, and the server's packets in that window ÷ N. zookeeper-client's \`Client::lock\` against zkelect's \`Session\` with N elections on each transport. See bench/README.md."
     echo
     cat "$work/many.md"
     echo
