@@ -407,6 +407,13 @@ fn many_command(args: &ManyArgs) -> Result<()> {
 fn warm_up_server(args: &ManyArgs, connect: &str) -> Result<()> {
     eprintln!("warming the server up: every side once, untimed, in a child process ...");
     let exe = std::env::current_exe().context("cannot find this benchmark's own binary")?;
+    // Every side the bench knows, so a side added later is warmed up too.
+    let every_side = ManySide::value_variants()
+        .iter()
+        .filter_map(ValueEnum::to_possible_value)
+        .map(|side| side.get_name().to_owned())
+        .collect::<Vec<_>>()
+        .join(",");
     let status = std::process::Command::new(exe)
         .arg("many")
         .args(["--connect", connect])
@@ -416,10 +423,7 @@ fn warm_up_server(args: &ManyArgs, connect: &str) -> Result<()> {
             "--path",
             &format!("{}-warm-up", args.path.trim_end_matches('/')),
         ])
-        .args([
-            "--sides",
-            "zookeeper-client,zkelect-zookeeper-client,zkelect-zookeeper-async",
-        ])
+        .args(["--sides", &every_side])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
