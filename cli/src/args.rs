@@ -275,12 +275,31 @@ pub(crate) struct StatusArgs {
     #[arg(long)]
     pub(crate) watch: bool,
     /// How many candidates lead at once, as the candidates were started with
-    /// (`run --leaders`): the K oldest nodes are shown as leaders.
-    #[arg(long, value_name = "K", default_value_t = 1)]
-    pub(crate) leaders: u32,
+    /// (`run --leaders`): the K oldest nodes are shown as leaders [default: 1].
+    #[arg(long, value_name = "K", conflicts_with = "recipe")]
+    pub(crate) leaders: Option<u32>,
+    /// Show a lock's queue instead of an election's, as `zkelect lock` (or
+    /// `Session::mutex`, `semaphore`, `rw_lock`) made it: who holds it, who
+    /// waits, and on whom.
+    #[arg(long, value_enum, value_name = "RECIPE")]
+    pub(crate) recipe: Option<RecipeArg>,
+    /// A semaphore's permits, as its holders were started with (`lock --permits K`).
+    #[arg(long, value_name = "K", required_if_eq("recipe", "semaphore"))]
+    pub(crate) permits: Option<u32>,
     /// Read the queue in another library's scheme: Curator LeaderLatch or kazoo nodes count as candidates.
     #[arg(long, value_enum, default_value_t = InteropArg::None)]
     pub(crate) interop: InteropArg,
+}
+
+/// A lock recipe whose queue `status` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum RecipeArg {
+    /// `zkelect lock` (`Session::mutex`): one holder at a time.
+    Mutex,
+    /// `zkelect lock --permits K` (`Session::semaphore`): up to K holders (give `--permits K`).
+    Semaphore,
+    /// `zkelect lock --read` / `--write` (`Session::rw_lock`): readers share, a writer holds alone.
+    ReadWrite,
 }
 
 #[derive(Debug, Args)]

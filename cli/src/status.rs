@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 
 use zkelect::{Transport, TransportEvent};
-use zkelect_core::config::{split_payload, validate_path, ConfigError, LEADERS_MAX};
-use zkelect_core::{Reply, Request, ZkCode};
+use zkelect_core::config::{split_payload, validate_path};
+use zkelect_core::{Config, Recipe, Reply, Request, Rule, ZkCode};
 
-use crate::args::{RevokeArgs, StatusArgs};
+use crate::args::{RecipeArg, RevokeArgs, StatusArgs};
 use crate::connect::connect;
 use crate::exit::{Code, Failure, WithCode};
 use crate::queue_view::{NodeInfo, QueueView};
@@ -70,21 +70,48 @@ fn now() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
+/// The recipe whose queue `status` shows, from its flags, checked as a
+/// candidate's configuration would be (a semaphore has no other library's
+/// names, k within bounds).
+fn recipe_of(args: &StatusArgs) -> Result<Recipe, Failure> {
+    let rule = match (args.recipe, args.leaders, args.permits) {
+        (None, leaders, None) => Rule::Election {
+            leaders: leaders.unwrap_or(1),
+        },
+        (Some(RecipeArg::Semaphore), _, Some(permits)) => Rule::Semaphore { permits },
+        (Some(RecipeArg::Mutex), _, None) => Rule::Mutex,
+        (Some(RecipeArg::ReadWrite), _, None) => Rule::Write,
+        (_, _, Some(_)) => {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow::anyhow!("--permits goes with --recipe semaphore only"),
+            ))
+        }
+        (Some(RecipeArg::Semaphore), _, None) => {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow::anyhow!("--recipe semaphore needs --permits K"),
+            ))
+        }
+    };
+    Config::builder(&args.conn.path, "status")
+        .rule(rule)
+        .interop(args.interop.scheme())
+        .build()
+        .code(Code::Config)?;
+    Ok(rule.recipe())
+}
+
 pub(crate) async fn status(args: StatusArgs) -> Result<(), Failure> {
     validate_path(&args.conn.path).code(Code::Config)?;
-    if args.leaders == 0 || args.leaders > LEADERS_MAX {
-        return Err(Failure::new(
-            Code::Config,
-            ConfigError::InvalidLeaders(args.leaders),
-        ));
-    }
+    let recipe = recipe_of(&args)?;
     let (zk, mut events) = connect(&args.conn).await?;
     let path = args.conn.path.clone();
     let mut last: Option<QueueView> = None;
     loop {
         let names = children(&*zk, &path, args.watch).await?;
         let info = read_all(&*zk, &path, &names).await;
-        let view = QueueView::build(&path, args.leaders, &names, &info, args.interop.scheme());
+        let view = QueueView::build(&path, recipe, &names, &info, args.interop.scheme());
         // A watch fires for changes the view does not show (a node's data, a
         // reconnection): print only what changed, once.
         if last.as_ref() != Some(&view) {

@@ -80,9 +80,8 @@ fn logs(candidates: &[&Candidate]) -> String {
 }
 
 /// The ids of the nodes under `path` (each node's data up to its first
-/// newline), in sequence order, read with a plain zookeeper-async client:
-/// `zkelect status` reads election queues, and a lock's nodes are not
-/// election nodes.
+/// newline), in sequence order, read with a plain zookeeper-async client
+/// (not with `zkelect status`, which one test here checks against it).
 fn lock_ids(zk: &str, path: &str) -> Vec<String> {
     use ::zookeeper_async::{WatchedEvent, ZooKeeper};
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -399,6 +398,89 @@ fn readers_share_writers_exclude(transport: &str) {
         r3.start > w.last,
         "a reader behind the writer waits for it: {runs:#?}"
     );
+    assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
+}
+
+/// `zkelect status --recipe read-write` on a live lock: two readers hold,
+/// the writer behind them waits watching the nearer reader, the reader
+/// behind the writer waits watching the writer; then everyone is stopped
+/// (SIGTERM: 128 + 15) and nothing is left.
+#[test]
+fn status_shows_who_holds_a_read_write_lock_and_whom_each_waiter_watches() {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/locks/status";
+    let (read, write): (&[&str], &[&str]) = (&["--read"], &["--write"]);
+    let mut holders: Vec<Candidate> = Vec::new();
+    let mut ids: Vec<&str> = Vec::new();
+    for (label, options) in [("r1", read), ("r2", read), ("w", write), ("r3", read)] {
+        holders.push(Candidate::spawn(
+            dir.path(),
+            label,
+            &lock_args(&zk, path, label, "zookeeper-async", options),
+            ChildKind::Beats,
+        ));
+        ids.push(label);
+        let refs: Vec<&Candidate> = holders.iter().collect();
+        wait_queue(&zk, path, &ids, || logs(&refs));
+    }
+    let out = zkelect(
+        &[
+            "status",
+            "--connect",
+            &zk,
+            "--path",
+            path,
+            "--recipe",
+            "read-write",
+            "--json",
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let view: serde_json::Value = serde_json::from_str(out.stdout.trim()).expect("JSON");
+    let q = &view["queue"];
+    let column =
+        |key: &str| -> Vec<serde_json::Value> { (0..4).map(|i| q[i][key].clone()).collect() };
+    assert_eq!(view["recipe"], "read-write");
+    assert_eq!(column("id"), ["r1", "r2", "w", "r3"], "{view}");
+    assert_eq!(column("leader"), [true, true, false, false], "{view}");
+    assert_eq!(
+        column("access"),
+        ["shared", "shared", "exclusive", "shared"],
+        "{view}"
+    );
+    assert_eq!(q[2]["watched"], serde_json::json!([q[1]["node"]]), "{view}");
+    assert_eq!(q[3]["watched"], serde_json::json!([q[2]["node"]]), "{view}");
+    // Read as an election, the lock's nodes are nobody's.
+    let table = zkelect(
+        &["status", "--connect", &zk, "--path", path],
+        Duration::from_secs(20),
+    );
+    assert!(table.stdout.contains("nobody leads"), "{}", table.stdout);
+    // A semaphore needs its permits.
+    let usage = zkelect(
+        &[
+            "status",
+            "--connect",
+            &zk,
+            "--path",
+            path,
+            "--recipe",
+            "semaphore",
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(usage.code(), Some(2), "{}", usage.stderr);
+
+    for h in &holders {
+        h.signal(Signal::SIGTERM);
+    }
+    for h in &mut holders {
+        let status = h.wait_exit(START);
+        assert_exit(&h.label, status.code(), 128 + 15, &h.log_text(), &[]);
+    }
     assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
 }
 
