@@ -1224,6 +1224,11 @@ impl Candidate {
                 }
             }
         }
+        if self.leadership == Leadership::None {
+            // Nothing for the clock to take away (`Leadership::checked` keeps
+            // `None` as it is): most machines, most of the time, follow.
+            return;
+        }
         let may_live = self.contact().session_may_live(self.now);
         let lost;
         (self.leadership, lost) = self.leadership.checked(self.config.policy(), ok, may_live);

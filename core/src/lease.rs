@@ -106,14 +106,18 @@ impl Contact {
         leading: bool,
     ) -> Option<Timestamp> {
         let ack = self.last_ack?;
-        let suspend = self.suspended_at(ack);
-        let lost = self.lost_at(ack);
         let mut next = None;
-        if self.probe && link_up && suspend > now {
-            next = Some(suspend);
+        if self.probe && link_up {
+            let suspend = self.suspended_at(ack);
+            if suspend > now {
+                next = Some(suspend);
+            }
         }
-        if leading && lost > now {
-            next = Some(next.map_or(lost, |n: Timestamp| n.min(lost)));
+        if leading {
+            let lost = self.lost_at(ack);
+            if lost > now {
+                next = Some(next.map_or(lost, |n: Timestamp| n.min(lost)));
+            }
         }
         next
     }
