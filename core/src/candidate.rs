@@ -723,21 +723,28 @@ impl Candidate {
     /// Fires every timer due at `now`. Spurious calls are harmless.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         self.enter(now);
-        for timer in self.timers.take_expired(self.now) {
-            match timer {
-                // Backoff over: `advance` below re-issues the step.
-                Timer::Retry => {}
-                // Contact proven within the last third (an answer to any
-                // request of the session: ours, or one fed by `session_answered`)
-                // makes the probe needless until it goes stale.
-                Timer::Probe => match self.session.last_ack {
-                    Some(ack) if ack + self.timeout / 3 > self.now => {
-                        self.timers.set(Timer::Probe, ack + self.timeout / 3);
-                    }
-                    _ => self.send_probe(),
-                },
-                // `enter` already re-checked the lease.
-                Timer::Lease => {}
+        // Every due timer is stopped before any is acted on. Backoff over
+        // (`Retry`): `advance` below re-issues the step. `Lease`: `enter`
+        // already re-checked the lease. Checked in place rather than through
+        // `take_expired`, whose vector cost an allocation on every timeout.
+        let now = self.now;
+        let due = |timers: &TimerTable, timer| timers.get(timer).is_some_and(|at| at <= now);
+        let probe_due = due(&self.timers, Timer::Probe);
+        for timer in [Timer::Retry, Timer::Probe, Timer::Lease] {
+            if due(&self.timers, timer) {
+                self.timers.stop(timer);
+            }
+        }
+        if probe_due {
+            // Contact proven within the last third (an answer to any
+            // request of the session: ours, or one fed by `session_answered`)
+            // makes the probe needless until it goes stale.
+            match self.session.last_ack {
+                Some(ack) if ack.plus_fraction(self.timeout, 1, 3) > self.now => {
+                    self.timers
+                        .set(Timer::Probe, ack.plus_fraction(self.timeout, 1, 3));
+                }
+                _ => self.send_probe(),
             }
         }
         self.advance();
@@ -799,8 +806,22 @@ impl Candidate {
         self.session.own.as_ref().map(|o| self.child_path(&o.name))
     }
 
+    /// `PATH/name`, built without the formatting machinery (a path is built
+    /// for nearly every request).
     fn child_path(&self, name: &str) -> String {
-        format!("{}/{}", self.config.path(), name)
+        let parent = self.config.path();
+        let mut path = String::with_capacity(parent.len() + 1 + name.len());
+        path.push_str(parent);
+        path.push('/');
+        path.push_str(name);
+        path
+    }
+
+    /// Whether `path` is `PATH/name`, compared in place.
+    fn is_child_path(&self, path: &str, name: &str) -> bool {
+        path.strip_prefix(self.config.path())
+            .and_then(|rest| rest.strip_prefix('/'))
+            == Some(name)
     }
 
     /// The nonce of the last create sent in this session.
@@ -938,11 +959,10 @@ impl Candidate {
             if self.config.probe()
                 && !self.timers.is_set(Timer::Probe)
                 && self.intent != Intent::Out
+                && !(self.timeout / 3).is_zero()
             {
-                let every = self.timeout / 3;
-                if !every.is_zero() {
-                    self.timers.set(Timer::Probe, self.now + every);
-                }
+                self.timers
+                    .set(Timer::Probe, self.now.plus_fraction(self.timeout, 1, 3));
             }
         }
         if self.connection != Connection::Connected || self.intent == Intent::Out || self.is_done()
@@ -953,11 +973,17 @@ impl Candidate {
     }
 
     fn issue_step(&mut self) {
-        let path = self.config.path().to_owned();
+        // Most calls find nothing to send: return before cloning anything.
+        if matches!(
+            self.step,
+            Step::Idle | Step::Wait | Step::Lead | Step::Done(_)
+        ) {
+            return;
+        }
         let (purpose, request) = match self.step.clone() {
             Step::Idle | Step::Wait | Step::Lead | Step::Done(_) => return,
             Step::Parents { index } => {
-                let ancestors = ancestors(&path);
+                let ancestors = ancestors(self.config.path());
                 let Some(target) = ancestors.get(index) else {
                     self.step = Step::Create;
                     return self.issue_step();
@@ -986,6 +1012,7 @@ impl Candidate {
                 return self.issue_step();
             }
             Step::Recover | Step::List if self.session.reads == Reads::SyncFirst => {
+                let path = self.config.path().to_owned();
                 (Purpose::Sync, Request::Sync { path })
             }
             Step::Create => {
@@ -994,7 +1021,7 @@ impl Candidate {
                 (
                     Purpose::Create,
                     Request::Create {
-                        path: format!("{path}/{prefix}"),
+                        path: self.child_path(&prefix),
                         data: self.config.node_payload(),
                         mode: CreateMode::EphemeralSequential,
                         acl: self.config.acl(),
@@ -1003,7 +1030,10 @@ impl Candidate {
             }
             Step::Recover => (
                 Purpose::Recover,
-                Request::GetChildren { path, watch: false },
+                Request::GetChildren {
+                    path: self.config.path().to_owned(),
+                    watch: false,
+                },
             ),
             Step::Adopt { name } => {
                 let path = self.child_path(&name);
@@ -1011,6 +1041,7 @@ impl Candidate {
             }
             Step::List => {
                 let watch = self.config.strategy() == WatchStrategy::Parent;
+                let path = self.config.path().to_owned();
                 (
                     Purpose::List { again: false },
                     Request::GetChildren { path, watch },
@@ -1124,9 +1155,9 @@ impl Candidate {
                 Request::Exists { path, watch: false },
             );
         }
-        let every = self.timeout / 3;
-        if !every.is_zero() {
-            self.timers.set(Timer::Probe, self.now + every);
+        if !(self.timeout / 3).is_zero() {
+            self.timers
+                .set(Timer::Probe, self.now.plus_fraction(self.timeout, 1, 3));
         }
     }
 
@@ -1192,6 +1223,11 @@ impl Candidate {
                     self.say_resumed();
                 }
             }
+        }
+        if self.leadership == Leadership::None {
+            // Nothing for the clock to take away (`Leadership::checked` keeps
+            // `None` as it is): most machines, most of the time, follow.
+            return;
         }
         let may_live = self.contact().session_may_live(self.now);
         let lost;
@@ -1936,7 +1972,8 @@ impl Candidate {
     // ----- watch events ---------------------------------------------------------------
 
     fn on_watch(&mut self, event: WatchEvent) {
-        if self.own_path().as_deref() == Some(event.path.as_str()) {
+        let own = self.session.own.as_ref().map(|o| &*o.name);
+        if own.is_some_and(|own| self.is_child_path(&event.path, own)) {
             self.own_watch_spent();
             for flight in self.session.ops.values_mut() {
                 if let Purpose::WatchOwn { spent, .. } = &mut flight.purpose {
@@ -1956,11 +1993,12 @@ impl Candidate {
             return;
         }
         let name = event.path.rsplit('/').next().unwrap_or_default();
-        if self.child_path(name) == event.path && self.session.standing.unskip(name) {
+        let is_child = self.is_child_path(&event.path, name);
+        if is_child && self.session.standing.unskip(name) {
             // Whatever happened to it, the next read decides what it is.
             return;
         }
-        if self.child_path(name) == event.path && self.session.standing.is_watched(name) {
+        if is_child && self.session.standing.is_watched(name) {
             let name = name.to_owned();
             if event.kind == WatchKind::NodeDeleted && name::never_reused(&name) {
                 // Only one node ever bore this name: the event is about it,

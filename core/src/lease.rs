@@ -50,14 +50,17 @@ pub(crate) struct Contact {
 }
 
 impl Contact {
-    /// Without contact for this long, the link counts as suspended.
-    pub(crate) fn suspend_after(&self) -> Duration {
-        self.timeout * 2 / 3
+    /// When the link counts as suspended without contact since `ack`: two
+    /// thirds of the timeout after it. In `u64` arithmetic, to the
+    /// millisecond as `ack + timeout * 2 / 3` (this runs on every input).
+    fn suspended_at(&self, ack: Timestamp) -> Timestamp {
+        ack.plus_fraction(self.timeout, 2, 3)
     }
 
-    /// Without contact for this long, the session may be gone on the server.
-    pub(crate) fn lost_after(&self) -> Duration {
-        self.timeout * 9 / 10
+    /// When the session may be gone on the server without contact since
+    /// `ack`: nine tenths of the timeout after it.
+    fn lost_at(&self, ack: Timestamp) -> Timestamp {
+        ack.plus_fraction(self.timeout, 9, 10)
     }
 
     /// Whether the server has answered recently enough to trust the session.
@@ -68,8 +71,7 @@ impl Contact {
         if !self.probe {
             return true;
         }
-        self.last_ack
-            .is_some_and(|t| now < t + self.suspend_after())
+        self.last_ack.is_some_and(|t| now < self.suspended_at(t))
     }
 
     /// Whether the session can still be alive on the server.
@@ -80,7 +82,7 @@ impl Contact {
         if self.connection == Connection::Connected && !self.probe {
             return true;
         }
-        self.last_ack.is_some_and(|t| now < t + self.lost_after())
+        self.last_ack.is_some_and(|t| now < self.lost_at(t))
     }
 
     /// When an active leader's leadership lapses unless the server answers
@@ -89,8 +91,8 @@ impl Contact {
     pub(crate) fn expiry(&self, policy: ConnectionPolicy) -> Option<Timestamp> {
         let ack = self.last_ack?;
         Some(match policy {
-            ConnectionPolicy::Standard => ack + self.suspend_after(),
-            ConnectionPolicy::SessionAware => ack + self.lost_after(),
+            ConnectionPolicy::Standard => self.suspended_at(ack),
+            ConnectionPolicy::SessionAware => self.lost_at(ack),
         })
     }
 
@@ -104,14 +106,18 @@ impl Contact {
         leading: bool,
     ) -> Option<Timestamp> {
         let ack = self.last_ack?;
-        let suspend = ack + self.suspend_after();
-        let lost = ack + self.lost_after();
         let mut next = None;
-        if self.probe && link_up && suspend > now {
-            next = Some(suspend);
+        if self.probe && link_up {
+            let suspend = self.suspended_at(ack);
+            if suspend > now {
+                next = Some(suspend);
+            }
         }
-        if leading && lost > now {
-            next = Some(next.map_or(lost, |n: Timestamp| n.min(lost)));
+        if leading {
+            let lost = self.lost_at(ack);
+            if lost > now {
+                next = Some(next.map_or(lost, |n: Timestamp| n.min(lost)));
+            }
         }
         next
     }

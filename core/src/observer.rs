@@ -297,6 +297,10 @@ pub struct Observer {
     persistent_reported: BTreeSet<String>,
     /// The last list reported, `None` before the first.
     reported: Option<Vec<Participant>>,
+    /// Whether the queue or a slot changed since the list was last judged:
+    /// the list is a function of those alone, so until one changes there is
+    /// nothing new to report (and no list to build on every input).
+    changed: bool,
     retry_at: Option<Timestamp>,
     backoff: Backoff,
     notices: VecDeque<Notice>,
@@ -323,6 +327,7 @@ impl Observer {
             ops: BTreeMap::new(),
             persistent_reported: BTreeSet::new(),
             reported: None,
+            changed: false,
             retry_at: None,
             backoff: Backoff::new(0x3c6e_f372_fe94_f82b),
             notices: VecDeque::new(),
@@ -473,6 +478,7 @@ impl Observer {
     /// Forgets every request of a dead session: their answers are stale, and a
     /// watch set by them died with the session.
     fn forget_session(&mut self) {
+        self.changed = true;
         self.ops.clear();
         self.listing = Listing::Due;
         for slot in self.slots.values_mut() {
@@ -613,28 +619,33 @@ impl Observer {
     /// name is now (pause seed 47360). A read sent before this listing may
     /// have read the old node: its answer is dropped.
     fn take_listing(&mut self, children: &[String]) {
-        // A listing names each child once; a duplicated one is not a second node.
-        let children: Vec<String> = children
-            .iter()
-            .collect::<BTreeSet<_>>()
+        self.changed = true;
+        // A listing names each child once; a duplicated one is not a second
+        // node. Parsed as `name::queue` would (the order is total on distinct
+        // names), without copying the listing first.
+        let unique: BTreeSet<&str> = children.iter().map(String::as_str).collect();
+        let mut queue: Vec<NodeName> = unique
             .into_iter()
-            .cloned()
+            .filter_map(|child| {
+                name::parse(
+                    child,
+                    self.config.prefix(),
+                    self.config.interop,
+                    self.config.recipe,
+                )
+            })
             .collect();
-        let (queue, _ignored) = name::queue(
-            &children,
-            self.config.prefix(),
-            self.config.interop,
-            self.config.recipe,
-        );
+        name::order(&mut queue);
         let listed: BTreeSet<&str> = queue.iter().map(|n| n.name.as_str()).collect();
         self.slots.retain(|name, _| listed.contains(name.as_str()));
         for slot in self.slots.values_mut() {
             *slot = Slot::Reading { op: None };
         }
         for node in &queue {
-            self.slots
-                .entry(node.name.clone())
-                .or_insert(Slot::Reading { op: None });
+            if !self.slots.contains_key(&node.name) {
+                self.slots
+                    .insert(node.name.clone(), Slot::Reading { op: None });
+            }
         }
         // Reads sent before this listing answer for nobody now.
         self.ops.retain(|_, kind| !matches!(kind, Op::Read(_)));
@@ -650,6 +661,7 @@ impl Observer {
             self.stats.stale_replies += 1;
             return;
         }
+        self.changed = true;
         match result {
             Ok(Reply::Data { data, stat }) => {
                 self.backoff.reset();
@@ -727,6 +739,9 @@ impl Observer {
     }
 
     fn report(&mut self) {
+        if !self.changed {
+            return;
+        }
         let Some(queue) = &self.queue else {
             return;
         };
@@ -760,6 +775,7 @@ impl Observer {
                 p.holds = true;
             }
         }
+        self.changed = false;
         if self.reported.as_ref() != Some(&list) {
             self.stats.lists += 1;
             self.notices.push_back(Notice::Participants(list.clone()));

@@ -40,10 +40,45 @@ impl Timestamp {
     pub fn saturating_since(self, earlier: Self) -> Duration {
         Duration::from_millis(self.0.saturating_sub(earlier.0))
     }
+
+    /// `self + d * num / den`, to the millisecond exactly as that `Duration`
+    /// arithmetic gives it, in plain `u64` arithmetic: the lease's fractions
+    /// of the session timeout are taken on every input a machine gets.
+    pub(crate) fn plus_fraction(self, d: Duration, num: u32, den: u32) -> Self {
+        Self(self.0.saturating_add(fraction_millis(d, num, den)))
+    }
 }
 
+/// Whole milliseconds of `d`, saturating (as `Duration::as_millis`, without
+/// its `u128`).
 fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+    d.as_secs()
+        .checked_mul(1_000)
+        .and_then(|ms| ms.checked_add(u64::from(d.subsec_millis())))
+        .unwrap_or(u64::MAX)
+}
+
+/// Whole milliseconds of `d * num / den` (`den` not zero). `Duration`
+/// multiplies and divides its nanoseconds exactly (rounding down), so this is
+/// ⌊nanos · num / (den · 10⁶)⌋, split so that no step leaves `u64`; where one
+/// would, the `Duration` arithmetic itself decides (and panics as it does).
+fn fraction_millis(d: Duration, num: u32, den: u32) -> u64 {
+    const NANOS_PER_MILLI: u64 = 1_000_000;
+    let (num, den) = (u64::from(num), u64::from(den));
+    let whole = d
+        .as_secs()
+        .checked_mul(1_000)
+        .and_then(|ms| ms.checked_add(u64::from(d.subsec_millis())))
+        .and_then(|ms| ms.checked_mul(num));
+    match whole {
+        // nanos · num = whole · 10⁶ + rest · num, and whole = q · den + m.
+        Some(whole) if den != 0 => {
+            let rest = u64::from(d.subsec_nanos()) % NANOS_PER_MILLI;
+            let (q, m) = (whole / den, whole % den);
+            q + (m * NANOS_PER_MILLI + rest * num) / (den * NANOS_PER_MILLI)
+        }
+        _ => millis(d * num as u32 / den as u32),
+    }
 }
 
 impl Add<Duration> for Timestamp {
@@ -87,6 +122,36 @@ mod tests {
         assert_eq!(
             Timestamp::from_millis(5).saturating_since(Timestamp::from_millis(9)),
             Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn fractions_round_as_duration_arithmetic_does() {
+        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        for i in 0..20_000u64 {
+            x = crate::name::splitmix64(x);
+            let d = match i % 4 {
+                // Whole milliseconds (every timeout a server negotiates) ...
+                0 => Duration::from_millis(x % 100_000_000),
+                // ... and any nanoseconds, up to ages.
+                1 => Duration::new(x % 1_000_000, (x >> 32) as u32 % 1_000_000_000),
+                2 => Duration::from_nanos(x % 10_000_000_000),
+                _ => Duration::new(x >> 12, (x >> 40) as u32 % 1_000_000_000),
+            };
+            for (num, den) in [(2, 3), (9, 10), (1, 3), (1, 1), (7, 1_000_000)] {
+                assert_eq!(
+                    fraction_millis(d, num, den),
+                    millis(d * num / den),
+                    "{d:?} * {num} / {den}"
+                );
+            }
+            assert_eq!(super::millis(d), millis(d), "{d:?}");
+        }
+        let t = Timestamp::from_millis(u64::MAX - 1);
+        assert_eq!(
+            t.plus_fraction(Duration::from_secs(10), 2, 3).as_millis(),
+            u64::MAX
         );
     }
 
