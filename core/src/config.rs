@@ -1,5 +1,6 @@
 //! Configuration: validated once, at build time, so the machine never meets a bad path.
 
+use std::fmt;
 use std::time::Duration;
 
 use crate::rule::Rule;
@@ -217,14 +218,63 @@ const FOREIGN_STEMS: [&str; 6] = [
 /// assert_eq!(config.path(), "/services/scheduler/leader");
 /// # Ok::<(), zkelect_core::ConfigError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Config {
-    // Boxed, not `String`s: a config never grows, and a session runs thousands
-    // of machines, each holding one (8 bytes less inline per field).
-    path: Box<str>,
-    id: Box<str>,
+    // Laid out for the thousands of machines a session runs, each holding
+    // one: the path and the id in one allocation, what most configurations
+    // leave at its default behind one optional box.
+    /// The election path, then the id.
+    text: Box<str>,
+    /// Where the id starts in `text` (a path is at most 4096 bytes).
+    id_at: u16,
+    /// `None` while every field of [`Rare`] is at its default, so that equal
+    /// configurations compare equal.
+    rare: Option<Box<Rare>>,
+    nonce_seed: u64,
+    rule: Rule,
+    strategy: WatchStrategy,
+    policy: ConnectionPolicy,
+    acl: Acl,
+    create_parents: bool,
+    container_parent: bool,
+    rejoin_on_revoke: bool,
+    interop: Interop,
+    protected_create: bool,
+    probe: bool,
+    leader_marker: bool,
+}
+
+/// What most configurations leave at its default ([`Rare::default`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Rare {
     data: Box<[u8]>,
     /// Set by the user; `None` means the scheme's own (`n_` without interop).
+    prefix: Option<Box<str>>,
+    backoff_min: Duration,
+    backoff_max: Duration,
+}
+
+const BACKOFF_MIN: Duration = Duration::from_millis(50);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+impl Default for Rare {
+    fn default() -> Self {
+        Self {
+            data: Box::default(),
+            prefix: None,
+            backoff_min: BACKOFF_MIN,
+            backoff_max: BACKOFF_MAX,
+        }
+    }
+}
+
+/// A configuration as the builder collects it, before [`ConfigBuilder::build`]
+/// validates and packs it into a [`Config`].
+#[derive(Debug, Clone)]
+struct Draft {
+    path: String,
+    id: String,
+    data: Box<[u8]>,
     prefix: Option<Box<str>>,
     rule: Rule,
     strategy: WatchStrategy,
@@ -242,13 +292,83 @@ pub struct Config {
     leader_marker: bool,
 }
 
+impl Draft {
+    /// How many hold at once (as [`Config::leaders`]).
+    fn leaders(&self) -> u32 {
+        match self.rule {
+            Rule::Election { leaders: k } | Rule::Semaphore { permits: k } => k,
+            Rule::Mutex | Rule::Read | Rule::Write => 1,
+        }
+    }
+
+    /// Packs a validated draft (its path no longer than 4096 bytes).
+    fn pack(self) -> Result<Config, ConfigError> {
+        let id_at = u16::try_from(self.path.len()).map_err(|_| ConfigError::InvalidPath {
+            path: cut(&self.path),
+            reason: "longer than 4096 bytes",
+        })?;
+        let rare = Rare {
+            data: self.data,
+            prefix: self.prefix,
+            backoff_min: self.backoff_min,
+            backoff_max: self.backoff_max,
+        };
+        let mut text = String::with_capacity(self.path.len() + self.id.len());
+        text.push_str(&self.path);
+        text.push_str(&self.id);
+        Ok(Config {
+            text: text.into_boxed_str(),
+            id_at,
+            rare: (rare != Rare::default()).then(|| Box::new(rare)),
+            nonce_seed: self.nonce_seed,
+            rule: self.rule,
+            strategy: self.strategy,
+            policy: self.policy,
+            acl: self.acl,
+            create_parents: self.create_parents,
+            container_parent: self.container_parent,
+            rejoin_on_revoke: self.rejoin_on_revoke,
+            interop: self.interop,
+            protected_create: self.protected_create,
+            probe: self.probe,
+            leader_marker: self.leader_marker,
+        })
+    }
+}
+
+/// Field by field, as a derived `Debug` of the unpacked fields would print.
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("path", &self.path())
+            .field("id", &self.id())
+            .field("data", &self.data())
+            .field("prefix", &self.prefix_set())
+            .field("rule", &self.rule)
+            .field("strategy", &self.strategy)
+            .field("policy", &self.policy)
+            .field("acl", &self.acl)
+            .field("create_parents", &self.create_parents)
+            .field("container_parent", &self.container_parent)
+            .field("rejoin_on_revoke", &self.rejoin_on_revoke)
+            .field("interop", &self.interop)
+            .field("protected_create", &self.protected_create)
+            .field("nonce_seed", &self.nonce_seed)
+            .field("backoff_min", &self.backoff_min())
+            .field("backoff_max", &self.backoff_max())
+            .field("probe", &self.probe)
+            .field("leader_marker", &self.leader_marker)
+            .finish()
+    }
+}
+
 impl Config {
     /// Starts a builder for a candidate `id` in the election at `path`.
     pub fn builder(path: impl Into<String>, id: impl Into<String>) -> ConfigBuilder {
         ConfigBuilder {
-            config: Self {
-                path: path.into().into_boxed_str(),
-                id: id.into().into_boxed_str(),
+            config: Draft {
+                path: path.into(),
+                id: id.into(),
                 data: Box::default(),
                 prefix: None,
                 rule: Rule::default(),
@@ -261,32 +381,36 @@ impl Config {
                 interop: Interop::None,
                 protected_create: true,
                 nonce_seed: 0,
-                backoff_min: Duration::from_millis(50),
-                backoff_max: Duration::from_secs(5),
+                backoff_min: BACKOFF_MIN,
+                backoff_max: BACKOFF_MAX,
                 probe: true,
                 leader_marker: true,
             },
         }
     }
 
+    fn prefix_set(&self) -> Option<&str> {
+        self.rare.as_ref().and_then(|r| r.prefix.as_deref())
+    }
+
     /// The election path (the parent of the candidates' nodes).
     pub fn path(&self) -> &str {
-        &self.path
+        &self.text[..usize::from(self.id_at)]
     }
     /// This candidate's id, stored as its node's data.
     pub fn id(&self) -> &str {
-        &self.id
+        &self.text[usize::from(self.id_at)..]
     }
     /// Extra application data stored after the id.
     pub fn data(&self) -> &[u8] {
-        &self.data
+        self.rare.as_ref().map_or(&[], |r| &r.data)
     }
     /// The node-name prefix (before the sequence): with interop the scheme's
     /// stem for the rule (`latch-`, `lock-`, `__lock__`, …), else the one set,
     /// else the rule's own (`n_`, `m_`, `s_`, `r_`, `w_`; see [`Rule::stem`]).
     pub fn prefix(&self) -> &str {
         let own = self.rule.stem(Interop::None).unwrap_or("n_");
-        match (self.interop, &self.prefix) {
+        match (self.interop, self.prefix_set()) {
             (Interop::None, Some(prefix)) => prefix,
             (Interop::None, None) => own,
             (interop, _) => self.rule.stem(interop).unwrap_or(own),
@@ -342,11 +466,11 @@ impl Config {
     }
     /// Shortest retry delay.
     pub fn backoff_min(&self) -> Duration {
-        self.backoff_min
+        self.rare.as_ref().map_or(BACKOFF_MIN, |r| r.backoff_min)
     }
     /// Longest retry delay.
     pub fn backoff_max(&self) -> Duration {
-        self.backoff_max
+        self.rare.as_ref().map_or(BACKOFF_MAX, |r| r.backoff_max)
     }
     /// Whether the machine probes the server every third of the session
     /// timeout: always, since [`ConfigBuilder::build`] refuses `probe(false)`.
@@ -366,10 +490,11 @@ impl Config {
 
     /// The bytes stored in the candidate's node: the id, then `\n` and the data if any.
     pub fn node_payload(&self) -> Vec<u8> {
-        let mut payload = self.id.as_bytes().to_vec();
-        if !self.data.is_empty() {
+        let data = self.data();
+        let mut payload = self.id().as_bytes().to_vec();
+        if !data.is_empty() {
             payload.push(b'\n');
-            payload.extend_from_slice(&self.data);
+            payload.extend_from_slice(data);
         }
         payload
     }
@@ -405,7 +530,7 @@ pub fn split_payload(payload: &[u8]) -> (String, Vec<u8>) {
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct ConfigBuilder {
-    config: Config,
+    config: Draft,
 }
 
 impl ConfigBuilder {
@@ -593,7 +718,7 @@ impl ConfigBuilder {
                 reason: "min must be positive and no larger than max",
             });
         }
-        Ok(c)
+        c.pack()
     }
 }
 
