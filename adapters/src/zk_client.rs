@@ -12,7 +12,7 @@
 //! | `Expired` is terminal: the client is dead for good | the session task reports `Expired`, opens a new client (retried every [`ZkClientOptions::reconnect_delay`], each attempt bounded by the connect timeout), swaps it in, and only then reports `Connected` with the new session id. A `SessionExpired` answer from a client that has been replaced is `ConnectionLoss`, so it cannot expire the new session in the core |
 //! | persistent watches are not re-registered after a reconnect | only one-shot watches are used (`get_and_watch_data`, `list_and_watch_children`, `check_and_watch_stat`) |
 //! | a create returns `(Stat, CreateSequence)`, not the path | the path is the requested one plus the sequence (`{prefix}{seq}`, whose `Display` pads to 10 or 19 digits) |
-//! | no callbacks: state and watch events come from a `StateWatcher` and one `OneshotWatcher` per watch | one session task forwards the state, one small task per watch forwards its event, all into the one unbounded [`EventStream`]; session notices on a watcher (expiry, close) are left to the session task |
+//! | no callbacks: state and watch events come from a `StateWatcher` and one `OneshotWatcher` per watch | one session task forwards the state, one forwarder task polls every pending watcher (a set of futures, not a task each: an idle recipe's watches cost the client's watcher and no task), all into the one unbounded [`EventStream`]; session notices on a watcher (expiry, close) are left to the session task |
 //! | a dropped client closes its session only once every clone is gone, with no way to wait for it | [`close`](Transport::close) drops the transport's client and waits (bounded) for the state to turn terminal; dropping the transport closes in the background |
 //! | a TLS certificate the client rejects is only logged; `connect` then retries until its timeout and answers `Timeout` | before connecting, one TLS handshake per TLS host with the same trust settings (`tls` feature): a rejected certificate fails at once with [`Rejected`](crate::TlsError::Rejected) |
 //! | a host name that is not a valid TLS server name makes the client panic in its handshake | refused up front with [`Config`](crate::TlsError::Config) |
@@ -47,13 +47,13 @@
 //! ```
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 use zkelect_core::{
@@ -287,8 +287,8 @@ struct Inner {
     /// The event stream, the closed flag, the request bound, and the
     /// generation — bumped when the client is replaced or closed.
     shell: Shell,
-    /// The watch forwarders (reaped as they finish, aborted on close).
-    watches: Mutex<JoinSet<()>>,
+    /// New watchers, for the forwarder task.
+    watchers: mpsc::UnboundedSender<zkc::OneshotWatcher>,
 }
 
 impl Inner {
@@ -304,21 +304,37 @@ impl Inner {
         self.shell.generation.changed_since(current.generation)
     }
 
-    /// Forwards one watch's event into the stream from a small task.
+    /// Hands one watch to the forwarder task.
     fn forward(&self, watcher: zkc::OneshotWatcher) {
-        let events = self.shell.events();
-        let mut watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
-        while watches.try_join_next().is_some() {}
-        watches.spawn(async move {
-            let event = watcher.changed().await;
-            match map_watch(&event) {
+        // Fails only once the forwarder has stopped (the transport closes).
+        let _ = self.watchers.send(watcher);
+    }
+}
+
+/// Forwards every watch's event into the stream, from one task per
+/// transport: each pending watcher is a future in one set, not a task of
+/// its own (a tokio task and its `JoinSet` entry cost an idle recipe some
+/// hundreds of bytes per watch). Ends when the transport is gone, or is
+/// aborted on close (the pending watchers are dropped with it).
+async fn forward_watches(
+    mut watchers: mpsc::UnboundedReceiver<zkc::OneshotWatcher>,
+    events: mpsc::UnboundedSender<TransportEvent>,
+) {
+    let mut pending = FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            watcher = watchers.recv() => match watcher {
+                Some(watcher) => pending.push(watcher.changed()),
+                None => return,
+            },
+            Some(event) = pending.next(), if !pending.is_empty() => match map_watch(&event) {
                 Some(event) => {
                     let _ = events.send(TransportEvent::Watch(event));
                 }
                 // The session ended (expired, closed): the session task says so.
                 None => debug!(?event, "watch ended with its session"),
-            }
-        });
+            },
+        }
     }
 }
 
@@ -341,6 +357,7 @@ impl Inner {
 pub struct ZkClientTransport {
     inner: Arc<Inner>,
     session_task: tokio::task::JoinHandle<()>,
+    forwarder: tokio::task::JoinHandle<()>,
 }
 
 impl std::fmt::Debug for ZkClientTransport {
@@ -413,13 +430,16 @@ impl ZkClientTransport {
         let watcher = client.state_watcher();
         let connected = connected(&client);
         let op_timeout = options.op_timeout_or(client.session_timeout());
+        let (watchers, watchers_rx) = mpsc::unbounded_channel();
+        let shell = Shell::new(events, op_timeout);
+        let forwarder = tokio::spawn(forward_watches(watchers_rx, shell.events()));
         let inner = Arc::new(Inner {
             current: RwLock::new(Some(Current {
                 client,
                 generation: 0,
             })),
-            shell: Shell::new(events, op_timeout),
-            watches: Mutex::new(JoinSet::new()),
+            shell,
+            watchers,
         });
         info!(hosts = options.hosts, event = ?connected, "connected");
         inner.shell.session(connected);
@@ -429,6 +449,7 @@ impl ZkClientTransport {
             Self {
                 inner,
                 session_task,
+                forwarder,
             },
             events_rx,
         ))
@@ -650,11 +671,7 @@ impl Transport for ZkClientTransport {
                 }
             }
         }
-        self.inner
-            .watches
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .abort_all();
+        self.forwarder.abort();
         self.inner.shell.session(SessionEvent::Closed);
     }
 }
@@ -665,9 +682,7 @@ impl Drop for ZkClientTransport {
         // stop it, and the client is dropped with the last handle, which
         // closes the session in the background.
         self.session_task.abort();
-        if let Ok(mut watches) = self.inner.watches.lock() {
-            watches.abort_all();
-        }
+        self.forwarder.abort();
     }
 }
 
