@@ -793,13 +793,13 @@ impl Candidate {
     /// nodes blocking ours (see [`Rule`]'s `learns_from_holder`).
     fn learns_from_marker_on(&self, pred: &str) -> bool {
         let rule = self.config.rule();
-        name::parse(
+        name::access_of(
             pred,
             self.config.prefix(),
             self.config.interop(),
             rule.recipe(),
         )
-        .is_some_and(|node| rule.learns_from_holder(node.access))
+        .is_some_and(|access| rule.learns_from_holder(access))
     }
 
     fn own_path(&self) -> Option<String> {

@@ -301,6 +301,9 @@ pub struct Observer {
     /// the list is a function of those alone, so until one changes there is
     /// nothing new to report (and no list to build on every input).
     changed: bool,
+    /// Whether a slot may be waiting for its read to be sent
+    /// (`Slot::Reading { op: None }`), so that the slots are scanned only then.
+    unsent: bool,
     retry_at: Option<Timestamp>,
     backoff: Backoff,
     notices: VecDeque<Notice>,
@@ -328,6 +331,7 @@ impl Observer {
             persistent_reported: BTreeSet::new(),
             reported: None,
             changed: false,
+            unsent: false,
             retry_at: None,
             backoff: Backoff::new(0x3c6e_f372_fe94_f82b),
             notices: VecDeque::new(),
@@ -446,8 +450,14 @@ impl Observer {
         self.stop();
     }
 
+    /// `PATH/name`, without the formatting machinery (one per read).
     fn child_path(&self, name: &str) -> String {
-        format!("{}/{}", self.config.path, name)
+        let parent = &self.config.path;
+        let mut path = String::with_capacity(parent.len() + 1 + name.len());
+        path.push_str(parent);
+        path.push('/');
+        path.push_str(name);
+        path
     }
 
     fn send(&mut self, request: Request, op_kind: Op) -> OpId {
@@ -479,6 +489,7 @@ impl Observer {
     /// watch set by them died with the session.
     fn forget_session(&mut self) {
         self.changed = true;
+        self.unsent = true;
         self.ops.clear();
         self.listing = Listing::Due;
         for slot in self.slots.values_mut() {
@@ -620,6 +631,7 @@ impl Observer {
     /// have read the old node: its answer is dropped.
     fn take_listing(&mut self, children: &[String]) {
         self.changed = true;
+        self.unsent = true;
         // A listing names each child once; a duplicated one is not a second
         // node. Parsed as `name::queue` would (the order is total on distinct
         // names), without copying the listing first.
@@ -683,6 +695,7 @@ impl Observer {
             }
             Ok(_) | Err(_) => {
                 *slot = Slot::Reading { op: None };
+                self.unsent = true;
                 self.back_off();
             }
         }
@@ -718,13 +731,17 @@ impl Observer {
             }
             // Reads wait for the sync too: the server may be behind.
             let synced = !matches!(self.listing, Listing::SyncDue | Listing::Syncing { .. });
-            let unread: Vec<String> = self
-                .slots
-                .iter()
-                .filter(|_| synced)
-                .filter(|(_, slot)| **slot == Slot::Reading { op: None })
-                .map(|(name, _)| name.clone())
-                .collect();
+            let unread: Vec<String> = if synced && self.unsent {
+                // Every read due is sent below.
+                self.unsent = false;
+                self.slots
+                    .iter()
+                    .filter(|(_, slot)| **slot == Slot::Reading { op: None })
+                    .map(|(name, _)| name.clone())
+                    .collect()
+            } else {
+                Vec::new()
+            };
             for name in unread {
                 self.stats.reads += 1;
                 let path = self.child_path(&name);
@@ -732,7 +749,9 @@ impl Observer {
                     Request::GetData { path, watch: false },
                     Op::Read(name.clone()),
                 );
-                self.slots.insert(name, Slot::Reading { op: Some(op) });
+                if let Some(slot) = self.slots.get_mut(&name) {
+                    *slot = Slot::Reading { op: Some(op) };
+                }
             }
         }
         self.report();
