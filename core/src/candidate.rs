@@ -894,14 +894,18 @@ impl Candidate {
     /// create, which must be waited for: it may still be applied.
     fn supersede_main(&mut self) {
         if let Some(op) = self.in_flight_for(Purpose::is_main) {
-            if self.session.ops.get(op).map(|f| &f.purpose) != Some(&Purpose::Create) {
+            if !matches!(
+                self.session.ops.get(op).map(|f| &f.purpose),
+                Some(Purpose::Create)
+            ) {
                 self.session.ops.remove(op);
             }
         }
     }
 
     fn create_in_flight(&self) -> bool {
-        self.in_flight_for(|p| *p == Purpose::Create).is_some()
+        self.in_flight_for(|p| matches!(p, Purpose::Create))
+            .is_some()
     }
 
     fn own_watch_in_flight(&self) -> Option<OpId> {
@@ -922,6 +926,12 @@ impl Candidate {
         if let Some(op) = self.own_watch_in_flight() {
             self.session.ops.remove(op);
         }
+    }
+
+    /// Whether the main lane is on `Step::Watch { pred }` (compared without
+    /// building that step).
+    fn is_watching(&self, pred: &str) -> bool {
+        matches!(&self.step, Step::Watch { pred: p } if p == pred)
     }
 
     fn set_step(&mut self, step: Step) {
@@ -1427,7 +1437,7 @@ impl Candidate {
             );
             self.check_link();
         }
-        if flight.purpose == (Purpose::Probe { again: true }) {
+        if matches!(flight.purpose, Purpose::Probe { again: true }) {
             self.send_probe();
         }
         if result == Err(ZkCode::SessionExpired) {
@@ -1789,7 +1799,7 @@ impl Candidate {
             Next::Lead => self.become_leader(true),
             Next::List => self.set_step(Step::List),
             Next::Watch(pred) => {
-                if self.step != (Step::Watch { pred: pred.clone() }) {
+                if !self.is_watching(&pred) {
                     self.set_step(Step::Watch { pred });
                 }
             }
@@ -1798,7 +1808,7 @@ impl Candidate {
     }
 
     fn on_watch_pred(&mut self, pred: String, result: Result<Reply, ZkCode>) {
-        if self.step != (Step::Watch { pred: pred.clone() }) {
+        if !self.is_watching(&pred) {
             return;
         }
         match result {
@@ -1885,11 +1895,7 @@ impl Candidate {
     /// itself: read the node again, which re-arms the watch; the reply decides.
     fn reread_watched(&mut self, pred: &str) {
         self.session.standing.disarm(pred);
-        if self.step
-            == (Step::Watch {
-                pred: pred.to_owned(),
-            })
-        {
+        if self.is_watching(pred) {
             // The read in flight may be the one whose watch just fired: its
             // reply would arm nothing. Send another.
             self.supersede_main();
