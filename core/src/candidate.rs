@@ -1079,9 +1079,11 @@ impl Candidate {
     }
 
     fn arm_own_watch(&mut self) {
+        // The scan of the requests in flight last: it is the dearest test.
         if self.session.own_watch != OwnWatch::Unarmed
-            || self.own_watch_in_flight().is_some()
+            || self.session.own.is_none()
             || self.step == Step::Delete
+            || self.own_watch_in_flight().is_some()
         {
             return;
         }

@@ -773,27 +773,50 @@ impl Observer {
         }
         // Who holds is judged among the live nodes only: persistent
         // look-alikes and vanished nodes hold nothing, as candidates see it.
-        let (live, mut list): (Vec<NodeName>, Vec<Participant>) = queue
+        let live: Vec<(&NodeName, &String, FencingToken)> = queue
             .iter()
             .filter_map(|node| match self.slots.get(&node.name) {
-                Some(Slot::Live { id, token }) => Some((
-                    node.clone(),
-                    Participant {
-                        id: id.clone(),
-                        node: node.name.clone(),
-                        token: *token,
-                        holds: false,
-                        access: node.access,
-                    },
-                )),
+                Some(Slot::Live { id, token }) => Some((node, id, *token)),
                 _ => None,
             })
-            .unzip();
-        for i in self.config.recipe.holders(&live) {
-            if let Some(p) = list.get_mut(i) {
-                p.holds = true;
-            }
+            .collect();
+        let mut holds = vec![false; live.len()];
+        for i in self
+            .config
+            .recipe
+            .holders_of(live.iter().map(|(node, _, _)| node.access))
+        {
+            holds[i] = true;
         }
+        // Most changes (a listing read again) leave the list as it was:
+        // compared in place, it is built only when it is news.
+        let same = self.reported.as_ref().is_some_and(|reported| {
+            reported.len() == live.len()
+                && reported.iter().zip(&live).zip(&holds).all(
+                    |((p, &(node, id, token)), &holds)| {
+                        p.id == *id
+                            && p.node == node.name
+                            && p.token == token
+                            && p.holds == holds
+                            && p.access == node.access
+                    },
+                )
+        });
+        if same {
+            self.changed = false;
+            return;
+        }
+        let list: Vec<Participant> = live
+            .iter()
+            .zip(holds)
+            .map(|(&(node, id, token), holds)| Participant {
+                id: id.clone(),
+                node: node.name.clone(),
+                token,
+                holds,
+                access: node.access,
+            })
+            .collect();
         self.changed = false;
         if self.reported.as_ref() != Some(&list) {
             self.stats.lists += 1;

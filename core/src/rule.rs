@@ -228,12 +228,18 @@ impl Recipe {
     /// assert_eq!(Recipe::ReadWrite.holders(&q), [0, 1]);
     /// ```
     pub fn holders(self, queue: &[NodeName]) -> Vec<usize> {
+        self.holders_of(queue.iter().map(|node| node.access))
+    }
+
+    /// [`holders`](Self::holders) of a queue given by its nodes' accesses
+    /// alone (all the rule looks at), in serial order.
+    pub(crate) fn holders_of(self, queue: impl IntoIterator<Item = Access>) -> Vec<usize> {
         // One pass: a rule is blocked by every node or by the exclusive ones
         // only, so two running counts give any node's blockers.
         let mut out = Vec::new();
         let mut exclusive = 0;
-        for (i, node) in queue.iter().enumerate() {
-            let rule = self.rule(node.access);
+        for (i, access) in queue.into_iter().enumerate() {
+            let rule = self.rule(access);
             let blockers = if rule.blocked_by(Access::Shared) {
                 i
             } else {
@@ -242,7 +248,7 @@ impl Recipe {
             if blockers < rule.limit() {
                 out.push(i);
             }
-            if node.access == Access::Exclusive {
+            if access == Access::Exclusive {
                 exclusive += 1;
             }
         }
