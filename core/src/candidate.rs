@@ -360,8 +360,11 @@ struct SessionState {
     last_ack: Option<Timestamp>,
     /// Every request in flight, by op: the one place that says what is in flight.
     ops: OpTable<InFlight>,
-    /// Nodes of earlier sessions being deleted.
-    clearing: Vec<String>,
+    /// Nodes of earlier sessions being deleted. Boxed: only a candidate that
+    /// lost a session and then found its old node has any.
+    // The box is the point (8 bytes inline for the rare list, not 24).
+    #[allow(clippy::box_collection)]
+    clearing: Option<Box<Vec<String>>>,
     own: Option<Own>,
     own_watch: OwnWatch,
     /// The follower's view of the nodes below ours.
@@ -379,7 +382,7 @@ impl SessionState {
             create_uncertain: false,
             last_ack: None,
             ops: OpTable::default(),
-            clearing: Vec::new(),
+            clearing: None,
             own: None,
             own_watch: OwnWatch::Unarmed,
             standing: Standing::default(),
@@ -1671,8 +1674,9 @@ impl Candidate {
             })
             .collect();
         for child in old {
-            if !self.session.clearing.contains(child) {
-                self.session.clearing.push(child.clone());
+            let clearing = self.session.clearing.get_or_insert_with(Box::default);
+            if !clearing.contains(child) {
+                clearing.push(child.clone());
                 let path = self.child_path(child);
                 self.emit(
                     Purpose::DeleteExtra,
