@@ -169,6 +169,7 @@ pub mod name;
 mod notice;
 pub mod observer;
 mod ops;
+mod outbox;
 mod rule;
 mod standing;
 mod time;

@@ -22,8 +22,10 @@ const TIMERS: [Timer; 3] = [Timer::Retry, Timer::Probe, Timer::Lease];
 
 /// One optional deadline per [`Timer`]; the earliest is the machine's wake-up.
 /// A bit per timer says which are set (`[Option<Timestamp>; 3]` would take 48
-/// bytes of every machine where this takes 32).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+/// bytes of every machine where this takes 25). Packed, like [`Backoff`], so
+/// that its 25 bytes share the machine's padding instead of rounding up to 32.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[repr(C, packed)]
 pub(crate) struct TimerTable {
     /// Meaningful only where `set` has the timer's bit.
     deadlines: [Timestamp; 3],
@@ -74,10 +76,15 @@ impl TimerTable {
 /// Exponential backoff with deterministic jitter drawn from a seeded SplitMix64.
 /// The bounds are the caller's (a candidate's are in its config): every
 /// machine of thousands on a session holds one of these.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// Packed (9 bytes, byte-aligned) so that it fills the padding among a
+/// machine's one-byte fields instead of taking 16 bytes of its own; the
+/// attempt is capped at 16 doublings anyway, so a byte holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(C, packed)]
 pub(crate) struct Backoff {
-    attempt: u32,
     state: u64,
+    attempt: u8,
 }
 
 impl Backoff {
@@ -91,13 +98,15 @@ impl Backoff {
     /// The next delay: `min * 2^attempt`, capped at `max`, then jittered into
     /// `[d/2, d]` so a crowd of candidates does not retry in lock-step.
     pub(crate) fn next_delay(&mut self, min: Duration, max: Duration) -> Duration {
-        let factor = 1u32 << self.attempt.min(16);
-        self.attempt = self.attempt.saturating_add(1);
+        let attempt = self.attempt;
+        let factor = 1u32 << attempt.min(16);
+        self.attempt = attempt.saturating_add(1);
         let full = min.saturating_mul(factor).min(max);
-        self.state = splitmix64(self.state);
+        let state = splitmix64(self.state);
+        self.state = state;
         let full_ms = u64::try_from(full.as_millis()).unwrap_or(u64::MAX).max(1);
         let half = full_ms / 2;
-        Duration::from_millis(half + self.state % (full_ms - half + 1))
+        Duration::from_millis(half + state % (full_ms - half + 1))
     }
 
     pub(crate) fn reset(&mut self) {
