@@ -239,6 +239,35 @@ pub(crate) struct Outputs {
     views: OnceLock<Box<Views>>,
 }
 
+/// A receiver of the status for a wait inside this crate; see
+/// [`Outputs::wait`].
+pub(crate) struct Waiting<'a> {
+    /// Always `Some` until dropped.
+    status: Option<watch::Receiver<Status>>,
+    outputs: &'a Outputs,
+}
+
+impl std::ops::Deref for Waiting<'_> {
+    type Target = watch::Receiver<Status>;
+    fn deref(&self) -> &Self::Target {
+        // Taken only in `drop`.
+        self.status.as_ref().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl std::ops::DerefMut for Waiting<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.status.as_mut().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        drop(self.status.take());
+        Outputs::unwatched(&mut self.outputs.lock());
+    }
+}
+
 /// The views of the status, and the notices, each made on its first
 /// subscription.
 #[derive(Debug, Default)]
@@ -303,6 +332,29 @@ impl Outputs {
         }
     }
 
+    /// The status now and every change to it, for a wait inside this crate
+    /// (a join, an acquisition): when the wait ends, or is cancelled, the
+    /// status goes back to a plain value at once if nobody else
+    /// subscribes, rather than at the machine's next change (an idle
+    /// machine may have none for a long time, and would keep the channel).
+    pub(crate) fn wait(&self) -> Waiting<'_> {
+        Waiting {
+            status: Some(self.status()),
+            outputs: self,
+        }
+    }
+
+    /// Back to a plain value if nobody subscribes to the status any more
+    /// (a new subscriber waits for the lock, and then makes a channel anew).
+    fn unwatched(published: &mut Published) {
+        if let Published::Watched(tx) = &*published {
+            if tx.is_closed() {
+                let status = tx.borrow().clone();
+                *published = Published::Plain(status);
+            }
+        }
+    }
+
     /// Whether any task could be waiting on a change: someone holds a
     /// receiver of the status, of a view or of the notices.
     fn watched(&self) -> bool {
@@ -357,14 +409,7 @@ impl Outputs {
     /// status finds every view already past it.
     fn send(&self, change: impl FnOnce(&mut Status) -> bool) {
         let mut published = self.lock();
-        // Nobody subscribes any more: back to a plain value (a new
-        // subscriber waits for the lock, and then makes a channel anew).
-        if let Published::Watched(tx) = &*published {
-            if tx.is_closed() {
-                let status = tx.borrow().clone();
-                *published = Published::Plain(status);
-            }
-        }
+        Self::unwatched(&mut published);
         let views = |status: &Status| {
             let Some(views) = self.views.get() else {
                 return;
@@ -571,7 +616,7 @@ impl Clock {
 }
 
 /// Which of the server's two watch tables a request arms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum WatchClass {
     /// `exists`, `getData`: fired by a create, a delete, a data change.
     Data,
@@ -600,14 +645,36 @@ impl WatchClass {
     }
 }
 
-/// A path and watch table. The path is shared between the session's books
-/// and the machine's list of what it armed (one allocation, not two).
-type Armed = (Arc<str>, WatchClass);
+/// A path and watch table, as the books know them: a 128-bit digest under
+/// keys drawn for each session, not the path's text (a copy of every
+/// watched path, some 60 bytes and an allocation each, was the largest
+/// part of an idle machine's books).
+///
+/// Two pairs digest alike by chance about once in 2^128; the keys are
+/// secret, so no path can be chosen to collide. A collision would hand one
+/// event to the machines of both pairs (harmless: a watch event means
+/// "look again") and disarm both (the other pair's next event would then
+/// reach nobody).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Armed(u64, u64);
 
-/// The machines armed on one path and table, with how many of their arming
-/// requests are still unanswered. A `Vec`: a path is almost always watched
-/// by one or two machines, and a map's smallest node is some 200 bytes.
-type ArmedBy = Vec<(Key, u32)>;
+/// The session's digest keys for [`Armed`].
+struct Digest(std::hash::RandomState, std::hash::RandomState);
+
+impl Digest {
+    fn new() -> Self {
+        // Each `RandomState` has keys of its own.
+        Self(std::hash::RandomState::new(), std::hash::RandomState::new())
+    }
+
+    fn of(&self, path: &str, class: WatchClass) -> Armed {
+        use std::hash::BuildHasher;
+        Armed(
+            self.0.hash_one((path, class)),
+            self.1.hash_one((path, class)),
+        )
+    }
+}
 
 /// Pushes growing by one, not doubling: the watch books' lists hold one or
 /// two entries for as long as a machine lives, and a doubling `Vec` starts
@@ -648,17 +715,6 @@ enum Probe {
     Sent,
 }
 
-/// The driver's own counts for one machine (the rest are the machine's).
-#[derive(Debug, Default, Clone, Copy)]
-struct Tally {
-    demotions: u64,
-    failovers: u64,
-    leader_changes: u64,
-    ops: u64,
-    op_errors: u64,
-    op_timeouts: u64,
-}
-
 /// What a waiter on a machine waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Waiter {
@@ -668,15 +724,13 @@ enum Waiter {
     Closed,
 }
 
-/// One machine on the session.
+/// One machine on the session. What it has published (its last demotion,
+/// its error, the driver's counts of it) lives only in its status: an
+/// idle machine keeps each once.
 struct Slot {
     machine: Box<dyn Machine>,
     outputs: Arc<Outputs>,
     facade: Facade,
-    tally: Tally,
-    last_demotion: Option<DemotionReason>,
-    /// Boxed: set at most once, in a rare failure, and 56 bytes inline.
-    error: Option<Box<CandidateError>>,
     /// Its entry in the deadline index.
     filed: Option<Timestamp>,
     close_timeout: Duration,
@@ -714,7 +768,7 @@ type Answer = (u64, Result<Reply, ZkCode>);
 type Performing = Pin<Box<dyn Future<Output = Answer> + Send>>;
 
 struct State {
-    /// Boxed: a slot is some 600 bytes, and a map's node holds eleven
+    /// Boxed: a slot is some 200 bytes, and a map's node holds eleven
     /// entries inline but is often half full (a key added last splits it),
     /// so inline slots would cost nearly twice their size.
     slots: BTreeMap<Key, Box<Slot>>,
@@ -729,9 +783,13 @@ struct State {
     queued: VecDeque<(u64, Request)>,
     in_flight: HashMap<u64, InFlight>,
     next_op: u64,
-    /// Per path and kind: the machines armed since the last firing, with
-    /// how many of their arming requests are still unanswered.
-    watches: BTreeMap<Armed, ArmedBy>,
+    /// Per path and kind, and machine: the machines armed since the last
+    /// firing, with how many of their arming requests are still unanswered.
+    /// One flat map, not a list of machines per path: a path is almost
+    /// always watched by one machine, and a list would cost it an
+    /// allocation and a map value of its own.
+    watches: BTreeMap<(Armed, Key), u32>,
+    digest: Digest,
     /// The last `Connected`, while connected: what a new machine is told.
     connected: Option<SessionEvent>,
     /// Bumped by every session event: an answer proves contact only for
@@ -763,6 +821,7 @@ impl SessionDriver {
             in_flight: HashMap::new(),
             next_op: 0,
             watches: BTreeMap::new(),
+            digest: Digest::new(),
             connected: None,
             epoch: 0,
             answered: None,
@@ -842,10 +901,7 @@ impl SessionDriver {
                         SessionEvent::Expired | SessionEvent::Closed => {
                             st.connected = None;
                             // The server dropped every watch of the session.
-                            st.watches.retain(|_, armed| {
-                                armed.retain(|(_, pending)| *pending > 0);
-                                !armed.is_empty()
-                            });
+                            st.watches.retain(|_, pending| *pending > 0);
                         }
                         SessionEvent::Disconnected | SessionEvent::AuthFailed => {
                             st.connected = None;
@@ -904,9 +960,6 @@ impl SessionDriver {
                     machine,
                     outputs,
                     facade,
-                    tally: Tally::default(),
-                    last_demotion: None,
-                    error: None,
                     filed: None,
                     close_timeout,
                     close_deadline: None,
@@ -1031,25 +1084,23 @@ impl SessionDriver {
     fn watch_fired(&self, st: &mut State, now: Timestamp, event: WatchEvent) {
         debug!(kind = ?event.kind, path = event.path, "watch fired");
         let mut to = BTreeSet::new();
-        let path: Arc<str> = Arc::from(event.path.as_str());
         for class in WatchClass::fired_by(event.kind) {
-            let entry = (Arc::clone(&path), *class);
-            let Some(armed) = st.watches.get_mut(&entry) else {
-                continue;
-            };
+            let entry = st.digest.of(&event.path, *class);
+            let armed: Vec<(Key, u32)> = st
+                .watches
+                .range((entry, Key::MIN)..=(entry, Key::MAX))
+                .map(|(&(_, key), &pending)| (key, pending))
+                .collect();
             // Fired once: disarmed, but for machines whose own arming is
             // still unanswered (it may have set a newer watch).
-            for &(key, pending) in armed.iter() {
+            for (key, pending) in armed {
                 to.insert(key);
                 if pending == 0 {
+                    st.watches.remove(&(entry, key));
                     if let Some(slot) = st.slots.get_mut(&key) {
                         slot.armed.retain(|a| *a != entry);
                     }
                 }
-            }
-            armed.retain(|(_, pending)| *pending > 0);
-            if armed.is_empty() {
-                st.watches.remove(&entry);
             }
         }
         for key in to {
@@ -1163,10 +1214,8 @@ impl SessionDriver {
             }
         };
         if let Some(entry) = arms {
-            if let Some(armed) = st.watches.get_mut(&entry) {
-                for (_, pending) in armed.iter_mut().filter(|(k, _)| *k == key) {
-                    *pending = pending.saturating_sub(1);
-                }
+            if let Some(pending) = st.watches.get_mut(&(entry, key)) {
+                *pending = pending.saturating_sub(1);
             }
         }
         let Some(slot) = st.slots.get_mut(&key) else {
@@ -1176,10 +1225,12 @@ impl SessionDriver {
         match &result {
             Ok(_) => debug!(%op, "reply"),
             Err(code) => {
-                slot.tally.op_errors += 1;
-                if *code == ZkCode::OperationTimeout {
-                    slot.tally.op_timeouts += 1;
-                }
+                let timeout = *code == ZkCode::OperationTimeout;
+                slot.publish(&self.clock, |s| {
+                    s.stats.op_errors += 1;
+                    s.stats.op_timeouts += u64::from(timeout);
+                    true
+                });
                 debug!(%op, %code, "reply: error");
             }
         }
@@ -1194,41 +1245,28 @@ impl SessionDriver {
         };
         let now = Instant::now();
         while let Some(notice) = slot.machine.poll_notice() {
-            slot.note(&notice, now);
+            let failover = slot.note(&notice, now);
             // Only a demotion someone may be waiting on is worth a yield (a
             // lock's release usually has no one: its holder asked for it).
             st.demoted |= matches!(notice, Notice::Demoted { .. }) && slot.outputs.watched();
             // The status goes out with each notice, so a watcher of the role
             // sees a demotion as soon as a subscriber of notices does.
-            slot.publish(&self.clock);
+            slot.publish(&self.clock, |s| count(s, &notice, failover));
             if let Some(notices) = slot.outputs.views.get().and_then(|v| v.notices.get()) {
                 let _ = notices.send(notice);
             }
         }
+        let mut ops = 0;
         while let Some(Command { op, request }) = slot.machine.poll_command() {
-            slot.tally.ops += 1;
+            ops += 1;
             st.next_op += 1;
             let id = st.next_op;
             debug!(%op, session_op = id, verb = request.verb(), path = request.path(), "perform");
-            let arms = WatchClass::of(&request).map(|class| {
-                let path = request.path();
-                // The books' own copy of the path, if they have one.
-                let known = slot
-                    .armed
-                    .iter()
-                    .map(|(p, _)| p)
-                    .find(|p| &***p == path)
-                    .cloned();
-                (known.unwrap_or_else(|| Arc::from(path)), class)
-            });
-            if let Some(entry) = &arms {
-                let armed = st.watches.entry(entry.clone()).or_default();
-                match armed.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, pending)) => *pending += 1,
-                    None => push_exact(armed, (key, 1)),
-                }
-                if !slot.armed.contains(entry) {
-                    push_exact(&mut slot.armed, entry.clone());
+            let arms = WatchClass::of(&request).map(|class| st.digest.of(request.path(), class));
+            if let Some(entry) = arms {
+                *st.watches.entry((entry, key)).or_default() += 1;
+                if !slot.armed.contains(&entry) {
+                    push_exact(&mut slot.armed, entry);
                 }
             }
             st.in_flight.insert(
@@ -1245,7 +1283,10 @@ impl SessionDriver {
                 st.queued.push_back((id, request));
             }
         }
-        slot.publish(&self.clock);
+        slot.publish(&self.clock, |s| {
+            s.stats.ops += ops;
+            ops > 0
+        });
         if slot.waiters.iter().any(|(w, _)| *w == Waiter::Settled) {
             // Taken apart, not drained: an idle machine keeps no empty buffer.
             let (settled, closing): (Vec<_>, Vec<_>) = std::mem::take(&mut slot.waiters)
@@ -1285,12 +1326,7 @@ impl SessionDriver {
             st.deadlines.remove(&(at, key));
         }
         for entry in std::mem::take(&mut slot.armed) {
-            if let Some(armed) = st.watches.get_mut(&entry) {
-                armed.retain(|(k, _)| *k != key);
-                if armed.is_empty() {
-                    st.watches.remove(&entry);
-                }
-            }
+            st.watches.remove(&(entry, key));
         }
         let end = if slot.machine.is_failed() {
             Role::Failed
@@ -1298,15 +1334,14 @@ impl SessionDriver {
             Role::Closed
         };
         if slot.machine.metered() {
-            slot.facade.leader.set(0.0);
+            metrics::gauge!("zkelect_leader", "path" => slot.machine.path().to_owned()).set(0.0);
         }
-        let stats = slot.metrics();
+        let stats = slot.machine.stats();
         slot.outputs.send(|s| {
             s.role = end;
             s.node = None;
             s.lease = None;
-            s.error = slot.error.as_deref().cloned();
-            s.stats = stats;
+            mirror(&mut s.stats, &stats);
             true
         });
         for (_, ack) in slot.waiters.drain(..) {
@@ -1320,27 +1355,24 @@ impl SessionDriver {
 }
 
 impl Slot {
-    /// Counts a notice and logs it.
-    fn note(&mut self, notice: &Notice, now: Instant) {
-        let own = self.machine.node().map(str::to_owned);
-        if self
-            .facade
-            .notice(self.machine.path(), notice, own.as_deref(), now)
-        {
-            self.tally.failovers += 1;
-        }
+    /// Times a notice for the facade and logs it. Returns whether it was a
+    /// failover (a change from one leader to another).
+    fn note(&mut self, notice: &Notice, now: Instant) -> bool {
+        let path = self.machine.path();
+        let failover = self.facade.notice(
+            path,
+            self.machine.metered(),
+            notice,
+            self.machine.node(),
+            now,
+        );
         match notice {
             Notice::Elected { token } => info!(token = token.0, "elected"),
-            Notice::Demoted { reason } => {
-                self.tally.demotions += 1;
-                self.last_demotion = Some(*reason);
-                info!(%reason, "demoted");
-            }
+            Notice::Demoted { reason } => info!(%reason, "demoted"),
             Notice::Suspended => info!("suspended: no contact with the server"),
             Notice::Resumed => info!("resumed"),
             Notice::Joined { node } => info!(node, "joined the queue"),
             Notice::LeaderChanged { leader } => {
-                self.tally.leader_changes += 1;
                 info!(leader = leader.as_deref().unwrap_or("-"), "leader changed");
             }
             Notice::PersistentSkipped { node } => warn!(
@@ -1350,47 +1382,24 @@ impl Slot {
             ),
             // Only an observer reports participants.
             Notice::Participants(_) => {}
-            Notice::Error(e) => {
-                warn!(error = %e, "stopped by a fatal error");
-                self.error = Some(Box::new(e.clone()));
-            }
+            Notice::Error(e) => warn!(error = %e, "stopped by a fatal error"),
         }
+        failover
     }
 
-    /// The counters: the machine's own, and the driver's.
-    fn metrics(&self) -> Metrics {
+    /// Applies `count` (the driver's own counts: of a notice, of requests)
+    /// to the status and brings the rest of it up to the machine; sends it
+    /// if anything changed, and mirrors the counters that moved into the
+    /// metrics facade.
+    fn publish(&mut self, clock: &Clock, count: impl FnOnce(&mut Status) -> bool) {
         let stats = self.machine.stats();
-        let t = self.tally;
-        Metrics {
-            elections: stats.elections,
-            demotions: t.demotions,
-            failovers: t.failovers,
-            leader_changes: t.leader_changes,
-            ops: t.ops,
-            op_errors: t.op_errors,
-            op_timeouts: t.op_timeouts,
-            stale_replies: stats.stale_replies,
-            zero_rtt_takeovers: stats.zero_rtt_takeovers,
-            recovered_creates: stats.recovered_creates,
-            marks_written: stats.marks_written,
-            marks_seen: stats.marks_seen,
-            persistent_skipped: stats.persistent_skipped,
-        }
-    }
-
-    /// Sends the status if anything in it changed, and mirrors the counters
-    /// into the metrics facade.
-    fn publish(&mut self, clock: &Clock) {
-        let stats = self.metrics();
-        if self.machine.metered() {
-            self.facade.counters(self.machine.path(), &stats);
-        }
         let role = self.machine.role();
         let node = self.machine.node();
         let lease = self.machine.lease_expiry().map(|t| clock.instant(t));
-        let (last_demotion, error) = (self.last_demotion, self.error.as_deref());
+        let mut moved = None;
         self.outputs.send(|s| {
-            let mut changed = false;
+            let before = s.stats;
+            let mut changed = count(s);
             if s.role != role {
                 info!(from = ?s.role, to = ?role, "role");
                 s.role = role;
@@ -1401,15 +1410,48 @@ impl Slot {
                 changed = true;
             }
             changed |= replace(&mut s.lease, lease);
-            changed |= replace(&mut s.last_demotion, last_demotion);
-            if s.error.as_ref() != error {
-                s.error = error.cloned();
+            mirror(&mut s.stats, &stats);
+            if s.stats != before {
+                moved = Some((before, s.stats));
                 changed = true;
             }
-            changed |= replace(&mut s.stats, stats);
             changed
         });
+        if let Some((before, after)) = moved {
+            if self.machine.metered() {
+                Facade::counters(self.machine.path(), &before, &after);
+            }
+        }
     }
+}
+
+/// Copies the machine's own counters into the status's (the rest are the
+/// driver's, counted in the status itself).
+fn mirror(m: &mut Metrics, stats: &Stats) {
+    m.elections = stats.elections;
+    m.stale_replies = stats.stale_replies;
+    m.zero_rtt_takeovers = stats.zero_rtt_takeovers;
+    m.recovered_creates = stats.recovered_creates;
+    m.marks_written = stats.marks_written;
+    m.marks_seen = stats.marks_seen;
+    m.persistent_skipped = stats.persistent_skipped;
+}
+
+/// Counts a notice in the status (the driver's counts, the last demotion,
+/// the error); `failover` as the facade judged it. Returns whether the
+/// status changed.
+fn count(s: &mut Status, notice: &Notice, failover: bool) -> bool {
+    s.stats.failovers += u64::from(failover);
+    match notice {
+        Notice::Demoted { reason } => {
+            s.stats.demotions += 1;
+            s.last_demotion = Some(*reason);
+        }
+        Notice::LeaderChanged { .. } => s.stats.leader_changes += 1,
+        Notice::Error(e) => s.error = Some(e.clone()),
+        _ => return failover,
+    }
+    true
 }
 
 /// The election's metrics through the [`metrics`] facade, labelled with the
@@ -1425,20 +1467,6 @@ impl Slot {
 /// - `zkelect_handoff_seconds`: from this candidate's own demotion (resign,
 ///   revoke, loss) to the moment it saw its successor lead.
 struct Facade {
-    elections: metrics::Counter,
-    leader_changes: metrics::Counter,
-    ops: metrics::Counter,
-    /// Not rare: a recipe's creates meet existing parents.
-    op_errors: metrics::Counter,
-    /// Not rare: a leader or holder marks its node.
-    marks_written: metrics::Counter,
-    leader: metrics::Gauge,
-    time_to_elect: metrics::Histogram,
-    /// The handles of the series that stay at zero in most machines' lives,
-    /// fetched again on their first use: 10 handles inline would cost each
-    /// idle machine 160 bytes. Every series is still registered when
-    /// the machine is added, so a recorder shows it at zero from the start.
-    rare: Option<Box<Rare>>,
     /// When our node joined the queue, until it is elected.
     joined_at: Option<Instant>,
     /// When we were demoted, until another leader is seen.
@@ -1449,7 +1477,31 @@ struct Facade {
     last_leader: Option<LeaderSeen>,
 }
 
+/// Reads one counter of a [`Metrics`].
+type Count = fn(&Metrics) -> u64;
+
+/// Every counter series: its name, and its value in [`Metrics`]. Their
+/// handles are fetched when a value moves, not kept: 16 bytes a handle
+/// would cost every idle machine more than a fetch costs a busy one.
+const COUNTERS: [(&str, Count); 13] = [
+    ("zkelect_elections_total", |m| m.elections),
+    ("zkelect_demotions_total", |m| m.demotions),
+    ("zkelect_failovers_total", |m| m.failovers),
+    ("zkelect_leader_changes_total", |m| m.leader_changes),
+    ("zkelect_ops_total", |m| m.ops),
+    ("zkelect_op_errors_total", |m| m.op_errors),
+    ("zkelect_op_timeouts_total", |m| m.op_timeouts),
+    ("zkelect_stale_replies_total", |m| m.stale_replies),
+    ("zkelect_zero_rtt_takeovers_total", |m| m.zero_rtt_takeovers),
+    ("zkelect_recovered_creates_total", |m| m.recovered_creates),
+    ("zkelect_marks_written_total", |m| m.marks_written),
+    ("zkelect_marks_seen_total", |m| m.marks_seen),
+    ("zkelect_persistent_skipped_total", |m| m.persistent_skipped),
+];
+
 impl Facade {
+    /// Registers the machine's series (labelled with `path`), so that a
+    /// recorder shows them at zero from the start.
     fn new(path: &str) -> Self {
         use metrics::{counter, describe_histogram, gauge, histogram, Unit};
         describe_histogram!(
@@ -1467,18 +1519,18 @@ impl Facade {
             Unit::Seconds,
             "From this candidate's demotion to seeing its successor lead"
         );
-        // Registered now, so that a recorder shows them at zero, then dropped.
-        drop(Rare::new(path));
-        let path = path.to_owned();
+        for (name, _) in COUNTERS {
+            drop(counter!(name, "path" => path.to_owned()));
+        }
+        drop(gauge!("zkelect_leader", "path" => path.to_owned()));
+        for name in [
+            "zkelect_time_to_elect_seconds",
+            "zkelect_failover_seconds",
+            "zkelect_handoff_seconds",
+        ] {
+            drop(histogram!(name, "path" => path.to_owned()));
+        }
         Self {
-            elections: counter!("zkelect_elections_total", "path" => path.clone()),
-            leader_changes: counter!("zkelect_leader_changes_total", "path" => path.clone()),
-            ops: counter!("zkelect_ops_total", "path" => path.clone()),
-            op_errors: counter!("zkelect_op_errors_total", "path" => path.clone()),
-            marks_written: counter!("zkelect_marks_written_total", "path" => path.clone()),
-            leader: gauge!("zkelect_leader", "path" => path.clone()),
-            time_to_elect: histogram!("zkelect_time_to_elect_seconds", "path" => path),
-            rare: None,
             joined_at: None,
             demoted_at: None,
             leader_lost_at: None,
@@ -1486,63 +1538,52 @@ impl Facade {
         }
     }
 
-    /// Mirrors the counters (absolute values: counted once, in [`Metrics`]);
-    /// `path` is the machine's, the series' label.
-    fn counters(&mut self, path: &str, m: &Metrics) {
-        self.elections.absolute(m.elections);
-        self.leader_changes.absolute(m.leader_changes);
-        self.ops.absolute(m.ops);
-        self.op_errors.absolute(m.op_errors);
-        self.marks_written.absolute(m.marks_written);
-        let rare = [
-            m.demotions,
-            m.failovers,
-            m.op_timeouts,
-            m.stale_replies,
-            m.zero_rtt_takeovers,
-            m.recovered_creates,
-            m.marks_seen,
-            m.persistent_skipped,
-        ];
-        // Still all zero: the series registered at zero say so already.
-        if self.rare.is_none() && rare.iter().all(|&n| n == 0) {
-            return;
-        }
-        let r = self.rare(path);
-        let handles = [
-            &r.demotions,
-            &r.failovers,
-            &r.op_timeouts,
-            &r.stale_replies,
-            &r.zero_rtt_takeovers,
-            &r.recovered_creates,
-            &r.marks_seen,
-            &r.persistent_skipped,
-        ];
-        for (handle, n) in handles.into_iter().zip(rare) {
-            handle.absolute(n);
+    /// Mirrors the counters that moved from `before` to `after` (absolute
+    /// values: counted once, in the status); `path` is the machine's, the
+    /// series' label.
+    fn counters(path: &str, before: &Metrics, after: &Metrics) {
+        for (name, of) in COUNTERS {
+            let n = of(after);
+            if n != of(before) {
+                metrics::counter!(name, "path" => path.to_owned()).absolute(n);
+            }
         }
     }
 
-    /// The rare series' handles, fetched on first use.
-    fn rare(&mut self, path: &str) -> &Rare {
-        self.rare.get_or_insert_with(|| Box::new(Rare::new(path)))
-    }
-
-    /// Times what a notice ends; `own` is our node's name.
-    /// Returns whether it was a failover (a change from one leader to another).
-    fn notice(&mut self, path: &str, notice: &Notice, own: Option<&str>, now: Instant) -> bool {
+    /// Times what a notice ends; `own` is our node's name. The gauge and
+    /// the histograms are left alone unless `metered` (see
+    /// [`Machine::metered`]). Returns whether it was a failover (a change
+    /// from one leader to another).
+    fn notice(
+        &mut self,
+        path: &str,
+        metered: bool,
+        notice: &Notice,
+        own: Option<&str>,
+        now: Instant,
+    ) -> bool {
+        use metrics::{gauge, histogram};
         let since = |t: Option<Instant>| now.saturating_duration_since(t.unwrap_or(now));
+        let leader = |value: f64| {
+            if metered {
+                gauge!("zkelect_leader", "path" => path.to_owned()).set(value);
+            }
+        };
+        let record = |name: &'static str, d: Duration| {
+            if metered {
+                histogram!(name, "path" => path.to_owned()).record(d);
+            }
+        };
         match notice {
             Notice::Joined { .. } => self.joined_at = Some(now),
             Notice::Elected { .. } => {
-                self.leader.set(1.0);
+                leader(1.0);
                 if let Some(joined) = self.joined_at.take() {
-                    self.time_to_elect.record(since(Some(joined)));
+                    record("zkelect_time_to_elect_seconds", since(Some(joined)));
                 }
             }
             Notice::Demoted { .. } => {
-                self.leader.set(0.0);
+                leader(0.0);
                 self.demoted_at = Some(now);
                 self.leader_lost_at.get_or_insert(now);
             }
@@ -1557,12 +1598,11 @@ impl Facade {
                 let seen = LeaderSeen::of(leader);
                 let failover = self.last_leader.is_some_and(|last| last != seen);
                 if failover {
-                    let lost = since(self.leader_lost_at);
-                    self.rare(path).failover.record(lost);
+                    record("zkelect_failover_seconds", since(self.leader_lost_at));
                 }
                 if Some(leader.as_str()) != own {
                     if let Some(demoted) = self.demoted_at.take() {
-                        self.rare(path).handoff.record(since(Some(demoted)));
+                        record("zkelect_handoff_seconds", since(Some(demoted)));
                     }
                 }
                 self.leader_lost_at = None;
@@ -1575,40 +1615,6 @@ impl Facade {
             | Notice::Error(_) => {}
         }
         false
-    }
-}
-
-/// The facade's handles for the series most machines never move.
-struct Rare {
-    demotions: metrics::Counter,
-    failovers: metrics::Counter,
-    op_timeouts: metrics::Counter,
-    stale_replies: metrics::Counter,
-    zero_rtt_takeovers: metrics::Counter,
-    recovered_creates: metrics::Counter,
-    marks_seen: metrics::Counter,
-    persistent_skipped: metrics::Counter,
-    failover: metrics::Histogram,
-    handoff: metrics::Histogram,
-}
-
-impl Rare {
-    /// Registers (or finds again) the series labelled with `path`.
-    fn new(path: &str) -> Self {
-        use metrics::{counter, histogram};
-        let path = path.to_owned();
-        Self {
-            demotions: counter!("zkelect_demotions_total", "path" => path.clone()),
-            failovers: counter!("zkelect_failovers_total", "path" => path.clone()),
-            op_timeouts: counter!("zkelect_op_timeouts_total", "path" => path.clone()),
-            stale_replies: counter!("zkelect_stale_replies_total", "path" => path.clone()),
-            zero_rtt_takeovers: counter!("zkelect_zero_rtt_takeovers_total", "path" => path.clone()),
-            recovered_creates: counter!("zkelect_recovered_creates_total", "path" => path.clone()),
-            marks_seen: counter!("zkelect_marks_seen_total", "path" => path.clone()),
-            persistent_skipped: counter!("zkelect_persistent_skipped_total", "path" => path.clone()),
-            failover: histogram!("zkelect_failover_seconds", "path" => path.clone()),
-            handoff: histogram!("zkelect_handoff_seconds", "path" => path),
-        }
     }
 }
 

@@ -510,7 +510,7 @@ impl Election {
     }
 
     async fn wait_joined(&self) -> Result<(), ElectionError> {
-        let mut status = self.status();
+        let mut status = self.outputs.wait();
         let wait = async {
             loop {
                 {
@@ -539,7 +539,7 @@ impl Election {
     /// `NoAuth`), [`ElectionError::Auth`] or [`ElectionError::Closed`].
     /// Cancellation-safe.
     pub async fn wait_leader(&self) -> Result<FencingToken, ElectionError> {
-        let mut status = self.status();
+        let mut status = self.outputs.wait();
         loop {
             let role = status.borrow_and_update().role;
             match role {

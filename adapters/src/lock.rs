@@ -123,7 +123,7 @@ impl Hold {
 
     /// Waits until the hold is granted (at once if it is).
     async fn wait(&self) -> Result<Held, LockError> {
-        let mut status = self.outputs.status();
+        let mut status = self.outputs.wait();
         loop {
             {
                 let s = status.borrow_and_update();
