@@ -163,10 +163,10 @@ impl Invariant<World> for Safety {
     }
 
     fn check_step(&mut self, world: &World) -> Result<Holds, String> {
-        // The census alone rules a breach out until it changes; the full
-        // count reads the clock (grace, leases), so its pass is for this
-        // step only.
-        let mut holds = Holds::UntilChange;
+        // The census counts alone rule a breach out until they change; the
+        // full count reads the clock (grace, leases), so its pass is for
+        // this step only.
+        let mut holds = Holds::UntilCountsChange;
         // Each queue on its own (issue 17: several recipes on one session).
         for q in 0..world.queues().len() {
             let k = world.leaders_of(q) as usize;
@@ -254,10 +254,10 @@ impl Invariant<World> for Revocation {
     }
 
     fn check_step(&mut self, world: &World) -> Result<Holds, String> {
-        // No revoked leader: nothing to judge until the census changes. With
-        // one, the grace reads the clock.
+        // No revoked leader: nothing to judge until the census counts
+        // change. With one, the grace reads the clock.
         if world.census().leading_revoked == 0 {
-            return Ok(Holds::UntilChange);
+            return Ok(Holds::UntilCountsChange);
         }
         for p in world.revoked_leaders() {
             if let (Some(at), Role::Leader(token)) = (p.revoked_at, p.agent.role()) {
@@ -502,9 +502,20 @@ impl Invariant<World> for Liveness {
     }
 
     fn check_step(&mut self, world: &World) -> Result<Holds, String> {
-        // Before the settled phase nothing is due; after, a pass stands
-        // until a process changes (the census and `passed` say so).
-        self.check(world, &Event::Step).map(|()| Holds::UntilChange)
+        // Before the settled phase nothing is due (the phase is among the
+        // counts); after, a pass on the counts alone stands until they
+        // change, and a full look's until a process changes (the census
+        // generation and `passed` say so).
+        if world.phase() != Phase::Settled {
+            return Ok(Holds::UntilCountsChange);
+        }
+        let counts_alone = (0..world.queues().len()).all(|q| Self::counts_pass(world, q));
+        self.check(world, &Event::Step)?;
+        Ok(if counts_alone {
+            Holds::UntilCountsChange
+        } else {
+            Holds::UntilChange
+        })
     }
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
@@ -522,13 +533,10 @@ impl Invariant<World> for Liveness {
         // full look.
         let mut verdict = Ok(());
         for q in 0..world.queues().len() {
-            let census = world.queue_census(q);
-            let rw = world.recipe_of(q) == Recipe::ReadWrite;
-            if census.live_leading >= census.live.min(world.leaders_of(q) as usize)
-                && !(rw && census.waiting > 0)
-            {
+            if Self::counts_pass(world, q) {
                 continue;
             }
+            let rw = world.recipe_of(q) == Recipe::ReadWrite;
             verdict = verdict.and_then(|()| self.look(world, q, rw));
         }
         if verdict.is_ok() {
@@ -539,6 +547,15 @@ impl Invariant<World> for Liveness {
 }
 
 impl Liveness {
+    /// Whether the census counts of queue `q` alone show it live: enough
+    /// leaders and (in a read-write lock) no live node waiting.
+    fn counts_pass(world: &World, q: usize) -> bool {
+        let census = world.queue_census(q);
+        let rw = world.recipe_of(q) == Recipe::ReadWrite;
+        census.live_leading >= census.live.min(world.leaders_of(q) as usize)
+            && !(rw && census.waiting > 0)
+    }
+
     /// The full look at queue `q`, when the census cannot rule a miss out
     /// (kept out of line, so the common step's call stays small).
     #[inline(never)]
@@ -702,8 +719,12 @@ impl Invariant<World> for NoLeaks {
     }
 
     fn check_step(&mut self, world: &World) -> Result<Holds, String> {
-        // A function of the census, the number of processes and the tree
-        // (every change of which takes a zxid).
+        // Until every process is gone, a function of the census counts and
+        // the number of processes; then of the tree too (every change of
+        // which takes a zxid).
+        if world.census().gone != world.processes().len() {
+            return Ok(Holds::UntilCountsChange);
+        }
         self.check(world, &Event::Step).map(|()| Holds::UntilChange)
     }
 

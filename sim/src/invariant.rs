@@ -196,7 +196,8 @@ pub trait Invariant<W: ?Sized> {
     /// [`World`](crate::world::World): the census generation, the server's
     /// zxid, the phase, the number of processes) says
     /// [`Holds::UntilChange`], and the world skips it until that key changes,
-    /// which most steps (pings, ticks, timers) do not.
+    /// which most steps (pings, ticks, timers) do not; one whose pass is a
+    /// function of the counts alone says [`Holds::UntilCountsChange`].
     fn check_step(&mut self, world: &W) -> Result<Holds, String> {
         self.check(world, &Event::Step).map(|()| Holds::ThisStep)
     }
@@ -211,4 +212,10 @@ pub enum Holds {
     /// Ask again only once the world's step key has changed: the verdict
     /// reads nothing else that a step can change.
     UntilChange,
+    /// Ask again only once the counts the world keeps have changed (for
+    /// [`World`](crate::world::World): the census counts, the phase, the
+    /// number of processes): the verdict is a function of those alone. Most
+    /// steps that change a process (a reply, a timer) leave its counts
+    /// alone, and so need not ask such a checker again.
+    UntilCountsChange,
 }

@@ -683,8 +683,10 @@ impl Invariant<World> for SingleSystemImage {
 
     fn check_step(&mut self, world: &World) -> Result<Holds, String> {
         // A violation is recorded only as a reply arrives, and the client
-        // library then hands the reply to its machine, which recounts it: the
-        // census generation changes in the same step.
-        self.check(world, &Event::Step).map(|()| Holds::UntilChange)
+        // library then hands the reply to its machine (`Answered`, which
+        // this checker judges first, in the same step): a pass of a step
+        // adds nothing until then.
+        self.check(world, &Event::Step)
+            .map(|()| Holds::UntilCountsChange)
     }
 }

@@ -160,6 +160,9 @@ impl World {
             self.shares.resize(pid + 1, Census::default());
         }
         let share = self.census_of(pid);
+        if share != self.shares[pid] {
+            self.counts_version += 1;
+        }
         self.census = self.census.minus(self.shares[pid]).plus(share);
         let q = self.procs[pid].queue;
         self.queue_census[q] = self.queue_census[q].minus(self.shares[pid]).plus(share);

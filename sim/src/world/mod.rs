@@ -471,12 +471,35 @@ impl std::fmt::Display for RunStats {
 struct Judges {
     invariants: Vec<Box<dyn Invariant<World>>>,
     by_kind: Vec<Vec<usize>>,
-    /// Per checker, the step key under which its last pass of a step holds
-    /// ([`Holds::UntilChange`]).
-    held: Vec<Option<StepKey>>,
+    /// Per checker, the key under which its last pass of a step holds
+    /// ([`Holds::UntilChange`], [`Holds::UntilCountsChange`]).
+    held: Vec<Option<Held>>,
     /// The step key under which every step checker's pass holds: until it
     /// changes, a step asks none of them.
     all_held: Option<StepKey>,
+    /// The counts under which every step checker's pass holds (each said
+    /// [`Holds::UntilCountsChange`]): until they change, a step asks none.
+    counts_held: Option<CountsKey>,
+}
+
+/// Under which key a checker's pass of a step holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// [`Holds::UntilChange`].
+    Step(StepKey),
+    /// [`Holds::UntilCountsChange`].
+    Counts(CountsKey),
+}
+
+/// What a pass that said [`Holds::UntilCountsChange`] may read: the census
+/// counts (their version changes whenever a process's share does), the
+/// phase and the number of processes. It changes only when the step key
+/// does, so a pass under the step key holds under these too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CountsKey {
+    counts: u64,
+    phase: Phase,
+    procs: usize,
 }
 
 /// What a checker's pass of a step may read that a step can change
@@ -547,6 +570,9 @@ pub struct World {
     shares: Vec<Census>,
     /// Counts recounts ([`World::generation`]).
     generation: u64,
+    /// Counts recounts that changed a process's share (a version of the
+    /// census counts, for [`Holds::UntilCountsChange`]).
+    counts_version: u64,
 }
 
 impl World {
@@ -634,6 +660,7 @@ impl World {
             judges: Some(Box::new(Judges {
                 held: vec![None; invariants.len()],
                 all_held: None,
+                counts_held: None,
                 invariants,
                 by_kind,
             })),
@@ -655,6 +682,7 @@ impl World {
             census: Census::default(),
             shares: Vec::new(),
             generation: 0,
+            counts_version: 0,
             swarm,
             knobs,
         };
@@ -1049,7 +1077,12 @@ impl World {
             phase: self.phase,
             procs: self.procs.len(),
         };
-        if judges.all_held == Some(key) {
+        let counts = CountsKey {
+            counts: self.counts_version,
+            phase: self.phase,
+            procs: self.procs.len(),
+        };
+        if judges.all_held == Some(key) || judges.counts_held == Some(counts) {
             self.judges = Some(judges);
             return;
         }
@@ -1058,30 +1091,44 @@ impl World {
             by_kind,
             held,
             all_held,
+            counts_held,
         } = &mut *judges;
         *all_held = Some(key);
+        let mut all_counts = true;
         if let Some(list) = by_kind.get(Kinds::STEP.index()) {
             for &i in list {
                 let (Some(invariant), Some(held)) = (invariants.get_mut(i), held.get_mut(i)) else {
                     continue;
                 };
-                if *held == Some(key) {
-                    continue;
+                match *held {
+                    Some(Held::Step(k)) if k == key => {
+                        all_counts = false;
+                        continue;
+                    }
+                    Some(Held::Counts(c)) if c == counts => continue,
+                    _ => {}
                 }
                 match invariant.check_step(self) {
-                    Ok(Holds::UntilChange) => *held = Some(key),
+                    Ok(Holds::UntilChange) => {
+                        *held = Some(Held::Step(key));
+                        all_counts = false;
+                    }
+                    Ok(Holds::UntilCountsChange) => *held = Some(Held::Counts(counts)),
                     Ok(Holds::ThisStep) => {
                         *held = None;
                         *all_held = None;
+                        all_counts = false;
                     }
                     Err(detail) => {
                         *held = None;
                         *all_held = None;
+                        all_counts = false;
                         self.fail(invariant.name(), detail);
                     }
                 }
             }
         }
+        *counts_held = all_counts.then_some(counts);
         self.judges = Some(judges);
     }
 
