@@ -2172,5 +2172,3 @@ mod tests {
         assert_eq!(ancestors("/a/b/c"), ["/a", "/a/b", "/a/b/c"]);
     }
 }
-
-
