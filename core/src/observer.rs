@@ -635,7 +635,9 @@ impl Observer {
         // A listing names each child once; a duplicated one is not a second
         // node. Parsed as `name::queue` would (the order is total on distinct
         // names), without copying the listing first.
-        let unique: BTreeSet<&str> = children.iter().map(String::as_str).collect();
+        let mut unique: Vec<&str> = children.iter().map(String::as_str).collect();
+        unique.sort_unstable();
+        unique.dedup();
         let mut queue: Vec<NodeName> = unique
             .into_iter()
             .filter_map(|child| {
@@ -647,9 +649,13 @@ impl Observer {
                 )
             })
             .collect();
-        name::order(&mut queue);
-        let listed: BTreeSet<&str> = queue.iter().map(|n| n.name.as_str()).collect();
-        self.slots.retain(|name, _| listed.contains(name.as_str()));
+        // Still in name order here: looked up by binary search.
+        let listed = |name: &str| {
+            queue
+                .binary_search_by(|node| node.name.as_str().cmp(name))
+                .is_ok()
+        };
+        self.slots.retain(|name, _| listed(name));
         for slot in self.slots.values_mut() {
             *slot = Slot::Reading { op: None };
         }
@@ -659,6 +665,7 @@ impl Observer {
                     .insert(node.name.clone(), Slot::Reading { op: None });
             }
         }
+        name::order(&mut queue);
         // Reads sent before this listing answer for nobody now.
         self.ops.retain(|_, kind| !matches!(kind, Op::Read(_)));
         self.queue = Some(queue);
