@@ -101,6 +101,7 @@ use std::time::Duration;
 use crate::command::{Command, OpId};
 use crate::config::{Config, Interop, WatchStrategy};
 use crate::input::{Input, SessionEvent};
+use crate::kept::KeptName;
 use crate::lease::{Connection, Contact, Leadership};
 use crate::name::{self, NodeName, Origin};
 use crate::notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
@@ -461,8 +462,9 @@ pub struct Candidate {
     /// The link's last verdict ([`Self::link_ok`]), to act on its changes.
     link_up: bool,
     suspension: Suspension,
-    /// The oldest node of the last listing, as last reported.
-    last_leader: Option<Box<str>>,
+    /// The oldest node of the last listing, as last reported (packed: it is
+    /// only compared).
+    last_leader: Option<KeptName>,
     timers: TimerTable,
     backoff: Backoff,
     /// Notices and commands waiting to be polled.
@@ -1323,8 +1325,12 @@ impl Candidate {
     }
 
     fn leader_seen(&mut self, leader: Option<String>) {
-        if self.last_leader.as_deref() != leader.as_deref() {
-            self.last_leader = leader.as_deref().map(Box::from);
+        let same = match (&self.last_leader, &leader) {
+            (Some(kept), Some(leader)) => kept.is(leader),
+            (kept, leader) => kept.is_none() && leader.is_none(),
+        };
+        if !same {
+            self.last_leader = leader.as_deref().map(KeptName::new);
             self.outbox.notice(Notice::LeaderChanged { leader });
         }
     }
@@ -2172,5 +2178,4 @@ mod tests {
         assert_eq!(ancestors("/a/b/c"), ["/a", "/a/b", "/a/b/c"]);
     }
 }
-
 

@@ -20,10 +20,10 @@ const INLINE_LIMIT: usize = 544;
 
 /// Bytes per idle follower (inline and heap) in a queue of ten, by rule, in
 /// the order of [`RULES`].
-const LIMITS: [usize; 5] = [851, 851, 1267, 851, 851];
+const LIMITS: [usize; 5] = [819, 819, 1235, 819, 819];
 
 /// Bytes per idle holder (inline and heap), alone in its queue, by rule.
-const HOLDER_LIMITS: [usize; 5] = [643; 5];
+const HOLDER_LIMITS: [usize; 5] = [611; 5];
 
 const N: usize = 100;
 
