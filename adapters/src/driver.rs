@@ -538,7 +538,7 @@ impl Machine for Candidate {
         Candidate::lease_expiry(self)
     }
     fn stats(&self) -> Stats {
-        *Candidate::stats(self)
+        Candidate::stats(self)
     }
 }
 

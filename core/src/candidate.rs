@@ -101,6 +101,7 @@ use std::time::Duration;
 use crate::command::{Command, OpId};
 use crate::config::{Config, Interop, WatchStrategy};
 use crate::input::{Input, SessionEvent};
+use crate::kept::KeptName;
 use crate::lease::{Connection, Contact, Leadership};
 use crate::name::{self, NodeName, Origin};
 use crate::notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
@@ -123,6 +124,10 @@ const KEPT_PER_WATCH: usize = 2;
 const OLD_NONCES_KEPT: usize = 16;
 
 /// Counters a driver can export as metrics.
+///
+/// A machine keeps each in 32 bits (a session runs thousands of machines):
+/// a counter that reaches `u32::MAX` (four billion events; a probe every
+/// second for 136 years) stays there.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Stats {
     /// Commands emitted.
@@ -147,6 +152,52 @@ pub struct Stats {
     pub marks_seen: u64,
     /// Persistent look-alike children found and skipped (counted once per name).
     pub persistent_skipped: u64,
+}
+
+/// A counter of [`Stats`] as a machine keeps it: 32 bits, saturating, widened
+/// by [`Candidate::stats`]. Adding a `u64` (as the counts are written) keeps
+/// every `+=` of the machine as it reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+struct Count(u32);
+
+impl std::ops::AddAssign<u64> for Count {
+    fn add_assign(&mut self, n: u64) {
+        self.0 = self.0.saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
+    }
+}
+
+/// [`Stats`] as a machine keeps them: 44 bytes of every machine, not 88.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+struct Counters {
+    commands: Count,
+    stale_replies: Count,
+    stale_events: Count,
+    ignored_children: Count,
+    elections: Count,
+    zero_rtt_takeovers: Count,
+    listings: Count,
+    recovered_creates: Count,
+    marks_written: Count,
+    marks_seen: Count,
+    persistent_skipped: Count,
+}
+
+impl Counters {
+    fn widen(&self) -> Stats {
+        Stats {
+            commands: self.commands.0.into(),
+            stale_replies: self.stale_replies.0.into(),
+            stale_events: self.stale_events.0.into(),
+            ignored_children: self.ignored_children.0.into(),
+            elections: self.elections.0.into(),
+            zero_rtt_takeovers: self.zero_rtt_takeovers.0.into(),
+            listings: self.listings.0.into(),
+            recovered_creates: self.recovered_creates.0.into(),
+            marks_written: self.marks_written.0.into(),
+            marks_seen: self.marks_seen.0.into(),
+            persistent_skipped: self.persistent_skipped.0.into(),
+        }
+    }
 }
 
 /// The application's standing intent.
@@ -461,13 +512,14 @@ pub struct Candidate {
     /// The link's last verdict ([`Self::link_ok`]), to act on its changes.
     link_up: bool,
     suspension: Suspension,
-    /// The oldest node of the last listing, as last reported.
-    last_leader: Option<Box<str>>,
+    /// The oldest node of the last listing, as last reported (packed: it is
+    /// only compared).
+    last_leader: Option<KeptName>,
     timers: TimerTable,
     backoff: Backoff,
     /// Notices and commands waiting to be polled.
     outbox: Outbox,
-    stats: Stats,
+    stats: Counters,
 }
 
 impl Candidate {
@@ -494,7 +546,7 @@ impl Candidate {
             timers: TimerTable::default(),
             backoff,
             outbox: Outbox::default(),
-            stats: Stats::default(),
+            stats: Counters::default(),
         }
     }
 
@@ -557,9 +609,9 @@ impl Candidate {
         self.step == Step::Done(End::Failed)
     }
 
-    /// Counters.
-    pub fn stats(&self) -> &Stats {
-        &self.stats
+    /// Counters (a copy: the machine keeps them in 32 bits each, see [`Stats`]).
+    pub fn stats(&self) -> Stats {
+        self.stats.widen()
     }
 
     /// Send time of the newest request the server answered in this session: the
@@ -1323,8 +1375,12 @@ impl Candidate {
     }
 
     fn leader_seen(&mut self, leader: Option<String>) {
-        if self.last_leader.as_deref() != leader.as_deref() {
-            self.last_leader = leader.as_deref().map(Box::from);
+        let same = match (&self.last_leader, &leader) {
+            (Some(kept), Some(leader)) => kept.is(leader),
+            (kept, leader) => kept.is_none() && leader.is_none(),
+        };
+        if !same {
+            self.last_leader = leader.as_deref().map(KeptName::new);
             self.outbox.notice(Notice::LeaderChanged { leader });
         }
     }
@@ -2165,6 +2221,31 @@ fn ancestors(path: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counters_saturate_and_widen_to_the_stats_they_stand_for() {
+        let mut c = Count(u32::MAX - 1);
+        c += 1;
+        assert_eq!(c, Count(u32::MAX));
+        c += 1;
+        assert_eq!(c, Count(u32::MAX), "saturates, never wraps or panics");
+        let mut big = Count(0);
+        big += u64::MAX;
+        assert_eq!(big, Count(u32::MAX));
+        let mut k = Counters::default();
+        k.listings += 3;
+        k.ignored_children += 7;
+        k.persistent_skipped += 1;
+        assert_eq!(
+            k.widen(),
+            Stats {
+                listings: 3,
+                ignored_children: 7,
+                persistent_skipped: 1,
+                ..Stats::default()
+            }
+        );
+    }
 
     #[test]
     fn ancestors_lists_every_prefix() {

@@ -164,6 +164,7 @@ mod candidate;
 mod command;
 pub mod config;
 mod input;
+mod kept;
 mod lease;
 pub mod name;
 mod notice;

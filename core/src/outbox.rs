@@ -43,7 +43,7 @@ impl Outbox {
             .queued
             .iter()
             .position(|o| matches!(o, Output::Notice(_)))?;
-        match self.take(i) {
+        match self.take(i)? {
             Output::Notice(notice) => Some(notice),
             Output::Command(_) => None,
         }
@@ -55,16 +55,21 @@ impl Outbox {
             .queued
             .iter()
             .position(|o| matches!(o, Output::Command(_)))?;
-        match self.take(i) {
+        match self.take(i)? {
             Output::Command(command) => Some(command),
             Output::Notice(_) => None,
         }
     }
 
-    /// Takes the output at `i` (in bounds), giving the buffer back once the
-    /// last one is taken: an idle machine holds none.
-    fn take(&mut self, i: usize) -> Output {
-        let output = self.queued.remove(i);
+    /// Takes the output at `i` (`None` only if out of bounds), giving the
+    /// buffer back once the last one is taken: an idle machine holds none.
+    fn take(&mut self, i: usize) -> Option<Output> {
+        // The last one (most often the only one) moves out without a shift.
+        let output = if i + 1 == self.queued.len() {
+            self.queued.pop()
+        } else {
+            Some(self.queued.remove(i))
+        };
         if self.queued.is_empty() {
             self.queued = Vec::new();
         }
