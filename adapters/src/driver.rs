@@ -677,14 +677,6 @@ impl Digest {
     }
 }
 
-/// Pushes growing by one, not doubling: the watch books' lists hold one or
-/// two entries for as long as a machine lives, and a doubling `Vec` starts
-/// at four.
-fn push_exact<T>(list: &mut Vec<T>, item: T) {
-    list.reserve_exact(1);
-    list.push(item);
-}
-
 /// Whose a request in flight is.
 enum Whose {
     /// A machine's, under its own id, and the watch it arms.
@@ -734,13 +726,13 @@ struct Slot {
     facade: Facade,
     /// Its entry in the deadline index.
     filed: Option<Timestamp>,
-    close_timeout: Duration,
+    /// How long a close may take, in the machine's milliseconds.
+    close_timeout: u64,
     /// Set by a close intent: past it, the machine is dropped undeleted.
     close_deadline: Option<Timestamp>,
-    /// Who waits on it, in one list (it is empty while the machine idles).
-    waiters: Vec<(Waiter, oneshot::Sender<()>)>,
-    /// What it armed (a few entries at most: its own node, a predecessor).
-    armed: Vec<Armed>,
+    /// What it armed (a few entries at most: its own node, a predecessor),
+    /// a boxed slice: it changes only when a watch is armed or fires.
+    armed: Box<[Armed]>,
     ends_session: bool,
 }
 
@@ -791,6 +783,9 @@ struct State {
     /// allocation and a map value of its own.
     watches: BTreeMap<(Armed, Key), u32>,
     digest: Digest,
+    /// Who waits on a machine, for the machines someone waits on (an
+    /// idle machine has no entry, rather than an empty list of its own).
+    waiters: BTreeMap<Key, Vec<(Waiter, oneshot::Sender<()>)>>,
     /// The last `Connected`, while connected: what a new machine is told.
     connected: Option<SessionEvent>,
     /// Bumped by every session event: an answer proves contact only for
@@ -823,6 +818,7 @@ impl SessionDriver {
             next_op: 0,
             watches: BTreeMap::new(),
             digest: Digest::new(),
+            waiters: BTreeMap::new(),
             connected: None,
             epoch: 0,
             answered: None,
@@ -962,10 +958,9 @@ impl SessionDriver {
                     outputs,
                     facade,
                     filed: None,
-                    close_timeout,
+                    close_timeout: u64::try_from(close_timeout.as_millis()).unwrap_or(u64::MAX),
                     close_deadline: None,
-                    waiters: Vec::new(),
-                    armed: Vec::new(),
+                    armed: Box::default(),
                     ends_session,
                 };
                 st.slots.insert(key, Box::new(slot));
@@ -1026,20 +1021,29 @@ impl SessionDriver {
             Intent::Join { done } => {
                 debug!(key, "intent: join");
                 slot.machine.join(now);
-                slot.waiters
-                    .extend(done.map(|done| (Waiter::Settled, done)));
+                if let Some(done) = done {
+                    st.waiters
+                        .entry(key)
+                        .or_default()
+                        .push((Waiter::Settled, done));
+                }
             }
             Intent::Resign { rejoin, done } => {
                 debug!(key, rejoin, "intent: resign");
                 slot.machine.resign(now, rejoin);
-                slot.waiters.push((Waiter::Settled, done));
+                st.waiters
+                    .entry(key)
+                    .or_default()
+                    .push((Waiter::Settled, done));
             }
             Intent::Close { done } => {
                 debug!(key, "intent: close");
-                slot.waiters.push((Waiter::Closed, done));
-                let timeout = u64::try_from(slot.close_timeout.as_millis()).unwrap_or(u64::MAX);
+                st.waiters
+                    .entry(key)
+                    .or_default()
+                    .push((Waiter::Closed, done));
                 slot.close_deadline.get_or_insert(Timestamp::from_millis(
-                    now.as_millis().saturating_add(timeout),
+                    now.as_millis().saturating_add(slot.close_timeout),
                 ));
                 slot.machine.close(now);
             }
@@ -1099,7 +1103,9 @@ impl SessionDriver {
                 if pending == 0 {
                     st.watches.remove(&(entry, key));
                     if let Some(slot) = st.slots.get_mut(&key) {
-                        slot.armed.retain(|a| *a != entry);
+                        let mut armed = std::mem::take(&mut slot.armed).into_vec();
+                        armed.retain(|a| *a != entry);
+                        slot.armed = armed.into_boxed_slice();
                     }
                 }
             }
@@ -1267,7 +1273,9 @@ impl SessionDriver {
             if let Some(entry) = arms {
                 *st.watches.entry((entry, key)).or_default() += 1;
                 if !slot.armed.contains(&entry) {
-                    push_exact(&mut slot.armed, entry);
+                    let mut armed = std::mem::take(&mut slot.armed).into_vec();
+                    armed.push(entry);
+                    slot.armed = armed.into_boxed_slice();
                 }
             }
             st.in_flight.insert(
@@ -1288,14 +1296,19 @@ impl SessionDriver {
             s.stats.ops += ops;
             ops > 0
         });
-        if slot.waiters.iter().any(|(w, _)| *w == Waiter::Settled) {
-            // Taken apart, not drained: an idle machine keeps no empty buffer.
-            let (settled, closing): (Vec<_>, Vec<_>) = std::mem::take(&mut slot.waiters)
-                .into_iter()
-                .partition(|(w, _)| *w == Waiter::Settled);
-            slot.waiters = closing;
-            for (_, ack) in settled {
-                let _ = ack.send(());
+        if let Some(waiters) = st.waiters.get_mut(&key) {
+            if waiters.iter().any(|(w, _)| *w == Waiter::Settled) {
+                let (settled, closing): (Vec<_>, Vec<_>) = std::mem::take(waiters)
+                    .into_iter()
+                    .partition(|(w, _)| *w == Waiter::Settled);
+                if closing.is_empty() {
+                    st.waiters.remove(&key);
+                } else {
+                    *waiters = closing;
+                }
+                for (_, ack) in settled {
+                    let _ = ack.send(());
+                }
             }
         }
         if slot.machine.is_done() {
@@ -1326,7 +1339,7 @@ impl SessionDriver {
         if let Some(at) = slot.filed.take() {
             st.deadlines.remove(&(at, key));
         }
-        for entry in std::mem::take(&mut slot.armed) {
+        for entry in std::mem::take(&mut slot.armed).into_vec() {
             st.watches.remove(&(entry, key));
         }
         let end = if slot.machine.is_failed() {
@@ -1345,7 +1358,7 @@ impl SessionDriver {
             mirror(&mut s.stats, &stats);
             true
         });
-        for (_, ack) in slot.waiters.drain(..) {
+        for (_, ack) in st.waiters.remove(&key).into_iter().flatten() {
             let _ = ack.send(());
         }
         if slot.ends_session {
