@@ -141,6 +141,16 @@ enum Raw {
     },
 }
 
+/// What a watch callback needs: the callbacks' channel and the generation
+/// its request was sent in. One per generation, shared by every watch set
+/// in it, so that a callback is one pointer: the client keeps each boxed
+/// for as long as its watch stands (an idle recipe's two watches, for
+/// hours).
+struct Stamp {
+    raw: mpsc::UnboundedSender<Raw>,
+    generation: u64,
+}
+
 /// What the client's callbacks share with the transport.
 struct Shared {
     /// The event stream (written by the pump task and `close`), the closed
@@ -150,6 +160,9 @@ struct Shared {
     shell: Shell,
     /// The callbacks' channel, read by the pump task.
     raw: mpsc::UnboundedSender<Raw>,
+    /// The watch callbacks' stamp for the newest generation a watch was
+    /// set in.
+    stamp: std::sync::Mutex<Option<Arc<Stamp>>>,
     /// Whether there are credentials to replay.
     has_auth: bool,
     /// Whether the current connection carries the credentials (always true
@@ -166,6 +179,7 @@ impl Shared {
         let (raw, raw_rx) = mpsc::unbounded_channel();
         let shared = Self {
             shell: Shell::new(events, op_timeout),
+            stamp: std::sync::Mutex::new(None),
             raw,
             has_auth,
             authenticated: watch::channel(!has_auth).0,
@@ -360,9 +374,29 @@ impl ZkAsyncTransport {
     /// A watch callback that only queues its event, with the generation its
     /// request was sent in; the pump drops it if a reconnect came since.
     fn watcher(&self, generation: u64) -> impl FnOnce(zka::WatchedEvent) + Send + 'static {
-        let shared = Arc::clone(&self.shared);
+        let stamp = {
+            let mut cached = self
+                .shared
+                .stamp
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match &*cached {
+                Some(stamp) if stamp.generation == generation => Arc::clone(stamp),
+                _ => {
+                    let stamp = Arc::new(Stamp {
+                        raw: self.shared.raw.clone(),
+                        generation,
+                    });
+                    *cached = Some(Arc::clone(&stamp));
+                    stamp
+                }
+            }
+        };
         move |event| {
-            let _ = shared.raw.send(Raw::Watch { generation, event });
+            let _ = stamp.raw.send(Raw::Watch {
+                generation: stamp.generation,
+                event,
+            });
         }
     }
 

@@ -179,7 +179,7 @@ async fn watches(monitor: &Monitor) -> Result<u64> {
 }
 
 /// Waits until the server holds at least `count` watches (B's waiters have
-/// all set theirs: nothing is in flight any more), then 500 ms more.
+/// all set theirs: every request has reached the server), then 500 ms more.
 async fn settled(monitor: &Monitor, count: u64, timeout: Duration) -> Result<()> {
     let by = Instant::now() + timeout;
     loop {
@@ -196,6 +196,24 @@ async fn settled(monitor: &Monitor, count: u64, timeout: Duration) -> Result<()>
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     Ok(())
+}
+
+/// Waits until the live heap stops moving: two readings 250 ms apart differ
+/// by less than a byte per recipe (for at most 10 s). The server holding
+/// every watch does not mean this process has handled every answer: on a
+/// loaded machine, thousands of answered requests (a client future each,
+/// some kilobytes) can still be waiting for the client's tasks, and were
+/// counted as the recipes' own.
+async fn heap_settled(n: usize) {
+    let mut last = live_heap();
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let now = live_heap();
+        if now.abs_diff(last) < n as u64 {
+            return;
+        }
+        last = now;
+    }
 }
 
 /// This process's memory by both meters at one moment.
@@ -262,6 +280,7 @@ pub async fn zookeeper_client(settings: &ManySettings, monitor: &Monitor) -> Res
         }
         // Each waiter watches the node before its own.
         settled(monitor, watches_before + n as u64, settings.timeout).await?;
+        heap_settled(n).await;
         let (rss, heap) = Memory::now()?.per(before, n);
 
         let overhead = monitor.probe_overhead();
@@ -425,6 +444,7 @@ pub async fn zkelect(
         // the watches follow: each waiter watches its own node and the one
         // before it.
         settled(monitor, watches_before + 2 * n as u64, settings.timeout).await?;
+        heap_settled(n).await;
         let (rss, heap) = Memory::now()?.per(before, n);
         if let Some(i) = waiters.iter().position(|e| e.role().is_leader()) {
             return Err(anyhow!("B's election {i} leads while A holds it"));
