@@ -822,9 +822,10 @@ impl NoLeaks {
 /// its answer.
 #[derive(Debug, Default)]
 pub struct OneAnswer {
-    /// Emitted and not yet answered, sorted (a set over a vector: a few at a
-    /// time, checked twice per request).
-    pending: Vec<(usize, OpId)>,
+    /// Per process, its ops emitted and not yet answered (a handful at a
+    /// time, checked twice per request: a vector per process, searched
+    /// from its end, where the latest are).
+    pending: Vec<Vec<OpId>>,
 }
 
 impl Invariant<World> for OneAnswer {
@@ -838,24 +839,37 @@ impl Invariant<World> for OneAnswer {
 
     fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
         match *event {
-            Event::Emitted { pid, op } => match self.pending.binary_search(&(pid, op)) {
-                Ok(_) => return Err(format!("p{pid} emitted op {op} twice")),
-                Err(i) => self.pending.insert(i, (pid, op)),
-            },
-            Event::Answered { pid, op, .. } => match self.pending.binary_search(&(pid, op)) {
-                Ok(i) => {
-                    self.pending.remove(i);
+            Event::Emitted { pid, op } => {
+                if self.pending.len() <= pid {
+                    self.pending.resize_with(pid + 1, Vec::new);
                 }
-                Err(_) => {
+                let ops = &mut self.pending[pid];
+                if ops.iter().rev().any(|&o| o == op) {
+                    return Err(format!("p{pid} emitted op {op} twice"));
+                }
+                ops.push(op);
+            }
+            Event::Answered { pid, op, .. } => {
+                let answered = self.pending.get_mut(pid).and_then(|ops| {
+                    let i = ops.iter().rposition(|&o| o == op)?;
+                    ops.remove(i);
+                    Some(())
+                });
+                if answered.is_none() {
                     return Err(format!("p{pid} op {op} answered twice (or never emitted)"));
                 }
-            },
+            }
             Event::End => {
                 let unanswered: Vec<String> = self
                     .pending
                     .iter()
-                    .filter(|(pid, _)| !world.process(*pid).crashed)
-                    .map(|(pid, op)| format!("p{pid} {op}"))
+                    .enumerate()
+                    .filter(|&(pid, _)| !world.process(pid).crashed)
+                    .flat_map(|(pid, ops)| {
+                        let mut ops = ops.clone();
+                        ops.sort_unstable();
+                        ops.into_iter().map(move |op| format!("p{pid} {op}"))
+                    })
                     .collect();
                 if !unanswered.is_empty() {
                     return Err(format!("never answered: {}", unanswered.join(", ")));
@@ -977,5 +991,43 @@ impl Invariant<World> for Observers {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::swarm::{Overrides, Swarm};
+
+    #[test]
+    fn one_answer_catches_a_second_emission_and_a_second_answer() {
+        let world = World::new(1, Swarm::from_seed(1, Overrides::default()), None, false);
+        let mut checker = OneAnswer::default();
+        let answered = |pid, op| Event::Answered {
+            pid,
+            op: OpId(op),
+            stale: false,
+            role_before: Role::Idle,
+            role_after: Role::Idle,
+        };
+        let emitted = |pid, op| Event::Emitted { pid, op: OpId(op) };
+        assert!(checker.check(&world, &emitted(1, 7)).is_ok());
+        assert!(checker.check(&world, &emitted(0, 7)).is_ok());
+        assert!(checker.check(&world, &emitted(1, 8)).is_ok());
+        assert!(
+            checker.check(&world, &emitted(1, 7)).is_err(),
+            "emitted twice"
+        );
+        assert!(checker.check(&world, &answered(1, 7)).is_ok());
+        assert!(
+            checker.check(&world, &answered(1, 7)).is_err(),
+            "answered twice"
+        );
+        assert!(
+            checker.check(&world, &answered(2, 7)).is_err(),
+            "never emitted"
+        );
+        assert!(checker.check(&world, &answered(0, 7)).is_ok());
+        assert!(checker.check(&world, &answered(1, 8)).is_ok());
     }
 }

@@ -152,6 +152,65 @@ pub enum Tick {
     },
 }
 
+/// A library's timing for one session timeout, worked out once: the values
+/// [`Library::tick`] derives from the timeout on every call (each a few
+/// `Duration` multiplications and divisions, and the ticks were a tenth of a
+/// run's events), as whole milliseconds where a [`Timestamp`] takes them.
+/// [`Library::tick_paced`] with these gives exactly what `tick` gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pace {
+    /// The timeout these are for.
+    timeout: Duration,
+    /// Silence for at least this many ms loses the connection (2/3 T,
+    /// rounded up: a whole-ms silence reaches 2/3 T from there on).
+    lost_after_ms: u64,
+    /// The Java client: a ping every max(T/3, 1 ms), in ms.
+    java_every_ms: u64,
+    /// zookeeper-client: the tick (max(T/20, 1 ms)) in ns and in whole ms.
+    tick_ns: u128,
+    tick_ms: u64,
+    /// zookeeper-client: eight ticks, in ms.
+    eight_ticks_ms: u64,
+    /// zookeeper-client: the idle time before a ping (3 ticks, at most 10 s), in ms.
+    client_idle_ms: u64,
+    /// zookeeper-async: the idle time before a ping (max(2/3 T, 1 ms)), in ms.
+    async_idle_ms: u64,
+}
+
+/// Whole milliseconds in `d`, as a [`Timestamp`] adds it (truncated).
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Pace {
+    /// The timing of a session with `timeout`.
+    pub fn new(timeout: Duration) -> Self {
+        let one = Duration::from_millis(1);
+        let tick = (timeout / 20).max(one);
+        Self {
+            timeout,
+            lost_after_ms: u64::try_from((timeout * 2 / 3).as_nanos().div_ceil(1_000_000))
+                .unwrap_or(u64::MAX),
+            java_every_ms: ms((timeout / 3).max(one)),
+            tick_ns: tick.as_nanos(),
+            tick_ms: ms(tick),
+            eight_ticks_ms: ms(tick * 8),
+            client_idle_ms: ms((tick * 3).min(Duration::from_secs(10))),
+            async_idle_ms: ms((timeout * 2 / 3).max(one)),
+        }
+    }
+
+    /// The timeout these are for.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}
+
+/// `t` plus `ms` milliseconds, as `Timestamp + Duration` (saturating).
+fn plus(t: Timestamp, ms: u64) -> Timestamp {
+    Timestamp::from_millis(t.as_millis().saturating_add(ms))
+}
+
 impl Library {
     /// The library a zkelect candidate runs, by whether its client reports
     /// session ids (the swarm's `Knobs::session_ids`, drawn 7 in 10).
@@ -160,6 +219,62 @@ impl Library {
             Library::ZookeeperClient
         } else {
             Library::ZookeeperAsync
+        }
+    }
+
+    /// [`tick`](Self::tick) with the timing worked out beforehand
+    /// (`pace` is [`Pace::new`] of `c.timeout`): the same answer in whole
+    /// milliseconds, without a `Duration` operation.
+    pub fn tick_paced(self, now: Timestamp, c: &Clock, pace: &Pace) -> Tick {
+        debug_assert_eq!(pace.timeout, c.timeout, "a pace for another timeout");
+        let silent = now.as_millis().saturating_sub(c.last_recv.as_millis());
+        match self {
+            Library::Java => {
+                if silent >= pace.lost_after_ms {
+                    Tick::Lost
+                } else {
+                    Tick::Go {
+                        ping: true,
+                        next: plus(now, pace.java_every_ms),
+                    }
+                }
+            }
+            Library::ZookeeperClient => {
+                // As `tick`: the ticks fall at connected_at + n·tick, n ≥ 1,
+                // the product in ns then truncated to ms.
+                let at_tick = |x: Timestamp| {
+                    let since = x.as_millis().saturating_sub(c.connected_at.as_millis());
+                    // Truncation as in `tick` (`n as u32`).
+                    let n = since.div_ceil(pace.tick_ms).max(1) as u32;
+                    let offset = pace.tick_ns * u128::from(n) / 1_000_000;
+                    plus(c.connected_at, u64::try_from(offset).unwrap_or(u64::MAX))
+                };
+                let lost_at = at_tick(plus(c.last_recv, pace.eight_ticks_ms));
+                if now >= lost_at {
+                    return Tick::Lost;
+                }
+                let idle_until = plus(c.last_sent, pace.client_idle_ms);
+                let ping = !c.ping_out && now >= idle_until;
+                let next = if c.ping_out || ping {
+                    lost_at
+                } else {
+                    lost_at.min(at_tick(idle_until))
+                };
+                Tick::Go { ping, next }
+            }
+            Library::ZookeeperAsync => {
+                let due = plus(c.last_sent, pace.async_idle_ms);
+                if now < due {
+                    return Tick::Go {
+                        ping: false,
+                        next: due,
+                    };
+                }
+                Tick::Go {
+                    ping: c.idle && !c.ping_out,
+                    next: plus(now, pace.async_idle_ms),
+                }
+            }
         }
     }
 
@@ -218,6 +333,50 @@ impl Library {
                     ping: c.idle && !c.ping_out,
                     next: now + idle_for,
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// The paced tick is the tick, for every library, any clock and any
+        /// timeout (whole milliseconds or not).
+        #[test]
+        fn paced_tick_is_the_tick(
+            timeout_ns in 1_000_000u64..120_000_000_000,
+            whole_ms in proptest::bool::ANY,
+            connected in 0u64..100_000,
+            recv in 0u64..100_000,
+            sent in 0u64..100_000,
+            later in 0u64..200_000,
+            ping_out in proptest::bool::ANY,
+            idle in proptest::bool::ANY,
+        ) {
+            let timeout = Duration::from_nanos(if whole_ms {
+                timeout_ns / 1_000_000 * 1_000_000
+            } else {
+                timeout_ns
+            });
+            let t = Timestamp::from_millis;
+            let clock = Clock {
+                connected_at: t(connected),
+                last_recv: t(connected + recv),
+                last_sent: t(connected + sent),
+                ping_out,
+                idle,
+                timeout,
+            };
+            let now = t(connected + later);
+            let pace = Pace::new(timeout);
+            for library in [Library::Java, Library::ZookeeperClient, Library::ZookeeperAsync] {
+                proptest::prop_assert_eq!(
+                    library.tick_paced(now, &clock, &pace),
+                    library.tick(now, &clock)
+                );
             }
         }
     }

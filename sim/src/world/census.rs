@@ -160,13 +160,15 @@ impl World {
             self.shares.resize(pid + 1, Census::default());
         }
         let share = self.census_of(pid);
-        if share != self.shares[pid] {
-            self.counts_version += 1;
+        self.generation += 1;
+        // Most recounts (a reply, a timer) leave the share as it was.
+        if share == self.shares[pid] {
+            return;
         }
+        self.counts_version += 1;
         self.census = self.census.minus(self.shares[pid]).plus(share);
         let q = self.procs[pid].queue;
         self.queue_census[q] = self.queue_census[q].minus(self.shares[pid]).plus(share);
         self.shares[pid] = share;
-        self.generation += 1;
     }
 }

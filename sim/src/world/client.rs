@@ -3,6 +3,7 @@
 //! declaring the connection lost, requests in flight and their answers, watch
 //! events handed to the application, closing.
 
+use std::rc::Rc;
 use std::time::Duration;
 
 use zkelect_core::{Input, OpId, Reply, Request, SessionEvent, Timestamp, WatchEvent, ZkCode};
@@ -10,7 +11,7 @@ use zkelect_core::{Input, OpId, Reply, Request, SessionEvent, Timestamp, WatchEv
 use super::hosting::wire;
 use super::{reply_text, short, Conn, Ev, Inflight, World, EVENT_LAG_MAX_MS};
 use crate::canary::Canary;
-use crate::client::{Clock, Library, Reconnected, Tick, TimeoutSource};
+use crate::client::{Clock, Library, Pace, Reconnected, Tick, TimeoutSource};
 use crate::invariant::Event;
 use crate::net::Way;
 
@@ -132,6 +133,26 @@ impl World {
         }
     }
 
+    /// What `library`'s timer does now ([`Library::tick`]), by the timing of
+    /// the clock's timeout, worked out once per timeout.
+    fn library_tick(&mut self, library: Library, clock: &Clock) -> Tick {
+        let pace = match self.pace {
+            Some(pace) if pace.timeout() == clock.timeout => pace,
+            _ => {
+                let pace = Pace::new(clock.timeout);
+                self.pace = Some(pace);
+                pace
+            }
+        };
+        let tick = library.tick_paced(self.now, clock, &pace);
+        debug_assert_eq!(
+            tick,
+            library.tick(self.now, clock),
+            "the paced tick differs"
+        );
+        tick
+    }
+
     /// Sets the client library's timer to `at` unless it is set earlier.
     fn schedule_tick(&mut self, pid: usize, at: Timestamp) {
         let p = &mut self.procs[pid];
@@ -160,7 +181,7 @@ impl World {
         };
         let library = self.library(pid);
         self.procs[pid].tick_at = None;
-        match library.tick(self.now, &clock) {
+        match self.library_tick(library, &clock) {
             Tick::Lost => self.disconnect(
                 pid,
                 match library {
@@ -200,7 +221,7 @@ impl World {
             idle: p.inflight.is_empty(),
             timeout: p.timeout,
         };
-        if let Tick::Go { next, .. } = self.library(pid).tick(self.now, &clock) {
+        if let Tick::Go { next, .. } = self.library_tick(self.library(pid), &clock) {
             self.schedule_tick(pid, next);
         }
     }
@@ -442,7 +463,7 @@ impl World {
             .canary_of(pid)
             .is_some_and(|c| c.answers_locally(&request))
         {
-            let result = Ok(Reply::Exists(None));
+            let result = Box::new(Ok(Reply::Exists(None)));
             return self.push(self.now, Ev::LocalReply { pid, op, result });
         }
         let h = self.procs[pid].host;
@@ -455,10 +476,11 @@ impl World {
         let gen = self.procs[h].gen;
         self.procs[h].last_to_server = self.now;
         let on_wire = wire(h, pid, op);
+        let request = Rc::new(request);
         self.procs[h].inflight.insert(
             on_wire,
             Inflight {
-                request: request.clone(),
+                request: Rc::clone(&request),
                 arrived: false,
                 pid,
                 op,

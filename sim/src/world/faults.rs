@@ -3,6 +3,7 @@
 //! operator does by hand in a one-off session (revoking a node, deleting the
 //! election, touching a node's data, creating a persistent look-alike).
 
+use std::rc::Rc;
 use std::time::Duration;
 
 use zkelect_core::{
@@ -233,11 +234,11 @@ impl World {
     pub(super) fn drop_connection(&mut self, pid: usize, applied: bool) {
         if let (true, Some(s)) = (self.server_up(), self.procs[pid].session) {
             if self.procs[pid].conn == Conn::Connected {
-                let pending: Vec<Request> = self.procs[pid]
+                let pending: Vec<Rc<Request>> = self.procs[pid]
                     .inflight
                     .values()
                     .filter(|sent| !sent.arrived)
-                    .map(|sent| sent.request.clone())
+                    .map(|sent| Rc::clone(&sent.request))
                     .collect();
                 let n = if applied && !pending.is_empty() {
                     self.rng.range(1, pending.len() as u64) as usize

@@ -44,6 +44,7 @@
 //! once dead sessions had time to expire, the run ends with the leak check.
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::time::Duration;
 
 use zkelect_core::name::Access;
@@ -54,6 +55,7 @@ use zkelect_core::{
 
 use crate::canary::Canary;
 use crate::choice::Choices;
+use crate::client::Pace;
 use crate::foreign::{Agent, CuratorLatch, KazooLock, Scheme};
 pub use crate::invariant::Violation;
 use crate::invariant::{Event, Holds, Invariant, Kinds};
@@ -125,15 +127,22 @@ pub enum Phase {
     Closing,
 }
 
+/// An event of the world. Its payloads (a request, a reply) live behind a
+/// pointer, so an event is small: a step moves it from the queue's slab to
+/// its handler a few times, and at 112 bytes those moves were a few percent
+/// of a run. Its kind is a plain tag byte (not folded into a niche of a
+/// field), which every step reads several times.
 #[derive(Debug, Clone)]
+#[repr(u8)]
 enum Ev {
     /// A request reaches the server; `cause` is the server change whose watch
-    /// event made the candidate send it, if it was sent on waking.
+    /// event made the candidate send it, if it was sent on waking. The client
+    /// keeps the same request among those in flight.
     Request {
         pid: usize,
         gen: u64,
         op: OpId,
-        request: Request,
+        request: Rc<Request>,
         cause: Option<u64>,
     },
     /// A reply reaches the client.
@@ -141,7 +150,7 @@ enum Ev {
         pid: usize,
         gen: u64,
         op: OpId,
-        result: Result<Reply, ZkCode>,
+        result: Box<Result<Reply, ZkCode>>,
     },
     /// A watch event reaches the client; `cause` names the server change.
     Watch {
@@ -190,7 +199,7 @@ enum Ev {
     LocalReply {
         pid: usize,
         op: OpId,
-        result: Result<Reply, ZkCode>,
+        result: Box<Result<Reply, ZkCode>>,
     },
     /// A leader's application checks its role and, if leading, writes.
     AppWrite { pid: usize },
@@ -208,6 +217,9 @@ enum Ev {
     /// The end: leak check and the last checks.
     End,
 }
+
+// Kept small: see `Ev`.
+const _: () = assert!(size_of::<Ev>() <= 64);
 
 impl Ev {
     /// The process that handles this event (and so waits while it is paused,
@@ -290,7 +302,7 @@ impl InflightTable {
 
 #[derive(Debug, Clone)]
 struct Inflight {
-    request: Request,
+    request: Rc<Request>,
     /// The server has it.
     arrived: bool,
     /// The machine that sent it, and under which of its own ids (the wire
@@ -573,6 +585,9 @@ pub struct World {
     /// Counts recounts that changed a process's share (a version of the
     /// census counts, for [`Holds::UntilCountsChange`]).
     counts_version: u64,
+    /// The client libraries' timing for the last session timeout asked
+    /// (the processes of a run mostly share one).
+    pace: Option<Pace>,
 }
 
 impl World {
@@ -683,6 +698,7 @@ impl World {
             shares: Vec::new(),
             generation: 0,
             counts_version: 0,
+            pace: None,
             swarm,
             knobs,
         };
@@ -891,7 +907,7 @@ impl World {
             .inflight
             .values()
             .filter(move |sent| sent.pid == pid)
-            .map(|sent| &sent.request)
+            .map(|sent| &*sent.request)
     }
 
     /// Every process, in pid order.
@@ -1346,7 +1362,7 @@ impl World {
                 gen,
                 op,
                 result,
-            } => self.reply_arrived(pid, gen, op, result),
+            } => self.reply_arrived(pid, gen, op, *result),
             Ev::Watch {
                 pid,
                 gen,
@@ -1393,7 +1409,7 @@ impl World {
             Ev::LocalFail { pid, op } => {
                 self.deliver_reply(pid, op, None, Err(ZkCode::ConnectionLoss));
             }
-            Ev::LocalReply { pid, op, result } => self.deliver_reply(pid, op, None, result),
+            Ev::LocalReply { pid, op, result } => self.deliver_reply(pid, op, None, *result),
             Ev::Resume { pid } => {
                 // Overlapping pauses end with the last one.
                 if self.procs[pid].paused_until.is_some_and(|t| t <= self.now) {
@@ -1493,7 +1509,14 @@ impl World {
         self.send_fired(fired);
     }
 
-    fn on_request(&mut self, pid: usize, gen: u64, op: OpId, request: Request, cause: Option<u64>) {
+    fn on_request(
+        &mut self,
+        pid: usize,
+        gen: u64,
+        op: OpId,
+        request: Rc<Request>,
+        cause: Option<u64>,
+    ) {
         if self.procs[pid].gen != gen || !self.linked(pid) {
             return;
         }
@@ -1513,7 +1536,7 @@ impl World {
         if let Some(cause) = cause {
             let pid = from;
             if matches!(
-                request,
+                *request,
                 Request::GetChildren { .. } | Request::GetData { .. }
             ) {
                 let allowed = self.herd.get(&cause).copied().unwrap_or(1);
@@ -1536,7 +1559,7 @@ impl World {
                 pid,
                 gen,
                 op,
-                result,
+                result: Box::new(result),
             },
         );
     }
