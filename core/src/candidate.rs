@@ -117,7 +117,7 @@ use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKi
 /// listing again. Only a persistent look-alike read in place of a watched node
 /// falls back (a watched node that goes costs a listing anyway: others may
 /// have gone unseen), so one spare per watch is plenty; each name kept costs
-/// every idle follower some 56 bytes.
+/// every idle follower 16 bytes (packed: `standing.rs`), 56 if not ours.
 const KEPT_PER_WATCH: usize = 2;
 
 /// How many past sessions' nonces a candidate remembers, to clear their nodes.

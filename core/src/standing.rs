@@ -10,6 +10,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::kept::{KeptName, Probe};
 use crate::zk::Stat;
 
 /// What a follower knows of a node it watches, beside its name (kept once, in
@@ -54,9 +55,17 @@ pub(crate) struct Standing {
     /// The participants below our node in the last listing that block it
     /// under its rule, nearest kept,
     /// oldest first, minus those seen gone since: the next predecessors to watch.
-    lower: Vec<String>,
-    /// How many more the listing showed below those kept in `lower`.
-    older: usize,
+    /// Packed ([`KeptName`]): 16 bytes a name, not 56, for every idle
+    /// follower of a session.
+    lower: Vec<KeptName>,
+    /// How many more the listing showed below those kept in `lower` (a
+    /// queue holds at most `i32::MAX` sequences, so 32 bits hold it).
+    older: u32,
+    /// Whether `watched` is exactly the names of the nearest entries of
+    /// `lower`, nearest first, as [`Self::next`] made it: then it need not
+    /// compare them again (each comparison unpacks a name). Cleared by every
+    /// change to either list; kept in `older`'s word, so it costs no byte.
+    synced: bool,
     /// For each node of `lower` found to have led (its leader marker): how many
     /// entries of `lower` are below it. Fewer than k nodes were below it when it
     /// led, and none can have been added since; see [`Self::below`].
@@ -120,8 +129,9 @@ impl Standing {
     /// Takes in a listing: `rank` nodes are below ours, of which `nearest`
     /// (oldest first) are the nearest ones kept.
     pub(crate) fn listed(&mut self, rank: usize, nearest: Vec<String>) {
-        self.older = rank - nearest.len();
-        self.lower = nearest;
+        self.older = u32::try_from(rank - nearest.len()).unwrap_or(u32::MAX);
+        self.lower = nearest.iter().map(|name| KeptName::new(name)).collect();
+        self.synced = false;
         self.marks.clear();
     }
 
@@ -134,10 +144,11 @@ impl Standing {
     /// them later only counts when fewer than k - 1 remain to choose from), plus
     /// it and those between it and us, all of which the listing showed and kept.
     pub(crate) fn below(&self, k: usize) -> usize {
-        let listed = self.older + self.lower.len();
+        let older = self.older as usize;
+        let listed = older + self.lower.len();
         self.marks
             .iter()
-            .map(|&m| (k - 1).min(self.older + m) + (self.lower.len() - m))
+            .map(|&m| (k - 1).min(older + m) + (self.lower.len() - m))
             .fold(listed, usize::min)
     }
 
@@ -145,6 +156,7 @@ impl Standing {
     pub(crate) fn forget_lower(&mut self) {
         self.lower = Vec::new();
         self.older = 0;
+        self.synced = false;
         self.marks = Vec::new();
     }
 
@@ -154,6 +166,7 @@ impl Standing {
         // no buffer from the time it followed.
         self.watched = Vec::new();
         self.notes = Vec::new();
+        self.synced = false;
     }
 
     /// The nodes watched, nearest first.
@@ -179,6 +192,7 @@ impl Standing {
             Some(i) => i,
             None => {
                 push_small(&mut self.watched, name.to_owned());
+                self.synced = false;
                 push_small(&mut self.notes, Note::default());
                 self.watched.len() - 1
             }
@@ -201,8 +215,10 @@ impl Standing {
     /// `name` is gone (or never counts, being persistent): it leaves the
     /// listing and the watches.
     pub(crate) fn remove(&mut self, name: &str) {
-        if let Some(i) = self.lower.iter().position(|n| n == name) {
+        let probe = Probe::new(name);
+        if let Some(i) = self.lower.iter().position(|n| n.matches(&probe)) {
             self.lower.remove(i);
+            self.synced = false;
             for m in &mut self.marks {
                 if i < *m {
                     *m -= 1;
@@ -211,6 +227,7 @@ impl Standing {
         }
         if let Some(i) = self.position(name) {
             self.watched.remove(i);
+            self.synced = false;
             self.notes.remove(i);
         }
     }
@@ -227,21 +244,26 @@ impl Standing {
             return Next::List;
         }
         let want = self.lower[self.lower.len() - k..].iter().rev();
-        if !want.clone().eq(self.watched.iter()) {
+        let synced = self.synced && self.watched.len() == k;
+        if !synced
+            && (self.watched.len() != k || !want.clone().zip(&self.watched).all(|(n, w)| n.is(w)))
+        {
             // Exactly k: the lists live as long as the follower waits.
             let mut watched = Vec::with_capacity(k);
             let mut notes = Vec::with_capacity(k);
-            for name in want {
+            for kept in want {
+                let name = kept.to_name();
                 let note = self
-                    .position(name)
+                    .position(&name)
                     .map(|i| std::mem::take(&mut self.notes[i]))
                     .unwrap_or_default();
-                watched.push(name.clone());
+                watched.push(name);
                 notes.push(note);
             }
             self.watched = watched;
             self.notes = notes;
         }
+        self.synced = true;
         self.notes
             .iter()
             .position(|n| !n.armed)
@@ -295,7 +317,8 @@ impl Standing {
     /// the listing between it and us, are below our node now. True if that
     /// lowered [`Self::below`].
     fn led(&mut self, name: &str, k: usize) -> bool {
-        let Some(i) = self.lower.iter().position(|n| n == name) else {
+        let probe = Probe::new(name);
+        let Some(i) = self.lower.iter().position(|n| n.matches(&probe)) else {
             return false;
         };
         let before = self.below(k);

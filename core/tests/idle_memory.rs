@@ -20,7 +20,7 @@ const INLINE_LIMIT: usize = 504;
 
 /// Bytes per idle follower (inline and heap) in a queue of ten, by rule, in
 /// the order of [`RULES`].
-const LIMITS: [usize; 5] = [779, 779, 1195, 779, 779];
+const LIMITS: [usize; 5] = [699, 699, 955, 699, 699];
 
 /// Bytes per idle holder (inline and heap), alone in its queue, by rule.
 const HOLDER_LIMITS: [usize; 5] = [571; 5];
