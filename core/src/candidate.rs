@@ -229,11 +229,11 @@ enum Step {
     /// Listing the children to find a create whose reply was lost.
     Recover,
     /// Reading a node found by nonce to check it belongs to this session.
-    Adopt { name: String },
+    Adopt { name: Box<str> },
     /// Listing the children to learn the queue.
     List,
     /// Setting a data watch on the predecessor.
-    Watch { pred: String },
+    Watch { pred: Box<str> },
     /// Waiting for a watch to fire (a follower).
     Wait,
     /// Leading: nothing to do on the main lane.
@@ -986,7 +986,7 @@ impl Candidate {
     /// Whether the main lane is on `Step::Watch { pred }` (compared without
     /// building that step).
     fn is_watching(&self, pred: &str) -> bool {
-        matches!(&self.step, Step::Watch { pred: p } if p == pred)
+        matches!(&self.step, Step::Watch { pred: p } if **p == *pred)
     }
 
     fn set_step(&mut self, step: Step) {
@@ -1102,7 +1102,10 @@ impl Candidate {
             ),
             Step::Adopt { name } => {
                 let path = self.child_path(&name);
-                (Purpose::Adopt(name), Request::GetData { path, watch: true })
+                (
+                    Purpose::Adopt(name.into()),
+                    Request::GetData { path, watch: true },
+                )
             }
             Step::List => {
                 let watch = self.config.strategy() == WatchStrategy::Parent;
@@ -1117,7 +1120,10 @@ impl Candidate {
                 // Under Parent the read only checks the node (the parent's
                 // watch wakes us), so it sets no watch of its own.
                 let watch = self.config.strategy() == WatchStrategy::Predecessor;
-                (Purpose::WatchPred(pred), Request::GetData { path, watch })
+                (
+                    Purpose::WatchPred(pred.into()),
+                    Request::GetData { path, watch },
+                )
             }
             Step::Delete => match &self.session.own {
                 Some(own) => (
@@ -1667,7 +1673,9 @@ impl Candidate {
                         },
                     );
                 }
-                self.set_step(Step::Adopt { name: found.name });
+                self.set_step(Step::Adopt {
+                    name: found.name.into(),
+                });
             }
         }
     }
@@ -1686,7 +1694,7 @@ impl Candidate {
     }
 
     fn on_adopt(&mut self, name: String, result: Result<Reply, ZkCode>) {
-        if self.step != (Step::Adopt { name: name.clone() }) {
+        if !matches!(&self.step, Step::Adopt { name: n } if **n == *name) {
             return;
         }
         match result {
@@ -1862,7 +1870,7 @@ impl Candidate {
             Next::List => self.set_step(Step::List),
             Next::Watch(pred) => {
                 if !self.is_watching(&pred) {
-                    self.set_step(Step::Watch { pred });
+                    self.set_step(Step::Watch { pred: pred.into() });
                 }
             }
             Next::Wait => self.step = Step::Wait,
@@ -2253,3 +2261,4 @@ mod tests {
         assert_eq!(ancestors("/a/b/c"), ["/a", "/a/b", "/a/b/c"]);
     }
 }
+
