@@ -2261,4 +2261,3 @@ mod tests {
         assert_eq!(ancestors("/a/b/c"), ["/a", "/a/b", "/a/b/c"]);
     }
 }
-
