@@ -130,7 +130,15 @@ impl Standing {
     /// (oldest first) are the nearest ones kept.
     pub(crate) fn listed(&mut self, rank: usize, nearest: Vec<String>) {
         self.older = u32::try_from(rank - nearest.len()).unwrap_or(u32::MAX);
-        self.lower = nearest.iter().map(|name| KeptName::new(name)).collect();
+        let kept = nearest.iter().map(|name| KeptName::new(name));
+        if self.lower.capacity() == nearest.len() {
+            // A listing most often keeps as many as the last: reuse the
+            // buffer (it stays exactly as long as it must be).
+            self.lower.clear();
+            self.lower.extend(kept);
+        } else {
+            self.lower = kept.collect();
+        }
         self.synced = false;
         self.marks.clear();
     }
