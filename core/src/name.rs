@@ -79,8 +79,15 @@ impl fmt::Display for NodeName {
 /// ```
 #[inline(always)]
 pub fn parse_sequence(s: &str) -> Option<i32> {
+    sequence_of(s.as_bytes())
+}
+
+/// [`parse_sequence`] of the bytes of a name's tail: a scan that found the
+/// tail by a byte index need not slice it as a `str` (a char-boundary check).
+#[inline(always)]
+fn sequence_of(bytes: &[u8]) -> Option<i32> {
     // One pass over the bytes: this runs once per child of every listing.
-    match s.as_bytes() {
+    match bytes {
         [b'-', digits @ ..] => {
             let magnitude = decimal(digits)?;
             let well_formed = match digits.len() {
@@ -253,16 +260,18 @@ fn scan<'a>(name: &'a str, stems: &Stems<'_>) -> Option<(i32, Kind<'a>, Access)>
     // once per child of every listing, hence always inlined: as a mere hint
     // it was dropped or kept as the crate's code-generation units fell). `-` is ASCII, so slicing next to it
     // stays on a char boundary.
+    // The rest after the nonce as bytes: only the sequence is read from it,
+    // which needs no `str` (and so no char-boundary checks per child).
     let (nonce, rest) = match name.strip_prefix(PROTECTED_MARKER) {
         Some(after) => match first_dash(after.as_bytes()) {
-            Some(dash) => (Some(&after[..dash]), &after[dash + 1..]),
-            None => (None, name),
+            Some(dash) => (Some(&after[..dash]), &after.as_bytes()[dash + 1..]),
+            None => (None, name.as_bytes()),
         },
-        None => (None, name),
+        None => (None, name.as_bytes()),
     };
     for &(stem, access) in &stems.ours[..stems.len] {
-        if starts_with(rest.as_bytes(), stem.as_bytes()) {
-            if let Some(seq) = parse_sequence(&rest[stem.len()..]) {
+        if starts_with(rest, stem.as_bytes()) {
+            if let Some(seq) = sequence_of(&rest[stem.len()..]) {
                 return Some((seq, Kind::Ours(nonce), access));
             }
         }
