@@ -264,7 +264,10 @@ fn scan<'a>(name: &'a str, stems: &Stems<'_>) -> Option<(i32, Kind<'a>, Access)>
     // which needs no `str` (and so no char-boundary checks per child).
     let (nonce, rest) = match name.strip_prefix(PROTECTED_MARKER) {
         Some(after) => match first_dash(after.as_bytes()) {
-            Some(dash) => (Some(&after[..dash]), &after.as_bytes()[dash + 1..]),
+            // `get`, not indexing: `-` is ASCII, so the slice is always
+            // there, and a caller that reads no nonce (a listing's scan)
+            // then drops its char-boundary check along with it.
+            Some(dash) => (after.get(..dash), &after.as_bytes()[dash + 1..]),
             None => (None, name.as_bytes()),
         },
         None => (None, name.as_bytes()),
