@@ -67,6 +67,16 @@ pub struct ManyRecord {
     pub bytes_per_idle_recipe: f64,
     /// Live-heap growth per queued (idle) waiter, bytes.
     pub heap_per_idle_recipe: f64,
+    /// Of that, the client library's: the live-heap growth of a fresh raw
+    /// client of the side's library while it holds the two watches an idle
+    /// waiter sets (a data watch on its own node and an exists watch on its
+    /// predecessor, set as the transport sets them), ÷ N, bytes. `None` on
+    /// the baseline, which is the library itself.
+    pub client_watches_per_idle_recipe: Option<f64>,
+    /// The rest: `heap_per_idle_recipe` less the client library's two
+    /// watches, bytes (zkelect's own state per idle recipe). `None` on the
+    /// baseline.
+    pub own_heap_per_idle_recipe: Option<f64>,
     /// Session close to all N failed over, ms.
     pub failover_all_ms: f64,
     /// Server packets (received + sent) in the failover window ÷ N.
@@ -305,6 +315,8 @@ pub async fn zookeeper_client(settings: &ManySettings, monitor: &Monitor) -> Res
             requests_per_start: requests,
             bytes_per_idle_recipe: rss,
             heap_per_idle_recipe: heap,
+            client_watches_per_idle_recipe: None,
+            own_heap_per_idle_recipe: None,
             failover_all_ms: (failover.as_secs_f64() * 1e4).round() / 10.0,
             packets_per_failover: (packets / n as f64 * 100.0).round() / 100.0,
         })
@@ -422,6 +434,9 @@ pub async fn zkelect(
 ) -> Result<ManyRecord> {
     let n = settings.elections;
     let admin = zkc_connect(&settings.connect).await?;
+    let library = client_watches(settings, monitor, transport).await;
+    let _ = delete_tree(&admin, &format!("{}-raw", settings.dir)).await;
+    let library = library?;
     let (a, a_transport) = zkelect_session(transport, &settings.connect).await?;
     let (b, _b_transport) = zkelect_session(transport, &settings.connect).await?;
     let (a_tx, mut a_held) = mpsc::unbounded_channel();
@@ -479,6 +494,8 @@ pub async fn zkelect(
             requests_per_start: requests,
             bytes_per_idle_recipe: rss,
             heap_per_idle_recipe: heap,
+            client_watches_per_idle_recipe: Some(library),
+            own_heap_per_idle_recipe: Some(heap - library),
             failover_all_ms: (failover.as_secs_f64() * 1e4).round() / 10.0,
             packets_per_failover: (packets / n as f64 * 100.0).round() / 100.0,
         })
@@ -490,6 +507,127 @@ pub async fn zkelect(
     let _ = tokio::time::timeout(bound, a.close()).await;
     let _ = delete_tree(&admin, &settings.dir).await;
     result
+}
+
+/// The client library alone holding what N idle waiters make it hold: a
+/// fresh raw client of the transport's library sets, per waiter, a data
+/// watch on one node (its own) and an exists watch on another (its
+/// predecessor), exactly the calls the transport makes, keeping each
+/// zookeeper-client `OneshotWatcher` alive; zookeeper-async's watches get a
+/// callback that does nothing. Settled as the recipes' phase is (the server
+/// holds every watch, then the live heap stops moving); live-heap growth ÷
+/// N, bytes. The 2N nodes are ephemerals of another session, under
+/// `{dir}-raw`, with paths as long as the recipes' (`…/e{i}/n_…`).
+async fn client_watches(
+    settings: &ManySettings,
+    monitor: &Monitor,
+    transport: ZkelectTransport,
+) -> Result<f64> {
+    let n = settings.elections;
+    let dir = format!("{}-raw", settings.dir);
+    let owner = zkc_connect(&settings.connect).await?;
+    let path = |i: usize, k: usize| format!("{dir}/e{i}/n_{k:010}");
+    // The run's own parent first, then per waiter `…/e{i}` and its two nodes.
+    owner
+        .create(
+            &dir,
+            b"",
+            &zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all()),
+        )
+        .await
+        .map_err(zk_err(format!("create({dir})")))?;
+    let mut creates: JoinSet<Result<()>> = JoinSet::new();
+    for i in 0..n {
+        let owner = owner.clone();
+        let (parent, own, predecessor) = (format!("{dir}/e{i}"), path(i, 1), path(i, 0));
+        creates.spawn(async move {
+            let persistent = zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all());
+            let ephemeral = zkc::CreateMode::Ephemeral.with_acls(zkc::Acls::anyone_all());
+            owner
+                .create(&parent, b"", &persistent)
+                .await
+                .map_err(zk_err(format!("create({parent})")))?;
+            for node in [predecessor, own] {
+                owner
+                    .create(&node, b"", &ephemeral)
+                    .await
+                    .map_err(zk_err(format!("create({node})")))?;
+            }
+            Ok(())
+        });
+    }
+    while let Some(created) = creates.join_next().await {
+        created.map_err(|e| anyhow!("a create task failed: {e}"))??;
+    }
+
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let watches_before = watches(monitor).await?;
+    let result = match transport {
+        ZkelectTransport::ZookeeperClient => {
+            let client = zkc_connect(&settings.connect).await?;
+            heap_settled(n).await;
+            let before = live_heap();
+            let mut sets: JoinSet<Result<[zkc::OneshotWatcher; 2]>> = JoinSet::new();
+            for i in 0..n {
+                let client = client.clone();
+                let (own, predecessor) = (path(i, 1), path(i, 0));
+                sets.spawn(async move {
+                    let (_, _, data) = client
+                        .get_and_watch_data(&own)
+                        .await
+                        .map_err(zk_err(format!("get_and_watch_data({own})")))?;
+                    let (_, exists) = client
+                        .check_and_watch_stat(&predecessor)
+                        .await
+                        .map_err(zk_err(format!("check_and_watch_stat({predecessor})")))?;
+                    // Kept, as a user must: a dropped `OneshotWatcher`
+                    // removes its watch.
+                    Ok([data, exists])
+                });
+            }
+            let mut kept = Vec::with_capacity(n);
+            while let Some(set) = sets.join_next().await {
+                kept.push(set.map_err(|e| anyhow!("a watch task failed: {e}"))??);
+            }
+            drop(sets);
+            settled(monitor, watches_before + 2 * n as u64, settings.timeout).await?;
+            heap_settled(n).await;
+            let grown = live_heap().saturating_sub(before);
+            drop(kept);
+            drop(client);
+            grown
+        }
+        ZkelectTransport::ZookeeperAsync => {
+            let zk = crate::latch::connect(&settings.connect).await?;
+            heap_settled(n).await;
+            let before = live_heap();
+            let mut sets: JoinSet<Result<()>> = JoinSet::new();
+            for i in 0..n {
+                let zk = std::sync::Arc::clone(&zk);
+                let (own, predecessor) = (path(i, 1), path(i, 0));
+                sets.spawn(async move {
+                    zk.get_data_w(&own, |_: zookeeper_async::WatchedEvent| {})
+                        .await
+                        .with_context(|| format!("get_data_w({own})"))?;
+                    zk.exists_w(&predecessor, |_: zookeeper_async::WatchedEvent| {})
+                        .await
+                        .with_context(|| format!("exists_w({predecessor})"))?;
+                    Ok(())
+                });
+            }
+            while let Some(set) = sets.join_next().await {
+                set.map_err(|e| anyhow!("a watch task failed: {e}"))??;
+            }
+            drop(sets);
+            settled(monitor, watches_before + 2 * n as u64, settings.timeout).await?;
+            heap_settled(n).await;
+            let grown = live_heap().saturating_sub(before);
+            let _ = zk.close().await;
+            grown
+        }
+    };
+    drop(owner);
+    Ok((result as f64 / n as f64).round())
 }
 
 /// Deletes `path` and everything under it.
@@ -508,21 +646,29 @@ async fn delete_tree(client: &zkc::Client, path: &str) -> Result<()> {
     }
 }
 
+/// `1234 B`, or `–` where a side has no such figure (the baseline is the
+/// library itself).
+fn bytes_or_dash(bytes: Option<f64>) -> String {
+    bytes.map_or_else(|| "–".to_owned(), |b| format!("{b:.0} B"))
+}
+
 /// The records as a Markdown table.
 pub fn markdown(records: &[ManyRecord]) -> String {
     use std::fmt::Write as _;
     let mut out = String::from(
-        "| implementation | elections on one session | start-up (all held) | server requests per start | live heap per idle recipe | resident set per idle recipe | failover of all (session closed) | server packets per failover |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| implementation | elections on one session | start-up (all held) | server requests per start | live heap per idle recipe | of which the client library's two watches | zkelect's own (heap − library) | resident set per idle recipe | failover of all (session closed) | server packets per failover |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in records {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.0} ms | {:.2} | {:.0} B | {:.0} B | {:.0} ms | {:.2} |",
+            "| {} | {} | {:.0} ms | {:.2} | {:.0} B | {} | {} | {:.0} B | {:.0} ms | {:.2} |",
             r.side,
             r.elections,
             r.startup_ms,
             r.requests_per_start,
             r.heap_per_idle_recipe,
+            bytes_or_dash(r.client_watches_per_idle_recipe),
+            bytes_or_dash(r.own_heap_per_idle_recipe),
             r.bytes_per_idle_recipe,
             r.failover_all_ms,
             r.packets_per_failover
