@@ -221,3 +221,83 @@ fn pick(args: &RevokeArgs, info: &BTreeMap<String, NodeInfo>) -> anyhow::Result<
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::args::{Cli, Cmd};
+
+    fn args(extra: &[&str]) -> Result<StatusArgs, clap::Error> {
+        let base = ["zkelect", "status", "--connect", "h:1", "--path", "/l"];
+        let cli = Cli::try_parse_from(base.iter().chain(extra))?;
+        let Cmd::Status(status) = cli.command else {
+            panic!("not status")
+        };
+        Ok(status)
+    }
+
+    fn recipe(extra: &[&str]) -> Result<Recipe, Code> {
+        recipe_of(&args(extra).expect("parses")).map_err(|f| f.code)
+    }
+
+    #[test]
+    fn status_reads_the_recipe_its_flags_name() {
+        assert_eq!(recipe(&[]), Ok(Recipe::Election { leaders: 1 }));
+        assert_eq!(
+            recipe(&["--leaders", "3"]),
+            Ok(Recipe::Election { leaders: 3 })
+        );
+        assert_eq!(recipe(&["--recipe", "mutex"]), Ok(Recipe::Mutex));
+        assert_eq!(
+            recipe(&["--recipe", "semaphore", "--permits", "2"]),
+            Ok(Recipe::Semaphore { permits: 2 })
+        );
+        assert_eq!(recipe(&["--recipe", "read-write"]), Ok(Recipe::ReadWrite));
+        assert_eq!(
+            recipe(&["--recipe", "read-write", "--interop", "kazoo"]),
+            Ok(Recipe::ReadWrite)
+        );
+    }
+
+    #[test]
+    fn status_refuses_recipe_flags_that_name_no_queue() {
+        use clap::error::ErrorKind;
+        // clap's own refusals (exit 2).
+        let kind = |extra: &[&str]| args(extra).map(|_| ()).map_err(|e| e.kind());
+        assert_eq!(
+            kind(&["--recipe", "semaphore"]),
+            Err(ErrorKind::MissingRequiredArgument)
+        );
+        assert_eq!(
+            kind(&["--recipe", "mutex", "--leaders", "2"]),
+            Err(ErrorKind::ArgumentConflict)
+        );
+        assert_eq!(kind(&["--recipe", "lottery"]), Err(ErrorKind::InvalidValue));
+        // Ours: permits without a semaphore is a usage error; what a
+        // candidate's configuration refuses is a configuration error.
+        assert_eq!(recipe(&["--permits", "2"]), Err(Code::Usage));
+        assert_eq!(
+            recipe(&["--recipe", "mutex", "--permits", "2"]),
+            Err(Code::Usage)
+        );
+        assert_eq!(
+            recipe(&["--recipe", "semaphore", "--permits", "0"]),
+            Err(Code::Config)
+        );
+        assert_eq!(recipe(&["--leaders", "0"]), Err(Code::Config));
+        assert_eq!(
+            recipe(&[
+                "--recipe",
+                "semaphore",
+                "--permits",
+                "2",
+                "--interop",
+                "curator"
+            ]),
+            Err(Code::Config),
+            "a semaphore has no Curator names"
+        );
+    }
+}
