@@ -795,9 +795,10 @@ struct State {
     answered: Option<Timestamp>,
     probe: Probe,
     closing: bool,
-    /// A demotion was published this turn: the requests it led to (a
-    /// resign's delete) wait until the tasks it woke have had their turn.
-    demoted: bool,
+    /// A demotion or an election was published to a subscriber this turn:
+    /// the requests it led to (a resign's delete, a new leader's marker)
+    /// wait until the tasks it woke have had their turn.
+    told: bool,
     closers: Vec<oneshot::Sender<()>>,
 }
 
@@ -824,7 +825,7 @@ impl SessionDriver {
             answered: None,
             probe: Probe::Off,
             closing: false,
-            demoted: false,
+            told: false,
             closers: Vec::new(),
         };
         let mut control_open = true;
@@ -854,12 +855,15 @@ impl SessionDriver {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            // Zombie-proofing: a demoted application's tasks, woken by the
-            // published status, run before the requests that follow the
-            // demotion go out (a resign's delete lets the successor in). The
+            // The tasks woken by a published demotion or election run before
+            // the requests that follow it go out. For a demotion this is
+            // zombie-proofing (a resign's delete lets the successor in). For
+            // an election it is speed: the new holder's `acquire` (or `lead`)
+            // returns before the driver sends the marker and re-arms, not
+            // after (some 30 µs of a lock hand-off, bench/README.md). The
             // requests are polled only in the `select!` below, so one yield
             // here is enough; it costs a turn, not a thread's wake-up.
-            if std::mem::take(&mut st.demoted) {
+            if std::mem::take(&mut st.told) {
                 tokio::task::yield_now().await;
             }
             let wake = tokio::select! {
@@ -1253,9 +1257,10 @@ impl SessionDriver {
         let now = Moment::now(&self.clock);
         while let Some(notice) = slot.machine.poll_notice() {
             let failover = slot.note(&notice, now);
-            // Only a demotion someone may be waiting on is worth a yield (a
-            // lock's release usually has no one: its holder asked for it).
-            st.demoted |= matches!(notice, Notice::Demoted { .. }) && slot.outputs.watched();
+            // Only news someone may be waiting on is worth a yield (a lock's
+            // release usually has no one: its holder asked for it).
+            st.told |= matches!(notice, Notice::Demoted { .. } | Notice::Elected { .. })
+                && slot.outputs.watched();
             // The status goes out with each notice, so a watcher of the role
             // sees a demotion as soon as a subscriber of notices does.
             slot.publish(&self.clock, |s| count(s, &notice, failover));

@@ -440,6 +440,57 @@ async fn demotion_is_published_before_the_next_command_is_performed() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_new_holder_hears_of_its_hold_before_the_requests_that_follow_it_go_out() {
+    let order = Arc::new(Mutex::new(Vec::<String>::new()));
+    let log = Arc::clone(&order);
+    let created = Arc::new(Mutex::new(String::new()));
+    let mut mock = MockTransport::new();
+    mock.expect_perform().returning(move |request| {
+        let mut created = created.lock().unwrap();
+        match &request {
+            Request::Create { path, .. } => {
+                *created = format!("{path}0000000000");
+                Ok(Reply::Created {
+                    path: created.clone(),
+                    stat: stat(TOKEN),
+                })
+            }
+            // The lock's queue holds our node alone; our node has no children.
+            Request::GetChildren { path, .. } => Ok(Reply::Children(
+                created
+                    .strip_prefix(&format!("{path}/"))
+                    .map(|name| vec![name.to_owned()])
+                    .unwrap_or_default(),
+            )),
+            other => {
+                if matches!(other, Request::SetData { .. }) {
+                    log.lock().unwrap().push("marker performed".into());
+                }
+                answer(other)
+            }
+        }
+    });
+    mock.expect_close().returning(|| ());
+    let (_tx, rx) = events();
+    let session = crate::Session::from_transport(mock, rx);
+    let mutex = session.mutex("/locks/job");
+    let guard = tokio::time::timeout(Duration::from_secs(10), mutex.acquire())
+        .await
+        .expect("alone in the queue, the mutex is acquired")
+        .unwrap();
+    order.lock().unwrap().push("acquired".into());
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let order = order.lock().unwrap().clone();
+    assert_eq!(
+        order,
+        ["acquired", "marker performed"],
+        "the holder's acquire returns before the marker that follows its election goes out"
+    );
+    drop(guard);
+    session.close().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_stale_lease_demotes_before_a_queued_event_is_acted_on() {
     let transport = Scripted::default();
     let silent = Arc::clone(&transport.silent);

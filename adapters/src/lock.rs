@@ -151,9 +151,14 @@ impl Hold {
             return;
         };
         let (done, wait) = oneshot::channel();
-        if hold.link.send(Intent::Close { done })
-            && tokio::time::timeout(RELEASE_WAIT, wait).await.is_err()
-        {
+        if !hold.link.send(Intent::Close { done }) {
+            return;
+        }
+        // The send woke the driver: one yield lets it run (and send the
+        // delete) before this task arms its deadline, not after, so the next
+        // holder is told a turn sooner.
+        tokio::task::yield_now().await;
+        if tokio::time::timeout(RELEASE_WAIT, wait).await.is_err() {
             tracing::debug!(
                 path = &*hold.writer.path,
                 "release: the node's deletion goes on in the background"
