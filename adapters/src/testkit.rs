@@ -359,40 +359,19 @@ impl TestZk {
 
     /// Records the terms of `election` under the name `who` (see
     /// [`history`](Self::history)). Call it right after joining.
+    ///
+    /// The role it has now is recorded before this returns, so a term that
+    /// is already running is in the history however soon it ends; the
+    /// changes after it are recorded by a task.
     pub fn track(&self, who: impl Into<String>, election: &Election) {
         let who = who.into();
         let log = self.log.clone();
         let mut roles = election.changes();
+        record_role(&log, &who, *roles.borrow_and_update());
         tokio::spawn(async move {
-            loop {
+            while roles.changed().await.is_ok() {
                 let role = *roles.borrow_and_update();
-                if let Ok(mut l) = log.lock() {
-                    let at = Instant::now().saturating_duration_since(l.epoch);
-                    let open = l
-                        .terms
-                        .iter_mut()
-                        .rev()
-                        .find(|t| t.who == who && t.until.is_none());
-                    match (open, role) {
-                        (Some(t), Role::Leader(token)) if t.token == token => {}
-                        (open, Role::Leader(token)) => {
-                            if let Some(t) = open {
-                                t.until = Some(at);
-                            }
-                            l.terms.push(Term {
-                                who: who.clone(),
-                                token,
-                                from: at,
-                                until: None,
-                            });
-                        }
-                        (Some(t), _) => t.until = Some(at),
-                        (None, _) => {}
-                    }
-                }
-                if roles.changed().await.is_err() {
-                    return;
-                }
+                record_role(&log, &who, role);
             }
         });
     }
@@ -614,4 +593,33 @@ pub fn check_fencing(writes: &[Write], history: &[Term]) -> Result<(), FencingVi
         }
     }
     Ok(())
+}
+
+/// Opens, continues or closes `who`'s term in `log` for its role now.
+fn record_role(log: &Mutex<Log>, who: &str, role: Role) {
+    let Ok(mut l) = log.lock() else {
+        return;
+    };
+    let at = Instant::now().saturating_duration_since(l.epoch);
+    let open = l
+        .terms
+        .iter_mut()
+        .rev()
+        .find(|t| t.who == who && t.until.is_none());
+    match (open, role) {
+        (Some(t), Role::Leader(token)) if t.token == token => {}
+        (open, Role::Leader(token)) => {
+            if let Some(t) = open {
+                t.until = Some(at);
+            }
+            l.terms.push(Term {
+                who: who.to_owned(),
+                token,
+                from: at,
+                until: None,
+            });
+        }
+        (Some(t), _) => t.until = Some(at),
+        (None, _) => {}
+    }
 }
