@@ -753,6 +753,8 @@ enum Wake {
     Event(Option<TransportEvent>),
     Done(Answer),
     Timer,
+    /// A turn of its own for the metrics (see `State::unmirrored`).
+    Flush,
 }
 
 type Answer = (u64, Result<Reply, ZkCode>);
@@ -799,6 +801,12 @@ struct State {
     /// the requests it led to (a resign's delete, a new leader's marker)
     /// wait until the tasks it woke have had their turn.
     told: bool,
+    /// What metered machines have to tell the metrics facade since it was
+    /// last told, in order. It is told on the driver's next turn, after the
+    /// requests of this one have gone out: the facade builds a key per
+    /// series (an allocation, a hash), which would otherwise sit between a
+    /// release and its delete, or a takeover and its holder being told.
+    unmirrored: Vec<(Key, Mirror)>,
     closers: Vec<oneshot::Sender<()>>,
 }
 
@@ -826,6 +834,7 @@ impl SessionDriver {
             probe: Probe::Off,
             closing: false,
             told: false,
+            unmirrored: Vec::new(),
             closers: Vec::new(),
         };
         let mut control_open = true;
@@ -871,7 +880,11 @@ impl SessionDriver {
                 e = self.events.recv(), if events_open => Wake::Event(e),
                 Some(done) = st.tasks.next(), if !st.tasks.is_empty() => Wake::Done(done),
                 () = sleep_until(wake_at), if wake_at.is_some() => Wake::Timer,
+                // Pending on its first poll (the requests above go out in
+                // that poll), ready on the next.
+                () = tokio::task::yield_now(), if !st.unmirrored.is_empty() => Wake::Flush,
             };
+            self.flush_metrics(&mut st);
             // One clock reading per turn.
             let now = self.clock.now();
             // Zombie-proofing: whatever woke us, fire what is due before the
@@ -919,8 +932,9 @@ impl SessionDriver {
                     events_open = false;
                 }
                 Wake::Done(done) => self.answer(&mut st, now, done),
-                // Already handled above: deadlines are checked against the clock.
-                Wake::Timer => {}
+                // Already handled above: deadlines are checked against the
+                // clock, and the counters are mirrored on every turn.
+                Wake::Timer | Wake::Flush => {}
             }
             self.start_queued(&mut st);
             if st.closing && session_deadline.is_none() {
@@ -1237,11 +1251,12 @@ impl SessionDriver {
             Ok(_) => debug!(%op, "reply"),
             Err(code) => {
                 let timeout = *code == ZkCode::OperationTimeout;
-                slot.publish(&self.clock, |s| {
+                let moved = slot.publish(&self.clock, |s| {
                     s.stats.op_errors += 1;
                     s.stats.op_timeouts += u64::from(timeout);
                     true
                 });
+                note_moved(&mut st.unmirrored, key, moved);
                 debug!(%op, %code, "reply: error");
             }
         }
@@ -1256,14 +1271,15 @@ impl SessionDriver {
         };
         let now = Moment::now(&self.clock);
         while let Some(notice) = slot.machine.poll_notice() {
-            let failover = slot.note(&notice, now);
+            let failover = slot.note(&notice, now, &mut |m| st.unmirrored.push((key, m)));
             // Only news someone may be waiting on is worth a yield (a lock's
             // release usually has no one: its holder asked for it).
             st.told |= matches!(notice, Notice::Demoted { .. } | Notice::Elected { .. })
                 && slot.outputs.watched();
             // The status goes out with each notice, so a watcher of the role
             // sees a demotion as soon as a subscriber of notices does.
-            slot.publish(&self.clock, |s| count(s, &notice, failover));
+            let moved = slot.publish(&self.clock, |s| count(s, &notice, failover));
+            note_moved(&mut st.unmirrored, key, moved);
             if let Some(notices) = slot.outputs.views.get().and_then(|v| v.notices.get()) {
                 let _ = notices.send(notice);
             }
@@ -1297,10 +1313,11 @@ impl SessionDriver {
                 st.queued.push_back((id, request));
             }
         }
-        slot.publish(&self.clock, |s| {
+        let moved = slot.publish(&self.clock, |s| {
             s.stats.ops += ops;
             ops > 0
         });
+        note_moved(&mut st.unmirrored, key, moved);
         if let Some(waiters) = st.waiters.get_mut(&key) {
             if waiters.iter().any(|(w, _)| *w == Waiter::Settled) {
                 let (settled, closing): (Vec<_>, Vec<_>) = std::mem::take(waiters)
@@ -1337,7 +1354,34 @@ impl SessionDriver {
 
     /// Drops a machine that is done (or out of time): its last status, its
     /// closers, its watches and deadline.
+    /// Tells the metrics facade what the machines had to tell it.
+    fn flush_metrics(&self, st: &mut State) {
+        use metrics::{gauge, histogram};
+        for (key, mirror) in std::mem::take(&mut st.unmirrored) {
+            let Some(slot) = st.slots.get(&key) else {
+                continue;
+            };
+            let path = slot.machine.path();
+            match mirror {
+                Mirror::Counters(before) => {
+                    let after = slot.outputs.read(|s| s.stats);
+                    Facade::counters(path, &before, &after);
+                }
+                Mirror::Leader(value) => {
+                    gauge!("zkelect_leader", "path" => path.to_owned()).set(value);
+                }
+                Mirror::Histogram(name, d) => {
+                    histogram!(name, "path" => path.to_owned()).record(d);
+                }
+            }
+        }
+    }
+
     fn finish(&self, st: &mut State, key: Key) {
+        // What it has to tell the facade is told before it goes.
+        if st.unmirrored.iter().any(|(k, _)| *k == key) {
+            self.flush_metrics(st);
+        }
         let Some(mut slot) = st.slots.remove(&key) else {
             return;
         };
@@ -1374,17 +1418,17 @@ impl SessionDriver {
 }
 
 impl Slot {
-    /// Times a notice for the facade and logs it. Returns whether it was a
-    /// failover (a change from one leader to another).
-    fn note(&mut self, notice: &Notice, now: Moment) -> bool {
-        let path = self.machine.path();
-        let failover = self.facade.notice(
-            path,
-            self.machine.metered(),
-            notice,
-            self.machine.node(),
-            now,
-        );
+    /// Times a notice for the facade (its samples go to `mirror`, unless
+    /// the machine is not metered: see [`Machine::metered`]) and logs it.
+    /// Returns whether it was a failover (a change from one leader to
+    /// another).
+    fn note(&mut self, notice: &Notice, now: Moment, mirror: &mut impl FnMut(Mirror)) -> bool {
+        let failover = if self.machine.metered() {
+            self.facade.notice(notice, self.machine.node(), now, mirror)
+        } else {
+            self.facade
+                .notice(notice, self.machine.node(), now, &mut |_| {})
+        };
         match notice {
             Notice::Elected { token } => info!(token = token.0, "elected"),
             Notice::Demoted { reason } => info!(%reason, "demoted"),
@@ -1408,9 +1452,14 @@ impl Slot {
 
     /// Applies `count` (the driver's own counts: of a notice, of requests)
     /// to the status and brings the rest of it up to the machine; sends it
-    /// if anything changed, and mirrors the counters that moved into the
-    /// metrics facade.
-    fn publish(&mut self, clock: &Clock, count: impl FnOnce(&mut Status) -> bool) {
+    /// if anything changed. Returns the counters as they were before, if
+    /// they moved and the machine is metered (for [`note_moved`]).
+    #[must_use]
+    fn publish(
+        &mut self,
+        clock: &Clock,
+        count: impl FnOnce(&mut Status) -> bool,
+    ) -> Option<Metrics> {
         let stats = self.machine.stats();
         let role = self.machine.role();
         let node = self.machine.node();
@@ -1431,15 +1480,34 @@ impl Slot {
             changed |= replace(&mut s.lease, lease);
             mirror(&mut s.stats, &stats);
             if s.stats != before {
-                moved = Some((before, s.stats));
+                moved = Some(before);
                 changed = true;
             }
             changed
         });
-        if let Some((before, after)) = moved {
-            if self.machine.metered() {
-                Facade::counters(self.machine.path(), &before, &after);
-            }
+        moved.filter(|_| self.machine.metered())
+    }
+}
+
+/// One thing a metered machine has to tell the metrics facade.
+#[derive(Debug, Clone, Copy)]
+enum Mirror {
+    /// Its counters moved from these values to the status's.
+    Counters(Metrics),
+    /// `zkelect_leader` is now this.
+    Leader(f64),
+    /// A sample of this histogram.
+    Histogram(&'static str, Duration),
+}
+
+/// Files a metered machine's counters from before they moved, to be
+/// mirrored on the driver's next turn (see `State::unmirrored`). A
+/// machine's counters move in runs, so a repeat of the last entry is left
+/// out; any other repeat only mirrors a value twice.
+fn note_moved(unmirrored: &mut Vec<(Key, Mirror)>, key: Key, before: Option<Metrics>) {
+    if let Some(before) = before {
+        if !matches!(unmirrored.last(), Some((k, Mirror::Counters(_))) if *k == key) {
+            unmirrored.push((key, Mirror::Counters(before)));
         }
     }
 }
@@ -1569,40 +1637,30 @@ impl Facade {
         }
     }
 
-    /// Times what a notice ends; `own` is our node's name. The gauge and
-    /// the histograms are left alone unless `metered` (see
-    /// [`Machine::metered`]). Returns whether it was a failover (a change
-    /// from one leader to another).
+    /// Times what a notice ends; `own` is our node's name. What the gauge
+    /// and the histograms are to be told goes to `mirror`. Returns whether
+    /// it was a failover (a change from one leader to another).
     fn notice(
         &mut self,
-        path: &str,
-        metered: bool,
         notice: &Notice,
         own: Option<&str>,
         now: Moment,
+        mirror: &mut impl FnMut(Mirror),
     ) -> bool {
-        use metrics::{gauge, histogram};
         let since = |t: Option<Moment>| now.since(t.unwrap_or(now));
-        let leader = |value: f64| {
-            if metered {
-                gauge!("zkelect_leader", "path" => path.to_owned()).set(value);
-            }
-        };
-        let record = |name: &'static str, d: Duration| {
-            if metered {
-                histogram!(name, "path" => path.to_owned()).record(d);
-            }
-        };
         match notice {
             Notice::Joined { .. } => self.joined_at = Some(now),
             Notice::Elected { .. } => {
-                leader(1.0);
+                mirror(Mirror::Leader(1.0));
                 if let Some(joined) = self.joined_at.take() {
-                    record("zkelect_time_to_elect_seconds", since(Some(joined)));
+                    mirror(Mirror::Histogram(
+                        "zkelect_time_to_elect_seconds",
+                        since(Some(joined)),
+                    ));
                 }
             }
             Notice::Demoted { .. } => {
-                leader(0.0);
+                mirror(Mirror::Leader(0.0));
                 self.demoted_at = Some(now);
                 self.leader_lost_at.get_or_insert(now);
             }
@@ -1617,11 +1675,17 @@ impl Facade {
                 let seen = LeaderSeen::of(leader);
                 let failover = self.last_leader.is_some_and(|last| last != seen);
                 if failover {
-                    record("zkelect_failover_seconds", since(self.leader_lost_at));
+                    mirror(Mirror::Histogram(
+                        "zkelect_failover_seconds",
+                        since(self.leader_lost_at),
+                    ));
                 }
                 if Some(leader.as_str()) != own {
                     if let Some(demoted) = self.demoted_at.take() {
-                        record("zkelect_handoff_seconds", since(Some(demoted)));
+                        mirror(Mirror::Histogram(
+                            "zkelect_handoff_seconds",
+                            since(Some(demoted)),
+                        ));
                     }
                 }
                 self.leader_lost_at = None;

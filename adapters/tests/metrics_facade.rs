@@ -1,0 +1,136 @@
+//! What an election tells the metrics facade: its counters, the leader
+//! gauge and the latency histograms reach a recorder. The driver tells the
+//! facade on the turn after the one whose requests went out (so that the
+//! facade's work is not on a hand-off's path); this checks that it is told
+//! all the same, in order, and that a machine that stops still has its
+//! last word. Its own binary, for the global recorder.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use metrics::{
+    Counter, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+};
+use zkelect::memory::MemoryServer;
+use zkelect::Session;
+
+const PATH: &str = "/svc/metered";
+
+/// Counters and gauges (their last value), and histograms (how many
+/// samples), by name, for `path = PATH` only.
+#[derive(Default)]
+struct Store(Mutex<BTreeMap<String, Arc<Cell>>>);
+
+#[derive(Default)]
+struct Cell(AtomicU64);
+
+impl HistogramFn for Cell {
+    fn record(&self, _: f64) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Store {
+    fn cell(&self, key: &Key) -> Arc<Cell> {
+        assert!(
+            key.labels().any(|l| l.key() == "path" && l.value() == PATH),
+            "a series of another path: {key:?}"
+        );
+        let mut cells = self.0.lock().unwrap();
+        Arc::clone(cells.entry(key.name().to_owned()).or_default())
+    }
+
+    fn get(&self, name: &str) -> u64 {
+        self.0
+            .lock()
+            .unwrap()
+            .get(name)
+            .map_or(0, |c| c.0.load(Ordering::SeqCst))
+    }
+
+    fn gauge(&self, name: &str) -> f64 {
+        f64::from_bits(self.get(name))
+    }
+}
+
+struct Rec(Arc<Store>);
+
+impl Recorder for Rec {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(Arc::new(Forward(self.0.cell(key))))
+    }
+    fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::from_arc(Arc::new(Forward(self.0.cell(key))))
+    }
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::from_arc(self.0.cell(key))
+    }
+}
+
+/// A counter's or gauge's handle on a cell (the cell's own atomic).
+struct Forward(Arc<Cell>);
+
+impl metrics::CounterFn for Forward {
+    fn increment(&self, value: u64) {
+        self.0 .0.fetch_add(value, Ordering::SeqCst);
+    }
+    // Two elections on one path share a series: the larger count stands.
+    fn absolute(&self, value: u64) {
+        self.0 .0.fetch_max(value, Ordering::SeqCst);
+    }
+}
+
+impl metrics::GaugeFn for Forward {
+    fn increment(&self, _: f64) {}
+    fn decrement(&self, _: f64) {}
+    fn set(&self, value: f64) {
+        self.0 .0.store(value.to_bits(), Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn counters_the_leader_gauge_and_the_histograms_reach_the_recorder() {
+    let store = Arc::new(Store::default());
+    metrics::set_global_recorder(Rec(Arc::clone(&store))).expect("the only recorder");
+    let server = MemoryServer::new();
+    let session = Session::connect(server.settings(Duration::from_secs(4)))
+        .await
+        .unwrap();
+    let a = session.election(PATH).id("a").join().await.unwrap();
+    a.wait_leader().await.unwrap();
+    let b = session.election(PATH).id("b").join().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(store.get("zkelect_elections_total"), 1);
+    assert_eq!(store.gauge("zkelect_leader"), 1.0);
+    assert_eq!(store.get("zkelect_time_to_elect_seconds"), 1, "a sample");
+
+    // a steps down and queues again, b takes over: a's demotion, then b's
+    // election (the gauge's last word is b's: the series are labelled by
+    // path only), and a sees its successor lead.
+    a.resign(true).await.unwrap();
+    b.wait_leader().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(store.get("zkelect_demotions_total"), 1);
+    assert_eq!(store.gauge("zkelect_leader"), 1.0, "b leads");
+    assert_eq!(store.get("zkelect_time_to_elect_seconds"), 2);
+    assert_eq!(
+        store.get("zkelect_handoff_seconds"),
+        1,
+        "a saw its successor lead"
+    );
+
+    // The last word of a machine that stops (its close's requests) is told
+    // before it goes.
+    a.close().await;
+    b.close().await;
+    let ops = a.metrics().ops.max(b.metrics().ops);
+    assert!(ops > 0);
+    assert_eq!(store.get("zkelect_ops_total"), ops);
+    assert_eq!(store.gauge("zkelect_leader"), 0.0);
+    session.close().await;
+}
