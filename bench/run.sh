@@ -6,7 +6,7 @@
 # BENCHMARKS.md by hand: run this.
 #
 # Usage:
-#   bench/run.sh                 full run (N = 3, 50, 300; 30 rounds each)
+#   bench/run.sh                 full run (N = 3, 50, 300; 30 failover rounds, 200 hand-off rounds each)
 #   bench/run.sh --quick         a fast check of the pipeline (N = 3, 50; 5 rounds)
 #   bench/run.sh --skip-criterion  failover only (no cargo bench)
 #
@@ -41,9 +41,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 if [[ $quick -eq 1 ]]; then
-    candidates=3,50 rounds=5
+    candidates=3,50 rounds=5 handoff_rounds=5
 else
-    candidates=3,50,300 rounds=30
+    candidates=3,50,300 rounds=30 handoff_rounds=200
 fi
 if [[ -n "${ZKELECT_BENCH_CONNECT:-}" ]]; then
     server_args=(--connect "$ZKELECT_BENCH_CONNECT")
@@ -92,7 +92,7 @@ zk_version=$(jq -r 'select(.type=="server") | .version' "$work/rounds.jsonl" 2>/
     || grep -o '"version":"[^"]*"' "$work/rounds.jsonl" | head -1 | cut -d'"' -f4)
 
 # --- mutex hand-off ------------------------------------------------------------
-handoff=("$bench_bin" handoff "${server_args[@]}" --waiters "$candidates" --rounds "$rounds"
+handoff=("$bench_bin" handoff "${server_args[@]}" --waiters "$candidates" --rounds "$handoff_rounds"
          --json --markdown "$work/handoff.md")
 log "$(show "${handoff[@]}")"
 "${handoff[@]}" > "$work/handoff.jsonl" || die "the hand-off benchmark failed"

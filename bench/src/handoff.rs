@@ -112,6 +112,10 @@ pub struct HandoffSummary {
     pub zookeeper_client_ratio: f64,
     /// zkelect's median ÷ the floor's (the target: ≤ 1.2).
     pub zkelect_ratio: f64,
+    /// The same ratio in each quarter of the rounds, in order: how much one
+    /// run's figure moves with the machine's phases (a quarter has a
+    /// quarter of the samples, so it spreads wider than the whole).
+    pub zkelect_ratio_quarters: Vec<f64>,
     /// 90th percentiles, µs: floor, zookeeper-client, zkelect.
     pub p90_us: [f64; 3],
     /// Recorded zkelect hand-offs taken over on the delete notification
@@ -597,6 +601,25 @@ fn summarize(waiters: usize, records: &[HandoffRecord]) -> Result<HandoffSummary
     );
     let round = |x: f64| (x * 10.0).round() / 10.0;
     let ratio = |x: f64| (x / floor.median * 100.0).round() / 100.0;
+    let rounds = floor.count;
+    let quarter = rounds.div_ceil(4);
+    let in_quarter = |side: Side, q: usize| -> Vec<f64> {
+        records
+            .iter()
+            .filter(|r| r.side == side && r.round / quarter == q)
+            .map(|r| r.micros)
+            .collect()
+    };
+    let mut quarters = Vec::new();
+    for q in 0..rounds.div_ceil(quarter) {
+        let (Some(f), Some(z)) = (
+            Summary::of(&in_quarter(Side::Floor, q)),
+            Summary::of(&in_quarter(Side::Zkelect, q)),
+        ) else {
+            continue;
+        };
+        quarters.push((z.median / f.median * 100.0).round() / 100.0);
+    }
     Ok(HandoffSummary {
         kind: "handoff_summary",
         waiters,
@@ -606,6 +629,7 @@ fn summarize(waiters: usize, records: &[HandoffRecord]) -> Result<HandoffSummary
         zkelect_median_us: round(zkelect.median),
         zookeeper_client_ratio: ratio(zkc.median),
         zkelect_ratio: ratio(zkelect.median),
+        zkelect_ratio_quarters: quarters,
         p90_us: [round(floor.p90), round(zkc.p90), round(zkelect.p90)],
         zkelect_zero_rtt: records
             .iter()
@@ -634,13 +658,13 @@ async fn delete_tree(client: &zkc::Client, path: &str) -> Result<()> {
 pub fn markdown(summaries: &[HandoffSummary]) -> String {
     use std::fmt::Write as _;
     let mut out = String::from(
-        "| waiters | rounds | floor: delete→notify (median, p90) | zookeeper-client `lock` (median, p90) | zkelect (median, p90) | zookeeper-client ÷ floor | zkelect ÷ floor | zkelect on the notification alone | target ≤ 1.2× |\n|---:|---:|---:|---:|---:|---:|---:|---:|:---:|\n",
+        "| waiters | rounds | floor: delete→notify (median, p90) | zookeeper-client `lock` (median, p90) | zkelect (median, p90) | zookeeper-client ÷ floor | zkelect ÷ floor | zkelect ÷ floor per quarter of the rounds | zkelect on the notification alone | target ≤ 1.2× |\n|---:|---:|---:|---:|---:|---:|---:|:---|---:|:---:|\n",
     );
     for s in summaries {
         let ms = |us: f64| format!("{:.2} ms", us / 1000.0);
         let _ = writeln!(
             out,
-            "| {} | {} | {}, {} | {}, {} | {}, {} | {:.2}× | {:.2}× | {} of {} | {} |",
+            "| {} | {} | {}, {} | {}, {} | {}, {} | {:.2}× | {:.2}× | {} | {} of {} | {} |",
             s.waiters,
             s.rounds,
             ms(s.floor_median_us),
@@ -651,6 +675,11 @@ pub fn markdown(summaries: &[HandoffSummary]) -> String {
             ms(s.p90_us[2]),
             s.zookeeper_client_ratio,
             s.zkelect_ratio,
+            s.zkelect_ratio_quarters
+                .iter()
+                .map(|r| format!("{r:.2}"))
+                .collect::<Vec<_>>()
+                .join(", "),
             s.zkelect_zero_rtt,
             s.rounds,
             if s.zkelect_ratio <= 1.2 {

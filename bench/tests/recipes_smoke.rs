@@ -57,6 +57,12 @@ fn two_rounds_at_three_waiters_print_every_side_as_json() {
     assert!(summary[0]["zkelect_ratio"]
         .as_f64()
         .is_some_and(|r| r > 0.0));
+    // Two rounds make two "quarters" of one round each.
+    let quarters = summary[0]["zkelect_ratio_quarters"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no quarters: {stdout}"));
+    assert_eq!(quarters.len(), 2, "{stdout}");
+    assert!(quarters.iter().all(|q| q.as_f64().is_some_and(|r| r > 0.0)));
     assert!(
         stderr.contains("| waiters |"),
         "the table goes to stderr: {stderr}"
