@@ -802,10 +802,14 @@ struct State {
     /// wait until the tasks it woke have had their turn.
     told: bool,
     /// What metered machines have to tell the metrics facade since it was
-    /// last told, in order. It is told on the driver's next turn, after the
-    /// requests of this one have gone out: the facade builds a key per
-    /// series (an allocation, a hash), which would otherwise sit between a
-    /// release and its delete, or a takeover and its holder being told.
+    /// last told, in order. It is told at the start of the driver's next
+    /// turn, not in this one: the facade builds a key per series (an
+    /// allocation, a hash), which would otherwise sit between a release and
+    /// its delete, or a takeover and its holder being told. With nothing
+    /// else to do, the next turn comes right after the `select!` has sent
+    /// this turn's requests (see `Wake::Flush`); under load, it is whatever
+    /// wakes the driver next, so the facade is never more than a turn
+    /// behind.
     unmirrored: Vec<(Key, Mirror)>,
     closers: Vec<oneshot::Sender<()>>,
 }
@@ -880,8 +884,10 @@ impl SessionDriver {
                 e = self.events.recv(), if events_open => Wake::Event(e),
                 Some(done) = st.tasks.next(), if !st.tasks.is_empty() => Wake::Done(done),
                 () = sleep_until(wake_at), if wake_at.is_some() => Wake::Timer,
-                // Pending on its first poll (the requests above go out in
-                // that poll), ready on the next.
+                // Pending on its first poll (in which the requests of this
+                // turn go out, unless another branch is ready first), ready
+                // on the next: a turn for the facade when nothing else
+                // comes.
                 () = tokio::task::yield_now(), if !st.unmirrored.is_empty() => Wake::Flush,
             };
             self.flush_metrics(&mut st);
