@@ -811,11 +811,6 @@ struct State {
     /// wakes the driver next, so the facade is never more than a turn
     /// behind.
     unmirrored: Vec<(Key, Mirror)>,
-    /// Machines whose election was published to someone waiting on it this
-    /// turn: the rest of what they have to say (more notices, requests,
-    /// their deadline) is settled after the yield, so the woken task (a
-    /// lock's `acquire`) runs before that work, not after it.
-    resettle: Vec<Key>,
     closers: Vec<oneshot::Sender<()>>,
 }
 
@@ -844,34 +839,12 @@ impl SessionDriver {
             closing: false,
             told: false,
             unmirrored: Vec::new(),
-            resettle: Vec::new(),
             closers: Vec::new(),
         };
         let mut control_open = true;
         let mut events_open = true;
         let mut session_deadline: Option<Instant> = None;
         loop {
-            // The tasks woken by a published demotion or election run before
-            // the requests that follow it go out. For a demotion this is
-            // zombie-proofing (a resign's delete lets the successor in). For
-            // an election it is speed: the new holder's `acquire` (or `lead`)
-            // returns before the driver settles the rest of what the machine
-            // has to say (`State::resettle`) and sends the marker, not after
-            // (some 30 µs of a lock hand-off, bench/README.md). The requests
-            // are polled only in the `select!` below, so one yield here is
-            // enough; it costs a turn, not a thread's wake-up.
-            if std::mem::take(&mut st.told) {
-                tokio::task::yield_now().await;
-            }
-            if !st.resettle.is_empty() {
-                for key in std::mem::take(&mut st.resettle) {
-                    self.settle(&mut st, key);
-                }
-                self.start_queued(&mut st);
-                if st.told || !st.resettle.is_empty() {
-                    continue;
-                }
-            }
             if (st.closing || !control_open) && st.slots.is_empty() {
                 break;
             }
@@ -895,6 +868,17 @@ impl SessionDriver {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
+            // The tasks woken by a published demotion or election run before
+            // the requests that follow it go out. For a demotion this is
+            // zombie-proofing (a resign's delete lets the successor in). For
+            // an election it is speed: the new holder's `acquire` (or `lead`)
+            // returns before the driver sends the marker and re-arms, not
+            // after (some 30 µs of a lock hand-off, bench/README.md). The
+            // requests are polled only in the `select!` below, so one yield
+            // here is enough; it costs a turn, not a thread's wake-up.
+            if std::mem::take(&mut st.told) {
+                tokio::task::yield_now().await;
+            }
             let wake = tokio::select! {
                 c = self.control.recv(), if control_open => Wake::Control(c),
                 e = self.events.recv(), if events_open => Wake::Event(e),
@@ -1296,19 +1280,14 @@ impl SessionDriver {
             let failover = slot.note(&notice, now, &mut |m| st.unmirrored.push((key, m)));
             // Only news someone may be waiting on is worth a yield (a lock's
             // release usually has no one: its holder asked for it).
-            let watched = slot.outputs.watched();
-            let elected = matches!(notice, Notice::Elected { .. });
-            st.told |= (elected || matches!(notice, Notice::Demoted { .. })) && watched;
+            st.told |= matches!(notice, Notice::Demoted { .. } | Notice::Elected { .. })
+                && slot.outputs.watched();
             // The status goes out with each notice, so a watcher of the role
             // sees a demotion as soon as a subscriber of notices does.
             let moved = slot.publish(&self.clock, |s| count(s, &notice, failover));
             note_moved(&mut st.unmirrored, key, moved);
             if let Some(notices) = slot.outputs.views.get().and_then(|v| v.notices.get()) {
                 let _ = notices.send(notice);
-            }
-            if elected && watched {
-                st.resettle.push(key);
-                return;
             }
         }
         let mut ops = 0;
