@@ -939,7 +939,7 @@ impl SessionDriver {
                 }
                 Wake::Done(done) => self.answer(&mut st, now, done),
                 // Already handled above: deadlines are checked against the
-                // clock, and the counters are mirrored on every turn.
+                // clock, and the facade is told on every turn.
                 Wake::Timer | Wake::Flush => {}
             }
             self.start_queued(&mut st);
@@ -1358,8 +1358,6 @@ impl SessionDriver {
         }
     }
 
-    /// Drops a machine that is done (or out of time): its last status, its
-    /// closers, its watches and deadline.
     /// Tells the metrics facade what the machines had to tell it.
     fn flush_metrics(&self, st: &mut State) {
         use metrics::{gauge, histogram};
@@ -1383,6 +1381,8 @@ impl SessionDriver {
         }
     }
 
+    /// Drops a machine that is done (or out of time): its last status, its
+    /// closers, its watches and deadline.
     fn finish(&self, st: &mut State, key: Key) {
         // What it has to tell the facade is told before it goes.
         if st.unmirrored.iter().any(|(k, _)| *k == key) {
