@@ -7,21 +7,34 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+use async_trait::async_trait;
 
 use metrics::{
     Counter, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder, SharedString, Unit,
 };
+use zkelect::core::{Reply, Request, SessionEvent, ZkCode};
 use zkelect::memory::MemoryServer;
-use zkelect::Session;
+use zkelect::{Session, Transport, TransportEvent};
 
 const PATH: &str = "/svc/metered";
 
 /// Counters and gauges (their last value), and histograms (how many
-/// samples), by name, for `path = PATH` only.
+/// samples), by path and name.
 #[derive(Default)]
-struct Store(Mutex<BTreeMap<String, Arc<Cell>>>);
+struct Store(Mutex<BTreeMap<(String, String), Arc<Cell>>>);
+
+/// The one recorder of this binary, installed by the first test to ask.
+fn store() -> Arc<Store> {
+    static STORE: OnceLock<Arc<Store>> = OnceLock::new();
+    Arc::clone(STORE.get_or_init(|| {
+        let store = Arc::new(Store::default());
+        metrics::set_global_recorder(Rec(Arc::clone(&store))).expect("the only recorder");
+        store
+    }))
+}
 
 #[derive(Default)]
 struct Cell(AtomicU64);
@@ -34,20 +47,25 @@ impl HistogramFn for Cell {
 
 impl Store {
     fn cell(&self, key: &Key) -> Arc<Cell> {
-        assert!(
-            key.labels().any(|l| l.key() == "path" && l.value() == PATH),
-            "a series of another path: {key:?}"
-        );
+        let path = key
+            .labels()
+            .find(|l| l.key() == "path")
+            .map(|l| l.value().to_owned())
+            .unwrap_or_default();
         let mut cells = self.0.lock().unwrap();
-        Arc::clone(cells.entry(key.name().to_owned()).or_default())
+        Arc::clone(cells.entry((path, key.name().to_owned())).or_default())
     }
 
-    fn get(&self, name: &str) -> u64 {
+    fn at(&self, path: &str, name: &str) -> u64 {
         self.0
             .lock()
             .unwrap()
-            .get(name)
+            .get(&(path.to_owned(), name.to_owned()))
             .map_or(0, |c| c.0.load(Ordering::SeqCst))
+    }
+
+    fn get(&self, name: &str) -> u64 {
+        self.at(PATH, name)
     }
 
     fn gauge(&self, name: &str) -> f64 {
@@ -95,8 +113,7 @@ impl metrics::GaugeFn for Forward {
 
 #[tokio::test(start_paused = true)]
 async fn counters_the_leader_gauge_and_the_histograms_reach_the_recorder() {
-    let store = Arc::new(Store::default());
-    metrics::set_global_recorder(Rec(Arc::clone(&store))).expect("the only recorder");
+    let store = store();
     let server = MemoryServer::new();
     let session = Session::connect(server.settings(Duration::from_secs(4)))
         .await
@@ -132,5 +149,44 @@ async fn counters_the_leader_gauge_and_the_histograms_reach_the_recorder() {
     assert!(ops > 0);
     assert_eq!(store.get("zkelect_ops_total"), ops);
     assert_eq!(store.gauge("zkelect_leader"), 0.0);
+    session.close().await;
+}
+
+/// A server that refuses every create for want of rights (a fatal error),
+/// and answers nothing else.
+struct Refusing;
+
+#[async_trait]
+impl Transport for Refusing {
+    async fn perform(&self, request: Request) -> Result<Reply, ZkCode> {
+        match request {
+            Request::Create { .. } => Err(ZkCode::NoAuth),
+            _ => std::future::pending().await,
+        }
+    }
+
+    async fn close(&self) {}
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_machine_that_stops_on_the_turn_its_counters_move_still_tells_the_facade() {
+    const REFUSED: &str = "/svc/refused";
+    let store = store();
+    let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
+    events_tx
+        .send(TransportEvent::Session(SessionEvent::Connected {
+            session_id: None,
+            timeout: Duration::from_secs(4),
+        }))
+        .unwrap();
+    let session = Session::from_transport(Refusing, events);
+    // The create's refusal is counted as an op error, and the candidate
+    // stops on it, in one turn of the driver: the machine is gone before
+    // the facade's next turn.
+    let joined = session.election(REFUSED).id("x").join().await;
+    assert!(joined.is_err(), "a refused create stops the election");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(store.at(REFUSED, "zkelect_op_errors_total"), 1);
+    assert!(store.at(REFUSED, "zkelect_ops_total") >= 1);
     session.close().await;
 }
