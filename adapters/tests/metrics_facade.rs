@@ -1,9 +1,17 @@
-//! What an election tells the metrics facade: its counters, the leader
-//! gauge and the latency histograms reach a recorder. The driver tells the
-//! facade on the turn after the one whose requests went out (so that the
-//! facade's work is not on a hand-off's path); this checks that it is told
-//! all the same, in order, and that a machine that stops still has its
-//! last word. Its own binary, for the global recorder.
+//! What an election tells the metrics facade, through a recorder:
+//!
+//! * its counters, the leader gauge and the latency histograms reach it.
+//!   The driver tells the facade on the turn after the one whose requests
+//!   went out (so that the facade's work is not on a hand-off's path); it
+//!   is told all the same, in order, and a machine that stops still has
+//!   its last word;
+//! * an observation of an election this process takes part in leaves the
+//!   election's series alone: they are labelled by path only, and an
+//!   observer's counters (zero) or its close (the leader gauge to 0) would
+//!   otherwise overwrite the candidate's.
+//!
+//! One binary for every test of the facade: the recorder is global, so
+//! they share it, each on a path of its own.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +23,7 @@ use async_trait::async_trait;
 use metrics::{
     Counter, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder, SharedString, Unit,
 };
-use zkelect::core::{Reply, Request, SessionEvent, ZkCode};
+use zkelect::core::{Recipe, Reply, Request, SessionEvent, ZkCode};
 use zkelect::memory::MemoryServer;
 use zkelect::{Session, Transport, TransportEvent};
 
@@ -56,7 +64,7 @@ impl Store {
         Arc::clone(cells.entry((path, key.name().to_owned())).or_default())
     }
 
-    fn at(&self, path: &str, name: &str) -> u64 {
+    fn get(&self, path: &str, name: &str) -> u64 {
         self.0
             .lock()
             .unwrap()
@@ -64,12 +72,8 @@ impl Store {
             .map_or(0, |c| c.0.load(Ordering::SeqCst))
     }
 
-    fn get(&self, name: &str) -> u64 {
-        self.at(PATH, name)
-    }
-
-    fn gauge(&self, name: &str) -> f64 {
-        f64::from_bits(self.get(name))
+    fn gauge(&self, path: &str, name: &str) -> f64 {
+        f64::from_bits(self.get(path, name))
     }
 }
 
@@ -122,9 +126,13 @@ async fn counters_the_leader_gauge_and_the_histograms_reach_the_recorder() {
     a.wait_leader().await.unwrap();
     let b = session.election(PATH).id("b").join().await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(store.get("zkelect_elections_total"), 1);
-    assert_eq!(store.gauge("zkelect_leader"), 1.0);
-    assert_eq!(store.get("zkelect_time_to_elect_seconds"), 1, "a sample");
+    assert_eq!(store.get(PATH, "zkelect_elections_total"), 1);
+    assert_eq!(store.gauge(PATH, "zkelect_leader"), 1.0);
+    assert_eq!(
+        store.get(PATH, "zkelect_time_to_elect_seconds"),
+        1,
+        "a sample"
+    );
 
     // a steps down and queues again, b takes over: a's demotion, then b's
     // election (the gauge's last word is b's: the series are labelled by
@@ -132,11 +140,11 @@ async fn counters_the_leader_gauge_and_the_histograms_reach_the_recorder() {
     a.resign(true).await.unwrap();
     b.wait_leader().await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(store.get("zkelect_demotions_total"), 1);
-    assert_eq!(store.gauge("zkelect_leader"), 1.0, "b leads");
-    assert_eq!(store.get("zkelect_time_to_elect_seconds"), 2);
+    assert_eq!(store.get(PATH, "zkelect_demotions_total"), 1);
+    assert_eq!(store.gauge(PATH, "zkelect_leader"), 1.0, "b leads");
+    assert_eq!(store.get(PATH, "zkelect_time_to_elect_seconds"), 2);
     assert_eq!(
-        store.get("zkelect_handoff_seconds"),
+        store.get(PATH, "zkelect_handoff_seconds"),
         1,
         "a saw its successor lead"
     );
@@ -147,8 +155,8 @@ async fn counters_the_leader_gauge_and_the_histograms_reach_the_recorder() {
     b.close().await;
     let ops = a.metrics().ops.max(b.metrics().ops);
     assert!(ops > 0);
-    assert_eq!(store.get("zkelect_ops_total"), ops);
-    assert_eq!(store.gauge("zkelect_leader"), 0.0);
+    assert_eq!(store.get(PATH, "zkelect_ops_total"), ops);
+    assert_eq!(store.gauge(PATH, "zkelect_leader"), 0.0);
     session.close().await;
 }
 
@@ -186,7 +194,50 @@ async fn a_machine_that_stops_on_the_turn_its_counters_move_still_tells_the_faca
     let joined = session.election(REFUSED).id("x").join().await;
     assert!(joined.is_err(), "a refused create stops the election");
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(store.at(REFUSED, "zkelect_op_errors_total"), 1);
-    assert!(store.at(REFUSED, "zkelect_ops_total") >= 1);
+    assert_eq!(store.get(REFUSED, "zkelect_op_errors_total"), 1);
+    assert!(store.get(REFUSED, "zkelect_ops_total") >= 1);
+    session.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_observation_leaves_the_elections_metrics_alone() {
+    const OBSERVED: &str = "/svc/observed";
+    let store = store();
+    let server = MemoryServer::new();
+    let session = Session::connect(server.settings(Duration::from_secs(4)))
+        .await
+        .unwrap();
+    let election = session.election(OBSERVED).id("a").join().await.unwrap();
+    election.wait_leader().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let ops = election.metrics().ops;
+    assert!(ops > 0);
+    assert_eq!(store.get(OBSERVED, "zkelect_ops_total"), ops);
+    assert_eq!(store.gauge(OBSERVED, "zkelect_leader"), 1.0);
+
+    let observation = session
+        .observe(OBSERVED, Recipe::Election { leaders: 1 })
+        .start()
+        .await
+        .unwrap();
+    assert_eq!(observation.leader().map(|p| p.id), Some("a".into()));
+    // The observer has published its own counts by now (it listed and read).
+    assert_eq!(
+        store.get(OBSERVED, "zkelect_ops_total"),
+        election.metrics().ops,
+        "the observer's requests are not the election's"
+    );
+    observation.close().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        store.get(OBSERVED, "zkelect_ops_total"),
+        election.metrics().ops
+    );
+    assert_eq!(
+        store.gauge(OBSERVED, "zkelect_leader"),
+        1.0,
+        "a still leads"
+    );
+    election.close().await;
     session.close().await;
 }

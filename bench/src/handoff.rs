@@ -190,7 +190,7 @@ struct LetGo(Arc<std::sync::Mutex<Option<Instant>>>);
 
 impl LetGo {
     /// Notes the moment the holder lets go.
-    fn now(&self) {
+    fn mark_now(&self) {
         *self
             .0
             .lock()
@@ -320,7 +320,7 @@ async fn zkc_contender(
             });
             match orders.recv().await {
                 Some(Order::Release) => {
-                    reports.released.now();
+                    reports.released.mark_now();
                     drop(guard);
                 }
                 _ => return Ok(()),
@@ -416,7 +416,7 @@ async fn zkelect_contender(
                     });
                     match orders.recv().await {
                         Some(Order::Release) => {
-                            reports.released.now();
+                            reports.released.mark_now();
                             guard.release().await;
                         }
                         _ => return Ok(()),
