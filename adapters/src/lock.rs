@@ -26,11 +26,11 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 use zkelect_core::{
-    Candidate, Command, Config, DemotionReason, FencingToken, Input, Interop, Notice, Role, Rule,
-    Stat, Stats, Timestamp,
+    Candidate, Command, Config, DemotionReason, FencingToken, Input, Interop, Notice, Request,
+    Role, Rule, Stat, Stats, Timestamp,
 };
 
-use crate::driver::{Intent, Machine, Outputs, Status};
+use crate::driver::{perform, Deleting, Intent, Machine, Outputs, Status};
 use crate::election::{random_seed, set_data_result, Writer};
 use crate::error::{GuardedWriteError, LockError};
 use crate::session::{Link, Session};
@@ -146,24 +146,68 @@ impl Hold {
 
     /// Lets go of one reference; the last one closes the machine and waits
     /// (at most [`RELEASE_WAIT`]) for its node's deletion.
+    ///
+    /// A holder sends that delete itself, before its close reaches the
+    /// driver (see [`Deleting`]): the delete is what lets the next holder
+    /// in, and nothing of this hold's acts on it any more.
     async fn let_go(hold: Arc<Hold>) {
         let Some(hold) = Arc::into_inner(hold) else {
             return;
         };
         let (done, wait) = oneshot::channel();
-        if !hold.link.send(Intent::Close { done }) {
+        let Some((deleting, delete)) = hold.delete_ahead() else {
+            if !hold.link.send(Intent::Close { done }) {
+                return;
+            }
+            // The send woke the driver: one yield lets it run (and send the
+            // delete) before this task arms its deadline, not after, so the
+            // next holder is told a turn sooner.
+            tokio::task::yield_now().await;
+            Self::wait_deleted(&hold, wait).await;
+            return;
+        };
+        if !hold.link.send(Intent::Release { done, deleting }) {
             return;
         }
-        // The send woke the driver: one yield lets it run (and send the
-        // delete) before this task arms its deadline, not after, so the next
-        // holder is told a turn sooner.
-        tokio::task::yield_now().await;
-        if tokio::time::timeout(RELEASE_WAIT, wait).await.is_err() {
+        // The delete is polled after the driver was woken, so the client's
+        // writer, woken last, runs first. Dropped unanswered (this release
+        // cancelled, or out of time), the driver hears of a broken
+        // connection and the core deletes again: `NoNode` if this one landed.
+        Self::wait_deleted(&hold, async {
+            delete.await;
+            let _ = wait.await;
+        })
+        .await;
+    }
+
+    async fn wait_deleted(hold: &Hold, deleted: impl Future) {
+        if tokio::time::timeout(RELEASE_WAIT, deleted).await.is_err() {
             tracing::debug!(
                 path = &*hold.writer.path,
                 "release: the node's deletion goes on in the background"
             );
         }
+    }
+
+    /// While this hold holds (as its status says): its node's delete, ready
+    /// to send, and what the driver is to adopt of it.
+    fn delete_ahead(&self) -> Option<(Deleting, impl Future<Output = ()>)> {
+        let node = self.outputs.read(|s| match (&s.role, &s.node) {
+            (Role::Leader(_), Some(node)) => Some(node.clone()),
+            _ => None,
+        })?;
+        let transport = self.writer.transport.upgrade()?;
+        let path = format!("{}/{node}", self.writer.path);
+        let (answer, reply) = oneshot::channel();
+        let request = Request::Delete {
+            path: path.clone(),
+            version: None,
+        };
+        let delete = async move {
+            let (_, result) = perform(&transport, 0, request).await;
+            let _ = answer.send(result);
+        };
+        Some((Deleting { path, reply }, delete))
     }
 }
 

@@ -1,10 +1,17 @@
 //! Locks on the memory transport, in paused (virtual) time.
 
+use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use zkelect_core::{DemotionReason, Role};
+use async_trait::async_trait;
+use tokio::sync::{oneshot, watch};
+use zkelect_core::{DemotionReason, Reply, Request, Role, ZkCode};
 
+use super::{Deleting, Intent, LockGuard};
+use crate::driver::Status;
+use crate::memory::MemoryTransport;
 use crate::testkit::TestZk;
+use crate::transport::Transport;
 use crate::{GuardedWriteError, LockError, Session};
 
 const PATH: &str = "/locks/job";
@@ -223,16 +230,16 @@ async fn a_semaphore_lets_k_hold_at_once_and_no_more() {
         .unwrap()
         .is_none());
     assert_eq!(children(&zk, PATH).len(), 3);
-    let sem = std::sync::Arc::new(sem);
+    let sem = Arc::new(sem);
     let waiter = {
-        let sem = std::sync::Arc::clone(&sem);
+        let sem = Arc::clone(&sem);
         tokio::spawn(async move { sem.acquire().await })
     };
     settle().await;
     assert!(!waiter.is_finished());
     drop(held.remove(1));
     let fourth = waiter.await.unwrap().unwrap();
-    assert!(held.iter().all(crate::LockGuard::is_held) && fourth.is_held());
+    assert!(held.iter().all(LockGuard::is_held) && fourth.is_held());
     assert!(matches!(
         s.semaphore(PATH, 0).acquire().await,
         Err(LockError::Config(_))
@@ -248,15 +255,15 @@ async fn readers_share_a_writer_excludes_and_a_reader_behind_a_writer_waits() {
     let g1 = r1.read().acquire().await.unwrap();
     let g2 = r2.read().acquire().await.unwrap();
     assert!(g1.is_held() && g2.is_held(), "readers share");
-    let w = std::sync::Arc::new(s.rw_lock(PATH));
+    let w = Arc::new(s.rw_lock(PATH));
     let writer = {
-        let w = std::sync::Arc::clone(&w);
+        let w = Arc::clone(&w);
         tokio::spawn(async move { w.write().acquire().await })
     };
     settle().await;
-    let r3 = std::sync::Arc::new(s.rw_lock(PATH));
+    let r3 = Arc::new(s.rw_lock(PATH));
     let late_reader = {
-        let r3 = std::sync::Arc::clone(&r3);
+        let r3 = Arc::clone(&r3);
         tokio::spawn(async move { r3.read().acquire().await })
     };
     settle().await;
@@ -299,5 +306,173 @@ async fn guarded_writes_go_through_only_while_the_lock_is_held() {
         "{refused:?}"
     );
     assert_eq!(zk.server().data("/data").as_deref(), Some(&b"v1"[..]));
+    s.close().await;
+}
+
+/// Each delete a transport performs: its path, whether the releasing hold
+/// still led by its status when the delete went out (before the driver
+/// heard of the release, that is), and its answer (`None` while unanswered).
+type Deletes = Arc<StdMutex<Vec<(String, bool, Option<Result<(), ZkCode>>)>>>;
+
+/// The memory transport, noting its deletes; the first `hang_first` of
+/// them never answer (nor reach the server).
+struct NotingDeletes {
+    inner: MemoryTransport,
+    deletes: Deletes,
+    /// The releasing hold's status, once the test has one.
+    holder: Arc<StdMutex<Option<watch::Receiver<Status>>>>,
+    hang_first: usize,
+}
+
+#[async_trait]
+impl Transport for NotingDeletes {
+    async fn perform(&self, request: Request) -> Result<Reply, ZkCode> {
+        let Request::Delete { path, .. } = &request else {
+            return self.inner.perform(request).await;
+        };
+        let leading = self
+            .holder
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|s| matches!(s.borrow().role, Role::Leader(_)));
+        let n = {
+            let mut deletes = self.deletes.lock().unwrap();
+            deletes.push((path.clone(), leading, None));
+            deletes.len() - 1
+        };
+        if n < self.hang_first {
+            std::future::pending::<()>().await;
+        }
+        let result = self.inner.perform(request).await;
+        self.deletes.lock().unwrap()[n].2 = Some(result.as_ref().map(|_| ()).map_err(|c| *c));
+        result
+    }
+
+    async fn close(&self) {
+        self.inner.close().await;
+    }
+}
+
+fn noting_session(
+    zk: &TestZk,
+    hang_first: usize,
+) -> (
+    Session,
+    Deletes,
+    Arc<StdMutex<Option<watch::Receiver<Status>>>>,
+) {
+    let (inner, events) = zk.connect(TIMEOUT);
+    let deletes = Deletes::default();
+    let holder = Arc::default();
+    let transport = NotingDeletes {
+        inner,
+        deletes: Arc::clone(&deletes),
+        holder: Arc::clone(&holder),
+        hang_first,
+    };
+    (Session::from_transport(transport, events), deletes, holder)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_release_sends_its_delete_before_the_driver_closes_and_the_server_sees_it_once() {
+    let zk = TestZk::new();
+    let (s, deletes, holder) = noting_session(&zk, 0);
+    let (a, b) = (s.mutex(PATH), s.mutex(PATH));
+    let guard = a.acquire().await.unwrap();
+    let waiting = tokio::spawn(async move { b.acquire().await });
+    settle().await;
+    let status = guard.status();
+    *holder.lock().unwrap() = Some(status.clone());
+    let node = format!("{PATH}/{}", guard.node());
+    guard.release().await;
+    let next = waiting.await.unwrap().unwrap();
+    assert_ne!(
+        format!("{PATH}/{}", next.node()),
+        node,
+        "the waiter holds next"
+    );
+    assert_eq!(
+        *deletes.lock().unwrap(),
+        [(node.clone(), true, Some(Ok(())))],
+        "one delete of the released node, sent while its status still led \
+         (ahead of the driver), and the core's own delete adopted, not sent again"
+    );
+    assert_eq!(
+        status.borrow().role,
+        Role::Closed,
+        "the release closed the hold"
+    );
+    assert!(
+        !children(&zk, PATH)
+            .iter()
+            .any(|c| format!("{PATH}/{c}") == node),
+        "the released node is gone"
+    );
+    drop(next);
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_release_cancelled_with_its_delete_unanswered_still_deletes_the_node() {
+    let zk = TestZk::new();
+    let (s, deletes, _) = noting_session(&zk, 1);
+    let mutex = s.mutex(PATH);
+    let guard = mutex.acquire().await.unwrap();
+    let status = guard.status();
+    let node = format!("{PATH}/{}", guard.node());
+    // The release's own delete never answers; the release is given up on.
+    let cancelled = tokio::time::timeout(Duration::from_millis(10), guard.release()).await;
+    assert!(
+        cancelled.is_err(),
+        "the hung delete keeps the release waiting"
+    );
+    for _ in 0..50 {
+        if status.borrow().role == Role::Closed {
+            break;
+        }
+        settle().await;
+    }
+    assert_eq!(status.borrow().role, Role::Closed, "the core deleted again");
+    let deletes = deletes.lock().unwrap().clone();
+    assert_eq!(
+        deletes.len(),
+        2,
+        "the dropped delete, then the core's: {deletes:?}"
+    );
+    assert_eq!(deletes[1], (node, false, Some(Ok(()))));
+    assert!(children(&zk, PATH).is_empty(), "no node left behind");
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_delete_sent_ahead_for_another_node_is_not_taken_for_the_close_s_own() {
+    let zk = TestZk::new();
+    let (s, deletes, _) = noting_session(&zk, 0);
+    let mutex = s.mutex(PATH);
+    let guard = mutex.acquire().await.unwrap();
+    let node = format!("{PATH}/{}", guard.node());
+    let status = guard.status();
+    let LockGuard { hold, .. } = guard;
+    let hold = Arc::into_inner(hold).unwrap();
+    // A holder whose view of its status was a turn behind: its delete names
+    // a node the core is not deleting (answered by nobody here).
+    let (answer, reply) = oneshot::channel();
+    let (done, closed) = oneshot::channel();
+    assert!(hold.link.send(Intent::Release {
+        done,
+        deleting: Deleting {
+            path: format!("{PATH}/not-this-one"),
+            reply,
+        },
+    }));
+    tokio::time::timeout(Duration::from_secs(1), closed)
+        .await
+        .expect("the close ends on the core's own delete")
+        .unwrap();
+    assert!(answer.is_closed(), "the driver let go of the other delete");
+    assert_eq!(status.borrow().role, Role::Closed);
+    assert_eq!(*deletes.lock().unwrap(), [(node, false, Some(Ok(())))]);
+    assert!(children(&zk, PATH).is_empty());
     s.close().await;
 }
