@@ -378,38 +378,53 @@ fn noting_session(
 async fn a_release_sends_its_delete_before_the_driver_closes_and_the_server_sees_it_once() {
     let zk = TestZk::new();
     let (s, deletes, holder) = noting_session(&zk, 0);
-    let (a, b) = (s.mutex(PATH), s.mutex(PATH));
-    let guard = a.acquire().await.unwrap();
-    let waiting = tokio::spawn(async move { b.acquire().await });
-    settle().await;
-    let status = guard.status();
-    *holder.lock().unwrap() = Some(status.clone());
-    let node = format!("{PATH}/{}", guard.node());
-    guard.release().await;
-    let next = waiting.await.unwrap().unwrap();
-    assert_ne!(
-        format!("{PATH}/{}", next.node()),
-        node,
-        "the waiter holds next"
-    );
-    assert_eq!(
-        *deletes.lock().unwrap(),
-        [(node.clone(), true, Some(Ok(())))],
-        "one delete of the released node, sent while its status still led \
-         (ahead of the driver), and the core's own delete adopted, not sent again"
-    );
-    assert_eq!(
-        status.borrow().role,
-        Role::Closed,
-        "the release closed the hold"
-    );
-    assert!(
-        !children(&zk, PATH)
-            .iter()
-            .any(|c| format!("{PATH}/{c}") == node),
-        "the released node is gone"
-    );
-    drop(next);
+    let (a, b) = (Arc::new(s.mutex(PATH)), Arc::new(s.mutex(PATH)));
+    let mut guard = a.acquire().await.unwrap();
+    let mut waiter = Arc::clone(&b);
+    let mut waiting = tokio::spawn(async move { waiter.acquire().await });
+    // Handed back and forth: the release's delete and its own `NodeDeleted`
+    // race the release to the driver in every round, so a driver that took
+    // them in either order would fail here within a few rounds.
+    for round in 0..16 {
+        settle().await;
+        let status = guard.status();
+        *holder.lock().unwrap() = Some(status.clone());
+        let node = format!("{PATH}/{}", guard.node());
+        guard.release().await;
+        let next = waiting.await.unwrap().unwrap();
+        assert_ne!(
+            format!("{PATH}/{}", next.node()),
+            node,
+            "round {round}: the waiter holds next"
+        );
+        assert_eq!(
+            deletes.lock().unwrap().drain(..).collect::<Vec<_>>(),
+            [(node.clone(), true, Some(Ok(())))],
+            "round {round}: one delete of the released node, sent while its status still \
+             led (ahead of the driver), and the core's own delete adopted, not sent again"
+        );
+        let ended = status.borrow().clone();
+        assert_eq!(
+            (ended.role, ended.last_demotion),
+            (Role::Closed, Some(DemotionReason::Closed)),
+            "round {round}: the hold was released, not revoked"
+        );
+        assert!(
+            !children(&zk, PATH)
+                .iter()
+                .any(|c| format!("{PATH}/{c}") == node),
+            "round {round}: the released node is gone"
+        );
+        guard = next;
+        waiter = if round % 2 == 0 {
+            Arc::clone(&a)
+        } else {
+            Arc::clone(&b)
+        };
+        waiting = tokio::spawn(async move { waiter.acquire().await });
+    }
+    drop(guard);
+    waiting.abort();
     s.close().await;
 }
 
