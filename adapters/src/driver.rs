@@ -637,7 +637,11 @@ pub(crate) enum Intent {
 /// the driver drops it, and the core's own delete, when it comes, finds the
 /// node gone (`NoNode` ends a close as a delete does). A protected name
 /// carries its session's nonce, so a delete sent late can never reach
-/// another session's node.
+/// another session's node. The core dates the adopted delete's answer from
+/// when it emitted the delete, a little after it went out: that can only
+/// lengthen the lease of a machine that has already stopped holding (its
+/// close demoted it first), and the session's own contact is not dated
+/// from it at all (`NO_SPAN`).
 #[derive(Debug)]
 pub(crate) struct Deleting {
     /// The node's full path, as the core names it.
