@@ -26,8 +26,8 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 use zkelect_core::{
-    Candidate, Command, Config, DemotionReason, FencingToken, Input, Interop, Notice, Reply,
-    Request, Role, Rule, Stat, Stats, Timestamp, ZkCode,
+    Candidate, Command, Config, DemotionReason, FencingToken, Input, Interop, Notice, Request,
+    Role, Rule, Stat, Stats, Timestamp,
 };
 
 use crate::driver::{perform, Deleting, Intent, Machine, Outputs, Status};
@@ -86,7 +86,6 @@ impl Spec {
         }
         Ok(Arc::new(Hold {
             link,
-            ahead: std::sync::Mutex::default(),
             outputs,
             writer: Writer {
                 transport: self.session.transport(),
@@ -103,37 +102,6 @@ struct Hold {
     link: Link,
     outputs: Arc<Outputs>,
     writer: Writer,
-    /// The release's delete, made while the hold waits (see [`Ahead`]).
-    ahead: std::sync::Mutex<Option<Ahead>>,
-}
-
-/// What a release sends ahead of its close (see [`Deleting`]), made while
-/// the hold still waits, so a release builds no path and no channel before
-/// its delete is on its way. By temporary probes this took the release's
-/// own step from some 10 µs to 3, and its delete out some 5 µs sooner
-/// (what the transport allocates for the request now pays the cold start).
-struct Ahead {
-    /// The node it deletes: used only while the hold holds on it.
-    node: Box<str>,
-    request: Request,
-    deleting: Deleting,
-    answer: oneshot::Sender<Result<Reply, ZkCode>>,
-}
-
-impl Ahead {
-    fn new(path: &str, node: &str) -> Self {
-        let full = format!("{path}/{node}");
-        let (answer, reply) = oneshot::channel();
-        Self {
-            node: node.into(),
-            request: Request::Delete {
-                path: full.clone(),
-                version: None,
-            },
-            deleting: Deleting { path: full, reply },
-            answer,
-        }
-    }
 }
 
 /// What a hold was granted with.
@@ -159,9 +127,6 @@ impl Hold {
         loop {
             {
                 let s = status.borrow_and_update();
-                if let Some(node) = &s.node {
-                    self.prepare(node);
-                }
                 match s.role {
                     Role::Leader(token) | Role::Suspended(token) => {
                         let node = s.node.as_deref().unwrap_or_default().into();
@@ -224,37 +189,25 @@ impl Hold {
         }
     }
 
-    /// Makes the release's delete for `node`, unless it is made.
-    fn prepare(&self, node: &str) {
-        let mut ahead = self.ahead.lock().unwrap_or_else(PoisonError::into_inner);
-        if ahead.as_ref().is_none_or(|a| *a.node != *node) {
-            *ahead = Some(Ahead::new(&self.writer.path, node));
-        }
-    }
-
     /// While this hold holds (as its status says): its node's delete, ready
     /// to send, and what the driver is to adopt of it.
     fn delete_ahead(&self) -> Option<(Deleting, impl Future<Output = ()>)> {
-        let ahead = self
-            .ahead
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()?;
-        let holds = self
-            .outputs
-            .read(|s| matches!(s.role, Role::Leader(_)) && s.node.as_deref() == Some(&*ahead.node));
-        let transport = self.writer.transport.upgrade().filter(|_| holds)?;
-        let Ahead {
-            request,
-            deleting,
-            answer,
-            ..
-        } = ahead;
+        let node = self.outputs.read(|s| match (&s.role, &s.node) {
+            (Role::Leader(_), Some(node)) => Some(node.clone()),
+            _ => None,
+        })?;
+        let transport = self.writer.transport.upgrade()?;
+        let path = format!("{}/{node}", self.writer.path);
+        let (answer, reply) = oneshot::channel();
+        let request = Request::Delete {
+            path: path.clone(),
+            version: None,
+        };
         let delete = async move {
             let (_, result) = perform(&transport, 0, request).await;
             let _ = answer.send(result);
         };
-        Some((deleting, delete))
+        Some((Deleting { path, reply }, delete))
     }
 }
 
