@@ -953,14 +953,7 @@ impl SessionDriver {
             if std::mem::take(&mut st.told) {
                 tokio::task::yield_now().await;
             }
-            // The application's intents first: a releasing holder sends its
-            // node's delete itself right after its `Release` (see
-            // `Deleting`), so what that delete sets off (its own node's
-            // `NodeDeleted`, say) must not be acted on before the release it
-            // follows, or the hold would read as revoked. The other branches
-            // are the transport's, in no order the server fixes.
             let wake = tokio::select! {
-                biased;
                 c = self.control.recv(), if control_open => Wake::Control(c),
                 e = self.events.recv(), if events_open => Wake::Event(e),
                 Some(done) = st.tasks.next(), if !st.tasks.is_empty() => Wake::Done(done),
@@ -1013,7 +1006,20 @@ impl SessionDriver {
                         self.feed(&mut st, key, now, Input::Session(e));
                     }
                 }
-                Wake::Event(Some(TransportEvent::Watch(e))) => self.watch_fired(&mut st, now, e),
+                Wake::Event(Some(TransportEvent::Watch(e))) => {
+                    // The application's intents sent so far go first: a
+                    // releasing holder sends its node's delete itself right
+                    // after its `Release` (see `Deleting`), so what that
+                    // delete sets off (its own node's `NodeDeleted`) must not
+                    // be acted on before the release it follows, or the hold
+                    // would read as revoked. Only here: taking every intent
+                    // before anything else would hold a burst of joins'
+                    // replies back behind the whole burst.
+                    while let Ok(c) = self.control.try_recv() {
+                        self.control(&mut st, now, c);
+                    }
+                    self.watch_fired(&mut st, now, e);
+                }
                 Wake::Event(None) => {
                     debug!("the transport's event stream ended");
                     events_open = false;

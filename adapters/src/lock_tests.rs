@@ -385,7 +385,7 @@ async fn a_release_sends_its_delete_before_the_driver_closes_and_the_server_sees
     // Handed back and forth: the release's delete and its own `NodeDeleted`
     // race the release to the driver in every round, so a driver that took
     // them in either order would fail here within a few rounds.
-    for round in 0..16 {
+    for round in 0..64 {
         settle().await;
         let status = guard.status();
         *holder.lock().unwrap() = Some(status.clone());
