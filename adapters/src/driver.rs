@@ -216,31 +216,32 @@ fn adopt(
 }
 
 /// One request as the driver polls it, answered under the session's id.
-pub(crate) fn perform(transport: &Arc<dyn Transport>, id: u64, request: Request) -> Performing {
+fn perform(transport: &Arc<dyn Transport>, id: u64, request: Request) -> Performing {
     let transport = Arc::clone(transport);
-    Box::pin(async move {
-        // Every request is answered exactly once: a transport that
-        // panicked answers as a broken connection (the request may or
-        // may not have been applied, which the core knows how to handle).
-        // Unwind-safe: the transport's future is dropped after a panic,
-        // and nothing of the driver's is borrowed across it.
-        let result = AssertUnwindSafe(transport.perform(request))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|panic| {
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .copied()
-                    .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-                    .unwrap_or("(no message)");
-                warn!(
-                    panic = message,
-                    "the transport panicked performing a request"
-                );
-                Err(ZkCode::ConnectionLoss)
-            });
-        (id, result)
-    })
+    Box::pin(async move { (id, answered(&*transport, request).await) })
+}
+
+/// Performs `request`, answered exactly once: a transport that panicked
+/// answers as a broken connection (the request may or may not have been
+/// applied, which the core knows how to handle).
+pub(crate) async fn answered(transport: &dyn Transport, request: Request) -> Result<Reply, ZkCode> {
+    // Unwind-safe: the transport's future is dropped after a panic, and
+    // nothing of the caller's is borrowed across it.
+    AssertUnwindSafe(transport.perform(request))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            let message = panic
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("(no message)");
+            warn!(
+                panic = message,
+                "the transport panicked performing a request"
+            );
+            Err(ZkCode::ConnectionLoss)
+        })
 }
 
 /// Starts one request: the driver polls it from now on, in its own task.

@@ -30,7 +30,7 @@ use zkelect_core::{
     Role, Rule, Stat, Stats, Timestamp,
 };
 
-use crate::driver::{perform, Deleting, Intent, Machine, Outputs, Status};
+use crate::driver::{answered, Deleting, Intent, Machine, Outputs, Status};
 use crate::election::{random_seed, set_data_result, Writer};
 use crate::error::{GuardedWriteError, LockError};
 use crate::session::{Link, Session};
@@ -192,20 +192,18 @@ impl Hold {
     /// While this hold holds (as its status says): its node's delete, ready
     /// to send, and what the driver is to adopt of it.
     fn delete_ahead(&self) -> Option<(Deleting, impl Future<Output = ()>)> {
-        let node = self.outputs.read(|s| match (&s.role, &s.node) {
-            (Role::Leader(_), Some(node)) => Some(node.clone()),
+        let transport = self.writer.transport.upgrade()?;
+        let path = self.outputs.read(|s| match (&s.role, &s.node) {
+            (Role::Leader(_), Some(node)) => Some(format!("{}/{node}", self.writer.path)),
             _ => None,
         })?;
-        let transport = self.writer.transport.upgrade()?;
-        let path = format!("{}/{node}", self.writer.path);
         let (answer, reply) = oneshot::channel();
         let request = Request::Delete {
             path: path.clone(),
             version: None,
         };
         let delete = async move {
-            let (_, result) = perform(&transport, 0, request).await;
-            let _ = answer.send(result);
+            let _ = answer.send(answered(&*transport, request).await);
         };
         Some((Deleting { path, reply }, delete))
     }
