@@ -170,7 +170,8 @@ impl Hold {
             return;
         }
         // The delete is polled after the driver was woken, so the client's
-        // writer, woken last, runs first. Dropped unanswered (this release
+        // writer, woken last, runs first (tokio runs the task woken last
+        // next on this thread). Dropped unanswered (this release
         // cancelled, or out of time), the driver hears of a broken
         // connection and the core deletes again: `NoNode` if this one landed.
         Self::wait_deleted(&hold, async {

@@ -315,7 +315,8 @@ async fn guarded_writes_go_through_only_while_the_lock_is_held() {
 type Deletes = Arc<StdMutex<Vec<(String, bool, Option<Result<(), ZkCode>>)>>>;
 
 /// The memory transport, noting its deletes; the first `hang_first` of
-/// them never answer (nor reach the server).
+/// them never answer (nor reach the server). It has no `multi`: the tests
+/// that use it write nothing guarded.
 struct NotingDeletes {
     inner: MemoryTransport,
     deletes: Deletes,
@@ -461,7 +462,7 @@ async fn a_release_cancelled_with_its_delete_unanswered_still_deletes_the_node()
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_delete_sent_ahead_for_another_node_is_not_taken_for_the_close_s_own() {
+async fn a_delete_sent_ahead_for_another_node_is_not_adopted() {
     let zk = TestZk::new();
     let (s, deletes, _) = noting_session(&zk, 0);
     let mutex = s.mutex(PATH);
