@@ -8,7 +8,7 @@
 //! leader that waits for proof (the `SessionAware` policy) or is suspended
 //! (the `Standard` policy) stops leading before a successor can be elected.
 //!
-//! Pure rules over plain values; the machine in `candidate.rs` applies them.
+//! Pure rules over plain values; the machine in `candidate/` applies them.
 
 use std::time::Duration;
 

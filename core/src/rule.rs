@@ -16,7 +16,7 @@
 //! A node watches the `limit` nearest blocking nodes below it (a reader: the
 //! nearest writer below; a writer or mutex: its predecessor). Sequence numbers
 //! only grow, so the blocking nodes below a node can only go, never come: once
-//! a node holds, it holds until it leaves. The machine in `candidate.rs` is
+//! a node holds, it holds until it leaves. The machine in `candidate/` is
 //! the same for every rule; it asks the rule only [`Rule::blocks`] and
 //! [`Rule::limit`].
 

@@ -2,7 +2,7 @@
 //! them it watches, and what it learned from reading them.
 //!
 //! A pure value with no I/O and no notion of requests: the machine in
-//! `candidate.rs` decides what to send, this module only keeps the books and
+//! `candidate/` decides what to send, this module only keeps the books and
 //! answers "how many can be below us now" and "what to watch next". Every
 //! rule here leans on one fact of the recipe: sequence numbers only grow (under
 //! one incarnation of the election path), so the set of nodes below a node can

@@ -1,0 +1,874 @@
+//! The election state machine.
+//!
+//! # Rules of this module
+//!
+//! - Every transition of a candidate lives in this module (this file and
+//!   `state.rs`, `join.rs`, `follow.rs` beside it). It knows nothing of
+//!   ZooKeeper client types, clocks, threads or randomness: time comes in as
+//!   `now`, randomness as the configured seed, the world as [`Input`]s.
+//! - A reply is acted on only if its [`OpId`] is still in flight (`session.ops`);
+//!   anything else is stale and counted, never acted on.
+//! - The main lane has at most one request in flight; the own-node watch, the
+//!   leader marker and the liveness probe each have a lane of their own. The
+//!   in-flight map (`ops`, by [`OpId`], each with its `Purpose`) is the one
+//!   place that says what is in flight; a lane's state says only what the map
+//!   cannot (armed, waiting for proof of contact). So a candidate
+//!   never has two requests in flight for the same purpose, and never two watch
+//!   requests for the same path.
+//! - A create is never sent again while an earlier one may still be applied: a
+//!   create whose fate is unknown (ConnectionLoss) is *recovered* by listing the
+//!   children and looking for this session's nonce (the "protected" create of the
+//!   ZooKeeper recipe and of Curator's `withProtection`).
+//! - Arrival order is not trusted: a watch event may overtake the reply that set
+//!   the watch, and a reply may overtake an event the server sent first. Every
+//!   handler checks the current state rather than assuming a sequence.
+//! - Watch events carry a path and nothing else, so an event is taken as news
+//!   about the node watched now only when no other node can ever have borne
+//!   that path: a protected name, whose nonce is fresh for every create
+//!   ([`name::never_reused`]). Anything else is confirmed with a read.
+//!
+//! # Theory of operation
+//!
+//! The recipe: create `ELECTION/_c_<nonce>-n_` EPHEMERAL|SEQUENTIAL, list the
+//! children, the k lowest lead; a follower watches only the next lower node with
+//! `getData` (an `exists` watch on a node already gone would stay behind as a
+//! creation watch). Sequence numbers only grow, so the set of nodes below one's
+//! own can only shrink: when the predecessor goes and fewer than k nodes of the
+//! last listing remain below, the candidate leads on the notification itself
+//! (zero-round-trip takeover); otherwise it lists again.
+//!
+//! "Sequence numbers only grow" holds under one incarnation of the election
+//! path: deleted and recreated, it numbers from zero again. Three rules keep
+//! the takeover inside that guarantee:
+//!
+//! - every create draws a fresh nonce, so a protected name is never given to a
+//!   second node, and a listing that shows our own name shows our node's
+//!   incarnation of the path;
+//! - a `NodeDeleted` is acted on at once only for such a name; for any other
+//!   name it may be about an older node of that name (a wipe, then a late event:
+//!   found by the simulator), so the node is read again and the read decides;
+//! - a watched node read with a czxid not below our own node's, or other than
+//!   the one read before, was created after our node: it is not the
+//!   predecessor our listing showed, and the candidate lists again.
+//!
+//! # Rules
+//!
+//! The machine is the same for an election, a mutex, a semaphore and both
+//! sides of a read-write lock ([`Rule`](crate::Rule)): "the nodes below" above
+//! means the nodes below that *block* ours under its rule, and k its
+//! [`limit`](crate::Rule::limit). A reader counts only the writers below it and
+//! watches the nearest; everyone else counts every node below. Since blocking
+//! nodes below can only go, the zero-round-trip takeover holds for every rule:
+//! a reader whose watched writer was the only blocking node its listing showed
+//! holds on that writer's `NodeDeleted`.
+//!
+//! The leader marker: a new leader rewrites its node's data unchanged
+//! (`setData` expecting version 0). Its successor's data watch fires, the
+//! successor reads the node again and finds data version 1 with the bytes it
+//! read at version 0 of the same czxid: the node has led, so fewer than k
+//! nodes are below it, for good. A follower that listed before its predecessor
+//! led (in a rotation, always) thereby learns that its standing is as good as
+//! a fresh listing would show, and the predecessor's deletion elects it on the
+//! notification alone. Under the other rules the marker says "this node has
+//! held": fewer than k of the nodes blocking *it* were below it, for good. That
+//! bounds the nodes blocking *us* only if every node that blocks us blocks it
+//! too: true of every exclusive node, and of a reader for a reader (no writer
+//! below it, ever), but not of a reader for a writer (readers below it block the
+//! writer in any number), so a writer reads a reader's marker past and a reader,
+//! watched only by writers, writes none.
+//!
+//! Contact with the server is tracked as the send time of the newest request the
+//! server answered (`last_ack`): the server cannot expire the session before
+//! `last_ack + session timeout`. A probe every third of the timeout keeps it
+//! fresh; after two thirds without contact the link counts as suspended even if
+//! the client library has not noticed, and under the `SessionAware` policy a
+//! leader demotes itself at nine tenths, before the server could have expired it.
+//!
+//! # Where the rest lives
+//!
+//! - `lease.rs`: the pure rules of contact and leadership over time
+//!   (`link_ok`, `session_may_live`, the lease's expiry and next deadline).
+//! - `standing.rs`: a follower's books on the nodes below its own (the last
+//!   listing, the markers seen, the watched and armed nodes) and the rule of
+//!   how many can be below it now.
+//! - `candidate/state.rs`: the state, laid out so that impossible
+//!   combinations cannot be written down: each side lane is an enum, the
+//!   in-flight map is the only record of what is in flight, and everything of
+//!   one ZooKeeper session is one `SessionState`, replaced whole on expiry.
+//! - `candidate/join.rs`: joining and leaving the queue (the parents, the
+//!   protected create and its recovery, the listing, our node's delete).
+//! - `candidate/follow.rs`: following and leading (the watches below and on
+//!   our own node, the marker, contact and the lease, watch and session
+//!   events).
+//! - Here: the machine's public face (getters, intents, inputs, outputs) and
+//!   the main lane's bookkeeping (`emit`, `advance`, `issue_step`).
+
+use std::collections::{BTreeSet, VecDeque};
+use std::time::Duration;
+
+use crate::command::{Command, OpId};
+use crate::config::{Config, Interop, WatchStrategy};
+use crate::input::{Input, SessionEvent};
+use crate::kept::KeptName;
+use crate::lease::{Connection, Contact, Leadership};
+use crate::name::{self, NodeName, Origin};
+use crate::notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
+use crate::ops::OpTable;
+use crate::outbox::Outbox;
+use crate::standing::{Next, Standing};
+use crate::time::Timestamp;
+use crate::timer::{Backoff, Timer, TimerTable};
+use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
+
+mod follow;
+mod join;
+mod state;
+
+use join::ancestors;
+pub use state::Stats;
+use state::*;
+
+/// How many of the nearest lower nodes a follower remembers from a listing,
+/// per node it watches: those it watches, and as many to fall back to without
+/// listing again. Only a persistent look-alike read in place of a watched node
+/// falls back (a watched node that goes costs a listing anyway: others may
+/// have gone unseen), so one spare per watch is plenty; each name kept costs
+/// every idle follower 16 bytes (packed: `standing.rs`), 56 if not ours.
+const KEPT_PER_WATCH: usize = 2;
+
+/// How many past sessions' nonces a candidate remembers, to clear their nodes.
+const OLD_NONCES_KEPT: usize = 16;
+
+/// One participant in a leader election, as a pure state machine.
+///
+/// # Method kinds
+///
+/// - **(A) getters**: [`role`](Self::role), [`node`](Self::node),
+///   [`watching`](Self::watching), [`is_closed`](Self::is_closed), [`stats`](Self::stats).
+/// - **(B) inputs from the world**: [`handle`](Self::handle) (replies, watch events,
+///   session events) and [`handle_timeout`](Self::handle_timeout).
+/// - **(C) intents from the application**: [`join`](Self::join),
+///   [`resign`](Self::resign), [`close`](Self::close); all idempotent.
+/// - **(D) outputs**: [`poll_notice`](Self::poll_notice), [`poll_command`](Self::poll_command),
+///   [`poll_timeout`](Self::poll_timeout).
+///
+/// After any (B) or (C) call, drain the outputs in this order: notices (so a
+/// demotion reaches the application at the earliest moment), then commands, then
+/// the timeout. The queues are independent: draining after every input or once
+/// after many gives the same outputs.
+///
+/// `now` must not go backwards; a smaller `now` is treated as the last one seen.
+/// Every command must be answered exactly once with an [`Input::Reply`] carrying
+/// its [`OpId`] (an error such as `ConnectionLoss` is an answer).
+///
+/// # Panics
+///
+/// Never, whatever the inputs: a panic here is a bug.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use zkelect_core::*;
+///
+/// let config = Config::builder("/svc/leader", "node-a").nonce_seed(1).build()?;
+/// let mut c = Candidate::new(config);
+/// let t = Timestamp::from_millis(0);
+/// c.join(t);
+/// c.handle(t, Input::Session(SessionEvent::Connected {
+///     session_id: Some(SessionId(7)),
+///     timeout: Duration::from_secs(10),
+/// }));
+/// // A liveness probe first, then the create of the candidate's node.
+/// let commands: Vec<Command> = std::iter::from_fn(|| c.poll_command()).collect();
+/// assert!(matches!(commands[0].request, Request::Exists { .. }));
+/// assert!(matches!(commands[1].request, Request::Create { .. }));
+/// # Ok::<(), ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    config: Config,
+    now: Timestamp,
+    next_op: u64,
+    intent: Intent,
+    connection: Connection,
+    /// The negotiated timeout of the latest connection (zero before the first).
+    timeout: Duration,
+    /// Whether the latest connection said which session it is on: then a
+    /// silent move to another session is caught on connecting (the ids
+    /// differ), and the own-node watch need not read the node's owner.
+    ids_reported: bool,
+    /// Everything that belongs to one ZooKeeper session, replaced whole when
+    /// the session ends.
+    session: SessionState,
+    /// What only a candidate that lost a session or met a look-alike needs;
+    /// boxed, so the rest pay 8 bytes for it.
+    past: Option<Box<Past>>,
+    step: Step,
+    leadership: Leadership,
+    /// The link's last verdict ([`Self::link_ok`]), to act on its changes.
+    link_up: bool,
+    suspension: Suspension,
+    /// The oldest node of the last listing, as last reported (packed: it is
+    /// only compared).
+    last_leader: Option<KeptName>,
+    timers: TimerTable,
+    backoff: Backoff,
+    /// Notices and commands waiting to be polled.
+    outbox: Outbox,
+    stats: Counters,
+}
+
+impl Candidate {
+    /// A candidate that has not joined yet; call [`join`](Self::join).
+    pub fn new(config: Config) -> Self {
+        let backoff = Backoff::new(name::splitmix64(
+            config.nonce_seed() ^ 0x6a09_e667_f3bc_c908,
+        ));
+        Self {
+            config,
+            now: Timestamp::ZERO,
+            next_op: 1,
+            intent: Intent::Out,
+            connection: Connection::Pending,
+            timeout: Duration::ZERO,
+            ids_reported: false,
+            session: SessionState::new(0),
+            step: Step::Idle,
+            past: None,
+            leadership: Leadership::None,
+            link_up: false,
+            suspension: Suspension::Clear,
+            last_leader: None,
+            timers: TimerTable::default(),
+            backoff,
+            outbox: Outbox::default(),
+            stats: Counters::default(),
+        }
+    }
+
+    // ----- (A) getters -----------------------------------------------------
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// What the application should be doing now.
+    pub fn role(&self) -> Role {
+        match self.step {
+            Step::Done(End::Failed) => return Role::Failed,
+            Step::Done(End::Closed) => return Role::Closed,
+            _ => {}
+        }
+        match self.leadership {
+            Leadership::Active(t) => Role::Leader(t),
+            Leadership::Suspended(t) => Role::Suspended(t),
+            Leadership::None => match self.intent {
+                Intent::Out => Role::Idle,
+                _ => Role::Follower,
+            },
+        }
+    }
+
+    /// This candidate's node name (not the full path), once known.
+    pub fn node(&self) -> Option<&str> {
+        self.session.own.as_ref().map(|o| &*o.name)
+    }
+
+    /// The fencing token of this candidate's node, once known.
+    pub fn token(&self) -> Option<FencingToken> {
+        self.session.own.as_ref().map(|o| o.token)
+    }
+
+    /// The nearest node this candidate watches (its predecessor), if any.
+    pub fn watching(&self) -> Option<&str> {
+        self.session.standing.watched().first().map(String::as_str)
+    }
+
+    /// Every node this candidate watches, nearest first (k of them with k leaders).
+    pub fn watched(&self) -> &[String] {
+        self.session.standing.watched()
+    }
+
+    /// The session id, once known.
+    pub fn session_id(&self) -> Option<SessionId> {
+        self.session.id
+    }
+
+    /// True once [`close`](Self::close) has finished (or the client was closed).
+    pub fn is_closed(&self) -> bool {
+        self.step == Step::Done(End::Closed)
+    }
+
+    /// True once a fatal error stopped the candidate.
+    pub fn is_failed(&self) -> bool {
+        self.step == Step::Done(End::Failed)
+    }
+
+    /// Counters (a copy: the machine keeps them in 32 bits each, see [`Stats`]).
+    pub fn stats(&self) -> Stats {
+        self.stats.widen()
+    }
+
+    /// Send time of the newest request the server answered in this session: the
+    /// server cannot expire the session before this plus the session timeout.
+    pub fn last_contact(&self) -> Option<Timestamp> {
+        self.session.last_ack
+    }
+
+    /// The session timeout the server negotiated (zero before the first connection).
+    pub fn session_timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// While leading: the moment leadership lapses unless the server answers
+    /// again (two thirds of the session timeout after [`last_contact`](Self::last_contact)
+    /// under the `Standard` policy, nine tenths under `SessionAware`). Anything
+    /// acting for the leader (a supervised process, a lease) should stop by then.
+    pub fn lease_expiry(&self) -> Option<Timestamp> {
+        let Leadership::Active(_) = self.leadership else {
+            return None;
+        };
+        self.contact().expiry(self.config.policy())
+    }
+
+    /// The requests emitted and not yet answered, oldest first.
+    pub fn in_flight(&self) -> impl Iterator<Item = OpId> + '_ {
+        self.session.ops.keys()
+    }
+
+    // ----- (C) intents ------------------------------------------------------
+
+    /// Joins the election (or starts observing). Idempotent; after a resign in
+    /// progress it turns the resign into resign-and-rejoin.
+    pub fn join(&mut self, now: Timestamp) {
+        self.enter(now);
+        if self.is_done() {
+            return;
+        }
+        match self.intent {
+            Intent::In | Intent::Close => {}
+            Intent::Leave { .. } => self.intent = Intent::Leave { rejoin: true },
+            Intent::Out => {
+                self.intent = Intent::In;
+                self.step = Step::Create;
+            }
+        }
+        self.advance();
+    }
+
+    /// Steps down and leaves the queue: deletes this candidate's node, then
+    /// rejoins at the back if `rejoin`. A leader is demoted at once, before the
+    /// delete is confirmed. Idempotent.
+    pub fn resign(&mut self, now: Timestamp, rejoin: bool) {
+        self.enter(now);
+        if self.is_done() {
+            return;
+        }
+        match self.intent {
+            Intent::Out | Intent::Close => return,
+            Intent::Leave { .. } => {
+                self.intent = Intent::Leave { rejoin };
+                return;
+            }
+            Intent::In => {}
+        }
+        self.demote(DemotionReason::Resigned);
+        self.intent = Intent::Leave { rejoin };
+        self.start_leaving();
+        self.advance();
+    }
+
+    /// Leaves for good: deletes the node (retrying through connection loss; a
+    /// node already gone counts as deleted) and then stops. Idempotent.
+    pub fn close(&mut self, now: Timestamp) {
+        self.enter(now);
+        if self.is_done() {
+            return;
+        }
+        match self.intent {
+            Intent::Close => return,
+            Intent::Out => {
+                self.intent = Intent::Close;
+                self.finish_leaving();
+                return;
+            }
+            Intent::In | Intent::Leave { .. } => {}
+        }
+        self.demote(DemotionReason::Closed);
+        self.intent = Intent::Close;
+        self.start_leaving();
+        self.advance();
+    }
+
+    // ----- (B) inputs --------------------------------------------------------
+
+    /// Feeds one input from the world.
+    pub fn handle(&mut self, now: Timestamp, input: Input) {
+        self.enter(now);
+        if self.is_done() {
+            if let Input::Reply { op, .. } = &input {
+                if self.session.ops.remove(*op).is_none() {
+                    self.stats.stale_replies += 1;
+                }
+            }
+            return;
+        }
+        match input {
+            Input::Reply { op, result } => self.on_reply(op, result),
+            Input::Watch(event) => self.on_watch(event),
+            Input::Session(event) => self.on_session(event),
+        }
+        self.check_link();
+        self.advance();
+    }
+
+    /// The server answered a request of this machine's session that was
+    /// not this machine's own — another machine's on the same session, or a
+    /// driver's one probe for all of them — sent at `sent_at`: the server
+    /// cannot expire the session before `sent_at` + its timeout, exactly as
+    /// when one of our own requests is answered. So a driver that runs many
+    /// machines on one session sends one liveness probe per session, not
+    /// one per machine: each machine's probe falls due only when no contact
+    /// newer than a third of the timeout is known.
+    ///
+    /// The caller must only report requests sent on the current connection,
+    /// after the last session event it fed (an answer from before a
+    /// reconnect proves nothing about this connection). Ignored before the
+    /// first `Connected`, after expiry, and once done; a `sent_at` later
+    /// than `now` counts as `now`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zkelect_core::{Candidate, Config, Input, SessionEvent, Timestamp};
+    ///
+    /// let mut c = Candidate::new(Config::builder("/svc/leader", "a").build().unwrap());
+    /// let t = Timestamp::from_millis;
+    /// c.handle(t(0), Input::Session(SessionEvent::Connected { session_id: None, timeout: Duration::from_secs(3) }));
+    /// c.join(t(0));
+    /// while c.poll_command().is_some() {}
+    /// // Another request of the session, sent at 900 ms, answered at 950.
+    /// c.session_answered(t(950), t(900));
+    /// // The probe due at 1 s is not sent: contact is fresh until 1.9 s.
+    /// c.handle_timeout(t(1_000));
+    /// assert!(c.poll_command().is_none());
+    /// assert_eq!(c.poll_timeout(), Some(t(1_900)));
+    /// ```
+    pub fn session_answered(&mut self, now: Timestamp, sent_at: Timestamp) {
+        self.enter(now);
+        if self.is_done()
+            || !matches!(
+                self.connection,
+                Connection::Connected | Connection::Disconnected
+            )
+        {
+            return;
+        }
+        let sent_at = sent_at.min(self.now);
+        self.proof_of_contact();
+        self.session.last_ack = Some(self.session.last_ack.map_or(sent_at, |t| t.max(sent_at)));
+        self.check_link();
+        self.advance();
+    }
+
+    /// Fires every timer due at `now`. Spurious calls are harmless.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        self.enter(now);
+        // Every due timer is stopped before any is acted on. Backoff over
+        // (`Retry`): `advance` below re-issues the step. `Lease`: `enter`
+        // already re-checked the lease. Checked in place rather than through
+        // `take_expired`, whose vector cost an allocation on every timeout.
+        let now = self.now;
+        let due = |timers: &TimerTable, timer| timers.get(timer).is_some_and(|at| at <= now);
+        let probe_due = due(&self.timers, Timer::Probe);
+        for timer in [Timer::Retry, Timer::Probe, Timer::Lease] {
+            if due(&self.timers, timer) {
+                self.timers.stop(timer);
+            }
+        }
+        if probe_due {
+            // Contact proven within the last third (an answer to any
+            // request of the session: ours, or one fed by `session_answered`)
+            // makes the probe needless until it goes stale.
+            match self.session.last_ack {
+                Some(ack) if ack.plus_fraction(self.timeout, 1, 3) > self.now => {
+                    self.timers
+                        .set(Timer::Probe, ack.plus_fraction(self.timeout, 1, 3));
+                }
+                _ => self.send_probe(),
+            }
+        }
+        self.advance();
+    }
+
+    // ----- (D) outputs ------------------------------------------------------
+
+    /// The next notice for the application, if any. Drain before commands.
+    #[must_use]
+    pub fn poll_notice(&mut self) -> Option<Notice> {
+        self.outbox.poll_notice()
+    }
+
+    /// The next command for the driver to perform, if any.
+    #[must_use]
+    pub fn poll_command(&mut self) -> Option<Command> {
+        self.outbox.poll_command()
+    }
+
+    /// When to call [`handle_timeout`](Self::handle_timeout) next, if ever.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        self.timers.next()
+    }
+
+    // ----- plumbing ----------------------------------------------------------
+
+    /// Every entry point starts here: time only moves forward, and the lease is
+    /// checked against the clock before any input is acted on (a process that
+    /// froze must learn it lost contact before it trusts a queued event).
+    fn enter(&mut self, now: Timestamp) {
+        self.now = self.now.max(now);
+        self.check_link();
+    }
+
+    fn is_done(&self) -> bool {
+        matches!(self.step, Step::Done(_))
+    }
+
+    /// How many may hold at once, counting blocking nodes (k, or 1).
+    fn limit(&self) -> usize {
+        self.config.rule().limit()
+    }
+
+    /// Whether a holder marker on the watched node `pred` would bound the
+    /// nodes blocking ours (see [`Rule`]'s `learns_from_holder`).
+    fn learns_from_marker_on(&self, pred: &str) -> bool {
+        let rule = self.config.rule();
+        name::access_of(
+            pred,
+            self.config.prefix(),
+            self.config.interop(),
+            rule.recipe(),
+        )
+        .is_some_and(|access| rule.learns_from_holder(access))
+    }
+
+    fn own_path(&self) -> Option<String> {
+        self.session.own.as_ref().map(|o| self.child_path(&o.name))
+    }
+
+    /// `PATH/name`, built without the formatting machinery (a path is built
+    /// for nearly every request).
+    fn child_path(&self, name: &str) -> String {
+        let parent = self.config.path();
+        let mut path = String::with_capacity(parent.len() + 1 + name.len());
+        path.push_str(parent);
+        path.push('/');
+        path.push_str(name);
+        path
+    }
+
+    /// Whether `path` is `PATH/name`, compared in place.
+    fn is_child_path(&self, path: &str, name: &str) -> bool {
+        path.strip_prefix(self.config.path())
+            .and_then(|rest| rest.strip_prefix('/'))
+            == Some(name)
+    }
+
+    /// The nonce of the last create sent in this session.
+    fn last_nonce(&self) -> Option<String> {
+        let last = self.session.creates.checked_sub(1)?;
+        self.config
+            .protected_create()
+            .then(|| name::nonce(self.config.nonce_seed(), self.session.epoch, last))
+    }
+
+    /// A fresh nonce for a create about to be sent: one per create, so no two
+    /// nodes ever bear the same name (see [`name::nonce`]).
+    fn next_nonce(&mut self) -> Option<String> {
+        self.session.creates += 1;
+        self.last_nonce()
+    }
+
+    fn emit(&mut self, purpose: Purpose, request: Request) -> OpId {
+        let op = OpId(self.next_op);
+        self.next_op += 1;
+        self.stats.commands += 1;
+        if matches!(purpose, Purpose::List { .. } | Purpose::Recover) {
+            self.stats.listings += 1;
+        }
+        self.session.ops.insert(
+            op,
+            InFlight {
+                purpose,
+                sent_at: self.now,
+            },
+        );
+        self.outbox.command(Command { op, request });
+        op
+    }
+
+    /// The request in flight for a purpose, if any (at most one each, but
+    /// for `DeleteExtra`).
+    fn in_flight_for(&self, which: impl Fn(&Purpose) -> bool) -> Option<OpId> {
+        self.session
+            .ops
+            .iter()
+            .find(|(_, f)| which(&f.purpose))
+            .map(|(op, _)| op)
+    }
+
+    fn main_in_flight(&self) -> bool {
+        self.in_flight_for(Purpose::is_main).is_some()
+    }
+
+    /// The lanes' invariants: at most one request in flight per lane, and an
+    /// own-node watch that is armed or waiting for proof has none in flight
+    /// and a node to be about.
+    fn lanes_hold(&self) -> bool {
+        let count = |which: fn(&Purpose) -> bool| {
+            self.session
+                .ops
+                .values()
+                .filter(|f| which(&f.purpose))
+                .count()
+        };
+        count(Purpose::is_main) <= 1
+            && count(|p| matches!(p, Purpose::WatchOwn { .. })) <= 1
+            && count(|p| matches!(p, Purpose::Mark(_))) <= 1
+            && count(|p| matches!(p, Purpose::Probe { .. })) <= 1
+            && (self.session.own_watch == OwnWatch::Unarmed
+                || (self.own_watch_in_flight().is_none() && self.session.own.is_some()))
+    }
+
+    /// Forgets the main lane's request (its reply will be stale), unless it is a
+    /// create, which must be waited for: it may still be applied.
+    fn supersede_main(&mut self) {
+        if let Some(op) = self.in_flight_for(Purpose::is_main) {
+            if !matches!(
+                self.session.ops.get(op).map(|f| &f.purpose),
+                Some(Purpose::Create)
+            ) {
+                self.session.ops.remove(op);
+            }
+        }
+    }
+
+    fn create_in_flight(&self) -> bool {
+        self.in_flight_for(|p| matches!(p, Purpose::Create))
+            .is_some()
+    }
+
+    fn own_watch_in_flight(&self) -> Option<OpId> {
+        self.in_flight_for(|p| matches!(p, Purpose::WatchOwn { .. }))
+    }
+
+    /// The own-node watch fired, or may have: set it again (unless waiting for
+    /// proof of contact).
+    fn own_watch_spent(&mut self) {
+        if self.session.own_watch == OwnWatch::Armed {
+            self.session.own_watch = OwnWatch::Unarmed;
+        }
+    }
+
+    /// Forgets the own-node watch request in flight, if any: its reply will be stale.
+    fn drop_own_watch(&mut self) {
+        self.session.own_watch = OwnWatch::Unarmed;
+        if let Some(op) = self.own_watch_in_flight() {
+            self.session.ops.remove(op);
+        }
+    }
+
+    /// Whether the main lane is on `Step::Watch { pred }` (compared without
+    /// building that step).
+    fn is_watching(&self, pred: &str) -> bool {
+        matches!(&self.step, Step::Watch { pred: p } if **p == *pred)
+    }
+
+    fn set_step(&mut self, step: Step) {
+        self.supersede_main();
+        if !matches!(step, Step::Watch { .. } | Step::Wait) {
+            self.forget_watched();
+        }
+        self.step = step;
+    }
+
+    fn forget_watched(&mut self) {
+        self.session.standing.forget_watched();
+    }
+
+    fn forget_lower(&mut self) {
+        self.session.standing.forget_lower();
+    }
+
+    /// Issues whatever the current state calls for and re-arms the timers.
+    fn advance(&mut self) {
+        debug_assert!(
+            self.step != Step::Lead || self.leadership != Leadership::None,
+            "in the leading step without leadership"
+        );
+        debug_assert!(
+            self.lanes_hold(),
+            "a lane's state contradicts the in-flight map"
+        );
+        if self.connection == Connection::Connected && !self.is_done() {
+            if !self.main_in_flight() && !self.timers.is_set(Timer::Retry) {
+                self.issue_step();
+            }
+            self.arm_own_watch();
+            self.send_marker();
+            if self.config.probe()
+                && !self.timers.is_set(Timer::Probe)
+                && self.intent != Intent::Out
+                && !(self.timeout / 3).is_zero()
+            {
+                self.timers
+                    .set(Timer::Probe, self.now.plus_fraction(self.timeout, 1, 3));
+            }
+        }
+        if self.connection != Connection::Connected || self.intent == Intent::Out || self.is_done()
+        {
+            self.timers.stop(Timer::Probe);
+        }
+        self.arm_lease_timer();
+    }
+
+    fn issue_step(&mut self) {
+        // Most calls find nothing to send: return before cloning anything.
+        if matches!(
+            self.step,
+            Step::Idle | Step::Wait | Step::Lead | Step::Done(_)
+        ) {
+            return;
+        }
+        let (purpose, request) = match self.step.clone() {
+            Step::Idle | Step::Wait | Step::Lead | Step::Done(_) => return,
+            Step::Parents { index } => {
+                let ancestors = ancestors(self.config.path());
+                let Some(target) = ancestors.get(index) else {
+                    self.step = Step::Create;
+                    return self.issue_step();
+                };
+                let last = index + 1 == ancestors.len();
+                let mode = if last && self.config.container_parent() {
+                    CreateMode::Container
+                } else {
+                    CreateMode::Persistent
+                };
+                (
+                    Purpose::Parent(index),
+                    Request::Create {
+                        path: target.clone(),
+                        data: Vec::new(),
+                        mode,
+                        acl: self.config.acl(),
+                    },
+                )
+            }
+            Step::Create if self.session.create_uncertain => {
+                self.step = Step::Recover;
+                // The lost create may have committed on the leader and not
+                // yet on the server that lists.
+                self.session.reads = Reads::SyncFirst;
+                return self.issue_step();
+            }
+            Step::Recover | Step::List if self.session.reads == Reads::SyncFirst => {
+                let path = self.config.path().to_owned();
+                (Purpose::Sync, Request::Sync { path })
+            }
+            Step::Create => {
+                let nonce = self.next_nonce();
+                let prefix = name::create_prefix(self.config.prefix(), nonce.as_deref());
+                (
+                    Purpose::Create,
+                    Request::Create {
+                        path: self.child_path(&prefix),
+                        data: self.config.node_payload(),
+                        mode: CreateMode::EphemeralSequential,
+                        acl: self.config.acl(),
+                    },
+                )
+            }
+            Step::Recover => (
+                Purpose::Recover,
+                Request::GetChildren {
+                    path: self.config.path().to_owned(),
+                    watch: false,
+                },
+            ),
+            Step::Adopt { name } => {
+                let path = self.child_path(&name);
+                (
+                    Purpose::Adopt(name.into()),
+                    Request::GetData { path, watch: true },
+                )
+            }
+            Step::List => {
+                let watch = self.config.strategy() == WatchStrategy::Parent;
+                let path = self.config.path().to_owned();
+                (
+                    Purpose::List { again: false },
+                    Request::GetChildren { path, watch },
+                )
+            }
+            Step::Watch { pred } => {
+                let path = self.child_path(&pred);
+                // Under Parent the read only checks the node (the parent's
+                // watch wakes us), so it sets no watch of its own.
+                let watch = self.config.strategy() == WatchStrategy::Predecessor;
+                (
+                    Purpose::WatchPred(pred.into()),
+                    Request::GetData { path, watch },
+                )
+            }
+            Step::Delete => match &self.session.own {
+                Some(own) => (
+                    Purpose::Delete(own.name.to_string()),
+                    Request::Delete {
+                        path: self.child_path(&own.name),
+                        version: None,
+                    },
+                ),
+                None => return,
+            },
+        };
+        self.emit(purpose, request);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_saturate_and_widen_to_the_stats_they_stand_for() {
+        let mut c = Count(u32::MAX - 1);
+        c += 1;
+        assert_eq!(c, Count(u32::MAX));
+        c += 1;
+        assert_eq!(c, Count(u32::MAX), "saturates, never wraps or panics");
+        let mut big = Count(0);
+        big += u64::MAX;
+        assert_eq!(big, Count(u32::MAX));
+        let mut k = Counters::default();
+        k.listings += 3;
+        k.ignored_children += 7;
+        k.persistent_skipped += 1;
+        assert_eq!(
+            k.widen(),
+            Stats {
+                listings: 3,
+                ignored_children: 7,
+                persistent_skipped: 1,
+                ..Stats::default()
+            }
+        );
+    }
+
+    #[test]
+    fn ancestors_lists_every_prefix() {
+        assert_eq!(ancestors("/a"), ["/a"]);
+        assert_eq!(ancestors("/a/b/c"), ["/a", "/a/b", "/a/b/c"]);
+    }
+}

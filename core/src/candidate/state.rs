@@ -1,0 +1,325 @@
+//! The candidate's state: every type a candidate is made of, laid out so
+//! that impossible combinations cannot be written down (each side lane an
+//! enum, the in-flight map the only record of what is in flight, everything
+//! of one ZooKeeper session one [`SessionState`], replaced whole).
+
+use super::*;
+
+/// Counters a driver can export as metrics.
+///
+/// A machine keeps each in 32 bits (a session runs thousands of machines):
+/// a counter that reaches `u32::MAX` (four billion events; a probe every
+/// second for 136 years) stays there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Stats {
+    /// Commands emitted.
+    pub commands: u64,
+    /// Replies ignored because their op was no longer in flight.
+    pub stale_replies: u64,
+    /// Watch events ignored because nothing here watched that path any more.
+    pub stale_events: u64,
+    /// Child names ignored because they do not parse or are foreign.
+    pub ignored_children: u64,
+    /// Times this candidate was elected.
+    pub elections: u64,
+    /// Elections won on a notification alone, without a further round trip.
+    pub zero_rtt_takeovers: u64,
+    /// Children listings requested.
+    pub listings: u64,
+    /// Lost creates found again by their nonce.
+    pub recovered_creates: u64,
+    /// Leader markers written on this candidate's own node.
+    pub marks_written: u64,
+    /// Leader markers found on a watched node that tightened this follower's standing.
+    pub marks_seen: u64,
+    /// Persistent look-alike children found and skipped (counted once per name).
+    pub persistent_skipped: u64,
+}
+
+/// A counter of [`Stats`] as a machine keeps it: 32 bits, saturating, widened
+/// by [`Candidate::stats`]. Adding a `u64` (as the counts are written) keeps
+/// every `+=` of the machine as it reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub(super) struct Count(pub(super) u32);
+
+impl std::ops::AddAssign<u64> for Count {
+    fn add_assign(&mut self, n: u64) {
+        self.0 = self.0.saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
+    }
+}
+
+/// [`Stats`] as a machine keeps them: 44 bytes of every machine, not 88.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub(super) struct Counters {
+    pub(super) commands: Count,
+    pub(super) stale_replies: Count,
+    pub(super) stale_events: Count,
+    pub(super) ignored_children: Count,
+    pub(super) elections: Count,
+    pub(super) zero_rtt_takeovers: Count,
+    pub(super) listings: Count,
+    pub(super) recovered_creates: Count,
+    pub(super) marks_written: Count,
+    pub(super) marks_seen: Count,
+    pub(super) persistent_skipped: Count,
+}
+
+impl Counters {
+    pub(super) fn widen(&self) -> Stats {
+        Stats {
+            commands: self.commands.0.into(),
+            stale_replies: self.stale_replies.0.into(),
+            stale_events: self.stale_events.0.into(),
+            ignored_children: self.ignored_children.0.into(),
+            elections: self.elections.0.into(),
+            zero_rtt_takeovers: self.zero_rtt_takeovers.0.into(),
+            listings: self.listings.0.into(),
+            recovered_creates: self.recovered_creates.0.into(),
+            marks_written: self.marks_written.0.into(),
+            marks_seen: self.marks_seen.0.into(),
+            persistent_skipped: self.persistent_skipped.0.into(),
+        }
+    }
+}
+
+/// The application's standing intent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Intent {
+    /// Not taking part.
+    Out,
+    /// Taking part (or observing).
+    In,
+    /// Deleting the node, then rejoining (`true`) or staying out.
+    Leave { rejoin: bool },
+    /// Deleting the node, then stopping for good.
+    Close,
+}
+
+/// What the main lane is doing.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Step {
+    /// Nothing to do.
+    Idle,
+    /// Creating the ancestors of the election path, `index` into `ancestors()`:
+    /// the election path itself first (its own parent is there in the common
+    /// case of many elections under one directory: one create, not one per
+    /// level, each a logged transaction on the server even when it fails),
+    /// then, if that is missing too, every level from the top.
+    Parents { index: usize },
+    /// Creating this candidate's node.
+    Create,
+    /// Listing the children to find a create whose reply was lost.
+    Recover,
+    /// Reading a node found by nonce to check it belongs to this session.
+    Adopt { name: Box<str> },
+    /// Listing the children to learn the queue.
+    List,
+    /// Setting a data watch on the predecessor.
+    Watch { pred: Box<str> },
+    /// Waiting for a watch to fire (a follower).
+    Wait,
+    /// Leading: nothing to do on the main lane.
+    Lead,
+    /// Deleting this candidate's node.
+    Delete,
+    /// Nothing will happen again.
+    Done(End),
+}
+
+/// How a candidate stopped for good.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum End {
+    /// Closed by the application or with the client.
+    Closed,
+    /// Stopped by a fatal error.
+    Failed,
+}
+
+/// Why a request is in flight. The in-flight map is the one place that says
+/// which request a lane waits for: a lane's state never repeats its [`OpId`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Purpose {
+    // The main lane (at most one in flight).
+    Parent(usize),
+    Create,
+    Recover,
+    /// A `sync` before a listing (see [`Reads`]).
+    Sync,
+    Adopt(String),
+    List {
+        /// A children event arrived while this watched listing was in
+        /// flight: its reply may predate the change, so list once more after
+        /// it. Kept with the request, so it goes when the request is
+        /// superseded (a later listing sees the change) or answered.
+        again: bool,
+    },
+    WatchPred(String),
+    Delete(String),
+    // Side lanes (at most one each in flight).
+    /// The data watch on our own node.
+    WatchOwn {
+        name: String,
+        /// An event on our node arrived while this request was in flight: its
+        /// reply arms nothing (that watch is already spent).
+        spent: bool,
+    },
+    /// The leader marker's `setData`.
+    Mark(String),
+    /// A liveness probe.
+    Probe {
+        /// Another probe fell due while this one was in flight: send it as
+        /// soon as this one is answered, so a short stall does not cost a
+        /// whole third of the timeout of contact (and a needless suspension).
+        again: bool,
+    },
+    // Any number in flight; only the contact they prove matters.
+    DeleteExtra,
+}
+
+impl Purpose {
+    /// Whether the main lane sent it.
+    pub(super) fn is_main(&self) -> bool {
+        matches!(
+            self,
+            Self::Parent(_)
+                | Self::Create
+                | Self::Recover
+                | Self::Sync
+                | Self::Adopt(_)
+                | Self::List { .. }
+                | Self::WatchPred(_)
+                | Self::Delete(_)
+        )
+    }
+}
+
+/// What a candidate keeps from its past: most never need any of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub(super) struct Past {
+    /// Nonces of this candidate's earlier sessions: a node bearing one is ours
+    /// from the past (a create applied after its session was given up on, or a
+    /// dying session's node) and is deleted when a listing shows it.
+    pub(super) old_nonces: VecDeque<String>,
+    /// Persistent children already reported, so each is reported once.
+    pub(super) persistent_reported: BTreeSet<String>,
+}
+
+/// Whether the connected server's reads can be trusted to show what the
+/// leader had committed before them.
+///
+/// ZooKeeper never lets a client connect to a server behind what it has
+/// *seen*, but a server may be behind the *leader*: after a reconnect to a
+/// lagging follower, a listing can still show our node an operator deleted,
+/// or miss our own create that committed while its reply was lost (both
+/// found by the simulator's ensemble worlds, issue 17). The cure the
+/// Programmer's Guide gives is `sync` before such a read. It is paid only
+/// where a stale read could mislead: the first listing on a connection the
+/// session moved to, and every protected-create recovery listing. A new
+/// session's listings follow its own create, which the connected server
+/// applied (with everything committed before it) before answering, so they
+/// need none, and a failover on a notification pays nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Reads {
+    /// Reads show at least what this candidate acts on.
+    Current,
+    /// The next listing must follow a `sync`.
+    SyncFirst,
+}
+
+/// The data watch on our own node, while no request for it is in flight (the
+/// in-flight map says when one is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum OwnWatch {
+    /// Not set: set it when the main lane allows.
+    Unarmed,
+    /// Set, and not yet fired.
+    Armed,
+    /// The last request failed on the connection: wait for proof the
+    /// connection works (any answer, or a new connection) before trying again.
+    AwaitProof,
+}
+
+/// The leader marker on our own node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Mark {
+    /// Not written yet: write it once leading (unless in flight).
+    Unwritten,
+    /// The last attempt failed on the connection: wait for proof it works again.
+    AwaitProof,
+    /// Written, or not worth trying again.
+    Done,
+}
+
+/// What the application was told about contact with the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Suspension {
+    /// Nothing outstanding.
+    Clear,
+    /// A `Suspended` notice went out and its `Resumed` has not yet.
+    Suspended,
+    /// Suspended, and the link is back: a suspended leader is re-verifying,
+    /// and `Resumed` waits for the answer.
+    Resuming,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct InFlight {
+    pub(super) purpose: Purpose,
+    pub(super) sent_at: Timestamp,
+}
+
+/// This candidate's own node.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Own {
+    /// Boxed: it never changes, and every machine holds one.
+    pub(super) name: Box<str>,
+    pub(super) token: FencingToken,
+    pub(super) mark: Mark,
+}
+
+/// Everything that belongs to one ZooKeeper session. When the session ends,
+/// it is replaced whole: nothing of it can outlive its session by mistake.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct SessionState {
+    /// The session id, once known.
+    pub(super) id: Option<SessionId>,
+    /// Which of this candidate's sessions this is (scopes the create nonces).
+    pub(super) epoch: u64,
+    /// Creates sent in this session: the last one's nonce is `nonce(seed, epoch, creates - 1)`.
+    pub(super) creates: u64,
+    /// A create of this session may have been applied though its reply was lost.
+    pub(super) create_uncertain: bool,
+    /// Send time of the newest request the server answered in this session.
+    pub(super) last_ack: Option<Timestamp>,
+    /// Every request in flight, by op: the one place that says what is in flight.
+    pub(super) ops: OpTable<InFlight>,
+    /// Nodes of earlier sessions being deleted. Boxed: only a candidate that
+    /// lost a session and then found its old node has any.
+    // The box is the point (8 bytes inline for the rare list, not 24).
+    #[allow(clippy::box_collection)]
+    pub(super) clearing: Option<Box<Vec<String>>>,
+    pub(super) own: Option<Own>,
+    pub(super) own_watch: OwnWatch,
+    /// The follower's view of the nodes below ours.
+    pub(super) standing: Standing,
+    /// Whether the next listing must be preceded by a `sync`.
+    pub(super) reads: Reads,
+}
+
+impl SessionState {
+    pub(super) fn new(epoch: u64) -> Self {
+        Self {
+            id: None,
+            epoch,
+            creates: 0,
+            create_uncertain: false,
+            last_ack: None,
+            ops: OpTable::default(),
+            clearing: None,
+            own: None,
+            own_watch: OwnWatch::Unarmed,
+            standing: Standing::default(),
+            reads: Reads::Current,
+        }
+    }
+}
