@@ -509,7 +509,14 @@ impl Election {
         }
     }
 
-    async fn wait_joined(&self) -> Result<(), ElectionError> {
+    /// Waits until this candidate's node is in the queue (at once if it
+    /// is), for an election made with [`ElectionBuilder::start`]: what
+    /// [`ElectionBuilder::join`] waits for, with the same bound (the join
+    /// timeout, [`ElectionError::Timeout`]) and errors. Cancel-safe: the
+    /// election goes on, so a caller that stops waiting (a signal) can still
+    /// [`close`](Self::close) it, and the node is deleted even if its create
+    /// was still on its way.
+    pub async fn wait_joined(&self) -> Result<(), ElectionError> {
         let mut status = self.outputs.wait();
         let wait = async {
             loop {

@@ -67,7 +67,9 @@ pub(crate) enum Code {
 /// The exit codes as `zkelect --help` and the README show them.
 pub(crate) const TABLE: &str = "\
 Exit codes:
-   0  success; or the command run by `run` exited 0 while leading
+   0  success; or the command run by `run` exited 0 while leading; or `run`
+      was stopped by SIGTERM, SIGINT, SIGHUP or SIGQUIT, at any moment (its
+      command stopped, its node deleted)
    1  any other failure
    2  usage: a bad option or argument
    3  an invalid setting: election path, id, timeout, TLS files, a --connect
@@ -87,6 +89,9 @@ Exit codes of `zkelect lock` (it passes the command's own status through,
 so its own outcomes use the codes of `timeout` and `env`; a command's own
 codes 123 to 127 cannot be told apart from them):
       the command's own exit status (128+N if it was killed by signal N)
+      128+N also when `zkelect lock` itself got signal N, at any moment:
+      SIGHUP 129, SIGINT 130, SIGQUIT 131, SIGTERM 143 (the command, if it
+      ran, was stopped; the node is deleted)
  123  the lock was lost while the command ran (it got SIGTERM, then SIGKILL
       after --grace-ms)
  124  --timeout: the lock was not acquired in time; the command never ran

@@ -22,7 +22,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use tokio::signal::unix::{signal, SignalKind};
+use nix::sys::signal::Signal;
 use tokio::time::Instant;
 use tracing::{info, warn};
 use zkelect::Election;
@@ -32,6 +32,7 @@ use crate::args::LockArgs;
 use crate::connect::{acl_for, connect, failure};
 use crate::exit::{self, Code, Failure, WithCode};
 use crate::lease::exit_code_of;
+use crate::signals::{shell_status, Stops};
 use crate::supervise::{renew, spawn, stop_running, ChildSpec};
 
 /// How the command's run under the lock ended.
@@ -42,8 +43,8 @@ enum Held {
     /// The lock was lost (or its lease ran out) while the command ran; the
     /// command was stopped.
     Lost,
-    /// SIGTERM or SIGINT to `zkelect lock`: the command was stopped.
-    Interrupted(i32),
+    /// A stopping signal to `zkelect lock`: the command was stopped.
+    Interrupted(Signal),
 }
 
 /// Any failure before the command ran is exit 125; the log keeps the kind
@@ -95,7 +96,7 @@ fn check_runnable(program: &OsString) -> Result<(), Failure> {
     })
 }
 
-pub(crate) async fn lock(args: LockArgs) -> Result<ExitCode, Failure> {
+pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, Failure> {
     let id = args.id.clone().unwrap_or_else(default_id);
     // clap refuses more than one of --read, --write, --permits.
     let rule = match (args.permits, args.read, args.write) {
@@ -121,18 +122,32 @@ pub(crate) async fn lock(args: LockArgs) -> Result<ExitCode, Failure> {
         info!(%addr, "serving metrics for Prometheus");
     }
 
-    let mut term = signal(SignalKind::terminate()).code(Code::LockFailed)?;
-    let mut int = signal(SignalKind::interrupt()).code(Code::LockFailed)?;
-
-    let (transport, events) = connect(&args.conn).await.map_err(before_cmd)?;
+    // Nothing exists on the server yet: a signal while connecting just ends.
+    let (transport, events) = match stops.unless(connect(&args.conn)).await {
+        Ok(connected) => connected.map_err(before_cmd)?,
+        Err(signal) => return Ok(interrupted(signal, "while connecting")),
+    };
+    // From here on the election exists, and every way out closes it: its
+    // node is deleted (even one whose create is still on its way).
     let election = Election::builder(transport, events)
         .path(&args.conn.path)
         .id(&id)
         .configure(move |config| config.rule(rule))
         .acl(acl_for(&args.conn))
-        .join()
+        .start()
         .await
         .map_err(|e| before_cmd(failure(e)))?;
+    match stops.unless(election.wait_joined()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            election.close().await;
+            return Err(before_cmd(failure(e)));
+        }
+        Err(signal) => {
+            election.close().await;
+            return Ok(interrupted(signal, "while joining"));
+        }
+    }
     info!(node = ?election.node(), "waiting for the lock");
 
     // Wait for the lock, at most --timeout, or until told to stop.
@@ -144,24 +159,27 @@ pub(crate) async fn lock(args: LockArgs) -> Result<ExitCode, Failure> {
             None => Some(election.wait_leader().await),
         }
     };
-    let token = tokio::select! {
-        waited = waited => match waited {
-            Some(Ok(token)) => token,
-            Some(Err(e)) => {
-                election.close().await;
-                return Err(before_cmd(failure(e)));
-            }
-            None => {
-                election.close().await;
-                let bound = args.timeout.unwrap_or_default();
-                return Err(Failure::new(
-                    Code::LockWait,
-                    anyhow::anyhow!("the lock was not acquired within --timeout {}; the command did not run", humantime::format_duration(bound)),
-                ));
-            }
-        },
-        _ = term.recv() => { election.close().await; return Ok(ExitCode::from(128 + 15)); }
-        _ = int.recv() => { election.close().await; return Ok(ExitCode::from(128 + 2)); }
+    let token = match stops.unless(waited).await {
+        Ok(Some(Ok(token))) => token,
+        Ok(Some(Err(e))) => {
+            election.close().await;
+            return Err(before_cmd(failure(e)));
+        }
+        Ok(None) => {
+            election.close().await;
+            let bound = args.timeout.unwrap_or_default();
+            return Err(Failure::new(
+                Code::LockWait,
+                anyhow::anyhow!(
+                    "the lock was not acquired within --timeout {}; the command did not run",
+                    humantime::format_duration(bound)
+                ),
+            ));
+        }
+        Err(signal) => {
+            election.close().await;
+            return Ok(interrupted(signal, "while waiting for the lock"));
+        }
     };
     info!(token = token.0, "acquired the lock: running the command");
 
@@ -172,24 +190,37 @@ pub(crate) async fn lock(args: LockArgs) -> Result<ExitCode, Failure> {
         grace: Duration::from_millis(args.grace_ms),
         watchdog: std::env::current_exe().ok(),
     };
-    let shutdown = async move {
-        tokio::select! {
-            _ = term.recv() => 15,
-            _ = int.recv() => 2,
-        }
-    };
-    let held = hold(&spec, token, election.changes(), election.lease(), shutdown).await;
+    let held = hold(
+        &spec,
+        token,
+        election.changes(),
+        election.lease(),
+        stops.recv(),
+    )
+    .await;
     election.close().await;
     info!("released the lock");
     match held {
         Ok(Held::Exited(status)) => Ok(exit_code_of(status)),
-        Ok(Held::Interrupted(signal)) => Ok(ExitCode::from(128 + signal as u8)),
+        Ok(Held::Interrupted(signal)) => Ok(interrupted(signal, "")),
         Ok(Held::Lost) => Err(Failure::new(
             Code::LockLost,
             anyhow::anyhow!("the lock was lost while the command ran; the command was stopped"),
         )),
         Err(e) => Err(Failure::new(Code::CannotExecute, e)),
     }
+}
+
+/// What `lock` exits with after a stopping signal: 128 + its number, as a
+/// shell reports a process the signal killed (the command, if it ran, is
+/// stopped, and the node deleted, by the caller).
+fn interrupted(signal: Signal, when: &str) -> ExitCode {
+    if when.is_empty() {
+        info!(%signal, "stopped");
+    } else {
+        info!(%signal, "stopped {when}");
+    }
+    ExitCode::from(shell_status(signal))
 }
 
 /// Runs the command once while `roles` says we hold with `token`: until it
@@ -199,7 +230,7 @@ async fn hold(
     token: FencingToken,
     mut roles: tokio::sync::watch::Receiver<Role>,
     mut leases: tokio::sync::watch::Receiver<Option<Instant>>,
-    shutdown: impl std::future::Future<Output = i32>,
+    shutdown: impl std::future::Future<Output = Signal>,
 ) -> anyhow::Result<Held> {
     tokio::pin!(shutdown);
     let lapsed = |deadline: Option<Instant>| deadline.is_some_and(|d| d <= Instant::now());
@@ -215,7 +246,7 @@ async fn hold(
     loop {
         tokio::select! {
             signal = &mut shutdown => {
-                info!(signal, "signalled: stopping the command, releasing the lock");
+                info!(%signal, "signalled: stopping the command, releasing the lock");
                 stop_running(&mut running, spec.grace).await;
                 return Ok(Held::Interrupted(signal));
             }
@@ -349,11 +380,11 @@ mod tests {
         let (_ltx, leases) = watch::channel(None);
         let held = hold(&sh("sleep 30"), FencingToken(7), roles, leases, async {
             tokio::time::sleep(Duration::from_millis(200)).await;
-            15
+            Signal::SIGTERM
         })
         .await
         .unwrap();
-        assert_eq!(held, Held::Interrupted(15));
+        assert_eq!(held, Held::Interrupted(Signal::SIGTERM));
     }
 
     #[tokio::test]

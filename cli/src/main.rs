@@ -11,6 +11,7 @@ mod lease;
 mod lock;
 mod queue_view;
 mod run;
+mod signals;
 mod sim;
 mod status;
 mod supervise;
@@ -50,17 +51,52 @@ fn init_logging(verbose: u8, quiet: bool) {
         .try_init();
 }
 
-/// Whether the command line names the `lock` subcommand (its first word that
-/// is not an option), for the exit code of a usage error clap reports.
-fn invoked_lock() -> bool {
+/// The subcommand the command line names (its first word that is not an
+/// option), before clap has parsed it: for the signals to catch before
+/// anything else, and for the exit code of a usage error clap reports.
+fn invoked() -> Option<std::ffi::OsString> {
     std::env::args_os()
         .skip(1)
         .take_while(|a| a != "--")
         .find(|a| !a.as_encoded_bytes().starts_with(b"-"))
-        .is_some_and(|a| a == "lock")
 }
 
 fn main() -> ExitCode {
+    let word = invoked();
+    let supervising = word.as_ref().is_some_and(|w| w == "run" || w == "lock");
+    // `run` and `lock` catch their stopping signals before anything else
+    // (the command line included), so that one sent at any moment of their
+    // lives cleans up instead of killing them; the runtime comes first
+    // because the signals are read through it. The watchdog (`__lease`)
+    // stays small: no runtime, no logging subscriber.
+    let runtime = if word.as_ref().is_some_and(|w| w == "__lease") {
+        None
+    } else {
+        match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => Some(rt),
+            Err(e) => {
+                eprintln!("error: cannot start the async runtime: {e}");
+                return Code::Other.into();
+            }
+        }
+    };
+    let stops = match (&runtime, supervising) {
+        (Some(rt), true) => {
+            let _entered = rt.enter();
+            match signals::Stops::install() {
+                Ok(stops) => Some(stops),
+                Err(e) => {
+                    eprintln!("error: cannot catch SIGTERM, SIGINT, SIGHUP and SIGQUIT: {e}");
+                    return Code::Other.into();
+                }
+            }
+        }
+        _ => None,
+    };
     let cli = match Cli::parse_args() {
         Ok(cli) => cli,
         Err(e) => {
@@ -68,7 +104,7 @@ fn main() -> ExitCode {
             return if e.use_stderr() {
                 // `zkelect lock` passes its command's codes through, so its
                 // own usage errors are 125 (see exit::TABLE).
-                if invoked_lock() {
+                if word.is_some_and(|w| w == "lock") {
                     Code::LockFailed.into()
                 } else {
                     Code::Usage.into()
@@ -83,21 +119,16 @@ fn main() -> ExitCode {
         return lease::watchdog_main(Duration::from_millis(args.lease_ms), &args.command);
     }
     init_logging(cli.verbose, cli.quiet);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return Code::Other.into();
-        }
+    let Some(runtime) = runtime else {
+        // Only `__lease` goes without one, and it returned above.
+        return Code::Other.into();
     };
+    let stopping =
+        || stops.ok_or_else(|| Failure::new(Code::Other, anyhow::anyhow!("signals not caught")));
     let result: Result<ExitCode, Failure> = runtime.block_on(async move {
         match cli.command {
-            Cmd::Run(args) => run::run(args).await,
-            Cmd::Lock(args) => lock::lock(args).await,
+            Cmd::Run(args) => run::run(args, stopping()?).await,
+            Cmd::Lock(args) => lock::lock(args, stopping()?).await,
             Cmd::Status(args) => status::status(args).await.map(|()| ExitCode::SUCCESS),
             Cmd::Revoke(args) => status::revoke(args).await.map(|()| ExitCode::SUCCESS),
             Cmd::Sim(args) => sim::sim(args),

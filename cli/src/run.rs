@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tokio::signal::unix::{signal, SignalKind};
+use nix::sys::signal::Signal;
 use tracing::info;
 use zkelect::Election;
 use zkelect_core::{Config, ConnectionPolicy, Role};
@@ -10,9 +10,13 @@ use zkelect_core::{Config, ConnectionPolicy, Role};
 use crate::args::{PolicyArg, RunArgs};
 use crate::connect::{acl_for, connect, failure};
 use crate::exit::{self, Code, Failure, WithCode};
+use crate::signals::Stops;
 use crate::supervise::{supervise, ChildSpec, Ended};
 
-pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure> {
+pub(crate) async fn run(
+    args: RunArgs,
+    mut stops: Stops,
+) -> Result<std::process::ExitCode, Failure> {
     // Refuse bad input before touching the network.
     Config::builder(&args.conn.path, &args.id)
         .leaders(args.leaders)
@@ -32,7 +36,11 @@ pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure
         serve_metrics(addr)?;
         info!(%addr, "serving metrics for Prometheus");
     }
-    let (transport, events) = connect(&args.conn).await?;
+    // Nothing exists on the server yet: a signal while connecting just ends.
+    let (transport, events) = match stops.unless(connect(&args.conn)).await {
+        Ok(connected) => connected?,
+        Err(signal) => return Ok(stopped(signal, "while connecting")),
+    };
     let policy = match args.policy {
         PolicyArg::Standard => ConnectionPolicy::Standard,
         PolicyArg::SessionAware => ConnectionPolicy::SessionAware,
@@ -47,19 +55,40 @@ pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure
     if let Some(data) = &args.data {
         builder = builder.data(data.clone().into_bytes());
     }
-    let election = builder.join().await.map_err(failure)?;
+    // From here on the election exists, and every way out closes it: its
+    // node is deleted (even one whose create is still on its way).
+    let election = builder.start().await.map_err(failure)?;
+    match stops.unless(election.wait_joined()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            election.close().await;
+            return Err(failure(e));
+        }
+        Err(signal) => {
+            election.close().await;
+            return Ok(stopped(signal, "while joining"));
+        }
+    }
     info!(node = ?election.node(), "joined the election");
     if let Some(ms) = args.lead_timeout_ms {
         let bound = Duration::from_millis(ms);
-        if tokio::time::timeout(bound, election.wait_leader())
+        match stops
+            .unless(tokio::time::timeout(bound, election.wait_leader()))
             .await
-            .is_err()
         {
-            election.close().await;
-            return Err(Failure::new(
-                Code::LockTimeout,
-                anyhow::anyhow!("not elected within --lead-timeout {ms} ms; left the election"),
-            ));
+            // Elected; or the election stopped, which supervision reports.
+            Ok(Ok(_)) => {}
+            Ok(Err(_elapsed)) => {
+                election.close().await;
+                return Err(Failure::new(
+                    Code::LockTimeout,
+                    anyhow::anyhow!("not elected within --lead-timeout {ms} ms; left the election"),
+                ));
+            }
+            Err(signal) => {
+                election.close().await;
+                return Ok(stopped(signal, "while waiting to lead"));
+            }
         }
     }
     let spec = ChildSpec {
@@ -69,32 +98,34 @@ pub(crate) async fn run(args: RunArgs) -> Result<std::process::ExitCode, Failure
         grace: Duration::from_millis(args.grace_ms),
         watchdog: std::env::current_exe().ok(),
     };
-    let mut term = signal(SignalKind::terminate()).code(Code::Other)?;
-    let mut int = signal(SignalKind::interrupt()).code(Code::Other)?;
-    let shutdown = async move {
-        tokio::select! {
-            _ = term.recv() => info!("SIGTERM: shutting down"),
-            _ = int.recv() => info!("SIGINT: shutting down"),
-        }
-    };
-    let ended = supervise(&spec, election.changes(), election.lease(), shutdown)
-        .await
-        .code(Code::Spawn)?;
+    let ended = supervise(&spec, election.changes(), election.lease(), stops.recv()).await;
     let outcome = match ended {
-        Ended::Shutdown => Ok(std::process::ExitCode::SUCCESS),
-        Ended::ChildExited(status) => exit::of_command(status),
-        Ended::ElectionOver(Role::Failed) => {
+        Err(e) => Err(Failure::new(Code::Spawn, e)),
+        Ok(Ended::Shutdown(signal)) => Ok(stopped(signal, "")),
+        Ok(Ended::ChildExited(status)) => exit::of_command(status),
+        Ok(Ended::ElectionOver(Role::Failed)) => {
             let e = election.wait_leader().await.err();
             Err(match e {
                 Some(e) => failure(e),
                 None => Failure::new(Code::Election, anyhow::anyhow!("the election failed")),
             })
         }
-        Ended::ElectionOver(_) => Ok(std::process::ExitCode::SUCCESS),
+        Ok(Ended::ElectionOver(_)) => Ok(std::process::ExitCode::SUCCESS),
     };
     election.close().await;
     info!("closed: node deleted, session closed");
     outcome
+}
+
+/// What `run` exits with after a stopping signal: 0, as asked (the command,
+/// if it ran, is stopped, and the node deleted, by the caller).
+fn stopped(signal: Signal, when: &str) -> std::process::ExitCode {
+    if when.is_empty() {
+        info!(%signal, "stopping");
+    } else {
+        info!(%signal, "stopping {when}");
+    }
+    std::process::ExitCode::SUCCESS
 }
 
 /// Installs the Prometheus exporter as the `metrics` recorder, listening on

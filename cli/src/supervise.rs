@@ -53,8 +53,9 @@ pub(crate) struct Running {
 /// Why supervision ended.
 #[derive(Debug)]
 pub(crate) enum Ended {
-    /// The shutdown future completed (SIGTERM/SIGINT to zkelect).
-    Shutdown,
+    /// A stopping signal came (see [`crate::signals`]): the command, if it
+    /// ran, was stopped.
+    Shutdown(Signal),
     /// The child exited by itself while leading.
     ChildExited(ExitStatus),
     /// The election ended (closed or failed) and will not lead again.
@@ -160,7 +161,7 @@ pub(crate) async fn supervise(
     spec: &ChildSpec,
     mut roles: watch::Receiver<Role>,
     mut leases: watch::Receiver<Option<Instant>>,
-    shutdown: impl std::future::Future<Output = ()>,
+    shutdown: impl std::future::Future<Output = Signal>,
 ) -> anyhow::Result<Ended> {
     tokio::pin!(shutdown);
     let mut leases_open = true;
@@ -177,7 +178,7 @@ pub(crate) async fn supervise(
                 _ => {}
             }
             tokio::select! {
-                () = &mut shutdown => return Ok(Ended::Shutdown),
+                signal = &mut shutdown => return Ok(Ended::Shutdown(signal)),
                 changed = roles.changed() => if changed.is_err() {
                     return Ok(Ended::ElectionOver(Role::Closed));
                 },
@@ -197,9 +198,10 @@ pub(crate) async fn supervise(
         // Lead until the role changes, the child exits, or we are told to stop.
         loop {
             tokio::select! {
-                () = &mut shutdown => {
+                signal = &mut shutdown => {
+                    info!(%signal, "stopping the command");
                     stop_running(&mut running, spec.grace).await;
-                    return Ok(Ended::Shutdown);
+                    return Ok(Ended::Shutdown(signal));
                 }
                 status = running.child.wait() => {
                     let status = status?;
@@ -317,15 +319,13 @@ mod tests {
     async fn shutdown_stops_the_child() {
         let spec = sh("sleep 30");
         let (_tx, rx) = watch::channel(Role::Leader(FencingToken(1)));
-        let ended = supervise(
-            &spec,
-            rx,
-            no_lease(),
-            tokio::time::sleep(Duration::from_millis(200)),
-        )
+        let ended = supervise(&spec, rx, no_lease(), async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            Signal::SIGHUP
+        })
         .await
         .unwrap();
-        assert!(matches!(ended, Ended::Shutdown));
+        assert!(matches!(ended, Ended::Shutdown(Signal::SIGHUP)));
     }
 
     #[tokio::test]

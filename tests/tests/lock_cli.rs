@@ -32,8 +32,9 @@ use nix::sys::signal::Signal;
 use zkelect_tests::{assert_exit, Proxy, ZkServer};
 
 use support::{
-    assert_one_at_a_time, child_command, closed_port, mono_ns, ms, processes_with_env, read_runs,
-    wait_for, zkelect, zkelect_bin, Candidate, ChildKind, Observer, BEAT, BEATS_ENV, SESSION_MS,
+    assert_one_at_a_time, child_command, closed_port, mono_ns, ms, node_ids, processes_with_env,
+    read_runs, wait_for, zkelect, zkelect_bin, Candidate, ChildKind, Observer, BEAT, BEATS_ENV,
+    SESSION_MS,
 };
 
 const START: Duration = Duration::from_secs(20);
@@ -79,37 +80,9 @@ fn logs(candidates: &[&Candidate]) -> String {
         .join("\n")
 }
 
-/// The ids of the nodes under `path` (each node's data up to its first
-/// newline), in sequence order, read with a plain zookeeper-async client
-/// (not with `zkelect status`, which one test here checks against it).
+/// The ids of the nodes under `path`, in sequence order ([`node_ids`]).
 fn lock_ids(zk: &str, path: &str) -> Vec<String> {
-    use ::zookeeper_async::{WatchedEvent, ZooKeeper};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    runtime.block_on(async {
-        let client = ZooKeeper::connect_with_retry_time(
-            zk,
-            Duration::from_millis(SESSION_MS),
-            |_: WatchedEvent| {},
-            Duration::from_millis(100),
-        )
-        .await
-        .expect("a plain client");
-        let mut names = client.get_children(path, false).await.unwrap_or_default();
-        // The sequence number is the name's last ten digits.
-        names.sort_by(|a, b| a[a.len().saturating_sub(10)..].cmp(&b[b.len().saturating_sub(10)..]));
-        let mut ids = Vec::new();
-        for name in names {
-            if let Ok((data, _)) = client.get_data(&format!("{path}/{name}"), false).await {
-                let id = data.split(|&b| b == b'\n').next().unwrap_or_default();
-                ids.push(String::from_utf8_lossy(id).into_owned());
-            }
-        }
-        let _ = client.close().await;
-        ids
-    })
+    node_ids(zk, path)
 }
 
 /// Waits until the queue at `path` holds exactly `ids`, in that order.

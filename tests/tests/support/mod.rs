@@ -266,6 +266,59 @@ pub(crate) fn queue_ids(connect: &str, path: &str) -> Vec<String> {
         .collect()
 }
 
+/// The ids of the nodes under `path` (each node's data up to its first
+/// newline), in sequence order, read with a plain zookeeper-async client
+/// (not with `zkelect status`, which some tests check against it): the
+/// witness of what a process left on the server.
+pub(crate) fn node_ids(zk: &str, path: &str) -> Vec<String> {
+    use ::zookeeper_async::{WatchedEvent, ZooKeeper};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let client = ZooKeeper::connect_with_retry_time(
+            zk,
+            Duration::from_millis(SESSION_MS),
+            |_: WatchedEvent| {},
+            Duration::from_millis(100),
+        )
+        .await
+        .expect("a plain client");
+        let mut names = client.get_children(path, false).await.unwrap_or_default();
+        // The sequence number is the name's last ten digits.
+        names.sort_by(|a, b| a[a.len().saturating_sub(10)..].cmp(&b[b.len().saturating_sub(10)..]));
+        let mut ids = Vec::new();
+        for name in names {
+            if let Ok((data, _)) = client.get_data(&format!("{path}/{name}"), false).await {
+                let id = data.split(|&b| b == b'\n').next().unwrap_or_default();
+                ids.push(String::from_utf8_lossy(id).into_owned());
+            }
+        }
+        let _ = client.close().await;
+        ids
+    })
+}
+
+/// Whether process `pid` catches every one of `signals` (its
+/// `/proc/<pid>/status` says so in `SigCgt`): from then on they cannot kill
+/// it by their default action.
+pub(crate) fn catches(pid: i32, signals: &[Signal]) -> bool {
+    let Ok(status) = fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    let Some(mask) = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+    else {
+        return false;
+    };
+    signals
+        .iter()
+        .all(|&s| mask & (1_u64 << (s as i32 - 1)) != 0)
+}
+
 /// Polls `probe` every `every` until it yields, or panics after `within`
 /// saying what was awaited (and `context()`, e.g. the logs).
 pub(crate) fn wait_for<T>(
