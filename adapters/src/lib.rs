@@ -302,7 +302,7 @@ pub use lock::{LockGuard, Mutex, RwLock, Semaphore};
 pub use observer::{Observation, ObserveBuilder};
 pub use session::Session;
 #[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
-pub use shell::SessionOptions;
+pub use shell::{SessionOptions, CONNECT_TIMEOUT_MAX, RECONNECT_DELAY_MAX, SESSION_TIMEOUT_MAX};
 pub use transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport, TransportEvent};
 #[cfg(feature = "zookeeper-async")]
 #[allow(deprecated)]

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tracing::info;
-use zkelect_core::{SessionEvent, ZkCode};
+use zkelect_core::connect_string::ConnectString;
+use zkelect_core::{ConfigError, SessionEvent, ZkCode};
 
 use crate::error::{ConnectFailure, ElectionError};
 use crate::transport::TransportEvent;
@@ -36,6 +37,18 @@ pub(crate) use stat_of;
 
 /// How long closing the session may take before it is left to expire.
 pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The longest connect timeout (and request bound) accepted: an hour. Longer
+/// is a typo (`--connect-timeout 18446744073709551615`), and a deadline that
+/// far off overflows the clock.
+pub const CONNECT_TIMEOUT_MAX: Duration = Duration::from_secs(3_600);
+
+/// The longest session timeout accepted: what a ConnectRequest's 32-bit
+/// field can carry (a server clamps it to its `maxSessionTimeout` anyway).
+pub const SESSION_TIMEOUT_MAX: Duration = Duration::from_millis(i32::MAX as u64);
+
+/// The longest pause between reconnection attempts accepted: a minute.
+pub const RECONNECT_DELAY_MAX: Duration = Duration::from_secs(60);
 
 /// How to reach the servers: what both real transports need, plus the
 /// client's own settings in `client` — [`ZkAsyncOptions`](crate::ZkAsyncOptions)
@@ -151,8 +164,15 @@ impl<C> SessionOptions<C> {
         self
     }
 
-    /// Refuses a requested session timeout below `min`, and empty hosts.
-    pub(crate) fn check(&self, min: Duration) -> Result<(), ElectionError> {
+    /// Checks every setting before any traffic and returns the split
+    /// connect string. Refused: a requested session timeout below `min` or
+    /// above [`SESSION_TIMEOUT_MAX`] ([`ElectionError::SessionTimeoutTooShort`],
+    /// [`ElectionError::Config`]), a connect timeout, request bound or
+    /// reconnect delay that is zero or absurd ([`ElectionError::Config`]), a
+    /// connect string no client could use ([`ElectionError::Connect`] with
+    /// [`ConnectFailure::BadAddress`]), a chroot the server would refuse
+    /// ([`ElectionError::Config`]).
+    pub(crate) fn check(&self, min: Duration) -> Result<ConnectString, ElectionError> {
         if self.session_timeout < min || self.session_timeout.is_zero() {
             // A zero timeout would make a client silently use its own default.
             return Err(ElectionError::SessionTimeoutTooShort {
@@ -160,10 +180,57 @@ impl<C> SessionOptions<C> {
                 min: min.max(Duration::from_millis(1)),
             });
         }
-        if self.hosts.trim().is_empty() {
-            return Err(self.fail(ConnectFailure::BadAddress, "no hosts given"));
+        let over = |name, value: Duration, max: Duration, reason| {
+            if value > max {
+                Err(ElectionError::Config(ConfigError::InvalidDuration {
+                    name,
+                    reason,
+                }))
+            } else {
+                Ok(())
+            }
+        };
+        over(
+            "session timeout",
+            self.session_timeout,
+            SESSION_TIMEOUT_MAX,
+            "longer than a ConnectRequest can carry (2^31 - 1 ms)",
+        )?;
+        for (name, value, max, reason) in [
+            (
+                "connect timeout",
+                self.connect_timeout,
+                CONNECT_TIMEOUT_MAX,
+                "must be between 1 ms and 1 hour",
+            ),
+            (
+                "request timeout",
+                self.op_timeout.unwrap_or(Duration::from_secs(1)),
+                CONNECT_TIMEOUT_MAX,
+                "must be between 1 ms and 1 hour",
+            ),
+            (
+                "reconnect delay",
+                self.reconnect_delay,
+                RECONNECT_DELAY_MAX,
+                "must be between 1 ms and 1 minute",
+            ),
+        ] {
+            if value.is_zero() {
+                return Err(ElectionError::Config(ConfigError::InvalidDuration {
+                    name,
+                    reason,
+                }));
+            }
+            over(name, value, max, reason)?;
         }
-        Ok(())
+        ConnectString::parse(&self.hosts).map_err(|e| match e {
+            ConfigError::InvalidConnect { reason, .. } => self.fail(
+                ConnectFailure::BadAddress,
+                format!("{reason}: expected host:port[,host:port…][/chroot]"),
+            ),
+            other => ElectionError::Config(other),
+        })
     }
 
     pub(crate) fn fail(&self, kind: ConnectFailure, reason: impl Into<String>) -> ElectionError {
@@ -470,5 +537,65 @@ mod tests {
             SessionOptions::<()>::new(" ").check(Duration::ZERO),
             Err(ElectionError::Connect { .. })
         ));
+    }
+
+    #[test]
+    fn absurd_durations_are_config_errors() {
+        let base = || SessionOptions::<()>::new("h:1");
+        let refused = [
+            base().connect_timeout(Duration::ZERO),
+            base().connect_timeout(Duration::from_millis(u64::MAX)),
+            base().connect_timeout(CONNECT_TIMEOUT_MAX + Duration::from_millis(1)),
+            base().session_timeout(Duration::from_millis(u64::MAX)),
+            base().session_timeout(SESSION_TIMEOUT_MAX + Duration::from_millis(1)),
+            base().op_timeout(Duration::ZERO),
+            base().op_timeout(Duration::MAX),
+            base().reconnect_delay(Duration::ZERO),
+            base().reconnect_delay(Duration::from_secs(61)),
+        ];
+        for options in refused {
+            assert!(
+                matches!(
+                    options.check(Duration::ZERO),
+                    Err(ElectionError::Config(ConfigError::InvalidDuration { .. }))
+                ),
+                "{options:?}"
+            );
+        }
+        for options in [
+            base().connect_timeout(CONNECT_TIMEOUT_MAX),
+            base().session_timeout(SESSION_TIMEOUT_MAX),
+            base().reconnect_delay(Duration::from_secs(60)),
+        ] {
+            assert!(options.check(Duration::ZERO).is_ok(), "{options:?}");
+        }
+    }
+
+    #[test]
+    fn bad_connect_strings_are_bad_addresses_and_bad_chroots_config_errors() {
+        for hosts in ["h:1,", "h:0", "h:1/x,g:2"] {
+            let e = SessionOptions::<()>::new(hosts)
+                .check(Duration::ZERO)
+                .unwrap_err();
+            assert_eq!(
+                e.connect_failure(),
+                Some(ConnectFailure::BadAddress),
+                "{hosts}"
+            );
+        }
+        for hosts in ["h:1/apps//x", "h:1/apps/x/", "h:1/apps/\u{1f680}"] {
+            let e = SessionOptions::<()>::new(hosts)
+                .check(Duration::ZERO)
+                .unwrap_err();
+            assert!(
+                matches!(e, ElectionError::Config(ConfigError::InvalidChroot { .. })),
+                "{hosts}: {e:?}"
+            );
+        }
+        let split = SessionOptions::<()>::new("a:1,b:2/apps/x")
+            .check(Duration::ZERO)
+            .unwrap();
+        assert_eq!(split.servers.len(), 2);
+        assert_eq!(split.chroot.as_deref(), Some("/apps/x"));
     }
 }

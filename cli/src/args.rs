@@ -92,10 +92,22 @@ pub(crate) struct ConnectArgs {
     /// Requested session timeout in milliseconds (at least 1500 with
     /// zookeeper-async). The server may clamp it; the lease and the watchdog
     /// always use the value the server negotiated, never this one.
-    #[arg(long = "session-timeout", value_name = "MS", default_value_t = 10_000)]
+    #[arg(
+        long = "session-timeout",
+        value_name = "MS",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(..=2_147_483_647)
+    )]
     pub(crate) session_timeout_ms: u64,
-    /// How long to try to reach the server before giving up, in milliseconds.
-    #[arg(long = "connect-timeout", value_name = "MS", default_value_t = 10_000)]
+    /// How long to try to reach the servers before giving up, in
+    /// milliseconds (1 to 3600000, an hour). With some servers down, zkelect
+    /// starts as soon as a live one answers.
+    #[arg(
+        long = "connect-timeout",
+        value_name = "MS",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(1..=3_600_000)
+    )]
     pub(crate) connect_timeout_ms: u64,
     /// Digest credentials `user:password`; nodes then get creator-only write ACLs.
     #[arg(long, value_name = "USER:PASS")]
@@ -535,6 +547,28 @@ mod tests {
             &["--transport", "zookeeper"],
         ] {
             assert!(status(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn absurd_timeouts_are_usage_errors() {
+        for bad in [
+            &["--connect-timeout", "18446744073709551615"][..],
+            &["--connect-timeout", "0"],
+            &["--connect-timeout", "3600001"],
+            &["--connect-timeout", "-1"],
+            &["--session-timeout", "18446744073709551615"],
+            &["--session-timeout", "2147483648"],
+        ] {
+            let e = status(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+        for good in [
+            &["--connect-timeout", "1"][..],
+            &["--connect-timeout", "3600000"],
+            &["--session-timeout", "2147483647"],
+        ] {
+            assert!(status(good).is_ok(), "{good:?}");
         }
     }
 

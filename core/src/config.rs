@@ -87,6 +87,27 @@ pub enum ConfigError {
     /// of node name.
     #[error("protected_create(false) is refused: a create whose reply is lost would leave an orphan node no one recognises, blocking the queue for the session's life (leave it on; it adds a 20-byte nonce to the node name)")]
     Unprotected,
+    /// The connect string cannot be used by any client: empty, an empty
+    /// server, a bad port, a chroot before the last server.
+    #[error(
+        "invalid connect string {connect:?}: {reason}; expected host:port[,host:port…][/chroot]"
+    )]
+    InvalidConnect {
+        /// The connect string given (cut to 200 characters).
+        connect: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The chroot of a connect string (`host:port/chroot`) breaks
+    /// ZooKeeper's path rules: the server would refuse every request made
+    /// under it.
+    #[error("invalid chroot {chroot:?} in the connect string: {reason}")]
+    InvalidChroot {
+        /// The chroot given (cut to 64 characters).
+        chroot: String,
+        /// Which rule it breaks.
+        reason: &'static str,
+    },
     /// A duration setting is out of range.
     #[error("invalid {name}: {reason}")]
     InvalidDuration {
@@ -726,15 +747,28 @@ fn cut(s: &str) -> String {
     s.chars().take(64).collect()
 }
 
-/// Checks a path against ZooKeeper's rules (`PathUtils.validatePath`).
+/// Checks a path against ZooKeeper's rules (`PathUtils.validatePath`, which
+/// the server applies to every path it is sent), so that a path the server
+/// would refuse is refused before any request:
+///
+/// - not empty, starts with `/`, does not end with `/`;
+/// - no empty component (`//`), no `.` or `..` component;
+/// - no NUL, no control character (U+0001–U+001F, U+007F–U+009F);
+/// - no character the server refuses as UTF-16: U+D800–U+F8FF (surrogates
+///   and private use: every character above U+FFFF, emoji included, is a
+///   surrogate pair in Java, so it is refused too), U+FFF0–U+FFFF.
+///
+/// zkelect also refuses the root and `/zookeeper` (the server's own).
 ///
 /// ```
 /// use zkelect_core::config::validate_path;
 /// assert!(validate_path("/a/b").is_ok());
+/// assert!(validate_path("/café").is_ok());
 /// assert!(validate_path("a/b").is_err());
 /// assert!(validate_path("/a/").is_err());
 /// assert!(validate_path("/a//b").is_err());
 /// assert!(validate_path("/a/./b").is_err());
+/// assert!(validate_path("/svc/\u{1f680}").is_err()); // an emoji
 /// ```
 pub fn validate_path(path: &str) -> Result<(), ConfigError> {
     let bad = |reason| {
@@ -743,36 +777,73 @@ pub fn validate_path(path: &str) -> Result<(), ConfigError> {
             reason,
         })
     };
-    if path.is_empty() {
-        return bad("empty");
-    }
-    if !path.starts_with('/') {
-        return bad("must start with '/'");
-    }
     if path == "/" {
         return bad("the root cannot be an election path");
     }
+    if let Some(reason) = path_rule_broken(path) {
+        return bad(reason);
+    }
+    Ok(())
+}
+
+/// Checks the chroot of a connect string (what follows the first `/` of its
+/// last server, e.g. `/apps/x` in `zk1:2181,zk2:2181/apps/x`) against the
+/// server's path rules, as [`validate_path`] does. `/` alone means no chroot
+/// and is accepted.
+///
+/// ```
+/// use zkelect_core::config::validate_chroot;
+/// assert!(validate_chroot("/").is_ok());
+/// assert!(validate_chroot("/apps/x").is_ok());
+/// assert!(validate_chroot("/apps//x").is_err());
+/// assert!(validate_chroot("/apps/x/").is_err());
+/// ```
+pub fn validate_chroot(chroot: &str) -> Result<(), ConfigError> {
+    if chroot == "/" {
+        return Ok(());
+    }
+    match path_rule_broken(chroot) {
+        Some(reason) => Err(ConfigError::InvalidChroot {
+            chroot: cut(chroot),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The first of the server's path rules (and zkelect's `/zookeeper` rule)
+/// that `path` breaks; the root passes.
+fn path_rule_broken(path: &str) -> Option<&'static str> {
+    if path.is_empty() {
+        return Some("empty");
+    }
+    if !path.starts_with('/') {
+        return Some("must start with '/'");
+    }
+    if path == "/" {
+        return None;
+    }
     if path.ends_with('/') {
-        return bad("must not end with '/'");
+        return Some("must not end with '/'");
     }
     if path.len() > 4096 {
-        return bad("longer than 4096 bytes");
+        return Some("longer than 4096 bytes");
     }
     for segment in path[1..].split('/') {
         if segment.is_empty() {
-            return bad("empty segment ('//')");
+            return Some("empty segment ('//')");
         }
         if segment == "." || segment == ".." {
-            return bad("'.' and '..' segments are not allowed");
+            return Some("'.' and '..' segments are not allowed");
         }
         if segment == "zookeeper" && path.starts_with("/zookeeper") {
-            return bad("/zookeeper is reserved for the server");
+            return Some("/zookeeper is reserved for the server");
         }
         if let Some(reason) = bad_chars(segment) {
-            return bad(reason);
+            return Some(reason);
         }
     }
-    Ok(())
+    None
 }
 
 /// Characters ZooKeeper refuses in a path segment, or that zkelect refuses for clarity.
@@ -790,8 +861,17 @@ fn bad_chars(s: &str) -> Option<&'static str> {
         if ch.is_control() {
             return Some("contains a control character");
         }
+        // The server checks UTF-16 code units: U+D800..U+F8FF (surrogates,
+        // which a Rust `char` cannot be, and the private use area) and
+        // U+FFF0..U+FFFF. Every character above U+FFFF is a surrogate pair
+        // in Java, so the server refuses it too (emoji among them).
         if matches!(ch, '\u{e000}'..='\u{f8ff}' | '\u{fff0}'..='\u{ffff}') {
-            return Some("contains a character ZooKeeper refuses");
+            return Some("contains a character ZooKeeper refuses (U+E000..U+F8FF, U+FFF0..U+FFFF)");
+        }
+        if u32::from(ch) > 0xffff {
+            return Some(
+                "contains a character above U+FFFF (an emoji, say): ZooKeeper refuses them",
+            );
         }
     }
     None
@@ -859,7 +939,14 @@ mod tests {
 
     #[test]
     fn paths_follow_zookeeper_rules() {
-        for good in ["/a", "/a/b", "/svc/leader-1", "/é"] {
+        for good in [
+            "/a",
+            "/a/b",
+            "/svc/leader-1",
+            "/é",
+            "/a.b/..c/.d",
+            "/\u{ffef}",
+        ] {
             assert!(validate_path(good).is_ok(), "{good}");
         }
         for bad in [
@@ -875,8 +962,95 @@ mod tests {
             "/zookeeper/x",
             "/zookeeper",
             "/a\nb",
+            "/a/..",
+            "/.",
+            "/a\u{1}",
+            "/a\u{7f}",
+            "/a\u{9f}",
+            "/a\u{e000}",
+            "/a\u{f8ff}",
+            "/a\u{fff0}",
+            "/a\u{ffff}",
+            "/svc/\u{1f680}",
+            "/\u{10000}",
         ] {
             assert!(validate_path(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn chroots_follow_the_same_rules_and_the_root_means_none() {
+        for good in ["/", "/a", "/apps/x", "/é"] {
+            assert_eq!(validate_chroot(good), Ok(()), "{good}");
+        }
+        for (bad, why) in [
+            ("", "empty"),
+            ("apps", "must start"),
+            ("/apps//x", "empty segment"),
+            ("/apps/x/", "must not end"),
+            ("/apps/./x", "'.' and '..'"),
+            ("/apps/../x", "'.' and '..'"),
+            ("/apps/\u{1f680}", "above U+FFFF"),
+            ("/a\u{0}b", "NUL"),
+            ("/zookeeper", "reserved"),
+        ] {
+            match validate_chroot(bad) {
+                Err(ConfigError::InvalidChroot { reason, .. }) => {
+                    assert!(reason.contains(why), "{bad:?}: {reason}");
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+    }
+
+    /// ZooKeeper's own check (`PathUtils.validatePath`) over UTF-16 code
+    /// units, transcribed, against ours, on every character class it names.
+    #[test]
+    fn the_character_rules_agree_with_the_servers_over_utf16() {
+        fn server_refuses(path: &str) -> bool {
+            let units: Vec<u16> = path.encode_utf16().collect();
+            let mut last = u16::from(b'/');
+            for (i, &c) in units.iter().enumerate().skip(1) {
+                let next_is_end_or_slash = i + 1 == units.len() || units[i + 1] == u16::from(b'/');
+                if c == 0
+                    || (c == u16::from(b'/') && last == u16::from(b'/'))
+                    || (c == u16::from(b'.')
+                        && last == u16::from(b'.')
+                        && units[i - 2] == u16::from(b'/')
+                        && next_is_end_or_slash)
+                    || (c == u16::from(b'.') && last == u16::from(b'/') && next_is_end_or_slash)
+                    || (c > 0 && c <= 0x1f)
+                    || (0x7f..=0x9f).contains(&c)
+                    || (0xd800..=0xf8ff).contains(&c)
+                    || c >= 0xfff0
+                {
+                    return true;
+                }
+                last = c;
+            }
+            units.len() > 1 && units[units.len() - 1] == u16::from(b'/')
+        }
+        let samples = (0_u32..0x3_0000)
+            .step_by(7)
+            .chain([
+                0xe000, 0xf8ff, 0xfff0, 0xffff, 0x1_0000, 0x1_f680, 0x10_ffff,
+            ])
+            .filter_map(char::from_u32);
+        for ch in samples {
+            let path = format!("/svc/a{ch}b");
+            assert_eq!(
+                validate_chroot(&path).is_err(),
+                server_refuses(&path),
+                "U+{:04X}",
+                u32::from(ch)
+            );
+        }
+        for path in ["/a/.", "/a/..", "/a/...", "/a/.b", "/a//b", "/a/"] {
+            assert_eq!(
+                validate_chroot(path).is_err(),
+                server_refuses(path),
+                "{path}"
+            );
         }
     }
 

@@ -163,6 +163,7 @@
 mod candidate;
 mod command;
 pub mod config;
+pub mod connect_string;
 mod input;
 mod kept;
 mod lease;

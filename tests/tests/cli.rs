@@ -309,6 +309,93 @@ fn invalid_path_exits_3_and_names_the_path() {
     }
 }
 
+/// A path or a chroot the server would refuse (`PathUtils.validatePath`) is
+/// refused before any request: exit 3, on every subcommand and transport.
+/// The server given is a closed port, so reaching for it would fail otherwise.
+#[test]
+fn paths_and_chroots_the_server_would_refuse_exit_3_before_any_request() {
+    let nowhere = format!("127.0.0.1:{}", closed_port());
+    let emoji = "/svc/\u{1f680}";
+    let cases = [
+        (nowhere.clone(), emoji, "above U+FFFF"),
+        (nowhere.clone(), "/svc/\u{e000}", "ZooKeeper refuses"),
+        (
+            format!("{nowhere}/apps//x"),
+            "/svc/leader",
+            "invalid chroot",
+        ),
+        (
+            format!("{nowhere}/apps/x/"),
+            "/svc/leader",
+            "invalid chroot",
+        ),
+        (
+            format!("{nowhere}/apps/./x"),
+            "/svc/leader",
+            "invalid chroot",
+        ),
+        (
+            format!("{nowhere}/apps/\u{1f680}"),
+            "/svc/leader",
+            "above U+FFFF",
+        ),
+    ];
+    for transport in ["zookeeper-async", "zookeeper-client"] {
+        for (connect, path, why) in &cases {
+            let base = [
+                "--connect",
+                connect.as_str(),
+                "--path",
+                path,
+                "--transport",
+                transport,
+            ];
+            let runs: Vec<&str> = ["run"]
+                .into_iter()
+                .chain(base)
+                .chain(["--id", "a", "--", "true"])
+                .collect();
+            let status: Vec<&str> = ["status"].into_iter().chain(base).collect();
+            let revoke: Vec<&str> = ["revoke"]
+                .into_iter()
+                .chain(base)
+                .chain(["--id", "a"])
+                .collect();
+            for args in [&runs, &status, &revoke] {
+                let took = fails_with(args, CONFIG, &[why], Duration::from_secs(5));
+                assert!(took < Duration::from_secs(2), "{args:?} took {took:?}");
+            }
+        }
+    }
+}
+
+/// Absurd timeouts are refused by the argument parser (exit 2) at once,
+/// never an overflow or a hang.
+#[test]
+fn absurd_timeouts_exit_2_at_once() {
+    let nowhere = format!("127.0.0.1:{}", closed_port());
+    for (flag, value) in [
+        ("--connect-timeout", "18446744073709551615"),
+        ("--connect-timeout", "0"),
+        ("--session-timeout", "18446744073709551615"),
+    ] {
+        for transport in ["zookeeper-async", "zookeeper-client"] {
+            let args = [
+                "status",
+                "--connect",
+                &nowhere,
+                "--path",
+                "/svc/leader",
+                "--transport",
+                transport,
+                flag,
+                value,
+            ];
+            fails_with(&args, USAGE, &[flag], Duration::from_secs(5));
+        }
+    }
+}
+
 /// A --connect that does not parse or resolve is a setting to fix (3), not
 /// an unreachable server (4). Only the zookeeper-async transport can tell
 /// (it resolves every server before connecting); zookeeper-client retries an
