@@ -173,6 +173,7 @@ pub mod observer;
 mod ops;
 mod outbox;
 mod rule;
+mod session;
 mod standing;
 mod time;
 mod timer;
@@ -186,6 +187,10 @@ pub use name::Access;
 pub use notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
 pub use observer::{Observer, ObserverConfig, ObserverStats, Participant};
 pub use rule::{Recipe, Rule};
+pub use session::{
+    Event, Exit, Gone, Machine, MachineId, Sender, Session, SessionConfig, Traffic, WatchClass,
+    REQUESTS_OUT,
+};
 pub use time::Timestamp;
 pub use zk::{
     Acl, CreateMode, Reply, Request, SessionId, Stat, Verb, WatchEvent, WatchKind, ZkCode,

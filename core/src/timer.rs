@@ -96,7 +96,9 @@ impl Backoff {
     }
 
     /// The next delay: `min * 2^attempt`, capped at `max`, then jittered into
-    /// `[d/2, d]` so a crowd of candidates does not retry in lock-step.
+    /// `[d/2, d]` so a crowd of candidates does not retry in lock-step. Never
+    /// zero: a retry at the instant of the failure it answers would let a
+    /// transport that fails fast spin the machine without time passing.
     pub(crate) fn next_delay(&mut self, min: Duration, max: Duration) -> Duration {
         let attempt = self.attempt;
         let factor = 1u32 << attempt.min(16);
@@ -106,7 +108,7 @@ impl Backoff {
         self.state = state;
         let full_ms = u64::try_from(full.as_millis()).unwrap_or(u64::MAX).max(1);
         let half = full_ms / 2;
-        Duration::from_millis(half + state % (full_ms - half + 1))
+        Duration::from_millis((half + state % (full_ms - half + 1)).max(1))
     }
 
     pub(crate) fn reset(&mut self) {
@@ -150,5 +152,14 @@ mod tests {
         assert!(delays[7] >= Duration::from_millis(500));
         a.reset();
         assert!(a.next_delay(min, max) <= min);
+    }
+
+    #[test]
+    fn the_shortest_backoff_still_lets_time_pass() {
+        let ms = Duration::from_millis(1);
+        for seed in 0..64 {
+            let mut b = Backoff::new(seed);
+            assert!((0..4).all(|_| b.next_delay(ms, ms) == ms), "seed {seed}");
+        }
     }
 }

@@ -276,6 +276,12 @@ impl Candidate {
         self.session.own.as_ref().map(|o| &*o.name)
     }
 
+    /// This candidate's node's full path, once known (what a guarded
+    /// write checks, and what a close deletes).
+    pub fn own_path(&self) -> Option<String> {
+        self.session.own.as_ref().map(|o| self.child_path(&o.name))
+    }
+
     /// The fencing token of this candidate's node, once known.
     pub fn token(&self) -> Option<FencingToken> {
         self.session.own.as_ref().map(|o| o.token)
@@ -552,10 +558,6 @@ impl Candidate {
             rule.recipe(),
         )
         .is_some_and(|access| rule.learns_from_holder(access))
-    }
-
-    fn own_path(&self) -> Option<String> {
-        self.session.own.as_ref().map(|o| self.child_path(&o.name))
     }
 
     /// `PATH/name`, built without the formatting machinery (a path is built

@@ -1,0 +1,184 @@
+//! What the session knows of its connection: which span of it this is,
+//! the last `Connected`, the newest contact with the server, and the one
+//! liveness probe.
+//!
+//! A *span* is the time between two session events: an answer proves
+//! contact only for the span its request went out in (an answer from
+//! before a reconnect says nothing of this connection). This is the one
+//! count of connections of a session: the transports report raw session
+//! events, and the spans are counted here.
+//!
+//! The probe: one per session, not one per machine — the lease is a
+//! property of the session. An `exists` of `/` every three tenths of the
+//! session timeout while machines run; when it is answered, every machine
+//! hears the send time of the newest request of the span the server
+//! answered ([`Candidate::session_answered`](crate::Candidate::session_answered)).
+//! A machine's own probe falls due only when its contact is a third of the
+//! timeout old, which the session's probe, three tenths apart, keeps from
+//! happening while the server answers promptly; a server that does not
+//! answer is covered by the machines' own probes.
+
+use std::time::Duration;
+
+use crate::input::SessionEvent;
+use crate::time::Timestamp;
+use crate::zk::Request;
+
+/// The probe's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    /// Not connected (or no timeout known): nothing to prove.
+    Off,
+    /// Connected: the next probe goes out then.
+    Due(Timestamp),
+    /// Out, unanswered.
+    Out,
+}
+
+/// The session's connection, as its events and answers tell it.
+#[derive(Debug, Clone)]
+pub(super) struct Contact {
+    /// Bumped by every session event.
+    span: u64,
+    /// Sessions seen: bumped by the first `Connected` and by the first
+    /// after an expiry or close.
+    sessions: u64,
+    /// The last `Connected`, while connected: what a new machine is told.
+    connected: Option<SessionEvent>,
+    /// Whether the session is gone (expired, closed): the next `Connected`
+    /// is a new session.
+    gone: bool,
+    /// The send time of the newest request answered in this span.
+    answered: Option<Timestamp>,
+    probe: Probe,
+}
+
+/// How often the session probes: three tenths of the timeout, so that a
+/// machine, whose own probe falls due a third after its newest contact,
+/// hears of a newer one first while round trips take under a thirtieth of
+/// the timeout (a slower answer costs only the machines' own probes, which
+/// are as safe), and a one-machine session probes hardly more often than
+/// the machine did alone.
+fn probe_every(timeout: Duration) -> Option<Duration> {
+    let every = timeout * 3 / 10;
+    (!every.is_zero()).then_some(every)
+}
+
+impl Contact {
+    pub(super) fn new() -> Self {
+        Self {
+            span: 0,
+            sessions: 0,
+            connected: None,
+            gone: true,
+            answered: None,
+            probe: Probe::Off,
+        }
+    }
+
+    /// The span now.
+    pub(super) fn span(&self) -> u64 {
+        self.span
+    }
+
+    /// Sessions seen so far.
+    pub(super) fn sessions(&self) -> u64 {
+        self.sessions
+    }
+
+    /// The last `Connected`, while connected.
+    pub(super) fn connected(&self) -> Option<SessionEvent> {
+        self.connected
+    }
+
+    /// A session event: a new span.
+    pub(super) fn session_event(&mut self, now: Timestamp, event: SessionEvent) {
+        self.span += 1;
+        self.answered = None;
+        self.probe = Probe::Off;
+        match event {
+            SessionEvent::Connected { timeout, .. } => {
+                if std::mem::replace(&mut self.gone, false) {
+                    self.sessions += 1;
+                }
+                self.connected = Some(event);
+                // Each machine proves contact on a new connection itself;
+                // the session's probe takes over after.
+                if let Some(every) = probe_every(timeout) {
+                    self.probe = Probe::Due(now + every);
+                }
+            }
+            SessionEvent::Expired | SessionEvent::Closed => {
+                self.connected = None;
+                self.gone = true;
+            }
+            SessionEvent::Disconnected | SessionEvent::AuthFailed => self.connected = None,
+        }
+    }
+
+    /// A request that went out in `span` at `sent_at` was answered;
+    /// `contact` says whether the answer came from the server (not a
+    /// connection error).
+    pub(super) fn answered(&mut self, span: u64, sent_at: Timestamp, contact: bool) {
+        if contact && span == self.span {
+            self.answered = Some(self.answered.map_or(sent_at, |t| t.max(sent_at)));
+        }
+    }
+
+    /// The probe's request, if it is due at `now` and some machine runs
+    /// (it is then out).
+    pub(super) fn probe_if_due(&mut self, now: Timestamp, machines: bool) -> Option<Request> {
+        match self.probe {
+            Probe::Due(at) if at <= now && machines => {
+                self.probe = Probe::Out;
+                Some(Request::Exists {
+                    path: "/".to_owned(),
+                    watch: false,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The probe of `span` was answered at `now`: the contact every
+    /// machine is to hear of, if any. The next probe is filed three tenths
+    /// of the timeout after that contact, and never at `now` or before: a
+    /// probe that failed (no contact this span, or a connection error with
+    /// only older contact) goes again a whole period after `now`, so a
+    /// transport that fails fast is never asked again at the same instant.
+    pub(super) fn probe_answered(
+        &mut self,
+        now: Timestamp,
+        span: u64,
+        contact: bool,
+    ) -> Option<Timestamp> {
+        if span != self.span {
+            // A session event came since: it reset the probe.
+            return None;
+        }
+        let Some(SessionEvent::Connected { timeout, .. }) = self.connected else {
+            return None;
+        };
+        let Some(every) = probe_every(timeout) else {
+            self.probe = Probe::Off;
+            return None;
+        };
+        let next = match (contact, self.answered) {
+            (true, Some(newest)) => (newest + every).max(now + Duration::from_millis(1)),
+            _ => now + every,
+        };
+        self.probe = Probe::Due(next);
+        // Contact from any request of the span proves as much as the
+        // probe's own answer would have.
+        self.answered
+    }
+
+    /// When the probe is due, while some machine runs (it stays due, and
+    /// would wake the driver at once forever, while none does).
+    pub(super) fn next(&self, machines: bool) -> Option<Timestamp> {
+        match self.probe {
+            Probe::Due(at) if machines => Some(at),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! When each machine of a session is due next: the earliest of its own
+//! timeout and its close deadline, filed in one ordered index so the
+//! session's next deadline is its first entry.
+
+use std::collections::BTreeSet;
+
+use crate::session::machine::MachineId;
+use crate::time::Timestamp;
+
+/// The machines' deadlines, in time order.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Deadlines {
+    index: BTreeSet<(Timestamp, MachineId)>,
+}
+
+impl Deadlines {
+    /// Files `machine` at `due` (or nowhere), where it was at `filed`;
+    /// returns where it is filed now.
+    pub(super) fn file(
+        &mut self,
+        machine: MachineId,
+        filed: Option<Timestamp>,
+        due: Option<Timestamp>,
+    ) -> Option<Timestamp> {
+        if due != filed {
+            if let Some(old) = filed {
+                self.index.remove(&(old, machine));
+            }
+            if let Some(at) = due {
+                self.index.insert((at, machine));
+            }
+        }
+        due
+    }
+
+    /// The earliest deadline.
+    pub(super) fn first(&self) -> Option<Timestamp> {
+        self.index.first().map(|(at, _)| *at)
+    }
+
+    /// The machines due at `now`, earliest first, each taken out of the
+    /// index (the caller files them again).
+    pub(super) fn take_due(&mut self, now: Timestamp) -> Vec<MachineId> {
+        let mut due = Vec::new();
+        while let Some(&(at, machine)) = self.index.first() {
+            if at > now {
+                break;
+            }
+            self.index.pop_first();
+            due.push(machine);
+        }
+        due
+    }
+}

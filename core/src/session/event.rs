@@ -1,0 +1,91 @@
+//! What a [`Session`](super::Session) tells its driver besides commands:
+//! each machine's notices, that a machine took an input, and that a
+//! machine left the session.
+
+use crate::candidate::Stats;
+use crate::notice::Notice;
+use crate::session::machine::MachineId;
+
+/// One thing the session has to tell, in the order it happened: poll them
+/// with [`Session::poll_event`](super::Session::poll_event) before the
+/// commands, so a demotion reaches the application before the requests
+/// that follow it go out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A machine's notice (a `Demoted` means stop acting for it *now*).
+    Notice {
+        /// Whose.
+        machine: MachineId,
+        /// What.
+        notice: Notice,
+    },
+    /// A machine took an input: what its getters say (role, node, lease,
+    /// counters, [`Traffic`]) may have changed. Once per machine per input,
+    /// after its notices.
+    Updated(MachineId),
+    /// A machine left the session: nothing more will come from it, and the
+    /// session no longer knows it. Carries its last counters.
+    Stopped {
+        /// Which.
+        machine: MachineId,
+        /// How it ended.
+        exit: Exit,
+        /// Its own counters at the end.
+        stats: Stats,
+        /// Its requests at the end.
+        traffic: Traffic,
+    },
+}
+
+/// How a machine left its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Exit {
+    /// Closed: its node (if it had one) is deleted.
+    Closed,
+    /// Stopped by a fatal error (see its last `Notice::Error`).
+    Failed,
+    /// Its close ran out of time (its own close timeout, or the session's
+    /// while closing): its node, if any, goes when the session ends.
+    Abandoned,
+}
+
+/// A machine's requests, as the session counts them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Traffic {
+    /// Requests sent.
+    pub requests: u64,
+    /// Requests answered with an error (any, `NoNode` included).
+    pub errors: u64,
+    /// Requests answered `OperationTimeout` (the transport's bound).
+    pub timeouts: u64,
+}
+
+/// [`Traffic`] as a session keeps it for every machine: 32 bits a counter,
+/// saturating (a session runs thousands of machines).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub(super) struct Tally {
+    requests: u32,
+    errors: u32,
+    timeouts: u32,
+}
+
+impl Tally {
+    pub(super) fn sent(&mut self) {
+        self.requests = self.requests.saturating_add(1);
+    }
+
+    pub(super) fn failed(&mut self, timeout: bool) {
+        self.errors = self.errors.saturating_add(1);
+        self.timeouts = self.timeouts.saturating_add(u32::from(timeout));
+    }
+
+    pub(super) fn widen(self) -> Traffic {
+        Traffic {
+            requests: self.requests.into(),
+            errors: self.errors.into(),
+            timeouts: self.timeouts.into(),
+        }
+    }
+}

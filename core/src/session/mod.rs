@@ -1,0 +1,610 @@
+//! The session machine: [`Session`] and what it is made of, one concept
+//! a module (the connection, the watch table, the window, the deadlines,
+//! the machines).
+
+mod config;
+mod contact;
+mod deadlines;
+mod event;
+mod machine;
+mod watches;
+mod window;
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::command::{Command, OpId};
+use crate::input::{Input, SessionEvent};
+use crate::time::Timestamp;
+use crate::zk::{WatchEvent, ZkCode};
+
+pub use config::{SessionConfig, REQUESTS_OUT};
+use contact::Contact;
+use deadlines::Deadlines;
+use event::Tally;
+pub use event::{Event, Exit, Traffic};
+pub use machine::{Machine, MachineId};
+pub use watches::WatchClass;
+use watches::{disarm, Armings, Watches};
+pub use window::Sender;
+use window::Window;
+
+/// An intent named a machine the session no longer knows (it stopped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no machine {0} on this session (it has stopped)")]
+pub struct Gone(pub MachineId);
+
+/// Where the session is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Open,
+    /// Closing every machine; past the deadline, those left are given up on.
+    Closing {
+        deadline: Timestamp,
+    },
+    /// Every machine is done: the driver closes the transport.
+    Finished,
+}
+
+/// Whether a machine is closing, as the session asked it to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Close {
+    /// Not asked to close (it may still close itself: a lock after a lost
+    /// hold, a machine the client's close stopped).
+    No,
+    /// Asked to; past this, the machine is given up on.
+    Until(Timestamp),
+    /// Asked to, with no time limit: it waits as long as the session lives.
+    Unbounded,
+}
+
+impl Close {
+    fn deadline(self) -> Option<Timestamp> {
+        match self {
+            Self::Until(at) => Some(at),
+            Self::No | Self::Unbounded => None,
+        }
+    }
+}
+
+/// One machine on the session, and the session's books on it.
+#[derive(Debug, Clone)]
+struct Slot {
+    machine: Machine,
+    /// Its entry in the deadline index.
+    filed: Option<Timestamp>,
+    /// Whether it is closing, and until when.
+    close: Close,
+    armed: Armings,
+    tally: Tally,
+}
+
+/// One ZooKeeper session and every machine on it, as one sans-IO machine.
+///
+/// A [`Candidate`](crate::Candidate) is one participant; what users run is a
+/// session carrying many of them (elections, locks, observers), because
+/// ZooKeeper gives a session one of everything: one op-id space, one watch
+/// per path and kind, one connection, one lease. [`Session`] owns the
+/// machines and what they share, as quinn-proto's `Endpoint` routes for its
+/// connections, so the same router runs under the tokio driver of the
+/// `zkelect` crate, in the simulator, and in any runtime of the user's:
+///
+/// - **One op-id space**: every command out carries a session
+///   op id; its reply is routed back to the machine that sent it, under the
+///   machine's own id. A reply for a machine that has gone is dropped.
+/// - **The watch table**: an event reaches every machine armed
+///   on its path and kind since the last firing; a machine whose arming is
+///   unanswered stays armed. An event can reach a machine twice, never not
+///   at all.
+/// - **The connection**: the spans between session events are
+///   counted here, once; every machine gets every session event, and a
+///   machine added later the last `Connected`. One liveness probe per
+///   session, every three tenths of the timeout, and the contact it proves
+///   fed to every machine.
+/// - **The request window**: at most
+///   [`SessionConfig::with_requests_out`] requests out at once, the rest
+///   queued in order; the probe never waits.
+/// - **Closing**: a machine's close may take its close
+///   timeout; the session closes when its machines are done (or its own
+///   close timeout passes), or when a machine that ends it is done.
+/// - **Recipe rules**: a lock's candidate leaves the queue once its hold is
+///   lost ([`Machine::lock`]), and its release — its close — sends its
+///   node's delete in the same step.
+///
+/// # The run loop
+///
+/// As for a candidate: feed one input ([`handle`](Session::handle),
+/// [`handle_timeout`](Session::handle_timeout), an intent such as
+/// [`join`](Session::join)), `now` first; drain
+/// [`poll_event`](Session::poll_event) (notices before requests), then
+/// [`poll_command`](Session::poll_command) (answer each command exactly once
+/// with an [`Input::Reply`] under its op id); sleep until
+/// [`poll_timeout`](Session::poll_timeout) or the next input.
+///
+/// Every entry point fires what is due at `now` before it acts on its input:
+/// a process that froze learns from each machine that its lease ran out
+/// before it acts on anything that queued up meanwhile. And no input is
+/// answered by a retry at the same instant: after any call at `now`,
+/// [`poll_timeout`](Session::poll_timeout) is later than `now` (the
+/// property the session's tests drive adversarially), so a driver that
+/// picks its ready inputs in any fixed order cannot spin at one instant.
+///
+/// ```
+/// use std::time::Duration;
+/// use zkelect_core::*;
+///
+/// let t = Timestamp::from_millis(0);
+/// let mut session = Session::new(SessionConfig::new(7));
+/// let a = session.add(t, Machine::election(Candidate::new(Config::builder("/svc/a", "me").build()?)));
+/// let b = session.add(t, Machine::election(Candidate::new(Config::builder("/svc/b", "me").build()?)));
+/// session.join(t, a)?;
+/// session.join(t, b)?;
+/// session.handle(t, Input::Session(SessionEvent::Connected {
+///     session_id: Some(SessionId(1)),
+///     timeout: Duration::from_secs(10),
+/// }));
+/// // Each machine's first requests go out under session-wide op ids.
+/// let commands: Vec<Command> = std::iter::from_fn(|| session.poll_command()).collect();
+/// assert!(commands.iter().any(|c| c.request.path().starts_with("/svc/a/")));
+/// assert!(commands.iter().any(|c| c.request.path().starts_with("/svc/b/")));
+/// assert_eq!(session.sender(commands[0].op).and_then(|s| s.machine()), Some(a));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Session {
+    config: SessionConfig,
+    now: Timestamp,
+    /// Boxed: a slot is a few hundred bytes, and a map's node holds eleven
+    /// entries inline but is often half full.
+    slots: BTreeMap<MachineId, Box<Slot>>,
+    last_id: u64,
+    deadlines: Deadlines,
+    watches: Watches,
+    window: Window,
+    contact: Contact,
+    events: VecDeque<Event>,
+    phase: Phase,
+}
+
+impl Session {
+    /// A session with no machines, not yet connected.
+    pub fn new(config: SessionConfig) -> Self {
+        Self {
+            config,
+            now: Timestamp::ZERO,
+            slots: BTreeMap::new(),
+            last_id: 0,
+            deadlines: Deadlines::default(),
+            watches: Watches::new(config.seed()),
+            window: Window::new(config.requests_out()),
+            contact: Contact::new(),
+            events: VecDeque::new(),
+            phase: Phase::Open,
+        }
+    }
+
+    // ----- getters ------------------------------------------------------------
+
+    /// The settings.
+    pub fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    /// The latest `now` the session was given.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// A machine of the session, while it runs.
+    pub fn machine(&self, id: MachineId) -> Option<&Machine> {
+        self.slots.get(&id).map(|s| &s.machine)
+    }
+
+    /// Every machine of the session, in id order.
+    pub fn machines(&self) -> impl Iterator<Item = (MachineId, &Machine)> + '_ {
+        self.slots.iter().map(|(id, s)| (*id, &s.machine))
+    }
+
+    /// A machine's requests so far, while it runs.
+    pub fn traffic(&self, id: MachineId) -> Option<Traffic> {
+        self.slots.get(&id).map(|s| s.tally.widen())
+    }
+
+    /// Who sent `op`, while it is unanswered.
+    pub fn sender(&self, op: OpId) -> Option<Sender> {
+        self.window.sender(op)
+    }
+
+    /// The machines `event` would reach now (the session's watch table;
+    /// nothing fires).
+    pub fn reaches(&self, event: &WatchEvent) -> Vec<MachineId> {
+        self.watches.would_reach(event).into_iter().collect()
+    }
+
+    /// The span now: how many session events the session has had.
+    pub fn span(&self) -> u64 {
+        self.contact.span()
+    }
+
+    /// How many ZooKeeper sessions it has been on (a `Connected` after an
+    /// expiry starts another).
+    pub fn sessions(&self) -> u64 {
+        self.contact.sessions()
+    }
+
+    /// Whether the last session event was `Connected`.
+    pub fn is_connected(&self) -> bool {
+        self.contact.connected().is_some()
+    }
+
+    /// Closing: every machine is being closed.
+    pub fn is_closing(&self) -> bool {
+        !matches!(self.phase, Phase::Open)
+    }
+
+    /// Closed and every machine done: the driver closes its transport.
+    pub fn is_finished(&self) -> bool {
+        self.phase == Phase::Finished
+    }
+
+    /// Requests out now (polled and unanswered), the probe included.
+    pub fn requests_out(&self) -> usize {
+        self.window.out()
+    }
+
+    /// Requests waiting for a place in the window.
+    pub fn requests_waiting(&self) -> usize {
+        self.window.waiting()
+    }
+
+    /// Watches armed, counted once per machine.
+    pub fn armings(&self) -> usize {
+        self.watches.len()
+    }
+
+    // ----- intents --------------------------------------------------------------
+
+    /// Runs `machine` on the session. If the session is connected, the
+    /// machine is told the last `Connected` at once, as the others were; if
+    /// it is closing, the machine is closed at once.
+    pub fn add(&mut self, now: Timestamp, machine: Machine) -> MachineId {
+        self.enter(now);
+        self.last_id += 1;
+        let id = MachineId(self.last_id);
+        self.slots.insert(
+            id,
+            Box::new(Slot {
+                machine,
+                filed: None,
+                close: Close::No,
+                armed: Armings::default(),
+                tally: Tally::default(),
+            }),
+        );
+        if self.is_closing() {
+            self.close_machine(id);
+        } else if let Some(connected) = self.contact.connected() {
+            self.feed(id, Input::Session(connected));
+        } else {
+            self.after(id);
+        }
+        id
+    }
+
+    /// The machine takes part (again); see [`Candidate::join`](crate::Candidate::join).
+    /// Nothing for an observer.
+    pub fn join(&mut self, now: Timestamp, id: MachineId) -> Result<(), Gone> {
+        self.enter(now);
+        let now = self.now;
+        self.slot(id)?.machine.join(now);
+        self.after(id);
+        Ok(())
+    }
+
+    /// The machine steps down; see [`Candidate::resign`](crate::Candidate::resign).
+    /// Nothing for an observer.
+    pub fn resign(&mut self, now: Timestamp, id: MachineId, rejoin: bool) -> Result<(), Gone> {
+        self.enter(now);
+        let now = self.now;
+        self.slot(id)?.machine.resign(now, rejoin);
+        self.after(id);
+        Ok(())
+    }
+
+    /// The machine leaves for good: a leader (holder) is demoted and its
+    /// node's delete goes out in this same call — a lock's release.
+    /// Within its close timeout the machine stops
+    /// ([`Event::Stopped`]); past it, the session gives up on it.
+    pub fn close(&mut self, now: Timestamp, id: MachineId) -> Result<(), Gone> {
+        self.enter(now);
+        self.slot(id)?;
+        self.close_machine(id);
+        Ok(())
+    }
+
+    /// Closes every machine, then the session: it is finished once they
+    /// are done, or once its close timeout has passed.
+    pub fn close_session(&mut self, now: Timestamp) {
+        self.enter(now);
+        self.start_closing();
+    }
+
+    fn start_closing(&mut self) {
+        if self.phase == Phase::Open {
+            self.phase = Phase::Closing {
+                deadline: self.now + self.config.close_timeout(),
+            };
+            let ids: Vec<MachineId> = self.slots.keys().copied().collect();
+            for id in ids {
+                self.close_machine(id);
+            }
+        }
+        self.check_finished();
+    }
+
+    // ----- inputs ---------------------------------------------------------------
+
+    /// Feeds one input from the transport: a reply (under its session op
+    /// id), a watch event, or a session event.
+    pub fn handle(&mut self, now: Timestamp, input: Input) {
+        self.enter(now);
+        match input {
+            Input::Reply { op, result } => self.reply(op, result),
+            Input::Watch(event) => self.watch(event),
+            Input::Session(event) => self.session_event(event),
+        }
+    }
+
+    /// Fires what is due at `now`. Spurious calls are harmless.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        self.enter(now);
+    }
+
+    // ----- outputs --------------------------------------------------------------
+
+    /// The next event (notices, updates, stops). Drain before commands.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The next request to send, under its session op id: the probe first,
+    /// then the machines' in order, while the window has room.
+    #[must_use]
+    pub fn poll_command(&mut self) -> Option<Command> {
+        let command = self.window.poll(self.now, self.contact.span())?;
+        if let Some(Sender::Machine { machine, .. }) = self.window.sender(command.op) {
+            if let Some(slot) = self.slots.get_mut(&machine) {
+                let arms = self
+                    .watches
+                    .arming(machine, &mut slot.armed, &command.request);
+                self.window.arms(command.op, arms);
+            }
+        }
+        Some(command)
+    }
+
+    /// When to call [`handle_timeout`](Self::handle_timeout) next, if ever.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        let closing = match self.phase {
+            Phase::Closing { deadline } => Some(deadline),
+            Phase::Open | Phase::Finished => None,
+        };
+        [
+            self.deadlines.first(),
+            self.contact.next(!self.slots.is_empty()),
+            closing,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    // ----- plumbing ---------------------------------------------------------------
+
+    fn slot(&mut self, id: MachineId) -> Result<&mut Slot, Gone> {
+        self.slots.get_mut(&id).map(|s| &mut **s).ok_or(Gone(id))
+    }
+
+    /// Every entry point starts here: time only moves forward, and what is
+    /// due is fired before the input is acted on.
+    fn enter(&mut self, now: Timestamp) {
+        self.now = self.now.max(now);
+        let now = self.now;
+        for id in self.deadlines.take_due(now) {
+            let Some(slot) = self.slots.get_mut(&id) else {
+                continue;
+            };
+            slot.filed = None;
+            if slot.close.deadline().is_some_and(|d| d <= now) {
+                self.finish(id, Exit::Abandoned);
+                continue;
+            }
+            if slot.machine.poll_timeout().is_some_and(|t| t <= now) {
+                slot.machine.handle_timeout(now);
+            }
+            self.after(id);
+        }
+        if let Some(request) = self.contact.probe_if_due(now, !self.slots.is_empty()) {
+            self.window.submit_probe(request);
+        }
+        if let Phase::Closing { deadline } = self.phase {
+            if deadline <= now {
+                let ids: Vec<MachineId> = self.slots.keys().copied().collect();
+                for id in ids {
+                    self.finish(id, Exit::Abandoned);
+                }
+            }
+        }
+        self.check_finished();
+    }
+
+    fn check_finished(&mut self) {
+        if matches!(self.phase, Phase::Closing { .. }) && self.slots.is_empty() {
+            self.phase = Phase::Finished;
+        }
+    }
+
+    fn close_machine(&mut self, id: MachineId) {
+        let now = self.now;
+        let Some(slot) = self.slots.get_mut(&id) else {
+            return;
+        };
+        if slot.close == Close::No {
+            slot.close = slot
+                .machine
+                .close_timeout()
+                .map_or(Close::Unbounded, |d| Close::Until(now + d));
+        }
+        slot.machine.close(now);
+        self.after(id);
+    }
+
+    fn feed(&mut self, id: MachineId, input: Input) {
+        if let Some(slot) = self.slots.get_mut(&id) {
+            slot.machine.handle(self.now, input);
+            self.after(id);
+        }
+    }
+
+    fn session_event(&mut self, event: SessionEvent) {
+        self.contact.session_event(self.now, event);
+        if matches!(event, SessionEvent::Expired | SessionEvent::Closed) {
+            self.watches.dropped();
+        }
+        let ids: Vec<MachineId> = self.slots.keys().copied().collect();
+        for id in ids {
+            self.feed(id, Input::Session(event));
+        }
+    }
+
+    fn watch(&mut self, event: WatchEvent) {
+        let (to, spent) = self.watches.fire(&event);
+        for (id, entry) in spent {
+            if let Some(slot) = self.slots.get_mut(&id) {
+                disarm(&mut slot.armed, entry);
+            }
+        }
+        for id in to {
+            self.feed(id, Input::Watch(event.clone()));
+        }
+    }
+
+    fn reply(&mut self, op: OpId, result: Result<crate::zk::Reply, ZkCode>) {
+        let Some(flight) = self.window.answer(op) else {
+            // Never sent, or answered already: no answer.
+            return;
+        };
+        let contact = !matches!(
+            result,
+            Err(ZkCode::ConnectionLoss | ZkCode::OperationTimeout | ZkCode::SessionExpired)
+        );
+        self.contact.answered(flight.span, flight.sent_at, contact);
+        let (id, own) = match flight.sender {
+            Sender::Machine { machine, op } => (machine, op),
+            Sender::Probe => {
+                if let Some(sent_at) = self.contact.probe_answered(self.now, flight.span, contact) {
+                    self.contact_to_all(sent_at);
+                }
+                return;
+            }
+        };
+        if let Some(entry) = flight.arms {
+            self.watches.answered(id, entry);
+        }
+        let Some(slot) = self.slots.get_mut(&id) else {
+            // The machine has gone: dropped.
+            return;
+        };
+        if let Err(code) = &result {
+            slot.tally.failed(*code == ZkCode::OperationTimeout);
+        }
+        self.feed(id, Input::Reply { op: own, result });
+    }
+
+    /// Every machine hears of contact proven at `sent_at`.
+    fn contact_to_all(&mut self, sent_at: Timestamp) {
+        let ids: Vec<MachineId> = self.slots.keys().copied().collect();
+        for id in ids {
+            if let Some(slot) = self.slots.get_mut(&id) {
+                slot.machine.session_answered(self.now, sent_at);
+                self.after(id);
+            }
+        }
+    }
+
+    /// After a machine took an input: its notices become events, its
+    /// commands are queued under session op ids, its deadline is filed
+    /// again; once done, it leaves.
+    fn after(&mut self, id: MachineId) {
+        let now = self.now;
+        let Some(slot) = self.slots.get_mut(&id) else {
+            return;
+        };
+        while let Some(notice) = slot.machine.poll_notice(now) {
+            self.events.push_back(Event::Notice {
+                machine: id,
+                notice,
+            });
+        }
+        while let Some(Command { op, request }) = slot.machine.poll_command() {
+            slot.tally.sent();
+            self.window
+                .submit(Sender::Machine { machine: id, op }, request);
+        }
+        self.events.push_back(Event::Updated(id));
+        if slot.machine.is_done() {
+            let exit = if slot.machine.is_failed() {
+                Exit::Failed
+            } else {
+                Exit::Closed
+            };
+            self.finish(id, exit);
+            return;
+        }
+        let due = match (slot.machine.poll_timeout(), slot.close.deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        slot.filed = self.deadlines.file(id, slot.filed, due);
+    }
+
+    /// A machine leaves the session.
+    fn finish(&mut self, id: MachineId, exit: Exit) {
+        let Some(slot) = self.slots.remove(&id) else {
+            return;
+        };
+        let Slot {
+            machine,
+            filed,
+            armed,
+            tally,
+            ..
+        } = *slot;
+        self.deadlines.file(id, filed, None);
+        self.watches.forget(id, armed);
+        self.events.push_back(Event::Stopped {
+            machine: id,
+            exit,
+            stats: machine.stats(),
+            traffic: tally.widen(),
+        });
+        if machine.ends_session() {
+            self.start_closing();
+        }
+        self.check_finished();
+    }
+}
+
+impl Sender {
+    /// The machine that sent the request, unless it is the session's probe.
+    pub fn machine(self) -> Option<MachineId> {
+        match self {
+            Self::Machine { machine, .. } => Some(machine),
+            Self::Probe => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

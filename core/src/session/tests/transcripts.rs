@@ -1,0 +1,528 @@
+//! Transcripts: one rule of the session each, step by step.
+
+use super::*;
+use crate::notice::DemotionReason;
+use crate::zk::WatchKind;
+
+fn observer(path: &str) -> Machine {
+    let config = crate::observer::ObserverConfig::election(path, 1);
+    Machine::observer(crate::observer::Observer::new(config).expect("valid"))
+}
+
+fn participants(h: &Harness, id: MachineId) -> Vec<Vec<String>> {
+    h.notices_of(id)
+        .into_iter()
+        .filter_map(|n| match n {
+            Notice::Participants(list) => Some(list.into_iter().map(|p| p.id).collect()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn two_machines_arming_one_path_share_a_watch_and_both_get_the_event() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let a = h.add(election("/q", "a", 1));
+    h.join(a);
+    // Two observers of the queue on one session: each lists it with a
+    // child watch, and the server keeps one for the session.
+    let o1 = h.add(observer("/q"));
+    let o2 = h.add(observer("/q"));
+    for o in [o1, o2] {
+        assert!(h.commands_of(o).contains(&Request::GetChildren {
+            path: "/q".to_owned(),
+            watch: true
+        }));
+        assert_eq!(participants(&h, o).last(), Some(&vec!["a".to_owned()]));
+    }
+    let event = WatchEvent {
+        kind: WatchKind::NodeChildrenChanged,
+        path: "/q".to_owned(),
+    };
+    assert_eq!(h.s.reaches(&event), vec![o1, o2]);
+
+    // b joins the queue: the server fires the one watch, and both
+    // observers get the event and list the queue again.
+    let b = h.add(election("/q", "b", 2));
+    h.s.join(h.now, b).expect("runs");
+    let mut fired = Vec::new();
+    loop {
+        while let Some(e) = h.s.poll_event() {
+            h.events.push(e);
+        }
+        let Some(cmd) = h.s.poll_command() else { break };
+        let result = h.zk.apply(&cmd.request);
+        fired.extend(h.zk.take_fired());
+        h.s.handle(h.now, Input::Reply { op: cmd.op, result });
+    }
+    assert_eq!(fired, vec![event.clone()], "one watch per session and path");
+    h.s.handle(h.now, Input::Watch(event));
+    h.pump();
+    for o in [o1, o2] {
+        assert_eq!(
+            participants(&h, o).last(),
+            Some(&vec!["a".to_owned(), "b".to_owned()]),
+            "{o} heard of b"
+        );
+    }
+}
+
+#[test]
+fn one_event_reaches_the_machines_of_both_tables_it_fires() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    // `a` leads and watches its own node (a child watch); `b` follows and
+    // watches `a`'s node (a data watch). A deletion fires both tables:
+    // the server sends the session one event.
+    let a = h.add(election("/q", "a", 1));
+    h.join(a);
+    let b = h.add(election("/q", "b", 2));
+    h.join(b);
+    assert!(matches!(h.role(a), Some(Role::Leader(_))));
+    assert_eq!(h.role(b), Some(Role::Follower));
+    let a_path =
+        h.s.machine(a)
+            .and_then(Machine::own_path)
+            .expect("a's node");
+    let event = WatchEvent {
+        kind: WatchKind::NodeDeleted,
+        path: a_path.clone(),
+    };
+    assert_eq!(h.s.reaches(&event), vec![a, b]);
+    h.zk.remove(&a_path);
+    assert_eq!(h.zk.take_fired(), vec![event.clone()]);
+    h.s.handle(h.now, Input::Watch(event.clone()));
+    h.pump();
+    assert!(h.notices_of(a).contains(&Notice::Demoted {
+        reason: DemotionReason::Revoked
+    }));
+    assert!(
+        matches!(h.role(b), Some(Role::Leader(_))),
+        "b took over on the event alone"
+    );
+    // Fired once: the table no longer sends it anywhere.
+    assert!(!h.s.reaches(&event).contains(&b));
+}
+
+#[test]
+fn an_event_reaches_a_machine_whose_arming_is_unanswered() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let a = h.add(election("/q", "a", 1));
+    h.join(a);
+    let a_path =
+        h.s.machine(a)
+            .and_then(Machine::own_path)
+            .expect("a's node");
+    // b's read of a's node is out, unanswered, when a's node changes.
+    h.answering = false;
+    let b = h.add(election("/q", "b", 2));
+    h.join(b);
+    for _ in 0..10 {
+        let held = std::mem::take(&mut h.held);
+        let Some(pos) = held.iter().position(
+            |c| matches!(&c.request, Request::GetData { path, watch: true } if *path == a_path),
+        ) else {
+            for c in held {
+                h.answer(c);
+            }
+            h.pump();
+            continue;
+        };
+        h.held = held;
+        let read = h.held.remove(pos);
+        let event = WatchEvent {
+            kind: WatchKind::NodeDataChanged,
+            path: a_path.clone(),
+        };
+        h.s.handle(h.now, Input::Watch(event.clone()));
+        // The event went to a (armed, answered) and b (armed, unanswered);
+        // b stays armed, a does not.
+        assert_eq!(h.s.reaches(&event), vec![b]);
+        h.answering = true;
+        h.answer(read);
+        h.pump();
+        return;
+    }
+    panic!("b never read a's node");
+}
+
+#[test]
+fn a_reply_for_a_machine_that_has_gone_is_dropped() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let a = h.add(election("/q", "a", 1));
+    h.join(a);
+    h.answering = false;
+    let observer =
+        crate::observer::Observer::new(crate::observer::ObserverConfig::election("/q", 1))
+            .expect("valid");
+    let o = h.add(Machine::observer(observer));
+    let listing = h
+        .held
+        .iter()
+        .find(|c| h.s.sender(c.op).and_then(Sender::machine) == Some(o))
+        .cloned()
+        .expect("the observer lists the queue");
+    // The observer closes with its listing out: it is gone at once.
+    h.s.close(h.now, o).expect("runs");
+    h.pump();
+    assert!(h.s.machine(o).is_none());
+    assert!(h.events.contains(&Event::Stopped {
+        machine: o,
+        exit: Exit::Closed,
+        stats: Stats::default(),
+        traffic: Traffic {
+            requests: 1,
+            errors: 0,
+            timeouts: 0
+        },
+    }));
+    let before = h.events.len();
+    let result = h.zk.apply(&listing.request);
+    h.s.handle(
+        h.now,
+        Input::Reply {
+            op: listing.op,
+            result,
+        },
+    );
+    h.pump();
+    assert_eq!(h.events.len(), before, "nothing for a machine gone");
+    assert_eq!(h.s.sender(listing.op), None, "answered: out of the books");
+    assert!(h.s.machine(a).is_some(), "the other machine runs on");
+    assert_eq!(h.s.close(h.now, o), Err(Gone(o)));
+}
+
+#[test]
+fn the_probe_feeds_contact_to_every_machine() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let a = h.add(election("/a", "a", 1));
+    h.join(a);
+    let b = h.add(election("/b", "b", 2));
+    h.join(b);
+    assert!(matches!(h.role(a), Some(Role::Leader(_))));
+    assert!(matches!(h.role(b), Some(Role::Leader(_))));
+    // The session's probe falls due three tenths of the timeout in.
+    let due = Timestamp::ZERO + TIMEOUT * 3 / 10;
+    assert_eq!(h.s.poll_timeout(), Some(due));
+    h.answering = false;
+    h.until(due.as_millis());
+    let probe = h.held.pop().expect("the session's probe");
+    assert!(h.held.is_empty(), "the machines sent no probe of their own");
+    assert_eq!(h.s.sender(probe.op), Some(Sender::Probe));
+    assert_eq!(
+        probe.request,
+        Request::Exists {
+            path: "/".to_owned(),
+            watch: false
+        }
+    );
+    h.now = due + Duration::from_millis(5);
+    h.answering = true;
+    h.answer(probe);
+    h.pump();
+    for id in [a, b] {
+        let c =
+            h.s.machine(id)
+                .and_then(Machine::as_candidate)
+                .expect("runs");
+        assert_eq!(c.last_contact(), Some(due), "{id} heard of the probe");
+    }
+    // Both leases run from the probe's send time.
+    let lease = h.s.machine(a).and_then(Machine::lease_expiry);
+    assert!(lease.is_some_and(|t| t > due));
+    assert_eq!(lease, h.s.machine(b).and_then(Machine::lease_expiry));
+    // For a whole timeout, only the session probes: three tenths apart.
+    h.until(TIMEOUT.as_millis() as u64);
+    let probes = h.sent.iter().filter(|(_, s)| *s == Sender::Probe).count();
+    let own = h
+        .sent
+        .iter()
+        .filter(|(c, s)| {
+            s.machine().is_some()
+                && matches!(&c.request, Request::Exists { path, .. } if path == "/")
+        })
+        .count();
+    assert_eq!((probes, own), (3, 0));
+}
+
+#[test]
+fn a_failing_probe_is_not_sent_again_at_the_same_instant() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let a = h.add(election("/a", "a", 1));
+    h.join(a);
+    // Contact proven early in the span, then the transport fails fast.
+    h.answering = false;
+    let late = TIMEOUT.as_millis() as u64 * 2;
+    h.now = Timestamp::from_millis(late);
+    h.s.handle_timeout(h.now);
+    h.pump();
+    let probe = h
+        .held
+        .iter()
+        .position(|c| h.s.sender(c.op) == Some(Sender::Probe))
+        .map(|i| h.held.remove(i))
+        .expect("the session's probe");
+    h.s.handle(
+        h.now,
+        Input::Reply {
+            op: probe.op,
+            result: Err(ZkCode::ConnectionLoss),
+        },
+    );
+    h.pump();
+    let next = h.s.poll_timeout().expect("a next deadline");
+    assert!(next > h.now, "nothing due again at {}", h.now);
+    assert!(
+        !h.held
+            .iter()
+            .any(|c| h.s.sender(c.op) == Some(Sender::Probe)),
+        "no second probe at the same instant"
+    );
+}
+
+#[test]
+fn a_release_sends_its_delete_at_once_and_never_leaves_a_stray_delete() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let holder = h.add(lock("/l", "a", 1));
+    h.join(holder);
+    let waiter = h.add(lock("/l", "b", 2));
+    h.join(waiter);
+    assert!(matches!(h.role(holder), Some(Role::Leader(_))));
+    let path =
+        h.s.machine(holder)
+            .and_then(Machine::own_path)
+            .expect("node");
+    // The release: the delete is the very next command, in the same call.
+    h.s.close(h.now, holder).expect("runs");
+    while let Some(e) = h.s.poll_event() {
+        h.events.push(e);
+    }
+    let next = h.s.poll_command().expect("the delete");
+    assert_eq!(
+        next.request,
+        Request::Delete {
+            path: path.clone(),
+            version: None
+        }
+    );
+    assert!(h.notices_of(holder).contains(&Notice::Demoted {
+        reason: DemotionReason::Closed
+    }));
+    h.sent.push((
+        next.clone(),
+        Sender::Machine {
+            machine: holder,
+            op: OpId(0),
+        },
+    ));
+    h.answer(next);
+    h.pump();
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::Stopped { machine, exit: Exit::Closed, .. } if *machine == holder
+    )));
+    assert!(
+        matches!(h.role(waiter), Some(Role::Leader(_))),
+        "handed over"
+    );
+    // However long it runs, no other delete of that node goes out.
+    h.until(TIMEOUT.as_millis() as u64 * 3);
+    let deletes = h
+        .sent
+        .iter()
+        .filter(|(c, _)| matches!(&c.request, Request::Delete { path: p, .. } if *p == path))
+        .count();
+    assert_eq!(deletes, 1);
+}
+
+#[test]
+fn a_release_whose_delete_fails_retries_later_and_once_done_sends_nothing() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let holder = h.add(lock("/l", "a", 1));
+    h.join(holder);
+    let path =
+        h.s.machine(holder)
+            .and_then(Machine::own_path)
+            .expect("node");
+    h.answering = false;
+    h.s.close(h.now, holder).expect("runs");
+    h.pump();
+    let delete = h.held.pop().expect("the delete");
+    assert!(matches!(&delete.request, Request::Delete { path: p, .. } if *p == path));
+    // Applied, but the answer is lost with the connection.
+    let _ = h.zk.apply(&delete.request);
+    h.s.handle(
+        h.now,
+        Input::Reply {
+            op: delete.op,
+            result: Err(ZkCode::ConnectionLoss),
+        },
+    );
+    h.pump();
+    assert!(h.held.is_empty(), "no retry at the same instant");
+    h.answering = true;
+    h.until(TIMEOUT.as_millis() as u64);
+    // The retry found the node gone (`NoNode` ends a close as a delete does).
+    assert!(h.s.machine(holder).is_none());
+    let deletes = h
+        .sent
+        .iter()
+        .filter(|(c, _)| matches!(&c.request, Request::Delete { path: p, .. } if *p == path))
+        .count();
+    assert_eq!(deletes, 2, "the first and one retry");
+}
+
+#[test]
+fn a_lock_that_loses_its_hold_leaves_the_queue() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let holder = h.add(lock("/l", "a", 1));
+    h.join(holder);
+    let path =
+        h.s.machine(holder)
+            .and_then(Machine::own_path)
+            .expect("node");
+    // An operator deletes the holder's node: the hold is lost, and the
+    // lock leaves rather than queueing again.
+    h.zk.remove(&path);
+    h.fired();
+    h.pump();
+    assert!(h.notices_of(holder).contains(&Notice::Demoted {
+        reason: DemotionReason::Revoked
+    }));
+    assert!(h.s.machine(holder).is_none(), "left the session");
+    assert!(h.zk.children("/l").is_empty(), "no node queued again");
+    // An election's candidate, by contrast, queues again.
+    let e = h.add(election("/e", "a", 3));
+    h.join(e);
+    let path = h.s.machine(e).and_then(Machine::own_path).expect("node");
+    h.zk.remove(&path);
+    h.fired();
+    h.pump();
+    assert!(
+        matches!(h.role(e), Some(Role::Leader(_))),
+        "rejoined and leads"
+    );
+}
+
+#[test]
+fn the_window_holds_back_requests_in_order() {
+    let mut h = Harness::new(SessionConfig::new(1).with_requests_out(2));
+    h.connect();
+    h.answering = false;
+    let ids: Vec<MachineId> = (0..4)
+        .map(|i| h.add(election(&format!("/w{i}"), "a", i)))
+        .collect();
+    for id in &ids {
+        h.s.join(h.now, *id).expect("runs");
+    }
+    h.pump();
+    // Four machines' creates: two out, two waiting, in the order asked.
+    assert_eq!(h.held.len(), 2);
+    assert_eq!((h.s.requests_out(), h.s.requests_waiting()), (2, 2));
+    let order = |h: &Harness| -> Vec<MachineId> {
+        h.sent.iter().filter_map(|(_, s)| s.machine()).collect()
+    };
+    assert_eq!(order(&h), ids[..2]);
+    // The probe never waits for a place.
+    h.now = Timestamp::ZERO + TIMEOUT * 3 / 10;
+    h.s.handle_timeout(h.now);
+    h.pump();
+    assert_eq!(h.held.len(), 3);
+    assert_eq!(h.sent.last().map(|(_, s)| *s), Some(Sender::Probe));
+    // Each answer lets the next waiting request out, in order.
+    let first = h.held.remove(0);
+    h.answer(first);
+    h.pump();
+    assert_eq!(order(&h)[..3], [ids[0], ids[1], ids[2]]);
+    assert!(h.s.requests_out() <= 3);
+    h.answering = true;
+    for c in std::mem::take(&mut h.held) {
+        h.answer(c);
+    }
+    h.pump();
+    assert!(ids
+        .iter()
+        .all(|id| matches!(h.role(*id), Some(Role::Leader(_)))));
+}
+
+#[test]
+fn session_events_reach_every_machine_and_a_later_one_hears_connected() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    let a = h.add(election("/a", "a", 1));
+    h.join(a);
+    assert!(h.sent.is_empty(), "nothing before the session connects");
+    h.connect();
+    assert_eq!((h.s.span(), h.s.sessions()), (1, 1));
+    assert!(matches!(h.role(a), Some(Role::Leader(_))));
+    // Added once connected: it starts as the others did.
+    let b = h.add(election("/b", "b", 2));
+    h.join(b);
+    assert!(matches!(h.role(b), Some(Role::Leader(_))));
+    h.s.handle(h.now, Input::Session(SessionEvent::Disconnected));
+    h.pump();
+    assert!(
+        [a, b]
+            .iter()
+            .all(|id| matches!(h.role(*id), Some(Role::Suspended(_)))),
+        "every machine heard of the disconnect"
+    );
+    h.zk.expire();
+    h.s.handle(h.now, Input::Session(SessionEvent::Expired));
+    h.connect();
+    assert_eq!((h.s.span(), h.s.sessions()), (4, 2));
+    assert!([a, b]
+        .iter()
+        .all(|id| matches!(h.role(*id), Some(Role::Leader(_)))));
+}
+
+#[test]
+fn the_session_closes_once_its_machines_are_done_or_out_of_time() {
+    let mut h = Harness::new(SessionConfig::new(1).with_close_timeout(Duration::from_secs(2)));
+    h.connect();
+    let a = h.add(election("/a", "a", 1).with_close_timeout(Duration::from_secs(1)));
+    h.join(a);
+    let b = h.add(lock("/b", "b", 2));
+    h.join(b);
+    // The server stops answering: neither delete completes.
+    h.answering = false;
+    h.s.close_session(h.now);
+    h.pump();
+    assert!(h.s.is_closing() && !h.s.is_finished());
+    h.until(1_000);
+    assert!(
+        h.events.iter().any(|e| matches!(
+            e,
+            Event::Stopped { machine, exit: Exit::Abandoned, .. } if *machine == a
+        )),
+        "a's own close timeout"
+    );
+    assert!(
+        h.s.machine(b).is_some(),
+        "a lock waits as long as the session"
+    );
+    h.until(2_000);
+    assert!(h.s.is_finished(), "the session's close timeout");
+    assert_eq!(h.s.poll_timeout(), None);
+}
+
+#[test]
+fn a_machine_that_ends_the_session_closes_it() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let a = h.add(election("/a", "a", 1).ending_session());
+    h.join(a);
+    let other = h.add(election("/b", "b", 2));
+    h.join(other);
+    h.s.close(h.now, a).expect("runs");
+    h.pump();
+    assert!(h.s.is_finished(), "both closed, the session with them");
+    assert!(h.zk.children("/a").is_empty() && h.zk.children("/b").is_empty());
+}

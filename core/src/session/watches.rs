@@ -1,0 +1,192 @@
+//! The session's watch table: which machines an event reaches.
+//!
+//! The server keeps one watch per session, path and kind, and fires it
+//! once: two machines of a session arming the same path share it. So the
+//! table keeps, per path and kind, the machines armed since the last
+//! firing, and hands the one event to each. A machine whose arming request
+//! is still unanswered when the event comes gets the event and stays armed
+//! (its own request may have set a newer watch): an event can reach a
+//! machine twice, never not at all — the machines take a watch event as
+//! "look again".
+//!
+//! A path and kind is kept as a 128-bit digest under keys drawn from the
+//! session's seed, not as the path's text: a copy of every watched path,
+//! some 60 bytes and an allocation each, would be the largest part of an
+//! idle machine's books. Two pairs digest alike by chance about once in
+//! 2^128; the seed is the adapter's secret, so no path can be chosen to
+//! collide. A collision would hand one event to the machines of both pairs
+//! (harmless) and disarm both (the other pair's next event would then reach
+//! nobody).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+
+use crate::name::splitmix64;
+use crate::session::machine::MachineId;
+use crate::zk::{Request, WatchEvent, WatchKind};
+
+/// Which of the server's two watch tables a request arms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WatchClass {
+    /// `exists`, `getData`: fired by a create, a delete, a data change.
+    Data,
+    /// `getChildren`: fired by a child change and by the node's deletion.
+    Child,
+}
+
+impl WatchClass {
+    /// The table `request` arms, if it sets a watch.
+    pub fn of(request: &Request) -> Option<Self> {
+        match request {
+            Request::GetChildren { watch: true, .. } => Some(Self::Child),
+            Request::GetData { watch: true, .. } | Request::Exists { watch: true, .. } => {
+                Some(Self::Data)
+            }
+            _ => None,
+        }
+    }
+
+    /// The tables an event fires, as the server does.
+    pub fn fired_by(kind: WatchKind) -> &'static [Self] {
+        match kind {
+            WatchKind::NodeCreated | WatchKind::NodeDataChanged => &[Self::Data],
+            WatchKind::NodeChildrenChanged => &[Self::Child],
+            WatchKind::NodeDeleted => &[Self::Data, Self::Child],
+        }
+    }
+}
+
+/// A path and watch table, as the books know them (see the module notes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) struct Armed(u64, u64);
+
+/// What one machine has armed: a few entries at most (its own node, a
+/// predecessor), a boxed slice: it changes only when a watch is armed or
+/// fires, and an idle machine of a large session keeps it.
+pub(super) type Armings = Box<[Armed]>;
+
+/// The session's watch table.
+#[derive(Debug, Clone)]
+pub(super) struct Watches {
+    /// Per path and kind, and machine: the machines armed since the last
+    /// firing, with how many of their arming requests are unanswered. One
+    /// flat map, not a list of machines per path: a path is almost always
+    /// watched by one machine, and a list would cost it an allocation.
+    table: BTreeMap<(Armed, MachineId), u32>,
+    keys: (u64, u64),
+}
+
+impl Watches {
+    pub(super) fn new(seed: u64) -> Self {
+        let first = splitmix64(seed ^ 0x243f_6a88_85a3_08d3);
+        Self {
+            table: BTreeMap::new(),
+            keys: (first, splitmix64(first)),
+        }
+    }
+
+    fn digest(&self, path: &str, class: WatchClass) -> Armed {
+        let one = |key: u64| {
+            // Fixed hasher (the same in every run), keyed by the seed.
+            let mut h = std::hash::DefaultHasher::new();
+            key.hash(&mut h);
+            (path, class).hash(&mut h);
+            h.finish()
+        };
+        Armed(one(self.keys.0), one(self.keys.1))
+    }
+
+    /// Machine `machine` sends `request`: if it arms a watch, one more of
+    /// its armings of that watch is unanswered. Returns the watch, for
+    /// [`answered`](Self::answered).
+    pub(super) fn arming(
+        &mut self,
+        machine: MachineId,
+        armed: &mut Armings,
+        request: &Request,
+    ) -> Option<Armed> {
+        let entry = self.digest(request.path(), WatchClass::of(request)?);
+        *self.table.entry((entry, machine)).or_default() += 1;
+        if !armed.contains(&entry) {
+            let mut list = std::mem::take(armed).into_vec();
+            list.push(entry);
+            *armed = list.into_boxed_slice();
+        }
+        Some(entry)
+    }
+
+    /// An arming request of `machine` was answered (whatever the answer).
+    pub(super) fn answered(&mut self, machine: MachineId, entry: Armed) {
+        if let Some(pending) = self.table.get_mut(&(entry, machine)) {
+            *pending = pending.saturating_sub(1);
+        }
+    }
+
+    /// The machines `event` reaches, in id order, and the armings the
+    /// firing spent (every machine's but those whose arming is
+    /// unanswered), to be taken off their machines' lists with [`disarm`].
+    pub(super) fn fire(
+        &mut self,
+        event: &WatchEvent,
+    ) -> (BTreeSet<MachineId>, Vec<(MachineId, Armed)>) {
+        let mut to = BTreeSet::new();
+        let mut spent = Vec::new();
+        for class in WatchClass::fired_by(event.kind) {
+            let entry = self.digest(&event.path, *class);
+            let hit: Vec<(MachineId, u32)> = self
+                .table
+                .range((entry, MachineId(0))..=(entry, MachineId(u64::MAX)))
+                .map(|(&(_, m), &pending)| (m, pending))
+                .collect();
+            for (machine, pending) in hit {
+                to.insert(machine);
+                if pending == 0 {
+                    self.table.remove(&(entry, machine));
+                    spent.push((machine, entry));
+                }
+            }
+        }
+        (to, spent)
+    }
+
+    /// The machines `event` would reach now, without firing anything.
+    pub(super) fn would_reach(&self, event: &WatchEvent) -> BTreeSet<MachineId> {
+        WatchClass::fired_by(event.kind)
+            .iter()
+            .flat_map(|class| {
+                let entry = self.digest(&event.path, *class);
+                self.table
+                    .range((entry, MachineId(0))..=(entry, MachineId(u64::MAX)))
+                    .map(|(&(_, m), _)| m)
+            })
+            .collect()
+    }
+
+    /// The session expired or closed: the server dropped every watch of
+    /// it. Machines whose arming is unanswered stay armed (the request may
+    /// still set a watch on a new session).
+    pub(super) fn dropped(&mut self) {
+        self.table.retain(|_, pending| *pending > 0);
+    }
+
+    /// Machine `machine` is gone: its entries go.
+    pub(super) fn forget(&mut self, machine: MachineId, armed: Armings) {
+        for entry in armed.into_vec() {
+            self.table.remove(&(entry, machine));
+        }
+    }
+
+    /// How many (path, kind, machine) entries the table holds.
+    pub(super) fn len(&self) -> usize {
+        self.table.len()
+    }
+}
+
+/// Takes a spent arming off a machine's list.
+pub(super) fn disarm(armed: &mut Armings, entry: Armed) {
+    if armed.contains(&entry) {
+        let mut list = std::mem::take(armed).into_vec();
+        list.retain(|a| *a != entry);
+        *armed = list.into_boxed_slice();
+    }
+}
