@@ -551,6 +551,72 @@ mod tests {
         assert!(matches!(o.wait_leader().await, Err(ElectionError::Closed)));
     }
 
+    /// The path does not exist when the observation starts, then is
+    /// created, wiped (`deleteall`) and created again: each change is
+    /// reported, the absence as an empty list, through the session's
+    /// `exists` watch (the driver routes its `NodeCreated`), with nothing
+    /// polled while the path is missing.
+    #[tokio::test(start_paused = true)]
+    async fn follows_a_path_that_does_not_exist_yet_and_one_deleted_and_created_again() {
+        use zkelect_core::Request;
+
+        use crate::transport::Transport;
+
+        let server = MemoryServer::new();
+        let session = Session::connect(server.settings(SESSION)).await.unwrap();
+        let o = session
+            .observe(PATH, Recipe::Election { leaders: 1 })
+            .start()
+            .await
+            .unwrap();
+        let mut changes = o.changes();
+        assert!(o.participants().is_empty());
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(!changes.has_changed().unwrap());
+        // A member that stays out once revoked, so that nobody makes the
+        // path again until the redeploy below.
+        let a = session
+            .election(PATH)
+            .id("a")
+            .configure(|c| c.rejoin_on_revoke(false))
+            .join()
+            .await
+            .unwrap();
+        changes.wait_for(|l| ids(l) == [("a", true)]).await.unwrap();
+        // deleteall by an operator: the node, then the path.
+        let (operator, _events) = server.connect(SESSION);
+        let node = server.children(PATH).pop().unwrap();
+        for path in [format!("{PATH}/{node}"), PATH.to_owned()] {
+            let delete = Request::Delete {
+                path,
+                version: None,
+            };
+            operator.perform(delete).await.unwrap();
+        }
+        changes.wait_for(|l| l.is_empty()).await.unwrap();
+        a.close().await;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(
+            server.children("/svc").is_empty(),
+            "nobody made the path again"
+        );
+        // Redeployed: a new member creates the path again, and the
+        // creation's event wakes the observer at once (a poll backing off
+        // through 30 s of absence would look seconds later).
+        let b = session.election(PATH).id("b").join().await.unwrap();
+        tokio::time::timeout(
+            Duration::from_millis(100),
+            changes.wait_for(|l| ids(l) == [("b", true)]),
+        )
+        .await
+        .expect("woken by the path's creation")
+        .unwrap();
+        assert!(o.error().is_none());
+        b.close().await;
+        o.close().await;
+        session.close().await;
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_bad_description_is_a_typed_error_before_connecting() {
         let server = MemoryServer::new();

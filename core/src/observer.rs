@@ -10,6 +10,14 @@
 //! parent's sequence counter wraps past 2^31 − 1) and reports the whole list
 //! as [`Notice::Participants`] whenever it changes — and only then.
 //!
+//! It follows the queue's path through its absence: a path that does not
+//! exist yet, or that is deleted (an operator's `deleteall`, a redeploy),
+//! is reported as an empty queue, and the observer sets an `exists` watch
+//! on it and waits, sending nothing more, until the server says it was
+//! created; then it lists it again. So an observer started before the
+//! queue's first member, or one that watches through a wipe, reports every
+//! change, and a missing path costs two requests, not a poll.
+//!
 //! It needs no id, creates nothing and never writes, so it may run with
 //! read-only credentials (`Acl::CreatorAllWorldRead` queues can be observed by
 //! anyone).
@@ -224,6 +232,9 @@ pub struct ObserverStats {
     pub stale_replies: u64,
     /// Participant lists reported.
     pub lists: u64,
+    /// `exists` watches set on the queue's path while it was missing (once
+    /// per absence: before the path is first created, after each deletion).
+    pub exists_watches: u64,
 }
 
 /// What the children listing is doing.
@@ -234,7 +245,7 @@ enum Listing {
     /// A `sync`, then a listing, is due: after a reconnect the server may be
     /// behind the leader (though not behind what this client has seen), and
     /// a listing from it could report a queue older than the last one
-    /// reported. ZooKeeper's cure is `sync` before the read (issue 17).
+    /// reported. ZooKeeper's cure is `sync` before the read.
     SyncDue,
     /// That `sync` is in flight; the listing follows its answer.
     Syncing { op: OpId },
@@ -243,6 +254,15 @@ enum Listing {
     InFlight { op: OpId, again: bool },
     /// The last listing left a child watch; wait for it to fire.
     Armed,
+    /// The last listing found no path: an `exists` watch on it is due (a
+    /// listing of a missing node leaves no watch on the server).
+    AbsentDue,
+    /// That `exists` is in flight; `again` if an event about the path came
+    /// meanwhile (its answer may predate the creation).
+    Probing { op: OpId, again: bool },
+    /// The `exists` watch is set on the missing path: wait for its
+    /// `NodeCreated` (or a reconnect), sending nothing.
+    Absent,
 }
 
 /// What is known of one listed node.
@@ -263,6 +283,8 @@ enum Slot {
 enum Op {
     Sync,
     List,
+    /// The `exists` watch on the missing path.
+    Exists,
     Read(String),
 }
 
@@ -481,7 +503,8 @@ impl Observer {
             Listing::InFlight { op, .. } => Listing::InFlight { op, again: true },
             // The listing after the sync will see the change.
             Listing::SyncDue | Listing::Syncing { .. } => self.listing,
-            Listing::Due | Listing::Armed => Listing::Due,
+            Listing::Probing { op, .. } => Listing::Probing { op, again: true },
+            Listing::Due | Listing::Armed | Listing::AbsentDue | Listing::Absent => Listing::Due,
         };
     }
 
@@ -560,6 +583,7 @@ impl Observer {
         match kind {
             Op::Sync => self.on_sync(op, result),
             Op::List => self.on_listing(op, result),
+            Op::Exists => self.on_exists(op, result),
             Op::Read(name) => self.on_read(op, &name, result),
         }
     }
@@ -601,16 +625,53 @@ impl Observer {
             }
             Err(ZkCode::NoNode) => {
                 // No queue yet (or it was deleted): nobody takes part. The
-                // server leaves no watch on a missing node, so look again later.
-                self.listing = Listing::Due;
+                // server leaves no watch on a missing node: set one that
+                // waits for its creation. A listing that said the path was
+                // there (`again`) is older than this answer's news.
+                self.listing = Listing::AbsentDue;
                 self.take_listing(&[]);
-                self.back_off();
             }
             Err(code) if code.is_fatal() => self.fail(CandidateError::Refused {
                 verb: "children".into(),
                 path: self.config.path.clone(),
                 code,
             }),
+            Ok(_) | Err(_) => {
+                self.listing = Listing::Due;
+                self.back_off();
+            }
+        }
+    }
+
+    /// The answer to the `exists` watch on the missing path.
+    fn on_exists(&mut self, op: OpId, result: Result<Reply, ZkCode>) {
+        let again = match self.listing {
+            Listing::Probing { op: current, again } if current == op => again,
+            _ => {
+                self.stats.stale_replies += 1;
+                return;
+            }
+        };
+        match result {
+            // Still missing, nothing heard meanwhile: the watch is set and
+            // will say when the path is created.
+            Ok(Reply::Exists(None)) if !again => self.listing = Listing::Absent,
+            // Created since the listing (or an event came meanwhile): list
+            // it. Not at once: a path created and deleted over and over
+            // must not turn listing and probing into a loop, so the next
+            // listing waits a backoff (reset by the first listing that
+            // finds the path).
+            Ok(Reply::Exists(_)) => {
+                self.listing = Listing::Due;
+                self.back_off();
+            }
+            Err(code) if code.is_fatal() => self.fail(CandidateError::Refused {
+                verb: "exists".into(),
+                path: self.config.path.clone(),
+                code,
+            }),
+            // An unexpected reply or a failure: look at the path again
+            // after a backoff (a listing, which also watches if it is there).
             Ok(_) | Err(_) => {
                 self.listing = Listing::Due;
                 self.back_off();
@@ -735,6 +796,12 @@ impl Observer {
                 let path = self.config.path.clone();
                 let op = self.send(Request::GetChildren { path, watch: true }, Op::List);
                 self.listing = Listing::InFlight { op, again: false };
+            }
+            if self.listing == Listing::AbsentDue {
+                self.stats.exists_watches += 1;
+                let path = self.config.path.clone();
+                let op = self.send(Request::Exists { path, watch: true }, Op::Exists);
+                self.listing = Listing::Probing { op, again: false };
             }
             // Reads wait for the sync too: the server may be behind.
             let synced = !matches!(self.listing, Listing::SyncDue | Listing::Syncing { .. });

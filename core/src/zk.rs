@@ -113,12 +113,17 @@ pub enum Request {
         /// Leave a one-shot data watch.
         watch: bool,
     },
-    /// `exists`. zkelect never sets a watch with it: an exists-watch on a missing
-    /// node stays behind as a creation watch and leaks.
+    /// `exists`, optionally leaving a watch, which on a missing node waits
+    /// for its creation. A candidate never sets one (its probe is an
+    /// `exists` without a watch): a watch on a node that may never come
+    /// stays on the server until the session ends. Only an
+    /// [`Observer`](crate::Observer) whose queue's path is missing sets one,
+    /// on that path: waiting for its creation is the point, and it is one
+    /// watch per absence.
     Exists {
         /// Node path.
         path: String,
-        /// Leave a one-shot watch (zkelect always passes `false`).
+        /// Leave a one-shot watch (only an observer of a missing path does).
         watch: bool,
     },
     /// `delete`, with an expected version or any (`None` = -1).

@@ -455,21 +455,192 @@ fn a_node_gone_before_its_read_is_left_out() {
     assert_eq!(d.lists(), [vec![p("b", "n_0000000002", 20, true)]]);
 }
 
+/// A queue whose path does not exist yet: reported empty at once, then an
+/// `exists` watch waits for the path's creation, with nothing polled
+/// meanwhile; its creation is listed and each change after it reported.
 #[test]
-fn a_missing_queue_is_empty_and_looked_at_again_later() {
+fn a_path_that_does_not_exist_yet_is_watched_until_it_is_created() {
     let mut d = Obs::new(ObserverConfig::election(PATH, 1));
     let cmd = d.take(Verb::GetChildren);
     d.answer(&cmd, Err(ZkCode::NoNode));
     assert_eq!(d.lists(), [Vec::new()]);
     assert!(d.o.has_reported());
-    assert!(d.pending.is_empty(), "no busy loop");
-    let at = d.o.poll_timeout().expect("a retry is scheduled");
+    let probe = d.take(Verb::Exists);
+    assert_eq!(
+        probe.request,
+        Request::Exists {
+            path: PATH.into(),
+            watch: true
+        }
+    );
+    assert!(
+        d.pending.is_empty(),
+        "one request at a time: {:?}",
+        d.pending
+    );
+    d.answer(&probe, Ok(Reply::Exists(None)));
+    // The watch is set: nothing is sent, and no timer polls the path.
+    assert!(d.pending.is_empty(), "no busy loop: {:?}", d.pending);
+    assert_eq!(d.o.poll_timeout(), None, "no poll: the watch will say");
+    d.now = d.now + Duration::from_secs(3_600);
+    d.o.handle_timeout(d.now);
+    d.drain();
+    assert!(d.pending.is_empty());
+    // The path is created (empty): listed, reported (still empty: no news).
+    d.feed(Input::Watch(WatchEvent {
+        kind: WatchKind::NodeCreated,
+        path: PATH.into(),
+    }));
+    d.list(&[]);
+    assert!(d.lists().is_empty(), "an empty queue was reported already");
+    // Its first member joins: the listing's child watch reports it.
+    d.children_changed();
+    d.list(&["n_0000000001"]);
+    d.read("n_0000000001", "a", 10);
+    assert_eq!(d.lists(), [vec![p("a", "n_0000000001", 10, true)]]);
+    assert_eq!(d.o.stats().exists_watches, 1);
+    assert_eq!(d.o.stats().listings, 3);
+}
+
+/// The path deleted with its nodes (`deleteall`, a redeploy) and created
+/// again: the child watch's `NodeDeleted` reports an empty queue, an
+/// `exists` watch waits through the absence, and the new incarnation's
+/// members are reported as they come.
+#[test]
+fn a_path_deleted_and_created_again_is_followed_through_its_absence() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    d.list(&["n_0000000001", "n_0000000002"]);
+    d.read("n_0000000001", "a", 10);
+    d.read("n_0000000002", "b", 20);
+    assert_eq!(
+        d.lists(),
+        [vec![
+            p("a", "n_0000000001", 10, true),
+            p("b", "n_0000000002", 20, false)
+        ]]
+    );
+    // deleteall: the nodes go, then the path; the child watch fires once.
+    d.children_changed();
+    let cmd = d.take(Verb::GetChildren);
+    d.answer(&cmd, Err(ZkCode::NoNode));
+    assert_eq!(d.lists(), [Vec::new()], "the absence is reported as empty");
+    let probe = d.take(Verb::Exists);
+    d.answer(&probe, Ok(Reply::Exists(None)));
+    assert!(d.pending.is_empty());
+    // Redeployed: the path comes back, and its sequence counter with it.
+    d.feed(Input::Watch(WatchEvent {
+        kind: WatchKind::NodeCreated,
+        path: PATH.into(),
+    }));
+    d.list(&["n_0000000000"]);
+    d.read("n_0000000000", "c", 40);
+    assert_eq!(d.lists(), [vec![p("c", "n_0000000000", 40, true)]]);
+    // And deleted again while a member holds: the path's `NodeDeleted`
+    // (its child watch fires with the path) is enough.
+    d.feed(Input::Watch(WatchEvent {
+        kind: WatchKind::NodeDeleted,
+        path: PATH.into(),
+    }));
+    let cmd = d.take(Verb::GetChildren);
+    d.answer(&cmd, Err(ZkCode::NoNode));
+    assert_eq!(d.lists(), [Vec::new()]);
+    d.take(Verb::Exists);
+    assert_eq!(d.o.stats().exists_watches, 2);
+}
+
+/// The path is created between the listing that missed it and the
+/// `exists` that would wait for it: the `exists` finds it and the observer
+/// lists it after a backoff (a path that flaps must not make a loop of
+/// listings and probes); an event that overtakes the `exists` answer is
+/// acted on the same way.
+#[test]
+fn a_path_created_between_the_listing_and_the_exists_is_listed_after_a_backoff() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    let cmd = d.take(Verb::GetChildren);
+    d.answer(&cmd, Err(ZkCode::NoNode));
+    let probe = d.take(Verb::Exists);
+    d.answer(
+        &probe,
+        Ok(Reply::Exists(Some(Stat {
+            czxid: 5,
+            ..Stat::default()
+        }))),
+    );
+    assert!(d.pending.is_empty(), "{:?}", d.pending);
+    let at = d.o.poll_timeout().expect("a backoff");
+    assert!(at > d.now && at <= d.now + Duration::from_millis(50));
     d.now = at;
     d.o.handle_timeout(d.now);
     d.drain();
     d.list(&["n_0000000001"]);
     d.read("n_0000000001", "a", 10);
-    assert_eq!(d.lists(), [vec![p("a", "n_0000000001", 10, true)]]);
+    assert_eq!(
+        d.lists(),
+        [Vec::new(), vec![p("a", "n_0000000001", 10, true)]]
+    );
+
+    // Flapping: each round of deletion and creation costs a listing and an
+    // exists, and the backoff between rounds grows until a listing finds
+    // the path and its watch.
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    let mut waits = Vec::new();
+    for _ in 0..6 {
+        let cmd = d.take(Verb::GetChildren);
+        d.answer(&cmd, Err(ZkCode::NoNode));
+        let probe = d.take(Verb::Exists);
+        // The creation's event overtakes the exists answer.
+        d.feed(Input::Watch(WatchEvent {
+            kind: WatchKind::NodeCreated,
+            path: PATH.into(),
+        }));
+        d.answer(&probe, Ok(Reply::Exists(None)));
+        assert!(d.pending.is_empty(), "{:?}", d.pending);
+        let at = d.o.poll_timeout().expect("a backoff");
+        waits.push(at.as_millis() - d.now.as_millis());
+        d.now = at;
+        d.o.handle_timeout(d.now);
+        d.drain();
+    }
+    assert!(waits[5] >= 4 * waits[0], "the backoff grows: {waits:?}");
+}
+
+/// A reconnect while the observer waits for its path: the watch may be
+/// lost with the connection (zookeeper-async loses them), so it syncs and
+/// lists again, and waits again if the path is still missing.
+#[test]
+fn a_reconnect_while_the_path_is_missing_looks_again() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    let cmd = d.take(Verb::GetChildren);
+    d.answer(&cmd, Err(ZkCode::NoNode));
+    let probe = d.take(Verb::Exists);
+    d.answer(&probe, Ok(Reply::Exists(None)));
+    d.feed(Input::Session(SessionEvent::Disconnected));
+    d.feed(connected(SID));
+    let cmd = d.take(Verb::Sync);
+    d.answer(&cmd, Ok(Reply::Synced));
+    let cmd = d.take(Verb::GetChildren);
+    d.answer(&cmd, Err(ZkCode::NoNode));
+    d.take(Verb::Exists);
+    assert!(d.lists().len() <= 1, "nothing new to report");
+    // An exists refused for good stops the observer with a typed error.
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    let cmd = d.take(Verb::GetChildren);
+    d.answer(&cmd, Err(ZkCode::NoNode));
+    let probe = d.take(Verb::Exists);
+    d.answer(&probe, Err(ZkCode::NoAuth));
+    assert!(d.o.is_failed());
+    // One that fails on the connection is retried after a backoff.
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    let cmd = d.take(Verb::GetChildren);
+    d.answer(&cmd, Err(ZkCode::NoNode));
+    let probe = d.take(Verb::Exists);
+    d.answer(&probe, Err(ZkCode::ConnectionLoss));
+    assert!(d.pending.is_empty());
+    let at = d.o.poll_timeout().expect("a backoff");
+    d.now = at;
+    d.o.handle_timeout(d.now);
+    d.drain();
+    d.take(Verb::GetChildren);
 }
 
 #[test]
@@ -712,6 +883,10 @@ enum Act {
     Expire,
     /// Time passes (milliseconds).
     Wait(u16),
+    /// The path is deleted with every node under it (`deleteall`).
+    Wipe,
+    /// The path is created (again), its sequence counter from the start.
+    Create,
 }
 
 fn act() -> impl Strategy<Value = Act> {
@@ -729,6 +904,8 @@ fn act() -> impl Strategy<Value = Act> {
         1 => Just(Act::Reconnect),
         1 => Just(Act::Expire),
         1 => (0u16..6000).prop_map(Act::Wait),
+        1 => Just(Act::Wipe),
+        2 => Just(Act::Create),
     ]
 }
 
@@ -738,8 +915,16 @@ struct World {
     /// name -> (id, czxid, ephemeral)
     nodes: BTreeMap<String, (String, i64, bool)>,
     next_seq: i32,
+    /// Where the sequence counter starts when the path is created.
+    start: i32,
     next_zxid: i64,
+    /// Whether the path exists.
+    exists: bool,
+    /// The observer's child watch on the path is set.
     armed: bool,
+    /// Its `exists` watch on the path is set (a creation watch while the
+    /// path is missing, a data watch while it exists).
+    exists_armed: bool,
     events: Vec<WatchEvent>,
     answered: Vec<(OpId, Result<Reply, ZkCode>)>,
     late: Vec<(OpId, Result<Reply, ZkCode>)>,
@@ -750,6 +935,13 @@ struct World {
 impl World {
     fn truth(&self, request: &Request) -> Result<Reply, ZkCode> {
         match request {
+            Request::GetChildren { .. } | Request::GetData { .. } if !self.exists => {
+                Err(ZkCode::NoNode)
+            }
+            Request::Exists { path, .. } => {
+                assert_eq!(path, PATH);
+                Ok(Reply::Exists(self.exists.then(Stat::default)))
+            }
             Request::GetChildren { .. } => {
                 Ok(Reply::Children(self.nodes.keys().cloned().collect()))
             }
@@ -781,12 +973,27 @@ impl World {
         }
     }
 
+    /// The watch a request sets, as the server sets it: none by a listing
+    /// of a missing path.
+    fn arms(&mut self, request: &Request) {
+        match request {
+            Request::GetChildren { watch: true, .. } if self.exists => self.armed = true,
+            Request::Exists { watch: true, .. } => self.exists_armed = true,
+            _ => {}
+        }
+    }
+
+    fn fire(&mut self, kind: WatchKind) {
+        self.events.push(WatchEvent {
+            kind,
+            path: PATH.into(),
+        });
+    }
+
     fn answer(&mut self, at: usize) {
         let cmd = self.d.pending.remove(at);
         let result = self.truth(&cmd.request);
-        if cmd.request.sets_watch() {
-            self.armed = true;
-        }
+        self.arms(&cmd.request);
         self.answered.push((cmd.op, result.clone()));
         self.d.answer(&cmd, result);
     }
@@ -800,9 +1007,7 @@ impl World {
             Act::Process(i) if self.connected && !self.d.pending.is_empty() => {
                 let cmd = self.d.pending.remove(i.index(self.d.pending.len()));
                 let result = self.truth(&cmd.request);
-                if cmd.request.sets_watch() {
-                    self.armed = true;
-                }
+                self.arms(&cmd.request);
                 self.answered.push((cmd.op, result.clone()));
                 self.late.push((cmd.op, result));
             }
@@ -824,6 +1029,32 @@ impl World {
                 let (op, result) = self.answered[i.index(self.answered.len())].clone();
                 self.d.feed(Input::Reply { op, result });
             }
+            Act::Wipe if self.exists => {
+                // The children first, then the path, as `deleteall` does:
+                // the child watch fires with the first deletion.
+                let had_children = !self.nodes.is_empty();
+                self.nodes.clear();
+                self.exists = false;
+                if std::mem::take(&mut self.armed) {
+                    self.fire(if had_children {
+                        WatchKind::NodeChildrenChanged
+                    } else {
+                        WatchKind::NodeDeleted
+                    });
+                }
+                if std::mem::take(&mut self.exists_armed) {
+                    self.fire(WatchKind::NodeDeleted);
+                }
+            }
+            Act::Create if !self.exists => {
+                self.exists = true;
+                self.next_seq = self.start;
+                self.next_zxid += 1;
+                if std::mem::take(&mut self.exists_armed) {
+                    self.fire(WatchKind::NodeCreated);
+                }
+            }
+            Act::Join(_) if !self.exists => {}
             Act::Join(persistent) => {
                 let name = format!("n_{:010}", self.next_seq);
                 self.next_seq = self.next_seq.wrapping_add(1);
@@ -858,6 +1089,7 @@ impl World {
             Act::Expire => {
                 self.session += 1;
                 self.armed = false;
+                self.exists_armed = false;
                 self.events.clear();
                 self.connected = true;
                 self.d.feed(Input::Session(SessionEvent::Expired));
@@ -892,6 +1124,96 @@ impl World {
     }
 }
 
+/// Runs `acts` against an observer of a k-leader election whose path
+/// exists at the start unless `absent`, then settles the world, checking
+/// every report on the way and the last one against the truth.
+fn settles(start: i32, k: u32, absent: bool, acts: Vec<Act>) -> Result<(), TestCaseError> {
+    let mut w = World {
+        d: Obs::new(ObserverConfig::election(PATH, k)),
+        nodes: BTreeMap::new(),
+        next_seq: start,
+        start,
+        next_zxid: 100,
+        exists: !absent,
+        armed: false,
+        exists_armed: false,
+        events: Vec::new(),
+        answered: Vec::new(),
+        late: Vec::new(),
+        session: SID.0,
+        connected: true,
+    };
+    let mut last: Option<Vec<(String, String, i64, bool)>> = None;
+    let mut check = |w: &mut World| -> Result<(), TestCaseError> {
+        for list in w.d.lists() {
+            prop_assert_ne!(Some(&list), last.as_ref(), "a report repeats the last one");
+            let holders = list.iter().take_while(|p| p.3).count();
+            prop_assert_eq!(holders, list.len().min(k as usize));
+            prop_assert!(list.iter().all(|p| !p.3) || list[..holders].iter().all(|p| p.3));
+            let names: std::collections::BTreeSet<_> = list.iter().map(|p| &p.1).collect();
+            prop_assert_eq!(names.len(), list.len(), "a node listed twice");
+            last = Some(list);
+        }
+        Ok(())
+    };
+    for a in acts {
+        w.step(a);
+        check(&mut w)?;
+    }
+    // Settle: connected (a reconnect lists again, so only a world that
+    // ended disconnected gets one), every event delivered, every request
+    // answered.
+    if !w.connected {
+        w.step(Act::Reconnect);
+    }
+    for _ in 0..200 {
+        while !w.events.is_empty() {
+            w.step(Act::Event);
+        }
+        while !w.late.is_empty() {
+            w.step(Act::Late);
+        }
+        if let Some(at) = w.d.o.poll_timeout() {
+            w.d.now = at;
+            w.d.o.handle_timeout(at);
+            w.d.drain();
+        }
+        while !w.d.pending.is_empty() {
+            w.answer(0);
+        }
+        if w.d.o.poll_timeout().is_none()
+            && w.d.pending.is_empty()
+            && w.events.is_empty()
+            && w.late.is_empty()
+        {
+            break;
+        }
+    }
+    check(&mut w)?;
+    prop_assert!(
+        w.d.pending.is_empty() && w.d.o.poll_timeout().is_none(),
+        "never settles"
+    );
+    let want = w.expected(k as usize);
+    let got: Vec<_> =
+        w.d.o
+            .participants()
+            .iter()
+            .map(|p| (p.id.clone(), p.node.clone(), p.token.0, p.holds))
+            .collect();
+    prop_assert_eq!(got, want);
+    Ok(())
+}
+
+/// What the world does while the session stays up: the queue's path comes
+/// and goes, nothing reconnects (a reconnect lists again, and would hide an
+/// observer deaf to its path's creation).
+fn steady_act() -> impl Strategy<Value = Act> {
+    act().prop_filter("the session stays up", |a| {
+        !matches!(a, Act::Disconnect | Act::Reconnect | Act::Expire)
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
@@ -902,75 +1224,20 @@ proptest! {
     fn reports_are_well_formed_and_settle_on_the_truth(
         start in prop_oneof![Just(0i32), Just(i32::MAX - 8), any::<i32>()],
         k in 1u32..4,
+        absent in prop::bool::weighted(0.3),
         acts in proptest::collection::vec(act(), 0..120),
     ) {
-        let mut w = World {
-            d: Obs::new(ObserverConfig::election(PATH, k)),
-            nodes: BTreeMap::new(),
-            next_seq: start,
-            next_zxid: 100,
-            armed: false,
-            events: Vec::new(),
-            answered: Vec::new(),
-            late: Vec::new(),
-            session: SID.0,
-            connected: true,
-        };
-        let mut last: Option<Vec<(String, String, i64, bool)>> = None;
-        let mut check = |w: &mut World| -> Result<(), TestCaseError> {
-            for list in w.d.lists() {
-                prop_assert_ne!(Some(&list), last.as_ref(), "a report repeats the last one");
-                let holders = list.iter().take_while(|p| p.3).count();
-                prop_assert_eq!(holders, list.len().min(k as usize));
-                prop_assert!(list.iter().all(|p| !p.3) || list[..holders].iter().all(|p| p.3));
-                let names: std::collections::BTreeSet<_> = list.iter().map(|p| &p.1).collect();
-                prop_assert_eq!(names.len(), list.len(), "a node listed twice");
-                last = Some(list);
-            }
-            Ok(())
-        };
-        for a in acts {
-            w.step(a);
-            check(&mut w)?;
-        }
-        // Settle: connected (a reconnect lists again, so only a world that
-        // ended disconnected gets one), every event delivered, every request
-        // answered.
-        if !w.connected {
-            w.step(Act::Reconnect);
-        }
-        for _ in 0..200 {
-            while !w.events.is_empty() {
-                w.step(Act::Event);
-            }
-            while !w.late.is_empty() {
-                w.step(Act::Late);
-            }
-            if let Some(at) = w.d.o.poll_timeout() {
-                w.d.now = at;
-                w.d.o.handle_timeout(at);
-                w.d.drain();
-            }
-            while !w.d.pending.is_empty() {
-                w.answer(0);
-            }
-            if w.d.o.poll_timeout().is_none() && w.d.pending.is_empty()
-                && w.events.is_empty()
-                && w.late.is_empty()
-            {
-                break;
-            }
-        }
-        check(&mut w)?;
-        prop_assert!(w.d.pending.is_empty() && w.d.o.poll_timeout().is_none(), "never settles");
-        let want = w.expected(k as usize);
-        let got: Vec<_> = w
-            .d
-            .o
-            .participants()
-            .iter()
-            .map(|p| (p.id.clone(), p.node.clone(), p.token.0, p.holds))
-            .collect();
-        prop_assert_eq!(got, want);
+        settles(start, k, absent, acts)?;
+    }
+
+    /// The path created late, deleted with its nodes and created again, on
+    /// one connection: the observer follows it by its watches alone.
+    #[test]
+    fn a_path_that_comes_and_goes_is_followed_by_its_watches(
+        k in 1u32..4,
+        absent in any::<bool>(),
+        acts in proptest::collection::vec(steady_act(), 0..80),
+    ) {
+        settles(0, k, absent, acts)?;
     }
 }
