@@ -58,10 +58,13 @@ fn millis(d: Duration) -> u64 {
         .unwrap_or(u64::MAX)
 }
 
-/// Whole milliseconds of `d * num / den` (`den` not zero). `Duration`
-/// multiplies and divides its nanoseconds exactly (rounding down), so this is
-/// ⌊nanos · num / (den · 10⁶)⌋, split so that no step leaves `u64`; where one
-/// would, the `Duration` arithmetic itself decides (and panics as it does).
+/// Whole milliseconds of `d * num / den` (`den` not zero), saturating.
+/// `Duration` multiplies and divides its nanoseconds exactly (rounding
+/// down), so this is ⌊nanos · num / (den · 10⁶)⌋, split so that no step
+/// leaves `u64`; where one would (a timeout of some 60,000 years, which only
+/// a broken transport reports), the same quotient in `u128`, where
+/// `Duration`'s own multiplication would panic: the machine must not panic
+/// on any input.
 fn fraction_millis(d: Duration, num: u32, den: u32) -> u64 {
     const NANOS_PER_MILLI: u64 = 1_000_000;
     let (num, den) = (u64::from(num), u64::from(den));
@@ -77,7 +80,12 @@ fn fraction_millis(d: Duration, num: u32, den: u32) -> u64 {
             let (q, m) = (whole / den, whole % den);
             q + (m * NANOS_PER_MILLI + rest * num) / (den * NANOS_PER_MILLI)
         }
-        _ => millis(d * num as u32 / den as u32),
+        _ => {
+            // At most 2^64 s · 10⁹ · 2^32 < 2^128: no overflow.
+            let millis = (d.as_nanos() * u128::from(num))
+                .checked_div(u128::from(den) * u128::from(NANOS_PER_MILLI));
+            millis.map_or(u64::MAX, |ms| u64::try_from(ms).unwrap_or(u64::MAX))
+        }
     }
 }
 
@@ -153,6 +161,25 @@ mod tests {
             t.plus_fraction(Duration::from_secs(10), 2, 3).as_millis(),
             u64::MAX
         );
+    }
+
+    /// A session timeout whose milliseconds times the numerator leave `u64`
+    /// (found by the `candidate` fuzz target: `Duration::MAX` reported as
+    /// the negotiated timeout panicked in `Duration`'s multiplication).
+    #[test]
+    fn fractions_of_huge_timeouts_saturate_instead_of_panicking() {
+        assert_eq!(fraction_millis(Duration::MAX, 9, 10), u64::MAX);
+        assert_eq!(
+            Timestamp::from_millis(7)
+                .plus_fraction(Duration::MAX, 2, 3)
+                .as_millis(),
+            u64::MAX
+        );
+        // Past u64 on the way, within it at the end: exact.
+        let d = Duration::from_millis(u64::MAX / 5);
+        let want = u128::from(u64::MAX / 5) * 9 / 10;
+        assert_eq!(u128::from(fraction_millis(d, 9, 10)), want);
+        assert_eq!(fraction_millis(d, 9, 0), u64::MAX);
     }
 
     #[test]
