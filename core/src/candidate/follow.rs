@@ -96,8 +96,7 @@ impl Candidate {
             );
         }
         if !(self.timeout / 3).is_zero() {
-            self.timers
-                .set(Timer::Probe, self.now.plus_fraction(self.timeout, 1, 3));
+            self.timers.set(Timer::Probe, self.next_probe(self.now));
         }
     }
 

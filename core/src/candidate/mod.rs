@@ -499,8 +499,7 @@ impl Candidate {
             // makes the probe needless until it goes stale.
             match self.session.last_ack {
                 Some(ack) if ack.plus_fraction(self.timeout, 1, 3) > self.now => {
-                    self.timers
-                        .set(Timer::Probe, ack.plus_fraction(self.timeout, 1, 3));
+                    self.timers.set(Timer::Probe, self.next_probe(ack));
                 }
                 _ => self.send_probe(),
             }
@@ -696,6 +695,16 @@ impl Candidate {
         self.step = step;
     }
 
+    /// When the probe is next due, counting from the last contact `from`: a
+    /// third of the session timeout later, and never sooner than a
+    /// millisecond from now. (A timeout under 3 ms has a third that rounds
+    /// to nothing: a probe due the moment it is armed would be due again at
+    /// every `handle_timeout`, and a driver would spin without time moving.)
+    fn next_probe(&self, from: Timestamp) -> Timestamp {
+        from.plus_fraction(self.timeout, 1, 3)
+            .max(self.now + Duration::from_millis(1))
+    }
+
     fn forget_watched(&mut self) {
         self.session.standing.forget_watched();
     }
@@ -725,8 +734,7 @@ impl Candidate {
                 && self.intent != Intent::Out
                 && !(self.timeout / 3).is_zero()
             {
-                self.timers
-                    .set(Timer::Probe, self.now.plus_fraction(self.timeout, 1, 3));
+                self.timers.set(Timer::Probe, self.next_probe(self.now));
             }
         }
         if self.connection != Connection::Connected || self.intent == Intent::Out || self.is_done()
@@ -866,6 +874,33 @@ mod tests {
                 ..Stats::default()
             }
         );
+    }
+
+    /// Found by the `candidate` fuzz target: with a negotiated timeout of
+    /// 1 ms the probe was armed for `now` itself, so `poll_timeout` never
+    /// moved past a `handle_timeout` and a driver would spin in place.
+    #[test]
+    fn a_probe_is_never_due_at_the_moment_it_is_armed() {
+        let config = Config::builder("/e", "a").build().unwrap();
+        for timeout_ms in [1, 2, 3, 4, 3_000] {
+            let mut c = Candidate::new(config.clone());
+            let t = Timestamp::from_millis(0);
+            c.handle(
+                t,
+                Input::Session(SessionEvent::Connected {
+                    session_id: Some(SessionId(1)),
+                    timeout: Duration::from_millis(timeout_ms),
+                }),
+            );
+            c.join(t);
+            let mut now = t;
+            for _ in 0..8 {
+                c.handle_timeout(now);
+                let next = c.poll_timeout().expect("a probe is armed");
+                assert!(next > now, "{timeout_ms} ms: due at {next}, now {now}");
+                now = next;
+            }
+        }
     }
 
     #[test]
