@@ -3,8 +3,4 @@
 //! libFuzzer reports with the input that caused it.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    zkelect_sim::fuzz::fuzz_one(data);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| zkelect_fuzz::sim(data));
