@@ -59,9 +59,16 @@ pub(super) struct Contact {
 /// the timeout (a slower answer costs only the machines' own probes, which
 /// are as safe), and a one-machine session probes hardly more often than
 /// the machine did alone.
+///
+/// At least a millisecond, the clock's grain: a timeout under 4 ms has three
+/// tenths that round to nothing, and a probe filed for the instant it is
+/// filed at would be due at every call, a driver spinning without time
+/// moving. Divided first, so that no timeout overflows (a transport may
+/// report any `Duration`); for whole milliseconds, as servers negotiate,
+/// the two orders agree exactly.
 fn probe_every(timeout: Duration) -> Option<Duration> {
-    let every = timeout * 3 / 10;
-    (!every.is_zero()).then_some(every)
+    let every = timeout / 10 * 3;
+    (!timeout.is_zero()).then_some(every.max(Duration::from_millis(1)))
 }
 
 impl Contact {
@@ -180,5 +187,49 @@ impl Contact {
             Probe::Due(at) if machines => Some(at),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zk::SessionId;
+
+    fn connected(timeout: Duration) -> SessionEvent {
+        SessionEvent::Connected {
+            session_id: Some(SessionId(1)),
+            timeout,
+        }
+    }
+
+    /// Found by the `session` fuzz target: a server with a 1 ms tick
+    /// negotiates 2 ms, whose three tenths rounded to nothing, so the probe
+    /// was due at the instant of the `Connected` that filed it.
+    #[test]
+    fn the_probe_is_never_due_when_it_is_filed() {
+        for ms in [1, 2, 3, 4, 10, 3_000] {
+            let now = Timestamp::from_millis(50);
+            let mut c = Contact::new();
+            c.session_event(now, connected(Duration::from_millis(ms)));
+            let due = c.next(true).expect("a probe is due");
+            assert!(due > now, "{ms} ms: due at {due}, filed at {now}");
+            assert!(c.probe_if_due(now, true).is_none(), "{ms} ms");
+        }
+        let mut c = Contact::new();
+        c.session_event(Timestamp::ZERO, connected(Duration::ZERO));
+        assert_eq!(c.next(true), None, "no timeout, no probe");
+    }
+
+    /// Any timeout a transport reports, `Duration::MAX` too, files a probe
+    /// without overflowing.
+    #[test]
+    fn a_huge_timeout_files_the_probe_without_overflow() {
+        let mut c = Contact::new();
+        c.session_event(Timestamp::ZERO, connected(Duration::MAX));
+        assert!(c.next(true).is_some_and(|at| at > Timestamp::ZERO));
+        assert_eq!(
+            probe_every(Duration::from_millis(10)),
+            Some(Duration::from_millis(3))
+        );
     }
 }
