@@ -280,6 +280,11 @@ impl Session {
                 tally: Tally::default(),
             }),
         );
+        // A probe that fell due while no machine ran (it waits for one)
+        // goes now: left filed, it would be due before `now`.
+        if let Some(request) = self.contact.probe_if_due(self.now, true) {
+            self.window.submit_probe(request);
+        }
         if self.is_closing() {
             self.close_machine(id);
         } else if let Some(connected) = self.contact.connected() {

@@ -526,3 +526,32 @@ fn a_machine_that_ends_the_session_closes_it() {
     assert!(h.s.is_finished(), "both closed, the session with them");
     assert!(h.zk.children("/a").is_empty() && h.zk.children("/b").is_empty());
 }
+
+/// Found by the `session` fuzz target: the probe fell due while the
+/// session had no machine (it waits for one), and a machine added later
+/// left `poll_timeout` before `now`. The probe now goes out with the add.
+#[test]
+fn a_machine_added_after_the_probe_fell_due_sends_it_at_once() {
+    let t = Timestamp::from_millis;
+    let mut s = Session::new(SessionConfig::new(1));
+    s.handle(t(0), Input::Session(connected()));
+    assert_eq!(s.poll_timeout(), None, "no machine, nothing to prove");
+    // Three tenths of the timeout have passed: the probe is due since 3 s.
+    s.add(t(5_000), observer("/q"));
+    assert!(
+        s.poll_timeout().is_none_or(|at| at > t(5_000)),
+        "due at {:?}, not after 5 s",
+        s.poll_timeout()
+    );
+    let requests: Vec<Request> = std::iter::from_fn(|| s.poll_command())
+        .map(|c| c.request)
+        .collect();
+    assert_eq!(
+        requests.first(),
+        Some(&Request::Exists {
+            path: "/".to_owned(),
+            watch: false
+        }),
+        "the probe first: {requests:?}"
+    );
+}
