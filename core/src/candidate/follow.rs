@@ -207,7 +207,14 @@ impl Candidate {
     pub(super) fn become_leader(&mut self, zero_rtt: bool) {
         let Some(token) = self.token() else { return };
         if !self.link_ok() {
-            // Proof of contact first: a fresh listing will decide.
+            // Proof of contact first: a fresh listing will decide. If an
+            // answer sent this very instant is that proof and the link is
+            // still not good (a session timeout whose two thirds round to
+            // nothing: no contact is ever fresh enough), listing again at
+            // once would never end: the next listing waits for a backoff.
+            if self.session.last_ack == Some(self.now) {
+                self.retry_later();
+            }
             self.set_step(Step::List);
             return;
         }

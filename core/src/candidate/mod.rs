@@ -903,6 +903,53 @@ mod tests {
         }
     }
 
+    /// Found by the `session` fuzz target: with a session timeout of 1 ms
+    /// (two thirds round to nothing, so no contact is fresh enough to lead
+    /// on), a candidate first in the queue listed again at once after every
+    /// answer: thousands of listings at one instant. It backs off instead.
+    #[test]
+    fn a_timeout_too_short_to_lead_on_backs_off_instead_of_listing_again_at_once() {
+        let config = Config::builder("/e", "a").build().unwrap();
+        let mut c = Candidate::new(config);
+        let t = Timestamp::from_millis(0);
+        c.handle(
+            t,
+            Input::Session(SessionEvent::Connected {
+                session_id: Some(SessionId(1)),
+                timeout: Duration::from_millis(1),
+            }),
+        );
+        c.join(t);
+        let mut listings = 0;
+        for _ in 0..100 {
+            let Some(cmd) = c.poll_command() else { break };
+            let result = match &cmd.request {
+                Request::Create { path, .. } => Ok(Reply::Created {
+                    path: format!("{path}0000000000"),
+                    stat: Stat {
+                        czxid: 1,
+                        ephemeral_owner: 1,
+                        ..Stat::default()
+                    },
+                }),
+                Request::GetChildren { .. } => {
+                    listings += 1;
+                    Ok(Reply::Children(
+                        c.node().into_iter().map(str::to_owned).collect(),
+                    ))
+                }
+                Request::Exists { .. } => Ok(Reply::Exists(None)),
+                _ => Err(ZkCode::ConnectionLoss),
+            };
+            c.handle(t, Input::Reply { op: cmd.op, result });
+        }
+        assert!(listings <= 2, "{listings} listings at one instant");
+        assert!(
+            c.poll_timeout().is_some_and(|at| at > t),
+            "a retry is armed"
+        );
+    }
+
     #[test]
     fn ancestors_lists_every_prefix() {
         assert_eq!(ancestors("/a"), ["/a"]);
