@@ -343,7 +343,9 @@ impl Session {
                 self.close_machine(id);
             }
         }
-        self.check_finished();
+        // A close timeout of zero gives up now, not at a deadline filed
+        // for this very instant.
+        self.give_up_if_closed_too_long();
     }
 
     // ----- inputs ---------------------------------------------------------------
@@ -433,8 +435,13 @@ impl Session {
         if let Some(request) = self.contact.probe_if_due(now, !self.slots.is_empty()) {
             self.window.submit_probe(request);
         }
+        self.give_up_if_closed_too_long();
+    }
+
+    /// Past the session's close deadline, every machine left is given up on.
+    fn give_up_if_closed_too_long(&mut self) {
         if let Phase::Closing { deadline } = self.phase {
-            if deadline <= now {
+            if deadline <= self.now {
                 let ids: Vec<MachineId> = self.slots.keys().copied().collect();
                 for id in ids {
                     self.finish(id, Exit::Abandoned);
@@ -565,6 +572,12 @@ impl Session {
                 Exit::Closed
             };
             self.finish(id, exit);
+            return;
+        }
+        if slot.close.deadline().is_some_and(|d| d <= now) {
+            // Its close ran out of time at once (a close timeout of zero):
+            // given up on now, not at a deadline filed for this instant.
+            self.finish(id, Exit::Abandoned);
             return;
         }
         let due = match (slot.machine.poll_timeout(), slot.close.deadline()) {

@@ -555,3 +555,42 @@ fn a_machine_added_after_the_probe_fell_due_sends_it_at_once() {
         "the probe first: {requests:?}"
     );
 }
+
+/// Found by the `session` fuzz target: a close timeout of zero (a
+/// machine's, or the session's) filed its deadline for the very instant of
+/// the close, so `poll_timeout` was not after `now`. Such a close gives up
+/// at once.
+#[test]
+fn a_close_timeout_of_zero_gives_up_at_once() {
+    let t = Timestamp::from_millis;
+    let mut s = Session::new(SessionConfig::new(1));
+    s.handle(t(0), Input::Session(connected()));
+    let a = s.add(
+        t(0),
+        election("/q", "a", 1).with_close_timeout(Duration::ZERO),
+    );
+    s.join(t(0), a).expect("runs");
+    while s.poll_command().is_some() {}
+    s.close(t(10), a).expect("runs");
+    assert!(s.poll_timeout().is_none_or(|at| at > t(10)));
+    let events: Vec<Event> = std::iter::from_fn(|| s.poll_event()).collect();
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            Event::Stopped {
+                exit: Exit::Abandoned,
+                ..
+            }
+        )),
+        "{events:?}"
+    );
+
+    let mut s = Session::new(SessionConfig::new(1).with_close_timeout(Duration::ZERO));
+    s.handle(t(0), Input::Session(connected()));
+    let b = s.add(t(0), election("/q", "b", 2));
+    s.join(t(0), b).expect("runs");
+    while s.poll_command().is_some() {}
+    s.close_session(t(10));
+    assert!(s.poll_timeout().is_none_or(|at| at > t(10)));
+    assert!(s.is_finished());
+}
