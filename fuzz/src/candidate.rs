@@ -53,6 +53,12 @@ pub(crate) const CODES: [ZkCode; 15] = [
 
 /// A configuration the builder accepts, read off the bytes.
 fn config(b: &mut Bytes<'_>) -> Config {
+    config_at(b, None, "cand")
+}
+
+/// A configuration for a queue at `path` (if not given, one of a few, read
+/// off the bytes), read off the bytes.
+pub(crate) fn config_at(b: &mut Bytes<'_>, path: Option<&str>, id: &str) -> Config {
     let k = 1 + u32::from(b.u8() % 3);
     let rule = match b.u8() % 5 {
         0 => Rule::Election { leaders: k },
@@ -61,10 +67,10 @@ fn config(b: &mut Bytes<'_>) -> Config {
         3 => Rule::Read,
         _ => Rule::Write,
     };
-    let path = b.pick(&PATHS);
+    let path = path.unwrap_or_else(|| b.pick(&PATHS));
     let min = Duration::from_millis(1 + u64::from(b.u16() % 2_000));
     let max = min * (1 + u32::from(b.u8() % 64));
-    let mut builder = Config::builder(path, "cand")
+    let mut builder = Config::builder(path, id)
         .rule(rule)
         .strategy(if b.bool() {
             WatchStrategy::Parent

@@ -14,6 +14,7 @@
 //! | `name` | node-name parsing and queue order ([`zkelect_core::name`]) | no panic; agrees with a simple reference parser and order |
 //! | `candidate` | a [`Candidate`](zkelect_core::Candidate) fed arbitrary replies, events, intents and timeouts | no panic (debug assertions on); its promises hold |
 //! | `observer` | an [`Observer`](zkelect_core::Observer) fed the same | no panic; every report is a well-formed queue |
+//! | `session` | a [`Session`](zkelect_core::Session) of several machines over the simulator's server model, the simultaneous inputs of each instant in any order | virtual time always advances; no panic |
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -21,6 +22,7 @@ pub mod candidate;
 pub mod name;
 pub mod observer;
 mod read;
+pub mod session;
 
 /// A fuzz target: any bytes in, a panic out if a promise breaks.
 pub type Target = fn(&[u8]);
@@ -32,6 +34,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("name", name::run),
     ("candidate", candidate::run),
     ("observer", observer::run),
+    ("session", session::run),
 ];
 
 /// The `sim` target: [`zkelect_sim::fuzz::fuzz_one`], every checker on.

@@ -58,6 +58,11 @@ fn observer_corpus_replays() {
     replay("observer");
 }
 
+#[test]
+fn session_corpus_replays() {
+    replay("session");
+}
+
 /// Every target but the simulator's has its corpus here, and a test above.
 #[test]
 fn every_target_has_a_corpus() {
