@@ -114,6 +114,11 @@ pub struct Metrics {
     pub marks_seen: u64,
     /// Persistent children named like contenders, skipped (once per name).
     pub persistent_skipped: u64,
+    /// New nodes whose fencing token was below the last node this candidate
+    /// held (`Notice::TokenRegressed`: the ensemble's history restarted, so
+    /// a fenced resource will refuse the new tokens; see the README's
+    /// "Running in production").
+    pub tokens_regressed: u64,
 }
 
 /// Everything a machine publishes that is not a notice, in one snapshot:
@@ -1558,6 +1563,13 @@ impl Slot {
                 "skipping a persistent child that looks like a contender: \
                  no process holds it and it will not go away by itself"
             ),
+            Notice::TokenRegressed { before, now } => warn!(
+                before = before.0,
+                now = now.0,
+                "fencing token went backwards: the ensemble's history restarted (its data wiped, \
+                 or another ensemble); a fenced resource that saw the old tokens will refuse \
+                 this leader's until an operator lets it accept the new epoch"
+            ),
             // Only an observer reports participants.
             Notice::Participants(_) => {}
             Notice::Error(e) => warn!(error = %e, "stopped by a fatal error"),
@@ -1637,6 +1649,7 @@ fn mirror(m: &mut Metrics, stats: &Stats) {
     m.marks_written = stats.marks_written;
     m.marks_seen = stats.marks_seen;
     m.persistent_skipped = stats.persistent_skipped;
+    m.tokens_regressed = stats.tokens_regressed;
 }
 
 /// Counts a notice in the status (the driver's counts, the last demotion,
@@ -1685,7 +1698,7 @@ type Count = fn(&Metrics) -> u64;
 /// Every counter series: its name, and its value in [`Metrics`]. Their
 /// handles are fetched when a value moves, not kept: 16 bytes a handle
 /// would cost every idle machine more than a fetch costs a busy one.
-const COUNTERS: [(&str, Count); 13] = [
+const COUNTERS: [(&str, Count); 14] = [
     ("zkelect_elections_total", |m| m.elections),
     ("zkelect_demotions_total", |m| m.demotions),
     ("zkelect_failovers_total", |m| m.failovers),
@@ -1699,6 +1712,7 @@ const COUNTERS: [(&str, Count); 13] = [
     ("zkelect_marks_written_total", |m| m.marks_written),
     ("zkelect_marks_seen_total", |m| m.marks_seen),
     ("zkelect_persistent_skipped_total", |m| m.persistent_skipped),
+    ("zkelect_tokens_regressed_total", |m| m.tokens_regressed),
 ];
 
 impl Facade {
@@ -1809,6 +1823,7 @@ impl Facade {
             }
             Notice::Resumed
             | Notice::PersistentSkipped { .. }
+            | Notice::TokenRegressed { .. }
             | Notice::Participants(_)
             | Notice::Error(_) => {}
         }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use zkelect_core::{CandidateError, ConfigError, FencingToken, ZkCode};
+use zkelect_core::{CandidateError, ConfigError, FencingToken, NamespaceFault, ZkCode};
 
 /// What can go wrong with an [`Election`](crate::Election) or a transport's setup.
 ///
@@ -68,7 +68,9 @@ pub enum ElectionError {
     #[error("authentication failed: {0}")]
     Auth(String),
     /// The election stopped with a fatal error (for example `NoAuth` on its
-    /// nodes, or the server rejecting the session's credentials).
+    /// nodes, the server rejecting the session's credentials, or a connect
+    /// string whose chroot is missing or ephemeral:
+    /// [`namespace_fault`](Self::namespace_fault)).
     #[error(transparent)]
     Fatal(#[from] CandidateError),
     /// The election is closed.
@@ -114,6 +116,32 @@ pub enum ConnectFailure {
 }
 
 impl ElectionError {
+    /// The path and the fault when the connection's namespace cannot hold
+    /// the queue's path: the connect string's chroot names no node
+    /// ([`NamespaceFault::RootMissing`]; the path is the topmost level that
+    /// could not be created under it) or an ephemeral one
+    /// ([`NamespaceFault::Ephemeral`]; the path is the ephemeral node, `/`
+    /// for the chroot itself). No retry can help; the candidate stopped
+    /// after a handful of requests. `None` for every other error.
+    ///
+    /// ```
+    /// use zkelect::ElectionError;
+    /// use zkelect::core::{CandidateError, NamespaceFault};
+    ///
+    /// let e = ElectionError::Fatal(CandidateError::Namespace {
+    ///     path: "/svc".into(),
+    ///     fault: NamespaceFault::RootMissing,
+    /// });
+    /// assert_eq!(e.namespace_fault(), Some(("/svc", NamespaceFault::RootMissing)));
+    /// assert_eq!(ElectionError::Closed.namespace_fault(), None);
+    /// ```
+    pub fn namespace_fault(&self) -> Option<(&str, NamespaceFault)> {
+        match self {
+            Self::Fatal(CandidateError::Namespace { path, fault }) => Some((path, *fault)),
+            _ => None,
+        }
+    }
+
     /// What kind of connect failure this is; `None` for errors that are not
     /// about reaching the servers.
     pub fn connect_failure(&self) -> Option<ConnectFailure> {

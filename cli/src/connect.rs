@@ -7,7 +7,8 @@ use zkelect::zk_client::{TlsSettings, ZkClientOptions};
 use zkelect::{
     Connect, ConnectFailure, ElectionError, EventStream, TlsError, Transport, ZkAsyncOptions,
 };
-use zkelect_core::{Acl, CandidateError, ZkCode};
+use zkelect_core::connect_string::ConnectString;
+use zkelect_core::{Acl, CandidateError, NamespaceFault, ZkCode};
 
 use crate::args::{ConnectArgs, TransportArg};
 use crate::exit::{Code, Failure};
@@ -30,12 +31,43 @@ pub(crate) fn code_of(e: &ElectionError) -> Code {
             code: ZkCode::NoAuth | ZkCode::InvalidAcl | ZkCode::AuthFailed,
             ..
         }) => Code::Auth,
+        e if e.namespace_fault().is_some() => Code::Namespace,
         _ => Code::Election,
     }
 }
 
 pub(crate) fn failure(e: ElectionError) -> Failure {
     Failure::new(code_of(&e), e)
+}
+
+/// [`failure`] of an election on `conn`: when the namespace is at fault,
+/// the message names the chroot of --connect (the core sees paths under
+/// it only).
+pub(crate) fn failure_in(e: ElectionError, conn: &ConnectArgs) -> Failure {
+    let Some((path, fault)) = e.namespace_fault() else {
+        return failure(e);
+    };
+    let chroot = ConnectString::parse(&conn.connect)
+        .ok()
+        .and_then(|c| c.chroot);
+    let connect = &conn.connect;
+    let message = match (fault, chroot) {
+        (NamespaceFault::RootMissing, Some(chroot)) => format!(
+            "the chroot {chroot} of --connect {connect} does not exist (creating {path} \
+             under it found no parent): create it (a persistent node), or fix --connect"
+        ),
+        (NamespaceFault::Ephemeral, Some(chroot)) if path == "/" => format!(
+            "the chroot {chroot} of --connect {connect} is an ephemeral node, which cannot \
+             have children: use a persistent node as the chroot"
+        ),
+        (NamespaceFault::Ephemeral, Some(chroot)) => format!(
+            "{path} under the chroot {chroot} of --connect {connect} is an ephemeral node, \
+             which cannot have children"
+        ),
+        // No chroot: the core's words say it all.
+        (_, None) => return Failure::new(Code::Namespace, e),
+    };
+    Failure::new(Code::Namespace, anyhow::anyhow!(message))
 }
 
 /// The ACL for nodes: creator-only writes when credentials are given.
@@ -141,4 +173,72 @@ pub(crate) async fn connect(
     conn: &ConnectArgs,
 ) -> Result<(Arc<dyn Transport>, EventStream), Failure> {
     settings(conn)?.connect().await.map_err(failure)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::args::{Cli, Cmd};
+
+    fn conn(connect: &str) -> ConnectArgs {
+        let cli = Cli::try_parse_from([
+            "zkelect",
+            "status",
+            "--connect",
+            connect,
+            "--path",
+            "/svc/leader",
+        ])
+        .expect("parses");
+        let Cmd::Status(status) = cli.command else {
+            panic!("not status")
+        };
+        status.conn
+    }
+
+    fn namespace(path: &str, fault: NamespaceFault) -> ElectionError {
+        ElectionError::Fatal(CandidateError::Namespace {
+            path: path.into(),
+            fault,
+        })
+    }
+
+    /// A missing or ephemeral chroot is exit 12, and the message names the
+    /// chroot of --connect, which the core never sees.
+    #[test]
+    fn a_missing_or_ephemeral_chroot_is_exit_12_naming_the_chroot() {
+        let on = conn("h:2181,k:2181/apps/x");
+        let missing = failure_in(namespace("/svc", NamespaceFault::RootMissing), &on);
+        assert_eq!(missing.code, Code::Namespace);
+        let text = missing.to_string();
+        assert!(
+            text.contains("the chroot /apps/x of --connect h:2181,k:2181/apps/x does not exist"),
+            "{text}"
+        );
+        let ephemeral = failure_in(namespace("/", NamespaceFault::Ephemeral), &on);
+        assert_eq!(ephemeral.code, Code::Namespace);
+        assert!(
+            ephemeral.to_string().contains("/apps/x")
+                && ephemeral.to_string().contains("ephemeral"),
+            "{ephemeral}"
+        );
+        // A level of the path ephemeral, no chroot: the core's words.
+        let plain = failure_in(
+            namespace("/svc", NamespaceFault::Ephemeral),
+            &conn("h:2181"),
+        );
+        assert_eq!(plain.code, Code::Namespace);
+        assert!(
+            plain.to_string().contains("/svc is an ephemeral node"),
+            "{plain}"
+        );
+        // Other errors keep their codes.
+        assert_eq!(failure_in(ElectionError::Closed, &on).code, Code::Election);
+        assert_eq!(
+            code_of(&namespace("/svc", NamespaceFault::RootMissing)),
+            Code::Namespace
+        );
+    }
 }

@@ -52,6 +52,10 @@ pub(crate) enum Code {
     /// The supervised command exited non-zero, or was killed by a signal, by
     /// itself while leading.
     CommandFailed = 11,
+    /// The connect string's chroot does not exist, or it (or a level of the
+    /// path) is an ephemeral node, which cannot have children: the path can
+    /// never be made, so the election stopped at once.
+    Namespace = 12,
     /// `lock`: the lock was lost while the command ran (it was stopped).
     LockLost = 123,
     /// `lock --timeout`: the lock was not acquired in time; the command never ran.
@@ -84,6 +88,9 @@ Exit codes:
   10  `revoke`: no candidate has that id, or several do (use --all)
   11  `run`: the command exited non-zero or was killed by a signal while
       leading (its own code is logged, not passed through)
+  12  the chroot of --connect does not exist, or is an ephemeral node (as is
+      a level of the path): nothing can be created under it; create it as a
+      persistent node, or fix --connect
 
 Exit codes of `zkelect lock` (it passes the command's own status through,
 so its own outcomes use the codes of `timeout` and `env`; a command's own
@@ -96,7 +103,8 @@ codes 123 to 127 cannot be told apart from them):
       after --grace-ms)
  124  --timeout: the lock was not acquired in time; the command never ran
  125  zkelect lock itself failed before the command ran (usage, invalid
-      setting, unreachable, auth; the log says which)
+      setting, unreachable, auth, a missing or ephemeral chroot; the log
+      says which)
  126  the command was found but could not be executed
  127  the command was not found";
 
@@ -189,6 +197,7 @@ mod tests {
             Code::LockTimeout,
             Code::UnknownId,
             Code::CommandFailed,
+            Code::Namespace,
             Code::LockLost,
             Code::LockWait,
             Code::LockFailed,

@@ -29,7 +29,7 @@ use zkelect::Election;
 use zkelect_core::{Config, FencingToken, Role, Rule};
 
 use crate::args::LockArgs;
-use crate::connect::{acl_for, connect, failure};
+use crate::connect::{acl_for, connect, failure_in};
 use crate::exit::{self, Code, Failure, WithCode};
 use crate::lease::exit_code_of;
 use crate::signals::{shell_status, Stops};
@@ -136,12 +136,12 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
         .acl(acl_for(&args.conn))
         .start()
         .await
-        .map_err(|e| before_cmd(failure(e)))?;
+        .map_err(|e| before_cmd(failure_in(e, &args.conn)))?;
     match stops.unless(election.wait_joined()).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
             election.close().await;
-            return Err(before_cmd(failure(e)));
+            return Err(before_cmd(failure_in(e, &args.conn)));
         }
         Err(signal) => {
             election.close().await;
@@ -163,7 +163,7 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
         Ok(Some(Ok(token))) => token,
         Ok(Some(Err(e))) => {
             election.close().await;
-            return Err(before_cmd(failure(e)));
+            return Err(before_cmd(failure_in(e, &args.conn)));
         }
         Ok(None) => {
             election.close().await;

@@ -8,7 +8,7 @@ use zkelect::Election;
 use zkelect_core::{Config, ConnectionPolicy, Role};
 
 use crate::args::{PolicyArg, RunArgs};
-use crate::connect::{acl_for, connect, failure};
+use crate::connect::{acl_for, connect, failure_in};
 use crate::exit::{self, Code, Failure, WithCode};
 use crate::signals::Stops;
 use crate::supervise::{supervise, ChildSpec, Ended};
@@ -57,12 +57,15 @@ pub(crate) async fn run(
     }
     // From here on the election exists, and every way out closes it: its
     // node is deleted (even one whose create is still on its way).
-    let election = builder.start().await.map_err(failure)?;
+    let election = builder
+        .start()
+        .await
+        .map_err(|e| failure_in(e, &args.conn))?;
     match stops.unless(election.wait_joined()).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
             election.close().await;
-            return Err(failure(e));
+            return Err(failure_in(e, &args.conn));
         }
         Err(signal) => {
             election.close().await;
@@ -106,7 +109,7 @@ pub(crate) async fn run(
         Ok(Ended::ElectionOver(Role::Failed)) => {
             let e = election.wait_leader().await.err();
             Err(match e {
-                Some(e) => failure(e),
+                Some(e) => failure_in(e, &args.conn),
                 None => Failure::new(Code::Election, anyhow::anyhow!("the election failed")),
             })
         }

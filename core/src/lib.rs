@@ -184,7 +184,7 @@ pub use command::{Command, OpId};
 pub use config::{Config, ConfigBuilder, ConfigError, ConnectionPolicy, Interop, WatchStrategy};
 pub use input::{Input, SessionEvent};
 pub use name::Access;
-pub use notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
+pub use notice::{CandidateError, DemotionReason, FencingToken, NamespaceFault, Notice, Role};
 pub use observer::{Observer, ObserverConfig, ObserverStats, Participant};
 pub use rule::{Recipe, Rule};
 pub use session::{

@@ -72,6 +72,22 @@ pub enum CandidateError {
         /// The server's error.
         code: ZkCode,
     },
+    /// The connection's namespace cannot hold the queue's path, so no retry
+    /// can make its parents: the root of the namespace is missing (a chroot
+    /// in the connect string that names no node), or a level above the
+    /// queue is an ephemeral node, which cannot have children (a chroot
+    /// that names one, most often). Found after a bounded number of
+    /// requests, each level of the path created at most once.
+    #[error("{}", namespace_message(path, *fault))]
+    Namespace {
+        /// The path concerned, as this connection sees it (under its
+        /// chroot): the topmost level of the queue's path, whose parent is
+        /// missing ([`NamespaceFault::RootMissing`]), or the ephemeral node
+        /// ([`NamespaceFault::Ephemeral`]; `/` is the chroot itself).
+        path: String,
+        /// Which.
+        fault: NamespaceFault,
+    },
     /// The server rejected the session's credentials.
     #[error("authentication failed: the server rejected this session's credentials")]
     AuthFailed,
@@ -90,6 +106,37 @@ pub enum CandidateError {
         /// The first node seen with a negative sequence.
         node: String,
     },
+}
+
+/// Why a connection's namespace cannot hold a queue's path
+/// ([`CandidateError::Namespace`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum NamespaceFault {
+    /// Creating the topmost level of the path found no parent. Without a
+    /// chroot that parent is `/`, which always exists, so the connect
+    /// string's chroot names a node that does not exist.
+    RootMissing,
+    /// A level above the queue is an ephemeral node: ephemeral nodes cannot
+    /// have children (the server's `NoChildrenForEphemerals`).
+    Ephemeral,
+}
+
+fn namespace_message(path: &str, fault: NamespaceFault) -> String {
+    match fault {
+        NamespaceFault::RootMissing => format!(
+            "cannot create {path}: the root of this connection's namespace does not exist \
+             (the connect string's chroot names no node); create the chroot or fix the connect string"
+        ),
+        NamespaceFault::Ephemeral if path == "/" => "the root of this connection's namespace \
+             (the connect string's chroot) is an ephemeral node, which cannot have children; \
+             use a persistent node as the chroot"
+            .to_owned(),
+        NamespaceFault::Ephemeral => format!(
+            "{path} is an ephemeral node, which cannot have children; \
+             the queue's path must be under persistent nodes only"
+        ),
+    }
 }
 
 /// Something the application should know, drained with
@@ -129,6 +176,21 @@ pub enum Notice {
     PersistentSkipped {
         /// The node's name (not the full path).
         node: String,
+    },
+    /// This candidate's new node has a lower token than a node it held
+    /// before, on this election: the ensemble's history restarted (its data
+    /// was wiped, or the connect string now names another ensemble), and
+    /// tokens count up from its new start. A fenced resource that remembers
+    /// the highest token it accepted will refuse this candidate's writes
+    /// until its tokens pass `before` again; see the README's "Running in
+    /// production" on what it must do. Reported once per regression (the
+    /// next node is compared with this one), and counted in
+    /// [`Stats::tokens_regressed`](crate::Stats::tokens_regressed).
+    TokenRegressed {
+        /// The token of the node this candidate held before.
+        before: FencingToken,
+        /// The new node's token, lower.
+        now: FencingToken,
     },
     /// An [`Observer`](crate::Observer)'s queue changed: every participant,
     /// oldest first, with its id, token and whether it holds. Reported only

@@ -1265,6 +1265,278 @@ fn container_parent_is_requested_when_configured() {
     assert_creates_own_node(&mut d);
 }
 
+/// The requests a persistent error may cost, at most, however long it
+/// lasts: every level of the path once, our node's create, the probes.
+fn sent_for_good(d: &mut Driver, ms: u64) -> usize {
+    let mut sent = 0;
+    for _ in 0..ms / 100 {
+        d.sleep(100);
+        sent += d.pending.len();
+        d.answer_probes();
+        d.pending.clear();
+    }
+    sent
+}
+
+/// `--connect host:2181/apps/x` with `/apps/x` missing: the candidate's
+/// `/svc/leader` is the server's `/apps/x/svc/leader`, and creating the
+/// topmost level, `/svc`, finds no parent. Nothing above it can be made,
+/// so the candidate stops with a typed error naming the level, after three
+/// creates, instead of creating `/svc` again at once, forever (thousands of
+/// requests a second on both transports).
+#[test]
+fn a_missing_namespace_root_is_a_typed_error_after_a_bounded_number_of_requests() {
+    let mut d = Driver::joined(config("a"));
+    d.answer_probes();
+    let create = d.take(Verb::Create);
+    d.reply(create.op, Err(ZkCode::NoNode));
+    answer_parent(
+        &mut d,
+        "/svc/leader",
+        CreateMode::Persistent,
+        Err(ZkCode::NoNode),
+    );
+    answer_parent(&mut d, "/svc", CreateMode::Persistent, Err(ZkCode::NoNode));
+    let error = CandidateError::Namespace {
+        path: "/svc".into(),
+        fault: NamespaceFault::RootMissing,
+    };
+    assert!(d.take_notices().contains(&Notice::Error(error.clone())));
+    assert!(error.to_string().contains("chroot"), "{error}");
+    assert!(d.c.is_failed());
+    assert!(d.pending.is_empty(), "{:?}", d.pending);
+    assert_eq!(sent_for_good(&mut d, 30_000), 0, "nothing more, ever");
+    assert_eq!(d.c.poll_timeout(), None);
+
+    // A path one level deep: its own create is the topmost level.
+    let mut d = Driver::joined(Config::builder("/leader", "a").nonce_seed(7));
+    let create = d.take(Verb::Create);
+    d.reply(create.op, Err(ZkCode::NoNode));
+    answer_parent(
+        &mut d,
+        "/leader",
+        CreateMode::Persistent,
+        Err(ZkCode::NoNode),
+    );
+    assert!(d.c.is_failed());
+    assert!(d
+        .take_notices()
+        .contains(&Notice::Error(CandidateError::Namespace {
+            path: "/leader".into(),
+            fault: NamespaceFault::RootMissing,
+        })));
+}
+
+/// `--connect host:2181/apps/x` with `/apps/x` an ephemeral node: ephemeral
+/// nodes cannot have children, at any level: a typed error naming the
+/// ephemeral node (`/`: the chroot itself), not a retry.
+#[test]
+fn an_ephemeral_namespace_root_or_ancestor_is_a_typed_error() {
+    let mut d = Driver::joined(config("a"));
+    let create = d.take(Verb::Create);
+    d.reply(create.op, Err(ZkCode::NoNode));
+    answer_parent(
+        &mut d,
+        "/svc/leader",
+        CreateMode::Persistent,
+        Err(ZkCode::NoNode),
+    );
+    answer_parent(
+        &mut d,
+        "/svc",
+        CreateMode::Persistent,
+        Err(ZkCode::NoChildrenForEphemerals),
+    );
+    let error = CandidateError::Namespace {
+        path: "/".into(),
+        fault: NamespaceFault::Ephemeral,
+    };
+    assert!(d.take_notices().contains(&Notice::Error(error.clone())));
+    assert!(error.to_string().contains("chroot"), "{error}");
+    assert!(d.c.is_failed());
+    d.answer_probes();
+    assert_eq!(sent_for_good(&mut d, 10_000), 0);
+
+    // An ephemeral level in the path (`/svc` ephemeral, no chroot).
+    let mut d = Driver::joined(config("a"));
+    let create = d.take(Verb::Create);
+    d.reply(create.op, Err(ZkCode::NoNode));
+    answer_parent(
+        &mut d,
+        "/svc/leader",
+        CreateMode::Persistent,
+        Err(ZkCode::NoChildrenForEphemerals),
+    );
+    assert!(d
+        .take_notices()
+        .contains(&Notice::Error(CandidateError::Namespace {
+            path: "/svc".into(),
+            fault: NamespaceFault::Ephemeral,
+        })));
+
+    // The election path itself ephemeral: our node's create says so.
+    let mut d = Driver::joined(config("a"));
+    let create = d.take(Verb::Create);
+    d.reply(create.op, Err(ZkCode::NoChildrenForEphemerals));
+    assert!(d
+        .take_notices()
+        .contains(&Notice::Error(CandidateError::Namespace {
+            path: PATH.into(),
+            fault: NamespaceFault::Ephemeral,
+        })));
+    assert!(d.c.is_failed());
+}
+
+/// An ancestor deleted while the candidate makes the path (an operator's
+/// `deleteall`, a container reaped) is not an error: the levels are made
+/// again from the top, but after a backoff that grows with every round, so
+/// an operator deleting the path in a loop cannot make a storm of it.
+#[test]
+fn a_parent_deleted_concurrently_is_made_again_after_a_growing_backoff() {
+    let mut d = Driver::joined(
+        config("a").backoff(Duration::from_millis(100), Duration::from_millis(1_600)),
+    );
+    d.answer_probes();
+    let create = d.take(Verb::Create);
+    d.reply(create.op, Err(ZkCode::NoNode));
+    // First round: at once, no backoff (a missing path is the normal start).
+    answer_parent(
+        &mut d,
+        "/svc/leader",
+        CreateMode::Persistent,
+        Err(ZkCode::NoNode),
+    );
+    answer_parent(&mut d, "/svc", CreateMode::Persistent, Ok(()));
+    // /svc deleted again before /svc/leader is made: retried, after a wait.
+    answer_parent(
+        &mut d,
+        "/svc/leader",
+        CreateMode::Persistent,
+        Err(ZkCode::NoNode),
+    );
+    assert!(
+        !d.has_pending(Verb::Create),
+        "a backoff first: {:?}",
+        d.pending
+    );
+    let mut waits = Vec::new();
+    for _ in 0..6 {
+        let mut waited = 0;
+        while !d.has_pending(Verb::Create) {
+            d.sleep(10);
+            waited += 10;
+            assert!(waited <= 2_000, "never retried");
+        }
+        waits.push(waited);
+        answer_parent(&mut d, "/svc", CreateMode::Persistent, Ok(()));
+        answer_parent(&mut d, "/svc/leader", CreateMode::Persistent, Ok(()));
+        // Our node's create finds the path gone once more.
+        let create = d.take(Verb::Create);
+        d.reply(create.op, Err(ZkCode::NoNode));
+        assert!(
+            !d.has_pending(Verb::Create),
+            "a backoff first: {:?}",
+            d.pending
+        );
+        while !d.has_pending(Verb::Create) {
+            d.sleep(10);
+        }
+        answer_parent(
+            &mut d,
+            "/svc/leader",
+            CreateMode::Persistent,
+            Err(ZkCode::NoNode),
+        );
+    }
+    assert!(!d.c.is_failed(), "a concurrent deletion is not fatal");
+    assert!(waits[0] <= 100, "{waits:?}");
+    assert!(
+        waits[5] >= 800,
+        "the backoff grows across rounds: {waits:?}"
+    );
+    // The deletions stop: the path is made and our node created; the
+    // backoff is over with it.
+    while !d.has_pending(Verb::Create) {
+        d.sleep(10);
+    }
+    answer_parent(&mut d, "/svc", CreateMode::Persistent, Ok(()));
+    answer_parent(&mut d, "/svc/leader", CreateMode::Persistent, Ok(()));
+    d.created("n_0000000000", 50);
+    assert!(d.take_notices().contains(&Notice::Joined {
+        node: "n_0000000000".into()
+    }));
+}
+
+// ----- fencing across a wiped ensemble -----------------------------------------------------
+
+/// Answers the pending create of our node with `name`, czxid and owner.
+fn created_by(d: &mut Driver, name: &str, czxid: i64, owner: SessionId) {
+    let cmd = d.take(Verb::Create);
+    d.reply(
+        cmd.op,
+        Ok(Reply::Created {
+            path: format!("{PATH}/{name}"),
+            stat: stat(czxid, owner),
+        }),
+    );
+}
+
+/// The ensemble's data was wiped (or the connect string now names another
+/// ensemble): the sessions are gone, and zxids count from the start again.
+/// The leader's next node has a lower token than the one it led with, which
+/// a fenced resource that remembers 210 will refuse: the candidate says so,
+/// once, and counts it. A node above the last one says nothing.
+#[test]
+fn a_token_below_the_last_node_held_is_reported_once() {
+    let mut d = Driver::joined(config("a"));
+    d.answer_probes();
+    created_by(&mut d, "n_0000000007", 210, SID);
+    d.children(&["n_0000000007"]);
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(210)));
+    d.take_notices();
+    // The wipe: the session is gone with the old ensemble's state.
+    d.session(SessionEvent::Expired);
+    let sid = SessionId(0x200);
+    d.connect(sid);
+    d.answer_probes();
+    created_by(&mut d, "n_0000000000", 16, sid);
+    let notices = d.take_notices();
+    assert!(
+        notices.contains(&Notice::TokenRegressed {
+            before: FencingToken(210),
+            now: FencingToken(16),
+        }),
+        "{notices:?}"
+    );
+    assert_eq!(d.c.stats().tokens_regressed, 1);
+    d.children(&["n_0000000000"]);
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(16)));
+    // Resigned and rejoined in the new history: tokens grow again, nothing said.
+    d.resign(true);
+    let del = d.take(Verb::Delete);
+    d.reply(del.op, Ok(Reply::Deleted));
+    created_by(&mut d, "n_0000000001", 20, sid);
+    assert!(!d
+        .take_notices()
+        .iter()
+        .any(|n| matches!(n, Notice::TokenRegressed { .. })));
+    assert_eq!(d.c.stats().tokens_regressed, 1);
+
+    // An ordinary expiry: the new node's token is higher, nothing said.
+    let mut d = Driver::joined(config("b"));
+    d.answer_probes();
+    created_by(&mut d, "n_0000000001", 30, SID);
+    d.session(SessionEvent::Expired);
+    d.connect(sid);
+    d.answer_probes();
+    created_by(&mut d, "n_0000000002", 45, sid);
+    assert!(!d
+        .take_notices()
+        .iter()
+        .any(|n| matches!(n, Notice::TokenRegressed { .. })));
+    assert_eq!(d.c.stats().tokens_regressed, 0);
+}
+
 // ----- errors ---------------------------------------------------------------------------------
 
 #[test]

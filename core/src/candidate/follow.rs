@@ -298,6 +298,7 @@ impl Candidate {
     /// Our node vanished without our asking (revoked, or its session is gone).
     pub(super) fn own_gone(&mut self, reason: DemotionReason) {
         self.demote(reason);
+        self.let_go_of_node();
         self.session.own = None;
         self.drop_own_watch();
         self.forget_lower();
@@ -642,6 +643,7 @@ impl Candidate {
                 old_nonces.pop_front();
             }
         }
+        self.let_go_of_node();
         self.session = SessionState::new(self.session.epoch + 1);
         self.timers.stop(Timer::Retry);
         if self.leaving() {

@@ -27,6 +27,9 @@ impl Candidate {
 
     /// The node is gone (or never was): complete the resign or close.
     pub(super) fn finish_leaving(&mut self) {
+        if self.intent != Intent::Close {
+            self.let_go_of_node();
+        }
         self.session.own = None;
         self.drop_own_watch();
         match self.intent {
@@ -74,7 +77,14 @@ impl Candidate {
         if result == Err(ZkCode::SessionExpired) {
             return self.on_expired();
         }
-        if result.is_ok() {
+        // Progress of the main lane ends its backoff. Not an answer of a
+        // side lane (a probe answers every third of the timeout while the
+        // main lane may be failing), nor a level of the path made: making
+        // the path and losing it again is the loop the backoff must slow.
+        if result.is_ok()
+            && flight.purpose.is_main()
+            && !matches!(flight.purpose, Purpose::Parent(_))
+        {
             self.backoff.reset();
         }
         match flight.purpose {
@@ -122,22 +132,45 @@ impl Candidate {
         if self.step != (Step::Parents { index }) {
             return;
         }
-        let ancestors = ancestors(self.config.path());
+        let mut ancestors = ancestors(self.config.path());
+        let last = ancestors.len().saturating_sub(1);
+        let target = if index < ancestors.len() {
+            ancestors.swap_remove(index)
+        } else {
+            String::new()
+        };
         match result {
             Ok(_) | Err(ZkCode::NodeExists) => {
-                self.step = if index + 1 >= ancestors.len() {
+                self.session.parents_made = true;
+                self.step = if index >= last {
                     Step::Create
                 } else {
                     Step::Parents { index: index + 1 }
                 };
             }
-            // The election path's own parent is missing too (or an ancestor
-            // vanished under us): every level from the top.
-            Err(ZkCode::NoNode) => self.step = Step::Parents { index: 0 },
-            Err(code) => {
-                let path = ancestors.get(index).cloned().unwrap_or_default();
-                self.main_error("create", path, code);
+            // Above the topmost level there is only the namespace's root:
+            // `/`, which always exists, or a chroot, which does not. No
+            // retry can make it (and retrying forever was a storm of
+            // thousands of requests a second).
+            Err(ZkCode::NoNode) if index == 0 => self.fail(CandidateError::Namespace {
+                path: target,
+                fault: NamespaceFault::RootMissing,
+            }),
+            // The election path's own parent is missing too: every level
+            // from the top. At once on the first try; after a backoff if
+            // levels were made since our last create, since then an
+            // ancestor vanished under us (deleted concurrently).
+            Err(ZkCode::NoNode) => {
+                self.step = Step::Parents { index: 0 };
+                if self.session.parents_made {
+                    self.retry_later();
+                }
             }
+            Err(ZkCode::NoChildrenForEphemerals) => self.fail(CandidateError::Namespace {
+                path: parent_of(&target).to_owned(),
+                fault: NamespaceFault::Ephemeral,
+            }),
+            Err(code) => self.main_error("create", target, code),
         }
     }
 
@@ -146,7 +179,9 @@ impl Candidate {
             Ok(Reply::Created { path, stat }) => {
                 let name = path.rsplit('/').next().unwrap_or_default().to_owned();
                 self.session.create_uncertain = false;
+                self.session.parents_made = false;
                 self.learn_session(stat);
+                self.check_token(FencingToken(stat.czxid));
                 self.session.own = Some(Own {
                     name: name.as_str().into(),
                     token: FencingToken(stat.czxid),
@@ -164,6 +199,18 @@ impl Candidate {
             Err(ZkCode::NoNode) if self.config.create_parents() => {
                 let deepest = ancestors(self.config.path()).len().saturating_sub(1);
                 self.set_step(Step::Parents { index: deepest });
+                if self.session.parents_made {
+                    // We made the path since our last create, and it is gone
+                    // again: wait before making it once more.
+                    self.retry_later();
+                }
+            }
+            Err(ZkCode::NoChildrenForEphemerals) => {
+                let path = self.config.path().to_owned();
+                self.fail(CandidateError::Namespace {
+                    path,
+                    fault: NamespaceFault::Ephemeral,
+                });
             }
             Err(ZkCode::NoNode) => {
                 let path = self.config.path().to_owned();
@@ -265,6 +312,8 @@ impl Candidate {
             Ok(Reply::Data { stat, .. }) if self.owned_by_this_session(stat) => {
                 self.learn_session(stat);
                 self.session.create_uncertain = false;
+                self.session.parents_made = false;
+                self.check_token(FencingToken(stat.czxid));
                 self.stats.recovered_creates += 1;
                 self.session.own = Some(Own {
                     name: name.as_str().into(),
@@ -339,6 +388,30 @@ impl Candidate {
                 .session
                 .id
                 .is_none_or(|sid| sid.0 == stat.ephemeral_owner)
+    }
+
+    /// Our node is going (deleted, revoked, or its session gone): remember
+    /// its token, to compare the next one with.
+    pub(super) fn let_go_of_node(&mut self) {
+        if let Some(token) = self.session.own.as_ref().map(|o| o.token) {
+            self.past().last_token = Some(token);
+        }
+    }
+
+    /// A new node of ours, with `token`: below the last one we held, the
+    /// ensemble's history restarted (zxids only grow within one), and a
+    /// fenced resource that saw the old tokens will refuse the new ones.
+    pub(super) fn check_token(&mut self, token: FencingToken) {
+        // Taken: the next node is compared with this one, so a regression
+        // is reported once, not for every node until the tokens pass it.
+        let Some(before) = self.past.as_mut().and_then(|p| p.last_token.take()) else {
+            return;
+        };
+        if token < before {
+            self.stats.tokens_regressed += 1;
+            self.outbox
+                .notice(Notice::TokenRegressed { before, now: token });
+        }
     }
 
     pub(super) fn learn_session(&mut self, stat: Stat) {
@@ -444,6 +517,14 @@ impl Candidate {
 
 /// `/a/b/c` → `["/a", "/a/b", "/a/b/c"]`.
 /// one session) should not keep the buffer of its last burst.
+/// The parent of an absolute path: `/a/b` → `/a`, `/a` → `/`.
+fn parent_of(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(at) => &path[..at],
+    }
+}
+
 pub(super) fn ancestors(path: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (i, ch) in path.char_indices().skip(1) {

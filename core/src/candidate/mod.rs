@@ -112,7 +112,7 @@ use crate::input::{Input, SessionEvent};
 use crate::kept::KeptName;
 use crate::lease::{Connection, Contact, Leadership};
 use crate::name::{self, NodeName, Origin};
-use crate::notice::{CandidateError, DemotionReason, FencingToken, Notice, Role};
+use crate::notice::{CandidateError, DemotionReason, FencingToken, NamespaceFault, Notice, Role};
 use crate::ops::OpTable;
 use crate::outbox::Outbox;
 use crate::standing::{Next, Standing};

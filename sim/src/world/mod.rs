@@ -1804,6 +1804,9 @@ impl World {
                     "p{pid} skips {}: a persistent node is no contender",
                     short(node)
                 )),
+                Notice::TokenRegressed { before, now } => Some(format!(
+                    "p{pid}'s new token {now} is below its last one, {before}"
+                )),
                 Notice::Error(e) => Some(format!("p{pid} failed: {e}")),
             };
             if let Some(line) = line {
