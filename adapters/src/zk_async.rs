@@ -105,7 +105,22 @@ impl SessionOptions<ZkAsyncExtras> {
         self
     }
 
-    fn validate(&self) -> Result<(), ElectionError> {
+    /// Checks every setting as [`ZkAsyncTransport::connect`] does before
+    /// any traffic (it calls this first): the timeouts and delays within
+    /// their bounds ([`SESSION_TIMEOUT_MIN`] and up), the connect string
+    /// and its chroot well formed. A typed error for anything else, never a
+    /// panic; an application or a command line can refuse bad settings
+    /// early with it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zkelect::ZkAsyncOptions;
+    /// assert!(ZkAsyncOptions::new("zk1:2181/apps").validate().is_ok());
+    /// assert!(ZkAsyncOptions::new("zk1:2181/apps//x").validate().is_err());
+    /// let short = ZkAsyncOptions::new("zk1:2181").session_timeout(Duration::from_millis(10));
+    /// assert!(short.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), ElectionError> {
         self.check(SESSION_TIMEOUT_MIN)?;
         if let Some(requested) = self.client.assume_session_timeout {
             if requested < SESSION_TIMEOUT_MIN {

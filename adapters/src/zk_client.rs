@@ -380,7 +380,7 @@ impl ZkClientTransport {
     /// address, no session in time), [`ElectionError::Auth`] (credentials
     /// rejected).
     pub async fn connect(options: ZkClientOptions) -> Result<(Self, EventStream), ElectionError> {
-        options.check(Duration::ZERO)?;
+        options.validate()?;
         let deadline = Instant::now() + options.connect_timeout;
         #[cfg(feature = "zookeeper-client-tls")]
         let tls = match &options.client.tls {
@@ -900,6 +900,23 @@ pub(crate) fn map_mode(mode: CreateMode) -> zkc::CreateMode {
         CreateMode::PersistentSequential => zkc::CreateMode::PersistentSequential,
         CreateMode::EphemeralSequential => zkc::CreateMode::EphemeralSequential,
         CreateMode::Container => zkc::CreateMode::Container,
+    }
+}
+
+impl ZkClientOptions {
+    /// Checks the settings as [`ZkClientTransport::connect`] does before
+    /// any traffic (it calls this first): the timeouts and delays within
+    /// their bounds, the connect string and its chroot well formed. A typed
+    /// error for anything else, never a panic. (TLS settings are read when
+    /// connecting: they name files.)
+    ///
+    /// ```
+    /// use zkelect::zk_client::ZkClientOptions;
+    /// assert!(ZkClientOptions::new("tcp+tls://[::1]:2281/apps").validate().is_ok());
+    /// assert!(ZkClientOptions::new("zk1:0").validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), ElectionError> {
+        self.check(Duration::ZERO).map(drop)
     }
 }
 

@@ -14,11 +14,13 @@
 //! | `name` | node-name parsing and queue order ([`zkelect_core::name`]) | no panic; agrees with a simple reference parser and order |
 //! | `candidate` | a [`Candidate`](zkelect_core::Candidate) fed arbitrary replies, events, intents and timeouts | no panic (debug assertions on); its promises hold |
 //! | `observer` | an [`Observer`](zkelect_core::Observer) fed the same | no panic; every report is a well-formed queue |
+//! | `connect` | a connect string and both transports' timeouts and delays | a value or a typed error before any traffic, never a panic; a parsed string prints back to itself |
 //! | `session` | a [`Session`](zkelect_core::Session) of several machines over the simulator's server model, the simultaneous inputs of each instant in any order | virtual time always advances; no panic |
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod candidate;
+pub mod connect;
 pub mod name;
 pub mod observer;
 mod read;
@@ -35,6 +37,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("candidate", candidate::run),
     ("observer", observer::run),
     ("session", session::run),
+    ("connect", connect::run),
 ];
 
 /// The `sim` target: [`zkelect_sim::fuzz::fuzz_one`], every checker on.

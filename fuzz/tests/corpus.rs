@@ -63,6 +63,11 @@ fn session_corpus_replays() {
     replay("session");
 }
 
+#[test]
+fn connect_corpus_replays() {
+    replay("connect");
+}
+
 /// Every target but the simulator's has its corpus here, and a test above.
 #[test]
 fn every_target_has_a_corpus() {
