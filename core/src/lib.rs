@@ -175,6 +175,7 @@ mod outbox;
 mod rule;
 mod session;
 mod standing;
+pub mod startup;
 mod time;
 mod timer;
 mod zk;
