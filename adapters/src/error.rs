@@ -12,9 +12,7 @@ use zkelect_core::{CandidateError, ConfigError, FencingToken, NamespaceFault, Zk
 /// fn exit_code(e: &ElectionError) -> i32 {
 ///     match e {
 ///         ElectionError::Config(_) | ElectionError::SessionTimeoutTooShort { .. } => 2,
-///         ElectionError::Connect { .. }
-///         | ElectionError::SessionTimeoutUnknown { .. }
-///         | ElectionError::Timeout(..) => 3,
+///         ElectionError::Connect { .. } | ElectionError::Timeout(..) => 3,
 ///         ElectionError::Auth(_) => 4,
 ///         _ => 1,
 ///     }
@@ -35,24 +33,6 @@ pub enum ElectionError {
         requested: Duration,
         /// The shortest the transport accepts.
         min: Duration,
-    },
-    /// The session timeout a server negotiates could not be learned, so the
-    /// transport refuses to start rather than guess (a guess too high lets a
-    /// leader's lease outlast its session). The zookeeper-async transport
-    /// asks every server of the connect string with a handshake of its own
-    /// before it connects; this server gave no answer before the connect
-    /// timeout (down, not serving, not a ZooKeeper server, or TLS-only).
-    #[error(
-        "cannot connect to ZooKeeper server {server} to learn the session timeout it negotiates: {reason}"
-    )]
-    SessionTimeoutUnknown {
-        /// The server, as written in the connect string.
-        server: String,
-        /// What kind of failure the last attempt was: [`ConnectFailure::Refused`]
-        /// (nothing listens there) or [`ConnectFailure::Unreachable`].
-        kind: ConnectFailure,
-        /// Why (the last failure).
-        reason: String,
     },
     /// The server could not be reached, or the session could not be set up.
     #[error("cannot connect to ZooKeeper at {hosts}: {reason}")]
@@ -146,7 +126,7 @@ impl ElectionError {
     /// about reaching the servers.
     pub fn connect_failure(&self) -> Option<ConnectFailure> {
         match self {
-            Self::Connect { kind, .. } | Self::SessionTimeoutUnknown { kind, .. } => Some(*kind),
+            Self::Connect { kind, .. } => Some(*kind),
             Self::Tls(TlsError::Rejected { .. } | TlsError::Handshake { .. }) => {
                 Some(ConnectFailure::Tls)
             }

@@ -247,12 +247,16 @@
 //!   session's own negotiated timeout, which zookeeper-client reads from the
 //!   server's answer.
 //! - [`ZkAsyncTransport`]: zookeeper-async does not expose it, so before
-//!   connecting the transport asks every server of the connect string with a
-//!   handshake of its own (a throw-away session, closed at once) and reports
-//!   the smallest answer. A server that does not answer within the connect
-//!   timeout makes it refuse to start with
-//!   [`ElectionError::SessionTimeoutUnknown`]; it never guesses.
-//!   [`ZkAsyncOptions::assume_session_timeout`] can only lower that bound.
+//!   connecting the transport asks every server of the connect string at
+//!   once with a ConnectRequest of its own (a session opened and closed at
+//!   once, at most once per process, server and requested timeout) and
+//!   reports the smallest answer of the servers it gives the client. Which
+//!   servers, when the answers suffice and why the bound holds through
+//!   reconnections is the core's start-up machine
+//!   ([`core::startup`](zkelect_core::startup)): a minority of servers
+//!   stopped, frozen or unresolvable costs a start at most 250 ms; it never
+//!   guesses. [`ZkAsyncOptions::assume_session_timeout`] can only lower that
+//!   bound.
 //! - A negotiated timeout below [`SESSION_TIMEOUT_MIN`] is refused on
 //!   zookeeper-async ([`ElectionError::SessionTimeoutTooShort`]).
 //!
@@ -281,12 +285,12 @@ mod forever;
 mod lock;
 #[cfg(feature = "memory")]
 pub mod memory;
-#[cfg(feature = "zookeeper-async")]
-mod negotiate;
 mod observer;
 mod session;
 #[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
 mod shell;
+#[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
+mod startup;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod transport;

@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `connect()` spins forever on a dead server | [`ZkAsyncTransport::connect`] runs the whole set-up (TCP, session, credentials, a first `exists("/")`) under one deadline, [`SessionOptions::connect_timeout`], and uses `connect_with_retry_time` so a dead server is retried every [`SessionOptions::reconnect_delay`] instead of in a busy loop |
 //! | a session timeout under 1.5 s makes it reconnect in a storm | refused: [`ElectionError::SessionTimeoutTooShort`], for the requested timeout and for the smallest negotiated one |
-//! | the negotiated session timeout is not exposed (a server clamps the request into its `[minSessionTimeout, maxSessionTimeout]`, 2 and 20 ticks by default) | before connecting, a handshake of our own with every server of the connect string, on a throw-away connection whose session is closed at once (`negotiate`); the smallest answer is reported on every `Connected`, never the requested value. A server that gives no answer before [`SessionOptions::connect_timeout`] makes `connect` fail with [`ElectionError::SessionTimeoutUnknown`] |
+//! | the negotiated session timeout is not exposed (a server clamps the request into its `[minSessionTimeout, maxSessionTimeout]`, 2 and 20 ticks by default) | before connecting, every server is asked at once, each with a deadline of its own, with a ConnectRequest on a connection of ours whose session is closed at once, at most once per process, server and requested timeout (`startup`); the core's start-up machine decides when the answers suffice (all in, or 250 ms after the first), which servers the client gets (answered, then refusing; silent ones left out) and the bound (the smallest listed answer), reported on every `Connected`, never the requested value. With no answer before [`SessionOptions::connect_timeout`], `connect` fails with [`ElectionError::Connect`] naming each server's failure |
 //! | watches are lost on every reconnect, yet their callbacks stay registered and can fire with a new watch on the same path | every non-`Connected` state bumps a *generation*; a watch callback queues its event with the generation its request was sent in, and the pump task drops it if a reconnect came since. A watch request that straddled a reconnect answers `ConnectionLoss` (`settle`) so the core sets it again. After the reconnect the core re-lists and re-arms every watch on `Connected` |
 //! | digest credentials are lost on every reconnect | the pump task replays them before it reports `Connected`; until then requests wait (bounded) at a gate, and a `NoAuth` from a request that straddled a reconnect answers `ConnectionLoss` |
 //! | session expiry shows only as the deprecated `ZkState::NotConnected`, then a new session opens silently | `map_state`: `NotConnected` → `Expired`, the next `Connected` → `Connected { session_id: None }`, which the core treats as a new session; the core learns the session id from its node's `ephemeralOwner` and re-checks it after every reconnect |
@@ -19,11 +19,15 @@
 //!
 //! The core's lease, probe interval and suspension all derive from the
 //! timeout reported with `Connected`, so it must never exceed the real
-//! session's. The smallest answer over all servers bounds it wherever the
-//! client connects, now or after any reconnect (the client re-sends the
-//! value it was given, and each server clamps it again; see `negotiate`).
-//! So every server of the connect string must answer the handshake: with
-//! one server down, `connect` refuses to start rather than guess.
+//! session's. The start-up machine (`zkelect_core::startup`, whose docs
+//! give the whole argument) bounds it by the smallest answer of the servers
+//! the client is given, and the client is given only servers that answered
+//! or refused the connection: a minority of members stopped, frozen or
+//! unresolvable costs the start at most a quarter of a second. A listed
+//! server that has not answered yet is asked again in the background, and
+//! at once whenever the client (re)connects: the pump reports `Connected`
+//! only with the bound confirmed after those asks, so a server that lowers
+//! it lowers it before the core hears of the connection.
 //! [`ZkAsyncOptions::assume_session_timeout`] can only lower the reported
 //! value further (e.g. ahead of a planned change of the servers'
 //! `maxSessionTimeout`), never raise it.
@@ -43,17 +47,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
+use zkelect_core::connect_string::ConnectString;
+use zkelect_core::startup::{Learn, StartupConfig};
 use zkelect_core::{
     Acl, CreateMode, Reply, Request, SessionEvent, Stat, WatchEvent, WatchKind, ZkCode,
 };
 use zookeeper_async as zka;
 
 use crate::error::{ConnectFailure, ElectionError};
-use crate::negotiate;
 use crate::shell::{ClientState, Reporter, SessionOptions, Shell, CLOSE_TIMEOUT};
+use crate::startup::{self, Driver};
 use crate::transport::{EventStream, Transport, TransportEvent};
 
 /// The shortest session timeout this transport accepts. Below it the client
@@ -121,7 +127,12 @@ impl SessionOptions<ZkAsyncExtras> {
     /// assert!(short.validate().is_err());
     /// ```
     pub fn validate(&self) -> Result<(), ElectionError> {
-        self.check(SESSION_TIMEOUT_MIN)?;
+        self.checked().map(drop)
+    }
+
+    /// [`validate`](Self::validate), keeping the split connect string.
+    fn checked(&self) -> Result<ConnectString, ElectionError> {
+        let split = self.check(SESSION_TIMEOUT_MIN)?;
         if let Some(requested) = self.client.assume_session_timeout {
             if requested < SESSION_TIMEOUT_MIN {
                 return Err(ElectionError::SessionTimeoutTooShort {
@@ -130,7 +141,7 @@ impl SessionOptions<ZkAsyncExtras> {
                 });
             }
         }
-        Ok(())
+        Ok(split)
     }
 }
 
@@ -237,9 +248,8 @@ pub struct ZkAsyncTransport {
     shared: Arc<Shared>,
     has_auth: bool,
     pump_task: tokio::task::JoinHandle<()>,
-    /// The negotiated timeout this session's lease rests on: while held,
-    /// another connect to the same servers reuses it (see `negotiate`).
-    _negotiated: negotiate::Reliance,
+    /// The start-up machine in the background (see `startup`).
+    background: tokio::task::JoinHandle<()>,
 }
 
 impl std::fmt::Debug for ZkAsyncTransport {
@@ -260,67 +270,72 @@ impl zka::Watcher for Quiet {
 }
 
 impl ZkAsyncTransport {
-    /// Learns the session timeout every server negotiates, connects,
-    /// authenticates, proves the session answers, and returns the transport
-    /// with its event stream (which starts with `Connected`, carrying the
-    /// smallest negotiated timeout).
+    /// Learns the session timeout the servers negotiate (see the module
+    /// docs), connects on the servers that answered, authenticates, proves
+    /// the session answers, and returns the transport with its event stream
+    /// (which starts with `Connected`, carrying the bound).
     ///
     /// Everything is bounded by [`SessionOptions::connect_timeout`]. Errors:
     /// [`ElectionError::SessionTimeoutTooShort`] (a request refused before
     /// any network traffic, or servers that negotiate less),
-    /// [`ElectionError::SessionTimeoutUnknown`] (a server of the connect
-    /// string did not answer the handshake), [`ElectionError::Connect`] (bad
-    /// address, no server answered), [`ElectionError::Auth`] (credentials
-    /// rejected).
+    /// [`ElectionError::Config`] (a bad chroot or duration),
+    /// [`ElectionError::Connect`] (a malformed connect string or no name
+    /// that resolves: [`ConnectFailure::BadAddress`]; no server answered:
+    /// [`ConnectFailure::Refused`] or [`ConnectFailure::Unreachable`]),
+    /// [`ElectionError::Auth`] (credentials rejected).
     pub async fn connect(options: ZkAsyncOptions) -> Result<(Self, EventStream), ElectionError> {
-        options.validate()?;
+        let split = options.checked()?;
         let deadline = Instant::now() + options.connect_timeout;
-        let (negotiated, reliance) = negotiate::smallest_shared(
-            &options.hosts,
-            options.session_timeout,
-            deadline,
-            options.reconnect_delay,
-        )
-        .await?;
-        if negotiated.timeout < SESSION_TIMEOUT_MIN {
-            // The client would reconnect in a storm on that server.
-            return Err(ElectionError::SessionTimeoutTooShort {
-                requested: negotiated.timeout,
-                min: SESSION_TIMEOUT_MIN,
-            });
-        }
-        let timeout = reported_timeout(negotiated.timeout, options.client.assume_session_timeout);
-        info!(
-            requested = ?options.session_timeout,
-            negotiated = ?negotiated.timeout,
-            by = negotiated.server,
-            reported = ?timeout,
-            "the servers' session timeout"
+        let config = StartupConfig {
+            min_timeout: SESSION_TIMEOUT_MIN,
+            ..StartupConfig::new(0, Learn::SessionTimeout, options.connect_timeout)
+        };
+        let mut driver = Driver::new(
+            split,
+            config,
+            startup::session_timeout_asker(options.session_timeout),
         );
-        let connecting = zka::ZooKeeper::connect_with_retry_time(
-            &options.hosts,
-            options.session_timeout,
-            Quiet,
-            options.reconnect_delay,
-        );
-        // Dropping `connecting` on timeout is clean: the client spawns its
-        // tasks only once a TCP connection is up.
-        let zk = match tokio::time::timeout_at(deadline, connecting).await {
-            Ok(Ok(zk)) => Arc::new(zk),
-            Ok(Err(e)) => {
-                return Err(options.fail(
-                    ConnectFailure::BadAddress,
-                    format!("{e}: expected host:port[,host:port…][/chroot]"),
-                ))
+        let refused = |driver: &Driver, e| {
+            startup::refusal(&options.hosts, options.connect_timeout, driver, &e)
+        };
+        let zk = loop {
+            let plan = match driver.next_plan().await {
+                Ok(plan) => plan,
+                Err(e) => return Err(refused(&driver, e)),
+            };
+            // The resolved addresses of the servers the machine listed, in
+            // its order (zookeeper-async tries them in the order given):
+            // a name resolved once, as the client itself would.
+            let mut hosts = plan
+                .servers
+                .iter()
+                .filter_map(|&i| driver.addr(i).map(|a| a.to_string()))
+                .collect::<Vec<_>>()
+                .join(",");
+            if let Some(chroot) = driver.chroot() {
+                hosts.push_str(chroot);
             }
-            Err(_) => {
-                return Err(options.fail(
-                    ConnectFailure::Unreachable,
-                    format!(
-                        "no server accepted a connection within {:?}",
-                        options.connect_timeout
-                    ),
-                ))
+            info!(
+                requested = ?options.session_timeout,
+                bound = ?plan.bound,
+                servers = hosts,
+                "starting the client"
+            );
+            let connecting = zka::ZooKeeper::connect_with_retry_time(
+                &hosts,
+                options.session_timeout,
+                Quiet,
+                options.reconnect_delay,
+            );
+            // Dropping `connecting` on timeout is clean: the client spawns its
+            // tasks only once a TCP connection is up.
+            match tokio::time::timeout_at(deadline, connecting).await {
+                Ok(Ok(zk)) => break Arc::new(zk),
+                Ok(Err(e)) => driver.client_failed(format!("the client refused {hosts:?}: {e}")),
+                Err(_) => driver.client_failed(format!(
+                    "no server accepted a connection within {:?}",
+                    options.connect_timeout
+                )),
             }
         };
         // If this future is dropped from here on (the caller gave up), the
@@ -328,7 +343,12 @@ impl ZkAsyncTransport {
         let mut guard = CloseOnDrop(Some(Arc::clone(&zk)));
         let has_auth = !options.auth.is_empty();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let op_timeout = options.op_timeout_or(timeout);
+        // The bound as planned; it can only go down (see `startup`).
+        let planned = driver.machine().bound().unwrap_or(options.session_timeout);
+        let op_timeout = options.op_timeout_or(reported_timeout(
+            planned,
+            options.client.assume_session_timeout,
+        ));
         let (shared, raw_rx) = Shared::new(events_tx, has_auth, op_timeout);
         let shared = Arc::new(shared);
         // The listener runs on the client's I/O task under the client's
@@ -348,12 +368,31 @@ impl ZkAsyncTransport {
                 ),
             )),
         };
+        // Every listed server that has not answered is asked again now that
+        // the client is connected, before the bound is reported.
+        driver.client_connected();
+        let confirmed = tokio::time::timeout_at(deadline, driver.confirmed()).await;
+        let failure = failure.or_else(|| match confirmed {
+            Ok(Some(_)) => None,
+            _ => Some(options.fail(
+                ConnectFailure::Unreachable,
+                format!(
+                    "the servers' session timeout was not confirmed within {:?}",
+                    options.connect_timeout
+                ),
+            )),
+        });
         guard.0 = None;
         if let Some(e) = failure {
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, zk.close()).await;
             return Err(e);
         }
-        info!(hosts = options.hosts, ?timeout, "connected");
+        let bound = confirmed.ok().flatten().unwrap_or(planned);
+        let timeout = reported_timeout(bound, options.client.assume_session_timeout);
+        if bound < SESSION_TIMEOUT_MIN {
+            warn!(?bound, min = ?SESSION_TIMEOUT_MIN, "a server negotiates a session timeout this client cannot keep well");
+        }
+        info!(hosts = options.hosts, requested = ?options.session_timeout, ?bound, reported = ?timeout, "connected");
         shared.shell.session(SessionEvent::Connected {
             session_id: None,
             timeout,
@@ -367,8 +406,27 @@ impl ZkAsyncTransport {
                 async move { replay(&zk, &auth).await }
             }
         };
+        // The start-up machine lives on in the background: it keeps asking
+        // listed servers that never answered, and at every reconnection it
+        // confirms the bound before the pump reports `Connected`.
+        let (rechecks, requests) = mpsc::unbounded_channel();
+        let background = tokio::spawn(driver.run(requests));
+        let cap = options.client.assume_session_timeout;
+        let recheck = move || {
+            let rechecks = rechecks.clone();
+            async move {
+                let (reply, bound) = oneshot::channel();
+                if rechecks.send(reply).is_err() {
+                    return timeout;
+                }
+                bound
+                    .await
+                    .map_or(timeout, |bound| reported_timeout(bound, cap))
+            }
+        };
         let pump_task = tokio::spawn(pump(
             replayer,
+            recheck,
             Arc::clone(&shared),
             raw_rx,
             timeout,
@@ -380,7 +438,7 @@ impl ZkAsyncTransport {
                 shared,
                 has_auth,
                 pump_task,
-                _negotiated: reliance,
+                background,
             },
             events_rx,
         ))
@@ -525,6 +583,7 @@ impl Transport for ZkAsyncTransport {
             return;
         }
         self.pump_task.abort();
+        self.background.abort();
         match tokio::time::timeout(CLOSE_TIMEOUT, self.zk.close()).await {
             Ok(Ok(())) => info!("session closed"),
             Ok(Err(e)) => debug!(error = %e, "close: the client was already closed"),
@@ -537,6 +596,7 @@ impl Transport for ZkAsyncTransport {
 impl Drop for ZkAsyncTransport {
     fn drop(&mut self) {
         self.pump_task.abort();
+        self.background.abort();
         if self.shared.shell.close_once() {
             close_in_background(Arc::clone(&self.zk));
         }
@@ -691,8 +751,9 @@ where
 ///
 /// `replay` adds the credentials to the current connection (the client's
 /// `add_auth` for each); it is only called when there are credentials.
-async fn pump<R, F>(
+async fn pump<R, F, C, G>(
     replay: R,
+    recheck: C,
     shared: Arc<Shared>,
     mut raw: mpsc::UnboundedReceiver<Raw>,
     timeout: Duration,
@@ -700,6 +761,8 @@ async fn pump<R, F>(
 ) where
     R: Fn() -> F,
     F: Future<Output = Result<(), zka::ZkError>>,
+    C: Fn() -> G,
+    G: Future<Output = Duration>,
 {
     // `connect` reported `Connected` already. `generation` counts the
     // non-`Connected` states taken from the channel, exactly as the listener
@@ -740,6 +803,21 @@ async fn pump<R, F>(
         let Some(mut event) = reporter.map(client_state(state), connected).pop() else {
             continue;
         };
+        if matches!(event, SessionEvent::Connected { .. }) {
+            // The bound is confirmed before the core hears of the
+            // connection: the server the client is now on may be one that
+            // had not answered (see `startup`).
+            let before = shared.shell.generation.now();
+            let timeout = recheck().await;
+            if shared.shell.generation.changed_since(before) {
+                // Disconnected again meanwhile: the listener queued it.
+                continue;
+            }
+            event = SessionEvent::Connected {
+                session_id: None,
+                timeout,
+            };
+        }
         if matches!(event, SessionEvent::Connected { .. }) && shared.has_auth {
             match replay_until_done(&replay, &shared, &mut raw, &mut held, op_timeout).await {
                 Replayed::Done => {}
@@ -1169,11 +1247,11 @@ mod tests {
         let started = std::time::Instant::now();
         let result = ZkAsyncTransport::connect(opts).await;
         match result {
-            Err(ElectionError::SessionTimeoutUnknown { server, reason, .. }) => {
-                assert_eq!(server, "127.0.0.1:1");
-                assert!(reason.contains("cannot connect"), "{reason}");
+            Err(ElectionError::Connect { kind, reason, .. }) => {
+                assert_eq!(kind, ConnectFailure::Refused);
+                assert!(reason.contains("127.0.0.1:1: refused"), "{reason}");
             }
-            other => panic!("expected SessionTimeoutUnknown, got {other:?}"),
+            other => panic!("expected a refusal, got {other:?}"),
         }
         assert!(started.elapsed() < Duration::from_secs(3));
     }
@@ -1223,6 +1301,7 @@ mod tests {
             };
             let task = tokio::spawn(pump(
                 replay,
+                || async { T },
                 Arc::clone(&shared),
                 raw,
                 T,

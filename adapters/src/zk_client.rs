@@ -56,6 +56,10 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
+use zkelect_core::connect_string::ConnectString;
+#[cfg(feature = "zookeeper-client-tls")]
+use zkelect_core::connect_string::Scheme;
+use zkelect_core::startup::{Learn, StartupConfig};
 use zkelect_core::{
     Acl, CreateMode, Reply, Request, SessionEvent, SessionId, Stat, WatchEvent, WatchKind, ZkCode,
 };
@@ -68,6 +72,7 @@ use zookeeper_client as zkc;
 use crate::error::TlsError;
 use crate::error::{ConnectFailure, ElectionError};
 use crate::shell::{ClientState, Reporter, SessionOptions, Shell, CLOSE_TIMEOUT};
+use crate::startup::{self, Asker, Driver};
 use crate::transport::{
     EventStream, MultiError, MultiOp, MultiOpResult, Transport, TransportEvent,
 };
@@ -242,8 +247,13 @@ fn read_pem(path: &std::path::Path, what: &str) -> Result<String, ElectionError>
 #[derive(Clone)]
 struct Opener {
     options: ZkClientOptions,
+    /// The connect string, split.
+    split: ConnectString,
     #[cfg(feature = "zookeeper-client-tls")]
     tls: Option<zkc::TlsOptions>,
+    /// The TLS configuration of the liveness asks of TLS servers.
+    #[cfg(feature = "zookeeper-client-tls")]
+    preflight: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl Opener {
@@ -264,13 +274,93 @@ impl Opener {
         connector
     }
 
-    async fn open(&self) -> Result<zkc::Client, zkc::Error> {
+    async fn open(&self, hosts: &str) -> Result<zkc::Client, zkc::Error> {
         let connector = self.connector();
         #[cfg(feature = "zookeeper-client-tls")]
         if self.tls.is_some() {
-            return connector.secure_connect(&self.options.hosts).await;
+            return connector.secure_connect(hosts).await;
         }
-        connector.connect(&self.options.hosts).await
+        connector.connect(hosts).await
+    }
+
+    /// How each server is asked whether it answers: a ConnectRequest that
+    /// makes no session, or a TLS handshake for a TLS server.
+    fn asker(&self) -> Asker {
+        let plain = startup::liveness_asker(self.options.session_timeout);
+        #[cfg(feature = "zookeeper-client-tls")]
+        if let Some(config) = &self.preflight {
+            let config = Arc::clone(config);
+            let tls_default = self.tls.is_some();
+            let servers = self.split.servers.clone();
+            return Arc::new(move |index, addr, deadline| {
+                let server = &servers[index];
+                let tls = match server.scheme {
+                    Some(Scheme::Tls) => true,
+                    Some(Scheme::Plain) => false,
+                    None => tls_default,
+                };
+                if !tls {
+                    return plain(index, addr, deadline);
+                }
+                Box::pin(preflight::alive(
+                    server.host.clone(),
+                    server.port,
+                    Arc::clone(&config),
+                    deadline,
+                ))
+            });
+        }
+        plain
+    }
+
+    /// Asks the servers (see `startup`) and opens a client on those that
+    /// answer, retrying the client until `deadline`.
+    async fn start(&self, deadline: Instant) -> Result<zkc::Client, ElectionError> {
+        let options = &self.options;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let config = StartupConfig::new(0, Learn::Liveness, left.max(Duration::from_millis(1)));
+        let mut driver = Driver::new(self.split.clone(), config, self.asker());
+        loop {
+            let plan = match driver.next_plan().await {
+                Ok(plan) => plan,
+                Err(e) => {
+                    return Err(startup::refusal(
+                        &options.hosts,
+                        options.connect_timeout,
+                        &driver,
+                        &e,
+                    ))
+                }
+            };
+            let mut hosts = plan
+                .servers
+                .iter()
+                .map(|&i| driver.server(i).to_string())
+                .collect::<Vec<_>>()
+                .join(",");
+            if let Some(chroot) = driver.chroot() {
+                hosts.push_str(chroot);
+            }
+            debug!(hosts, "starting the client");
+            match tokio::time::timeout_at(deadline, self.open(&hosts)).await {
+                Ok(Ok(client)) => return Ok(client),
+                Ok(Err(zkc::Error::AuthFailed)) => return Err(options.rejected()),
+                Ok(Err(zkc::Error::BadArguments(reason))) => {
+                    return Err(options.fail(
+                        ConnectFailure::BadAddress,
+                        format!("{reason}: expected host:port[,host:port…][/chroot]"),
+                    ))
+                }
+                // The client gives up after the session timeout (or when it
+                // has tried every server): tried again until the connect
+                // timeout, which may be longer.
+                Ok(Err(e)) => driver.client_failed(e.to_string()),
+                Err(_) => driver.client_failed(format!(
+                    "no session could be established within {:?}",
+                    options.connect_timeout
+                )),
+            }
+        }
     }
 }
 
@@ -380,52 +470,27 @@ impl ZkClientTransport {
     /// address, no session in time), [`ElectionError::Auth`] (credentials
     /// rejected).
     pub async fn connect(options: ZkClientOptions) -> Result<(Self, EventStream), ElectionError> {
-        options.validate()?;
+        let split = options.check(Duration::ZERO)?;
         let deadline = Instant::now() + options.connect_timeout;
         #[cfg(feature = "zookeeper-client-tls")]
-        let tls = match &options.client.tls {
+        let (tls, preflight) = match &options.client.tls {
             Some(settings) => {
                 let (client_options, preflight_config) = settings.build()?;
-                preflight::check(&options.hosts, preflight_config, deadline).await?;
-                Some(client_options)
+                preflight::check(&options.hosts, Arc::clone(&preflight_config), deadline).await?;
+                (Some(client_options), Some(preflight_config))
             }
-            None => None,
+            None => (None, None),
         };
         let opener = Opener {
             options,
+            split,
             #[cfg(feature = "zookeeper-client-tls")]
             tls,
+            #[cfg(feature = "zookeeper-client-tls")]
+            preflight,
         };
         let options = &opener.options;
-        let client = match tokio::time::timeout_at(deadline, opener.open()).await {
-            Ok(Ok(client)) => client,
-            Ok(Err(zkc::Error::AuthFailed)) => return Err(options.rejected()),
-            Ok(Err(zkc::Error::BadArguments(reason))) => {
-                return Err(options.fail(
-                    ConnectFailure::BadAddress,
-                    format!("{reason}: expected host:port[,host:port…][/chroot]"),
-                ))
-            }
-            Ok(Err(zkc::Error::Timeout | zkc::Error::NoHosts)) => {
-                return Err(options.fail(
-                    ConnectFailure::Unreachable,
-                    format!(
-                        "no session could be established within the session timeout {:?}",
-                        options.session_timeout
-                    ),
-                ))
-            }
-            Ok(Err(e)) => return Err(options.fail(ConnectFailure::Session, e.to_string())),
-            Err(_) => {
-                return Err(options.fail(
-                    ConnectFailure::Unreachable,
-                    format!(
-                        "no session could be established within {:?}",
-                        options.connect_timeout
-                    ),
-                ))
-            }
-        };
+        let client = opener.start(deadline).await?;
         let (events, events_rx) = mpsc::unbounded_channel();
         let watcher = client.state_watcher();
         let connected = connected(&client);
@@ -784,16 +849,14 @@ async fn renew(inner: &Inner, opener: &Opener) -> Option<zkc::Client> {
         if inner.shell.is_closed() {
             return None;
         }
-        match tokio::time::timeout(options.connect_timeout, opener.open()).await {
-            Ok(Ok(client)) => return Some(client),
-            Ok(Err(zkc::Error::AuthFailed)) => {
+        let deadline = Instant::now() + options.connect_timeout;
+        match opener.start(deadline).await {
+            Ok(client) => return Some(client),
+            Err(ElectionError::Auth(_)) => {
                 inner.shell.session(SessionEvent::AuthFailed);
                 return None;
             }
-            Ok(Err(e)) => warn!(error = %e, "opening a new session failed; trying again"),
-            Err(_) => {
-                warn!(timeout = ?options.connect_timeout, "opening a new session timed out; trying again")
-            }
+            Err(e) => warn!(error = %e, "opening a new session failed; trying again"),
         }
         tokio::time::sleep(options.reconnect_delay).await;
     }
@@ -1075,6 +1138,48 @@ mod preflight {
             }
         };
         Ok(Arc::new(config_done))
+    }
+
+    /// Whether the TLS server `host:port` completes a handshake by
+    /// `deadline`: the liveness ask of a TLS server (a frozen server does
+    /// not complete one; a plain ConnectRequest would not reach it).
+    pub(crate) async fn alive(
+        host: String,
+        port: u16,
+        config: Arc<ClientConfig>,
+        deadline: Instant,
+    ) -> crate::startup::Answer {
+        use zkelect_core::startup::AskFailure;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(name) = ServerName::try_from(host.clone()) else {
+            return Err(AskFailure::Broken(format!(
+                "{host:?} is not a TLS server name"
+            )));
+        };
+        if left.is_zero() {
+            return Err(AskFailure::Silent);
+        }
+        let endpoint = Endpoint {
+            host,
+            port,
+            tls: true,
+        };
+        let outcome = tokio::task::spawn_blocking(move || handshake(&endpoint, name, config, left))
+            .await
+            .unwrap_or_else(|e| Outcome::Unreachable(e.to_string()));
+        match outcome {
+            Outcome::Done => Ok(None),
+            Outcome::Unreachable(reason) if reason.contains("refused") => {
+                Err(AskFailure::Refused(reason))
+            }
+            Outcome::Unreachable(reason)
+                if reason.contains("timed out") || reason.contains("temporarily unavailable") =>
+            {
+                Err(AskFailure::Silent)
+            }
+            Outcome::Unreachable(reason) => Err(AskFailure::Broken(reason)),
+            Outcome::Refused(e) => Err(AskFailure::Broken(e.to_string())),
+        }
     }
 
     /// How one handshake went.

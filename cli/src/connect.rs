@@ -20,10 +20,8 @@ pub(crate) fn code_of(e: &ElectionError) -> Code {
         // A malformed or unresolvable --connect is a setting to fix, not an outage.
         e if e.connect_failure() == Some(ConnectFailure::BadAddress) => Code::Config,
         ElectionError::Tls(TlsError::Config { .. }) => Code::Config,
-        // A server that did not answer the session-timeout handshake.
-        ElectionError::Connect { .. }
-        | ElectionError::SessionTimeoutUnknown { .. }
-        | ElectionError::Timeout(..) => Code::Unreachable,
+        // No server answered within the connect timeout.
+        ElectionError::Connect { .. } | ElectionError::Timeout(..) => Code::Unreachable,
         ElectionError::Auth(_) | ElectionError::Fatal(CandidateError::AuthFailed) => Code::Auth,
         // The server's certificate (or ours) was refused: a trust failure.
         ElectionError::Tls(_) => Code::Auth,

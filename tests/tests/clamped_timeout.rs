@@ -11,7 +11,7 @@
 //! | both transports report the server's 4 s, not the 60 s asked for | `*::both_candidates_are_told_the_negotiated_timeout_*` |
 //! | the leader black-holed: it stops leading before its successor is elected | `*::blackholed_leader_stops_leading_before_its_successor_is_elected` |
 //! | `zkelect run`: the black-holed leader's child is stopped before the successor's starts | `cli_*` |
-//! | zookeeper-async with an unreachable server in the connect string: refused with `SessionTimeoutUnknown`, within the connect timeout; `zkelect status` exits 4 | `unreachable_server_*` |
+//! | zookeeper-async with a server stopped at start: starts at once on the other; when the client moves to the stopped one (back, with a lower maximum), the lower timeout is reported before the core hears of the connection | `a_server_stopped_at_start_lowers_the_bound_before_the_client_uses_it` |
 //! | zookeeper-async's handshake sessions are closed, not left to expire | `the_handshake_leaves_no_session_behind` |
 //!
 //! Timing is asserted only as the order of recorded events (one monotonic
@@ -24,8 +24,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use zkelect::{
-    Election, ElectionError, EventStream, Notice, SessionEvent, TransportEvent, ZkAsyncOptions,
-    ZkAsyncTransport,
+    Election, EventStream, Notice, SessionEvent, TransportEvent, ZkAsyncOptions, ZkAsyncTransport,
 };
 use zkelect_tests::{Proxy, ZkServer};
 
@@ -211,66 +210,57 @@ macro_rules! scenarios_on {
 scenarios_on!(on_zookeeper_async, super::Client::ZookeeperAsync);
 scenarios_on!(on_zookeeper_client, super::Client::ZookeeperClient);
 
-// ----- zookeeper-async refuses what it cannot learn --------------------------------
+// ----- zookeeper-async learns the bound from the servers that answer ---------------
 
-/// A connect string naming a live server and one where nothing listens:
-/// zookeeper-async cannot learn the second's negotiated timeout, so it
-/// refuses to start, naming it, within the connect timeout.
+/// Two servers that clamp differently: `a` to 4 s, `b` to 2 s, and `b` is
+/// stopped when zookeeper-async connects. The transport starts on `a` at
+/// once (reporting `a`'s 4 s, the only answer). Then `b` comes back and `a`
+/// goes: the client moves to `b`, and before the core hears of the
+/// connection the transport has asked `b` and reports its 2 s: the bound
+/// never rests on a server that did not answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unreachable_server_in_the_connect_string_is_refused_with_a_typed_error() {
-    let server = clamped_server();
-    let dead = format!("127.0.0.1:{}", support::closed_port());
-    let hosts = format!("{},{dead}/chroot", server.connect_string());
-    let connect_timeout = Duration::from_secs(2);
+async fn a_server_stopped_at_start_lowers_the_bound_before_the_client_uses_it() {
+    const B_MAX: Duration = Duration::from_secs(2);
+    let a = clamped_server();
+    let b = ZkServer::builder()
+        .tick_time(TICK)
+        .max_session_timeout(B_MAX)
+        .start()
+        .unwrap_or_else(|e| panic!("cannot start ZooKeeper: {e}"));
+    b.stop();
+    let hosts = format!("{},{}/chroot", a.connect_string(), b.connect_string());
     let started = Instant::now();
-    let result = ZkAsyncTransport::connect(
+    let (transport, events) = ZkAsyncTransport::connect(
         ZkAsyncOptions::new(&hosts)
             .session_timeout(REQUESTED)
-            .connect_timeout(connect_timeout),
+            .connect_timeout(Duration::from_secs(10))
+            .reconnect_delay(Duration::from_millis(100)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connect with one server stopped: {e}"));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "started after {took:?}");
+    let (events, reported_timeouts) = tap(events);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(reported(&reported_timeouts), [SERVER_MAX], "a's answer");
+
+    b.restart().unwrap_or_else(|e| panic!("restart b: {e}"));
+    a.stop();
+    wait_for(
+        "a Connected from b",
+        Duration::from_secs(30),
+        || (reported(&reported_timeouts).len() >= 2).then_some(()),
+        || format!("{:?}", reported(&reported_timeouts)),
     )
     .await;
-    let took = started.elapsed();
-    match result {
-        Err(ElectionError::SessionTimeoutUnknown { server, reason, .. }) => {
-            println!("refused after {} ms: {server}: {reason}", took.as_millis());
-            assert_eq!(server, dead);
-        }
-        Err(other) => panic!("expected SessionTimeoutUnknown, got {other:?}"),
-        Ok(_) => panic!("connected although {dead}'s session timeout is unknown"),
-    }
-    // Bounded by the connect timeout (plus slack for a loaded machine), not a hang.
+    let seen = reported(&reported_timeouts);
+    println!("started in {took:?}; Connected timeouts reported: {seen:?}");
     assert!(
-        took < connect_timeout + Duration::from_secs(10),
-        "refusing took {} ms",
-        took.as_millis()
+        seen[1..].iter().all(|t| *t <= B_MAX),
+        "a Connected from b reported more than b's {B_MAX:?}: {seen:?}"
     );
-}
-
-/// The same through the command line: `zkelect status` exits 4
-/// (unreachable) and says which server.
-#[test]
-fn unreachable_server_in_the_connect_string_makes_zkelect_status_exit_4() {
-    let server = clamped_server();
-    let dead = format!("127.0.0.1:{}", support::closed_port());
-    let hosts = format!("{},{dead}", server.connect_string());
-    let out = support::zkelect(
-        &[
-            "status",
-            "--connect",
-            &hosts,
-            "--path",
-            "/e2e/clamped/status",
-            "--connect-timeout",
-            "2000",
-        ],
-        Duration::from_secs(30),
-    );
-    assert_eq!(out.code(), Some(4), "stderr:\n{}", out.stderr);
-    assert!(
-        out.stderr.contains(&dead) && out.stderr.contains("session timeout"),
-        "stderr:\n{}",
-        out.stderr
-    );
+    drop(events);
+    zkelect::Transport::close(&transport).await;
 }
 
 /// zookeeper-async's handshake opens a session on every server; it closes
