@@ -253,7 +253,7 @@
 //!   reports the smallest answer of the servers it gives the client. Which
 //!   servers, when the answers suffice and why the bound holds through
 //!   reconnections is the core's start-up machine
-//!   ([`core::startup`](zkelect_core::startup)): a minority of servers
+//!   ([`core::startup`]): a minority of servers
 //!   stopped, frozen or unresolvable costs a start at most 250 ms; it never
 //!   guesses. [`ZkAsyncOptions::assume_session_timeout`] can only lower that
 //!   bound.

@@ -495,12 +495,7 @@ fn unreachable_server_exits_4_after_the_connect_timeout() {
         .expect("start a proxy");
     hole.blackhole();
     let hole = hole.connect_string();
-    let timing = [
-        "--connect-timeout",
-        "3000",
-        "--session-timeout",
-        "1500",
-    ];
+    let timing = ["--connect-timeout", "3000", "--session-timeout", "1500"];
     for transport in ["zookeeper-async", "zookeeper-client"] {
         for server in [&closed, &hole] {
             let mut runs = run_args(server, "/svc/leader", "a");
@@ -526,7 +521,10 @@ fn unreachable_server_exits_4_after_the_connect_timeout() {
                     &["cannot connect to ZooKeeper", server.as_str()],
                     Duration::from_secs(15),
                 );
-                println!("`zkelect {}` on {transport} gave up after {took:?}", args[0]);
+                println!(
+                    "`zkelect {}` on {transport} gave up after {took:?}",
+                    args[0]
+                );
                 assert!(
                     took >= Duration::from_millis(2_900) && took < Duration::from_secs(8),
                     "`zkelect {}` against {server} took {took:?} with a 3 s connect timeout",

@@ -66,10 +66,18 @@ fn starts(connect: &str, transport: TransportKind, label: &str) -> Vec<(String, 
     let commands: [(&str, Vec<String>, i32); 4] = [
         ("status", base("status", &path), 0),
         // The command exits 0 while leading: `run` exits 0.
-        ("run", with(base("run", &path), &["--id", "a", "--", "true"]), 0),
+        (
+            "run",
+            with(base("run", &path), &["--id", "a", "--", "true"]),
+            0,
+        ),
         ("lock", with(base("lock", &lock_path), &["--", "true"]), 0),
         // Nobody by that id: exit 10, after reading the queue.
-        ("revoke", with(base("revoke", &path), &["--id", "nobody"]), 10),
+        (
+            "revoke",
+            with(base("revoke", &path), &["--id", "nobody"]),
+            10,
+        ),
     ];
     let mut took = Vec::new();
     for (name, args, code) in commands {
@@ -112,7 +120,10 @@ fn library_starts(connect: &str, transport: TransportKind, label: &str) -> Durat
         .unwrap_or_else(|e| panic!("{label} {transport}: Session::connect: {e}"));
         let took = started.elapsed();
         session.close().await;
-        assert!(took < START, "{label} {transport}: Session::connect took {took:?}");
+        assert!(
+            took < START,
+            "{label} {transport}: Session::connect took {took:?}"
+        );
         took
     })
 }
@@ -278,7 +289,9 @@ fn rolling_restart_under_five_run_candidates(ensemble: &ZkEnsemble) {
     println!(
         "rolling restart: {} runs, tokens {:?}",
         runs.len(),
-        runs.iter().map(|(name, r)| (name.as_str(), r.token)).collect::<Vec<_>>()
+        runs.iter()
+            .map(|(name, r)| (name.as_str(), r.token))
+            .collect::<Vec<_>>()
     );
     for c in &mut candidates {
         c.kill_all();
