@@ -306,7 +306,10 @@ async fn rejected_credentials_surface_as_an_auth_error() {
         .unwrap();
     let _ = election.changes().wait_for(|r| *r == Role::Failed).await;
     let err = election.wait_leader().await.unwrap_err();
-    assert!(matches!(err, ElectionError::Auth(_)), "{err:?}");
+    assert!(
+        matches!(err, ElectionError::Session(crate::SessionError::Auth(_))),
+        "{err:?}"
+    );
     election.close().await;
 }
 

@@ -13,14 +13,14 @@ use zkelect_core::{
 };
 
 use crate::driver::{Intent, Metrics, Outputs, Status};
-use crate::error::{ElectionError, GuardedWriteError};
+use crate::error::{ElectionError, GuardedWriteError, SessionError};
 use crate::session::{Link, Session};
 use crate::transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport};
 
 /// An open transport and its event stream, on its way: what
 /// [`Connect::connect`] returns.
 pub type Connecting =
-    Pin<Box<dyn Future<Output = Result<(Arc<dyn Transport>, EventStream), ElectionError>> + Send>>;
+    Pin<Box<dyn Future<Output = Result<(Arc<dyn Transport>, EventStream), SessionError>> + Send>>;
 
 /// Connection settings that know how to open their transport, for
 /// [`Election::connect`]: [`ZkAsyncOptions`](crate::ZkAsyncOptions)
@@ -502,7 +502,7 @@ impl Election {
     fn fatal(&self) -> ElectionError {
         match self.error() {
             Some(CandidateError::AuthFailed) => {
-                ElectionError::Auth("the server rejected this session's credentials".into())
+                ElectionError::Session(SessionError::rejected_later())
             }
             Some(e) => ElectionError::Fatal(e),
             None => ElectionError::Closed,
@@ -543,7 +543,7 @@ impl Election {
     /// Waits until this candidate leads and returns its fencing token.
     ///
     /// Fails if the election stops first: [`ElectionError::Fatal`] (e.g.
-    /// `NoAuth`), [`ElectionError::Auth`] or [`ElectionError::Closed`].
+    /// `NoAuth`), [`ElectionError::Session`] (rejected credentials) or [`ElectionError::Closed`].
     /// Cancellation-safe.
     pub async fn wait_leader(&self) -> Result<FencingToken, ElectionError> {
         let mut status = self.outputs.wait();
@@ -670,13 +670,13 @@ impl Election {
     fn leading_node(&self) -> Result<(FencingToken, String), GuardedWriteError> {
         let not_leading = |role: Role| match role {
             Role::Closed | Role::Failed => GuardedWriteError::Closed,
-            _ => GuardedWriteError::NotLeader,
+            _ => GuardedWriteError::NotHolding,
         };
         let role = self.role();
         let Role::Leader(token) = role else {
             return Err(not_leading(role));
         };
-        let node = self.node().ok_or(GuardedWriteError::NotLeader)?;
+        let node = self.node().ok_or(GuardedWriteError::NotHolding)?;
         let again = self.role();
         if again != Role::Leader(token) {
             return Err(not_leading(again));
@@ -695,7 +695,7 @@ impl Election {
     /// up after its successor was elected cannot overwrite the successor's
     /// writes, however late its write arrives.
     ///
-    /// Errors ([`GuardedWriteError`]): `NotLeader` (nothing sent), `Deposed`
+    /// Errors ([`GuardedWriteError`]): `NotHolding` (nothing sent), `Deposed`
     /// (the server says the node is gone), `Op` (one of `ops` failed),
     /// `Refused` (the server refused the request as a whole), `Indeterminate`
     /// (connection trouble: it may have been applied), `Unsupported` (the

@@ -4,24 +4,31 @@ use std::time::Duration;
 
 use zkelect_core::{CandidateError, ConfigError, FencingToken, NamespaceFault, ZkCode};
 
-/// What can go wrong with an [`Election`](crate::Election) or a transport's setup.
+/// What can go wrong opening a ZooKeeper session, and with its credentials
+/// later: [`Session::connect`](crate::Session::connect), a transport's
+/// `connect`, [`Connect::connect`](crate::Connect::connect), TLS settings.
+///
+/// The recipes' errors carry it as their `Session` variant
+/// ([`ElectionError::Session`], [`ObserveError::Session`]).
 ///
 /// ```
-/// use zkelect::ElectionError;
+/// use zkelect::SessionError;
 ///
-/// fn exit_code(e: &ElectionError) -> i32 {
+/// fn exit_code(e: &SessionError) -> i32 {
 ///     match e {
-///         ElectionError::Config(_) | ElectionError::SessionTimeoutTooShort { .. } => 2,
-///         ElectionError::Connect { .. } | ElectionError::Timeout(..) => 3,
-///         ElectionError::Auth(_) => 4,
+///         SessionError::Config(_) | SessionError::SessionTimeoutTooShort { .. } => 2,
+///         SessionError::Connect { .. } => 3,
+///         SessionError::Auth(_) | SessionError::Tls(_) => 4,
 ///         _ => 1,
 ///     }
 /// }
 /// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
-pub enum ElectionError {
-    /// The election's configuration is invalid (path, id, prefix, …).
+pub enum SessionError {
+    /// The session's settings are invalid: a chroot the server would
+    /// refuse, a connect timeout, request bound or reconnect delay that is
+    /// zero or absurd, a session timeout too long for the protocol.
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The session timeout is too short for the transport's client
@@ -44,12 +51,63 @@ pub enum ElectionError {
         /// Why, in the client library's words.
         reason: String,
     },
-    /// The server rejected the credentials.
+    /// The server rejected the session's credentials (at connect, or later:
+    /// then every recipe on the session stops with this).
     #[error("authentication failed: {0}")]
     Auth(String),
+    /// TLS could not be set up, or the server's certificate was not accepted.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+}
+
+impl SessionError {
+    /// What kind of connect failure this is; `None` for errors that are not
+    /// about reaching the servers.
+    pub fn connect_failure(&self) -> Option<ConnectFailure> {
+        match self {
+            Self::Connect { kind, .. } => Some(*kind),
+            Self::Tls(TlsError::Rejected { .. } | TlsError::Handshake { .. }) => {
+                Some(ConnectFailure::Tls)
+            }
+            _ => None,
+        }
+    }
+
+    /// The error a recipe reports when its session's credentials are
+    /// rejected after it started.
+    pub(crate) fn rejected_later() -> Self {
+        Self::Auth("the server rejected this session's credentials".into())
+    }
+}
+
+/// What can go wrong with an [`Election`](crate::Election): its setup
+/// (configuration, its own session's connection) and its end.
+///
+/// ```
+/// use zkelect::{ElectionError, SessionError};
+///
+/// fn exit_code(e: &ElectionError) -> i32 {
+///     match e {
+///         ElectionError::Config(_) => 2,
+///         ElectionError::Session(SessionError::Auth(_)) => 4,
+///         ElectionError::Session(_) | ElectionError::Timeout(..) => 3,
+///         _ => 1,
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ElectionError {
+    /// The election's configuration is invalid (path, id, prefix, …).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The election's session could not be opened
+    /// ([`Election::connect`](crate::Election::connect)), or the server
+    /// rejected its credentials later.
+    #[error(transparent)]
+    Session(#[from] SessionError),
     /// The election stopped with a fatal error (for example `NoAuth` on its
-    /// nodes, the server rejecting the session's credentials, or a connect
-    /// string whose chroot is missing or ephemeral:
+    /// nodes, or a connect string whose chroot is missing or ephemeral:
     /// [`namespace_fault`](Self::namespace_fault)).
     #[error(transparent)]
     Fatal(#[from] CandidateError),
@@ -59,18 +117,60 @@ pub enum ElectionError {
     /// Something did not happen in time.
     #[error("timed out after {0:?} waiting for {1}")]
     Timeout(Duration, &'static str),
-    /// TLS could not be set up, or the server's certificate was not accepted.
+}
+
+/// What can go wrong with an [`Observation`](crate::Observation) of any
+/// recipe's queue: its setup (the description, its own session's
+/// connection, the first listing) and its end.
+///
+/// ```
+/// use zkelect::ObserveError;
+///
+/// fn worth_retrying(e: &ObserveError) -> bool {
+///     matches!(e, ObserveError::Timeout(..) | ObserveError::Session(_))
+/// }
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ObserveError {
+    /// The description is invalid (path, recipe, prefix, …).
     #[error(transparent)]
-    Tls(#[from] TlsError),
+    Config(#[from] ConfigError),
+    /// The observation's session could not be opened
+    /// ([`Election::observe`](crate::Election::observe)), or the server
+    /// rejected its credentials later.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The observation stopped with a fatal error (for example `NoAuth` on
+    /// the queue's path).
+    #[error(transparent)]
+    Fatal(#[from] CandidateError),
+    /// The observation is closed (or its session is).
+    #[error("the observation is closed")]
+    Closed,
+    /// Something did not happen in time.
+    #[error("timed out after {0:?} waiting for {1}")]
+    Timeout(Duration, &'static str),
+}
+
+impl ObserveError {
+    /// What kind of connect failure this is; `None` for errors that are not
+    /// about reaching the servers (see [`SessionError::connect_failure`]).
+    pub fn connect_failure(&self) -> Option<ConnectFailure> {
+        match self {
+            Self::Session(e) => e.connect_failure(),
+            _ => None,
+        }
+    }
 }
 
 /// What kind of failure kept a transport from connecting, for code that
-/// must tell a typo from an outage ([`ElectionError::connect_failure`]).
+/// must tell a typo from an outage ([`SessionError::connect_failure`]).
 ///
 /// ```
-/// use zkelect::{ConnectFailure, ElectionError};
+/// use zkelect::{ConnectFailure, SessionError};
 ///
-/// fn retry_later(e: &ElectionError) -> bool {
+/// fn retry_later(e: &SessionError) -> bool {
 ///     matches!(
 ///         e.connect_failure(),
 ///         Some(ConnectFailure::Refused | ConnectFailure::Unreachable)
@@ -91,7 +191,7 @@ pub enum ConnectFailure {
     /// A server was reached but no usable session came of it (the client
     /// library's first request or its credentials failed).
     Session,
-    /// TLS failed: see [`ElectionError::Tls`] for which way.
+    /// TLS failed: see [`SessionError::Tls`] for which way.
     Tls,
 }
 
@@ -123,13 +223,10 @@ impl ElectionError {
     }
 
     /// What kind of connect failure this is; `None` for errors that are not
-    /// about reaching the servers.
+    /// about reaching the servers (see [`SessionError::connect_failure`]).
     pub fn connect_failure(&self) -> Option<ConnectFailure> {
         match self {
-            Self::Connect { kind, .. } => Some(*kind),
-            Self::Tls(TlsError::Rejected { .. } | TlsError::Handshake { .. }) => {
-                Some(ConnectFailure::Tls)
-            }
+            Self::Session(e) => e.connect_failure(),
             _ => None,
         }
     }
@@ -138,13 +235,13 @@ impl ElectionError {
 /// Why TLS to ZooKeeper failed (the zookeeper-client transport's TLS).
 ///
 /// ```
-/// use zkelect::{ElectionError, TlsError};
+/// use zkelect::{SessionError, TlsError};
 ///
-/// fn explain(e: &ElectionError) -> &'static str {
+/// fn explain(e: &SessionError) -> &'static str {
 ///     match e {
-///         ElectionError::Tls(TlsError::Config { .. }) => "fix the CA, certificate or key files",
-///         ElectionError::Tls(TlsError::Rejected { .. }) => "the server's certificate is not trusted",
-///         ElectionError::Tls(TlsError::Handshake { .. }) => "the TLS handshake failed",
+///         SessionError::Tls(TlsError::Config { .. }) => "fix the CA, certificate or key files",
+///         SessionError::Tls(TlsError::Rejected { .. }) => "the server's certificate is not trusted",
+///         SessionError::Tls(TlsError::Handshake { .. }) => "the TLS handshake failed",
 ///         _ => "something else",
 ///     }
 /// }
@@ -182,8 +279,11 @@ pub enum TlsError {
     },
 }
 
-/// Why a guarded write ([`Election::guarded`](crate::Election::guarded),
-/// [`Election::guarded_set_data`](crate::Election::guarded_set_data)) was not applied.
+/// Why a guarded write was not applied: a write made only while its
+/// writer holds — a leader ([`Election::guarded`](crate::Election::guarded),
+/// [`Election::guarded_set_data`](crate::Election::guarded_set_data)) or the
+/// holder of a lock, a semaphore permit or a read-write lock side
+/// ([`LockGuard::guarded`](crate::LockGuard::guarded)).
 ///
 /// Only [`Indeterminate`](Self::Indeterminate) leaves the outcome open; every
 /// other variant means nothing was written.
@@ -192,22 +292,25 @@ pub enum TlsError {
 /// use zkelect::GuardedWriteError;
 ///
 /// fn retry_worth_it(e: &GuardedWriteError) -> bool {
-///     // Deposed or not leading: another candidate leads now; stop writing.
+///     // Deposed or not holding: someone else holds now; stop writing.
 ///     matches!(e, GuardedWriteError::Indeterminate(_))
 /// }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum GuardedWriteError {
-    /// This candidate does not lead (as far as it knows): nothing was sent.
-    #[error("not leading: nothing was written")]
-    NotLeader,
-    /// The server says this candidate's node is gone (its session expired,
-    /// it was revoked, it resigned): it no longer leads, and nothing was
+    /// The writer does not hold (as far as it knows: a candidate that does
+    /// not lead, a guard whose hold is suspended): nothing was sent.
+    #[error("not holding: nothing was written")]
+    NotHolding,
+    /// The server says the writer's node is gone (its session expired, it
+    /// was revoked, it was released): the hold is over, and nothing was
     /// written. The token is the one the write was guarded with.
-    #[error("deposed: the leader node of term {token} is gone; nothing was written")]
+    #[error(
+        "deposed: the node of the hold with fencing token {token} is gone; nothing was written"
+    )]
     Deposed {
-        /// The fencing token of the term that ended.
+        /// The fencing token of the hold that ended.
         token: FencingToken,
     },
     /// One of the caller's operations failed (index into them); nothing was written.
@@ -218,7 +321,7 @@ pub enum GuardedWriteError {
         /// Why (`NoNode`, `BadVersion`, `NoAuth`, …).
         code: ZkCode,
     },
-    /// The server refused the leadership check or the request as a whole
+    /// The server refused the hold's check or the request as a whole
     /// with this code (e.g. `NoAuth`, `BadArguments`); nothing was written.
     #[error("the guarded write was refused: {0}; nothing was written")]
     Refused(ZkCode),
@@ -231,8 +334,9 @@ pub enum GuardedWriteError {
     /// no multi): use the zookeeper-client or memory transport.
     #[error("this transport has no multi: guarded writes need the zookeeper-client (or memory) transport")]
     Unsupported,
-    /// The election is closed.
-    #[error("the election is closed")]
+    /// The writer's handle is closed (a closed election, a released guard)
+    /// or its session is: it holds nothing any more.
+    #[error("the hold is closed (or its session is): nothing was written")]
     Closed,
 }
 
@@ -264,4 +368,52 @@ pub enum LockError {
     /// The session is closed (or closing).
     #[error("the session is closed")]
     Closed,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lock holder's errors speak of holds, locks and sessions: none of
+    /// them may tell it about an election or a leader it never took part in.
+    #[test]
+    fn the_errors_a_lock_holder_sees_never_speak_of_elections() {
+        let guarded = [
+            GuardedWriteError::NotHolding,
+            GuardedWriteError::Deposed {
+                token: FencingToken(7),
+            },
+            GuardedWriteError::Op {
+                index: 0,
+                code: ZkCode::NoNode,
+            },
+            GuardedWriteError::Refused(ZkCode::NoAuth),
+            GuardedWriteError::Indeterminate(ZkCode::ConnectionLoss),
+            GuardedWriteError::Unsupported,
+            GuardedWriteError::Closed,
+        ]
+        .map(|e| e.to_string());
+        let session = [
+            SessionError::SessionTimeoutTooShort {
+                requested: Duration::from_millis(10),
+                min: Duration::from_millis(1500),
+            },
+            SessionError::Connect {
+                hosts: "zk:2181".into(),
+                kind: ConnectFailure::Refused,
+                reason: "refused".into(),
+            },
+            SessionError::Auth("bad password".into()),
+        ]
+        .map(|e| e.to_string());
+        let lock = LockError::Closed.to_string();
+        let observe = ObserveError::Closed.to_string();
+        for message in guarded.iter().chain(&session).chain([&lock, &observe]) {
+            let lower = message.to_lowercase();
+            assert!(
+                !lower.contains("election") && !lower.contains("leader") && !lower.contains("lead"),
+                "{message}"
+            );
+        }
+    }
 }

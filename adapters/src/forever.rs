@@ -21,7 +21,7 @@ impl Election {
     /// the back, handing leadership to the next in line.
     ///
     /// Returns `Ok(())` after `shutdown`, or the error that ended the
-    /// election for good ([`ElectionError::Fatal`], [`ElectionError::Auth`],
+    /// election for good ([`ElectionError::Fatal`], [`ElectionError::Session`],
     /// [`ElectionError::Closed`] if it was closed elsewhere).
     ///
     /// ```

@@ -591,7 +591,7 @@ impl LockGuard {
         match self.hold.outputs.read(|s| s.role) {
             Role::Leader(t) if t == self.held.token => {}
             Role::Closed | Role::Failed => return Err(GuardedWriteError::Closed),
-            _ => return Err(GuardedWriteError::NotLeader),
+            _ => return Err(GuardedWriteError::NotHolding),
         }
         self.hold
             .writer

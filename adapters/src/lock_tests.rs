@@ -301,7 +301,7 @@ async fn guarded_writes_go_through_only_while_the_lock_is_held() {
     assert!(
         matches!(
             refused,
-            Err(GuardedWriteError::NotLeader | GuardedWriteError::Closed)
+            Err(GuardedWriteError::NotHolding | GuardedWriteError::Closed)
         ),
         "{refused:?}"
     );

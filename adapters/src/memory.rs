@@ -1033,7 +1033,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             follower.guarded_set_data("/fenced", b"b".to_vec()).await,
-            Err(GuardedWriteError::NotLeader)
+            Err(GuardedWriteError::NotHolding)
         );
         let stat = leader
             .guarded_set_data("/fenced", b"a1".to_vec())

@@ -16,7 +16,7 @@ use zkelect_core::{
 
 use crate::driver::{Intent, Machine, Outputs, Status};
 use crate::election::{Connect, Election};
-use crate::error::ElectionError;
+use crate::error::{ObserveError, SessionError};
 use crate::session::{Link, Session};
 
 /// How long [`ObserveBuilder::start`] waits for the first listing unless told otherwise.
@@ -32,7 +32,7 @@ impl Election {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), zkelect::ElectionError> {
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// use std::time::Duration;
     /// use zkelect::memory::MemoryServer;
     /// use zkelect::Election;
@@ -64,7 +64,7 @@ impl Session {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), zkelect::ElectionError> {
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// use std::time::Duration;
     /// use zkelect::core::Recipe;
     /// use zkelect::memory::MemoryServer;
@@ -164,12 +164,12 @@ impl ObserveBuilder {
     /// Validates the description, connects if built from settings, and
     /// returns once the queue has been listed and read, so that
     /// [`Observation::participants`] is the queue's, not "not known yet".
-    /// Fails on an invalid path or recipe ([`ElectionError::Config`]), a
-    /// fatal error (`NoAuth`: [`ElectionError::Fatal`]; rejected credentials:
-    /// [`ElectionError::Auth`]) or after the start timeout
-    /// ([`ElectionError::Timeout`]); the observation is then closed in the
+    /// Fails on an invalid path or recipe ([`ObserveError::Config`]), a
+    /// fatal error (`NoAuth`: [`ObserveError::Fatal`]; rejected credentials:
+    /// [`ObserveError::Session`]) or after the start timeout
+    /// ([`ObserveError::Timeout`]); the observation is then closed in the
     /// background.
-    pub async fn start(self) -> Result<Observation, ElectionError> {
+    pub async fn start(self) -> Result<Observation, ObserveError> {
         let mut config = ObserverConfig::new(self.path, self.recipe).with_interop(self.interop);
         if let Some(prefix) = self.prefix {
             config = config.with_prefix(prefix);
@@ -222,7 +222,7 @@ impl ObserveBuilder {
         match waited {
             Ok(Ok(())) => Ok(observation),
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(ElectionError::Timeout(
+            Err(_) => Err(ObserveError::Timeout(
                 self.start_timeout,
                 "the queue to be listed",
             )),
@@ -367,11 +367,11 @@ impl Observation {
     /// Waits until someone holds and returns the oldest holder (at once if
     /// someone does now). It waits for as long as the queue has no holder,
     /// and no longer than the observation runs: once it stops it returns
-    /// the reason — [`ElectionError::Closed`] (closed, or the session was),
-    /// [`ElectionError::Fatal`] (`NoAuth` on the queue) or
-    /// [`ElectionError::Auth`]. Bound it with `tokio::time::timeout` to wait
+    /// the reason — [`ObserveError::Closed`] (closed, or the session was),
+    /// [`ObserveError::Fatal`] (`NoAuth` on the queue) or
+    /// [`ObserveError::Session`] (rejected credentials). Bound it with `tokio::time::timeout` to wait
     /// less. Cancellation-safe.
-    pub async fn wait_leader(&self) -> Result<Participant, ElectionError> {
+    pub async fn wait_leader(&self) -> Result<Participant, ObserveError> {
         let mut list = self.list.subscribe();
         let mut status = self.status();
         loop {
@@ -392,13 +392,13 @@ impl Observation {
         }
     }
 
-    fn fatal(&self) -> ElectionError {
+    fn fatal(&self) -> ObserveError {
         match self.error() {
             Some(CandidateError::AuthFailed) => {
-                ElectionError::Auth("the server rejected this session's credentials".into())
+                ObserveError::Session(SessionError::rejected_later())
             }
-            Some(e) => ElectionError::Fatal(e),
-            None => ElectionError::Closed,
+            Some(e) => ObserveError::Fatal(e),
+            None => ObserveError::Closed,
         }
     }
 
@@ -474,7 +474,7 @@ mod tests {
         assert_eq!(o.wait_leader().await.unwrap().id, "b");
         o.close().await;
         // Its last list still names b, but a stopped observation knows no leader.
-        assert!(matches!(o.wait_leader().await, Err(ElectionError::Closed)));
+        assert!(matches!(o.wait_leader().await, Err(ObserveError::Closed)));
         session.close().await;
     }
 
@@ -547,8 +547,8 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert!(!waiting.is_finished());
         session.close().await;
-        assert!(matches!(waiting.await.unwrap(), Err(ElectionError::Closed)));
-        assert!(matches!(o.wait_leader().await, Err(ElectionError::Closed)));
+        assert!(matches!(waiting.await.unwrap(), Err(ObserveError::Closed)));
+        assert!(matches!(o.wait_leader().await, Err(ObserveError::Closed)));
     }
 
     /// The path does not exist when the observation starts, then is
@@ -626,13 +626,13 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            matches!(e, ElectionError::Config(ConfigError::InvalidLeaders(0))),
+            matches!(e, ObserveError::Config(ConfigError::InvalidLeaders(0))),
             "{e:?}"
         );
         let e = Election::observe(server.settings(SESSION), "no-slash")
             .start()
             .await
             .unwrap_err();
-        assert!(matches!(e, ElectionError::Config(_)), "{e:?}");
+        assert!(matches!(e, ObserveError::Config(_)), "{e:?}");
     }
 }

@@ -14,7 +14,7 @@ use zkelect_core::Rule;
 
 use crate::driver::{Clock, Control, Intent, Key, Machine, Outputs, SessionDriver};
 use crate::election::{Connect, ElectionBuilder};
-use crate::error::ElectionError;
+use crate::error::SessionError;
 use crate::lock::{self, RwLock, Semaphore};
 use crate::transport::{EventStream, Transport};
 
@@ -31,7 +31,7 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), zkelect::ElectionError> {
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
 /// use zkelect::memory::MemoryServer;
 /// use zkelect::Session;
@@ -75,7 +75,7 @@ impl Session {
     /// Opens a session with `settings`: [`ZkAsyncOptions`](crate::ZkAsyncOptions),
     /// [`ZkClientOptions`](zk_client/type.ZkClientOptions.html), or the memory
     /// transport's [`MemorySettings`](memory/struct.MemorySettings.html).
-    pub async fn connect(settings: impl Connect) -> Result<Session, ElectionError> {
+    pub async fn connect(settings: impl Connect) -> Result<Session, SessionError> {
         let (transport, events) = Box::new(settings).connect().await?;
         Ok(Self::start(transport, events, CLOSE_TIMEOUT))
     }

@@ -15,7 +15,7 @@ use tracing::info;
 use zkelect_core::connect_string::ConnectString;
 use zkelect_core::{ConfigError, SessionEvent, ZkCode};
 
-use crate::error::{ConnectFailure, ElectionError};
+use crate::error::{ConnectFailure, SessionError};
 use crate::transport::TransportEvent;
 
 /// The core's `Stat` from a client's, whose fields have the same names.
@@ -166,23 +166,23 @@ impl<C> SessionOptions<C> {
 
     /// Checks every setting before any traffic and returns the split
     /// connect string. Refused: a requested session timeout below `min` or
-    /// above [`SESSION_TIMEOUT_MAX`] ([`ElectionError::SessionTimeoutTooShort`],
-    /// [`ElectionError::Config`]), a connect timeout, request bound or
-    /// reconnect delay that is zero or absurd ([`ElectionError::Config`]), a
-    /// connect string no client could use ([`ElectionError::Connect`] with
+    /// above [`SESSION_TIMEOUT_MAX`] ([`SessionError::SessionTimeoutTooShort`],
+    /// [`SessionError::Config`]), a connect timeout, request bound or
+    /// reconnect delay that is zero or absurd ([`SessionError::Config`]), a
+    /// connect string no client could use ([`SessionError::Connect`] with
     /// [`ConnectFailure::BadAddress`]), a chroot the server would refuse
-    /// ([`ElectionError::Config`]).
-    pub(crate) fn check(&self, min: Duration) -> Result<ConnectString, ElectionError> {
+    /// ([`SessionError::Config`]).
+    pub(crate) fn check(&self, min: Duration) -> Result<ConnectString, SessionError> {
         if self.session_timeout < min || self.session_timeout.is_zero() {
             // A zero timeout would make a client silently use its own default.
-            return Err(ElectionError::SessionTimeoutTooShort {
+            return Err(SessionError::SessionTimeoutTooShort {
                 requested: self.session_timeout,
                 min: min.max(Duration::from_millis(1)),
             });
         }
         let over = |name, value: Duration, max: Duration, reason| {
             if value > max {
-                Err(ElectionError::Config(ConfigError::InvalidDuration {
+                Err(SessionError::Config(ConfigError::InvalidDuration {
                     name,
                     reason,
                 }))
@@ -217,7 +217,7 @@ impl<C> SessionOptions<C> {
             ),
         ] {
             if value.is_zero() {
-                return Err(ElectionError::Config(ConfigError::InvalidDuration {
+                return Err(SessionError::Config(ConfigError::InvalidDuration {
                     name,
                     reason,
                 }));
@@ -229,12 +229,12 @@ impl<C> SessionOptions<C> {
                 ConnectFailure::BadAddress,
                 format!("{reason}: expected host:port[,host:port…][/chroot]"),
             ),
-            other => ElectionError::Config(other),
+            other => SessionError::Config(other),
         })
     }
 
-    pub(crate) fn fail(&self, kind: ConnectFailure, reason: impl Into<String>) -> ElectionError {
-        ElectionError::Connect {
+    pub(crate) fn fail(&self, kind: ConnectFailure, reason: impl Into<String>) -> SessionError {
+        SessionError::Connect {
             hosts: self.hosts.clone(),
             kind,
             reason: reason.into(),
@@ -251,8 +251,8 @@ impl<C> SessionOptions<C> {
     }
 
     /// The rejection of this session's credentials.
-    pub(crate) fn rejected(&self) -> ElectionError {
-        ElectionError::Auth(format!(
+    pub(crate) fn rejected(&self) -> SessionError {
+        SessionError::Auth(format!(
             "the server rejected the {} credentials",
             self.schemes()
         ))
@@ -528,14 +528,14 @@ mod tests {
         let zero = SessionOptions::<()>::new("h:1").session_timeout(Duration::ZERO);
         assert!(matches!(
             zero.check(Duration::ZERO),
-            Err(ElectionError::SessionTimeoutTooShort { .. })
+            Err(SessionError::SessionTimeoutTooShort { .. })
         ));
         let short = SessionOptions::<()>::new("h:1").session_timeout(Duration::from_secs(1));
         assert!(short.check(Duration::from_secs(2)).is_err());
         assert!(short.check(Duration::from_secs(1)).is_ok());
         assert!(matches!(
             SessionOptions::<()>::new(" ").check(Duration::ZERO),
-            Err(ElectionError::Connect { .. })
+            Err(SessionError::Connect { .. })
         ));
     }
 
@@ -557,7 +557,7 @@ mod tests {
             assert!(
                 matches!(
                     options.check(Duration::ZERO),
-                    Err(ElectionError::Config(ConfigError::InvalidDuration { .. }))
+                    Err(SessionError::Config(ConfigError::InvalidDuration { .. }))
                 ),
                 "{options:?}"
             );
@@ -588,7 +588,7 @@ mod tests {
                 .check(Duration::ZERO)
                 .unwrap_err();
             assert!(
-                matches!(e, ElectionError::Config(ConfigError::InvalidChroot { .. })),
+                matches!(e, SessionError::Config(ConfigError::InvalidChroot { .. })),
                 "{hosts}: {e:?}"
             );
         }

@@ -57,7 +57,7 @@ use zkelect_core::startup::{
 };
 use zkelect_core::Timestamp;
 
-use crate::error::{ConnectFailure, ElectionError};
+use crate::error::{ConnectFailure, SessionError};
 
 /// ZooKeeper's opcode for closing a session.
 const OP_CLOSE_SESSION: i32 = -11;
@@ -598,15 +598,15 @@ impl Driver {
 /// ([`ConnectFailure::BadAddress`], a setting to fix), no server answered
 /// ([`ConnectFailure::Refused`] when every one refused, else
 /// [`ConnectFailure::Unreachable`]), a negotiated timeout below the client's
-/// minimum ([`ElectionError::SessionTimeoutTooShort`]), the client could not
+/// minimum ([`SessionError::SessionTimeoutTooShort`]), the client could not
 /// connect on the servers that answered ([`ConnectFailure::Unreachable`]).
 pub(crate) fn refusal(
     hosts: &str,
     connect_timeout: Duration,
     driver: &Driver,
     error: &StartupError,
-) -> ElectionError {
-    let fail = |kind, reason: String| ElectionError::Connect {
+) -> SessionError {
+    let fail = |kind, reason: String| SessionError::Connect {
         hosts: hosts.to_owned(),
         kind,
         reason,
@@ -633,7 +633,7 @@ pub(crate) fn refusal(
         }
         StartupError::TooShort {
             negotiated, min, ..
-        } => ElectionError::SessionTimeoutTooShort {
+        } => SessionError::SessionTimeoutTooShort {
             requested: *negotiated,
             min: *min,
         },

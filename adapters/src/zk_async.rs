@@ -5,8 +5,8 @@
 //! | defect | workaround |
 //! |---|---|
 //! | `connect()` spins forever on a dead server | [`ZkAsyncTransport::connect`] runs the whole set-up (TCP, session, credentials, a first `exists("/")`) under one deadline, [`SessionOptions::connect_timeout`], and uses `connect_with_retry_time` so a dead server is retried every [`SessionOptions::reconnect_delay`] instead of in a busy loop |
-//! | a session timeout under 1.5 s makes it reconnect in a storm | refused: [`ElectionError::SessionTimeoutTooShort`], for the requested timeout and for the smallest negotiated one |
-//! | the negotiated session timeout is not exposed (a server clamps the request into its `[minSessionTimeout, maxSessionTimeout]`, 2 and 20 ticks by default) | before connecting, every server is asked at once, each with a deadline of its own, with a ConnectRequest on a connection of ours whose session is closed at once, at most once per process, server and requested timeout (`startup`); the core's start-up machine decides when the answers suffice (all in, or 250 ms after the first), which servers the client gets (answered, then refusing; silent ones left out) and the bound (the smallest listed answer), reported on every `Connected`, never the requested value. With no answer before [`SessionOptions::connect_timeout`], `connect` fails with [`ElectionError::Connect`] naming each server's failure |
+//! | a session timeout under 1.5 s makes it reconnect in a storm | refused: [`SessionError::SessionTimeoutTooShort`], for the requested timeout and for the smallest negotiated one |
+//! | the negotiated session timeout is not exposed (a server clamps the request into its `[minSessionTimeout, maxSessionTimeout]`, 2 and 20 ticks by default) | before connecting, every server is asked at once, each with a deadline of its own, with a ConnectRequest on a connection of ours whose session is closed at once, at most once per process, server and requested timeout (`startup`); the core's start-up machine decides when the answers suffice (all in, or 250 ms after the first), which servers the client gets (answered, then refusing; silent ones left out) and the bound (the smallest listed answer), reported on every `Connected`, never the requested value. With no answer before [`SessionOptions::connect_timeout`], `connect` fails with [`SessionError::Connect`] naming each server's failure |
 //! | watches are lost on every reconnect, yet their callbacks stay registered and can fire with a new watch on the same path | every non-`Connected` state bumps a *generation*; a watch callback queues its event with the generation its request was sent in, and the pump task drops it if a reconnect came since. A watch request that straddled a reconnect answers `ConnectionLoss` (`settle`) so the core sets it again. After the reconnect the core re-lists and re-arms every watch on `Connected` |
 //! | digest credentials are lost on every reconnect | the pump task replays them before it reports `Connected`; until then requests wait (bounded) at a gate, and a `NoAuth` from a request that straddled a reconnect answers `ConnectionLoss` |
 //! | session expiry shows only as the deprecated `ZkState::NotConnected`, then a new session opens silently | `map_state`: `NotConnected` → `Expired`, the next `Connected` → `Connected { session_id: None }`, which the core treats as a new session; the core learns the session id from its node's `ephemeralOwner` and re-checks it after every reconnect |
@@ -57,7 +57,7 @@ use zkelect_core::{
 };
 use zookeeper_async as zka;
 
-use crate::error::{ConnectFailure, ElectionError};
+use crate::error::{ConnectFailure, SessionError};
 use crate::shell::{ClientState, Reporter, SessionOptions, Shell, CLOSE_TIMEOUT};
 use crate::startup::{self, Driver};
 use crate::transport::{EventStream, Transport, TransportEvent};
@@ -126,16 +126,16 @@ impl SessionOptions<ZkAsyncExtras> {
     /// let short = ZkAsyncOptions::new("zk1:2181").session_timeout(Duration::from_millis(10));
     /// assert!(short.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), ElectionError> {
+    pub fn validate(&self) -> Result<(), SessionError> {
         self.checked().map(drop)
     }
 
     /// [`validate`](Self::validate), keeping the split connect string.
-    fn checked(&self) -> Result<ConnectString, ElectionError> {
+    fn checked(&self) -> Result<ConnectString, SessionError> {
         let split = self.check(SESSION_TIMEOUT_MIN)?;
         if let Some(requested) = self.client.assume_session_timeout {
             if requested < SESSION_TIMEOUT_MIN {
-                return Err(ElectionError::SessionTimeoutTooShort {
+                return Err(SessionError::SessionTimeoutTooShort {
                     requested,
                     min: SESSION_TIMEOUT_MIN,
                 });
@@ -276,14 +276,14 @@ impl ZkAsyncTransport {
     /// (which starts with `Connected`, carrying the bound).
     ///
     /// Everything is bounded by [`SessionOptions::connect_timeout`]. Errors:
-    /// [`ElectionError::SessionTimeoutTooShort`] (a request refused before
+    /// [`SessionError::SessionTimeoutTooShort`] (a request refused before
     /// any network traffic, or servers that negotiate less),
-    /// [`ElectionError::Config`] (a bad chroot or duration),
-    /// [`ElectionError::Connect`] (a malformed connect string or no name
+    /// [`SessionError::Config`] (a bad chroot or duration),
+    /// [`SessionError::Connect`] (a malformed connect string or no name
     /// that resolves: [`ConnectFailure::BadAddress`]; no server answered:
     /// [`ConnectFailure::Refused`] or [`ConnectFailure::Unreachable`]),
-    /// [`ElectionError::Auth`] (credentials rejected).
-    pub async fn connect(options: ZkAsyncOptions) -> Result<(Self, EventStream), ElectionError> {
+    /// [`SessionError::Auth`] (credentials rejected).
+    pub async fn connect(options: ZkAsyncOptions) -> Result<(Self, EventStream), SessionError> {
         let split = options.checked()?;
         let deadline = Instant::now() + options.connect_timeout;
         let config = StartupConfig {
@@ -638,7 +638,7 @@ async fn set_up(
     zk: &zka::ZooKeeper,
     shared: &Shared,
     options: &ZkAsyncOptions,
-) -> Result<(), ElectionError> {
+) -> Result<(), SessionError> {
     loop {
         match zk.exists("/", false).await {
             Ok(_) => {}
@@ -1208,7 +1208,7 @@ mod tests {
             let short =
                 ZkAsyncOptions::new("127.0.0.1:1").session_timeout(Duration::from_millis(ms));
             match ZkAsyncTransport::connect(short).await {
-                Err(ElectionError::SessionTimeoutTooShort { requested, min }) => {
+                Err(SessionError::SessionTimeoutTooShort { requested, min }) => {
                     assert_eq!(requested, Duration::from_millis(ms));
                     assert_eq!(min, SESSION_TIMEOUT_MIN);
                 }
@@ -1219,7 +1219,7 @@ mod tests {
             ZkAsyncOptions::new("127.0.0.1:1").assume_session_timeout(Duration::from_millis(1_000));
         assert!(matches!(
             ZkAsyncTransport::connect(assumed).await,
-            Err(ElectionError::SessionTimeoutTooShort { .. })
+            Err(SessionError::SessionTimeoutTooShort { .. })
         ));
     }
 
@@ -1231,7 +1231,7 @@ mod tests {
             )
             .await;
             assert!(
-                matches!(result, Err(ElectionError::Connect { .. })),
+                matches!(result, Err(SessionError::Connect { .. })),
                 "{hosts:?}: {result:?}"
             );
         }
@@ -1247,7 +1247,7 @@ mod tests {
         let started = std::time::Instant::now();
         let result = ZkAsyncTransport::connect(opts).await;
         match result {
-            Err(ElectionError::Connect { kind, reason, .. }) => {
+            Err(SessionError::Connect { kind, reason, .. }) => {
                 assert_eq!(kind, ConnectFailure::Refused);
                 assert!(reason.contains("127.0.0.1:1: refused"), "{reason}");
             }

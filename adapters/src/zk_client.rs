@@ -70,7 +70,7 @@ use zookeeper_client as zkc;
 
 #[cfg(feature = "zookeeper-client-tls")]
 use crate::error::TlsError;
-use crate::error::{ConnectFailure, ElectionError};
+use crate::error::{ConnectFailure, SessionError};
 use crate::shell::{ClientState, Reporter, SessionOptions, Shell, CLOSE_TIMEOUT};
 use crate::startup::{self, Asker, Driver};
 use crate::transport::{
@@ -189,7 +189,7 @@ impl TlsSettings {
     /// Trusts the CA certificate(s) in the PEM file at `path`.
     ///
     /// Fails with [`TlsError::Config`] if it cannot be read.
-    pub fn from_ca_file(path: impl AsRef<std::path::Path>) -> Result<Self, ElectionError> {
+    pub fn from_ca_file(path: impl AsRef<std::path::Path>) -> Result<Self, SessionError> {
         Ok(Self::from_ca_pem(read_pem(path.as_ref(), "CA file")?))
     }
 
@@ -208,7 +208,7 @@ impl TlsSettings {
         self,
         cert: impl AsRef<std::path::Path>,
         key: impl AsRef<std::path::Path>,
-    ) -> Result<Self, ElectionError> {
+    ) -> Result<Self, SessionError> {
         let cert = read_pem(cert.as_ref(), "client certificate file")?;
         let key = read_pem(key.as_ref(), "client key file")?;
         Ok(self.identity_pem(cert, key))
@@ -234,9 +234,9 @@ impl TlsSettings {
 }
 
 #[cfg(feature = "zookeeper-client-tls")]
-fn read_pem(path: &std::path::Path, what: &str) -> Result<String, ElectionError> {
+fn read_pem(path: &std::path::Path, what: &str) -> Result<String, SessionError> {
     std::fs::read_to_string(path).map_err(|e| {
-        ElectionError::Tls(TlsError::Config {
+        SessionError::Tls(TlsError::Config {
             what: format!("{what} {}", path.display()),
             reason: e.to_string(),
         })
@@ -315,7 +315,7 @@ impl Opener {
 
     /// Asks the servers (see `startup`) and opens a client on those that
     /// answer, retrying the client until `deadline`.
-    async fn start(&self, deadline: Instant) -> Result<zkc::Client, ElectionError> {
+    async fn start(&self, deadline: Instant) -> Result<zkc::Client, SessionError> {
         let options = &self.options;
         let left = deadline.saturating_duration_since(Instant::now());
         let config = StartupConfig::new(0, Learn::Liveness, left.max(Duration::from_millis(1)));
@@ -464,12 +464,12 @@ impl ZkClientTransport {
     /// carrying the session id and the negotiated timeout.
     ///
     /// Everything is bounded by [`ZkClientOptions::connect_timeout`].
-    /// Errors: [`ElectionError::SessionTimeoutTooShort`] for a zero timeout,
-    /// [`ElectionError::Tls`] (unreadable settings, a rejected certificate;
-    /// before or instead of any session), [`ElectionError::Connect`] (bad
-    /// address, no session in time), [`ElectionError::Auth`] (credentials
+    /// Errors: [`SessionError::SessionTimeoutTooShort`] for a zero timeout,
+    /// [`SessionError::Tls`] (unreadable settings, a rejected certificate;
+    /// before or instead of any session), [`SessionError::Connect`] (bad
+    /// address, no session in time), [`SessionError::Auth`] (credentials
     /// rejected).
-    pub async fn connect(options: ZkClientOptions) -> Result<(Self, EventStream), ElectionError> {
+    pub async fn connect(options: ZkClientOptions) -> Result<(Self, EventStream), SessionError> {
         let split = options.check(Duration::ZERO)?;
         let deadline = Instant::now() + options.connect_timeout;
         #[cfg(feature = "zookeeper-client-tls")]
@@ -852,7 +852,7 @@ async fn renew(inner: &Inner, opener: &Opener) -> Option<zkc::Client> {
         let deadline = Instant::now() + options.connect_timeout;
         match opener.start(deadline).await {
             Ok(client) => return Some(client),
-            Err(ElectionError::Auth(_)) => {
+            Err(SessionError::Auth(_)) => {
                 inner.shell.session(SessionEvent::AuthFailed);
                 return None;
             }
@@ -978,7 +978,7 @@ impl ZkClientOptions {
     /// assert!(ZkClientOptions::new("tcp+tls://[::1]:2281/apps").validate().is_ok());
     /// assert!(ZkClientOptions::new("zk1:0").validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), ElectionError> {
+    pub fn validate(&self) -> Result<(), SessionError> {
         self.check(Duration::ZERO).map(drop)
     }
 }
@@ -1010,7 +1010,7 @@ mod preflight {
     use tokio::time::Instant;
     use tracing::debug;
 
-    use crate::error::{ElectionError, TlsError};
+    use crate::error::{SessionError, TlsError};
 
     /// One `host:port` of a connect string, and whether it uses TLS.
     #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1195,8 +1195,8 @@ mod preflight {
         hosts: &str,
         config: Arc<ClientConfig>,
         deadline: Instant,
-    ) -> Result<(), ElectionError> {
-        let endpoints = endpoints(hosts, true).map_err(|reason| ElectionError::Connect {
+    ) -> Result<(), SessionError> {
+        let endpoints = endpoints(hosts, true).map_err(|reason| SessionError::Connect {
             hosts: hosts.to_owned(),
             kind: crate::ConnectFailure::BadAddress,
             reason,
@@ -1204,7 +1204,7 @@ mod preflight {
         let mut refused = None;
         for endpoint in endpoints.into_iter().filter(|e| e.tls) {
             let name = ServerName::try_from(endpoint.host.clone()).map_err(|e| {
-                ElectionError::Tls(TlsError::Config {
+                SessionError::Tls(TlsError::Config {
                     what: format!("host {:?}", endpoint.host),
                     reason: format!("not a name a certificate can be checked against: {e}"),
                 })
@@ -1234,7 +1234,7 @@ mod preflight {
             }
         }
         match refused {
-            Some(e) => Err(ElectionError::Tls(e)),
+            Some(e) => Err(SessionError::Tls(e)),
             None => Ok(()),
         }
     }
@@ -1503,12 +1503,12 @@ mod tests {
         let zero = ZkClientOptions::new("127.0.0.1:1").session_timeout(Duration::ZERO);
         assert!(matches!(
             ZkClientTransport::connect(zero).await,
-            Err(ElectionError::SessionTimeoutTooShort { .. })
+            Err(SessionError::SessionTimeoutTooShort { .. })
         ));
         let empty = ZkClientOptions::new("  ");
         assert!(matches!(
             ZkClientTransport::connect(empty).await,
-            Err(ElectionError::Connect { .. })
+            Err(SessionError::Connect { .. })
         ));
     }
 
@@ -1520,7 +1520,7 @@ mod tests {
             .connect_timeout(Duration::from_millis(500));
         let result = ZkClientTransport::connect(options).await;
         assert!(
-            matches!(result, Err(ElectionError::Connect { .. })),
+            matches!(result, Err(SessionError::Connect { .. })),
             "{result:?}"
         );
     }

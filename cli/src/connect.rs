@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use zkelect::zk_client::{TlsSettings, ZkClientOptions};
 use zkelect::{
-    Connect, ConnectFailure, ElectionError, EventStream, TlsError, Transport, ZkAsyncOptions,
+    Connect, ConnectFailure, ElectionError, EventStream, SessionError, TlsError, Transport,
+    ZkAsyncOptions,
 };
 use zkelect_core::connect_string::ConnectString;
 use zkelect_core::{Acl, CandidateError, NamespaceFault, ZkCode};
@@ -13,18 +14,28 @@ use zkelect_core::{Acl, CandidateError, NamespaceFault, ZkCode};
 use crate::args::{ConnectArgs, TransportArg};
 use crate::exit::{Code, Failure};
 
+/// The exit code a session error deserves.
+pub(crate) fn session_code(e: &SessionError) -> Code {
+    match e {
+        SessionError::Config(_) | SessionError::SessionTimeoutTooShort { .. } => Code::Config,
+        // A malformed or unresolvable --connect is a setting to fix, not an outage.
+        e if e.connect_failure() == Some(ConnectFailure::BadAddress) => Code::Config,
+        SessionError::Tls(TlsError::Config { .. }) => Code::Config,
+        // No server answered within the connect timeout.
+        SessionError::Connect { .. } => Code::Unreachable,
+        // The server's certificate (or ours) was refused: a trust failure.
+        SessionError::Auth(_) | SessionError::Tls(_) => Code::Auth,
+        _ => Code::Election,
+    }
+}
+
 /// The exit code an election error deserves.
 pub(crate) fn code_of(e: &ElectionError) -> Code {
     match e {
-        ElectionError::Config(_) | ElectionError::SessionTimeoutTooShort { .. } => Code::Config,
-        // A malformed or unresolvable --connect is a setting to fix, not an outage.
-        e if e.connect_failure() == Some(ConnectFailure::BadAddress) => Code::Config,
-        ElectionError::Tls(TlsError::Config { .. }) => Code::Config,
-        // No server answered within the connect timeout.
-        ElectionError::Connect { .. } | ElectionError::Timeout(..) => Code::Unreachable,
-        ElectionError::Auth(_) | ElectionError::Fatal(CandidateError::AuthFailed) => Code::Auth,
-        // The server's certificate (or ours) was refused: a trust failure.
-        ElectionError::Tls(_) => Code::Auth,
+        ElectionError::Config(_) => Code::Config,
+        ElectionError::Session(e) => session_code(e),
+        ElectionError::Timeout(..) => Code::Unreachable,
+        ElectionError::Fatal(CandidateError::AuthFailed) => Code::Auth,
         ElectionError::Fatal(CandidateError::Refused {
             code: ZkCode::NoAuth | ZkCode::InvalidAcl | ZkCode::AuthFailed,
             ..
@@ -34,7 +45,8 @@ pub(crate) fn code_of(e: &ElectionError) -> Code {
     }
 }
 
-pub(crate) fn failure(e: ElectionError) -> Failure {
+pub(crate) fn failure(e: impl Into<ElectionError>) -> Failure {
+    let e = e.into();
     Failure::new(code_of(&e), e)
 }
 

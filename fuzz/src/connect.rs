@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use zkelect::zk_client::ZkClientOptions;
 use zkelect::{
-    ConnectFailure, ElectionError, ZkAsyncOptions, CONNECT_TIMEOUT_MAX, RECONNECT_DELAY_MAX,
+    ConnectFailure, SessionError, ZkAsyncOptions, CONNECT_TIMEOUT_MAX, RECONNECT_DELAY_MAX,
     SESSION_TIMEOUT_MAX, SESSION_TIMEOUT_MIN,
 };
 use zkelect_core::config::validate_chroot;
@@ -138,10 +138,10 @@ fn check_parsed(hosts: &str, parsed: &ConnectString) {
 }
 
 /// A refusal before any traffic: a setting or the connect string.
-fn refused_early(e: &ElectionError) -> bool {
+fn refused_early(e: &SessionError) -> bool {
     match e {
-        ElectionError::Config(_) | ElectionError::SessionTimeoutTooShort { .. } => true,
-        ElectionError::Connect { kind, .. } => *kind == ConnectFailure::BadAddress,
+        SessionError::Config(_) | SessionError::SessionTimeoutTooShort { .. } => true,
+        SessionError::Connect { kind, .. } => *kind == ConnectFailure::BadAddress,
         _ => false,
     }
 }

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use zkelect::zk_client::ZkClientOptions;
 use zkelect::{
-    Connect, Election, ElectionBuilder, ElectionError, EventStream, Transport, ZkAsyncOptions,
+    Connect, Election, ElectionBuilder, EventStream, SessionError, Transport, ZkAsyncOptions,
 };
 
 /// How long a test's transport may take to connect: generous, so a slow
@@ -111,7 +111,7 @@ impl TransportKind {
         hosts: &str,
         session: Duration,
         digest: Option<&str>,
-    ) -> Result<(Arc<dyn Transport>, EventStream), ElectionError> {
+    ) -> Result<(Arc<dyn Transport>, EventStream), SessionError> {
         self.settings(hosts, session, digest).connect().await
     }
 }

@@ -34,7 +34,7 @@ use zkelect::core::CreateMode;
 use zkelect::memory::MemoryServer;
 use zkelect::{
     Acl, CandidateError, ConnectionPolicy, DemotionReason, Election, ElectionError, EventStream,
-    Notice, Reply, Request, Role, Transport, ZkCode,
+    Notice, Reply, Request, Role, SessionError, Transport, ZkCode,
 };
 use zkelect_tests::{Proxy, ZkEnsemble, ZkServer};
 use zookeeper_async::{Acl as ZkAcl, CreateMode as ZkMode, ZkError, ZooKeeperExt};
@@ -1120,7 +1120,7 @@ async fn wrong_credentials_fail_to_join_quickly_with_no_auth(client: Client) {
 }
 
 /// Credentials the server rejects outright (an unknown scheme) fail the
-/// connection with `ElectionError::Auth`, quickly.
+/// connection with `SessionError::Auth`, quickly.
 async fn unknown_auth_scheme_fails_to_connect_with_an_auth_error(client: Client) {
     let server = harness::start_server();
     let started = Instant::now();
@@ -1139,7 +1139,7 @@ async fn unknown_auth_scheme_fails_to_connect_with_an_auth_error(client: Client)
         panic!("connected with credentials of an unknown scheme")
     };
     println!("failed after {} ms: {err}", ms(took));
-    assert!(matches!(err, ElectionError::Auth(_)), "{err:?}");
+    assert!(matches!(err, SessionError::Auth(_)), "{err:?}");
     assert!(took < SESSION, "failing took {} ms", ms(took));
 }
 

@@ -132,7 +132,7 @@ async fn a_deposed_leaders_guarded_write_fails_and_the_current_leaders_succeeds(
     assert_eq!(read(&admin, RESOURCE).await, b"a: term 1");
     assert_eq!(
         b.guarded_set_data(RESOURCE, b"b: too early".to_vec()).await,
-        Err(GuardedWriteError::NotLeader)
+        Err(GuardedWriteError::NotHolding)
     );
 
     // `a` freezes: it hears nothing more. An operator revokes its node, and

@@ -547,7 +547,7 @@ async fn a_lost_hold_is_told_and_its_guarded_writes_are_refused(client: Client) 
     assert!(
         matches!(
             refused,
-            Err(GuardedWriteError::NotLeader | GuardedWriteError::Closed)
+            Err(GuardedWriteError::NotHolding | GuardedWriteError::Closed)
         ),
         "a write through a lost guard: {refused:?}"
     );

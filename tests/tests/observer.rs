@@ -12,7 +12,7 @@ mod harness;
 use std::time::Duration;
 
 use zkelect::core::Recipe;
-use zkelect::{Election, ElectionError, Participant, Role, Session};
+use zkelect::{Election, ObserveError, Participant, Role, Session};
 
 use harness::{children, start_server, Client, SESSION, SETTLE};
 
@@ -144,7 +144,7 @@ async fn two_leaders_and_an_observer(client: Client) {
     let closed = tokio::time::timeout(SETTLE, observation.wait_leader())
         .await
         .expect("wait_leader on a closed observation returns");
-    assert!(matches!(closed, Err(ElectionError::Closed)), "{closed:?}");
+    assert!(matches!(closed, Err(ObserveError::Closed)), "{closed:?}");
     d.close().await;
     for session in sessions {
         session.close().await;

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use zkelect::core::{CandidateError, ZkCode};
 use zkelect::zk_client::ZkClientOptions;
-use zkelect::{Acl, Election, ElectionError, Role};
+use zkelect::{Acl, Election, ElectionError, Role, SessionError};
 use zkelect_tests::ZkServer;
 
 use harness::raw;
@@ -101,7 +101,7 @@ async fn an_election_over_sasl_with_creator_only_acls_elects_and_keeps_others_ou
     // A wrong password: the session is refused, a typed error.
     let wrong = candidate(options(&server, USER, "not-the-password"), "w").await;
     assert!(
-        matches!(wrong, Err(ElectionError::Auth(_))),
+        matches!(wrong, Err(ElectionError::Session(SessionError::Auth(_)))),
         "wrong password: {wrong:?}"
     );
 

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use zkelect::zk_client::{TlsSettings, ZkClientOptions, ZkClientTransport};
-use zkelect::{Election, ElectionError, Role, TlsError};
+use zkelect::{Election, ElectionError, Role, SessionError, TlsError};
 use zkelect_tests::{ClientAuth, TestPki, ZkServer};
 
 const SESSION: Duration = Duration::from_secs(4);
@@ -79,7 +79,7 @@ async fn a_client_trusting_another_ca_fails_with_a_certificate_error() {
         started.elapsed().as_millis()
     );
     match result {
-        Err(ElectionError::Tls(TlsError::Rejected { host, reason })) => {
+        Err(SessionError::Tls(TlsError::Rejected { host, reason })) => {
             assert_eq!(Some(host), server.secure_connect_string());
             assert!(reason.contains("UnknownIssuer"), "{reason}");
         }
@@ -93,7 +93,10 @@ async fn a_client_trusting_another_ca_fails_with_a_certificate_error() {
         .await;
     let e = joined.expect_err("an election with the wrong CA");
     assert!(
-        matches!(e, ElectionError::Tls(TlsError::Rejected { .. })),
+        matches!(
+            e,
+            ElectionError::Session(SessionError::Tls(TlsError::Rejected { .. }))
+        ),
         "{e:?}"
     );
     assert!(e.to_string().contains("certificate"), "{e}");
@@ -106,13 +109,13 @@ async fn settings_that_cannot_work_fail_before_or_at_the_handshake() {
     // An unreadable CA file and a PEM without a certificate: before any traffic.
     let missing = TlsSettings::from_ca_file("/nonexistent/ca.pem");
     assert!(
-        matches!(missing, Err(ElectionError::Tls(TlsError::Config { .. }))),
+        matches!(missing, Err(SessionError::Tls(TlsError::Config { .. }))),
         "{missing:?}"
     );
     let empty =
         ZkClientTransport::connect(options(&server, TlsSettings::from_ca_pem("no PEM here"))).await;
     assert!(
-        matches!(empty, Err(ElectionError::Tls(TlsError::Config { .. }))),
+        matches!(empty, Err(SessionError::Tls(TlsError::Config { .. }))),
         "{empty:?}"
     );
     // The right CA, but the certificate names 127.0.0.1 and localhost only:
@@ -128,7 +131,7 @@ async fn settings_that_cannot_work_fail_before_or_at_the_handshake() {
         .tls(trust.clone());
     match ZkClientTransport::connect(other_name).await {
         // The server listens on 127.0.0.1 only; 127.0.0.2 may not answer at all.
-        Err(ElectionError::Tls(TlsError::Rejected { .. }) | ElectionError::Connect { .. }) => {}
+        Err(SessionError::Tls(TlsError::Rejected { .. }) | SessionError::Connect { .. }) => {}
         other => panic!("expected a rejected name or no server, got {other:?}"),
     }
     // Plain TCP to the TLS port: no session.
@@ -139,7 +142,7 @@ async fn settings_that_cannot_work_fail_before_or_at_the_handshake() {
     )
     .await;
     assert!(
-        matches!(plain, Err(ElectionError::Connect { .. })),
+        matches!(plain, Err(SessionError::Connect { .. })),
         "{plain:?}"
     );
 }
@@ -164,7 +167,7 @@ async fn a_server_that_needs_client_certificates_serves_only_clients_with_one() 
     assert!(
         matches!(
             without,
-            Err(ElectionError::Tls(TlsError::Handshake { .. }) | ElectionError::Connect { .. })
+            Err(SessionError::Tls(TlsError::Handshake { .. }) | SessionError::Connect { .. })
         ),
         "{without:?}"
     );

@@ -42,8 +42,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::broadcast::error::RecvError;
 use zkelect::zk_client::ZkClientOptions;
 use zkelect::{
-    Connect, DemotionReason, Election, ElectionBuilder, ElectionError, EventStream, FencingToken,
-    Notice, Role, Transport, ZkAsyncOptions,
+    Connect, DemotionReason, Election, ElectionBuilder, EventStream, FencingToken, Notice, Role,
+    SessionError, Transport, ZkAsyncOptions,
 };
 use zkelect_core::name;
 use zkelect_tests::transports::{CONNECT_TIMEOUT, RECONNECT_DELAY};
@@ -116,7 +116,7 @@ pub(crate) async fn connect(
     client: Client,
     hosts: &str,
     credentials: Option<Credentials<'_>>,
-) -> Result<(Box<dyn Transport>, EventStream), ElectionError> {
+) -> Result<(Box<dyn Transport>, EventStream), SessionError> {
     let settings: Box<dyn Connect> = match (client, credentials) {
         (_, None) => client.settings(hosts, SESSION, None),
         (_, Some(Credentials::Digest(digest))) => client.settings(hosts, SESSION, Some(digest)),
