@@ -23,6 +23,7 @@
 //! | 1 + 8 per entry | plan length (mod 64; fewer if the bytes run out); each entry: at ms (2, LE, mod the chaos phase), fault kind (1), pid (1), ms (2), extra ms or flag (2) |
 //! | 1 | the world's choices and the servers: bit 0 even → the bytes that follow ([`ByteStream`]), odd → the seed's stream (as the swarm); (byte >> 1) mod 3: 0 one server, 1 an ensemble of 3, 2 of 5 |
 //! | 1 + 6 per entry | with an ensemble only: its member faults (mod 64; fewer if the bytes run out); each: at ms (2, LE, mod the chaos phase), kind (1, mod 3: lag, cut-off, new leader), member (1, mod the members), ms (2, LE, mod 2 T + 1; a lag's mod 1,001) |
+//! | 1 + 1 + 2 | with an ensemble only: a member down at start (0 none; else how, (b − 1) mod 3: stopped, frozen, unresolvable), the member (1 + b mod (members − 1)), until ms (2, LE; 0 never) |
 //! | rest | the world's choices |
 //!
 //! Scenarios the swarm never draws because they are refused or unlivable
@@ -39,7 +40,7 @@ use crate::canary::Canary;
 use crate::check;
 use crate::choice::{ByteStream, Choices};
 use crate::run::RunReport;
-use crate::server::{EnsembleSpec, MemberFault};
+use crate::server::{DownHow, EnsembleSpec, MemberDown, MemberFault};
 use crate::swarm::{Env, Fault, Hosting, Queue, Scheme, Swarm};
 use crate::world::World;
 
@@ -222,7 +223,30 @@ fn ensemble(u: &mut Unstructured<'_>, servers: usize, chaos: Duration, t: u64) -
         faults.push((at, fault));
     }
     faults.sort_by_key(|(at, _)| *at);
-    EnsembleSpec { servers, faults }
+    // A member down at start: 0 none, else how ((b - 1) mod 3), the member
+    // (mod the members but the first leader), until (2, LE: 0 never).
+    let down_at_start = match byte(u) {
+        0 => None,
+        b => {
+            let how = match (b - 1) % 3 {
+                0 => DownHow::Stopped,
+                1 => DownHow::Frozen,
+                _ => DownHow::Unresolvable,
+            };
+            let server = 1 + usize::from(byte(u)) % (servers - 1).max(1);
+            let until = match u16le(u) {
+                0 => None,
+                _ if how == DownHow::Unresolvable => None,
+                ms => Some(Timestamp::from_millis(u64::from(ms))),
+            };
+            Some(MemberDown { server, how, until })
+        }
+    };
+    EnsembleSpec {
+        servers,
+        faults,
+        down_at_start,
+    }
 }
 
 /// Drops what the foreign models of `env` cannot live with (as the swarm does).
@@ -431,6 +455,21 @@ impl FuzzCase {
                 out.push(kind);
                 out.push(u8::try_from(server).unwrap_or(u8::MAX));
                 out.extend(u16::try_from(ms).unwrap_or(u16::MAX).to_le_bytes());
+            }
+            match spec.down_at_start {
+                None => out.push(0),
+                Some(down) => {
+                    out.push(match down.how {
+                        DownHow::Stopped => 1,
+                        DownHow::Frozen => 2,
+                        DownHow::Unresolvable => 3,
+                    });
+                    out.push(u8::try_from(down.server.saturating_sub(1)).unwrap_or(u8::MAX));
+                    let until = down.until.map_or(0, |at| {
+                        u16::try_from(at.as_millis()).unwrap_or(u16::MAX).max(1)
+                    });
+                    out.extend(until.to_le_bytes());
+                }
             }
         }
         if let WorldChoices::Bytes(bytes) = &self.world {

@@ -47,6 +47,7 @@ pub mod queue;
 pub mod rng;
 pub mod run;
 pub mod server;
+pub mod startup;
 pub mod swarm;
 pub mod trace;
 pub mod world;

@@ -84,6 +84,47 @@ pub struct EnsembleSpec {
     pub servers: usize,
     /// When each member fault starts.
     pub faults: Vec<(Timestamp, MemberFault)>,
+    /// A member down when the processes start (the connect string still
+    /// names it): the clients' start-up machine must start without it.
+    pub down_at_start: Option<MemberDown>,
+}
+
+/// How a member is down at start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DownHow {
+    /// Stopped: nothing listens; connections are refused.
+    Stopped,
+    /// Frozen (SIGSTOP): connections are accepted and never answered.
+    Frozen,
+    /// Its name does not resolve for the clients (it serves the quorum).
+    Unresolvable,
+}
+
+/// A member down at start, and until when (`None`: the whole run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemberDown {
+    /// The member (never the first leader).
+    pub server: usize,
+    /// How.
+    pub how: DownHow,
+    /// When it is back (stopped and frozen members only).
+    pub until: Option<Timestamp>,
+}
+
+/// What a member does with a client's ConnectRequest at some moment (what
+/// the start-up's asks meet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberState {
+    /// It answers.
+    Serving,
+    /// Its name does not resolve.
+    Unresolvable,
+    /// It refuses the connection.
+    Refusing,
+    /// It accepts and never answers.
+    Silent,
+    /// It is out of the quorum: it closes the connection.
+    Closing,
 }
 
 impl EnsembleSpec {
@@ -101,10 +142,12 @@ impl EnsembleSpec {
         let mut spec = Self {
             servers,
             faults: Vec::new(),
+            down_at_start: None,
         };
         if faults {
             spec.add_faults(&mut rng, chaos, timeout, 0.30, 0.15, 0.03);
         }
+        spec.down_at_start = MemberDown::draw(seed, servers, timeout);
         Some(spec)
     }
 
@@ -114,6 +157,7 @@ impl EnsembleSpec {
         let mut spec = Self {
             servers: 3,
             faults: Vec::new(),
+            down_at_start: None,
         };
         spec.add_faults(&mut rng, chaos, timeout, 0.6, 0.1, 0.0);
         spec
@@ -155,6 +199,30 @@ impl EnsembleSpec {
     }
 }
 
+impl MemberDown {
+    /// Draws (from a stream of its own, so the rest of the scenario stays
+    /// put) whether a member of an ensemble of `servers` is down when the
+    /// processes start (2 in 5), which one (never member 0, the first
+    /// leader), how (stopped, frozen or unresolvable alike), and for how
+    /// long (stopped or frozen: back after T/4 to 3T, or never in 3 of 10).
+    pub fn draw(seed: u64, servers: usize, timeout: Duration) -> Option<Self> {
+        let mut rng = SimRng::new(seed, 19);
+        if servers < 3 || !rng.chance(0.4) {
+            return None;
+        }
+        let server = rng.range(1, servers as u64 - 1) as usize;
+        let how = match rng.range(0, 2) {
+            0 => DownHow::Stopped,
+            1 => DownHow::Frozen,
+            _ => DownHow::Unresolvable,
+        };
+        let t = timeout.as_millis() as u64;
+        let until = (how != DownHow::Unresolvable && !rng.chance(0.3))
+            .then(|| Timestamp::from_millis(rng.range(t / 4, 3 * t)));
+        Some(Self { server, how, until })
+    }
+}
+
 impl fmt::Display for EnsembleSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -162,7 +230,22 @@ impl fmt::Display for EnsembleSpec {
             "ensemble of {} ({} member faults)",
             self.servers,
             self.faults.len()
-        )
+        )?;
+        match self.down_at_start {
+            None => Ok(()),
+            Some(down) => {
+                let how = match down.how {
+                    DownHow::Stopped => "stopped",
+                    DownHow::Frozen => "frozen",
+                    DownHow::Unresolvable => "unresolvable",
+                };
+                write!(f, " zk{} {how} at start", down.server)?;
+                match down.until {
+                    Some(at) => write!(f, " until {at}"),
+                    None => Ok(()),
+                }
+            }
+        }
     }
 }
 
@@ -202,6 +285,10 @@ pub struct Multi {
     violation: Option<String>,
     /// Changes the world should note in its trace.
     notes: Vec<String>,
+    /// The member down at start, while it is.
+    down: Option<MemberDown>,
+    /// Per process: the members its start-up machine gave its client.
+    plans: BTreeMap<usize, Vec<usize>>,
 }
 
 /// The ZooKeeper of a world (see the module docs).
@@ -218,19 +305,77 @@ impl Server {
     pub fn new(settings: ZkSettings, spec: Option<&EnsembleSpec>) -> Self {
         match spec {
             None => Server::Single(ZkModel::new(settings)),
-            Some(spec) => Server::Ensemble(Box::new(Multi {
-                ens: Ensemble::new(spec.servers, settings),
-                conns: BTreeMap::new(),
-                clients: BTreeMap::new(),
-                pending: BTreeMap::new(),
-                last_answer: None,
-                faults: spec.faults.clone(),
-                next_fault: 0,
-                endings: Vec::new(),
-                lags: vec![0; spec.servers.max(1)],
-                violation: None,
-                notes: Vec::new(),
-            })),
+            Some(spec) => {
+                let mut m = Multi {
+                    ens: Ensemble::new(spec.servers, settings),
+                    conns: BTreeMap::new(),
+                    clients: BTreeMap::new(),
+                    pending: BTreeMap::new(),
+                    last_answer: None,
+                    faults: spec.faults.clone(),
+                    next_fault: 0,
+                    endings: Vec::new(),
+                    lags: vec![0; spec.servers.max(1)],
+                    violation: None,
+                    notes: Vec::new(),
+                    down: spec.down_at_start,
+                    plans: BTreeMap::new(),
+                };
+                if let Some(down) = spec.down_at_start {
+                    if down.how != DownHow::Unresolvable {
+                        // Out of the quorum and serving no client until it is back.
+                        m.ens.cut_off(down.server);
+                        if let Some(until) = down.until {
+                            m.endings.push((until, Ending::CutOff(down.server)));
+                        }
+                    }
+                }
+                Server::Ensemble(Box::new(m))
+            }
+        }
+    }
+
+    /// How many servers the connect string names.
+    pub fn servers(&self) -> usize {
+        match self {
+            Server::Single(_) => 1,
+            Server::Ensemble(m) => m.ens.servers(),
+        }
+    }
+
+    /// What member `server` does with a ConnectRequest at `now`.
+    pub fn member_state(&self, server: usize, now: Timestamp) -> MemberState {
+        let Server::Ensemble(m) = self else {
+            return MemberState::Serving;
+        };
+        if let Some(down) = m.down.filter(|d| d.server == server) {
+            let back = down.until.is_some_and(|until| until <= now);
+            match down.how {
+                DownHow::Unresolvable => return MemberState::Unresolvable,
+                DownHow::Stopped if !back => return MemberState::Refusing,
+                DownHow::Frozen if !back => return MemberState::Silent,
+                DownHow::Stopped | DownHow::Frozen => {}
+            }
+        }
+        if m.ens.is_cut_off(server) {
+            MemberState::Closing
+        } else {
+            MemberState::Serving
+        }
+    }
+
+    /// Process `pid`'s client is given these members only (its start-up
+    /// machine's plan).
+    pub fn set_plan(&mut self, pid: usize, servers: &[usize]) {
+        if let Server::Ensemble(m) = self {
+            m.plans.insert(pid, servers.to_vec());
+        }
+    }
+
+    /// Records a start-up that broke its contract (see `crate::startup`).
+    pub fn startup_violation(&mut self, what: String) {
+        if let Server::Ensemble(m) = self {
+            m.violation.get_or_insert(what);
         }
     }
 
@@ -464,8 +609,13 @@ impl Server {
         m.pending.retain(|(p, _), _| *p != pid);
         let n = m.ens.servers();
         let mut refused = Refused::NoServer;
+        let plan = m.plans.get(&pid).cloned();
         for i in 1..=n {
             let server = (record.server + i) % n;
+            if plan.as_ref().is_some_and(|p| !p.contains(&server)) {
+                // Not in this client's list: it never tries it.
+                continue;
+            }
             let outcome = match session {
                 Some(s) if m.ens.leader().session_alive(s) => {
                     let old = m.conns.get(&s).map(|c| c.server);

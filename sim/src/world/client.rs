@@ -6,6 +6,7 @@
 use std::rc::Rc;
 use std::time::Duration;
 
+use zkelect_core::startup::Learn;
 use zkelect_core::{Input, OpId, Reply, Request, SessionEvent, Timestamp, WatchEvent, ZkCode};
 
 use super::hosting::wire;
@@ -310,6 +311,41 @@ impl World {
         } else {
             TimeoutSource::Handshake
         };
+        if self.procs[pid].started.is_none() && self.swarm.env.ensemble.is_some() {
+            // The transports' start-up (the core's machine): which members
+            // the client gets, the bound zookeeper-async reports, and when
+            // the client connects.
+            let learn = match source {
+                TimeoutSource::Handshake => Learn::SessionTimeout,
+                TimeoutSource::Session => Learn::Liveness,
+            };
+            match crate::startup::start_up(&mut self.zk, self.now, requested, learn, |c| c) {
+                Ok(started) => {
+                    let negotiated = self.zk.negotiate(requested);
+                    if let Err(e) = crate::startup::check(&started, self.now, negotiated) {
+                        self.zk.startup_violation(format!("p{pid}: {e}"));
+                    }
+                    self.zk.set_plan(pid, &started.plan.servers);
+                    if source == TimeoutSource::Handshake {
+                        self.procs[pid].handshaken = started.plan.bound;
+                    }
+                    self.procs[pid].started = Some(started.at);
+                    if started.at > self.now {
+                        self.push(started.at, Ev::Reconnect { pid });
+                        return;
+                    }
+                }
+                Err(_) => {
+                    // No member answered: the process tries again later.
+                    let at = self.now + Duration::from_millis(self.rng.range(200, 500));
+                    self.push(at, Ev::Reconnect { pid });
+                    return;
+                }
+            }
+        } else if self.procs[pid].started.is_some_and(|at| at > self.now) {
+            // Its start-up is still deciding.
+            return;
+        }
         if source == TimeoutSource::Handshake && self.procs[pid].handshaken.is_none() {
             let learned = self.zk.handshake(self.now, requested, identity);
             self.procs[pid].handshaken = Some(learned);

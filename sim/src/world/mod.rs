@@ -335,6 +335,8 @@ struct Proc {
     timeout: Duration,
     /// The timeout the client learned by its own handshake (zookeeper-async).
     handshaken: Option<Duration>,
+    /// When its start-up (against an ensemble) made its plan.
+    started: Option<Timestamp>,
     conn: Conn,
     gen: u64,
     last_from_server: Timestamp,
@@ -1276,6 +1278,7 @@ impl World {
             session: None,
             timeout: self.swarm.session_timeout,
             handshaken: None,
+            started: None,
             conn: Conn::Disconnected,
             gen: 0,
             last_from_server: self.now,
