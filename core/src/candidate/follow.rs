@@ -220,6 +220,9 @@ impl Candidate {
         }
         self.set_step(Step::Lead);
         self.forget_lower();
+        if self.session.round == Round::Contradicted {
+            self.session.round = Round::Fresh;
+        }
         match self.leadership {
             Leadership::Active(_) => {}
             Leadership::Suspended(_) => {
@@ -300,6 +303,9 @@ impl Candidate {
         self.demote(reason);
         self.let_go_of_node();
         self.session.own = None;
+        if self.session.round == Round::Contradicted {
+            self.session.round = Round::Fresh;
+        }
         self.drop_own_watch();
         self.forget_lower();
         if self.leaving() {
@@ -326,7 +332,14 @@ impl Candidate {
                     self.set_step(Step::Watch { pred: pred.into() });
                 }
             }
-            Next::Wait => self.step = Step::Wait,
+            Next::Wait => {
+                // Every watch agrees with the listing: whatever contradicted
+                // it is over.
+                if self.session.round == Round::Contradicted {
+                    self.session.round = Round::Fresh;
+                }
+                self.step = Step::Wait;
+            }
         }
     }
 
@@ -352,9 +365,14 @@ impl Candidate {
                 else {
                     // Another node bears the name now, created after ours: the
                     // path was deleted and recreated, and our node with it, or
-                    // ours is not what we think. Look again, and check ours.
+                    // ours is not what we think. Look again, and check ours,
+                    // after a backoff: a listing that shows the same again
+                    // (a view that contradicts itself for good) must not
+                    // make a loop of listings and reads.
                     self.own_watch_spent();
-                    return self.set_step(Step::List);
+                    self.set_step(Step::List);
+                    self.session.round = Round::Contradicted;
+                    return self.retry_later();
                 };
                 if tightened {
                     self.stats.marks_seen += 1;
@@ -366,7 +384,18 @@ impl Candidate {
                 self.session.standing.armed(&pred);
                 self.watch_next_lower();
             }
-            Err(ZkCode::NoNode) => self.pred_gone(&pred, false),
+            // Gone since the listing: one listing settles it, at once. A
+            // second read answered `NoNode` before any read agrees with its
+            // listing waits a backoff first: a listing that keeps showing a
+            // node its read says is gone (a view that contradicts itself
+            // for good) must not make a loop of listings and reads.
+            Err(ZkCode::NoNode) => {
+                if self.session.round == Round::Contradicted {
+                    self.retry_later();
+                }
+                self.session.round = Round::Contradicted;
+                self.pred_gone(&pred, false);
+            }
             Err(code) => {
                 let path = self.child_path(&pred);
                 self.main_error("watch", path, code);

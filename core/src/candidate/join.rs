@@ -79,11 +79,15 @@ impl Candidate {
         }
         // Progress of the main lane ends its backoff. Not an answer of a
         // side lane (a probe answers every third of the timeout while the
-        // main lane may be failing), nor a level of the path made: making
-        // the path and losing it again is the loop the backoff must slow.
+        // main lane may be failing), nor a level of the path made, nor any
+        // answer while the lane goes round a loop an answer does not end
+        // (`Round`): making the path and losing it again, or listing and
+        // reading a view that contradicts itself, is what the backoff must
+        // slow.
         if result.is_ok()
             && flight.purpose.is_main()
             && !matches!(flight.purpose, Purpose::Parent(_))
+            && self.session.round == Round::Fresh
         {
             self.backoff.reset();
         }
@@ -141,7 +145,7 @@ impl Candidate {
         };
         match result {
             Ok(_) | Err(ZkCode::NodeExists) => {
-                self.session.parents_made = true;
+                self.session.round = Round::MadeParents;
                 self.step = if index >= last {
                     Step::Create
                 } else {
@@ -162,7 +166,7 @@ impl Candidate {
             // ancestor vanished under us (deleted concurrently).
             Err(ZkCode::NoNode) => {
                 self.step = Step::Parents { index: 0 };
-                if self.session.parents_made {
+                if self.session.round == Round::MadeParents {
                     self.retry_later();
                 }
             }
@@ -179,7 +183,7 @@ impl Candidate {
             Ok(Reply::Created { path, stat }) => {
                 let name = path.rsplit('/').next().unwrap_or_default().to_owned();
                 self.session.create_uncertain = false;
-                self.session.parents_made = false;
+                self.session.round = Round::Fresh;
                 self.learn_session(stat);
                 self.check_token(FencingToken(stat.czxid));
                 self.session.own = Some(Own {
@@ -199,7 +203,7 @@ impl Candidate {
             Err(ZkCode::NoNode) if self.config.create_parents() => {
                 let deepest = ancestors(self.config.path()).len().saturating_sub(1);
                 self.set_step(Step::Parents { index: deepest });
-                if self.session.parents_made {
+                if self.session.round == Round::MadeParents {
                     // We made the path since our last create, and it is gone
                     // again: wait before making it once more.
                     self.retry_later();
@@ -312,7 +316,7 @@ impl Candidate {
             Ok(Reply::Data { stat, .. }) if self.owned_by_this_session(stat) => {
                 self.learn_session(stat);
                 self.session.create_uncertain = false;
-                self.session.parents_made = false;
+                self.session.round = Round::Fresh;
                 self.check_token(FencingToken(stat.czxid));
                 self.stats.recovered_creates += 1;
                 self.session.own = Some(Own {

@@ -286,6 +286,28 @@ pub(super) struct Own {
     pub(super) mark: Mark,
 }
 
+/// Whether the main lane is going round a loop that a successful answer
+/// does not end, so that its answers do not reset the backoff and each
+/// round waits longer than the last: every retry backs off, and a loop
+/// that an answer would otherwise restart at once is a storm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Round {
+    /// Nothing outstanding: a successful answer of the main lane ends the
+    /// backoff.
+    Fresh,
+    /// Levels of the election path were made (or found) since our node's
+    /// create last succeeded: a create or a level answered `NoNode` now
+    /// means the path is being deleted under us.
+    MadeParents,
+    /// A watched node's read contradicted the listing that showed it below
+    /// ours since the candidate last had every watch armed (or led):
+    /// another node bears the name, created after ours (the listing
+    /// that follows waits a backoff), or the node is gone (the first such
+    /// listing goes at once, a second waits). Each round waits longer than
+    /// the last.
+    Contradicted,
+}
+
 /// Everything that belongs to one ZooKeeper session. When the session ends,
 /// it is replaced whole: nothing of it can outlive its session by mistake.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -298,11 +320,9 @@ pub(super) struct SessionState {
     pub(super) creates: u64,
     /// A create of this session may have been applied though its reply was lost.
     pub(super) create_uncertain: bool,
-    /// A level of the election path was created (or found) since our node's
-    /// last create succeeded: a create or a level answered `NoNode` now means
-    /// the path is being deleted under us, and the next attempt waits a
-    /// backoff (without it, making the path and losing it again is a loop).
-    pub(super) parents_made: bool,
+    /// Whether the main lane goes round a loop that an answer does not end
+    /// (see [`Round`]).
+    pub(super) round: Round,
     /// Send time of the newest request the server answered in this session.
     pub(super) last_ack: Option<Timestamp>,
     /// Every request in flight, by op: the one place that says what is in flight.
@@ -327,7 +347,7 @@ impl SessionState {
             epoch,
             creates: 0,
             create_uncertain: false,
-            parents_made: false,
+            round: Round::Fresh,
             last_ack: None,
             ops: OpTable::default(),
             clearing: None,
