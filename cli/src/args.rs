@@ -411,6 +411,10 @@ pub(crate) enum CanaryArg {
     /// it reconnects, so a follower behind it serves it (caught by the
     /// single-system-image checker).
     TrustsBehind,
+    /// Under a missing chroot, sends a level of its path answered NoNode
+    /// again at once, forever, as the core once did (caught by the
+    /// no-storm checker).
+    StormingParents,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

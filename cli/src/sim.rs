@@ -61,6 +61,7 @@ pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
             CanaryArg::WriterIgnoresReaders => Canary::WriterIgnoresReaders,
             CanaryArg::MutexAnyDeletion => Canary::MutexAnyDeletion,
             CanaryArg::TrustsBehind => Canary::TrustsBehind,
+            CanaryArg::StormingParents => Canary::StormingParents,
         }),
         keep_trace: args.trace || args.save.is_some(),
     };

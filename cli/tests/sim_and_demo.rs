@@ -63,6 +63,7 @@ fn every_canary_is_caught_and_its_replay_keeps_the_overrides() {
         "writer-ignores-readers",
         "mutex-any-deletion",
         "trusts-behind",
+        "storming-parents",
     ] {
         let (code, out) = zkelect(&[
             "sim",

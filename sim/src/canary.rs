@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use zkelect_core::name::Access;
 use zkelect_core::{
-    ConfigBuilder, ConnectionPolicy, Recipe, Reply, Request, Rule, SessionEvent, WatchEvent,
-    WatchStrategy, ZkCode,
+    ConfigBuilder, ConnectionPolicy, CreateMode, Recipe, Reply, Request, Rule, SessionEvent,
+    WatchEvent, WatchStrategy, ZkCode,
 };
 
 use crate::foreign::Scheme;
@@ -83,6 +83,14 @@ pub enum Canary {
     /// it and it trusts that follower's reads: it can see an older view than
     /// it has seen. Targets `single-system-image`.
     TrustsBehind,
+    /// Makes the levels of its path the way the core did before it learned
+    /// to stop: its client hides a level's create answered `NoNode` and sends
+    /// it again at once, with no backoff and no end (the core answered
+    /// `NoNode` on the topmost level with the same create, thousands of
+    /// times a second on a real server). Run where the connect string's
+    /// chroot names no node, so no level can ever be made. Targets
+    /// `no-storm`.
+    StormingParents,
 }
 
 /// What a canary may know of its candidate and the world when it rewrites
@@ -132,7 +140,7 @@ impl Swarm {
 
 impl Canary {
     /// Every canary.
-    pub const ALL: [Canary; 12] = [
+    pub const ALL: [Canary; 13] = [
         Canary::IgnoresDisconnect,
         Canary::Unprotected,
         Canary::ParentWatch,
@@ -145,6 +153,7 @@ impl Canary {
         Canary::WriterIgnoresReaders,
         Canary::MutexAnyDeletion,
         Canary::TrustsBehind,
+        Canary::StormingParents,
     ];
 
     /// The queue it runs in: the new rule canaries their rule's, every other
@@ -174,6 +183,7 @@ impl Canary {
             Canary::WriterIgnoresReaders => "writer-ignores-readers",
             Canary::MutexAnyDeletion => "mutex-any-deletion",
             Canary::TrustsBehind => "trusts-behind",
+            Canary::StormingParents => "storming-parents",
         }
     }
 
@@ -197,6 +207,7 @@ impl Canary {
             Canary::WriterIgnoresReaders => "safety",
             Canary::MutexAnyDeletion => "safety",
             Canary::TrustsBehind => "single-system-image",
+            Canary::StormingParents => "no-storm",
         }
     }
 
@@ -214,7 +225,8 @@ impl Canary {
             | Canary::ReaderWatchesPredecessor
             | Canary::WriterIgnoresReaders
             | Canary::MutexAnyDeletion
-            | Canary::TrustsBehind => builder,
+            | Canary::TrustsBehind
+            | Canary::StormingParents => builder,
         }
     }
 
@@ -285,6 +297,14 @@ impl Canary {
             | Canary::MutexAnyDeletion => {
                 // A queue long enough to have waiters behind waiters.
                 swarm.candidates = swarm.candidates.max(4);
+            }
+            Canary::StormingParents => {
+                // Every candidate's connect string names a missing chroot
+                // (each on a session of its own: canaries share none).
+                swarm.env.chroot = Some(crate::swarm::BadChroot {
+                    root: crate::swarm::ChrootRoot::Missing,
+                    hosts: (0..swarm.candidates).collect(),
+                });
             }
             Canary::TrustsBehind => {
                 // An ensemble whose followers lag often.
@@ -386,6 +406,21 @@ impl Canary {
     /// probe sends) of [`Canary::IgnoresDisconnect`].
     pub fn answers_locally(self, request: &Request) -> bool {
         self == Canary::IgnoresDisconnect && matches!(request, Request::Exists { watch: false, .. })
+    }
+
+    /// Whether its client sends `request` again at once instead of handing
+    /// the candidate `result` ([`Canary::StormingParents`]: a level of the
+    /// path, created persistent or as a container, answered `NoNode`).
+    pub fn retries_at_once(self, request: &Request, result: &Result<Reply, ZkCode>) -> bool {
+        self == Canary::StormingParents
+            && *result == Err(ZkCode::NoNode)
+            && matches!(
+                request,
+                Request::Create {
+                    mode: CreateMode::Persistent | CreateMode::Container,
+                    ..
+                }
+            )
     }
 
     /// Whether the candidate gets to see this session event.

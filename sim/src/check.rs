@@ -39,10 +39,16 @@
 //! | [`StaleReply`] `stale-reply` | a reply to a request the candidate no longer waits for changes its role |
 //! | [`NoError`] `no-error` | a candidate reports a fatal error (nothing in the simulation should cause one) |
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
 
 use zkelect_core::name::Access;
-use zkelect_core::{FencingToken, Notice, OpId, Recipe, Role, Rule, WatchStrategy};
+use zkelect_core::{
+    CandidateError, FencingToken, NamespaceFault, Notice, OpId, Recipe, Role, Rule, Timestamp,
+    WatchStrategy, ZkCode,
+};
+
+use crate::swarm::ChrootRoot;
 
 use crate::invariant::Holds;
 pub use crate::invariant::{Event, Invariant, Kinds, Violation};
@@ -72,6 +78,7 @@ pub fn standard() -> Vec<Checker> {
         Box::new(NoError),
         Box::new(Observers),
         Box::new(crate::server::SingleSystemImage),
+        Box::new(NoStorm::default()),
     ]
 }
 
@@ -123,7 +130,7 @@ fn who(p: &Process<'_>) -> String {
 fn holds_by_lease(world: &World, p: &Process<'_>) -> bool {
     match p.candidate {
         Some(c) => c.lease_expiry().is_some_and(|until| world.now() < until),
-        None => !p.paused && p.resumed_at == zkelect_core::Timestamp::ZERO,
+        None => !p.paused && p.resumed_at == Timestamp::ZERO,
     }
 }
 
@@ -925,18 +932,72 @@ impl Invariant<World> for NoError {
     }
 
     fn kinds(&self) -> Kinds {
-        Kinds::NOTICE
+        Kinds::NOTICE | Kinds::LIVENESS_DUE
     }
 
-    fn check(&mut self, _world: &World, event: &Event<'_>) -> Result<(), String> {
-        if let Event::Notice {
-            pid,
-            notice: Notice::Error(e),
-        } = event
-        {
-            return Err(format!("p{pid} failed: {e}"));
+    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
+        match event {
+            Event::Notice {
+                pid,
+                notice: Notice::Error(e),
+            } => match (world.bad_chroot(*pid), e) {
+                // What a session under a bad chroot must end with, naming the
+                // chroot's fault: `/` is the ephemeral chroot itself, the
+                // topmost level of the path has no parent under a missing one.
+                (
+                    Some(root),
+                    CandidateError::Namespace {
+                        path,
+                        fault: NamespaceFault::Ephemeral,
+                    },
+                ) if root == ChrootRoot::Ephemeral && path == "/" => Ok(()),
+                (
+                    Some(root),
+                    CandidateError::Namespace {
+                        path,
+                        fault: NamespaceFault::RootMissing,
+                    },
+                ) if root == ChrootRoot::Missing && path.matches('/').count() == 1 => Ok(()),
+                // A candidate that makes no parents (`create_parents(false)`)
+                // cannot tell a missing chroot from a missing path: its
+                // election path is missing, as far as it can see.
+                (
+                    Some(_),
+                    CandidateError::Refused {
+                        path,
+                        code: ZkCode::NoNode,
+                        ..
+                    },
+                ) if world
+                    .process(*pid)
+                    .candidate
+                    .is_some_and(|c| !c.config().create_parents() && c.config().path() == path) =>
+                {
+                    Ok(())
+                }
+                _ => Err(format!("p{pid} failed: {e}")),
+            },
+            // Long before this, every candidate under a bad chroot stopped
+            // with that error (an observer there waits on its missing path),
+            // unless it left first (closed, resigned, crashed).
+            Event::LivenessDue => {
+                for p in world.processes() {
+                    let Some(c) = p.candidate else { continue };
+                    if world.bad_chroot(p.pid).is_some()
+                        && !p.crashed
+                        && !matches!(c.role(), Role::Failed | Role::Closed | Role::Idle)
+                    {
+                        return Err(format!(
+                            "p{} runs under a bad chroot and has not stopped: {:?}",
+                            p.pid,
+                            c.role()
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -963,10 +1024,16 @@ impl Invariant<World> for Observers {
             return Ok(());
         }
         let mut truths: BTreeMap<usize, Vec<(String, FencingToken, bool)>> = BTreeMap::new();
+        let nothing = Vec::new();
         for p in world.processes().filter(|p| p.observer && !p.crashed) {
-            let truth = truths
-                .entry(p.queue)
-                .or_insert_with(|| world.queue_truth_of(p.queue));
+            // Under a bad chroot the queue's path is missing, for good: the
+            // truth there is an empty queue.
+            let truth = match world.bad_chroot(p.pid) {
+                Some(_) => &nothing,
+                None => truths
+                    .entry(p.queue)
+                    .or_insert_with(|| world.queue_truth_of(p.queue)),
+            };
             // A closed observer keeps its last list; it is no longer live.
             let Some(o) = p
                 .agent
@@ -1029,5 +1096,101 @@ mod tests {
         );
         assert!(checker.check(&world, &answered(0, 7)).is_ok());
         assert!(checker.check(&world, &answered(1, 8)).is_ok());
+    }
+}
+
+/// How long a window [`NoStorm`] counts a session's requests over.
+pub const STORM_WINDOW: Duration = Duration::from_secs(10);
+
+/// The requests a zkelect candidate (or a foreign model) may send in one
+/// [`STORM_WINDOW`]: 30 a second, sustained. Its main lane sends at most
+/// one request per answer and every retry waits a backoff, so the busiest
+/// candidate of 40,000 seeds sent 77 in ten seconds (wipes, churn and
+/// reconnects included); a loop without a backoff sends one request per
+/// round trip, 100 a second and more in the simulator, thousands on a real
+/// link.
+pub const STORM_PER_MACHINE: usize = 300;
+
+/// What an observer may send in one [`STORM_WINDOW`] besides
+/// [`STORM_PER_MACHINE`], per process ever started in its queue (and
+/// look-alike): it reads every listed node after each listing, so a change
+/// costs it a listing and a read per node. The busiest observer of 40,000
+/// seeds sent 454 in ten seconds, its session's other machines included.
+pub const STORM_PER_OBSERVED: usize = 100;
+
+/// No session storms the server: the requests that reach the server from
+/// one session within any [`STORM_WINDOW`] (a sliding window: a burst at
+/// connecting or relisting is absorbed, a loop that goes on is not) stay
+/// under the session's budget: [`STORM_PER_MACHINE`] per machine on it, and
+/// [`STORM_PER_OBSERVED`] more per process of an observer's queue. In every
+/// phase of every seed, persistent errors included (a candidate under a
+/// missing or ephemeral chroot must stop, not loop).
+#[derive(Debug, Default)]
+pub struct NoStorm {
+    /// Per session (its host), the arrival times of its requests within
+    /// the window, oldest first.
+    windows: BTreeMap<usize, VecDeque<Timestamp>>,
+    /// Per session, its budget and the process count it was worked out at.
+    budgets: BTreeMap<usize, (usize, usize)>,
+}
+
+impl NoStorm {
+    fn budget(world: &World, host: usize) -> usize {
+        let mut budget = 0;
+        for p in world.processes().filter(|p| p.host == host) {
+            budget += STORM_PER_MACHINE;
+            if p.observer {
+                let observed = world.processes().filter(|q| q.queue == p.queue).count()
+                    + world.lookalikes().len();
+                budget += STORM_PER_OBSERVED * observed;
+            }
+        }
+        budget.max(STORM_PER_MACHINE)
+    }
+}
+
+impl Invariant<World> for NoStorm {
+    fn name(&self) -> &'static str {
+        "no-storm"
+    }
+
+    fn kinds(&self) -> Kinds {
+        Kinds::REQUEST
+    }
+
+    fn check(&mut self, world: &World, event: &Event<'_>) -> Result<(), String> {
+        let Event::Request { host, .. } = event else {
+            return Ok(());
+        };
+        let now = world.now();
+        let window = self.windows.entry(*host).or_default();
+        window.push_back(now);
+        while window.front().is_some_and(|&t| t + STORM_WINDOW <= now) {
+            window.pop_front();
+        }
+        let sent = window.len();
+        if sent <= STORM_PER_MACHINE {
+            return Ok(());
+        }
+        // Processes only come (spawns): the budget is worked out again when
+        // their number changed.
+        let procs = world.processes().len();
+        let budget = match self.budgets.get(host) {
+            Some(&(at, budget)) if at == procs => budget,
+            _ => {
+                let budget = Self::budget(world, *host);
+                self.budgets.insert(*host, (procs, budget));
+                budget
+            }
+        };
+        if sent > budget {
+            let first = window.front().copied().unwrap_or(now);
+            return Err(format!(
+                "p{host}'s session sent {sent} requests in {} ms (from {first} to {now}), more than its {budget} for {} s",
+                now.as_millis() - first.as_millis(),
+                STORM_WINDOW.as_secs()
+            ));
+        }
+        Ok(())
     }
 }

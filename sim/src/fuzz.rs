@@ -18,7 +18,7 @@
 //! | bytes | field |
 //! |---|---|
 //! | 8 | seed (knobs, foreign contenders' names; LE) |
-//! | 1 each | candidates − 1 (mod 20), leaders − 1 (mod 2), timeout/100 − 20 (mod 41), policy, chaos s − 5 (mod 26), reorder, pauses |
+//! | 1 each | candidates − 1 (mod 20), leaders − 1 (mod 2), timeout/100 − 20 (mod 41), policy (bit 0; bit 1 the seed's hosting; bits 2–3 a bad chroot, 1 missing or 2 ephemeral, followed by 3 bytes: a bit per candidate whose session has it; bit 4 the seed's late start), chaos s − 5 (mod 26), reorder, pauses |
 //! | 1 + 1 + 1 + n + 1 + 4 | interop (mod 3), foreign (mod 5), n look-alikes (n mod 5, a scheme each), server limits (mod 4: none, max a, min a, min a and max ≥ a) and a, b in ms (1 s + LE mod 7,001) |
 //! | 1 + 8 per entry | plan length (mod 64; fewer if the bytes run out); each entry: at ms (2, LE, mod the chaos phase), fault kind (1), pid (1), ms (2), extra ms or flag (2) |
 //! | 1 | the world's choices and the servers: bit 0 even → the bytes that follow ([`ByteStream`]), odd → the seed's stream (as the swarm); (byte >> 1) mod 3: 0 one server, 1 an ensemble of 3, 2 of 5 |
@@ -41,7 +41,7 @@ use crate::check;
 use crate::choice::{ByteStream, Choices};
 use crate::run::RunReport;
 use crate::server::{DownHow, EnsembleSpec, MemberDown, MemberFault};
-use crate::swarm::{Env, Fault, Hosting, Queue, Scheme, Swarm};
+use crate::swarm::{BadChroot, ChrootRoot, Env, Fault, Hosting, Queue, Scheme, Swarm};
 use crate::world::World;
 
 /// Where a fuzz case's world takes its choices from.
@@ -300,6 +300,19 @@ impl<'a> Arbitrary<'a> for FuzzCase {
         // Bit 1 of the policy byte: the seed's hosting (issue 17: shared
         // sessions, observers), drawn from the seed as the swarm draws it.
         let hosted = policy_byte & 2 != 0;
+        // Bits 2–3: a bad chroot (1 missing, 2 ephemeral), then three bytes
+        // of its sessions (a bit per candidate pid); bit 4: the seed's late
+        // start. Zero in every older file, which reads no more bytes.
+        let chroot_root = match (policy_byte >> 2) & 3 {
+            1 => Some(ChrootRoot::Missing),
+            2 => Some(ChrootRoot::Ephemeral),
+            _ => None,
+        };
+        let chroot_mask = match chroot_root {
+            Some(_) => u32::from_le_bytes([byte(u), byte(u), byte(u), 0]),
+            None => 0,
+        };
+        let late = policy_byte & 16 != 0;
         let policy = if policy_byte % 2 == 1 {
             ConnectionPolicy::SessionAware
         } else {
@@ -357,8 +370,18 @@ impl<'a> Arbitrary<'a> for FuzzCase {
                     Hosting::default()
                 },
                 ensemble: None,
+                chroot: None,
+                late_start: late.then(|| Swarm::late_start_of(seed)),
             },
         };
+        if let Some(root) = chroot_root {
+            let hosts: Vec<usize> = (0..candidates.min(24))
+                .filter(|&p| chroot_mask & (1 << p) != 0 && swarm.env.hosting.host(p) == p)
+                .collect();
+            if !hosts.is_empty() {
+                swarm.env.chroot = Some(BadChroot { root, hosts });
+            }
+        }
         normalize(&mut swarm);
         let choices = byte(u);
         swarm.env.ensemble = match (choices >> 1) % 3 {
@@ -404,7 +427,29 @@ impl FuzzCase {
         // Hosting travels as one bit: the seed's own draw, or none.
         let hosted = s.env.hosting != Hosting::default()
             && s.env.hosting == Hosting::draw(self.seed, s.candidates);
-        out.push(u8::from(s.policy == ConnectionPolicy::SessionAware) | (u8::from(hosted) << 1));
+        let root = match &s.env.chroot {
+            None => 0,
+            Some(bad) if bad.root == ChrootRoot::Missing => 1,
+            Some(_) => 2,
+        };
+        let late = s
+            .env
+            .late_start
+            .is_some_and(|l| l == Swarm::late_start_of(self.seed));
+        out.push(
+            u8::from(s.policy == ConnectionPolicy::SessionAware)
+                | (u8::from(hosted) << 1)
+                | (root << 2)
+                | (u8::from(late) << 4),
+        );
+        if let Some(bad) = &s.env.chroot {
+            let mask = bad
+                .hosts
+                .iter()
+                .filter(|&&p| p < 24)
+                .fold(0u32, |m, &p| m | (1 << p));
+            out.extend(&mask.to_le_bytes()[..3]);
+        }
         out.push(s.chaos.as_secs().clamp(5, 30) as u8 - 5);
         out.push(u8::from(s.reorder));
         out.push(u8::from(s.pauses));

@@ -88,6 +88,15 @@ pub enum Event<'a> {
     Quiet,
     /// The run is over: every candidate closed, every dead session expired.
     End,
+    /// A request reached the server on the session of process `host` (the
+    /// machine that runs the session; `pid` sent it, itself or a machine
+    /// riding on that session).
+    Request {
+        /// The session's process.
+        host: usize,
+        /// The machine that sent it.
+        pid: usize,
+    },
 }
 
 impl Event<'_> {
@@ -104,6 +113,7 @@ impl Event<'_> {
             Self::LivenessDue => 1 << 7,
             Self::End => 1 << 8,
             Self::Quiet => 1 << 9,
+            Self::Request { .. } => 1 << 10,
         })
     }
 }
@@ -145,6 +155,8 @@ impl Kinds {
     pub const END: Self = Self(1 << 8);
     /// [`Event::Quiet`].
     pub const QUIET: Self = Self(1 << 9);
+    /// [`Event::Request`].
+    pub const REQUEST: Self = Self(1 << 10);
 
     /// A one-kind set's position (0 for [`Kinds::STEP`], 1 for
     /// [`Kinds::NOTICE`], …): an index for tables by kind.
@@ -154,7 +166,7 @@ impl Kinds {
 
     /// Every kind, one at a time, in [`Kinds::index`] order.
     pub fn each() -> impl Iterator<Item = Self> {
-        (0..=9).map(|bit| Self(1 << bit))
+        (0..=10).map(|bit| Self(1 << bit))
     }
 
     /// Whether every kind in `other` is in `self`.

@@ -449,6 +449,16 @@ impl Server {
         }
     }
 
+    /// Keeps `session` alive at the session tracker, whatever its
+    /// connection: an operator's process that holds an ephemeral node for
+    /// the whole run (reconnecting as it must, which is not modelled).
+    pub fn keep_alive(&mut self, now: Timestamp, session: SessionId) {
+        match self {
+            Server::Single(zk) => zk.touch(now, session),
+            Server::Ensemble(m) => m.ens.leader_mut().touch(now, session),
+        }
+    }
+
     /// The whole service restarts (see [`ZkModel::restart`]): one server
     /// loses its watches (its clients re-arm nothing: the single-server
     /// model keeps no client-side tables); an ensemble's session timers

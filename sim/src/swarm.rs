@@ -357,6 +357,79 @@ pub struct Env {
     pub hosting: Hosting,
     /// An ensemble of 3 or 5 and its member faults (`None`: one server).
     pub ensemble: Option<crate::server::EnsembleSpec>,
+    /// Sessions whose connect string has a chroot that cannot hold the
+    /// queue ([`BadChroot`]; `None`: every connect string is plain).
+    pub chroot: Option<BadChroot>,
+    /// Every session that carries more than observers connects this late,
+    /// so that the observers list the queue before its path exists
+    /// (`None`: all connect within 50 ms of the start).
+    pub late_start: Option<Duration>,
+}
+
+/// What a bad chroot names ([`BadChroot`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChrootRoot {
+    /// A node that does not exist (`/apps/x`).
+    Missing,
+    /// An ephemeral node (`/eph`, which a session of the operator's holds
+    /// for the whole run): it cannot have children.
+    Ephemeral,
+}
+
+impl ChrootRoot {
+    /// The chroot, as the connect string gives it.
+    pub fn path(self) -> &'static str {
+        match self {
+            ChrootRoot::Missing => "/apps/x",
+            ChrootRoot::Ephemeral => "/eph",
+        }
+    }
+}
+
+/// Connect strings whose chroot cannot hold the queue: the misconfigured
+/// part of a fleet (or all of it), drawn in ordinary seeds
+/// ([`BadChroot::draw`]). Every machine on such a session must stop with
+/// the core's typed `CandidateError::Namespace` after a bounded number of
+/// requests (an observer reports an empty queue and waits), and no other
+/// machine may report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadChroot {
+    /// What the chroot names.
+    pub root: ChrootRoot,
+    /// The sessions (by their host, a candidate of the first queue at the
+    /// start) whose connect string has it, ascending.
+    pub hosts: Vec<usize>,
+}
+
+impl BadChroot {
+    /// Draws it for `seed` from a stream of its own (label 21, so every
+    /// other draw stays put): 1 in 8 seeds, missing or ephemeral evenly,
+    /// on every session of the first queue's candidates 1 in 4 of those
+    /// (the whole fleet misconfigured), else on each such session 1 in 3
+    /// (at least one).
+    pub fn draw(seed: u64, hosting: &Hosting, candidates: usize) -> Option<Self> {
+        let mut rng = SimRng::new(seed, 21);
+        if !rng.chance(0.125) {
+            return None;
+        }
+        let root = if rng.chance(0.5) {
+            ChrootRoot::Missing
+        } else {
+            ChrootRoot::Ephemeral
+        };
+        let sessions: Vec<usize> = (0..candidates).filter(|&p| hosting.host(p) == p).collect();
+        let all = rng.chance(0.25);
+        let mut hosts: Vec<usize> = sessions
+            .iter()
+            .copied()
+            .filter(|_| all || rng.chance(1.0 / 3.0))
+            .collect();
+        if hosts.is_empty() {
+            let i = rng.range(0, sessions.len() as u64 - 1) as usize;
+            hosts.push(sessions[i]);
+        }
+        Some(Self { root, hosts })
+    }
 }
 
 /// Several machines on one session, and observers (issue 17): what the
@@ -713,6 +786,12 @@ impl fmt::Display for Env {
                 )?;
             }
         }
+        if let Some(bad) = &self.chroot {
+            write!(f, " chroot={}@{:?}", bad.root.path(), bad.hosts)?;
+        }
+        if let Some(late) = self.late_start {
+            write!(f, " late_start={}ms", late.as_millis())?;
+        }
         match &self.ensemble {
             Some(spec) => write!(f, " {spec}"),
             None => Ok(()),
@@ -741,6 +820,10 @@ impl Swarm {
     pub fn from_seed(seed: u64, overrides: Overrides) -> Self {
         let mut swarm = Self::from_seed_without_side_faults(seed, overrides);
         Hosting::side_faults(&mut swarm, seed);
+        // Not in a canary's seeds (`one_queue_from_seed`): they keep the
+        // worlds they were documented with.
+        swarm.env.chroot = BadChroot::draw(seed, &swarm.env.hosting, swarm.candidates);
+        swarm.observers_through_absence(seed);
         swarm
     }
 
@@ -772,6 +855,40 @@ impl Swarm {
         let mut swarm = swarm.with_queue(queue.0, queue.1);
         swarm.env.hosting = Hosting::draw(seed, swarm.candidates);
         swarm
+    }
+
+    /// How late `seed` starts the sessions that carry more than observers,
+    /// when it does ([`Env::late_start`]): 1–3 s.
+    pub fn late_start_of(seed: u64) -> Duration {
+        Duration::from_millis(SimRng::new(seed, 22).range(1_000, 3_000))
+    }
+
+    /// In seeds with observers, from a stream of their own (label 22): 1 in
+    /// 3 start them before the queue's path exists (every other session
+    /// connects 1–3 s late), and 1 in 3 (independently) wipe the queue once
+    /// to three times while they watch (`Fault::WipeElection`: every node,
+    /// then the path; not next to Curator's models, which a wiped election
+    /// strands).
+    fn observers_through_absence(&mut self, seed: u64) {
+        if self.env.hosting.observers.is_empty() {
+            return;
+        }
+        let mut rng = SimRng::new(seed, 22);
+        let late = Self::late_start_of(seed);
+        rng.range(1_000, 3_000);
+        if rng.chance(1.0 / 3.0) {
+            self.env.late_start = Some(late);
+        }
+        let wipes = rng.chance(1.0 / 3.0);
+        let curator = self.env.library() == Some(Scheme::Curator);
+        if wipes && !curator {
+            let chaos = self.chaos.as_millis() as u64;
+            for _ in 0..rng.range(1, 3) {
+                let at = Timestamp::from_millis(rng.range(500, chaos.saturating_sub(500).max(500)));
+                self.plan.push((at, Fault::WipeElection));
+            }
+            self.plan.sort_by_key(|(t, _)| *t);
+        }
     }
 
     /// The queue becomes `queue` with `k` holders (1 for a mutex or a

@@ -99,3 +99,88 @@ fn an_observer_that_skips_its_relists_is_caught() {
     let (invariant, detail) = caught.expect("caught within 20 seeds");
     assert_eq!(invariant, "observers", "{detail}");
 }
+
+/// Ordinary seeds with observers that start before the queue's path exists
+/// (every other session connects 1–3 s late) or watch while the queue is
+/// wiped (every node, then the path): those seeds pass, and an observer on
+/// a session of its own that started before the path listed a missing path
+/// and set its creation watch.
+fn observers_through_absence(range: std::ops::Range<u64>) -> Vec<(u64, Swarm)> {
+    range
+        .filter_map(|seed| {
+            let swarm = Swarm::from_seed(seed, Overrides::default());
+            let wipes = swarm
+                .plan
+                .iter()
+                .any(|(_, f)| *f == zkelect_sim::swarm::Fault::WipeElection);
+            let through = swarm.env.late_start.is_some() || wipes;
+            (through && !swarm.env.hosting.observers.is_empty()).then_some((seed, swarm))
+        })
+        .collect()
+}
+
+#[test]
+fn drawn_observers_before_the_path_and_through_wipes_hold() {
+    let seeds = observers_through_absence(0..400);
+    let late = seeds
+        .iter()
+        .filter(|(_, s)| s.env.late_start.is_some())
+        .count();
+    assert!(
+        seeds.len() >= 50 && late >= 20,
+        "{} seeds, {late} late",
+        seeds.len()
+    );
+    let mut waited = 0;
+    for (seed, swarm) in &seeds {
+        let mut world = World::new(*seed, swarm.clone(), None, false);
+        assert_eq!(
+            world.run().map(|v| (v.invariant, v.detail)),
+            None,
+            "seed {seed}"
+        );
+        for p in world.processes().filter(|p| p.observer && p.host == p.pid) {
+            let o = p.agent.observer().expect("an observer");
+            // Unless the world made the path before anyone started (for
+            // candidates that make no parents, or for look-alikes), or it
+            // crashed first.
+            let made = !world.knobs().options.create_parents || !swarm.env.lookalikes.is_empty();
+            if swarm.env.late_start.is_some() && p.queue == 0 && !made && !p.crashed {
+                assert!(o.stats().exists_watches >= 1, "seed {seed} p{}", p.pid);
+                waited += 1;
+            }
+        }
+    }
+    assert!(waited >= 10, "{waited} observers waited for their path");
+}
+
+/// An observer that sets no watch with its `exists` on a missing path (so
+/// it never hears the path created) is caught by `observers` in those
+/// ordinary seeds.
+#[test]
+fn an_observer_that_sets_no_creation_watch_is_caught() {
+    let seeds = observers_through_absence(0..400);
+    let caught: Vec<u64> = seeds
+        .iter()
+        .filter_map(|(seed, swarm)| {
+            let (invariant, detail) = run(
+                *seed,
+                swarm.clone(),
+                Some(Planted::ObserverSetsNoCreationWatch),
+            )?;
+            assert_eq!(invariant, "observers", "seed {seed}: {detail}");
+            Some(*seed)
+        })
+        .collect();
+    println!(
+        "caught in {} of {} seeds: {caught:?}",
+        caught.len(),
+        seeds.len()
+    );
+    assert!(
+        caught.len() >= 5,
+        "caught in {} of {}",
+        caught.len(),
+        seeds.len()
+    );
+}

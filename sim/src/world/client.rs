@@ -52,16 +52,66 @@ impl World {
                 self.armed_answered(sent.pid, entry);
             }
             self.zk.arrived(pid, op);
+            if self
+                .canary_of(sent.pid)
+                .is_some_and(|c| c.retries_at_once(&sent.request, &result))
+            {
+                return self.resend(pid, op, sent);
+            }
+            let result = match (self.chroot_of(pid), result) {
+                (Some(root), Ok(Reply::Created { path, stat })) => Ok(Reply::Created {
+                    path: unrooted(&path, root),
+                    stat,
+                }),
+                (_, result) => result,
+            };
             self.deliver_reply(sent.pid, sent.op, Some(&sent.request), result);
         }
+    }
+
+    /// Host `h`'s client sends a request again, as it went out the first
+    /// time, under the same op (a canary's retry: [`Canary::retries_at_once`]).
+    fn resend(&mut self, h: usize, op: OpId, mut sent: Inflight) {
+        sent.arrived = false;
+        let request = Rc::clone(&sent.request);
+        self.procs[h].inflight.insert(op, sent);
+        self.procs[h].last_to_server = self.now;
+        let gen = self.procs[h].gen;
+        let at = self.server_arrival(h);
+        self.push(
+            at,
+            Ev::Request {
+                pid: h,
+                gen,
+                op,
+                request,
+                cause: None,
+            },
+        );
+    }
+
+    /// The chroot of host `h`'s connect string, if it has one (only the
+    /// swarm's bad ones: [`BadChroot`](crate::swarm::BadChroot)).
+    pub(super) fn chroot_of(&self, h: usize) -> Option<&'static str> {
+        let bad = self.swarm.env.chroot.as_ref()?;
+        bad.hosts.binary_search(&h).is_ok().then(|| bad.root.path())
     }
 
     /// A watch event reaches the client, which hands it to the application in
     /// order; under `Fault::LagEvents` its event thread lags (replies do not
     /// wait for it), as zookeeper-async's watcher channel can.
-    pub(super) fn watch_arrived(&mut self, pid: usize, gen: u64, event: WatchEvent, cause: u64) {
+    pub(super) fn watch_arrived(
+        &mut self,
+        pid: usize,
+        gen: u64,
+        mut event: WatchEvent,
+        cause: u64,
+    ) {
         if self.procs[pid].gen != gen || !self.linked(pid) {
             return;
+        }
+        if let Some(root) = self.chroot_of(pid) {
+            event.path = unrooted(&event.path, root);
         }
         self.procs[pid].last_from_server = self.now;
         let lagging = self.procs[pid].lag_until.is_some_and(|t| self.now < t);
@@ -495,6 +545,10 @@ impl World {
             Some(canary) => canary.rewrite_request(request, &self.canary_view(pid, canary)),
             None => request,
         };
+        let request = match self.planted {
+            Some(_) => self.planted_request(pid, request),
+            None => request,
+        };
         if self
             .canary_of(pid)
             .is_some_and(|c| c.answers_locally(&request))
@@ -509,6 +563,12 @@ impl World {
             return self.push(self.now, Ev::LocalFail { pid, op });
         }
         let arms = self.arm(pid, &request);
+        // The client library puts its connect string's chroot in front of
+        // every path (and takes it off every path it hands back).
+        let request = match self.chroot_of(h) {
+            Some(root) => rooted(request, root),
+            None => request,
+        };
         let gen = self.procs[h].gen;
         self.procs[h].last_to_server = self.now;
         let on_wire = wire(h, pid, op);
@@ -534,5 +594,66 @@ impl World {
                 cause,
             },
         );
+    }
+}
+
+/// `request` with `root` in front of its path, as a client library whose
+/// connect string has that chroot sends it (`/` is the chroot itself).
+fn rooted(request: Request, root: &str) -> Request {
+    let on = |path: String| {
+        if path == "/" {
+            root.to_owned()
+        } else {
+            format!("{root}{path}")
+        }
+    };
+    match request {
+        Request::Create {
+            path,
+            data,
+            mode,
+            acl,
+        } => Request::Create {
+            path: on(path),
+            data,
+            mode,
+            acl,
+        },
+        Request::GetChildren { path, watch } => Request::GetChildren {
+            path: on(path),
+            watch,
+        },
+        Request::GetData { path, watch } => Request::GetData {
+            path: on(path),
+            watch,
+        },
+        Request::Exists { path, watch } => Request::Exists {
+            path: on(path),
+            watch,
+        },
+        Request::Delete { path, version } => Request::Delete {
+            path: on(path),
+            version,
+        },
+        Request::SetData {
+            path,
+            data,
+            version,
+        } => Request::SetData {
+            path: on(path),
+            data,
+            version,
+        },
+        Request::Sync { path } => Request::Sync { path: on(path) },
+    }
+}
+
+/// A path the server gives back, without the chroot `root` (the client
+/// library's view; `root` itself is `/`).
+fn unrooted(path: &str, root: &str) -> String {
+    match path.strip_prefix(root) {
+        Some("") => "/".to_owned(),
+        Some(rest) if rest.starts_with('/') => rest.to_owned(),
+        _ => path.to_owned(),
     }
 }

@@ -15,8 +15,8 @@ use crate::foreign::{lookalike_stem, Scheme};
 use crate::invariant::Event;
 use crate::net::Cut;
 use crate::server::Server;
-use crate::swarm::Fault;
 use crate::swarm::SideQueue;
+use crate::swarm::{ChrootRoot, Fault};
 use crate::zk::Fired;
 
 impl World {
@@ -418,6 +418,27 @@ impl World {
             }
             ((), fired)
         });
+    }
+
+    /// An operator's process creates the ephemeral node a bad chroot names
+    /// ([`ChrootRoot::Ephemeral`]) before anyone joins, and holds its
+    /// session for the whole run (kept alive by the world's expiry tick).
+    pub(super) fn hold_ephemeral_chroot(&mut self) {
+        if !self.server_up() {
+            return;
+        }
+        let (s, _) = self
+            .zk
+            .open_session(self.now, Duration::from_secs(10), None);
+        let create = Request::Create {
+            path: ChrootRoot::Ephemeral.path().to_owned(),
+            data: Vec::new(),
+            mode: CreateMode::Ephemeral,
+            acl: Acl::Open,
+        };
+        let (_, fired) = self.zk.apply(self.now, s, &create);
+        self.send_fired(fired);
+        self.keeper = Some(s);
     }
 
     pub(super) fn create_lookalike(&mut self, scheme: Scheme, setup: bool) {

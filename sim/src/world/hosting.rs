@@ -91,6 +91,14 @@ pub enum Planted {
     /// Caught in ordinary seeds that put machines of two queues on one
     /// session (`tests/queues.rs`).
     WatchByTable,
+    /// An observer whose path is missing sets no watch with its `exists`
+    /// (the request goes out without one): it believes it waits for the
+    /// path's creation, and never hears of it, so an observer started
+    /// before the path exists, or one whose path was wiped, stays blind
+    /// until something else makes it list again. Caught by `observers` in
+    /// ordinary seeds that start observers early or wipe the queue
+    /// (`tests/sessions.rs`).
+    ObserverSetsNoCreationWatch,
 }
 
 /// The session-wide id of machine `pid`'s request `op` on host `host`'s
@@ -266,6 +274,19 @@ impl World {
         to
     }
 
+    /// Request `request` of machine `pid` as a planted bug sends it.
+    pub(super) fn planted_request(&self, pid: usize, request: Request) -> Request {
+        match request {
+            Request::Exists { path, watch: true }
+                if self.planted == Some(Planted::ObserverSetsNoCreationWatch)
+                    && self.procs[pid].c.observer().is_some() =>
+            {
+                Request::Exists { path, watch: false }
+            }
+            other => other,
+        }
+    }
+
     /// Whether machine `pid` hears watch `event` at all (a planted bug may
     /// deafen it).
     pub(super) fn hears(&self, pid: usize, event: &WatchEvent) -> bool {
@@ -293,5 +314,10 @@ impl World {
     /// The machines on host `h`'s session, in pid order.
     pub(super) fn machines(&self, h: usize) -> Vec<usize> {
         self.procs[h].machines.clone()
+    }
+
+    /// How many machines run on host `h`'s session.
+    pub fn machines_on(&self, h: usize) -> usize {
+        self.procs.get(h).map_or(0, |p| p.machines.len())
     }
 }

@@ -62,7 +62,7 @@ use crate::invariant::{Event, Holds, Invariant, Kinds};
 use crate::net::{Arrival, Net, Way};
 use crate::queue::EventQueue;
 use crate::server::Server;
-use crate::swarm::{Fault, Knobs, Queue, SideQueue, Swarm};
+use crate::swarm::{ChrootRoot, Fault, Knobs, Queue, SideQueue, Swarm};
 use crate::trace::Trace;
 use crate::zk::{Fired, ZkModel};
 
@@ -577,6 +577,9 @@ pub struct World {
     herd: BTreeMap<u64, usize>,
     /// A bug planted in the world's client for a test ([`Planted`]).
     planted: Option<Planted>,
+    /// The operator's session that holds the ephemeral chroot
+    /// ([`ChrootRoot::Ephemeral`]) for the whole run.
+    keeper: Option<SessionId>,
     /// The checkers' counts ([`World::census`]), per queue
     /// ([`World::queue_census`]), and each process's share.
     census: Census,
@@ -696,6 +699,7 @@ impl World {
             side_lookalikes: Vec::new(),
             herd: BTreeMap::new(),
             planted: None,
+            keeper: None,
             census: Census::default(),
             shares: Vec::new(),
             generation: 0,
@@ -708,6 +712,15 @@ impl World {
             for q in 0..world.queues.len() {
                 world.create_path(q);
             }
+        }
+        if world
+            .swarm
+            .env
+            .chroot
+            .as_ref()
+            .is_some_and(|bad| bad.root == ChrootRoot::Ephemeral)
+        {
+            world.hold_ephemeral_chroot();
         }
         for scheme in world.swarm.env.lookalikes.clone() {
             world.create_lookalike(scheme, true);
@@ -910,6 +923,14 @@ impl World {
             .values()
             .filter(move |sent| sent.pid == pid)
             .map(|sent| &*sent.request)
+    }
+
+    /// What the bad chroot of process `pid`'s session names, if its connect
+    /// string has one ([`BadChroot`](crate::swarm::BadChroot)).
+    pub fn bad_chroot(&self, pid: usize) -> Option<ChrootRoot> {
+        let h = self.procs.get(pid)?.host;
+        let bad = self.swarm.env.chroot.as_ref()?;
+        bad.hosts.binary_search(&h).is_ok().then_some(bad.root)
     }
 
     /// Every process, in pid order.
@@ -1302,7 +1323,15 @@ impl World {
             return self.join_session(pid);
         }
         self.recount(pid);
-        let at = self.now + Duration::from_millis(self.rng.range(0, 50));
+        let mut at = self.now + Duration::from_millis(self.rng.range(0, 50));
+        // A late start holds back every session that carries more than
+        // observers (riders join later; the host decides), so that the
+        // observers list the queue before anyone makes its path.
+        if let Some(late) = self.swarm.env.late_start {
+            if self.now == Timestamp::ZERO && self.procs[pid].c.observer().is_none() {
+                at = at + late;
+            }
+        }
         self.push(at, Ev::Reconnect { pid });
     }
 
@@ -1467,6 +1496,9 @@ impl World {
     }
 
     fn expire(&mut self) {
+        if let (Some(keeper), true) = (self.keeper, self.server_up()) {
+            self.zk.keep_alive(self.now, keeper);
+        }
         if self.server_up() {
             let (expired, fired) = self.zk.expire_due(self.now);
             for s in expired {
@@ -1536,6 +1568,10 @@ impl World {
         if let Some(entry) = &arms {
             self.armed_applied(from, entry);
         }
+        self.observe(&Event::Request {
+            host: pid,
+            pid: from,
+        });
         if let Some(cause) = cause {
             let pid = from;
             if matches!(
