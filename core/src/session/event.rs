@@ -28,6 +28,8 @@ pub enum Event {
     Stopped {
         /// Which.
         machine: MachineId,
+        /// Its queue's path (what its metrics are labelled with).
+        path: String,
         /// How it ended.
         exit: Exit,
         /// Its own counters at the end.

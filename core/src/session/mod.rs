@@ -28,6 +28,10 @@ use watches::{disarm, Armings, Watches};
 pub use window::Sender;
 use window::Window;
 
+/// How many events' room the session keeps once they are polled (an
+/// input's handful; a burst's buffer is given back).
+const EVENTS_KEPT: usize = 64;
+
 /// An intent named a machine the session no longer knows (it stopped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("no machine {0} on this session (it has stopped)")]
@@ -371,7 +375,13 @@ impl Session {
     /// The next event (notices, updates, stops). Drain before commands.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        let event = self.events.pop_front();
+        if event.is_none() && self.events.capacity() > EVENTS_KEPT {
+            // Give a burst's buffer back: an idle session of thousands of
+            // machines would otherwise keep its start-up's peak.
+            self.events = VecDeque::new();
+        }
+        event
     }
 
     /// The next request to send, under its session op id: the probe first,
@@ -603,6 +613,7 @@ impl Session {
         self.watches.forget(id, armed);
         self.events.push_back(Event::Stopped {
             machine: id,
+            path: machine.path().to_owned(),
             exit,
             stats: machine.stats(),
             traffic: tally.widen(),

@@ -171,6 +171,7 @@ fn a_reply_for_a_machine_that_has_gone_is_dropped() {
     assert!(h.s.machine(o).is_none());
     assert!(h.events.contains(&Event::Stopped {
         machine: o,
+        path: "/q".to_owned(),
         exit: Exit::Closed,
         stats: Stats::default(),
         traffic: Traffic {
