@@ -1,74 +1,29 @@
 //! The friendly API: build, join, watch the role, lead, resign, close.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use tokio::sync::{broadcast, oneshot, watch};
+use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 use zkelect_core::{
     Acl, Candidate, CandidateError, Config, ConfigBuilder, ConnectionPolicy, DemotionReason,
-    FencingToken, Interop, Notice, Role, Stat, WatchStrategy, ZkCode,
+    FencingToken, Interop, Machine, Notice, Role, Stat, WatchStrategy, ZkCode,
 };
 
-use crate::driver::{Intent, Metrics, Outputs, Status};
+use crate::connect::Connect;
 use crate::error::{ElectionError, GuardedWriteError, SessionError};
-use crate::session::{Link, Session};
+use crate::hub::Board;
+use crate::session::{random_seed, Link, Session};
+use crate::status::{Metrics, Outputs, Status};
 use crate::transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport};
 
-/// An open transport and its event stream, on its way: what
-/// [`Connect::connect`] returns.
-pub type Connecting =
-    Pin<Box<dyn Future<Output = Result<(Arc<dyn Transport>, EventStream), SessionError>> + Send>>;
-
-/// Connection settings that know how to open their transport, for
-/// [`Election::connect`]: [`ZkAsyncOptions`](crate::ZkAsyncOptions)
-/// (zookeeper-async, feature `zookeeper-async`) and
-/// [`ZkClientOptions`](zk_client/type.ZkClientOptions.html) (zookeeper-client,
-/// feature `zookeeper-client`). Implement it for settings of your own
-/// transport to get the same builder.
-///
-/// ```
-/// use std::sync::Arc;
-/// use std::time::Duration;
-/// use zkelect::memory::MemoryServer;
-/// use zkelect::{Connect, Connecting, Transport};
-///
-/// /// Connects to an in-memory server.
-/// struct InMemory(MemoryServer);
-///
-/// impl Connect for InMemory {
-///     fn connect(self: Box<Self>) -> Connecting {
-///         Box::pin(async move {
-///             let (transport, events) = self.0.connect(Duration::from_secs(4));
-///             Ok((Arc::new(transport) as Arc<dyn Transport>, events))
-///         })
-///     }
-/// }
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), zkelect::ElectionError> {
-/// let election = zkelect::Election::connect(InMemory(MemoryServer::new()))
-///     .path("/svc/leader")
-///     .id("a")
-///     .join()
-///     .await?;
-/// election.wait_leader().await?;
-/// election.close().await;
-/// # Ok(())
-/// # }
-/// ```
-pub trait Connect: Send + 'static {
-    /// Opens the transport; called by [`ElectionBuilder::start`] after the
-    /// election's configuration is validated.
-    fn connect(self: Box<Self>) -> Connecting;
-}
-
-/// Boxed settings connect like the settings inside, so code can choose
-/// the transport at run time (`Box<dyn Connect>`).
-impl<C: Connect + ?Sized> Connect for Box<C> {
-    fn connect(self: Box<Self>) -> Connecting {
-        (*self).connect()
+impl Session {
+    /// Starts building an election on this session.
+    ///
+    /// Closing the election deletes its node and leaves the session open.
+    pub fn election(&self, path: impl Into<String>) -> ElectionBuilder {
+        ElectionBuilder::on_session(self.clone()).path(path)
     }
 }
 
@@ -263,19 +218,19 @@ impl ElectionBuilder {
             }
             Source::Session(session) => (session, false),
         };
-        let path = config.path().to_owned();
         let outputs = Outputs::new();
-        let link = session.add(
-            Box::new(Candidate::new(config)),
-            Arc::clone(&outputs),
-            self.close_timeout,
-            owned,
-        );
-        link.send(Intent::Join { done: None });
+        let board = Board::metered(Arc::clone(&outputs), config.path());
+        let mut machine =
+            Machine::election(Candidate::new(config)).with_close_timeout(self.close_timeout);
+        if owned {
+            machine = machine.ending_session();
+        }
+        let link = session.add(machine, board);
+        // Just added: it runs.
+        let _ = link.intent(|session, now, id| session.join(now, id));
         Ok(Election {
             writer: Writer {
                 transport: session.transport(),
-                path: path.into(),
             },
             link: Arc::new(link),
             outputs,
@@ -293,19 +248,6 @@ impl ElectionBuilder {
         election.wait_joined().await?;
         Ok(election)
     }
-}
-
-/// Seeds the protected-name nonces: distinct per process and per election.
-pub(crate) fn random_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    // RandomState is seeded from the OS once per process and varied per instance.
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.finish()
 }
 
 /// How a [`lead`](Election::lead) call ended.
@@ -339,29 +281,25 @@ pub struct Election {
 }
 
 /// What guarded writes need: the session's transport (it holds the
-/// credentials) and the election path. The driver owns the transport;
-/// this is only a weak handle, so a closed session holds nothing.
+/// credentials). The session owns the transport; this is only a weak
+/// handle, so a closed session holds nothing.
 #[derive(Clone)]
 pub(crate) struct Writer {
     pub(crate) transport: Weak<dyn Transport>,
-    /// The queue's path (the parent of the own node), shared with the
-    /// lock handle that made it.
-    pub(crate) path: Arc<str>,
 }
 
 impl Writer {
-    /// Applies `ops` only if `node` (the own node, which holds with
-    /// `token`) still exists, in one `multi`: the results are those of `ops`.
-    /// Every handle that holds writes through this: [`Election::guarded`]
-    /// and the lock guards.
+    /// Applies `ops` only if `own` (the own node's path, as the core names
+    /// it, which holds with `token`) still exists, in one `multi`: the
+    /// results are those of `ops`. Every handle that holds writes through
+    /// this: [`Election::guarded`] and the lock guards.
     pub(crate) async fn guarded(
         &self,
         token: FencingToken,
-        node: &str,
+        own: String,
         ops: Vec<MultiOp>,
     ) -> Result<Vec<MultiOpResult>, GuardedWriteError> {
         let transport = self.transport.upgrade().ok_or(GuardedWriteError::Closed)?;
-        let own = format!("{}/{node}", self.path);
         let mut all = Vec::with_capacity(ops.len() + 1);
         all.push(MultiOp::Check {
             path: own,
@@ -392,9 +330,7 @@ pub(crate) fn set_data_result(results: Vec<MultiOpResult>) -> Result<Stat, Guard
 
 impl std::fmt::Debug for Writer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Writer")
-            .field("path", &self.path)
-            .finish_non_exhaustive()
+        f.debug_struct("Writer").finish_non_exhaustive()
     }
 }
 
@@ -644,44 +580,29 @@ impl Election {
     /// once the demotion is published (the role is no longer `Leader`); the
     /// deletion goes on in the background. Idempotent.
     pub async fn resign(&self, rejoin: bool) -> Result<(), ElectionError> {
-        let (done, ack) = oneshot::channel();
-        if !self.link.send(Intent::Resign { rejoin, done }) {
-            return Err(ElectionError::Closed);
-        }
-        ack.await.map_err(|_| ElectionError::Closed)
+        self.link
+            .intent(|session, now, id| session.resign(now, id, rejoin))
+            .map_err(|_| ElectionError::Closed)
     }
 
     /// Joins again after [`resign(false)`](Self::resign). Idempotent; returns
-    /// once the driver has taken the intent (use [`changes`](Self::changes) or
+    /// once the session has taken the intent (use [`changes`](Self::changes) or
     /// [`wait_leader`](Self::wait_leader) to follow what happens next).
     pub async fn join(&self) -> Result<(), ElectionError> {
-        let (done, ack) = oneshot::channel();
-        if !self.link.send(Intent::Join { done: Some(done) }) {
-            return Err(ElectionError::Closed);
-        }
-        ack.await.map_err(|_| ElectionError::Closed)
+        self.link
+            .intent(|session, now, id| session.join(now, id))
+            .map_err(|_| ElectionError::Closed)
     }
 
-    /// While leading: this candidate's fencing token and node name, read
-    /// consistently. The role is read before and after the node: a new node
-    /// only exists after a demotion (published before its create is even
-    /// sent), and a new term has a new token, so an unchanged
-    /// `Leader(token)` around the read means the node is that term's.
+    /// While leading: this candidate's fencing token and its node's path,
+    /// read together from the machine.
     fn leading_node(&self) -> Result<(FencingToken, String), GuardedWriteError> {
-        let not_leading = |role: Role| match role {
-            Role::Closed | Role::Failed => GuardedWriteError::Closed,
-            _ => GuardedWriteError::NotHolding,
-        };
-        let role = self.role();
-        let Role::Leader(token) = role else {
-            return Err(not_leading(role));
-        };
-        let node = self.node().ok_or(GuardedWriteError::NotHolding)?;
-        let again = self.role();
-        if again != Role::Leader(token) {
-            return Err(not_leading(again));
-        }
-        Ok((token, node))
+        let read = self.link.read(|m| match (m.role(), m.own_path()) {
+            (Role::Leader(token), Some(own)) => Ok((token, own)),
+            (Role::Closed | Role::Failed, _) => Err(GuardedWriteError::Closed),
+            _ => Err(GuardedWriteError::NotHolding),
+        });
+        read.unwrap_or(Err(GuardedWriteError::Closed))
     }
 
     /// Applies `ops` to ZooKeeper only if this candidate still leads, all in
@@ -719,8 +640,8 @@ impl Election {
         &self,
         ops: Vec<MultiOp>,
     ) -> Result<Vec<MultiOpResult>, GuardedWriteError> {
-        let (token, node) = self.leading_node()?;
-        self.writer.guarded(token, &node, ops).await
+        let (token, own) = self.leading_node()?;
+        self.writer.guarded(token, own, ops).await
     }
 
     /// Sets the data of `path` only if this candidate still leads (see
@@ -758,13 +679,12 @@ impl Election {
     /// [`Session::election`] leaves the session open. Idempotent, and safe to
     /// call from several clones at once.
     pub async fn close(&self) {
-        let (done, wait) = oneshot::channel();
-        if self.link.send(Intent::Close { done }) {
-            // The driver bounds the deletion; this outer bound only matters
-            // if the driver is stuck, which would be a bug.
+        if let Some(wait) = self.link.close() {
+            // The session bounds the deletion; this outer bound only matters
+            // if its pump is stuck, which would be a bug.
             let bound = self.close_timeout * 2 + Duration::from_secs(1);
             if tokio::time::timeout(bound, wait).await.is_err() {
-                tracing::warn!("close: the driver did not answer in time");
+                tracing::warn!("close: the session did not answer in time");
             }
         }
         if let Some(session) = &self.session {

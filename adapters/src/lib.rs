@@ -258,20 +258,17 @@
 //!   guesses. [`ZkAsyncOptions::assume_session_timeout`] can only lower that
 //!   bound.
 //! - A negotiated timeout below [`SESSION_TIMEOUT_MIN`] is refused on
-//!   zookeeper-async ([`SessionError::SessionTimeoutTooShort`]).
+//!   zookeeper-async ([`ElectionError::SessionTimeoutTooShort`]).
 //!
 //! `zkelect run` and `zkelect status` go through the same transports, so the
 //! lease of a supervised command is the negotiated one too.
 //!
 //! ## Panics, errors and unwraps
 //!
-//! Nothing reachable from the network or from user input panics. Each
-//! error type is named for what it covers: [`SessionError`] (connecting,
-//! credentials), [`ElectionError`] (an election's setup and end),
-//! [`LockError`] (acquiring a lock, a permit, a read-write lock side),
-//! [`ObserveError`] (an observation), [`GuardedWriteError`] (a write made
-//! only while holding). Everything else (connection loss, expiry,
-//! revocation) is a [`Notice`] and a [`Role`] change, handled by the core.
+//! Nothing reachable from the network or from user input panics. Setup
+//! errors and fatal election errors are [`ElectionError`]s; everything else
+//! (connection loss, expiry, revocation) is a [`Notice`] and a [`Role`]
+//! change, handled by the core.
 // Links to items of opt-in features (zk_client, memory) are relative HTML
 // links, not intra-doc links, here and in the modules: `cargo doc` on the
 // default features alone must not warn, and docs built with the features
@@ -279,12 +276,16 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod clock;
+mod connect;
 mod driver;
 #[cfg(test)]
 mod driver_tests;
 mod election;
 mod error;
+mod facade;
 mod forever;
+mod hub;
 mod lock;
 #[cfg(feature = "memory")]
 pub mod memory;
@@ -294,6 +295,7 @@ mod session;
 mod shell;
 #[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
 mod startup;
+mod status;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod transport;
@@ -302,8 +304,8 @@ pub mod zk_async;
 #[cfg(feature = "zookeeper-client")]
 pub mod zk_client;
 
-pub use driver::{Metrics, Status};
-pub use election::{Connect, Connecting, Election, ElectionBuilder, LeadOutcome};
+pub use connect::{Connect, Connecting};
+pub use election::{Election, ElectionBuilder, LeadOutcome};
 pub use error::{
     ConnectFailure, ElectionError, GuardedWriteError, LockError, ObserveError, SessionError,
     TlsError,
@@ -313,6 +315,7 @@ pub use observer::{Observation, ObserveBuilder};
 pub use session::Session;
 #[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
 pub use shell::{SessionOptions, CONNECT_TIMEOUT_MAX, RECONNECT_DELAY_MAX, SESSION_TIMEOUT_MAX};
+pub use status::{Metrics, Status};
 pub use transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport, TransportEvent};
 #[cfg(feature = "zookeeper-async")]
 #[allow(deprecated)]

@@ -2,9 +2,10 @@
 //! [`LockGuard`] each of them hands out.
 //!
 //! Each acquisition that needs a node runs a machine on the session: the
-//! core's `Candidate` under a lock's [`Rule`], wrapped so that once it has
-//! held and lost the hold it leaves the queue instead of queueing again (a
-//! lock is acquired by the application, never behind its back). A hold —
+//! core's lock machine (`Machine::lock`: a `Candidate` under a lock's
+//! [`Rule`] that, once it has held and lost the hold, leaves the queue
+//! instead of queueing again — a lock is acquired by the application, never
+//! behind its back). A hold —
 //! one node, one machine — lives as long as something points at it: the
 //! guards, and the `acquire` futures waiting on it. When the last one goes
 //! the machine is closed, and its node is deleted in the background,
@@ -23,22 +24,50 @@ use std::future::Future;
 use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
 
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use zkelect_core::{
-    Candidate, Command, Config, DemotionReason, FencingToken, Input, Interop, Notice, Request,
-    Role, Rule, Stat, Stats, Timestamp,
+    Candidate, Config, DemotionReason, FencingToken, Interop, Machine, Role, Rule, Stat,
 };
 
-use crate::driver::{answered, Deleting, Intent, Machine, Outputs, Status};
-use crate::election::{random_seed, set_data_result, Writer};
+use crate::election::{set_data_result, Writer};
 use crate::error::{GuardedWriteError, LockError};
-use crate::session::{Link, Session};
+use crate::hub::Board;
+use crate::session::{random_seed, Link, Session};
+use crate::status::{Outputs, Status};
 use crate::transport::{MultiOp, MultiOpResult};
 
-/// A lock machine's close waits for its node's deletion until the session
-/// ends (the driver maps this to "never" on its clock).
-const UNTIL_SESSION_ENDS: Duration = Duration::MAX;
+impl Session {
+    /// A fair, reentrant lock on `path` (its nodes are the children of
+    /// `path`, created with its ancestors if missing). Every call makes a
+    /// new contender; reentrancy is per handle.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = zkelect::memory::MemoryServer::new();
+    /// # let session = zkelect::Session::connect(server.settings(std::time::Duration::from_secs(4))).await?;
+    /// let guard = session.mutex("/svc/locks/report").acquire().await?;
+    /// println!("holding with fencing token {}", guard.token());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn mutex(&self, path: impl Into<String>) -> Mutex {
+        Mutex::new(self.clone(), path.into(), Rule::Mutex)
+    }
+
+    /// A counting semaphore on `path`: at most `permits` holders at once
+    /// (every participant of the path must use the same number).
+    pub fn semaphore(&self, path: impl Into<String>, permits: u32) -> Semaphore {
+        Semaphore::new(self.clone(), path.into(), permits)
+    }
+
+    /// A fair read-write lock on `path`: [`RwLock::read`] and
+    /// [`RwLock::write`] are its two sides.
+    pub fn rw_lock(&self, path: impl Into<String>) -> RwLock {
+        RwLock::new(self, path.into())
+    }
+}
 
 /// How long [`LockGuard::release`] and a timed-out
 /// [`Mutex::try_acquire`] wait for the node's deletion before returning
@@ -75,13 +104,15 @@ impl Spec {
             .nonce_seed(random_seed())
             .build()?;
         let outputs = Outputs::new();
-        let link = self.session.add(
-            Box::new(LockMachine::new(Candidate::new(config))),
-            Arc::clone(&outputs),
-            UNTIL_SESSION_ENDS,
-            false,
-        );
-        if !link.send(Intent::Join { done: None }) {
+        let board = Board::metered(Arc::clone(&outputs), &self.path);
+        // Its close waits for its node's deletion as long as the session lives.
+        let link = self
+            .session
+            .add(Machine::lock(Candidate::new(config)), board);
+        if link
+            .intent(|session, now, id| session.join(now, id))
+            .is_err()
+        {
             return Err(LockError::Closed);
         }
         Ok(Arc::new(Hold {
@@ -89,8 +120,8 @@ impl Spec {
             outputs,
             writer: Writer {
                 transport: self.session.transport(),
-                path: Arc::clone(&self.path),
             },
+            path: Arc::clone(&self.path),
         }))
     }
 }
@@ -102,6 +133,8 @@ struct Hold {
     link: Link,
     outputs: Arc<Outputs>,
     writer: Writer,
+    /// The lock's path (for logs).
+    path: Arc<str>,
 }
 
 /// What a hold was granted with.
@@ -147,66 +180,22 @@ impl Hold {
     /// Lets go of one reference; the last one closes the machine and waits
     /// (at most [`RELEASE_WAIT`]) for its node's deletion.
     ///
-    /// A holder sends that delete itself, before its close reaches the
-    /// driver (see [`Deleting`]): the delete is what lets the next holder
-    /// in, and nothing of this hold's acts on it any more.
+    /// The close is applied in this task, and the core's close of a holder
+    /// sends its node's delete in the same step, so the delete that lets
+    /// the next holder in is on its way before this task awaits anything.
     async fn let_go(hold: Arc<Hold>) {
         let Some(hold) = Arc::into_inner(hold) else {
             return;
         };
-        let (done, wait) = oneshot::channel();
-        let Some((deleting, delete)) = hold.delete_ahead() else {
-            if !hold.link.send(Intent::Close { done }) {
-                return;
-            }
-            // The send woke the driver: one yield lets it run (and send the
-            // delete) before this task arms its deadline, not after, so the
-            // next holder is told a turn sooner.
-            tokio::task::yield_now().await;
-            Self::wait_deleted(&hold, wait).await;
+        let Some(deleted) = hold.link.close() else {
             return;
         };
-        if !hold.link.send(Intent::Release { done, deleting }) {
-            return;
-        }
-        // The delete is polled after the driver was woken, so the client's
-        // writer, woken last, runs first (tokio runs the task woken last
-        // next on this thread). Dropped unanswered (this release
-        // cancelled, or out of time), the driver hears of a broken
-        // connection and the core deletes again: `NoNode` if this one landed.
-        Self::wait_deleted(&hold, async {
-            delete.await;
-            let _ = wait.await;
-        })
-        .await;
-    }
-
-    async fn wait_deleted(hold: &Hold, deleted: impl Future) {
         if tokio::time::timeout(RELEASE_WAIT, deleted).await.is_err() {
             tracing::debug!(
-                path = &*hold.writer.path,
+                path = &*hold.path,
                 "release: the node's deletion goes on in the background"
             );
         }
-    }
-
-    /// While this hold holds (as its status says): its node's delete, ready
-    /// to send, and what the driver is to adopt of it.
-    fn delete_ahead(&self) -> Option<(Deleting, impl Future<Output = ()>)> {
-        let transport = self.writer.transport.upgrade()?;
-        let path = self.outputs.read(|s| match (&s.role, &s.node) {
-            (Role::Leader(_), Some(node)) => Some(format!("{}/{node}", self.writer.path)),
-            _ => None,
-        })?;
-        let (answer, reply) = oneshot::channel();
-        let request = Request::Delete {
-            path: path.clone(),
-            version: None,
-        };
-        let delete = async move {
-            let _ = answer.send(answered(&*transport, request).await);
-        };
-        Some((Deleting { path, reply }, delete))
     }
 }
 
@@ -490,7 +479,7 @@ pub struct LockGuard {
 impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockGuard")
-            .field("path", &self.hold.writer.path)
+            .field("path", &self.hold.path)
             .field("node", &self.held.node)
             .field("token", &self.held.token)
             .finish_non_exhaustive()
@@ -500,7 +489,7 @@ impl std::fmt::Debug for LockGuard {
 impl std::fmt::Debug for Hold {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hold")
-            .field("path", &self.writer.path)
+            .field("path", &self.path)
             .finish_non_exhaustive()
     }
 }
@@ -588,15 +577,14 @@ impl LockGuard {
         &self,
         ops: Vec<MultiOp>,
     ) -> Result<Vec<MultiOpResult>, GuardedWriteError> {
-        match self.hold.outputs.read(|s| s.role) {
-            Role::Leader(t) if t == self.held.token => {}
-            Role::Closed | Role::Failed => return Err(GuardedWriteError::Closed),
-            _ => return Err(GuardedWriteError::NotHolding),
-        }
-        self.hold
-            .writer
-            .guarded(self.held.token, &self.held.node, ops)
-            .await
+        let token = self.held.token;
+        let own = self.hold.link.read(|m| match (m.role(), m.own_path()) {
+            (Role::Leader(t), Some(own)) if t == token => Ok(own),
+            (Role::Closed | Role::Failed, _) => Err(GuardedWriteError::Closed),
+            _ => Err(GuardedWriteError::NotHolding),
+        });
+        let own = own.unwrap_or(Err(GuardedWriteError::Closed))?;
+        self.hold.writer.guarded(token, own, ops).await
     }
 
     /// Sets the data of `path` only if the lock is still held (see
@@ -612,94 +600,6 @@ impl LockGuard {
             version: None,
         };
         set_data_result(self.guarded(vec![op]).await?)
-    }
-}
-
-/// A lock's machine: the core's candidate under a lock rule, which leaves
-/// the queue once it has held and lost the hold, instead of queueing again
-/// as an election's candidate does.
-struct LockMachine {
-    candidate: Candidate,
-    /// The latest time it was given, for the close it decides on itself.
-    now: Timestamp,
-    holds: bool,
-}
-
-impl LockMachine {
-    fn new(candidate: Candidate) -> Self {
-        Self {
-            candidate,
-            now: Timestamp::from_millis(0),
-            holds: false,
-        }
-    }
-
-    fn at(&mut self, now: Timestamp) {
-        self.now = self.now.max(now);
-    }
-}
-
-impl Machine for LockMachine {
-    fn path(&self) -> &str {
-        Machine::path(&self.candidate)
-    }
-    fn handle(&mut self, now: Timestamp, input: Input) {
-        self.at(now);
-        Machine::handle(&mut self.candidate, now, input);
-    }
-    fn handle_timeout(&mut self, now: Timestamp) {
-        self.at(now);
-        Machine::handle_timeout(&mut self.candidate, now);
-    }
-    fn poll_command(&mut self) -> Option<Command> {
-        Machine::poll_command(&mut self.candidate)
-    }
-    fn poll_notice(&mut self) -> Option<Notice> {
-        let notice = Machine::poll_notice(&mut self.candidate)?;
-        match notice {
-            Notice::Elected { .. } => self.holds = true,
-            Notice::Demoted { .. } if self.holds => {
-                self.holds = false;
-                // The driver drains notices before commands, so the close's
-                // delete goes out in this same step.
-                Machine::close(&mut self.candidate, self.now);
-            }
-            _ => {}
-        }
-        Some(notice)
-    }
-    fn poll_timeout(&self) -> Option<Timestamp> {
-        Machine::poll_timeout(&self.candidate)
-    }
-    fn join(&mut self, now: Timestamp) {
-        self.at(now);
-        Machine::join(&mut self.candidate, now);
-    }
-    fn resign(&mut self, now: Timestamp, rejoin: bool) {
-        self.at(now);
-        Machine::resign(&mut self.candidate, now, rejoin);
-    }
-    fn close(&mut self, now: Timestamp) {
-        self.at(now);
-        Machine::close(&mut self.candidate, now);
-    }
-    fn is_done(&self) -> bool {
-        Machine::is_done(&self.candidate)
-    }
-    fn is_failed(&self) -> bool {
-        Machine::is_failed(&self.candidate)
-    }
-    fn role(&self) -> Role {
-        Machine::role(&self.candidate)
-    }
-    fn node(&self) -> Option<&str> {
-        Machine::node(&self.candidate)
-    }
-    fn lease_expiry(&self) -> Option<Timestamp> {
-        Machine::lease_expiry(&self.candidate)
-    }
-    fn stats(&self) -> Stats {
-        Machine::stats(&self.candidate)
     }
 }
 

@@ -1,18 +1,17 @@
 //! Locks on the memory transport, in paused (virtual) time.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::sync::{oneshot, watch};
 use zkelect_core::{DemotionReason, Reply, Request, Role, ZkCode};
 
-use super::{Deleting, Intent, LockGuard};
-use crate::driver::Status;
 use crate::memory::MemoryTransport;
 use crate::testkit::TestZk;
 use crate::transport::Transport;
-use crate::{GuardedWriteError, LockError, Session};
+use crate::{GuardedWriteError, LockError, LockGuard, Session};
 
 const PATH: &str = "/locks/job";
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -23,7 +22,7 @@ fn session(zk: &TestZk) -> (Session, usize) {
     (Session::from_transport(transport, events), client)
 }
 
-/// Lets the driver and the server run for a while of virtual time.
+/// Lets the session and the server run for a while of virtual time.
 async fn settle() {
     tokio::time::sleep(Duration::from_millis(200)).await;
 }
@@ -309,20 +308,15 @@ async fn guarded_writes_go_through_only_while_the_lock_is_held() {
     s.close().await;
 }
 
-/// Each delete a transport performs: its path, whether the releasing hold
-/// still led by its status when the delete went out (before the driver
-/// heard of the release, that is), and its answer (`None` while unanswered).
-type Deletes = Arc<StdMutex<Vec<(String, bool, Option<Result<(), ZkCode>>)>>>;
+/// Each delete a transport performs: its path and its answer (`None` while
+/// unanswered).
+type Deletes = Arc<StdMutex<Vec<(String, Option<Result<(), ZkCode>>)>>>;
 
-/// The memory transport, noting its deletes; the first `hang_first` of
-/// them never answer (nor reach the server). It has no `multi`: the tests
+/// The memory transport, noting its deletes. It has no `multi`: the tests
 /// that use it write nothing guarded.
 struct NotingDeletes {
     inner: MemoryTransport,
     deletes: Deletes,
-    /// The releasing hold's status, once the test has one.
-    holder: Arc<StdMutex<Option<watch::Receiver<Status>>>>,
-    hang_first: usize,
 }
 
 #[async_trait]
@@ -331,22 +325,13 @@ impl Transport for NotingDeletes {
         let Request::Delete { path, .. } = &request else {
             return self.inner.perform(request).await;
         };
-        let leading = self
-            .holder
-            .lock()
-            .unwrap()
-            .as_ref()
-            .is_some_and(|s| matches!(s.borrow().role, Role::Leader(_)));
         let n = {
             let mut deletes = self.deletes.lock().unwrap();
-            deletes.push((path.clone(), leading, None));
+            deletes.push((path.clone(), None));
             deletes.len() - 1
         };
-        if n < self.hang_first {
-            std::future::pending::<()>().await;
-        }
         let result = self.inner.perform(request).await;
-        self.deletes.lock().unwrap()[n].2 = Some(result.as_ref().map(|_| ()).map_err(|c| *c));
+        self.deletes.lock().unwrap()[n].1 = Some(result.as_ref().map(|_| ()).map_err(|c| *c));
         result
     }
 
@@ -355,43 +340,52 @@ impl Transport for NotingDeletes {
     }
 }
 
-fn noting_session(
-    zk: &TestZk,
-    hang_first: usize,
-) -> (
-    Session,
-    Deletes,
-    Arc<StdMutex<Option<watch::Receiver<Status>>>>,
-) {
+fn noting_session(zk: &TestZk) -> (Session, Deletes) {
     let (inner, events) = zk.connect(TIMEOUT);
     let deletes = Deletes::default();
-    let holder = Arc::default();
     let transport = NotingDeletes {
         inner,
         deletes: Arc::clone(&deletes),
-        holder: Arc::clone(&holder),
-        hang_first,
     };
-    (Session::from_transport(transport, events), deletes, holder)
+    (Session::from_transport(transport, events), deletes)
+}
+
+/// Polls `f` once, as its task's first turn: whatever it does before its
+/// first await is done when this returns, and nothing else ran meanwhile.
+async fn first_poll<F: Future>(f: F) -> Pin<Box<F>> {
+    let mut f = Box::pin(f);
+    std::future::poll_fn(|cx| {
+        let _ = f.as_mut().poll(cx);
+        std::task::Poll::Ready(())
+    })
+    .await;
+    f
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_release_sends_its_delete_before_the_driver_closes_and_the_server_sees_it_once() {
+async fn a_release_sends_its_delete_from_the_releasing_task_and_the_server_sees_it_once() {
     let zk = TestZk::new();
-    let (s, deletes, holder) = noting_session(&zk, 0);
+    let (s, deletes) = noting_session(&zk);
     let (a, b) = (Arc::new(s.mutex(PATH)), Arc::new(s.mutex(PATH)));
     let mut guard = a.acquire().await.unwrap();
     let mut waiter = Arc::clone(&b);
     let mut waiting = tokio::spawn(async move { waiter.acquire().await });
     // Handed back and forth: the release's delete and its own `NodeDeleted`
-    // race the release to the driver in every round, so a driver that took
-    // them in either order would fail here within a few rounds.
+    // race in every round, so a hold that read its own delete's event as a
+    // revocation would fail here within a few rounds.
     for round in 0..64 {
         settle().await;
         let status = guard.status();
-        *holder.lock().unwrap() = Some(status.clone());
         let node = format!("{PATH}/{}", guard.node());
-        guard.release().await;
+        // The release's first poll, before any other task runs: its
+        // delete is already with the client.
+        let release = first_poll(guard.release()).await;
+        assert_eq!(
+            deletes.lock().unwrap().first().map(|d| d.0.clone()),
+            Some(node.clone()),
+            "round {round}: the delete went out from the releasing task"
+        );
+        release.await;
         let next = waiting.await.unwrap().unwrap();
         assert_ne!(
             format!("{PATH}/{}", next.node()),
@@ -400,9 +394,8 @@ async fn a_release_sends_its_delete_before_the_driver_closes_and_the_server_sees
         );
         assert_eq!(
             deletes.lock().unwrap().drain(..).collect::<Vec<_>>(),
-            [(node.clone(), true, Some(Ok(())))],
-            "round {round}: one delete of the released node, sent while its status still \
-             led (ahead of the driver), and the core's own delete adopted, not sent again"
+            [(node.clone(), Some(Ok(())))],
+            "round {round}: one delete of the released node"
         );
         let ended = status.borrow().clone();
         assert_eq!(
@@ -430,65 +423,24 @@ async fn a_release_sends_its_delete_before_the_driver_closes_and_the_server_sees
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_release_cancelled_with_its_delete_unanswered_still_deletes_the_node() {
+async fn a_release_cancelled_at_once_still_deletes_the_node_once() {
     let zk = TestZk::new();
-    let (s, deletes, _) = noting_session(&zk, 1);
+    let (s, deletes) = noting_session(&zk);
     let mutex = s.mutex(PATH);
     let guard = mutex.acquire().await.unwrap();
     let status = guard.status();
     let node = format!("{PATH}/{}", guard.node());
-    // The release's own delete never answers; the release is given up on.
-    let cancelled = tokio::time::timeout(Duration::from_millis(10), guard.release()).await;
-    assert!(
-        cancelled.is_err(),
-        "the hung delete keeps the release waiting"
-    );
+    // The release is dropped after its first poll: its delete is the
+    // session's, not the releasing task's, and is seen to the end.
+    drop(first_poll(guard.release()).await);
     for _ in 0..50 {
         if status.borrow().role == Role::Closed {
             break;
         }
         settle().await;
     }
-    assert_eq!(status.borrow().role, Role::Closed, "the core deleted again");
-    let deletes = deletes.lock().unwrap().clone();
-    assert_eq!(
-        deletes.len(),
-        2,
-        "the dropped delete, then the core's: {deletes:?}"
-    );
-    assert_eq!(deletes[1], (node, false, Some(Ok(()))));
-    assert!(children(&zk, PATH).is_empty(), "no node left behind");
-    s.close().await;
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_delete_sent_ahead_for_another_node_is_not_adopted() {
-    let zk = TestZk::new();
-    let (s, deletes, _) = noting_session(&zk, 0);
-    let mutex = s.mutex(PATH);
-    let guard = mutex.acquire().await.unwrap();
-    let node = format!("{PATH}/{}", guard.node());
-    let status = guard.status();
-    let LockGuard { hold, .. } = guard;
-    let hold = Arc::into_inner(hold).unwrap();
-    // A holder whose view of its status was a turn behind: its delete names
-    // a node the core is not deleting (answered by nobody here).
-    let (answer, reply) = oneshot::channel();
-    let (done, closed) = oneshot::channel();
-    assert!(hold.link.send(Intent::Release {
-        done,
-        deleting: Deleting {
-            path: format!("{PATH}/not-this-one"),
-            reply,
-        },
-    }));
-    tokio::time::timeout(Duration::from_secs(1), closed)
-        .await
-        .expect("the close ends on the core's own delete")
-        .unwrap();
-    assert!(answer.is_closed(), "the driver let go of the other delete");
     assert_eq!(status.borrow().role, Role::Closed);
-    assert_eq!(*deletes.lock().unwrap(), [(node, false, Some(Ok(())))]);
-    assert!(children(&zk, PATH).is_empty());
+    assert_eq!(*deletes.lock().unwrap(), [(node, Some(Ok(())))]);
+    assert!(children(&zk, PATH).is_empty(), "no node left behind");
     s.close().await;
 }

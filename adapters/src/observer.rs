@@ -1,6 +1,6 @@
 //! Observing a queue without taking part: who is in it, in queue order, and
 //! who leads (or holds). The core's [`Observer`] machine runs on a
-//! [`Session`]'s driver like any recipe; an [`Observation`] is its handle.
+//! [`Session`] like any recipe; an [`Observation`] is its handle.
 //!
 //! An observer needs no id and creates no node, so it may run with read-only
 //! credentials, and it never counts as a contender.
@@ -10,14 +10,15 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
 use zkelect_core::{
-    CandidateError, Command, Input, Interop, Notice, Observer, ObserverConfig, Participant, Recipe,
-    Role, Timestamp,
+    CandidateError, Interop, Machine, Observer, ObserverConfig, Participant, Recipe, Role,
 };
 
-use crate::driver::{Intent, Machine, Outputs, Status};
-use crate::election::{Connect, Election};
+use crate::connect::Connect;
+use crate::election::Election;
 use crate::error::{ObserveError, SessionError};
+use crate::hub::{Board, Listing};
 use crate::session::{Link, Session};
+use crate::status::{Outputs, Status};
 
 /// How long [`ObserveBuilder::start`] waits for the first listing unless told otherwise.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -186,17 +187,18 @@ impl ObserveBuilder {
         let list = Arc::new(watch::channel(Vec::new()).0);
         let (listed, first) = oneshot::channel();
         let outputs = Outputs::new();
-        let machine = Watcher {
-            observer,
-            list: Arc::clone(&list),
-            listed: Some(listed),
-        };
-        let link = session.add(
-            Box::new(machine),
+        let board = Board::listing(
             Arc::clone(&outputs),
-            CLOSE_TIMEOUT,
-            owned,
+            Listing {
+                list: Arc::clone(&list),
+                first: Some(listed),
+            },
         );
+        let mut machine = Machine::observer(observer).with_close_timeout(CLOSE_TIMEOUT);
+        if owned {
+            machine = machine.ending_session();
+        }
+        let link = session.add(machine, board);
         let observation = Observation {
             link: Arc::new(link),
             outputs,
@@ -226,72 +228,6 @@ impl ObserveBuilder {
                 self.start_timeout,
                 "the queue to be listed",
             )),
-        }
-    }
-}
-
-/// The core's observer as a machine of the session driver, publishing every
-/// list it reports into the observation's `watch` in the driver's own step.
-struct Watcher {
-    observer: Observer,
-    list: Arc<watch::Sender<Vec<Participant>>>,
-    /// Told when the first list is in.
-    listed: Option<oneshot::Sender<()>>,
-}
-
-impl Machine for Watcher {
-    fn path(&self) -> &str {
-        self.observer.config().path()
-    }
-    fn handle(&mut self, now: Timestamp, input: Input) {
-        self.observer.handle(now, input);
-    }
-    fn handle_timeout(&mut self, now: Timestamp) {
-        self.observer.handle_timeout(now);
-    }
-    fn poll_command(&mut self) -> Option<Command> {
-        self.observer.poll_command()
-    }
-    fn poll_notice(&mut self) -> Option<Notice> {
-        let notice = self.observer.poll_notice()?;
-        if let Notice::Participants(list) = &notice {
-            // The machine reports a list only when it changed; the check
-            // keeps the watch quiet even if that ever slipped.
-            self.list.send_if_modified(|now| {
-                let changed = now != list;
-                if changed {
-                    now.clone_from(list);
-                }
-                changed
-            });
-            if let Some(listed) = self.listed.take() {
-                let _ = listed.send(());
-            }
-        }
-        Some(notice)
-    }
-    fn poll_timeout(&self) -> Option<Timestamp> {
-        self.observer.poll_timeout()
-    }
-    fn close(&mut self, now: Timestamp) {
-        self.observer.close(now);
-    }
-    fn is_done(&self) -> bool {
-        self.observer.is_closed() || self.observer.is_failed()
-    }
-    fn is_failed(&self) -> bool {
-        self.observer.is_failed()
-    }
-    fn metered(&self) -> bool {
-        false
-    }
-    fn role(&self) -> Role {
-        if self.observer.is_failed() {
-            Role::Failed
-        } else if self.observer.is_closed() {
-            Role::Closed
-        } else {
-            Role::Observer
         }
     }
 }
@@ -405,11 +341,10 @@ impl Observation {
     /// Stops observing and — when the session is this observation's own
     /// (made by [`Election::observe`]) — closes it. Idempotent.
     pub async fn close(&self) {
-        let (done, wait) = oneshot::channel();
-        if self.link.send(Intent::Close { done }) {
+        if let Some(wait) = self.link.close() {
             let bound = CLOSE_TIMEOUT * 2 + Duration::from_secs(1);
             if tokio::time::timeout(bound, wait).await.is_err() {
-                tracing::warn!("close: the driver did not answer in time");
+                tracing::warn!("close: the session did not answer in time");
             }
         }
         if let Some(session) = &self.session {

@@ -1,29 +1,27 @@
-//! One ZooKeeper session, many recipes: a [`Session`] owns one transport and
-//! one driver task (see the driver's module notes for how replies, watch
-//! events and session events are routed), and every election made with
-//! [`Session::election`] runs on it, as Curator and kazoo fleets run every
-//! recipe of a process on one session.
+//! One ZooKeeper session, many recipes: a [`Session`] owns one transport,
+//! the core's session machine and one pump task (see `driver.rs`), and
+//! every recipe made on it — [`Session::election`], the locks, the
+//! observations — runs on it, as Curator and kazoo fleets run every recipe
+//! of a process on one session.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use zkelect_core::Rule;
+use zkelect_core::{Gone, Machine, MachineId, SessionConfig, Timestamp};
 
-use crate::driver::{Clock, Control, Intent, Key, Machine, Outputs, SessionDriver};
-use crate::election::{Connect, ElectionBuilder};
+use crate::connect::Connect;
+use crate::driver::Pump;
 use crate::error::SessionError;
-use crate::lock::{self, RwLock, Semaphore};
+use crate::hub::{Board, Hub};
 use crate::transport::{EventStream, Transport};
 
 /// How long [`Session::close`] waits for the machines, and again for the
 /// transport, unless a builder says otherwise.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// One ZooKeeper session that runs many recipes: one transport, one driver
-/// task, any number of elections (and, as they come, locks and observers).
+/// One ZooKeeper session that runs many recipes: one transport, one pump
+/// task, any number of elections, locks and observations.
 ///
 /// Cheap to clone: clones share the session. It ends when
 /// [`close`](Self::close) is called, or — in the background — when every
@@ -56,11 +54,18 @@ pub struct Session {
 }
 
 struct Inner {
-    control: mpsc::UnboundedSender<Control>,
+    hub: Arc<Hub>,
     task: Mutex<Option<JoinHandle<()>>>,
     transport: Weak<dyn Transport>,
-    next_key: AtomicU64,
     close_timeout: Duration,
+}
+
+impl Drop for Inner {
+    /// Every handle to the session and its recipes is gone: nobody can
+    /// close it, so it closes now (in the background).
+    fn drop(&mut self) {
+        drop(self.hub.close_session());
+    }
 }
 
 impl std::fmt::Debug for Session {
@@ -90,61 +95,26 @@ impl Session {
         events: EventStream,
         close_timeout: Duration,
     ) -> Session {
-        let (control, control_rx) = mpsc::unbounded_channel();
-        let driver = SessionDriver {
+        // The watch table's keys: secret, so no path can be chosen to
+        // collide in it.
+        let config = SessionConfig::new(random_seed()).with_close_timeout(close_timeout);
+        let (hub, handoffs) = Hub::new(&transport, config);
+        let pump = Pump {
+            hub: Arc::clone(&hub),
             transport: Arc::clone(&transport),
             events,
-            control: control_rx,
-            clock: Clock::new(),
+            handoffs,
             close_timeout,
         };
-        let task = tokio::spawn(driver.run());
+        let task = tokio::spawn(pump.run());
         Session {
             inner: Arc::new(Inner {
-                control,
+                hub,
                 task: Mutex::new(Some(task)),
                 transport: Arc::downgrade(&transport),
-                next_key: AtomicU64::new(0),
                 close_timeout,
             }),
         }
-    }
-
-    /// Starts building an election on this session.
-    ///
-    /// Closing the election deletes its node and leaves the session open.
-    pub fn election(&self, path: impl Into<String>) -> ElectionBuilder {
-        ElectionBuilder::on_session(self.clone()).path(path)
-    }
-
-    /// A fair, reentrant lock on `path` (its nodes are the children of
-    /// `path`, created with its ancestors if missing). Every call makes a
-    /// new contender; reentrancy is per handle.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let server = zkelect::memory::MemoryServer::new();
-    /// # let session = zkelect::Session::connect(server.settings(std::time::Duration::from_secs(4))).await?;
-    /// let guard = session.mutex("/svc/locks/report").acquire().await?;
-    /// println!("holding with fencing token {}", guard.token());
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn mutex(&self, path: impl Into<String>) -> lock::Mutex {
-        lock::Mutex::new(self.clone(), path.into(), Rule::Mutex)
-    }
-
-    /// A counting semaphore on `path`: at most `permits` holders at once
-    /// (every participant of the path must use the same number).
-    pub fn semaphore(&self, path: impl Into<String>, permits: u32) -> Semaphore {
-        Semaphore::new(self.clone(), path.into(), permits)
-    }
-
-    /// A fair read-write lock on `path`: [`RwLock::read`] and
-    /// [`RwLock::write`] are its two sides.
-    pub fn rw_lock(&self, path: impl Into<String>) -> RwLock {
-        RwLock::new(self, path.into())
     }
 
     /// The session's transport, while it is open (for guarded writes).
@@ -153,45 +123,30 @@ impl Session {
     }
 
     /// Runs `machine` on the session; its handles reach it through the link.
-    pub(crate) fn add(
-        &self,
-        machine: Box<dyn Machine>,
-        outputs: Arc<Outputs>,
-        close_timeout: Duration,
-        ends_session: bool,
-    ) -> Link {
-        let key = self.inner.next_key.fetch_add(1, Ordering::Relaxed);
-        let _ = self.inner.control.send(Control::Add {
-            key,
-            machine,
-            outputs,
-            close_timeout,
-            ends_session,
-        });
+    pub(crate) fn add(&self, machine: Machine, board: Board) -> Link {
+        let releases = machine.is_lock();
+        let id = self.inner.hub.add(machine, board);
         Link {
-            key,
-            control: self.inner.control.clone(),
+            id,
+            session: self.clone(),
+            releases,
         }
     }
 
     /// Closes every recipe on the session (each deletes its node, within its
-    /// close timeout), then the session itself, and waits until the driver
+    /// close timeout), then the session itself, and waits until the pump
     /// task has ended. Idempotent, and safe to call from several clones.
     pub async fn close(&self) {
-        let graceful = async {
-            let (done, wait) = oneshot::channel();
-            if self.inner.control.send(Control::Close { done }).is_ok() {
-                let _ = wait.await;
-            }
-        };
-        // The driver bounds both steps; this outer bound only matters if the
-        // driver task is stuck, which would be a bug.
+        let closed = self.inner.hub.close_session();
+        // The core bounds the machines' closes and the pump the transport's;
+        // this outer bound only matters if the pump is stuck, which would be
+        // a bug.
         let bound = self.inner.close_timeout * 2 + Duration::from_secs(1);
-        let finished = tokio::time::timeout(bound, graceful).await.is_ok();
+        let finished = tokio::time::timeout(bound, closed).await.is_ok();
         let task = self.inner.task.lock().ok().and_then(|mut t| t.take());
         if let Some(task) = task {
             if !finished {
-                tracing::warn!("close: the session driver did not stop in time; aborting it");
+                tracing::warn!("close: the session's pump did not stop in time; aborting it");
                 task.abort();
             }
             let _ = task.await;
@@ -199,28 +154,62 @@ impl Session {
     }
 }
 
-/// A recipe handle's line to its machine on the driver. When the last
+/// A recipe handle's line to its machine on the session. When the last
 /// clone goes, the machine is closed.
 #[derive(Debug)]
 pub(crate) struct Link {
-    key: Key,
-    control: mpsc::UnboundedSender<Control>,
+    id: MachineId,
+    session: Session,
+    /// A lock's: closed by its holder itself (a release), so its demotion
+    /// holds nothing back (nothing of the holder's acts on the hold any
+    /// more) and its delete goes out at once.
+    releases: bool,
 }
 
 impl Link {
-    /// Sends an intent; false once the driver is gone.
-    pub(crate) fn send(&self, intent: Intent) -> bool {
-        self.control
-            .send(Control::Intent {
-                key: self.key,
-                intent,
-            })
-            .is_ok()
+    /// Applies an intent (`Err` once the machine has left the session).
+    pub(crate) fn intent(
+        &self,
+        apply: impl FnOnce(&mut zkelect_core::Session, Timestamp, MachineId) -> Result<(), Gone>,
+    ) -> Result<(), Gone> {
+        let id = self.id;
+        self.session
+            .inner
+            .hub
+            .intent(|session, now| apply(session, now, id))
+    }
+
+    /// Closes the machine: told once it has left the session (`None` if it
+    /// already had).
+    pub(crate) fn close(&self) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        self.session.inner.hub.close(self.id, self.releases)
+    }
+
+    /// Reads the machine, while it runs.
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&Machine) -> R) -> Option<R> {
+        self.session
+            .inner
+            .hub
+            .read(|session| session.machine(self.id).map(f))
     }
 }
 
 impl Drop for Link {
     fn drop(&mut self) {
-        let _ = self.control.send(Control::Dropped { key: self.key });
+        drop(self.close());
     }
+}
+
+/// A seed drawn afresh: for the protected-name nonces (distinct per process
+/// and per election) and the session's watch-table keys.
+pub(crate) fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    // RandomState is seeded from the OS once per process and varied per instance.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
 }

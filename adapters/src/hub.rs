@@ -1,0 +1,510 @@
+//! A session's core [`Session`](zkelect_core::Session) and what its machines
+//! publish, shared under one lock by the pump (`driver.rs`) and the handles.
+//!
+//! Every decision is the core's; this module only moves what it says:
+//!
+//! - **Intents are applied where they are asked**, as quinn's handles lock
+//!   their connection: a handle takes the lock, reads the clock, feeds the
+//!   intent to the core, publishes what it says, and sends the requests it
+//!   emits at once. A lock's release thus sends its node's delete from the
+//!   releasing task itself, before anything else runs — the delete the core
+//!   emits, under the path the core built, with no second author of it.
+//! - **Requests** are polled once where they are started (which hands them
+//!   to the client library) and then moved to the pump, which polls every
+//!   request to its answer and feeds it back. A request a handle started is
+//!   polled with a no-op waker: the pump polls it again as soon as it gets
+//!   it, so no wake-up is lost.
+//! - **Publication**: each machine's notices and status go out (the status
+//!   with each notice, so a watcher of the role sees a demotion as soon as a
+//!   subscriber of notices does) before its requests are sent; a demotion or
+//!   an election that a subscriber may be waiting on holds the requests it
+//!   led to until the pump has yielded once, so the tasks it woke run first
+//!   (zombie-proofing for a demotion; for an election, speed: the new
+//!   holder's `acquire` returns before its marker goes out).
+//! - **The metrics facade** is told on the pump's next turn, never on the
+//!   path between an input and the requests it leads to.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::{Context, Poll, Waker};
+
+use futures_util::FutureExt;
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::{debug, info, warn};
+use zkelect_core::{
+    Command, Event, Exit, Gone, Machine, MachineId, Notice, OpId, Participant, Reply, Request,
+    Role, Session, SessionConfig, Timestamp, ZkCode,
+};
+
+use crate::clock::Clock;
+use crate::facade::{note_moved, Facade, Mirror, Moment};
+use crate::status::{count, Outputs, Snapshot};
+use crate::transport::Transport;
+
+/// A request's answer, under its session op id.
+pub(crate) type Answer = (OpId, Result<Reply, ZkCode>);
+
+/// One request in flight, polled to its answer by the pump.
+pub(crate) type Performing = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+/// What the handles pass the pump.
+pub(crate) enum Handoff {
+    /// A request a handle started: the pump polls it from now on.
+    Started(Performing),
+    /// A request that answered on its first poll.
+    Answered(Answer),
+    /// Something changed under the lock: the session's deadline may have.
+    Nudge,
+}
+
+/// What one machine publishes through, and who waits on it. Kept small:
+/// an idle machine of a large session has one, and nobody waiting.
+pub(crate) struct Board {
+    outputs: Arc<Outputs>,
+    /// Its series in the metrics facade (unused by an observer).
+    facade: Facade,
+    /// What few machines have: someone waiting for its end, a list.
+    rare: Option<Box<Rare>>,
+}
+
+/// The parts of a board most machines never need.
+#[derive(Default)]
+struct Rare {
+    /// Told when it leaves the session.
+    closed: Vec<oneshot::Sender<()>>,
+    /// An observer's participant list. An observer is not metered: its
+    /// path may be an election this process takes part in, and the series
+    /// are labelled by path alone.
+    listing: Option<Listing>,
+}
+
+/// An observer's participant list, published in the step that reports it.
+pub(crate) struct Listing {
+    pub(crate) list: Arc<watch::Sender<Vec<Participant>>>,
+    /// Told when the first list is in.
+    pub(crate) first: Option<oneshot::Sender<()>>,
+}
+
+impl Board {
+    /// A candidate's board: metered under its path.
+    pub(crate) fn metered(outputs: Arc<Outputs>, path: &str) -> Self {
+        Self {
+            outputs,
+            facade: Facade::new(path),
+            rare: None,
+        }
+    }
+
+    /// An observer's board: not metered.
+    pub(crate) fn listing(outputs: Arc<Outputs>, listing: Listing) -> Self {
+        Self {
+            outputs,
+            facade: Facade::unmetered(),
+            rare: Some(Box::new(Rare {
+                closed: Vec::new(),
+                listing: Some(listing),
+            })),
+        }
+    }
+
+    /// Whether its counters and leader gauge go to the metrics facade.
+    fn is_metered(&self) -> bool {
+        !self.rare.as_ref().is_some_and(|r| r.listing.is_some())
+    }
+}
+
+/// What the lock guards.
+pub(crate) struct State {
+    pub(crate) session: Session,
+    boards: BTreeMap<MachineId, Board>,
+    /// What metered machines have to tell the facade since it was last
+    /// told, in order: told at the start of the pump's next turn.
+    unmirrored: Vec<(MachineId, Mirror)>,
+    /// A demotion or an election was published to a subscriber: the
+    /// requests it led to wait until the pump has yielded once.
+    told: bool,
+    /// Told once the session has closed (after the transport's close).
+    closers: Vec<oneshot::Sender<()>>,
+    /// The pump has ended: the session is closed for good.
+    ended: bool,
+}
+
+/// A session's state, its transport and clock, and the line to its pump.
+pub(crate) struct Hub {
+    state: Mutex<State>,
+    /// The pump owns the transport: once it has ended, nothing holds it.
+    transport: Weak<dyn Transport>,
+    clock: Clock,
+    handoff: mpsc::UnboundedSender<Handoff>,
+}
+
+impl Hub {
+    pub(crate) fn new(
+        transport: &Arc<dyn Transport>,
+        config: SessionConfig,
+    ) -> (Arc<Self>, mpsc::UnboundedReceiver<Handoff>) {
+        let (handoff, from_handles) = mpsc::unbounded_channel();
+        let hub = Arc::new(Self {
+            state: Mutex::new(State {
+                session: Session::new(config),
+                boards: BTreeMap::new(),
+                unmirrored: Vec::new(),
+                told: false,
+                closers: Vec::new(),
+                ended: false,
+            }),
+            transport: Arc::downgrade(transport),
+            clock: Clock::new(),
+            handoff,
+        });
+        (hub, from_handles)
+    }
+
+    /// The lock. A panic while it was held left whole values behind (every
+    /// change is made by plain assignments), so a poisoned lock is still
+    /// good to use.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    // ----- from the handles -------------------------------------------------
+
+    /// Runs `machine` on the session, publishing through `board`.
+    pub(crate) fn add(&self, machine: Machine, board: Board) -> MachineId {
+        let mut st = self.lock();
+        let now = self.clock.now();
+        let id = st.session.add(now, machine);
+        st.boards.insert(id, board);
+        self.settle(&mut st, None);
+        id
+    }
+
+    /// Applies an intent to machine `id`: `Err` once it has left the session.
+    pub(crate) fn intent(
+        &self,
+        apply: impl FnOnce(&mut Session, Timestamp) -> Result<(), Gone>,
+    ) -> Result<(), Gone> {
+        let mut st = self.lock();
+        let now = self.clock.now();
+        let done = apply(&mut st.session, now);
+        self.settle(&mut st, None);
+        done
+    }
+
+    /// Closes machine `id`: told once it has left the session (`None` if it
+    /// already had). `released`: by the holder itself (a lock's release),
+    /// so its demotion need not reach anyone before its delete goes out.
+    pub(crate) fn close(&self, id: MachineId, released: bool) -> Option<oneshot::Receiver<()>> {
+        let mut st = self.lock();
+        let now = self.clock.now();
+        let (done, wait) = oneshot::channel();
+        st.boards
+            .get_mut(&id)?
+            .rare
+            .get_or_insert_with(Box::default)
+            .closed
+            .push(done);
+        debug!(machine = %id, "intent: close");
+        let gone = st.session.close(now, id).is_err();
+        self.settle(&mut st, released.then_some(id));
+        (!gone).then_some(wait)
+    }
+
+    /// Closes every machine, then the session: told once it has closed.
+    pub(crate) fn close_session(&self) -> oneshot::Receiver<()> {
+        let mut st = self.lock();
+        let now = self.clock.now();
+        let (done, wait) = oneshot::channel();
+        if st.ended {
+            let _ = done.send(());
+            return wait;
+        }
+        st.closers.push(done);
+        st.session.close_session(now);
+        self.settle(&mut st, None);
+        wait
+    }
+
+    /// Reads the session under the lock.
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&Session) -> R) -> R {
+        f(&self.lock().session)
+    }
+
+    /// After a handle's intent: publishes, then sends the requests at once
+    /// (unless a subscriber of a demotion or election is to run first: the
+    /// pump sends them after its yield), and nudges the pump. `released`:
+    /// the machine a holder released, whose demotion holds nothing back.
+    fn settle(&self, st: &mut State, released: Option<MachineId>) {
+        self.publish(st, released);
+        if !st.told {
+            let mut noop = Context::from_waker(Waker::noop());
+            while let Some(command) = st.session.poll_command() {
+                let mut request = self.perform(command);
+                let handoff = match request.as_mut().poll(&mut noop) {
+                    Poll::Ready(answer) => Handoff::Answered(answer),
+                    Poll::Pending => Handoff::Started(request),
+                };
+                let _ = self.handoff.send(handoff);
+            }
+        }
+        let _ = self.handoff.send(Handoff::Nudge);
+    }
+
+    // ----- from the pump ----------------------------------------------------
+
+    /// After the pump fed an input: publishes, then starts the requests,
+    /// polled in the pump's next `select!` (unless `told`: see [`State`]).
+    pub(crate) fn turn(&self, st: &mut State, tasks: &mut Vec<Performing>) {
+        self.publish(st, None);
+        if !st.told {
+            self.start(st, tasks);
+        }
+    }
+
+    /// The requests held back by a published demotion or election, once
+    /// the pump has yielded.
+    pub(crate) fn start(&self, st: &mut State, tasks: &mut Vec<Performing>) {
+        st.told = false;
+        while let Some(command) = st.session.poll_command() {
+            tasks.push(self.perform(command));
+        }
+    }
+
+    /// Whether requests wait for the pump's yield, and whether the facade
+    /// has something to be told.
+    pub(crate) fn waiting(st: &State) -> (bool, bool) {
+        (st.told, !st.unmirrored.is_empty())
+    }
+
+    /// The pump is about to yield for what was told so far.
+    pub(crate) fn untold(st: &mut State) {
+        st.told = false;
+    }
+
+    /// The pump has ended: the closers, to be told.
+    pub(crate) fn ended(st: &mut State) -> Vec<oneshot::Sender<()>> {
+        st.ended = true;
+        std::mem::take(&mut st.closers)
+    }
+
+    fn perform(&self, Command { op, request }: Command) -> Performing {
+        debug!(session_op = %op, verb = request.verb(), path = request.path(), "perform");
+        match self.transport.upgrade() {
+            Some(transport) => Box::pin(async move { (op, answered(&*transport, request).await) }),
+            // The pump has ended: the session is closed.
+            None => Box::pin(std::future::ready((op, Err(ZkCode::ConnectionLoss)))),
+        }
+    }
+
+    // ----- publication --------------------------------------------------------
+
+    /// Tells the metrics facade what the machines had to tell it.
+    pub(crate) fn flush_metrics(st: &mut State) {
+        for (id, mirror) in std::mem::take(&mut st.unmirrored) {
+            let (Some(machine), Some(board)) = (st.session.machine(id), st.boards.get(&id)) else {
+                continue;
+            };
+            tell(machine.path(), board, mirror);
+        }
+    }
+
+    /// Publishes every event of the session: notices and status, and the
+    /// end of machines that left. `released`: see [`settle`](Self::settle).
+    fn publish(&self, st: &mut State, released: Option<MachineId>) {
+        while let Some(event) = st.session.poll_event() {
+            match event {
+                Event::Notice { machine, notice } => {
+                    self.notice(st, machine, notice, released);
+                }
+                Event::Updated(machine) => {
+                    let (Some(board), Some(now)) = (
+                        st.boards.get(&machine),
+                        snapshot(&st.session, &self.clock, machine),
+                    ) else {
+                        // Gone in the same step: its `Stopped` says the rest.
+                        continue;
+                    };
+                    let moved = board.outputs.publish(Some(&now), |_| false);
+                    if board.is_metered() {
+                        note_moved(&mut st.unmirrored, machine, moved);
+                    }
+                }
+                Event::Stopped {
+                    machine,
+                    path,
+                    exit,
+                    stats,
+                    traffic,
+                } => {
+                    let Some(board) = st.boards.remove(&machine) else {
+                        continue;
+                    };
+                    let role = match exit {
+                        Exit::Failed => Role::Failed,
+                        Exit::Closed | Exit::Abandoned => Role::Closed,
+                    };
+                    let moved = board.outputs.stopped(role, &stats, &traffic);
+                    // What it has to tell the facade is told before it goes.
+                    let mut rest = Vec::new();
+                    for (id, mirror) in std::mem::take(&mut st.unmirrored) {
+                        if id == machine {
+                            tell(&path, &board, mirror);
+                        } else {
+                            rest.push((id, mirror));
+                        }
+                    }
+                    st.unmirrored = rest;
+                    if board.is_metered() {
+                        if let Some(before) = moved {
+                            tell(&path, &board, Mirror::Counters(before));
+                        }
+                        metrics::gauge!("zkelect_leader", "path" => path.clone()).set(0.0);
+                    }
+                    if exit == Exit::Abandoned {
+                        warn!(
+                            path,
+                            "close: the node's deletion did not complete in time; \
+                             it goes when the session ends"
+                        );
+                    }
+                    for done in board.rare.into_iter().flat_map(|r| r.closed) {
+                        let _ = done.send(());
+                    }
+                    info!(path, ?role, "machine stopped");
+                }
+            }
+        }
+    }
+
+    fn notice(&self, st: &mut State, id: MachineId, notice: Notice, released: Option<MachineId>) {
+        let Some(board) = st.boards.get_mut(&id) else {
+            return;
+        };
+        let now = snapshot(&st.session, &self.clock, id);
+        let node = now.as_ref().and_then(|n| n.node);
+        let metered = board.is_metered();
+        let unmirrored = &mut st.unmirrored;
+        let failover = board
+            .facade
+            .notice(&notice, node, Moment::now(&self.clock), &mut |m| {
+                if metered {
+                    unmirrored.push((id, m));
+                }
+            });
+        log(&notice);
+        // Only news someone may be waiting on is worth a yield (a lock's
+        // release has no one: its holder asked for it).
+        st.told |= matches!(notice, Notice::Demoted { .. } | Notice::Elected { .. })
+            && released != Some(id)
+            && board.outputs.watched();
+        let moved = board
+            .outputs
+            .publish(now.as_ref(), |s| count(s, &notice, failover));
+        if metered {
+            note_moved(&mut st.unmirrored, id, moved);
+        }
+        let listing = board.rare.as_mut().and_then(|r| r.listing.as_mut());
+        if let (Notice::Participants(list), Some(listing)) = (&notice, listing) {
+            // The machine reports a list only when it changed; the check
+            // keeps the watch quiet even if that ever slipped.
+            listing.list.send_if_modified(|now| {
+                let changed = now != list;
+                if changed {
+                    now.clone_from(list);
+                }
+                changed
+            });
+            if let Some(first) = listing.first.take() {
+                let _ = first.send(());
+            }
+        }
+        board.outputs.notify(notice);
+    }
+}
+
+/// Machine `id` as its getters read now, while it runs.
+fn snapshot<'a>(session: &'a Session, clock: &Clock, id: MachineId) -> Option<Snapshot<'a>> {
+    let machine = session.machine(id)?;
+    Some(Snapshot {
+        role: machine.role(),
+        node: machine.node(),
+        lease: machine.lease_expiry().map(|t| clock.instant(t)),
+        stats: machine.stats(),
+        traffic: session.traffic(id).unwrap_or_default(),
+    })
+}
+
+/// Tells the facade one thing of a machine on `path`.
+fn tell(path: &str, board: &Board, mirror: Mirror) {
+    use metrics::{gauge, histogram};
+    match mirror {
+        Mirror::Counters(before) => {
+            let after = board.outputs.read(|s| s.stats);
+            Facade::counters(path, &before, &after);
+        }
+        Mirror::Leader(value) => {
+            gauge!("zkelect_leader", "path" => path.to_owned()).set(value);
+        }
+        Mirror::Histogram(name, d) => {
+            histogram!(name, "path" => path.to_owned()).record(d);
+        }
+    }
+}
+
+fn log(notice: &Notice) {
+    match notice {
+        Notice::Elected { token } => info!(token = token.0, "elected"),
+        Notice::Demoted { reason } => info!(%reason, "demoted"),
+        Notice::Suspended => info!("suspended: no contact with the server"),
+        Notice::Resumed => info!("resumed"),
+        Notice::Joined { node } => info!(node, "joined the queue"),
+        Notice::LeaderChanged { leader } => {
+            info!(leader = leader.as_deref().unwrap_or("-"), "leader changed");
+        }
+        Notice::PersistentSkipped { node } => warn!(
+            node,
+            "skipping a persistent child that looks like a contender: \
+             no process holds it and it will not go away by itself"
+        ),
+        Notice::TokenRegressed { before, now } => warn!(
+            before = before.0,
+            now = now.0,
+            "fencing token went backwards: the ensemble's history restarted (its data wiped, \
+             or another ensemble); a fenced resource that saw the old tokens will refuse \
+             this leader's until an operator lets it accept the new epoch"
+        ),
+        // Only an observer reports participants.
+        Notice::Participants(_) => {}
+        Notice::Error(e) => warn!(error = %e, "stopped by a fatal error"),
+    }
+}
+
+/// Performs `request`, answered exactly once: a transport that panicked
+/// answers as a broken connection (the request may or may not have been
+/// applied, which the core knows how to handle).
+pub(crate) async fn answered(transport: &dyn Transport, request: Request) -> Result<Reply, ZkCode> {
+    // Unwind-safe: the transport's future is dropped after a panic, and
+    // nothing of the caller's is borrowed across it.
+    AssertUnwindSafe(transport.perform(request))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            let message = panic
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("(no message)");
+            warn!(
+                panic = message,
+                "the transport panicked performing a request"
+            );
+            Err(ZkCode::ConnectionLoss)
+        })
+}
