@@ -1,10 +1,11 @@
 //! # zkelect
 //!
-//! Leader election on Apache ZooKeeper for tokio services. The election logic is
-//! the sans-IO state machine of [`zkelect_core`]; this crate runs it: a driver
-//! task feeds it replies, watch events, session events and the time, performs
-//! its requests through a [`Transport`], and publishes what the application
-//! needs — the role, notices, the lease.
+//! Leader election on Apache ZooKeeper for tokio services. The election logic,
+//! and everything one ZooKeeper session shares among its recipes, is the
+//! sans-IO state machine of [`zkelect_core`] (its `Session`); this crate runs
+//! it: a pump task feeds it replies, watch events, session events and the
+//! time, performs its requests through a [`Transport`], and publishes what
+//! the application needs — the role, notices, the lease.
 //!
 //! ```no_run
 //! use tokio::signal::unix::{signal, SignalKind};
@@ -53,7 +54,7 @@
 //!   write to ZooKeeper only if this candidate still leads, checked by the
 //!   server atomically with the write (a `multi`; zookeeper-client and memory
 //!   transports).
-//! - [`Session`]: one ZooKeeper session, one driver task, many elections
+//! - [`Session`]: one ZooKeeper session, one pump task, many elections
 //!   ([`Session::election`]), as Curator and kazoo run every recipe of a
 //!   process on one session. [`Election::connect`] and [`Election::builder`]
 //!   are the one-election shortcut: a session of its own that closes with it.
@@ -61,9 +62,12 @@
 //!   handing out a [`LockGuard`] (see below).
 //! - [`Status`]: one snapshot per election (role, node, lease, last
 //!   demotion, error, counters), a `watch` from [`Election::status`].
-//! - The driver: one task per session that owns its machines (the core's
-//!   `Candidate`s), routes replies, watch events and session events to
-//!   them, and holds no election logic of its own. Time is tokio's, so
+//! - The pump: one task per session that moves bytes, events and the clock
+//!   between the transport and the core's `Session` (which owns the
+//!   machines and routes replies, watch events and session events to them)
+//!   and publishes what it says; it decides nothing itself. A handle's
+//!   intent is applied in the handle's own task, so a lock's release sends
+//!   its node's delete before it awaits anything. Time is tokio's, so
 //!   `#[tokio::test(start_paused = true)]` runs elections in virtual time.
 //!
 //! ## Locks, semaphores and read-write locks
@@ -154,6 +158,42 @@
 //! # session.close().await;
 //! # Ok(())
 //! # }
+//! ```
+//!
+//! ## Driving a session by hand
+//!
+//! Everything this crate's pump does is move what the core's
+//! [`Session`](zkelect_core::Session) decides, so a runtime of your own —
+//! a blocking loop on a thread, smol, an embedded executor — can embed the
+//! whole session without tokio: build a `zkelect_core::Session`, add
+//! [`Machine`](zkelect_core::Machine)s (an election's candidate, a lock's,
+//! an observer) and run its loop, as the crate docs of `zkelect-core` walk
+//! through ("Driving a session by hand") and `sim/examples/by_hand.rs` runs
+//! on one std thread over the simulator's ZooKeeper model. What this crate
+//! adds on top is only plumbing: the loop below, a clock, the transports,
+//! and the handles' channels.
+//!
+//! ```
+//! use zkelect::core::{Input, Session, Timestamp};
+//!
+//! /// One turn of a driver: `input` (or the deadline) at `now`.
+//! fn turn(session: &mut Session, now: Timestamp, input: Option<Input>) {
+//!     match input {
+//!         Some(input) => session.handle(now, input),
+//!         None => session.handle_timeout(now),
+//!     }
+//!     // Publish first: a demotion reaches the application before the
+//!     // requests that follow it go out.
+//!     while let Some(event) = session.poll_event() {
+//!         println!("{event:?}");
+//!     }
+//!     while let Some(command) = session.poll_command() {
+//!         // Send it; feed its answer back as `Input::Reply { op: command.op, .. }`.
+//!         let _ = command;
+//!     }
+//!     // Sleep until `session.poll_timeout()` or the next input.
+//! }
+//! # turn(&mut Session::new(zkelect::core::SessionConfig::new(1)), Timestamp::ZERO, None);
 //! ```
 //!
 //! ## Features

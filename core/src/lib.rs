@@ -8,7 +8,8 @@
 //! application, the next time it wants to be woken). The same inputs always give
 //! the same outputs, so one machine runs unchanged under the async driver in the
 //! `zkelect` crate, inside the deterministic simulator of `zkelect-sim`, and under
-//! a fuzzer.
+//! a fuzzer. A [`Session`] is the same kind of machine for one ZooKeeper session
+//! and every candidate and observer on it (see "Driving a session by hand").
 //!
 //! ## The run loop
 //!
@@ -149,6 +150,89 @@
 //! assert_eq!(c.role(), Role::Leader(FencingToken(102)));
 //! assert_eq!(c.stats().zero_rtt_takeovers, 1);
 //! # Ok::<(), ConfigError>(())
+//! ```
+//!
+//! ## Driving a session by hand
+//!
+//! What users run is a ZooKeeper session carrying many machines: elections,
+//! locks, observers. [`Session`] is that session as one more sans-IO
+//! machine: it owns the machines and everything they share — one op-id
+//! space, the watch table, the connection and its one liveness probe, the
+//! request window, the close deadlines, the lock's release — so a runtime
+//! of your own (a blocking loop on a thread, smol, an embedded executor)
+//! embeds the whole session, not just a candidate. The `zkelect` crate's
+//! tokio pump and the simulator drive this same machine; so does
+//! `sim/examples/by_hand.rs`, a blocking loop on one std thread over the
+//! simulator's ZooKeeper model.
+//!
+//! The loop is the candidate's: feed one input (`now` first), drain
+//! [`Session::poll_event`] (notices before requests), send every
+//! [`Session::poll_command`] and answer each under its op id, sleep until
+//! [`Session::poll_timeout`] or the next input. Here one lock is taken and
+//! released; the transport is a closure that answers as a server holding
+//! the lock's one node would.
+//!
+//! ```
+//! use std::time::Duration;
+//! use zkelect_core::*;
+//!
+//! let t = Timestamp::from_millis(0);
+//! // The watch table's seed: draw it at random in production.
+//! let mut session = Session::new(SessionConfig::new(0x5eed));
+//! let config = Config::builder("/svc/lock", "me").rule(Rule::Mutex).build()?;
+//! let lock = session.add(t, Machine::lock(Candidate::new(config)));
+//! session.join(t, lock)?;
+//! session.handle(t, Input::Session(SessionEvent::Connected {
+//!     session_id: Some(SessionId(1)),
+//!     timeout: Duration::from_secs(10),
+//! }));
+//!
+//! // A server holding the lock's node, once created.
+//! let stat = Stat { czxid: 7, ephemeral_owner: 1, ..Stat::default() };
+//! let mut node: Option<String> = None;
+//! let mut server = |request: &Request| -> Result<Reply, ZkCode> {
+//!     let name = |path: &String| path.rsplit('/').next().unwrap_or_default().to_owned();
+//!     Ok(match request {
+//!         Request::Create { path, .. } => {
+//!             let path = format!("{path}0000000000");
+//!             node = Some(path.clone());
+//!             Reply::Created { path, stat }
+//!         }
+//!         Request::GetChildren { path, .. } if path == "/svc/lock" => {
+//!             Reply::Children(node.iter().map(name).collect())
+//!         }
+//!         Request::GetChildren { .. } => Reply::Children(Vec::new()),
+//!         Request::GetData { .. } => Reply::Data { data: b"me".to_vec(), stat },
+//!         Request::SetData { .. } => Reply::Set(Stat { version: 1, ..stat }),
+//!         Request::Exists { .. } => Reply::Exists(Some(stat)),
+//!         Request::Delete { .. } => { node = None; Reply::Deleted }
+//!         Request::Sync { .. } => Reply::Synced,
+//!     })
+//! };
+//!
+//! // The loop: events first, then every request, each answered.
+//! let mut held = None;
+//! loop {
+//!     while let Some(event) = session.poll_event() {
+//!         if let Event::Notice { notice: Notice::Elected { token }, .. } = event {
+//!             held = Some(token); // the application may act under the lock now
+//!         }
+//!     }
+//!     let Some(command) = session.poll_command() else { break };
+//!     let result = server(&command.request);
+//!     session.handle(t, Input::Reply { op: command.op, result });
+//! }
+//! assert_eq!(held, Some(FencingToken(7)));
+//!
+//! // The release: the node's delete is the session's very next request.
+//! session.close(t, lock)?;
+//! let delete = session.poll_command().expect("the delete");
+//! assert_eq!(delete.request.kind(), Verb::Delete);
+//! let result = server(&delete.request);
+//! session.handle(t, Input::Reply { op: delete.op, result });
+//! assert!(session.poll_command().is_none(), "nothing else, ever");
+//! assert!(session.machine(lock).is_none(), "it left the session");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! ## Panics, errors and unwraps
