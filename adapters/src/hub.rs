@@ -182,7 +182,7 @@ impl Hub {
         let now = self.clock.now();
         let id = st.session.add(now, machine);
         st.boards.insert(id, board);
-        self.settle(&mut st, None);
+        self.carry_out(&mut st, None);
         id
     }
 
@@ -194,7 +194,7 @@ impl Hub {
         let mut st = self.lock();
         let now = self.clock.now();
         let done = apply(&mut st.session, now);
-        self.settle(&mut st, None);
+        self.carry_out(&mut st, None);
         done
     }
 
@@ -213,7 +213,7 @@ impl Hub {
             .push(done);
         debug!(machine = %id, "intent: close");
         let gone = st.session.close(now, id).is_err();
-        self.settle(&mut st, released.then_some(id));
+        self.carry_out(&mut st, released.then_some(id));
         (!gone).then_some(wait)
     }
 
@@ -228,7 +228,7 @@ impl Hub {
         }
         st.closers.push(done);
         st.session.close_session(now);
-        self.settle(&mut st, None);
+        self.carry_out(&mut st, None);
         wait
     }
 
@@ -241,7 +241,7 @@ impl Hub {
     /// (unless a subscriber of a demotion or election is to run first: the
     /// pump sends them after its yield), and nudges the pump. `released`:
     /// the machine a holder released, whose demotion holds nothing back.
-    fn settle(&self, st: &mut State, released: Option<MachineId>) {
+    fn carry_out(&self, st: &mut State, released: Option<MachineId>) {
         self.publish(st, released);
         if !st.told {
             let mut noop = Context::from_waker(Waker::noop());
@@ -316,7 +316,7 @@ impl Hub {
     }
 
     /// Publishes every event of the session: notices and status, and the
-    /// end of machines that left. `released`: see [`settle`](Self::settle).
+    /// end of machines that left. `released`: see [`carry_out`](Self::carry_out).
     fn publish(&self, st: &mut State, released: Option<MachineId>) {
         while let Some(event) = st.session.poll_event() {
             match event {

@@ -77,9 +77,9 @@ impl Default for ServerConfig {
     }
 }
 
-/// What happens to the request in flight when a connection drops.
+/// The fate of the request in flight when a connection drops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum InFlight {
+pub enum RequestFate {
     /// The server applied it; only the reply was lost.
     Applied,
     /// It never reached the server.
@@ -115,7 +115,7 @@ struct Client {
     watch_lag: Duration,
     /// Events for the application, each with when it may be delivered, in order.
     outbox: VecDeque<(Instant, TransportEvent)>,
-    drop_next: Option<InFlight>,
+    drop_next: Option<RequestFate>,
 }
 
 pub(crate) struct Shared {
@@ -599,7 +599,12 @@ impl Shared {
         }
     }
 
-    pub(crate) fn fault_drop(&mut self, client: usize, in_flight: Option<InFlight>, now: Instant) {
+    pub(crate) fn fault_drop(
+        &mut self,
+        client: usize,
+        in_flight: Option<RequestFate>,
+        now: Instant,
+    ) {
         match in_flight {
             Some(f) => {
                 if let Some(c) = self.clients.get_mut(client) {
@@ -733,7 +738,7 @@ impl MemoryTransport {
                         let trap = c.drop_next.take();
                         let stamp = s.stamp(now);
                         let out = match trap {
-                            Some(InFlight::NotApplied) => None,
+                            Some(RequestFate::NotApplied) => None,
                             _ => Some(op(&mut s, session, stamp, now)),
                         };
                         let out = match trap {

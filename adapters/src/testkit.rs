@@ -56,7 +56,7 @@ use tokio::time::Instant;
 use zkelect_core::{Acl, CreateMode, FencingToken, Request, Role, Stat, ZkCode};
 use zkelect_sim::rng::SimRng;
 
-pub use crate::memory::InFlight;
+pub use crate::memory::RequestFate;
 use crate::memory::{MemoryServer, MemoryTransport, ServerConfig};
 use crate::{Election, EventStream};
 
@@ -73,7 +73,7 @@ pub enum Fault {
         /// Client index.
         client: usize,
         /// Whether that request was applied.
-        in_flight: InFlight,
+        in_flight: RequestFate,
     },
     /// The client was cut off for `ms` milliseconds.
     Partition {
@@ -260,7 +260,7 @@ impl TestZk {
 
     /// Drops the client's connection while its next request is in flight;
     /// the server applies that request or not, as `in_flight` says.
-    pub fn drop_connection(&self, client: usize, in_flight: InFlight) {
+    pub fn drop_connection(&self, client: usize, in_flight: RequestFate) {
         self.inject(Fault::DropConnection { client, in_flight });
     }
 
@@ -436,9 +436,9 @@ impl TestZk {
                     1 => Fault::DropConnection {
                         client,
                         in_flight: if rng.chance(0.5) {
-                            InFlight::Applied
+                            RequestFate::Applied
                         } else {
-                            InFlight::NotApplied
+                            RequestFate::NotApplied
                         },
                     },
                     2 => Fault::Restart {

@@ -7,7 +7,9 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 use zkelect::memory::ServerConfig;
-use zkelect::testkit::{check_fencing, FencedLog, FencingViolation, InFlight, Term, TestZk, Write};
+use zkelect::testkit::{
+    check_fencing, FencedLog, FencingViolation, RequestFate, Term, TestZk, Write,
+};
 use zkelect::{DemotionReason, Election, FencingToken, Notice, Role, SessionEvent, TransportEvent};
 
 const SESSION: Duration = Duration::from_secs(2);
@@ -83,7 +85,7 @@ async fn an_expired_leader_is_demoted_and_rejoins_with_a_new_session_and_its_suc
 
 #[tokio::test(start_paused = true)]
 async fn a_dropped_connection_suspends_the_leader_and_the_same_session_resumes_it() {
-    for in_flight in [InFlight::Applied, InFlight::NotApplied] {
+    for in_flight in [RequestFate::Applied, RequestFate::NotApplied] {
         let zk = TestZk::new();
         let (mut a, b, token) = pair(&zk).await;
         drain(&mut a.notices);
@@ -106,7 +108,7 @@ async fn a_dropped_connection_suspends_the_leader_and_the_same_session_resumes_i
 /// protected name; not applied, it is sent again. Either way one node.
 #[tokio::test(start_paused = true)]
 async fn a_create_lost_in_flight_leaves_exactly_one_node_applied_or_not() {
-    for in_flight in [InFlight::Applied, InFlight::NotApplied] {
+    for in_flight in [RequestFate::Applied, RequestFate::NotApplied] {
         let zk = TestZk::new();
         let a = join(&zk, "a").await;
         leader_within(&a.election, Duration::from_secs(1)).await;

@@ -542,7 +542,7 @@ pub fn queue(
     (parsed, ignored)
 }
 
-/// The nonce for the `create`-th node of the `epoch`-th session of a candidate
+/// The nonce for the `create`-th node of the `session`-th session of a candidate
 /// seeded with `seed`: 16 lowercase hex digits, different for every node.
 ///
 /// A fresh nonce per node (not only per session) makes every protected name
@@ -560,8 +560,8 @@ pub fn queue(
 /// assert_ne!(nonce(7, 0, 0), nonce(7, 0, 1));
 /// assert_eq!(nonce(7, 3, 2), nonce(7, 3, 2));
 /// ```
-pub fn nonce(seed: u64, epoch: u64, create: u64) -> String {
-    let x = splitmix64(seed ^ epoch.wrapping_mul(0xA076_1D64_78BD_642F));
+pub fn nonce(seed: u64, session: u64, create: u64) -> String {
+    let x = splitmix64(seed ^ session.wrapping_mul(0xA076_1D64_78BD_642F));
     format!(
         "{:016x}",
         splitmix64(x ^ create.wrapping_mul(0xE703_7ED1_A0B4_28DB))

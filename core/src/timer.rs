@@ -58,19 +58,6 @@ impl TimerTable {
     pub(crate) fn next(&self) -> Option<Timestamp> {
         TIMERS.iter().filter_map(|&t| self.get(t)).min()
     }
-
-    /// Clears and returns the timers due at `now`, in a fixed order.
-    #[cfg(test)]
-    pub(crate) fn take_expired(&mut self, now: Timestamp) -> Vec<Timer> {
-        let mut due = Vec::new();
-        for timer in TIMERS {
-            if self.get(timer).is_some_and(|at| at <= now) {
-                self.stop(timer);
-                due.push(timer);
-            }
-        }
-        due
-    }
 }
 
 /// Exponential backoff with deterministic jitter drawn from a seeded SplitMix64.
@@ -121,18 +108,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_fires_only_due_timers_and_reports_the_earliest() {
+    fn table_keeps_each_timer_and_reports_the_earliest() {
         let mut t = TimerTable::default();
         assert_eq!(t.next(), None);
         t.set(Timer::Probe, Timestamp::from_millis(30));
         t.set(Timer::Retry, Timestamp::from_millis(10));
         assert_eq!(t.next(), Some(Timestamp::from_millis(10)));
-        assert_eq!(
-            t.take_expired(Timestamp::from_millis(20)),
-            vec![Timer::Retry]
-        );
+        assert_eq!(t.get(Timer::Retry), Some(Timestamp::from_millis(10)));
+        t.stop(Timer::Retry);
         assert!(!t.is_set(Timer::Retry));
-        assert_eq!(t.take_expired(Timestamp::from_millis(20)), vec![]);
+        assert_eq!(t.get(Timer::Lease), None);
         assert_eq!(t.next(), Some(Timestamp::from_millis(30)));
     }
 

@@ -673,7 +673,7 @@ impl Candidate {
             }
         }
         self.let_go_of_node();
-        self.session = SessionState::new(self.session.epoch + 1);
+        self.session = SessionState::new(self.session.number + 1);
         self.timers.stop(Timer::Retry);
         if self.leaving() {
             return self.finish_leaving();

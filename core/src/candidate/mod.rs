@@ -484,7 +484,8 @@ impl Candidate {
         // Every due timer is stopped before any is acted on. Backoff over
         // (`Retry`): `advance` below re-issues the step. `Lease`: `enter`
         // already re-checked the lease. Checked in place rather than through
-        // `take_expired`, whose vector cost an allocation on every timeout.
+        // a list of the timers taken out, whose vector would cost an
+        // allocation on every timeout.
         let now = self.now;
         let due = |timers: &TimerTable, timer| timers.get(timer).is_some_and(|at| at <= now);
         let probe_due = due(&self.timers, Timer::Probe);
@@ -582,7 +583,7 @@ impl Candidate {
         let last = self.session.creates.checked_sub(1)?;
         self.config
             .protected_create()
-            .then(|| name::nonce(self.config.nonce_seed(), self.session.epoch, last))
+            .then(|| name::nonce(self.config.nonce_seed(), self.session.number, last))
     }
 
     /// A fresh nonce for a create about to be sent: one per create, so no two

@@ -314,9 +314,10 @@ pub(super) enum Round {
 pub(super) struct SessionState {
     /// The session id, once known.
     pub(super) id: Option<SessionId>,
-    /// Which of this candidate's sessions this is (scopes the create nonces).
-    pub(super) epoch: u64,
-    /// Creates sent in this session: the last one's nonce is `nonce(seed, epoch, creates - 1)`.
+    /// Which of this candidate's sessions this is, counted from 0 (scopes
+    /// the create nonces).
+    pub(super) number: u64,
+    /// Creates sent in this session: the last one's nonce is `nonce(seed, number, creates - 1)`.
     pub(super) creates: u64,
     /// A create of this session may have been applied though its reply was lost.
     pub(super) create_uncertain: bool,
@@ -341,10 +342,10 @@ pub(super) struct SessionState {
 }
 
 impl SessionState {
-    pub(super) fn new(epoch: u64) -> Self {
+    pub(super) fn new(number: u64) -> Self {
         Self {
             id: None,
-            epoch,
+            number,
             creates: 0,
             create_uncertain: false,
             round: Round::Fresh,
