@@ -186,7 +186,7 @@ impl Hub {
         id
     }
 
-    /// Applies an intent to machine `id`: `Err` once it has left the session.
+    /// Applies an intent (`Err` once its machine has left the session).
     pub(crate) fn intent(
         &self,
         apply: impl FnOnce(&mut Session, Timestamp) -> Result<(), Gone>,
@@ -244,12 +244,16 @@ impl Hub {
     fn carry_out(&self, st: &mut State, released: Option<MachineId>) {
         self.publish(st, released);
         if !st.told {
+            // A transport's request may need the runtime (its timer): one
+            // dropped outside it (a guard dropped on a thread of its own)
+            // is left to the pump to poll.
+            let here = tokio::runtime::Handle::try_current().is_ok();
             let mut noop = Context::from_waker(Waker::noop());
             while let Some(command) = st.session.poll_command() {
                 let mut request = self.perform(command);
-                let handoff = match request.as_mut().poll(&mut noop) {
-                    Poll::Ready(answer) => Handoff::Answered(answer),
-                    Poll::Pending => Handoff::Started(request),
+                let handoff = match here.then(|| request.as_mut().poll(&mut noop)) {
+                    Some(Poll::Ready(answer)) => Handoff::Answered(answer),
+                    Some(Poll::Pending) | None => Handoff::Started(request),
                 };
                 let _ = self.handoff.send(handoff);
             }

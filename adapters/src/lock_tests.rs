@@ -312,8 +312,9 @@ async fn guarded_writes_go_through_only_while_the_lock_is_held() {
 /// unanswered).
 type Deletes = Arc<StdMutex<Vec<(String, Option<Result<(), ZkCode>>)>>>;
 
-/// The memory transport, noting its deletes. It has no `multi`: the tests
-/// that use it write nothing guarded.
+/// The memory transport, noting its deletes, each bounded by a tokio timer
+/// as the real transports bound every request. It has no `multi`: the
+/// tests that use it write nothing guarded.
 struct NotingDeletes {
     inner: MemoryTransport,
     deletes: Deletes,
@@ -325,12 +326,16 @@ impl Transport for NotingDeletes {
         let Request::Delete { path, .. } = &request else {
             return self.inner.perform(request).await;
         };
+        let bound = tokio::time::sleep(Duration::from_secs(5));
         let n = {
             let mut deletes = self.deletes.lock().unwrap();
             deletes.push((path.clone(), None));
             deletes.len() - 1
         };
-        let result = self.inner.perform(request).await;
+        let result = tokio::select! {
+            result = self.inner.perform(request) => result,
+            () = bound => Err(ZkCode::OperationTimeout),
+        };
         self.deletes.lock().unwrap()[n].1 = Some(result.as_ref().map(|_| ()).map_err(|c| *c));
         result
     }
@@ -442,5 +447,29 @@ async fn a_release_cancelled_at_once_still_deletes_the_node_once() {
     assert_eq!(status.borrow().role, Role::Closed);
     assert_eq!(*deletes.lock().unwrap(), [(node, Some(Ok(())))]);
     assert!(children(&zk, PATH).is_empty(), "no node left behind");
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_guard_dropped_on_a_thread_outside_the_runtime_still_releases() {
+    let zk = TestZk::new();
+    let (s, deletes) = noting_session(&zk);
+    let mutex = s.mutex(PATH);
+    let guard = mutex.acquire().await.unwrap();
+    let status = guard.status();
+    let errors = status.borrow().stats.op_errors;
+    let node = format!("{PATH}/{}", guard.node());
+    // Its delete cannot be polled there (the transport's timer needs the
+    // runtime): the session's pump sends it.
+    std::thread::spawn(move || drop(guard)).join().unwrap();
+    settle().await;
+    assert_eq!(status.borrow().role, Role::Closed);
+    assert_eq!(
+        status.borrow().stats.op_errors,
+        errors,
+        "its one delete answered"
+    );
+    assert_eq!(*deletes.lock().unwrap(), [(node, Some(Ok(())))]);
+    assert!(children(&zk, PATH).is_empty());
     s.close().await;
 }
