@@ -112,7 +112,7 @@ impl Board {
 
     /// Whether its counters and leader gauge go to the metrics facade.
     fn is_metered(&self) -> bool {
-        !self.rare.as_ref().is_some_and(|r| r.listing.is_some())
+        self.rare.as_ref().is_none_or(|r| r.listing.is_none())
     }
 }
 

@@ -24,6 +24,13 @@ use zkelect_core::{
 };
 use zkelect_sim::zk::{ZkModel, ZkSettings};
 
+/// The wall clock. The simulator's machines never read one (they are
+/// given `now`); this example is the runtime, and a runtime owns the clock.
+#[allow(clippy::disallowed_methods)]
+fn wall() -> Instant {
+    Instant::now()
+}
+
 /// One process: its session on the server and its machines.
 struct Process {
     name: &'static str,
@@ -102,7 +109,7 @@ impl Runtime {
 
     /// Runs until `done` holds of what was seen, or `limit` passes.
     fn run_until(&mut self, limit: Duration, done: impl Fn(&[Seen]) -> bool) -> bool {
-        let end = Instant::now() + limit;
+        let end = wall() + limit;
         while !done(&self.seen) {
             // Block until an input comes or the earliest deadline is due.
             let now = self.now();
@@ -114,9 +121,9 @@ impl Runtime {
                 .map(|t| Duration::from_millis(t.as_millis().saturating_sub(now.as_millis())));
             let wait = due
                 .unwrap_or(Duration::from_millis(50))
-                .min(end.saturating_duration_since(Instant::now()));
+                .min(end.saturating_duration_since(wall()));
             let input = self.inbox.recv_timeout(wait).ok();
-            if Instant::now() >= end {
+            if wall() >= end {
                 return false;
             }
             // One clock reading per turn.
@@ -232,7 +239,7 @@ impl Runtime {
 fn run() -> Result<Vec<Seen>, Box<dyn std::error::Error>> {
     let (post, inbox) = mpsc::channel();
     let mut rt = Runtime {
-        start: Instant::now(),
+        start: wall(),
         server: ZkModel::new(ZkSettings::default()),
         inbox,
         post,
