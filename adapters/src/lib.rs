@@ -298,17 +298,20 @@
 //!   guesses. [`ZkAsyncOptions::assume_session_timeout`] can only lower that
 //!   bound.
 //! - A negotiated timeout below [`SESSION_TIMEOUT_MIN`] is refused on
-//!   zookeeper-async ([`ElectionError::SessionTimeoutTooShort`]).
+//!   zookeeper-async ([`SessionError::SessionTimeoutTooShort`]).
 //!
 //! `zkelect run` and `zkelect status` go through the same transports, so the
 //! lease of a supervised command is the negotiated one too.
 //!
 //! ## Panics, errors and unwraps
 //!
-//! Nothing reachable from the network or from user input panics. Setup
-//! errors and fatal election errors are [`ElectionError`]s; everything else
-//! (connection loss, expiry, revocation) is a [`Notice`] and a [`Role`]
-//! change, handled by the core.
+//! Nothing reachable from the network or from user input panics. Each
+//! error type is named for what it covers: [`SessionError`] (connecting,
+//! credentials), [`ElectionError`] (an election's setup and end),
+//! [`LockError`] (acquiring a lock, a permit, a read-write lock side),
+//! [`ObserveError`] (an observation), [`GuardedWriteError`] (a write made
+//! only while holding). Everything else (connection loss, expiry,
+//! revocation) is a [`Notice`] and a [`Role`] change, handled by the core.
 // Links to items of opt-in features (zk_client, memory) are relative HTML
 // links, not intra-doc links, here and in the modules: `cargo doc` on the
 // default features alone must not warn, and docs built with the features
