@@ -7,7 +7,7 @@
 //! | `connect()` spins forever on a dead server | [`ZkAsyncTransport::connect`] runs the whole set-up (TCP, session, credentials, a first `exists("/")`) under one deadline, [`SessionOptions::connect_timeout`], and uses `connect_with_retry_time` so a dead server is retried every [`SessionOptions::reconnect_delay`] instead of in a busy loop |
 //! | a session timeout under 1.5 s makes it reconnect in a storm | refused: [`SessionError::SessionTimeoutTooShort`], for the requested timeout and for the smallest negotiated one |
 //! | the negotiated session timeout is not exposed (a server clamps the request into its `[minSessionTimeout, maxSessionTimeout]`, 2 and 20 ticks by default) | before connecting, every server is asked at once, each with a deadline of its own, with a ConnectRequest on a connection of ours whose session is closed at once, at most once per process, server and requested timeout (`startup`); the core's start-up machine decides when the answers suffice (all in, or 250 ms after the first), which servers the client gets (answered, then refusing; silent ones left out) and the bound (the smallest listed answer), reported on every `Connected`, never the requested value. With no answer before [`SessionOptions::connect_timeout`], `connect` fails with [`SessionError::Connect`] naming each server's failure |
-//! | watches are lost on every reconnect, yet their callbacks stay registered and can fire with a new watch on the same path | every non-`Connected` state bumps a *generation*; a watch callback queues its event with the generation its request was sent in, and the pump task drops it if a reconnect came since. A watch request that straddled a reconnect answers `ConnectionLoss` (`settle`) so the core sets it again. After the reconnect the core re-lists and re-arms every watch on `Connected` |
+//! | a watch set with a callback (`*_w`) keeps its boxed callback until its path fires, even after the watch is gone with a reconnect, and can fire it with a new watch's event; one per call, so a path watched again and again that never changes (a leader's node, read by every follower that comes to stand behind it) keeps one per read for good (measured: 521 B per watch event on a leader with followers churning behind it) | no callbacks: watch requests are plain `watch = true` reads and the client's default watcher (`Forward`) queues every event; the server keeps one watch per session, path and kind, and the client keeps nothing per request (measured after: 0.00 B per event, `tests/tests/soak.rs`). An event from a watch set before a reconnect is still passed on: it reports what happened, and the core acts on events as facts, never counting them against the watches it set. Every non-`Connected` state bumps a *generation*: a watch request that straddled a reconnect answers `ConnectionLoss` (`settle`) so the core sets it again, and after the reconnect the core re-lists and re-arms every watch on `Connected` |
 //! | digest credentials are lost on every reconnect | the pump task replays them before it reports `Connected`; until then requests wait (bounded) at a gate, and a `NoAuth` from a request that straddled a reconnect answers `ConnectionLoss` |
 //! | session expiry shows only as the deprecated `ZkState::NotConnected`, then a new session opens silently | `map_state`: `NotConnected` → `Expired`, the next `Connected` → `Connected { session_id: None }`, which the core treats as a new session; the core learns the session id from its node's `ephemeralOwner` and re-checks it after every reconnect |
 //! | a dead server is noticed only after 2× the session timeout | the core probes every third of the session timeout and suspends after two thirds; here every request is bounded ([`SessionOptions::op_timeout`]) and answers `OperationTimeout` |
@@ -160,21 +160,8 @@ impl crate::Connect for ZkAsyncOptions {
 enum Raw {
     /// The state listener saw a new state.
     State(zka::ZkState),
-    /// A watch fired; `generation` is the one its request was sent in.
-    Watch {
-        generation: u64,
-        event: zka::WatchedEvent,
-    },
-}
-
-/// What a watch callback needs: the callbacks' channel and the generation
-/// its request was sent in. One per generation, shared by every watch set
-/// in it, so that a callback is one pointer: the client keeps each boxed
-/// for as long as its watch stands (an idle recipe's two watches, for
-/// hours).
-struct Stamp {
-    raw: mpsc::UnboundedSender<Raw>,
-    generation: u64,
+    /// A watch fired (the client's default watcher saw it).
+    Watch(zka::WatchedEvent),
 }
 
 /// What the client's callbacks share with the transport.
@@ -186,9 +173,6 @@ struct Shared {
     shell: Shell,
     /// The callbacks' channel, read by the pump task.
     raw: mpsc::UnboundedSender<Raw>,
-    /// The watch callbacks' stamp for the newest generation a watch was
-    /// set in.
-    stamp: std::sync::Mutex<Option<Arc<Stamp>>>,
     /// Whether there are credentials to replay.
     has_auth: bool,
     /// Whether the current connection carries the credentials (always true
@@ -199,18 +183,16 @@ struct Shared {
 impl Shared {
     fn new(
         events: mpsc::UnboundedSender<TransportEvent>,
+        raw: mpsc::UnboundedSender<Raw>,
         has_auth: bool,
         op_timeout: Duration,
-    ) -> (Self, mpsc::UnboundedReceiver<Raw>) {
-        let (raw, raw_rx) = mpsc::unbounded_channel();
-        let shared = Self {
+    ) -> Self {
+        Self {
             shell: Shell::new(events, op_timeout),
-            stamp: std::sync::Mutex::new(None),
             raw,
             has_auth,
             authenticated: watch::channel(!has_auth).0,
-        };
-        (shared, raw_rx)
+        }
     }
 
     /// The state listener's whole body: it runs on the client's I/O task
@@ -260,12 +242,18 @@ impl std::fmt::Debug for ZkAsyncTransport {
     }
 }
 
-/// The client's default watcher: events for paths nobody watches any more.
-struct Quiet;
+/// The client's default watcher, which sees every watch event: the
+/// transport's watch requests are plain `watch = true` requests, never
+/// `*_w` calls with a callback, so the client keeps nothing per request.
+/// (With a callback per call, the client keeps every callback until its
+/// path fires: a leader's node, watched anew by every follower that comes
+/// to stand behind it and never changed, held one per follower, some
+/// hundreds of bytes each, for good.) It only queues the event.
+struct Forward(mpsc::UnboundedSender<Raw>);
 
-impl zka::Watcher for Quiet {
+impl zka::Watcher for Forward {
     fn handle(&self, event: zka::WatchedEvent) {
-        debug!(?event, "unclaimed watch event");
+        let _ = self.0.send(Raw::Watch(event));
     }
 }
 
@@ -298,6 +286,8 @@ impl ZkAsyncTransport {
         let refused = |driver: &Driver, e| {
             startup::refusal(&options.hosts, options.connect_timeout, driver, &e)
         };
+        // The channel the client's watcher and state listener write to.
+        let (raw_tx, raw_rx) = mpsc::unbounded_channel();
         let zk = loop {
             let plan = match driver.next_plan().await {
                 Ok(plan) => plan,
@@ -324,7 +314,7 @@ impl ZkAsyncTransport {
             let connecting = zka::ZooKeeper::connect_with_retry_time(
                 &hosts,
                 options.session_timeout,
-                Quiet,
+                Forward(raw_tx.clone()),
                 options.reconnect_delay,
             );
             // Dropping `connecting` on timeout is clean: the client spawns its
@@ -349,7 +339,7 @@ impl ZkAsyncTransport {
             planned,
             options.client.assume_session_timeout,
         ));
-        let (shared, raw_rx) = Shared::new(events_tx, has_auth, op_timeout);
+        let shared = Shared::new(events_tx, raw_tx, has_auth, op_timeout);
         let shared = Arc::new(shared);
         // The listener runs on the client's I/O task under the client's
         // listener lock: it only bumps the generation, closes the auth gate
@@ -444,35 +434,6 @@ impl ZkAsyncTransport {
         ))
     }
 
-    /// A watch callback that only queues its event, with the generation its
-    /// request was sent in; the pump drops it if a reconnect came since.
-    fn watcher(&self, generation: u64) -> impl FnOnce(zka::WatchedEvent) + Send + 'static {
-        let stamp = {
-            let mut cached = self
-                .shared
-                .stamp
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            match &*cached {
-                Some(stamp) if stamp.generation == generation => Arc::clone(stamp),
-                _ => {
-                    let stamp = Arc::new(Stamp {
-                        raw: self.shared.raw.clone(),
-                        generation,
-                    });
-                    *cached = Some(Arc::clone(&stamp));
-                    stamp
-                }
-            }
-        };
-        move |event| {
-            let _ = stamp.raw.send(Raw::Watch {
-                generation: stamp.generation,
-                event,
-            });
-        }
-    }
-
     async fn perform_gated(&self, request: Request) -> Result<Reply, ZkCode> {
         if self.has_auth {
             // Wait until the credentials are replayed on this connection, so
@@ -484,12 +445,12 @@ impl ZkAsyncTransport {
         }
         let before = self.shared.shell.generation.now();
         let sets_watch = request.sets_watch();
-        let result = self.perform_raw(request, before).await.map_err(map_error);
+        let result = self.perform_raw(request).await.map_err(map_error);
         let reconnected = self.shared.shell.generation.changed_since(before);
         settle(result, sets_watch, self.has_auth, reconnected)
     }
 
-    async fn perform_raw(&self, request: Request, generation: u64) -> Result<Reply, zka::ZkError> {
+    async fn perform_raw(&self, request: Request) -> Result<Reply, zka::ZkError> {
         let zk = &self.zk;
         let data = |(data, stat): (Vec<u8>, zka::Stat)| Reply::Data {
             data,
@@ -512,20 +473,13 @@ impl ZkAsyncTransport {
             Request::GetChildren { path, watch: false } => {
                 zk.get_children(&path, false).await.map(Reply::Children)
             }
-            Request::GetChildren { path, watch: true } => zk
-                .get_children_w(&path, self.watcher(generation))
-                .await
-                .map(Reply::Children),
+            Request::GetChildren { path, watch: true } => {
+                zk.get_children(&path, true).await.map(Reply::Children)
+            }
             Request::GetData { path, watch: false } => zk.get_data(&path, false).await.map(data),
-            Request::GetData { path, watch: true } => zk
-                .get_data_w(&path, self.watcher(generation))
-                .await
-                .map(data),
+            Request::GetData { path, watch: true } => zk.get_data(&path, true).await.map(data),
             Request::Exists { path, watch: false } => zk.exists(&path, false).await.map(exists),
-            Request::Exists { path, watch: true } => zk
-                .exists_w(&path, self.watcher(generation))
-                .await
-                .map(exists),
+            Request::Exists { path, watch: true } => zk.exists(&path, true).await.map(exists),
             Request::Delete { path, version } => {
                 zk.delete(&path, version).await.map(|()| Reply::Deleted)
             }
@@ -764,15 +718,12 @@ async fn pump<R, F, C, G>(
     C: Fn() -> G,
     G: Future<Output = Duration>,
 {
-    // `connect` reported `Connected` already. `generation` counts the
-    // non-`Connected` states taken from the channel, exactly as the listener
-    // counted them when it queued them.
+    // `connect` reported `Connected` already.
     let mut reporter = Reporter::new(false);
     let connected = SessionEvent::Connected {
         session_id: None,
         timeout,
     };
-    let mut generation = 0_u64;
     let mut held: VecDeque<Raw> = VecDeque::new();
     loop {
         let item = match held.pop_front() {
@@ -783,22 +734,18 @@ async fn pump<R, F, C, G>(
             },
         };
         let state = match item {
-            Raw::Watch {
-                generation: set_in,
-                event,
-            } => {
-                if set_in != generation {
-                    debug!(?event, "dropping a watch event set before a reconnect");
-                } else if let Some(event) = map_watch(&event) {
+            // Every event is passed on, one from a watch set before a
+            // reconnect too: it reports what did happen, and the core
+            // takes each event as a fact to act on, never as a count of
+            // the watches it set (see the module docs).
+            Raw::Watch(event) => {
+                if let Some(event) = map_watch(&event) {
                     shared.shell.watch(event);
                 }
                 continue;
             }
             Raw::State(state) => state,
         };
-        if !is_connected(state) {
-            generation += 1;
-        }
         // zookeeper-async's listener sees every transition: at most one event.
         let Some(mut event) = reporter.map(client_state(state), connected).pop() else {
             continue;
@@ -1283,7 +1230,8 @@ mod tests {
             during: Option<zka::ZkState>,
         ) -> Self {
             let (events_tx, events) = mpsc::unbounded_channel();
-            let (shared, raw) = Shared::new(events_tx, has_auth, Duration::from_secs(1));
+            let (raw_tx, raw) = mpsc::unbounded_channel();
+            let shared = Shared::new(events_tx, raw_tx, has_auth, Duration::from_secs(1));
             let shared = Arc::new(shared);
             let calls = Arc::new(std::sync::Mutex::new(0_u32));
             let replay = {
@@ -1315,16 +1263,13 @@ mod tests {
             }
         }
 
-        fn watch(&self, set_in: u64, path: &str) {
+        fn watch(&self, path: &str) {
             let event = zka::WatchedEvent {
                 event_type: zka::WatchedEventType::NodeDeleted,
                 keeper_state: zka::KeeperState::SyncConnected,
                 path: Some(path.to_owned()),
             };
-            let _ = self.shared.raw.send(Raw::Watch {
-                generation: set_in,
-                event,
-            });
+            let _ = self.shared.raw.send(Raw::Watch(event));
         }
 
         /// Everything the pump has sent so far.
@@ -1351,19 +1296,21 @@ mod tests {
     };
 
     #[tokio::test(start_paused = true)]
-    async fn the_pump_keeps_order_and_drops_watch_events_from_before_a_reconnect() {
+    async fn the_pump_keeps_order_and_passes_every_watch_event_on() {
         let mut p = Pump::start(false, vec![], None);
-        p.watch(0, "/e/a");
+        p.watch("/e/a");
         p.shared.on_state(zka::ZkState::Connecting);
-        // Set before the reconnect: its watch is gone on the server.
-        p.watch(0, "/e/stale");
+        // Queued by the client's watcher after the disconnect (it fired
+        // before): still what happened, passed on in order.
+        p.watch("/e/late");
         p.shared.on_state(zka::ZkState::Connected);
-        p.watch(1, "/e/b");
+        p.watch("/e/b");
         assert_eq!(
             p.drain().await,
             [
                 deleted("/e/a"),
                 session(SessionEvent::Disconnected),
+                deleted("/e/late"),
                 session(CONNECTED),
                 deleted("/e/b"),
             ]
@@ -1430,7 +1377,7 @@ mod tests {
         );
         p.shared.on_state(zka::ZkState::Connecting);
         p.shared.on_state(zka::ZkState::Connected);
-        p.watch(1, "/e/b");
+        p.watch("/e/b");
         assert_eq!(
             p.drain().await,
             [
