@@ -7,6 +7,27 @@ use std::collections::BTreeSet;
 use crate::session::machine::MachineId;
 use crate::time::Timestamp;
 
+/// Whether a machine is closing, as the session asked it to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Close {
+    /// Not asked to close (it may still close itself: a lock after a lost
+    /// hold, a machine the client's close stopped).
+    No,
+    /// Asked to; past this, the machine is given up on.
+    Until(Timestamp),
+    /// Asked to, with no time limit: it waits as long as the session lives.
+    Unbounded,
+}
+
+impl Close {
+    pub(super) fn deadline(self) -> Option<Timestamp> {
+        match self {
+            Self::Until(at) => Some(at),
+            Self::No | Self::Unbounded => None,
+        }
+    }
+}
+
 /// The machines' deadlines, in time order.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Deadlines {

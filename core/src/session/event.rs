@@ -39,6 +39,11 @@ pub enum Event {
     },
 }
 
+/// An intent named a machine the session no longer knows (it stopped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no machine {0} on this session (it has stopped)")]
+pub struct Gone(pub MachineId);
+
 /// How a machine left its session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

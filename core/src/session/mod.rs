@@ -19,9 +19,9 @@ use crate::zk::{WatchEvent, ZkCode};
 
 pub use config::{SessionConfig, REQUESTS_OUT};
 use contact::Contact;
-use deadlines::Deadlines;
+use deadlines::{Close, Deadlines};
 use event::Tally;
-pub use event::{Event, Exit, Traffic};
+pub use event::{Event, Exit, Gone, Traffic};
 pub use machine::{Machine, MachineId};
 pub use watches::WatchClass;
 use watches::{disarm, Armings, Watches};
@@ -31,11 +31,6 @@ use window::Window;
 /// How many events' room the session keeps once they are polled (an
 /// input's handful; a burst's buffer is given back).
 const EVENTS_KEPT: usize = 64;
-
-/// An intent named a machine the session no longer knows (it stopped).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("no machine {0} on this session (it has stopped)")]
-pub struct Gone(pub MachineId);
 
 /// Where the session is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,27 +42,6 @@ enum Phase {
     },
     /// Every machine is done: the driver closes the transport.
     Finished,
-}
-
-/// Whether a machine is closing, as the session asked it to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Close {
-    /// Not asked to close (it may still close itself: a lock after a lost
-    /// hold, a machine the client's close stopped).
-    No,
-    /// Asked to; past this, the machine is given up on.
-    Until(Timestamp),
-    /// Asked to, with no time limit: it waits as long as the session lives.
-    Unbounded,
-}
-
-impl Close {
-    fn deadline(self) -> Option<Timestamp> {
-        match self {
-            Self::Until(at) => Some(at),
-            Self::No | Self::Unbounded => None,
-        }
-    }
 }
 
 /// One machine on the session, and the session's books on it.
@@ -622,16 +596,6 @@ impl Session {
             self.start_closing();
         }
         self.check_finished();
-    }
-}
-
-impl Sender {
-    /// The machine that sent the request, unless it is the session's probe.
-    pub fn machine(self) -> Option<MachineId> {
-        match self {
-            Self::Machine { machine, .. } => Some(machine),
-            Self::Probe => None,
-        }
     }
 }
 

@@ -35,6 +35,16 @@ pub enum Sender {
     Probe,
 }
 
+impl Sender {
+    /// The machine that sent the request, unless it is the session's probe.
+    pub fn machine(self) -> Option<MachineId> {
+        match self {
+            Self::Machine { machine, .. } => Some(machine),
+            Self::Probe => None,
+        }
+    }
+}
+
 /// One request of the session, from its submission to its answer.
 #[derive(Debug, Clone)]
 pub(super) struct InFlight {
