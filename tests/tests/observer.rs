@@ -3,7 +3,10 @@
 //! candidates in queue order with the two holders marked, names the same
 //! nodes and tokens the candidates hold, follows a failover through its
 //! `watch`, and `wait_leader` waits for a leader when there is none — and
-//! returns `Closed` instead of hanging once the observation is closed.
+//! returns `Closed` instead of hanging once the observation is closed. An
+//! observation started before its path exists follows it: created, wiped
+//! (`deleteall`) and created again, each change reported, the absence as an
+//! empty list.
 
 #[macro_use]
 #[allow(unused_macros)]
@@ -14,7 +17,7 @@ use std::time::Duration;
 use zkelect::core::Recipe;
 use zkelect::{Election, ObserveError, Participant, Role, Session};
 
-use harness::{children, start_server, Client, SESSION, SETTLE};
+use harness::{children, raw, retry, start_server, Client, SESSION, SETTLE};
 
 const PATH: &str = "/observed/workers";
 
@@ -151,13 +154,89 @@ async fn two_leaders_and_an_observer(client: Client) {
     }
 }
 
+/// Started before its path exists; the path is then made by a member,
+/// wiped by an operator (every node, then the path) and made again by
+/// another: one report per change, an empty list while it is gone.
+async fn an_observation_follows_its_path_through_absence(client: Client) {
+    const LATER: &str = "/observed/later/workers";
+    let server = start_server();
+    let hosts = server.connect_string();
+    let observation = Election::observe(client.settings(&hosts, SESSION, None), LATER)
+        .start()
+        .await
+        .expect("observe a path that does not exist yet");
+    assert!(observation.participants().is_empty());
+    let mut changes = observation.changes();
+    let session = Session::connect(client.settings(&hosts, SESSION, None))
+        .await
+        .expect("connect a candidate");
+    // A member that stays out once revoked: nobody makes the path again
+    // until the redeploy below.
+    let a = session
+        .election(LATER)
+        .id("a")
+        .configure(|c| c.rejoin_on_revoke(false))
+        .join()
+        .await
+        .expect("join a");
+    tokio::time::timeout(
+        SETTLE,
+        changes.wait_for(|l| ids(l) == expect(&[("a", true)])),
+    )
+    .await
+    .expect("the observation sees the path made and a in it")
+    .expect("the observation runs");
+    // deleteall by an operator.
+    let zk = raw(&hosts, None).await;
+    for child in retry(|| zk.get_children(LATER, false)).await {
+        let node = format!("{LATER}/{child}");
+        retry(|| zk.delete(&node, None)).await;
+    }
+    retry(|| zk.delete(LATER, None)).await;
+    tokio::time::timeout(SETTLE, changes.wait_for(Vec::is_empty))
+        .await
+        .expect("the observation sees the queue gone")
+        .expect("the observation runs");
+    a.close().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        observation.participants().is_empty() && observation.error().is_none(),
+        "{:?}",
+        observation.participants()
+    );
+    // Redeployed: another member makes the path again.
+    let b = session
+        .election(LATER)
+        .id("b")
+        .join()
+        .await
+        .expect("join b");
+    tokio::time::timeout(
+        SETTLE,
+        changes.wait_for(|l| ids(l) == expect(&[("b", true)])),
+    )
+    .await
+    .expect("the observation sees the path made again and b in it")
+    .expect("the observation runs");
+    b.close().await;
+    observation.close().await;
+    session.close().await;
+    let _ = zk.close().await;
+}
+
 scenarios_on!(
     on_zookeeper_async,
     super::Client::ZookeeperAsync,
-    [two_leaders_and_an_observer]
+    [
+        two_leaders_and_an_observer,
+        an_observation_follows_its_path_through_absence
+    ]
 );
 scenarios_on!(
     on_zookeeper_client,
     super::Client::ZookeeperClient,
-    [two_leaders_and_an_observer]
+    [
+        two_leaders_and_an_observer,
+        an_observation_follows_its_path_through_absence
+    ]
 );
