@@ -53,7 +53,7 @@ use tracing::{debug, info, warn};
 use zkelect_core::connect_string::ConnectString;
 use zkelect_core::startup::{Learn, StartupConfig};
 use zkelect_core::{
-    Acl, CreateMode, Reply, Request, SessionEvent, Stat, WatchEvent, WatchKind, ZkCode,
+    Acl, CreateMode, Perms, Reply, Request, SessionEvent, Stat, WatchEvent, WatchKind, ZkCode,
 };
 use zookeeper_async as zka;
 
@@ -464,7 +464,7 @@ impl ZkAsyncTransport {
                 mode,
                 acl,
             } => zk
-                .create2(&path, data, map_acl(acl), map_mode(mode))
+                .create2(&path, data, map_acl(&acl), map_mode(mode))
                 .await
                 .map(|(path, stat)| Reply::Created {
                     path,
@@ -901,17 +901,24 @@ fn map_stat(s: &zka::Stat) -> Stat {
     crate::shell::stat_of!(s)
 }
 
-/// Maps the core's ACL policy onto ZooKeeper ACL lists.
-pub(crate) fn map_acl(acl: Acl) -> Vec<zka::Acl> {
-    match acl {
-        Acl::Open => zka::Acl::open_unsafe().clone(),
-        Acl::CreatorAll => zka::Acl::creator_all().clone(),
-        Acl::CreatorAllWorldRead => {
-            let mut list = zka::Acl::creator_all().clone();
-            list.extend(zka::Acl::read_unsafe().iter().cloned());
-            list
-        }
-    }
+/// Maps the core's ACL onto ZooKeeper ACL lists.
+pub(crate) fn map_acl(acl: &Acl) -> Vec<zka::Acl> {
+    acl.entries()
+        .iter()
+        .map(|e| {
+            let perms = [
+                (Perms::READ, zka::Permission::READ),
+                (Perms::WRITE, zka::Permission::WRITE),
+                (Perms::CREATE, zka::Permission::CREATE),
+                (Perms::DELETE, zka::Permission::DELETE),
+                (Perms::ADMIN, zka::Permission::ADMIN),
+            ]
+            .into_iter()
+            .filter(|(ours, _)| e.perms().contains(*ours))
+            .fold(zka::Permission::NONE, |all, (_, theirs)| all | theirs);
+            zka::Acl::new(perms, e.scheme().as_str(), e.id())
+        })
+        .collect()
 }
 
 /// Maps the core's create mode onto the client's.
@@ -1096,10 +1103,10 @@ mod tests {
         let world_all = zka::Acl::new(zka::Permission::ALL, "world", "anyone");
         let creator_all = zka::Acl::new(zka::Permission::ALL, "auth", "");
         let world_read = zka::Acl::new(zka::Permission::READ, "world", "anyone");
-        assert_eq!(map_acl(Acl::Open), vec![world_all]);
-        assert_eq!(map_acl(Acl::CreatorAll), vec![creator_all.clone()]);
+        assert_eq!(map_acl(&Acl::Open), vec![world_all]);
+        assert_eq!(map_acl(&Acl::CreatorAll), vec![creator_all.clone()]);
         assert_eq!(
-            map_acl(Acl::CreatorAllWorldRead),
+            map_acl(&Acl::CreatorAllWorldRead),
             vec![creator_all, world_read]
         );
     }

@@ -63,7 +63,8 @@ use zkelect_core::connect_string::ConnectString;
 use zkelect_core::connect_string::Scheme;
 use zkelect_core::startup::{Learn, StartupConfig};
 use zkelect_core::{
-    Acl, CreateMode, Reply, Request, SessionEvent, SessionId, Stat, Verb, WatchEvent, WatchKind,
+    Acl, CreateMode, Perms, Reply, Request, SessionEvent, SessionId, Stat, Verb, WatchEvent,
+    WatchKind,
     ZkCode,
 };
 /// The `zookeeper-client` crate this transport is built on, for its option
@@ -648,8 +649,8 @@ async fn perform_raw(
             mode,
             acl,
         } => {
-            let acls = map_acl(acl);
-            let options = map_mode(mode).with_acls(acls);
+            let acls = map_acl(&acl);
+            let options = map_mode(mode).with_acls(zkc::Acls::new(&acls));
             let (stat, sequence) = client.create(&path, &data, &options).await?;
             (
                 Reply::Created {
@@ -743,7 +744,14 @@ impl Transport for ZkClientTransport {
                     data,
                     mode,
                     acl,
-                } => writer.add_create(path, data, &map_mode(*mode).with_acls(map_acl(*acl))),
+                } => {
+                    let acls = map_acl(acl);
+                    writer.add_create(
+                        path,
+                        data,
+                        &map_mode(*mode).with_acls(zkc::Acls::new(&acls)),
+                    )
+                }
                 MultiOp::SetData {
                     path,
                     data,
@@ -1006,19 +1014,25 @@ fn map_stat(s: &zkc::Stat) -> Stat {
     crate::shell::stat_of!(s)
 }
 
-/// `CREATOR_ALL_ACL` plus `READ_ACL_UNSAFE`.
-static CREATOR_ALL_WORLD_READ: [zkc::Acl; 2] = [
-    zkc::Acl::new_const(zkc::Permission::ALL, "auth", ""),
-    zkc::Acl::new_const(zkc::Permission::READ, "world", "anyone"),
-];
-
-/// Maps the core's ACL policy onto ZooKeeper ACL lists.
-pub(crate) fn map_acl(acl: Acl) -> zkc::Acls<'static> {
-    match acl {
-        Acl::Open => zkc::Acls::anyone_all(),
-        Acl::CreatorAll => zkc::Acls::creator_all(),
-        Acl::CreatorAllWorldRead => zkc::Acls::new(&CREATOR_ALL_WORLD_READ),
-    }
+/// Maps the core's ACL onto the client's entries (the client borrows them:
+/// `zkc::Acls::new(&list)`).
+pub(crate) fn map_acl(acl: &Acl) -> Vec<zkc::Acl> {
+    acl.entries()
+        .iter()
+        .map(|e| {
+            let perms = [
+                (Perms::READ, zkc::Permission::READ),
+                (Perms::WRITE, zkc::Permission::WRITE),
+                (Perms::CREATE, zkc::Permission::CREATE),
+                (Perms::DELETE, zkc::Permission::DELETE),
+                (Perms::ADMIN, zkc::Permission::ADMIN),
+            ]
+            .into_iter()
+            .filter(|(ours, _)| e.perms().contains(*ours))
+            .fold(zkc::Permission::NONE, |all, (_, theirs)| all | theirs);
+            zkc::Acl::new(perms, zkc::AuthId::new(e.scheme().as_str(), e.id()))
+        })
+        .collect()
 }
 
 /// Maps the core's create mode; containers are real containers here.
@@ -1549,9 +1563,9 @@ mod tests {
 
     #[test]
     fn acls_and_modes_map() {
-        assert_eq!(map_acl(Acl::Open).len(), 1);
-        assert_eq!(map_acl(Acl::CreatorAll).len(), 1);
-        let both = map_acl(Acl::CreatorAllWorldRead);
+        assert_eq!(map_acl(&Acl::Open).len(), 1);
+        assert_eq!(map_acl(&Acl::CreatorAll).len(), 1);
+        let both = map_acl(&Acl::CreatorAllWorldRead);
         assert_eq!(both.len(), 2);
         assert_eq!(both[0].scheme(), "auth");
         assert_eq!(both[0].permission(), zkc::Permission::ALL);

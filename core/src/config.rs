@@ -3,8 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::acl::{Acl, AclEntry, AclError};
 use crate::rule::Rule;
-use crate::zk::Acl;
 
 /// Longest candidate id accepted, in bytes.
 pub const ID_LEN_MAX: usize = 255;
@@ -108,6 +108,9 @@ pub enum ConfigError {
         /// Which rule it breaks.
         reason: &'static str,
     },
+    /// The custom ACL cannot be used ([`Acl::validate`]).
+    #[error("invalid ACL: {0}")]
+    InvalidAcl(#[from] AclError),
     /// A duration setting is out of range.
     #[error("invalid {name}: {reason}")]
     InvalidDuration {
@@ -255,7 +258,7 @@ pub struct Config {
     rule: Rule,
     strategy: WatchStrategy,
     policy: ConnectionPolicy,
-    acl: Acl,
+    acl: AclKind,
     create_parents: bool,
     container_parent: bool,
     rejoin_on_revoke: bool,
@@ -265,10 +268,22 @@ pub struct Config {
     leader_marker: bool,
 }
 
+/// Which [`Acl`] a configuration has, in one byte: a custom list's entries
+/// are kept in [`Rare`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AclKind {
+    Open,
+    CreatorAll,
+    CreatorAllWorldRead,
+    Custom,
+}
+
 /// What most configurations leave at its default ([`Rare::default`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Rare {
     data: Box<[u8]>,
+    /// A custom ACL's entries (empty unless the ACL is custom).
+    acl: Box<[AclEntry]>,
     /// Set by the user; `None` means the scheme's own (`n_` without interop).
     prefix: Option<Box<str>>,
     backoff_min: Duration,
@@ -282,6 +297,7 @@ impl Default for Rare {
     fn default() -> Self {
         Self {
             data: Box::default(),
+            acl: Box::default(),
             prefix: None,
             backoff_min: BACKOFF_MIN,
             backoff_max: BACKOFF_MAX,
@@ -328,8 +344,15 @@ impl Draft {
             path: cut(&self.path),
             reason: "longer than 4096 bytes",
         })?;
+        let (acl, entries) = match self.acl {
+            Acl::Open => (AclKind::Open, Box::default()),
+            Acl::CreatorAll => (AclKind::CreatorAll, Box::default()),
+            Acl::CreatorAllWorldRead => (AclKind::CreatorAllWorldRead, Box::default()),
+            Acl::Custom(list) => (AclKind::Custom, list.into_boxed_slice()),
+        };
         let rare = Rare {
             data: self.data,
+            acl: entries,
             prefix: self.prefix,
             backoff_min: self.backoff_min,
             backoff_max: self.backoff_max,
@@ -345,7 +368,7 @@ impl Draft {
             rule: self.rule,
             strategy: self.strategy,
             policy: self.policy,
-            acl: self.acl,
+            acl,
             create_parents: self.create_parents,
             container_parent: self.container_parent,
             rejoin_on_revoke: self.rejoin_on_revoke,
@@ -368,7 +391,7 @@ impl fmt::Debug for Config {
             .field("rule", &self.rule)
             .field("strategy", &self.strategy)
             .field("policy", &self.policy)
-            .field("acl", &self.acl)
+            .field("acl", &self.acl())
             .field("create_parents", &self.create_parents)
             .field("container_parent", &self.container_parent)
             .field("rejoin_on_revoke", &self.rejoin_on_revoke)
@@ -458,7 +481,17 @@ impl Config {
     }
     /// The ACL for created nodes.
     pub fn acl(&self) -> Acl {
-        self.acl
+        match self.acl {
+            AclKind::Open => Acl::Open,
+            AclKind::CreatorAll => Acl::CreatorAll,
+            AclKind::CreatorAllWorldRead => Acl::CreatorAllWorldRead,
+            AclKind::Custom => Acl::Custom(
+                self.rare
+                    .as_ref()
+                    .map(|r| r.acl.to_vec())
+                    .unwrap_or_default(),
+            ),
+        }
     }
     /// Whether missing parents of the election path are created.
     pub fn create_parents(&self) -> bool {
@@ -595,7 +628,19 @@ impl ConfigBuilder {
         self.config.policy = policy;
         self
     }
-    /// ACL for created nodes and parents (default [`Acl::Open`]).
+    /// ACL for created nodes and parents (default [`Acl::Open`]); a custom
+    /// list is checked by [`build`](Self::build) ([`Acl::validate`]).
+    ///
+    /// ```
+    /// use zkelect_core::{Acl, AclEntry, Config, ConfigError, Perms};
+    /// let ip = AclEntry::new("ip", "10.0.0.0/8", Perms::ALL)?;
+    /// let config = Config::builder("/svc/lock", "a").acl(Acl::Custom(vec![ip])).build();
+    /// assert!(config.is_ok());
+    /// let read_only = Acl::Custom(vec![AclEntry::anyone(Perms::READ)]);
+    /// assert!(matches!(Config::builder("/svc/lock", "a").acl(read_only).build(),
+    ///     Err(ConfigError::InvalidAcl(_))));
+    /// # Ok::<(), zkelect_core::AclError>(())
+    /// ```
     pub fn acl(mut self, acl: Acl) -> Self {
         self.config.acl = acl;
         self
@@ -730,6 +775,7 @@ impl ConfigBuilder {
         if !c.probe {
             return Err(ConfigError::ProbeOff);
         }
+        c.acl.validate()?;
         if !c.protected_create {
             return Err(ConfigError::Unprotected);
         }

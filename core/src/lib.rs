@@ -244,6 +244,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod acl;
 mod candidate;
 mod command;
 pub mod config;
@@ -264,6 +265,7 @@ mod time;
 mod timer;
 mod zk;
 
+pub use acl::{Acl, AclEntry, AclError, AclScheme, Perms};
 pub use candidate::{Candidate, Stats};
 pub use command::{Command, OpId};
 pub use config::{Config, ConfigBuilder, ConfigError, ConnectionPolicy, Interop, WatchStrategy};
@@ -277,6 +279,4 @@ pub use session::{
     REQUESTS_OUT,
 };
 pub use time::Timestamp;
-pub use zk::{
-    Acl, CreateMode, Reply, Request, SessionId, Stat, Verb, WatchEvent, WatchKind, ZkCode,
-};
+pub use zk::{CreateMode, Reply, Request, SessionId, Stat, Verb, WatchEvent, WatchKind, ZkCode};

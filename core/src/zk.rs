@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use crate::acl::Acl;
+
 /// A ZooKeeper session id (the server's 64-bit `sessionId`, also a node's `ephemeralOwner`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -65,23 +67,6 @@ impl CreateMode {
     pub fn is_ephemeral(self) -> bool {
         matches!(self, Self::Ephemeral | Self::EphemeralSequential)
     }
-}
-
-/// The access control a created node gets.
-///
-/// Kept to the three policies an election needs; transports translate them into
-/// their client's ACL lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub enum Acl {
-    /// `world:anyone` may do anything (ZooKeeper's `OPEN_ACL_UNSAFE`).
-    #[default]
-    Open,
-    /// Only the authenticated creator may do anything (`CREATOR_ALL_ACL`); needs auth.
-    CreatorAll,
-    /// The creator may do anything, everyone may read: lets unauthenticated
-    /// observers and `zkelect status` see the queue while nobody else can change it.
-    CreatorAllWorldRead,
 }
 
 /// One operation the machine asks the driver to perform.

@@ -460,7 +460,7 @@ impl CuratorLatch {
                 path,
                 data: self.b.data.clone(),
                 mode: CreateMode::EphemeralSequential,
-                acl: self.b.acl,
+                acl: self.b.acl.clone(),
             },
         );
     }
@@ -724,7 +724,7 @@ impl KazooLock {
                 path,
                 data: self.b.data.clone(),
                 mode: CreateMode::EphemeralSequential,
-                acl: self.b.acl,
+                acl: self.b.acl.clone(),
             },
         );
     }

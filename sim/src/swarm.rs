@@ -3,7 +3,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use zkelect_core::{Acl, ConfigBuilder, ConnectionPolicy, Recipe, Rule, Timestamp, WatchStrategy};
+use zkelect_core::{
+    Acl, AclEntry, ConfigBuilder, ConnectionPolicy, Perms, Recipe, Rule, Timestamp, WatchStrategy,
+};
 
 pub use crate::foreign::Scheme;
 pub use crate::rng::SimRng;
@@ -1184,9 +1186,8 @@ pub struct Knobs {
     /// Whether the election's parent is a container node (removed by the server
     /// when its last child goes, created again by the next candidate).
     pub container_parent: bool,
-    /// The ACL of the candidates' nodes; with a creator ACL every session
-    /// authenticates as the same service identity.
-    pub acl: Acl,
+    /// The ACL of the candidates' nodes and the identities of the sessions.
+    pub acl: AclDraw,
     /// Whether the client library reports the session id on connecting (the Java
     /// client does; zookeeper-async does not, and the core then learns it from
     /// its node's `ephemeralOwner`).
@@ -1205,17 +1206,29 @@ impl Knobs {
         let mut rng = SimRng::new(seed, 3);
         let wrap = rng.chance(1.0 / 7.0) || wrap;
         let near = rng.range(0, 30) as i32;
-        Self {
+        let mut knobs = Self {
             cversion_start: if wrap { i32::MAX - near } else { 0 },
             container_parent: rng.chance(0.25),
             acl: if rng.chance(0.25) {
-                Acl::CreatorAllWorldRead
+                AclDraw::CreatorAllWorldRead
             } else {
-                Acl::Open
+                AclDraw::Open
             },
             session_ids: rng.chance(0.7),
             options: Options::draw(seed),
+        };
+        // Drawn last, so every earlier draw of a seed stays put: 1 in 5 of
+        // the open seeds take a custom list instead.
+        if knobs.acl == AclDraw::Open && rng.chance(0.2) {
+            knobs.acl = if rng.chance(0.5) {
+                AclDraw::Digests {
+                    users: rng.range(1, 4) as u8,
+                }
+            } else {
+                AclDraw::Ip
+            };
         }
+        knobs
     }
 }
 
@@ -1228,6 +1241,83 @@ impl fmt::Display for Knobs {
         )
     }
 }
+
+/// The ACL a seed gives the queue's nodes, and so who its sessions
+/// authenticate as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AclDraw {
+    /// `world:anyone:cdrwa`; no session authenticates.
+    Open,
+    /// The creator may do anything, everyone may read; every session
+    /// authenticates as the same service identity.
+    CreatorAllWorldRead,
+    /// A custom list ([`Acl::Custom`]): one `digest` entry with every
+    /// permission per user, and `world:anyone:r`; process `p` authenticates
+    /// as user `p % users` (operators as user 0).
+    Digests {
+        /// How many digest users (1–3).
+        users: u8,
+    },
+    /// A custom list of one `ip` entry, `ip:127.0.0.0/8:cdrwa`: no session
+    /// authenticates; every client connects from 127.0.0.1.
+    Ip,
+}
+
+impl AclDraw {
+    /// The digest id of user `n`: `u<n>:` and a base64 SHA-1 digest (made
+    /// up, but of the form the server stores).
+    fn digest_id(n: usize) -> String {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut x = (n as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut hash: String = (0..26)
+            .map(|_| {
+                x = x.rotate_left(7).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                ALPHABET[(x >> 58) as usize] as char
+            })
+            .collect();
+        // The last character carries two bits past the digest: zero.
+        hash.push('A');
+        hash.push('=');
+        format!("u{n}:{hash}")
+    }
+
+    /// The list the candidates create their nodes with.
+    pub fn acl(self) -> Acl {
+        match self {
+            Self::Open => Acl::Open,
+            Self::CreatorAllWorldRead => Acl::CreatorAllWorldRead,
+            Self::Digests { users } => {
+                let mut list: Vec<AclEntry> = (0..usize::from(users))
+                    .filter_map(|n| AclEntry::new("digest", &Self::digest_id(n), Perms::ALL).ok())
+                    .collect();
+                list.push(AclEntry::anyone(Perms::READ));
+                Acl::Custom(list)
+            }
+            Self::Ip => Acl::Custom(
+                AclEntry::new("ip", "127.0.0.0/8", Perms::ALL)
+                    .into_iter()
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The identity process `pid`'s sessions authenticate as (`scheme:id`),
+    /// if any; `None` for `pid` means an operator's session.
+    pub fn identity(self, pid: Option<usize>) -> Option<String> {
+        match self {
+            Self::Open | Self::Ip => None,
+            Self::CreatorAllWorldRead => Some(IDENTITY.to_owned()),
+            Self::Digests { users } => {
+                let n = pid.unwrap_or(0) % usize::from(users.max(1));
+                Some(format!("digest:{}", Self::digest_id(n)))
+            }
+        }
+    }
+}
+
+/// The identity every session authenticates as when the candidates' ACL is
+/// the creator's.
+pub const IDENTITY: &str = "digest:svc";
 
 /// The `ConfigBuilder` options a seed draws besides the rule, the policy, the
 /// interop scheme, the ACL and the container parent (issue 17): drawn from a

@@ -26,8 +26,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use zkelect_core::{
-    Acl, CreateMode, Reply, Request, SessionId, Stat, Timestamp, WatchEvent, WatchKind, ZkCode,
+    Acl, AclScheme, CreateMode, Perms, Reply, Request, SessionId, Stat, Timestamp, WatchEvent,
+    WatchKind, ZkCode,
 };
+
+/// The identity the server gives every session of the model: its client's
+/// address (all of them on the loopback).
+pub const CLIENT_IP: &str = "ip:127.0.0.1";
 
 /// A watch that fired, and the session it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,10 +52,9 @@ pub struct Fired {
 struct Node {
     data: Vec<u8>,
     stat: Stat,
-    acl: Acl,
-    /// The creator session's authenticated identities, for creator ACLs
-    /// (the server's `fixupACL` expands `auth` to all of them).
-    creator: BTreeSet<String>,
+    /// The node's ACL as the server keeps it: `auth` entries replaced by
+    /// the creator session's authenticated identities (`fixupACL`).
+    acl: Vec<Grant>,
     children: BTreeSet<String>,
     container: bool,
 }
@@ -154,8 +158,7 @@ impl ZkModel {
             Node {
                 data: Vec::new(),
                 stat: Stat::default(),
-                acl: Acl::Open,
-                creator: BTreeSet::new(),
+                acl: vec![Grant::anyone()],
                 children: BTreeSet::new(),
                 container: false,
             },
@@ -212,7 +215,9 @@ impl ZkModel {
             Session {
                 timeout,
                 last_heard: now,
-                identities: identity.into_iter().collect(),
+                // The server adds the client's address to every connection's
+                // identities (every client of the model is on 127.0.0.1).
+                identities: identity.into_iter().chain([CLIENT_IP.to_owned()]).collect(),
                 ephemerals: BTreeSet::new(),
             },
         );
@@ -439,18 +444,18 @@ impl ZkModel {
         fired
     }
 
+    /// Whether `session` has `perm` on `node`, as the server's
+    /// `checkACL` judges: an entry with the bit grants it to `world:anyone`,
+    /// or to a session holding an identity of the entry's scheme that the
+    /// scheme's provider matches (an `ip` network contains the address; any
+    /// other scheme: the same id).
     fn allowed(&self, node: &Node, session: SessionId, perm: u8) -> bool {
-        match node.acl {
-            Acl::Open => true,
-            Acl::CreatorAll | Acl::CreatorAllWorldRead => {
-                if node.acl == Acl::CreatorAllWorldRead && perm == READ {
-                    return true;
-                }
-                self.sessions
-                    .get(&session)
-                    .is_some_and(|s| !s.identities.is_disjoint(&node.creator))
-            }
-        }
+        let identities = self.sessions.get(&session).map(|s| &s.identities);
+        node.acl.iter().any(|g| {
+            g.perms & perm != 0
+                && ((g.scheme == "world" && g.id == "anyone")
+                    || identities.is_some_and(|ids| ids.iter().any(|identity| g.matches(identity))))
+        })
     }
 
     fn fire(&mut self, table: Table, path: &str, kind: WatchKind) -> Vec<Fired> {
@@ -526,7 +531,7 @@ impl ZkModel {
                 data,
                 mode,
                 acl,
-            } => self.create(session, path, data, *mode, *acl),
+            } => self.create(session, path, data, *mode, acl),
             Request::GetChildren { path, watch } => {
                 let Some(node) = self.nodes.get(path) else {
                     return (Err(ZkCode::NoNode), Vec::new());
@@ -668,7 +673,7 @@ impl ZkModel {
         path: &str,
         data: &[u8],
         mode: CreateMode,
-        acl: Acl,
+        acl: &Acl,
     ) -> (Result<Reply, ZkCode>, Vec<Fired>) {
         if zkelect_core::config::validate_path(path).is_err()
             && !(mode.is_sequential() && path.ends_with('/'))
@@ -686,9 +691,9 @@ impl ZkModel {
             .get(&session)
             .map(|s| s.identities.clone())
             .unwrap_or_default();
-        if acl != Acl::Open && identities.is_empty() {
+        let Some(acl) = fixup_acl(acl, &identities) else {
             return (Err(ZkCode::InvalidAcl), Vec::new());
-        }
+        };
         let Some(parent) = self.nodes.get(&parent_path) else {
             return (Err(ZkCode::NoNode), Vec::new());
         };
@@ -724,7 +729,6 @@ impl ZkModel {
                 data: data.to_vec(),
                 stat,
                 acl,
-                creator: identities,
                 children: BTreeSet::new(),
                 container: mode == CreateMode::Container,
             },
@@ -752,4 +756,72 @@ enum Table {
     Data,
     Child,
     Exist,
+}
+
+/// One entry of a node's ACL as the server keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Grant {
+    scheme: String,
+    id: String,
+    perms: u8,
+}
+
+impl Grant {
+    fn anyone() -> Self {
+        Self {
+            scheme: "world".into(),
+            id: "anyone".into(),
+            perms: Perms::ALL.bits() as u8,
+        }
+    }
+
+    /// Whether a session identity (`scheme:id`) is granted by this entry.
+    fn matches(&self, identity: &str) -> bool {
+        let Some((scheme, id)) = identity.split_once(':') else {
+            return false;
+        };
+        scheme == self.scheme
+            && match scheme {
+                "ip" => zkelect_core::acl::ip_matches(&self.id, id),
+                _ => id == self.id,
+            }
+    }
+}
+
+/// The ACL a create asks for, as the server stores it (`fixupACL`): `auth`
+/// entries become one entry per authenticated identity of the creating
+/// session (every identity but its `ip` one, which the server does not
+/// count as authenticated); `None` (`InvalidACL`) for an empty list or an
+/// `auth` entry of a session with no such identity.
+fn fixup_acl(acl: &Acl, identities: &BTreeSet<String>) -> Option<Vec<Grant>> {
+    let entries = acl.entries();
+    if entries.is_empty() {
+        return None;
+    }
+    let authenticated: Vec<(&str, &str)> = identities
+        .iter()
+        .filter_map(|i| i.split_once(':'))
+        .filter(|(scheme, _)| *scheme != "ip")
+        .collect();
+    let mut out = Vec::new();
+    for entry in entries {
+        let perms = entry.perms().bits() as u8;
+        if entry.scheme() == AclScheme::Auth {
+            if authenticated.is_empty() {
+                return None;
+            }
+            out.extend(authenticated.iter().map(|(scheme, id)| Grant {
+                scheme: (*scheme).to_owned(),
+                id: (*id).to_owned(),
+                perms,
+            }));
+        } else {
+            out.push(Grant {
+                scheme: entry.scheme().as_str().to_owned(),
+                id: entry.id().to_owned(),
+                perms,
+            });
+        }
+    }
+    Some(out)
 }

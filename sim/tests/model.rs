@@ -948,3 +948,89 @@ fn java_client_checks_its_read_timeout_at_every_third() {
     );
     assert_eq!(lib.tick(at(3_667), &c), Tick::Lost);
 }
+
+#[test]
+fn custom_acls_grant_each_digest_user_ip_network_and_world_entry_its_own_bits() {
+    use zkelect_core::{AclEntry, Perms};
+    const HASH: &str = "Dk6RtGyVWTTUyfSa87YMV3jqd5A=";
+    let mut zk = ZkModel::default();
+    let open = |zk: &mut ZkModel, identity: Option<String>| {
+        zk.open_session(T0, Duration::from_secs(4), identity).0
+    };
+    let alice = open(&mut zk, Some(format!("digest:alice:{HASH}")));
+    let bob = open(&mut zk, Some(format!("digest:bob:{HASH}")));
+    let carol = open(&mut zk, Some(format!("digest:carol:{HASH}")));
+    let anonymous = open(&mut zk, None);
+    let acl = Acl::Custom(vec![
+        AclEntry::new("digest", &format!("alice:{HASH}"), Perms::ALL).unwrap(),
+        AclEntry::new(
+            "digest",
+            &format!("bob:{HASH}"),
+            Perms::READ | Perms::CREATE,
+        )
+        .unwrap(),
+        AclEntry::new("ip", "10.0.0.0/8", Perms::ALL).unwrap(),
+        AclEntry::anyone(Perms::READ),
+    ]);
+    let make = |path: &str, mode, acl: Acl| Request::Create {
+        path: path.into(),
+        data: vec![],
+        mode,
+        acl,
+    };
+    zk.apply(T0, alice, &make("/e", CreateMode::Persistent, acl.clone()))
+        .0
+        .unwrap();
+    // bob may create under /e but not delete there; alice may do both.
+    let b = created_path(
+        zk.apply(T0, bob, &make("/e/b", CreateMode::Ephemeral, Acl::Open))
+            .0,
+    );
+    assert_eq!(zk.apply(T0, bob, &delete(&b, None)).0, Err(ZkCode::NoAuth));
+    assert!(zk.apply(T0, alice, &delete(&b, None)).0.is_ok());
+    // carol and an anonymous session may read (world), not create; the
+    // model's clients are on 127.0.0.1, outside 10.0.0.0/8.
+    assert!(zk.apply(T0, carol, &get_data("/e", false)).0.is_ok());
+    assert_eq!(
+        zk.apply(
+            T0,
+            anonymous,
+            &make("/e/x", CreateMode::Ephemeral, Acl::Open)
+        )
+        .0,
+        Err(ZkCode::NoAuth)
+    );
+    // An ip entry that covers the loopback grants every session.
+    let lo = Acl::Custom(vec![AclEntry::new("ip", "127.0.0.0/8", Perms::ALL).unwrap()]);
+    zk.apply(T0, alice, &make("/lo", CreateMode::Persistent, lo))
+        .0
+        .unwrap();
+    assert!(zk
+        .apply(
+            T0,
+            anonymous,
+            &make("/lo/x", CreateMode::Ephemeral, Acl::Open)
+        )
+        .0
+        .is_ok());
+    // An auth entry becomes the creator's identities, not its address: a
+    // session with none is refused it (InvalidACL), as the server does.
+    let auth = Acl::Custom(vec![AclEntry::new("auth", "", Perms::ALL).unwrap()]);
+    assert_eq!(
+        zk.apply(
+            T0,
+            anonymous,
+            &make("/mine", CreateMode::Persistent, auth.clone())
+        )
+        .0,
+        Err(ZkCode::InvalidAcl)
+    );
+    zk.apply(T0, bob, &make("/mine", CreateMode::Persistent, auth))
+        .0
+        .unwrap();
+    assert_eq!(
+        zk.apply(T0, alice, &get_data("/mine", false)).0.err(),
+        Some(ZkCode::NoAuth)
+    );
+    assert!(zk.apply(T0, bob, &get_data("/mine", false)).0.is_ok());
+}

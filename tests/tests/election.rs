@@ -917,7 +917,16 @@ async fn secured_election(
     let mut cands = Vec::new();
     for id in ["a", "b"] {
         let (t, events) = transport(client, hosts, Some(CREDENTIALS)).await;
-        cands.push(Cand::join(id, Election::builder(t, events).path(path).id(id).acl(acl)).await);
+        cands.push(
+            Cand::join(
+                id,
+                Election::builder(t, events)
+                    .path(path)
+                    .id(id)
+                    .acl(acl.clone()),
+            )
+            .await,
+        );
     }
     let b = cands.pop().expect("b");
     let a = cands.pop().expect("a");

@@ -352,7 +352,7 @@ impl World {
             self.push(at, Ev::Reconnect { pid });
             return;
         }
-        let identity = self.identity();
+        let identity = self.identity(Some(pid));
         let requested = self.swarm.session_timeout;
         // zookeeper-async (which does not report session ids either) learns
         // the timeout by a handshake of its own before its first session.
@@ -397,7 +397,7 @@ impl World {
             return;
         }
         if source == TimeoutSource::Handshake && self.procs[pid].handshaken.is_none() {
-            let learned = self.zk.handshake(self.now, requested, identity);
+            let learned = self.zk.handshake(self.now, requested, identity.as_deref());
             self.procs[pid].handshaken = Some(learned);
         }
         // The Java client and zookeeper-client re-send their watches
@@ -409,7 +409,7 @@ impl World {
             self.now,
             self.procs[pid].session,
             requested,
-            identity,
+            identity.as_deref(),
             forget,
             rearm,
         );

@@ -28,7 +28,7 @@ impl World {
         if !self.server_up() {
             return None;
         }
-        let identity = self.identity().map(str::to_owned);
+        let identity = self.identity(None);
         let (s, _) = self
             .zk
             .open_session(self.now, Duration::from_secs(10), identity);

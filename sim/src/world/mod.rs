@@ -49,8 +49,8 @@ use std::time::Duration;
 
 use zkelect_core::name::Access;
 use zkelect_core::{
-    Acl, Candidate, Command, Config, ConfigBuilder, FencingToken, Notice, OpId, Recipe, Reply,
-    Request, Role, SessionId, Timestamp, WatchEvent, WatchKind, ZkCode,
+    Candidate, Command, Config, ConfigBuilder, FencingToken, Notice, OpId, Recipe, Reply, Request,
+    Role, SessionId, Timestamp, WatchEvent, WatchKind, ZkCode,
 };
 
 use crate::canary::Canary;
@@ -103,8 +103,7 @@ impl QueueSpec {
     }
 }
 
-/// The identity every session authenticates as when the candidates' ACL needs one.
-pub const IDENTITY: &str = "digest:svc";
+pub use crate::swarm::IDENTITY;
 
 /// The longest a client library's event thread lags behind its replies
 /// (under [`Fault::LagEvents`]).
@@ -1212,8 +1211,9 @@ impl World {
         self.queue.push(at.max(self.now), ev);
     }
 
-    fn identity(&self) -> Option<&'static str> {
-        (self.knobs.acl != Acl::Open).then_some(IDENTITY)
+    /// Who process `pid`'s sessions (an operator's: `None`) authenticate as.
+    fn identity(&self, pid: Option<usize>) -> Option<String> {
+        self.knobs.acl.identity(pid)
     }
 
     fn spawn(&mut self) {
@@ -1239,7 +1239,7 @@ impl World {
         let mut builder = Config::builder(spec.path.clone(), format!("p{pid}"))
             .rule(rule)
             .policy(self.swarm.policy)
-            .acl(self.knobs.acl)
+            .acl(self.knobs.acl.acl())
             .container_parent(self.knobs.container_parent)
             .nonce_seed(self.seed.wrapping_mul(31).wrapping_add(pid as u64));
         let foreign_names = scheme != Scheme::Ours;
@@ -1265,9 +1265,9 @@ impl World {
         let id = format!("p{pid}");
         let seed = self.seed.wrapping_mul(37).wrapping_add(pid as u64);
         let agent = match self.swarm.env.interop {
-            Scheme::Kazoo => Agent::Kazoo(KazooLock::new(PATH, &id, self.knobs.acl, seed)),
+            Scheme::Kazoo => Agent::Kazoo(KazooLock::new(PATH, &id, self.knobs.acl.acl(), seed)),
             Scheme::Curator | Scheme::Ours => {
-                Agent::Curator(CuratorLatch::new(PATH, &id, self.knobs.acl, seed))
+                Agent::Curator(CuratorLatch::new(PATH, &id, self.knobs.acl.acl(), seed))
             }
         };
         self.start(agent);
