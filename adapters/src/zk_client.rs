@@ -64,8 +64,7 @@ use zkelect_core::connect_string::Scheme;
 use zkelect_core::startup::{Learn, StartupConfig};
 use zkelect_core::{
     Acl, CreateMode, Perms, Reply, Request, SessionEvent, SessionId, Stat, Verb, WatchEvent,
-    WatchKind,
-    ZkCode,
+    WatchKind, ZkCode,
 };
 /// The `zookeeper-client` crate this transport is built on, for its option
 /// types (e.g. `SaslOptions` for GSSAPI).
