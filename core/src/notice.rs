@@ -177,19 +177,21 @@ pub enum Notice {
         /// The node's name (not the full path).
         node: String,
     },
-    /// This candidate's new node has a lower token than a node it held
-    /// before, on this election: the ensemble's history restarted (its data
-    /// was wiped, or the connect string now names another ensemble), and
-    /// tokens count up from its new start. A fenced resource that remembers
-    /// the highest token it accepted will refuse this candidate's writes
-    /// until its tokens pass `before` again; see the README's "Running in
-    /// production" on what it must do. Reported once per regression (the
-    /// next node is compared with this one), and counted in
-    /// [`Stats::tokens_regressed`](crate::Stats::tokens_regressed).
+    /// This candidate's new node has a token not above the one of the node
+    /// it held before, on this election: the ensemble's history restarted
+    /// (its data was wiped, or the connect string now names another
+    /// ensemble), and tokens count up from its new start (an equal token is
+    /// the same zxid given again: within one history a later node's is
+    /// always higher). A fenced resource that remembers the highest token it
+    /// accepted will refuse this candidate's writes until its tokens pass
+    /// `before` again, or take an equal token for an old holder's; see the
+    /// README's "Running in production" on what it must do. Reported once
+    /// per regression (the next node is compared with this one), and
+    /// counted in [`Stats::tokens_regressed`](crate::Stats::tokens_regressed).
     TokenRegressed {
         /// The token of the node this candidate held before.
         before: FencingToken,
-        /// The new node's token, lower.
+        /// The new node's token, not above it.
         now: FencingToken,
     },
     /// An [`Observer`](crate::Observer)'s queue changed: every participant,

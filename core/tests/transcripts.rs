@@ -1602,6 +1602,20 @@ fn a_token_below_the_last_node_held_is_reported_once() {
         .any(|n| matches!(n, Notice::TokenRegressed { .. })));
     assert_eq!(d.c.stats().tokens_regressed, 1);
 
+    // A wipe whose new history gives the very same zxid again: a new node
+    // of ours can never have its predecessor's token in one history.
+    let mut d = Driver::joined(config("c"));
+    d.answer_probes();
+    created_by(&mut d, "n_0000000000", 3, SID);
+    d.session(SessionEvent::Expired);
+    d.connect(sid);
+    d.answer_probes();
+    created_by(&mut d, "n_0000000000", 3, sid);
+    assert!(d.take_notices().contains(&Notice::TokenRegressed {
+        before: FencingToken(3),
+        now: FencingToken(3),
+    }));
+
     // An ordinary expiry: the new node's token is higher, nothing said.
     let mut d = Driver::joined(config("b"));
     d.answer_probes();

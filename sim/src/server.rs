@@ -449,6 +449,18 @@ impl Server {
         }
     }
 
+    /// Wipes a single server's data ([`ZkModel::wipe`]); `false` for an
+    /// ensemble (not modelled: every member's data at once).
+    pub fn wipe(&mut self) -> bool {
+        match self {
+            Server::Single(zk) => {
+                zk.wipe();
+                true
+            }
+            Server::Ensemble(_) => false,
+        }
+    }
+
     /// Keeps `session` alive at the session tracker, whatever its
     /// connection: an operator's process that holds an ephemeral node for
     /// the whole run (reconnecting as it must, which is not modelled).

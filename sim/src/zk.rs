@@ -177,6 +177,16 @@ impl ZkModel {
         }
     }
 
+    /// Its data directory wiped (and the server restarted on it): every
+    /// node, session and watch gone, zxids counted from the start again.
+    /// Session ids keep growing, as a real server's (made from the time and
+    /// the server's id) differ from the ones before.
+    pub fn wipe(&mut self) {
+        let next_session = self.next_session;
+        *self = Self::new(self.settings);
+        self.next_session = next_session;
+    }
+
     /// The server's settings.
     pub fn settings(&self) -> &ZkSettings {
         &self.settings

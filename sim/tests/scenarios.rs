@@ -477,3 +477,91 @@ fn a_revoked_leader_without_rejoin_stays_out_and_the_queue_goes_on_without_it() 
     assert!(world.process(old).agent.node().is_none());
     assert!(world.run().is_none(), "{:?}", world.violation());
 }
+
+/// Records every `TokenRegressed` a candidate reports.
+struct Regressions(std::rc::Rc<std::cell::RefCell<Vec<(usize, i64, i64)>>>);
+
+impl zkelect_sim::check::Invariant<World> for Regressions {
+    fn name(&self) -> &'static str {
+        "regressions"
+    }
+
+    fn kinds(&self) -> zkelect_sim::check::Kinds {
+        zkelect_sim::check::Kinds::NOTICE
+    }
+
+    fn check(
+        &mut self,
+        _world: &World,
+        event: &zkelect_sim::check::Event<'_>,
+    ) -> Result<(), String> {
+        if let zkelect_sim::check::Event::Notice {
+            pid,
+            notice: zkelect_core::Notice::TokenRegressed { before, now },
+        } = event
+        {
+            self.0.borrow_mut().push((*pid, before.0, now.0));
+        }
+        Ok(())
+    }
+}
+
+/// The server's data wiped under a running election (a new history: zxids
+/// from the start): every candidate's session is gone, each takes a new
+/// node whose token is not above the one it held and says so
+/// (`Notice::TokenRegressed`; the same creates in the same order give the
+/// same zxids again, an equal token), the new leader leads with a token not
+/// above the old one's, and the fenced resource refuses its writes, as it
+/// must until an operator lets it accept the new history. `tokens-grow` is left out: a lower token
+/// after a wipe is what it exists to refuse.
+#[test]
+fn a_wiped_server_lowers_the_tokens_and_each_candidate_that_held_a_node_says_so() {
+    let found = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let mut checkers: Vec<zkelect_sim::check::Checker> = zkelect_sim::check::standard()
+        .into_iter()
+        .filter(|c| c.name() != "tokens-grow")
+        .collect();
+    checkers.push(Box::new(Regressions(std::rc::Rc::clone(&found))));
+    // Hand-offs grow the old history past what the new one starts with.
+    let plan = (0..6)
+        .map(|i| {
+            let fault = Fault::Resign {
+                pid: i % 3,
+                rejoin: true,
+            };
+            (at(1_000 + 700 * i as u64), fault)
+        })
+        .collect();
+    let mut world = World::with_invariants(21, swarm(3, plan), None, true, checkers);
+    until(&mut world, at(5_000), |w| one_leader(w).is_some());
+    // Some writes land, and the server's history grows past the tokens a
+    // wiped server will give first.
+    world.run_until(at(6_000));
+    until(&mut world, at(8_000), |w| one_leader(w).is_some());
+    let before = world.resource_max().expect("the leader wrote");
+    let held: Vec<usize> = world
+        .processes()
+        .filter(|p| p.candidate.is_some_and(|c| c.token().is_some()))
+        .map(|p| p.pid)
+        .collect();
+    assert_eq!(held.len(), 3);
+    world.wipe_data();
+    until(&mut world, at(20_000), |w| {
+        one_leader(w).is_some() && found.borrow().len() == 3
+    });
+    assert!(world.violation().is_none(), "{:?}", world.violation());
+    let new_leader = one_leader(&world).expect("a new leader");
+    let token = world.process(new_leader).candidate.and_then(|c| c.token());
+    assert!(token < Some(before), "{token:?} after {before:?}");
+    for (pid, was, now) in found.borrow().iter() {
+        assert!(now <= was, "p{pid}: {now} after {was}");
+        let stats = world.process(*pid).candidate.expect("a candidate").stats();
+        assert_eq!(stats.tokens_regressed, 1, "p{pid}");
+    }
+    // The new leader's writes are refused: the resource keeps the old
+    // history's token.
+    let refused = world.stats().fenced_rejections;
+    world.run_until(at(24_000));
+    assert!(world.stats().fenced_rejections > refused);
+    assert_eq!(world.resource_max(), Some(before));
+}

@@ -402,16 +402,19 @@ impl Candidate {
         }
     }
 
-    /// A new node of ours, with `token`: below the last one we held, the
-    /// ensemble's history restarted (zxids only grow within one), and a
-    /// fenced resource that saw the old tokens will refuse the new ones.
+    /// A new node of ours, with `token`: not above the last one we held,
+    /// the ensemble's history restarted (zxids only grow within one, and
+    /// our new node was created after the old one, so an equal token is a
+    /// new history too: the same zxid given again), and a fenced resource
+    /// that saw the old tokens will refuse the new ones, or take an equal
+    /// one for an old holder's.
     pub(super) fn check_token(&mut self, token: FencingToken) {
         // Taken: the next node is compared with this one, so a regression
         // is reported once, not for every node until the tokens pass it.
         let Some(before) = self.past.as_mut().and_then(|p| p.last_token.take()) else {
             return;
         };
-        if token < before {
+        if token <= before {
             self.stats.tokens_regressed += 1;
             self.outbox
                 .notice(Notice::TokenRegressed { before, now: token });

@@ -420,6 +420,28 @@ impl World {
         });
     }
 
+    /// An operator wipes the server's data directory and restarts it (for
+    /// hand-written scenarios; not drawn: a new history lowers every token,
+    /// which `tokens-grow` and the fenced resource exist to refuse): every
+    /// node, session and watch is gone and zxids start again, so the
+    /// candidates' next nodes have lower tokens than the ones they held.
+    /// Every connection is reset, as on a restart. Does nothing on an
+    /// ensemble.
+    pub fn wipe_data(&mut self) {
+        if !self.zk.wipe() {
+            return;
+        }
+        self.keeper = None;
+        self.tell("an operator wipes the server's data and restarts it".to_owned());
+        for pid in 0..self.procs.len() {
+            if self.procs[pid].crashed || self.procs[pid].conn != Conn::Connected {
+                continue;
+            }
+            let gen = self.procs[pid].gen;
+            self.push(self.now, Ev::Closed { pid, gen });
+        }
+    }
+
     /// An operator's process creates the ephemeral node a bad chroot names
     /// ([`ChrootRoot::Ephemeral`]) before anyone joins, and holds its
     /// session for the whole run (kept alive by the world's expiry tick).
