@@ -250,9 +250,11 @@ mod command;
 pub mod config;
 pub mod connect_string;
 mod input;
+mod interop;
 mod kept;
 mod lease;
 pub mod name;
+mod node;
 mod notice;
 pub mod observer;
 mod ops;
@@ -268,11 +270,14 @@ mod zk;
 pub use acl::{Acl, AclEntry, AclError, AclScheme, Perms};
 pub use candidate::{Candidate, Stats};
 pub use command::{Command, OpId};
-pub use config::{Config, ConfigBuilder, ConfigError, ConnectionPolicy, Interop, WatchStrategy};
+pub use config::{Config, ConfigBuilder, ConfigError, ConnectionPolicy, WatchStrategy};
 pub use input::{Input, SessionEvent};
+pub use interop::Interop;
 pub use name::Access;
-pub use notice::{CandidateError, DemotionReason, FencingToken, NamespaceFault, Notice, Role};
-pub use observer::{Observer, ObserverConfig, ObserverStats, Participant};
+pub use notice::{
+    CandidateError, DemotionReason, FencingToken, NamespaceFault, Notice, Participant, Role,
+};
+pub use observer::{Observer, ObserverConfig, ObserverStats};
 pub use rule::{Recipe, Rule};
 pub use session::{
     Event, Exit, Gone, Machine, MachineId, Sender, Session, SessionConfig, Traffic, WatchClass,

@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use crate::node::Access;
 use crate::zk::ZkCode;
 
 /// A fencing token: the czxid of the leader's node.
@@ -197,7 +198,7 @@ pub enum Notice {
     /// An [`Observer`](crate::Observer)'s queue changed: every participant,
     /// oldest first, with its id, token and whether it holds. Reported only
     /// when the list differs from the last one (the first report may be empty).
-    Participants(Vec<crate::observer::Participant>),
+    Participants(Vec<Participant>),
     /// A fatal error; the candidate has stopped.
     Error(CandidateError),
 }
@@ -227,4 +228,23 @@ impl Role {
     pub fn is_leader(self) -> bool {
         matches!(self, Self::Leader(_))
     }
+}
+
+/// One node in a queue, as an observer sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Participant {
+    /// The participant's id: its node's data up to the first `\n` (zkelect
+    /// writes `id\ndata`; Curator's LeaderLatch and kazoo's Election write the
+    /// id alone).
+    pub id: String,
+    /// The node's name (not the full path).
+    pub node: String,
+    /// The node's czxid: the fencing token it leads (or holds) with.
+    pub token: FencingToken,
+    /// Whether this node holds now: leads, holds the lock or a permit
+    /// ([`Recipe::holders`](crate::Recipe::holders)).
+    pub holds: bool,
+    /// Shared (a read lock's reader) or exclusive (every other node).
+    pub access: Access,
 }

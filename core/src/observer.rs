@@ -60,6 +60,7 @@ use crate::config::{
 };
 use crate::input::{Input, SessionEvent};
 use crate::name::{self, Access, NodeName};
+pub use crate::notice::Participant;
 use crate::notice::{CandidateError, FencingToken, Notice};
 use crate::rule::Recipe;
 use crate::time::Timestamp;
@@ -71,25 +72,6 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 use crate::zk::{Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
 
 use std::time::Duration;
-
-/// One node in a queue, as an observer sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Participant {
-    /// The participant's id: its node's data up to the first `\n` (zkelect
-    /// writes `id\ndata`; Curator's LeaderLatch and kazoo's Election write the
-    /// id alone).
-    pub id: String,
-    /// The node's name (not the full path).
-    pub node: String,
-    /// The node's czxid: the fencing token it leads (or holds) with.
-    pub token: FencingToken,
-    /// Whether this node holds now: leads, holds the lock or a permit
-    /// ([`Recipe::holders`]).
-    pub holds: bool,
-    /// Shared (a read lock's reader) or exclusive (every other node).
-    pub access: Access,
-}
 
 /// What an [`Observer`] watches: a validated queue description.
 ///

@@ -20,8 +20,8 @@
 //! the same for every rule; it asks the rule only [`Rule::blocks`] and
 //! [`Rule::limit`].
 
-use crate::config::Interop;
-use crate::name::{Access, NodeName};
+use crate::interop::Interop;
+use crate::node::{Access, NodeName};
 
 /// What a queue is for: which child names belong to it and which of them hold.
 ///
@@ -267,7 +267,7 @@ mod tests {
             .map(|(i, c)| NodeName {
                 name: format!("{c}{i}"),
                 seq: i as i32,
-                origin: crate::name::Origin::Ours { nonce: None },
+                origin: crate::node::Origin::Ours { nonce: None },
                 access: if c == 'r' {
                     Access::Shared
                 } else {
