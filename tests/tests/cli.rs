@@ -25,10 +25,10 @@ const CONFIG: i32 = 3;
 const UNREACHABLE: i32 = 4;
 const AUTH: i32 = 5;
 const SPAWN: i32 = 7;
-const ELECTION: i32 = 8;
 const LEAD_TIMEOUT: i32 = 9;
 const UNKNOWN_ID: i32 = 10;
 const COMMAND_FAILED: i32 = 11;
+const NAMESPACE: i32 = 12;
 
 /// Ample bound for anything that needs a session to expire first.
 const TAKEOVER: Duration = Duration::from_secs(20);
@@ -696,10 +696,11 @@ fn run_exit_codes_for_the_command_and_the_wait_are_the_documented_ones() {
 }
 
 /// An election path under an ephemeral node cannot hold candidates: the
-/// server refuses the create for good, and `run` exits 8 (the election
-/// failed) naming the refusal, without ever starting its command.
+/// server refuses the create for good, and `run` exits 12 (the namespace
+/// cannot hold the path) naming the ephemeral node, after a bounded number
+/// of creates and without ever starting its command.
 #[test]
-fn an_election_the_server_refuses_for_good_exits_8() {
+fn an_election_under_an_ephemeral_node_exits_12() {
     let server = start_server();
     let zk = server.connect_string();
     let dir = tempdir();
@@ -725,9 +726,9 @@ fn an_election_the_server_refuses_for_good_exits_8() {
     assert_exit(
         "run under an ephemeral node",
         out.code(),
-        ELECTION,
+        NAMESPACE,
         &out.stderr,
-        &["ephemeral nodes cannot have children"],
+        &["is an ephemeral node, which cannot have children"],
     );
     assert!(!out.stdout.contains("started"), "{}", out.stdout);
 }
