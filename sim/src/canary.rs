@@ -94,9 +94,9 @@ pub enum Canary {
 }
 
 /// What a canary may know of its candidate and the world when it rewrites
-/// (the world builds it, [`World::canary_view`](crate::world::World::canary_view)).
+/// (the world builds it, [`View::canary_view`](crate::world::View::canary_view)).
 #[derive(Debug, Clone, Default)]
-pub struct View {
+pub struct Known {
     /// The candidate's interop scheme.
     pub scheme: Scheme,
     /// Its rule.
@@ -330,7 +330,7 @@ impl Canary {
     }
 
     /// Rewrites a request on its way to the server.
-    pub fn rewrite_request(self, request: Request, view: &View) -> Request {
+    pub fn rewrite_request(self, request: Request, view: &Known) -> Request {
         if self == Canary::ReaderWatchesPredecessor && view.rule == Rule::Read {
             return redirect_watch(request, view);
         }
@@ -379,7 +379,7 @@ impl Canary {
 
     /// Rewrites a watch event before the candidate sees it (`scheme`: its
     /// interop setting).
-    pub fn rewrite_watch(self, mut event: WatchEvent, view: &View) -> WatchEvent {
+    pub fn rewrite_watch(self, mut event: WatchEvent, view: &Known) -> WatchEvent {
         if self == Canary::OneWayInterop {
             event.path = from_server(&event.path, view.scheme);
         }
@@ -446,7 +446,7 @@ impl Canary {
         self,
         request: &Request,
         result: Result<Reply, ZkCode>,
-        view: &View,
+        view: &Known,
     ) -> Result<Reply, ZkCode> {
         let scheme = view.scheme;
         match self {
@@ -519,7 +519,7 @@ impl Canary {
 
 /// [`Canary::ReaderWatchesPredecessor`]: a watch set on another node goes to
 /// the node right below its own instead.
-fn redirect_watch(request: Request, view: &View) -> Request {
+fn redirect_watch(request: Request, view: &Known) -> Request {
     let Some(pred) = &view.predecessor else {
         return request;
     };
@@ -546,7 +546,7 @@ fn redirect_watch(request: Request, view: &View) -> Request {
 
 /// [`Canary::MutexAnyDeletion`]: the listing without the nodes below its
 /// predecessor.
-fn only_predecessor_below(children: Vec<String>, view: &View) -> Vec<String> {
+fn only_predecessor_below(children: Vec<String>, view: &Known) -> Vec<String> {
     let Some(own) = &view.own else {
         return children;
     };

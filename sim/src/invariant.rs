@@ -59,7 +59,7 @@ pub enum Event<'a> {
         /// The server change.
         cause: u64,
         /// How many followers that change may wake under the queue's rule
-        /// ([`World::herd_bound`](crate::world::World::herd_bound)).
+        /// ([`View::herd_bound`](crate::world::View::herd_bound)).
         allowed: usize,
     },
     /// An operator deleted the process's node (the world's
@@ -184,7 +184,7 @@ impl std::ops::BitOr for Kinds {
 }
 
 /// A property checked after every step of a world of type `W` (the checkers in
-/// [`crate::check`] are `Invariant<World>`).
+/// [`crate::check`] are `Invariant<View>`).
 ///
 /// Generic over the world so that this module, which the world uses to report
 /// to its checkers, does not itself depend on the world.

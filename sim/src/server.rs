@@ -11,8 +11,8 @@
 //! faults ([`EnsembleSpec`]: a lagging follower, a member cut off from the
 //! quorum, a leader change), applied on the server's tick.
 //!
-//! The checker [`SingleSystemImage`] holds every process to ZooKeeper's
-//! guarantee that a client never sees an older view than it has seen, even
+//! The checker [`SingleSystemImage`](crate::check::SingleSystemImage) holds
+//! every process to ZooKeeper's guarantee that a client never sees an older view than it has seen, even
 //! across reconnects to another server; the canary
 //! [`Canary::TrustsBehind`](crate::canary::Canary::TrustsBehind) (a client
 //! that forgets what it has seen when it reconnects, so a member behind it
@@ -26,9 +26,7 @@ use zkelect_core::{OpId, Reply, Request, SessionId, Stat, Timestamp, ZkCode};
 
 use crate::client::{self, Reconnected};
 use crate::ensemble::{Connection, Ensemble, Refused};
-use crate::invariant::{Event, Holds, Invariant, Kinds};
 use crate::rng::SimRng;
-use crate::world::World;
 use crate::zk::{Fired, ZkModel, ZkSettings};
 
 /// The longest a follower lags: ZooKeeper's leader drops a follower more
@@ -821,44 +819,5 @@ impl Server {
         }
         let notes = std::mem::take(&mut m.notes);
         (dropped, m.ens.take_fired(), notes)
-    }
-}
-
-/// ZooKeeper's single system image, as each client sees it: "a client will
-/// never see an older view of the system even if the client fails over to a
-/// different server with the same session" (Programmer's Guide, "ZooKeeper
-/// Consistency Guarantees"). Every reply that reaches a process carries the
-/// zxid of the member that served it; it must not be older than the newest
-/// the process had received on the same session. Trivially holds with one
-/// server; with an ensemble it catches a client that lets a member behind
-/// it serve it (the `trusts-behind` canary).
-#[derive(Debug, Default)]
-pub struct SingleSystemImage;
-
-impl Invariant<World> for SingleSystemImage {
-    fn name(&self) -> &'static str {
-        "single-system-image"
-    }
-
-    fn kinds(&self) -> Kinds {
-        // The violation is recorded as a reply arrives, just before the
-        // client hands it on (`Answered`): no other event can see it first.
-        Kinds::ANSWERED | Kinds::STEP
-    }
-
-    fn check(&mut self, world: &World, _event: &Event<'_>) -> Result<(), String> {
-        match world.server().violation() {
-            Some(v) => Err(v.to_owned()),
-            None => Ok(()),
-        }
-    }
-
-    fn check_step(&mut self, world: &World) -> Result<Holds, String> {
-        // A violation is recorded only as a reply arrives, and the client
-        // library then hands the reply to its machine (`Answered`, which
-        // this checker judges first, in the same step): a pass of a step
-        // adds nothing until then.
-        self.check(world, &Event::Step)
-            .map(|()| Holds::UntilCountsChange)
     }
 }

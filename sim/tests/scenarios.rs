@@ -7,7 +7,7 @@ use std::time::Duration;
 use zkelect_core::{ConnectionPolicy, Request, Role, Timestamp};
 use zkelect_sim::canary::Canary;
 use zkelect_sim::swarm::{Env, Fault, Knobs, Scheme, Swarm};
-use zkelect_sim::world::{World, PATH};
+use zkelect_sim::world::{View, World, PATH};
 
 const T: Duration = Duration::from_secs(4);
 
@@ -481,7 +481,7 @@ fn a_revoked_leader_without_rejoin_stays_out_and_the_queue_goes_on_without_it() 
 /// Records every `TokenRegressed` a candidate reports.
 struct Regressions(std::rc::Rc<std::cell::RefCell<Vec<(usize, i64, i64)>>>);
 
-impl zkelect_sim::check::Invariant<World> for Regressions {
+impl zkelect_sim::check::Invariant<View> for Regressions {
     fn name(&self) -> &'static str {
         "regressions"
     }
@@ -492,7 +492,7 @@ impl zkelect_sim::check::Invariant<World> for Regressions {
 
     fn check(
         &mut self,
-        _world: &World,
+        _world: &View,
         event: &zkelect_sim::check::Event<'_>,
     ) -> Result<(), String> {
         if let zkelect_sim::check::Event::Notice {

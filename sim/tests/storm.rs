@@ -12,12 +12,12 @@ use zkelect_sim::canary::Canary;
 use zkelect_sim::check::{self, Event, Invariant, Kinds, STORM_PER_MACHINE};
 use zkelect_sim::run::{run_checked, run_seed, run_swarm, RunOptions};
 use zkelect_sim::swarm::{BadChroot, ChrootRoot, FaultMix, Overrides, Swarm};
-use zkelect_sim::world::World;
+use zkelect_sim::world::{View, World};
 
 /// Records every fatal error a machine reports.
 struct Errors(Rc<RefCell<Vec<(usize, CandidateError)>>>);
 
-impl Invariant<World> for Errors {
+impl Invariant<View> for Errors {
     fn name(&self) -> &'static str {
         "errors"
     }
@@ -26,7 +26,7 @@ impl Invariant<World> for Errors {
         Kinds::NOTICE
     }
 
-    fn check(&mut self, _world: &World, event: &Event<'_>) -> Result<(), String> {
+    fn check(&mut self, _world: &View, event: &Event<'_>) -> Result<(), String> {
         if let Event::Notice {
             pid,
             notice: Notice::Error(e),

@@ -4,7 +4,7 @@
 //! checker's cost).
 //!
 //! A process changes only when its agent handles something (always followed
-//! by [`World::after`]), when a fault crashes or revokes it, or when the
+//! by `World::after`), when a fault crashes or revokes it, or when the
 //! server ends its session; each of those recounts that one process (with the
 //! machines on its session). Debug builds (every test) compare the counts
 //! with a full scan after every step.
@@ -12,10 +12,11 @@
 use zkelect_core::name::Access;
 use zkelect_core::{Role, Rule};
 
-use super::World;
+use super::proc::Proc;
+use crate::server::Server;
 
 /// Counts over every process, for the checkers' fast paths
-/// ([`World::census`]).
+/// ([`View::census`](super::View::census)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Census {
     /// Not crashed and believing it leads (revoked ones too): what
@@ -65,110 +66,113 @@ impl Census {
     }
 }
 
-impl World {
-    /// How many times a process changed in a way the census sees (a checker
-    /// whose verdict rests on nothing else may reuse it while this stays).
-    pub fn generation(&self) -> u64 {
-        self.generation
-    }
+/// The census as the world keeps it: the counts over every process, per
+/// queue, and each process's share of them.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Counts {
+    pub(super) census: Census,
+    pub(super) per_queue: Vec<Census>,
+    shares: Vec<Census>,
+    /// Counts recounts ([`View::generation`](super::View::generation)).
+    pub(super) generation: u64,
+    /// Counts recounts that changed a process's share (a version of the
+    /// census counts, for `Holds::UntilCountsChange`).
+    pub(super) version: u64,
+}
 
-    /// The counts the per-step checkers read, as of now, over every queue.
-    pub fn census(&self) -> Census {
-        self.census
-    }
-
-    /// The same counts over queue `q`'s machines only (each checker judges
-    /// each queue on its own).
-    pub fn queue_census(&self, q: usize) -> Census {
-        self.queue_census[q]
+impl Counts {
+    /// Counts over `queues` queues, with no process yet.
+    pub(super) fn new(queues: usize) -> Self {
+        Self {
+            per_queue: vec![Census::default(); queues],
+            ..Self::default()
+        }
     }
 
     /// Debug builds, after every step: the kept counts equal a full scan (a
     /// missed change of a process would otherwise go unseen by the checkers).
-    pub(super) fn check_census(&self) {
+    pub(super) fn check(&self, procs: &[Proc], zk: &Server) {
         debug_assert_eq!(
             self.census,
-            (0..self.procs.len())
-                .map(|pid| self.census_of(pid))
+            (0..procs.len())
+                .map(|pid| share(procs, zk, pid))
                 .fold(Census::default(), Census::plus),
             "the census missed a change of a process"
         );
-        for q in 0..self.queues.len() {
+        for q in 0..self.per_queue.len() {
             debug_assert_eq!(
-                self.queue_census[q],
-                (0..self.procs.len())
-                    .filter(|&pid| self.procs[pid].queue == q)
-                    .map(|pid| self.census_of(pid))
+                self.per_queue[q],
+                (0..procs.len())
+                    .filter(|&pid| procs[pid].queue == q)
+                    .map(|pid| share(procs, zk, pid))
                     .fold(Census::default(), Census::plus),
                 "the census of queue {q} missed a change of a process"
             );
         }
     }
 
-    /// Process `pid`'s share of the census.
-    fn census_of(&self, pid: usize) -> Census {
-        // The fields `World::process` would show, read directly (a whole
-        // view per recount was a few percent of a run): crash, session and
-        // close come from the machine's host.
-        let p = &self.procs[pid];
-        let h = &self.procs[p.host];
-        let crashed = h.crashed;
-        let foreign = p.c.foreign().is_some();
-        let revoked = || p.revoked.is_some() && self.revoked_at(pid).is_some();
-        let role = p.c.role();
-        let leads = role.is_leader();
-        // A foreign model holds by a one-leader election.
-        let rule =
-            p.c.candidate()
-                .map_or(Rule::default(), |c| c.config().rule());
-        let exclusive = rule.access() == Access::Exclusive;
-        let revoked_foreign = foreign && revoked();
-        let live = !crashed
-            && p.c.observer().is_none()
-            && !revoked_foreign
-            && !matches!(role, Role::Idle | Role::Closed | Role::Failed);
-        let gone =
-            h.session_closed || (crashed && h.session.is_none_or(|s| !self.zk.session_alive(s)));
-        Census {
-            leading: usize::from(!crashed && leads),
-            leading_exclusive: usize::from(!crashed && leads && exclusive),
-            leading_revoked: usize::from(!crashed && leads && !foreign && revoked()),
-            live: usize::from(live),
-            live_leading: usize::from(live && leads),
-            waiting: usize::from(live && !leads && p.c.node().is_some()),
-            gone: usize::from(gone),
-        }
-    }
-
     /// Counts process `pid` again after it changed, with every machine on
     /// its session (they share its host's crash, session and close).
-    pub(super) fn recount(&mut self, pid: usize) {
-        let host = self.procs[pid].host;
-        self.recount_one(pid);
-        for i in 0..self.procs[host].machines.len() {
-            let machine = self.procs[host].machines[i];
+    pub(super) fn recount(&mut self, procs: &[Proc], zk: &Server, pid: usize) {
+        let host = procs[pid].host;
+        self.recount_one(procs, zk, pid);
+        for &machine in &procs[host].machines {
             if machine != pid {
-                self.recount_one(machine);
+                self.recount_one(procs, zk, machine);
             }
         }
     }
 
     /// Counts machine `pid` alone again (when nothing of its session
     /// changed, only its own agent).
-    pub(super) fn recount_one(&mut self, pid: usize) {
+    pub(super) fn recount_one(&mut self, procs: &[Proc], zk: &Server, pid: usize) {
         if self.shares.len() <= pid {
             self.shares.resize(pid + 1, Census::default());
         }
-        let share = self.census_of(pid);
+        let share = share(procs, zk, pid);
         self.generation += 1;
         // Most recounts (a reply, a timer) leave the share as it was.
         if share == self.shares[pid] {
             return;
         }
-        self.counts_version += 1;
+        self.version += 1;
         self.census = self.census.minus(self.shares[pid]).plus(share);
-        let q = self.procs[pid].queue;
-        self.queue_census[q] = self.queue_census[q].minus(self.shares[pid]).plus(share);
+        let q = procs[pid].queue;
+        self.per_queue[q] = self.per_queue[q].minus(self.shares[pid]).plus(share);
         self.shares[pid] = share;
+    }
+}
+
+/// Process `pid`'s share of the census.
+fn share(procs: &[Proc], zk: &Server, pid: usize) -> Census {
+    // The fields `View::process` would show, read directly (a whole view
+    // per recount was a few percent of a run): crash, session and close
+    // come from the machine's host.
+    let p = &procs[pid];
+    let h = &procs[p.host];
+    let crashed = h.crashed;
+    let foreign = p.c.foreign().is_some();
+    let revoked = || p.revoked_at().is_some();
+    let role = p.c.role();
+    let leads = role.is_leader();
+    // A foreign model holds by a one-leader election.
+    let rule =
+        p.c.candidate()
+            .map_or(Rule::default(), |c| c.config().rule());
+    let exclusive = rule.access() == Access::Exclusive;
+    let revoked_foreign = foreign && revoked();
+    let live = !crashed
+        && p.c.observer().is_none()
+        && !revoked_foreign
+        && !matches!(role, Role::Idle | Role::Closed | Role::Failed);
+    let gone = h.session_closed || (crashed && h.session.is_none_or(|s| !zk.session_alive(s)));
+    Census {
+        leading: usize::from(!crashed && leads),
+        leading_exclusive: usize::from(!crashed && leads && exclusive),
+        leading_revoked: usize::from(!crashed && leads && !foreign && revoked()),
+        live: usize::from(live),
+        live_leading: usize::from(live && leads),
+        waiting: usize::from(live && !leads && p.c.node().is_some()),
+        gone: usize::from(gone),
     }
 }

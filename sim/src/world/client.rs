@@ -9,8 +9,12 @@ use std::time::Duration;
 use zkelect_core::startup::Learn;
 use zkelect_core::{Input, OpId, Reply, Request, SessionEvent, Timestamp, WatchEvent, ZkCode};
 
-use super::hosting::wire;
-use super::{reply_text, short, Conn, Ev, Inflight, World, EVENT_LAG_MAX_MS};
+use super::app::{reply_text, short};
+use super::engine::World;
+use super::ev::Ev;
+use super::proc::{Conn, Inflight};
+use super::routing::wire;
+use super::spec::EVENT_LAG_MAX_MS;
 use crate::canary::Canary;
 use crate::client::{Clock, Library, Pace, Reconnected, Tick, TimeoutSource};
 use crate::invariant::Event;
@@ -21,7 +25,7 @@ impl World {
     /// 1–8 ms drawn here, then the network's rule (slow links, FIFO order).
     pub(super) fn arrival(&mut self, pid: usize, way: Way) -> Timestamp {
         let base = Duration::from_millis(self.rng.range(1, 8));
-        self.net.arrival(pid, self.now, base, way)
+        self.net.arrival(pid, self.view.now, base, way)
     }
 
     /// When a message the server sends `pid` now arrives.
@@ -43,15 +47,15 @@ impl World {
         op: OpId,
         result: Result<Reply, ZkCode>,
     ) {
-        if self.procs[pid].gen != gen || !self.linked(pid) {
+        if self.view.procs[pid].gen != gen || !self.linked(pid) {
             return;
         }
-        self.procs[pid].last_from_server = self.now;
-        if let Some(sent) = self.procs[pid].inflight.remove(&op) {
+        self.view.procs[pid].last_from_server = self.view.now;
+        if let Some(sent) = self.view.procs[pid].inflight.remove(&op) {
             if let Some(entry) = &sent.arms {
                 self.armed_answered(sent.pid, entry);
             }
-            self.zk.arrived(pid, op);
+            self.view.zk.arrived(pid, op);
             if self
                 .canary_of(sent.pid)
                 .is_some_and(|c| c.retries_at_once(&sent.request, &result))
@@ -74,9 +78,9 @@ impl World {
     fn resend(&mut self, h: usize, op: OpId, mut sent: Inflight) {
         sent.arrived = false;
         let request = Rc::clone(&sent.request);
-        self.procs[h].inflight.insert(op, sent);
-        self.procs[h].last_to_server = self.now;
-        let gen = self.procs[h].gen;
+        self.view.procs[h].inflight.insert(op, sent);
+        self.view.procs[h].last_to_server = self.view.now;
+        let gen = self.view.procs[h].gen;
         let at = self.server_arrival(h);
         self.push(
             at,
@@ -93,7 +97,7 @@ impl World {
     /// The chroot of host `h`'s connect string, if it has one (only the
     /// swarm's bad ones: [`BadChroot`](crate::swarm::BadChroot)).
     pub(super) fn chroot_of(&self, h: usize) -> Option<&'static str> {
-        let bad = self.swarm.env.chroot.as_ref()?;
+        let bad = self.view.swarm.env.chroot.as_ref()?;
         bad.hosts.binary_search(&h).is_ok().then(|| bad.root.path())
     }
 
@@ -107,22 +111,24 @@ impl World {
         mut event: WatchEvent,
         cause: u64,
     ) {
-        if self.procs[pid].gen != gen || !self.linked(pid) {
+        if self.view.procs[pid].gen != gen || !self.linked(pid) {
             return;
         }
         if let Some(root) = self.chroot_of(pid) {
             event.path = unrooted(&event.path, root);
         }
-        self.procs[pid].last_from_server = self.now;
-        let lagging = self.procs[pid].lag_until.is_some_and(|t| self.now < t);
+        self.view.procs[pid].last_from_server = self.view.now;
+        let lagging = self.view.procs[pid]
+            .lag_until
+            .is_some_and(|t| self.view.now < t);
         let lag = if lagging && self.rng.chance(0.5) {
             Duration::from_millis(self.rng.range(1, EVENT_LAG_MAX_MS))
         } else {
             Duration::ZERO
         };
-        let at = (self.now + lag).max(self.procs[pid].event_tail);
-        self.procs[pid].event_tail = at;
-        if at > self.now {
+        let at = (self.view.now + lag).max(self.view.procs[pid].event_tail);
+        self.view.procs[pid].event_tail = at;
+        if at > self.view.now {
             self.push(at, Ev::Event { pid, event, cause });
         } else {
             self.watch_event(pid, event, cause);
@@ -151,14 +157,14 @@ impl World {
         // still there. Nor are foreign models: both recipes act on watches
         // left from an earlier round (Curator lists again on any `NodeDeleted`,
         // kazoo on any event), which is theirs to answer for.
-        let own = self.procs[pid]
+        let own = self.view.procs[pid]
             .c
             .node()
             .is_some_and(|n| event.path.rsplit('/').next() == Some(n));
         let revoked = self.process(pid).revoked_at.is_some();
         // Nor are observers: every one of them lists the queue on each change.
-        let foreign =
-            self.procs[pid].c.foreign().is_some() || self.procs[pid].c.observer().is_some();
+        let foreign = self.view.procs[pid].c.foreign().is_some()
+            || self.view.procs[pid].c.observer().is_some();
         // Nor is a machine whose watch the server set after the change: a
         // shared session's older watch fired, and its event, overtaken by
         // this machine's read, reached every machine armed when it arrived
@@ -166,21 +172,23 @@ impl World {
         let cause = (woken && !own && !revoked && !foreign).then_some(cause);
         let mut event = event;
         if let Some(canary) = self.canary_of(pid) {
-            if !canary.sees_watch(&event.path, self.procs[pid].c.node()) {
+            if !canary.sees_watch(&event.path, self.view.procs[pid].c.node()) {
                 return;
             }
             event = canary.rewrite_watch(event, &self.canary_view(pid, canary));
         }
-        self.procs[pid].c.handle(self.now, Input::Watch(event));
+        self.view.procs[pid]
+            .c
+            .handle(self.view.now, Input::Watch(event));
         self.after(pid, cause, || text.unwrap_or_default());
     }
 
     /// The client library this process runs.
     pub(super) fn library(&self, pid: usize) -> Library {
-        if self.procs[pid].c.foreign().is_some() {
+        if self.view.procs[pid].c.foreign().is_some() {
             Library::Java
         } else {
-            Library::for_candidate(self.knobs.session_ids)
+            Library::for_candidate(self.view.knobs.session_ids)
         }
     }
 
@@ -195,10 +203,10 @@ impl World {
                 pace
             }
         };
-        let tick = library.tick_paced(self.now, clock, &pace);
+        let tick = library.tick_paced(self.view.now, clock, &pace);
         debug_assert_eq!(
             tick,
-            library.tick(self.now, clock),
+            library.tick(self.view.now, clock),
             "the paced tick differs"
         );
         tick
@@ -206,7 +214,7 @@ impl World {
 
     /// Sets the client library's timer to `at` unless it is set earlier.
     fn schedule_tick(&mut self, pid: usize, at: Timestamp) {
-        let p = &mut self.procs[pid];
+        let p = &mut self.view.procs[pid];
         if p.tick_at.is_some_and(|t| t <= at) {
             return;
         }
@@ -218,7 +226,7 @@ impl World {
     /// The client library's timer: its silence check and pings, by
     /// [`Library::tick`].
     pub(super) fn client_tick(&mut self, pid: usize, gen: u64, at: Timestamp) {
-        let p = &self.procs[pid];
+        let p = &self.view.procs[pid];
         if p.conn != Conn::Connected || p.gen != gen || p.tick_at != Some(at) {
             return;
         }
@@ -231,7 +239,7 @@ impl World {
             timeout: p.timeout,
         };
         let library = self.library(pid);
-        self.procs[pid].tick_at = None;
+        self.view.procs[pid].tick_at = None;
         match self.library_tick(library, &clock) {
             Tick::Lost => self.disconnect(
                 pid,
@@ -244,9 +252,9 @@ impl World {
             ),
             Tick::Go { ping, next } => {
                 if ping {
-                    let p = &mut self.procs[pid];
+                    let p = &mut self.view.procs[pid];
                     p.ping_out = true;
-                    p.last_to_server = self.now;
+                    p.last_to_server = self.view.now;
                     let at = self.server_arrival(pid);
                     self.push(at, Ev::Ping { pid, gen });
                 }
@@ -258,11 +266,11 @@ impl World {
     /// The server's answer to a ping arrives: bytes received, and the next
     /// ping may fall due earlier than the timer's next moment.
     pub(super) fn pong(&mut self, pid: usize, gen: u64) {
-        if self.procs[pid].gen != gen || !self.linked(pid) {
+        if self.view.procs[pid].gen != gen || !self.linked(pid) {
             return;
         }
-        let p = &mut self.procs[pid];
-        p.last_from_server = self.now;
+        let p = &mut self.view.procs[pid];
+        p.last_from_server = self.view.now;
         p.ping_out = false;
         let clock = Clock {
             connected_at: p.connected_at,
@@ -282,12 +290,12 @@ impl World {
     /// the server (besides the check at each ping by
     /// [`client_tick`](Self::client_tick)).
     pub(super) fn read_timeout(&mut self, pid: usize, gen: u64) {
-        let p = &self.procs[pid];
+        let p = &self.view.procs[pid];
         if p.gen != gen || p.conn != Conn::Connected {
             return;
         }
         let due = p.last_from_server + p.timeout * 2 / 3;
-        if self.now >= due {
+        if self.view.now >= due {
             self.disconnect(
                 pid,
                 "read timeout: nothing from the server for 2/3 of the session timeout",
@@ -300,12 +308,13 @@ impl World {
     /// The client library declares the connection lost: `Disconnected`, every
     /// request in flight fails with `ConnectionLoss`, a reconnect is scheduled.
     pub(super) fn disconnect(&mut self, pid: usize, why: &str) {
-        if self.procs[pid].conn != Conn::Connected {
+        if self.view.procs[pid].conn != Conn::Connected {
             return;
         }
-        self.trace
-            .note(self.now, Some(pid), 'd', || format!("disconnected: {why}"));
-        let p = &mut self.procs[pid];
+        self.trace.note(self.view.now, Some(pid), 'd', || {
+            format!("disconnected: {why}")
+        });
+        let p = &mut self.view.procs[pid];
         p.conn = Conn::Disconnected;
         p.gen += 1;
         let failed = std::mem::take(&mut p.inflight);
@@ -321,7 +330,7 @@ impl World {
                 Err(ZkCode::ConnectionLoss),
             );
         }
-        let at = self.now + Duration::from_millis(self.rng.range(100, 400));
+        let at = self.view.now + Duration::from_millis(self.rng.range(100, 400));
         self.push(at, Ev::Reconnect { pid });
     }
 
@@ -329,7 +338,7 @@ impl World {
     /// never canaries).
     pub(super) fn canary_of(&self, pid: usize) -> Option<Canary> {
         self.canary
-            .filter(|_| self.procs[pid].c.candidate().is_some())
+            .filter(|_| self.view.procs[pid].c.candidate().is_some())
     }
 
     /// A session event, to every machine on host `h`'s session.
@@ -343,25 +352,25 @@ impl World {
     }
 
     pub(super) fn reconnect(&mut self, pid: usize) {
-        let p = &self.procs[pid];
+        let p = &self.view.procs[pid];
         if p.conn == Conn::Connected || p.session_closed {
             return;
         }
         if !self.reachable(pid) {
-            let at = self.now + Duration::from_millis(self.rng.range(200, 500));
+            let at = self.view.now + Duration::from_millis(self.rng.range(200, 500));
             self.push(at, Ev::Reconnect { pid });
             return;
         }
         let identity = self.identity(Some(pid));
-        let requested = self.swarm.session_timeout;
+        let requested = self.view.swarm.session_timeout;
         // zookeeper-async (which does not report session ids either) learns
         // the timeout by a handshake of its own before its first session.
-        let source = if self.knobs.session_ids {
+        let source = if self.view.knobs.session_ids {
             TimeoutSource::Session
         } else {
             TimeoutSource::Handshake
         };
-        if self.procs[pid].started.is_none() && self.swarm.env.ensemble.is_some() {
+        if self.view.procs[pid].started.is_none() && self.view.swarm.env.ensemble.is_some() {
             // The transports' start-up (the core's machine): which members
             // the client gets, the bound zookeeper-async reports, and when
             // the client connects.
@@ -369,45 +378,57 @@ impl World {
                 TimeoutSource::Handshake => Learn::SessionTimeout,
                 TimeoutSource::Session => Learn::Liveness,
             };
-            match crate::startup::start_up(&mut self.zk, self.now, requested, learn, |c| c) {
+            match crate::startup::start_up(
+                &mut self.view.zk,
+                self.view.now,
+                requested,
+                learn,
+                |c| c,
+            ) {
                 Ok(started) => {
-                    let negotiated = self.zk.negotiate(requested);
-                    if let Err(e) = crate::startup::check(&started, self.now, negotiated) {
-                        self.zk.startup_violation(format!("p{pid}: {e}"));
+                    let negotiated = self.view.zk.negotiate(requested);
+                    if let Err(e) = crate::startup::check(&started, self.view.now, negotiated) {
+                        self.view.zk.startup_violation(format!("p{pid}: {e}"));
                     }
-                    self.zk.set_plan(pid, &started.plan.servers);
+                    self.view.zk.set_plan(pid, &started.plan.servers);
                     if source == TimeoutSource::Handshake {
-                        self.procs[pid].handshaken = started.plan.bound;
+                        self.view.procs[pid].handshaken = started.plan.bound;
                     }
-                    self.procs[pid].started = Some(started.at);
-                    if started.at > self.now {
+                    self.view.procs[pid].started = Some(started.at);
+                    if started.at > self.view.now {
                         self.push(started.at, Ev::Reconnect { pid });
                         return;
                     }
                 }
                 Err(_) => {
                     // No member answered: the process tries again later.
-                    let at = self.now + Duration::from_millis(self.rng.range(200, 500));
+                    let at = self.view.now + Duration::from_millis(self.rng.range(200, 500));
                     self.push(at, Ev::Reconnect { pid });
                     return;
                 }
             }
-        } else if self.procs[pid].started.is_some_and(|at| at > self.now) {
+        } else if self.view.procs[pid]
+            .started
+            .is_some_and(|at| at > self.view.now)
+        {
             // Its start-up is still deciding.
             return;
         }
-        if source == TimeoutSource::Handshake && self.procs[pid].handshaken.is_none() {
-            let learned = self.zk.handshake(self.now, requested, identity.as_deref());
-            self.procs[pid].handshaken = Some(learned);
+        if source == TimeoutSource::Handshake && self.view.procs[pid].handshaken.is_none() {
+            let learned = self
+                .view
+                .zk
+                .handshake(self.view.now, requested, identity.as_deref());
+            self.view.procs[pid].handshaken = Some(learned);
         }
         // The Java client and zookeeper-client re-send their watches
         // (`setWatches`); zookeeper-async does not.
         let rearm = self.library(pid) != Library::ZookeeperAsync;
         let forget = self.canary_of(pid) == Some(Canary::TrustsBehind);
-        let connected = self.zk.connect(
+        let connected = self.view.zk.connect(
             pid,
-            self.now,
-            self.procs[pid].session,
+            self.view.now,
+            self.view.procs[pid].session,
             requested,
             identity.as_deref(),
             forget,
@@ -415,7 +436,7 @@ impl World {
         );
         let Ok(connected) = connected else {
             // Every member refused (behind the client, or cut off): try again.
-            let at = self.now + Duration::from_millis(self.rng.range(200, 500));
+            let at = self.view.now + Duration::from_millis(self.rng.range(200, 500));
             self.push(at, Ev::Reconnect { pid });
             return;
         };
@@ -423,40 +444,43 @@ impl World {
             Reconnected::Same(_) => {}
             Reconnected::Expired { new, timeout } => {
                 // The server expired it while we were away: say so, then start afresh.
-                self.procs[pid].session = None;
+                self.view.procs[pid].session = None;
                 self.session_event(pid, SessionEvent::Expired);
-                self.procs[pid].session = Some(new);
-                self.procs[pid].timeout = timeout;
+                self.view.procs[pid].session = Some(new);
+                self.view.procs[pid].timeout = timeout;
             }
             Reconnected::New { session, timeout } => {
-                self.procs[pid].session = Some(session);
-                self.procs[pid].timeout = timeout;
+                self.view.procs[pid].session = Some(session);
+                self.view.procs[pid].timeout = timeout;
             }
         }
-        let p = &mut self.procs[pid];
+        let p = &mut self.view.procs[pid];
         p.conn = Conn::Connected;
         p.gen += 1;
-        p.last_from_server = self.now;
-        p.last_to_server = self.now;
-        p.connected_at = self.now;
+        p.last_from_server = self.view.now;
+        p.last_to_server = self.view.now;
+        p.connected_at = self.view.now;
         p.ping_out = false;
         p.tick_at = None;
         let (session_id, timeout, gen) = (p.session, p.timeout, p.gen);
         // The client library's own timing follows the session's timeout; what
         // it reports is what it learned.
         let first = match self.library(pid) {
-            Library::Java => self.now + timeout / 3,
-            Library::ZookeeperClient => self.now + timeout / 20,
-            Library::ZookeeperAsync => self.now + timeout * 2 / 3,
+            Library::Java => self.view.now + timeout / 3,
+            Library::ZookeeperClient => self.view.now + timeout / 20,
+            Library::ZookeeperAsync => self.view.now + timeout * 2 / 3,
         };
         self.schedule_tick(pid, first);
-        if self.procs[pid].c.foreign().is_some() {
-            self.push(self.now + timeout * 2 / 3, Ev::ReadTimeout { pid, gen });
+        if self.view.procs[pid].c.foreign().is_some() {
+            self.push(
+                self.view.now + timeout * 2 / 3,
+                Ev::ReadTimeout { pid, gen },
+            );
         }
-        let session_id = session_id.filter(|_| self.knobs.session_ids);
+        let session_id = session_id.filter(|_| self.view.knobs.session_ids);
         let learned = match source {
             TimeoutSource::Session => timeout,
-            TimeoutSource::Handshake => self.procs[pid].handshaken.unwrap_or(timeout),
+            TimeoutSource::Handshake => self.view.procs[pid].handshaken.unwrap_or(timeout),
         };
         let reported = self
             .canary_of(pid)
@@ -469,7 +493,7 @@ impl World {
             },
         );
         // Re-armed watches whose node changed after what the client had seen.
-        let fired = self.zk.take_fired();
+        let fired = self.view.zk.take_fired();
         self.send_fired(fired);
     }
 
@@ -490,21 +514,21 @@ impl World {
             Ok(r) => format!("reply {op} {}", reply_text(r)),
             Err(e) => format!("reply {op} err {e}"),
         });
-        let c = &self.procs[pid].c;
+        let c = &self.view.procs[pid].c;
         let stale = !c.waits_for(op);
         // What the role would be at this moment without the reply.
         let role_before = if stale {
-            self.stats.stale_replies += 1;
+            self.view.stats.stale_replies += 1;
             let mut twin = c.clone();
-            twin.handle_timeout(self.now);
+            twin.handle_timeout(self.view.now);
             twin.role()
         } else {
             c.role()
         };
-        self.procs[pid]
+        self.view.procs[pid]
             .c
-            .handle(self.now, Input::Reply { op, result });
-        let role_after = self.procs[pid].c.role();
+            .handle(self.view.now, Input::Reply { op, result });
+        let role_after = self.view.procs[pid].c.role();
         self.observe(&Event::Answered {
             pid,
             op,
@@ -519,7 +543,7 @@ impl World {
     /// ends on the server (its ephemerals go), and requests still in flight are
     /// answered with `ConnectionLoss` by the client library.
     pub(super) fn close_client(&mut self, pid: usize) {
-        let p = &mut self.procs[pid];
+        let p = &mut self.view.procs[pid];
         p.session_closed = true;
         p.conn = Conn::Disconnected;
         p.gen += 1;
@@ -529,14 +553,14 @@ impl World {
             .collect();
         if let Some(s) = p.session.take() {
             if self.server_up() {
-                let fired = self.zk.close_session(s);
+                let fired = self.view.zk.close_session(s);
                 self.send_fired(fired);
             }
             // With the server down, the session expires on its own later.
         }
-        self.recount(pid);
+        self.view.recount(pid);
         for (pid, op) in pending {
-            self.push(self.now, Ev::LocalFail { pid, op });
+            self.push(self.view.now, Ev::LocalFail { pid, op });
         }
     }
 
@@ -554,13 +578,13 @@ impl World {
             .is_some_and(|c| c.answers_locally(&request))
         {
             let result = Box::new(Ok(Reply::Exists(None)));
-            return self.push(self.now, Ev::LocalReply { pid, op, result });
+            return self.push(self.view.now, Ev::LocalReply { pid, op, result });
         }
-        let h = self.procs[pid].host;
-        if self.procs[h].conn != Conn::Connected || self.procs[h].session_closed {
+        let h = self.view.procs[pid].host;
+        if self.view.procs[h].conn != Conn::Connected || self.view.procs[h].session_closed {
             // A client that is not connected fails the request at once (as an event,
             // so a candidate that retries at once cannot recurse without end).
-            return self.push(self.now, Ev::LocalFail { pid, op });
+            return self.push(self.view.now, Ev::LocalFail { pid, op });
         }
         let arms = self.arm(pid, &request);
         // The client library puts its connect string's chroot in front of
@@ -569,11 +593,11 @@ impl World {
             Some(root) => rooted(request, root),
             None => request,
         };
-        let gen = self.procs[h].gen;
-        self.procs[h].last_to_server = self.now;
+        let gen = self.view.procs[h].gen;
+        self.view.procs[h].last_to_server = self.view.now;
         let on_wire = wire(h, pid, op);
         let request = Rc::new(request);
-        self.procs[h].inflight.insert(
+        self.view.procs[h].inflight.insert(
             on_wire,
             Inflight {
                 request: Rc::clone(&request),

@@ -10,7 +10,11 @@ use zkelect_core::{
     Acl, CreateMode, FencingToken, Reply, Request, Role, SessionId, Stat, Timestamp,
 };
 
-use super::{short, Conn, Ev, Phase, World};
+use super::app::short;
+use super::engine::World;
+use super::ev::Ev;
+use super::proc::Conn;
+use super::spec::Phase;
 use crate::foreign::{lookalike_stem, Scheme};
 use crate::invariant::Event;
 use crate::net::Cut;
@@ -30,11 +34,12 @@ impl World {
         }
         let identity = self.identity(None);
         let (s, _) = self
+            .view
             .zk
-            .open_session(self.now, Duration::from_secs(10), identity);
-        let (out, fired) = act(&mut self.zk, self.now, s);
+            .open_session(self.view.now, Duration::from_secs(10), identity);
+        let (out, fired) = act(&mut self.view.zk, self.view.now, s);
         self.send_fired(fired);
-        let fired = self.zk.close_session(s);
+        let fired = self.view.zk.close_session(s);
         self.send_fired(fired);
         Some(out)
     }
@@ -42,7 +47,7 @@ impl World {
     /// Injects a fault (or an application intent) now, as the plan would;
     /// ignored once the faults have stopped. For hand-written scenarios.
     pub fn inject(&mut self, fault: Fault) {
-        if self.phase != Phase::Chaos {
+        if self.view.phase != Phase::Chaos {
             return;
         }
         let valid =
@@ -54,44 +59,44 @@ impl World {
         // hit the machine whose session it runs on, and so every machine
         // there; faults of its node or its recipe hit the machine itself.
         let fault = match fault {
-            Fault::DropConnection { pid, applied } if pid < self.procs.len() => {
+            Fault::DropConnection { pid, applied } if pid < self.view.procs.len() => {
                 Fault::DropConnection {
-                    pid: self.procs[pid].host,
+                    pid: self.view.procs[pid].host,
                     applied,
                 }
             }
-            Fault::Partition { pid, ms } if pid < self.procs.len() => Fault::Partition {
-                pid: self.procs[pid].host,
+            Fault::Partition { pid, ms } if pid < self.view.procs.len() => Fault::Partition {
+                pid: self.view.procs[pid].host,
                 ms,
             },
-            Fault::PartitionOneWay { pid, ms, to_server } if pid < self.procs.len() => {
+            Fault::PartitionOneWay { pid, ms, to_server } if pid < self.view.procs.len() => {
                 Fault::PartitionOneWay {
-                    pid: self.procs[pid].host,
+                    pid: self.view.procs[pid].host,
                     ms,
                     to_server,
                 }
             }
-            Fault::Pause { pid, ms } if pid < self.procs.len() => Fault::Pause {
-                pid: self.procs[pid].host,
+            Fault::Pause { pid, ms } if pid < self.view.procs.len() => Fault::Pause {
+                pid: self.view.procs[pid].host,
                 ms,
             },
-            Fault::Crash { pid } if pid < self.procs.len() => Fault::Crash {
-                pid: self.procs[pid].host,
+            Fault::Crash { pid } if pid < self.view.procs.len() => Fault::Crash {
+                pid: self.view.procs[pid].host,
             },
-            Fault::LagEvents { pid, ms } if pid < self.procs.len() => Fault::LagEvents {
-                pid: self.procs[pid].host,
+            Fault::LagEvents { pid, ms } if pid < self.view.procs.len() => Fault::LagEvents {
+                pid: self.view.procs[pid].host,
                 ms,
             },
-            Fault::Delay { pid, ms, extra_ms } if pid < self.procs.len() => Fault::Delay {
-                pid: self.procs[pid].host,
+            Fault::Delay { pid, ms, extra_ms } if pid < self.view.procs.len() => Fault::Delay {
+                pid: self.view.procs[pid].host,
                 ms,
                 extra_ms,
             },
             other => other,
         };
-        self.stats.faults += 1;
+        self.view.stats.faults += 1;
         self.trace
-            .note(self.now, None, 'F', || format!("fault: {fault}"));
+            .note(self.view.now, None, 'F', || format!("fault: {fault}"));
         let told = match fault {
             Fault::Crash { pid } => Some(format!(
                 "p{pid} crashes (its session lives on until the server expires it)"
@@ -103,14 +108,14 @@ impl World {
             Fault::DropConnection { pid, .. } => Some(format!("p{pid}'s connection drops")),
             Fault::Pause { pid, ms } => Some(format!("p{pid} freezes for {ms}ms")),
             Fault::RestartServer { ms } => Some(format!("the server restarts ({ms}ms down)")),
-            Fault::Spawn => Some(format!("a new candidate p{} starts", self.procs.len())),
+            Fault::Spawn => Some(format!("a new candidate p{} starts", self.view.procs.len())),
             Fault::Resign { pid, .. } => Some(format!("p{pid} resigns")),
             Fault::Revoke { pid } => Some(format!("an operator deletes p{pid}'s node")),
             Fault::WipeElection => Some("an operator deletes the whole election".to_owned()),
             Fault::SpawnForeign => Some(format!(
                 "a new {} contender p{} starts",
-                self.swarm.env.interop,
-                self.procs.len()
+                self.view.swarm.env.interop,
+                self.view.procs.len()
             )),
             Fault::Lookalike { scheme } => Some(format!(
                 "an operator creates a persistent node named like a {scheme} contender"
@@ -125,7 +130,7 @@ impl World {
                 self.drop_connection(pid, applied);
             }
             Fault::Partition { pid, ms } if valid(pid, self) => {
-                self.net.partition(pid, self.now, ms, Cut::Both);
+                self.net.partition(pid, self.view.now, ms, Cut::Both);
             }
             Fault::PartitionOneWay { pid, ms, to_server } if valid(pid, self) => {
                 let cut = if to_server {
@@ -133,40 +138,41 @@ impl World {
                 } else {
                     Cut::ToClient
                 };
-                self.net.partition(pid, self.now, ms, cut);
+                self.net.partition(pid, self.view.now, ms, cut);
             }
             Fault::Pause { pid, ms } if valid(pid, self) => {
-                let until = self.now + Duration::from_millis(ms);
-                let p = &mut self.procs[pid];
+                let until = self.view.now + Duration::from_millis(ms);
+                let p = &mut self.view.procs[pid];
                 p.paused_until = Some(p.paused_until.map_or(until, |t| t.max(until)));
                 self.push(until, Ev::Resume { pid });
             }
             Fault::Crash { pid } if valid(pid, self) => {
-                self.procs[pid].crashed = true;
-                self.recount(pid);
+                self.view.procs[pid].crashed = true;
+                self.view.recount(pid);
             }
             Fault::RestartServer { ms } if self.server_down_until.is_none() => {
-                self.server_down_until = Some(self.now + Duration::from_millis(ms));
-                for pid in 0..self.procs.len() {
-                    if self.procs[pid].crashed || self.procs[pid].conn != Conn::Connected {
+                self.server_down_until = Some(self.view.now + Duration::from_millis(ms));
+                for pid in 0..self.view.procs.len() {
+                    if self.view.procs[pid].crashed || self.view.procs[pid].conn != Conn::Connected
+                    {
                         continue;
                     }
-                    if self.procs[pid].paused_until.is_none() {
+                    if self.view.procs[pid].paused_until.is_none() {
                         self.disconnect(pid, "server restarting");
                     } else {
                         // Every connection is reset; a paused process learns it on resuming.
-                        let gen = self.procs[pid].gen;
-                        self.push(self.now, Ev::Closed { pid, gen });
+                        let gen = self.view.procs[pid].gen;
+                        self.push(self.view.now, Ev::Closed { pid, gen });
                     }
                 }
-                self.push(self.now + Duration::from_millis(ms), Ev::ServerUp);
+                self.push(self.view.now + Duration::from_millis(ms), Ev::ServerUp);
             }
             Fault::Resign { pid, rejoin } if awake(pid, self) => {
-                self.procs[pid].c.resign(self.now, rejoin);
+                self.view.procs[pid].c.resign(self.view.now, rejoin);
                 self.after(pid, None, || format!("resign rejoin={rejoin}"));
             }
             Fault::Close { pid } if awake(pid, self) => {
-                self.procs[pid].c.close(self.now);
+                self.view.procs[pid].c.close(self.view.now);
                 self.after(pid, None, || "close".into());
             }
             Fault::Spawn => self.spawn(),
@@ -177,8 +183,8 @@ impl World {
             }
             Fault::Revoke { pid } if valid(pid, self) => self.revoke(pid),
             Fault::LagEvents { pid, ms } if valid(pid, self) => {
-                let until = self.now + Duration::from_millis(ms);
-                let p = &mut self.procs[pid];
+                let until = self.view.now + Duration::from_millis(ms);
+                let p = &mut self.view.procs[pid];
                 p.lag_until = Some(p.lag_until.map_or(until, |t| t.max(until)));
             }
             Fault::WipeElection => {
@@ -188,7 +194,7 @@ impl World {
             Fault::TouchData { pid } if valid(pid, self) => self.touch_data(pid),
             Fault::Delay { pid, ms, extra_ms } if valid(pid, self) => {
                 self.net
-                    .slow(pid, self.now, ms, Duration::from_millis(extra_ms));
+                    .slow(pid, self.view.now, ms, Duration::from_millis(extra_ms));
             }
             Fault::CrashLeader
             | Fault::PartitionLeader { .. }
@@ -196,12 +202,12 @@ impl World {
             | Fault::PauseLeader { .. }
             | Fault::RevokeLeader => {
                 let q = self.pick_queue();
-                let leader = (0..self.procs.len()).find(|&i| {
-                    let h = &self.procs[self.procs[i].host];
-                    self.procs[i].queue == q
+                let leader = (0..self.view.procs.len()).find(|&i| {
+                    let h = &self.view.procs[self.view.procs[i].host];
+                    self.view.procs[i].queue == q
                         && !h.crashed
                         && h.paused_until.is_none()
-                        && self.procs[i].c.role().is_leader()
+                        && self.view.procs[i].c.role().is_leader()
                 });
                 if let Some(pid) = leader {
                     let targeted = match fault {
@@ -222,7 +228,7 @@ impl World {
     /// the swarm's when it is the only one (no draw, so such seeds run as
     /// before), else any, evenly.
     fn pick_queue(&mut self) -> usize {
-        match self.queues.len() {
+        match self.view.queues.len() {
             1 => 0,
             n => self.rng.range(0, n as u64 - 1) as usize,
         }
@@ -232,9 +238,9 @@ impl World {
     /// requests still on their way reaches the server anyway; their replies are
     /// lost. The server sees the connection go, and its watches with it.
     pub(super) fn drop_connection(&mut self, pid: usize, applied: bool) {
-        if let (true, Some(s)) = (self.server_up(), self.procs[pid].session) {
-            if self.procs[pid].conn == Conn::Connected {
-                let pending: Vec<Rc<Request>> = self.procs[pid]
+        if let (true, Some(s)) = (self.server_up(), self.view.procs[pid].session) {
+            if self.view.procs[pid].conn == Conn::Connected {
+                let pending: Vec<Rc<Request>> = self.view.procs[pid]
                     .inflight
                     .values()
                     .filter(|sent| !sent.arrived)
@@ -246,10 +252,10 @@ impl World {
                     0
                 };
                 for request in pending.into_iter().take(n) {
-                    let (_, fired) = self.zk.apply(self.now, s, &request);
+                    let (_, fired) = self.view.zk.apply(self.view.now, s, &request);
                     self.send_fired(fired);
                 }
-                self.zk.connection_closed(s);
+                self.view.zk.connection_closed(s);
             }
         }
         self.disconnect(pid, "connection dropped");
@@ -257,10 +263,10 @@ impl World {
 
     /// An operator deletes the node the process believes is its own.
     pub(super) fn revoke(&mut self, pid: usize) {
-        let Some(node) = self.procs[pid].c.node().map(str::to_owned) else {
+        let Some(node) = self.view.procs[pid].c.node().map(str::to_owned) else {
             return;
         };
-        let token = match self.procs[pid].c.role() {
+        let token = match self.view.procs[pid].c.role() {
             Role::Leader(t) => Some(t),
             _ => None,
         };
@@ -276,16 +282,16 @@ impl World {
             )
         });
         if let Some(Ok(_)) = deleted {
-            self.stats.revocations += 1;
-            let own = self.procs[pid].c.token();
-            self.procs[pid].revoked = Some((node, own, self.now));
-            if let Err(at) = self.revoked.binary_search(&pid) {
-                self.revoked.insert(at, pid);
+            self.view.stats.revocations += 1;
+            let own = self.view.procs[pid].c.token();
+            self.view.procs[pid].revoked = Some((node, own, self.view.now));
+            if let Err(at) = self.view.revoked.binary_search(&pid) {
+                self.view.revoked.insert(at, pid);
             }
-            self.trace.note(self.now, Some(pid), 'R', || {
+            self.trace.note(self.view.now, Some(pid), 'R', || {
                 format!("operator deleted {}", short(&path))
             });
-            self.recount(pid);
+            self.view.recount(pid);
             self.observe(&Event::Revoked { pid, token });
         }
     }
@@ -293,18 +299,18 @@ impl World {
     /// An operator deletes the whole election (`deleteall`): every child, then
     /// the path itself. Every candidate with a node there is revoked.
     pub(super) fn wipe(&mut self, q: usize) {
-        let root = self.queues[q].path.clone();
-        let children = self.zk.children(&root);
+        let root = self.view.queues[q].path.clone();
+        let children = self.view.zk.children(&root);
         let owners: Vec<(String, Option<usize>)> = children
             .into_iter()
             .map(|name| {
-                let stat = self.zk.stat(&format!("{root}/{name}"));
+                let stat = self.view.zk.stat(&format!("{root}/{name}"));
                 let owner = stat.and_then(|stat| self.owner(&name, stat));
                 (name, owner)
             })
             .collect();
         let mut deleted = Vec::new();
-        let again = !self.knobs.options.create_parents;
+        let again = !self.view.knobs.options.create_parents;
         let done = self.operator(|zk, now, s| {
             let mut fired = Vec::new();
             for (name, owner) in &owners {
@@ -351,23 +357,23 @@ impl World {
             return;
         }
         let n = deleted.len();
-        self.trace.note(self.now, None, 'R', || match q {
+        self.trace.note(self.view.now, None, 'R', || match q {
             0 => format!("operator deleted the election ({n} nodes)"),
             q => format!("operator deleted {} ({n} nodes)", SideQueue::path(q)),
         });
         for (node, owner) in deleted {
-            self.stats.revocations += 1;
+            self.view.stats.revocations += 1;
             let Some(pid) = owner else { continue };
-            let token = match self.procs[pid].c.role() {
+            let token = match self.view.procs[pid].c.role() {
                 Role::Leader(t) => Some(t),
                 _ => None,
             };
-            let own = self.procs[pid].c.token();
-            self.procs[pid].revoked = Some((node, own, self.now));
-            if let Err(at) = self.revoked.binary_search(&pid) {
-                self.revoked.insert(at, pid);
+            let own = self.view.procs[pid].c.token();
+            self.view.procs[pid].revoked = Some((node, own, self.view.now));
+            if let Err(at) = self.view.revoked.binary_search(&pid) {
+                self.view.revoked.insert(at, pid);
             }
-            self.recount(pid);
+            self.view.recount(pid);
             self.observe(&Event::Revoked { pid, token });
         }
     }
@@ -376,8 +382,8 @@ impl World {
     /// its node's czxid (a recreated parent can give a new node an old name);
     /// a foreign model's is the one its session owns.
     pub(super) fn owner(&self, name: &str, stat: Stat) -> Option<usize> {
-        self.procs.iter().position(|p| {
-            !self.procs[p.host].crashed
+        self.view.procs.iter().position(|p| {
+            !self.view.procs[p.host].crashed
                 && p.c.node() == Some(name)
                 && match p.c.foreign() {
                     None => p.c.token() == Some(FencingToken(stat.czxid)),
@@ -388,7 +394,7 @@ impl World {
 
     /// An operator sets the data of the process's node.
     pub(super) fn touch_data(&mut self, pid: usize) {
-        let Some(node) = self.procs[pid].c.node().map(str::to_owned) else {
+        let Some(node) = self.view.procs[pid].c.node().map(str::to_owned) else {
             return;
         };
         let path = format!("{}/{node}", self.path_of(pid));
@@ -404,7 +410,7 @@ impl World {
     /// nodes before anyone joins: candidates with `create_parents(false)`
     /// need it there.
     pub(super) fn create_path(&mut self, q: usize) {
-        let root = self.queues[q].path.clone();
+        let root = self.view.queues[q].path.clone();
         self.operator(|zk, now, s| {
             let mut fired = Vec::new();
             for path in ["/svc", root.as_str()] {
@@ -428,17 +434,17 @@ impl World {
     /// Every connection is reset, as on a restart. Does nothing on an
     /// ensemble.
     pub fn wipe_data(&mut self) {
-        if !self.zk.wipe() {
+        if !self.view.zk.wipe() {
             return;
         }
         self.keeper = None;
         self.tell("an operator wipes the server's data and restarts it".to_owned());
-        for pid in 0..self.procs.len() {
-            if self.procs[pid].crashed || self.procs[pid].conn != Conn::Connected {
+        for pid in 0..self.view.procs.len() {
+            if self.view.procs[pid].crashed || self.view.procs[pid].conn != Conn::Connected {
                 continue;
             }
-            let gen = self.procs[pid].gen;
-            self.push(self.now, Ev::Closed { pid, gen });
+            let gen = self.view.procs[pid].gen;
+            self.push(self.view.now, Ev::Closed { pid, gen });
         }
     }
 
@@ -450,15 +456,16 @@ impl World {
             return;
         }
         let (s, _) = self
+            .view
             .zk
-            .open_session(self.now, Duration::from_secs(10), None);
+            .open_session(self.view.now, Duration::from_secs(10), None);
         let create = Request::Create {
             path: ChrootRoot::Ephemeral.path().to_owned(),
             data: Vec::new(),
             mode: CreateMode::Ephemeral,
             acl: Acl::Open,
         };
-        let (_, fired) = self.zk.apply(self.now, s, &create);
+        let (_, fired) = self.view.zk.apply(self.view.now, s, &create);
         self.send_fired(fired);
         self.keeper = Some(s);
     }
@@ -469,9 +476,9 @@ impl World {
 
     /// [`create_lookalike`](Self::create_lookalike) in queue `q`.
     pub(super) fn create_lookalike_in(&mut self, q: usize, scheme: Scheme, setup: bool) {
-        let root = self.queues[q].path.clone();
+        let root = self.view.queues[q].path.clone();
         let stem = lookalike_stem(scheme, &mut self.rng);
-        let container = self.knobs.container_parent;
+        let container = self.view.knobs.container_parent;
         let created = self.operator(|zk, now, s| {
             let mut fired = Vec::new();
             if setup {
@@ -506,16 +513,16 @@ impl World {
             (result, fired)
         });
         if let Some(Ok(Reply::Created { path, .. })) = created {
-            self.stats.lookalikes += 1;
-            self.trace.note(self.now, None, 'P', || {
+            self.view.stats.lookalikes += 1;
+            self.trace.note(self.view.now, None, 'P', || {
                 format!(
                     "operator created persistent {scheme} look-alike {}",
                     short(&path)
                 )
             });
             match q {
-                0 => self.lookalikes.push(short(&path).to_owned()),
-                _ => self.side_lookalikes.push(path),
+                0 => self.view.lookalikes.push(short(&path).to_owned()),
+                _ => self.view.side_lookalikes.push(path),
             }
         }
     }

@@ -17,101 +17,12 @@
 //! [`Planted`] bugs break these rules on purpose, to show the checkers catch
 //! them.
 
-use zkelect_core::{
-    Input, Observer, ObserverConfig, OpId, Request, SessionEvent, WatchEvent, WatchKind,
-};
+use zkelect_core::{Input, Observer, ObserverConfig, Request, SessionEvent, WatchEvent};
 
-use super::{Conn, World};
+use super::engine::World;
+use super::proc::Conn;
+use super::routing::{Armed, Planted, WatchClass};
 use crate::foreign::Agent;
-
-/// Which of the server's two watch tables a request arms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum WatchClass {
-    /// `exists`, `getData`: fired by a create, a delete, a data change.
-    Data,
-    /// `getChildren`: fired by a child change and by the node's deletion.
-    Child,
-}
-
-impl WatchClass {
-    fn of(request: &Request) -> Option<Self> {
-        match request {
-            Request::GetChildren { watch: true, .. } => Some(Self::Child),
-            Request::GetData { watch: true, .. } | Request::Exists { watch: true, .. } => {
-                Some(Self::Data)
-            }
-            _ => None,
-        }
-    }
-
-    /// The tables an event fires, as the server does.
-    fn fired_by(kind: WatchKind) -> &'static [Self] {
-        match kind {
-            WatchKind::NodeCreated | WatchKind::NodeDataChanged => &[Self::Data],
-            WatchKind::NodeChildrenChanged => &[Self::Child],
-            WatchKind::NodeDeleted => &[Self::Data, Self::Child],
-        }
-    }
-}
-
-/// A watched path and the table its watch is in.
-pub(super) type Armed = (String, WatchClass);
-
-/// One machine's arming of one watch since the watch last fired.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Arming {
-    /// Its arming requests not yet answered.
-    pending: u32,
-    /// The newest server change (`World::cause`) when the server applied the
-    /// first of them, once it has: a change up to this one fired a watch the
-    /// session had set before this machine's, and its event, handed to this
-    /// machine too when it arrives (a lagging event thread lets the reply
-    /// overtake it), is news this machine's own read already showed it.
-    since: Option<u64>,
-}
-
-/// A bug planted in the world's session routing or in an observer, which a
-/// checker must catch (`tests/model.rs` shows each caught). Set with
-/// [`World::plant`] before the run; ordinary runs have none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Planted {
-    /// A shared watch's event goes to the first machine armed on it only
-    /// (the one-watch-per-session rule forgotten): the others never wake.
-    /// Caught by `liveness`.
-    SharedWatchToOne,
-    /// Observers never see the queue's child events, so they never list it
-    /// again: their participant lists go stale. Caught by `observers`.
-    ObserverSkipsRelist,
-    /// The session files its watches per table, forgetting the path across
-    /// queues (issue 17: machines of different queues on one session): a
-    /// watch event of one queue's path also goes to the machines armed in
-    /// that table on another queue's paths, and disarms them, so they get
-    /// an event that is not theirs and miss their own. Within one queue the
-    /// routing stays right, so worlds without side queues never see it.
-    /// Caught in ordinary seeds that put machines of two queues on one
-    /// session (`tests/queues.rs`).
-    WatchByTable,
-    /// An observer whose path is missing sets no watch with its `exists`
-    /// (the request goes out without one): it believes it waits for the
-    /// path's creation, and never hears of it, so an observer started
-    /// before the path exists, or one whose path was wiped, stays blind
-    /// until something else makes it list again. Caught by `observers` in
-    /// ordinary seeds that start observers early or wipe the queue
-    /// (`tests/sessions.rs`).
-    ObserverSetsNoCreationWatch,
-}
-
-/// The session-wide id of machine `pid`'s request `op` on host `host`'s
-/// session: the host's own ids unchanged (a session with one machine sends
-/// exactly what the machine minted), a rider's tagged with its pid above
-/// the ids a machine mints.
-pub(super) fn wire(host: usize, pid: usize, op: OpId) -> OpId {
-    if pid == host {
-        op
-    } else {
-        OpId(op.0 | ((pid as u64 + 1) << 40))
-    }
-}
 
 impl World {
     /// Plants `bug` (before the run).
@@ -122,8 +33,8 @@ impl World {
     /// Starts an observer of the joining queue, on a session of its own or
     /// riding on candidate `on`'s.
     pub(super) fn spawn_observer(&mut self, on: Option<usize>) {
-        let pid = self.procs.len();
-        let spec = &self.queues[self.joining];
+        let pid = self.view.procs.len();
+        let spec = &self.view.queues[self.joining];
         let config = ObserverConfig::new(spec.path.clone(), spec.recipe())
             .with_interop(spec.scheme.interop());
         let observer = match Observer::new(config) {
@@ -136,12 +47,16 @@ impl World {
     /// A machine added to a session: if it is connected, the machine gets
     /// the `Connected` it missed, as the others did.
     pub(super) fn join_session(&mut self, pid: usize) {
-        let h = self.procs[pid].host;
-        if self.procs[h].conn != Conn::Connected {
+        let h = self.view.procs[pid].host;
+        if self.view.procs[h].conn != Conn::Connected {
             return;
         }
-        let session_id = self.procs[h].session.filter(|_| self.knobs.session_ids);
-        let timeout = self.procs[h].handshaken.unwrap_or(self.procs[h].timeout);
+        let session_id = self.view.procs[h]
+            .session
+            .filter(|_| self.view.knobs.session_ids);
+        let timeout = self.view.procs[h]
+            .handshaken
+            .unwrap_or(self.view.procs[h].timeout);
         self.machine_session_event(
             pid,
             SessionEvent::Connected {
@@ -156,8 +71,8 @@ impl World {
     pub(super) fn arm(&mut self, pid: usize, request: &Request) -> Option<Armed> {
         let class = WatchClass::of(request)?;
         let entry = (request.path().to_owned(), class);
-        let h = self.procs[pid].host;
-        self.procs[h]
+        let h = self.view.procs[pid].host;
+        self.view.procs[h]
             .watches
             .entry(entry.clone())
             .or_default()
@@ -170,9 +85,9 @@ impl World {
     /// The server applied machine `pid`'s arming request `entry`: its watch
     /// is set as of now, after every change fired so far.
     pub(super) fn armed_applied(&mut self, pid: usize, entry: &Armed) {
-        let h = self.procs[pid].host;
+        let h = self.view.procs[pid].host;
         let now = self.cause;
-        if let Some(arming) = self.procs[h]
+        if let Some(arming) = self.view.procs[h]
             .watches
             .get_mut(entry)
             .and_then(|a| a.get_mut(&pid))
@@ -183,8 +98,8 @@ impl World {
 
     /// Machine `pid`'s arming request `entry` was answered.
     pub(super) fn armed_answered(&mut self, pid: usize, entry: &Armed) {
-        let h = self.procs[pid].host;
-        if let Some(arming) = self.procs[h]
+        let h = self.view.procs[pid].host;
+        if let Some(arming) = self.view.procs[h]
             .watches
             .get_mut(entry)
             .and_then(|a| a.get_mut(&pid))
@@ -196,7 +111,7 @@ impl World {
     /// The session expired (or closed): the server dropped its watches; the
     /// machines whose arming is still unanswered stay armed.
     pub(super) fn watches_dropped(&mut self, h: usize) {
-        self.procs[h].watches.retain(|_, armed| {
+        self.view.procs[h].watches.retain(|_, armed| {
             armed.retain(|_, arming| arming.pending > 0);
             for arming in armed.values_mut() {
                 arming.since = None;
@@ -224,25 +139,25 @@ impl World {
             // is taken as fired too.
             let classes = WatchClass::fired_by(event.kind);
             let mine = self.queue_of_path(&event.path);
-            let others: Vec<Armed> = self.procs[h]
+            let others: Vec<Armed> = self.view.procs[h]
                 .watches
                 .keys()
                 .filter(|(path, class)| classes.contains(class) && self.queue_of_path(path) != mine)
                 .cloned()
                 .collect();
             for entry in others {
-                if let Some(armed) = self.procs[h].watches.get_mut(&entry) {
+                if let Some(armed) = self.view.procs[h].watches.get_mut(&entry) {
                     to.extend(armed.keys().map(|pid| (*pid, true)));
                     armed.retain(|_, arming| arming.pending > 0);
                     if armed.is_empty() {
-                        self.procs[h].watches.remove(&entry);
+                        self.view.procs[h].watches.remove(&entry);
                     }
                 }
             }
         }
         for class in WatchClass::fired_by(event.kind) {
             let entry = (event.path.clone(), *class);
-            let Some(armed) = self.procs[h].watches.get_mut(&entry) else {
+            let Some(armed) = self.view.procs[h].watches.get_mut(&entry) else {
                 continue;
             };
             to.extend(
@@ -259,14 +174,14 @@ impl World {
                 }
             }
             if armed.is_empty() {
-                self.procs[h].watches.remove(&entry);
+                self.view.procs[h].watches.remove(&entry);
             }
         }
         // Woken by either table counts as woken.
         to.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
         to.dedup_by_key(|m| m.0);
         if to.len() > 1 {
-            self.stats.shared_watches += 1;
+            self.view.stats.shared_watches += 1;
         }
         if self.planted == Some(Planted::SharedWatchToOne) {
             to.truncate(1);
@@ -279,7 +194,7 @@ impl World {
         match request {
             Request::Exists { path, watch: true }
                 if self.planted == Some(Planted::ObserverSetsNoCreationWatch)
-                    && self.procs[pid].c.observer().is_some() =>
+                    && self.view.procs[pid].c.observer().is_some() =>
             {
                 Request::Exists { path, watch: false }
             }
@@ -291,8 +206,8 @@ impl World {
     /// deafen it).
     pub(super) fn hears(&self, pid: usize, event: &WatchEvent) -> bool {
         !(self.planted == Some(Planted::ObserverSkipsRelist)
-            && self.procs[pid].c.observer().is_some()
-            && event.path == self.queues[self.procs[pid].queue].path)
+            && self.view.procs[pid].c.observer().is_some()
+            && event.path == self.view.queues[self.view.procs[pid].queue].path)
     }
 
     /// Feeds a session event to one machine of a session.
@@ -307,17 +222,14 @@ impl World {
             ),
             other => format!("session {other:?}"),
         };
-        self.procs[pid].c.handle(self.now, Input::Session(event));
+        self.view.procs[pid]
+            .c
+            .handle(self.view.now, Input::Session(event));
         self.after(pid, None, text);
     }
 
     /// The machines on host `h`'s session, in pid order.
     pub(super) fn machines(&self, h: usize) -> Vec<usize> {
-        self.procs[h].machines.clone()
-    }
-
-    /// How many machines run on host `h`'s session.
-    pub fn machines_on(&self, h: usize) -> usize {
-        self.procs.get(h).map_or(0, |p| p.machines.len())
+        self.view.procs[h].machines.clone()
     }
 }

@@ -1,0 +1,89 @@
+//! The checkers: every [`Invariant`] sees every step of the [`View`] and every
+//! [`Event`] it reports, and says whether its property still holds.
+//!
+//! # Clock assumptions
+//!
+//! The checkers rely on the client library's timing, as a real client has it:
+//! the client pings every third of the session timeout and declares the
+//! connection lost after two thirds without a message from the server; the
+//! server expires a session a full timeout after it last heard from it. A
+//! candidate therefore learns it is cut off (or, under the `SessionAware`
+//! policy, gives up at nine tenths of the timeout, counted from the *send* time
+//! of its last answered request) before the server can expire its session and
+//! let a successor in. [`Safety`] holds only if that ordering is honoured.
+//!
+//! # What each checker allows
+//!
+//! A world may run several queues on other paths, whose machines share
+//! sessions (issue 17, [`View::queues`]): every checker judges each queue
+//! on its own, by that queue's rule and k, with a fenced resource per queue.
+//!
+//! Per the queue's rule (issue 13; "leads" below means "holds"): `safety`
+//! counts at most k holders for an election or a semaphore, one for a mutex,
+//! and in a read-write lock never a writer beside another holder; `fencing`
+//! and `tokens-grow` (k = 1 queues) order exclusive holders, a reader's token
+//! only against the last exclusive holder's; `liveness` in a read-write lock
+//! wants exactly the rule's holders among the live nodes to hold; `no-herd`
+//! allows what [`View::herd_bound`] says of the changed node.
+//!
+//! | checker | fails when |
+//! |---|---|
+//! | [`Safety`] `safety` | more than k processes believe they lead at once: zkelect candidates holding [`Role::Leader`](zkelect_core::Role::Leader) and foreign models whose recipe says they hold (in runs with pauses only while their lease holds too; a candidate whose node an operator deleted is not counted until it learns, for at most [`REVOKE_GRACE`] session timeouts; a foreign model so revoked is not counted, it never learns) |
+//! | [`Revocation`] `revocation` | a candidate whose node an operator deleted still leads one session timeout (of its own awake time) later |
+//! | [`Fencing`] `fencing` | (k = 1) the fenced resource accepts a write from a leader elected before the leader of a write it had already received (a revoked leader's term ends at the deletion) |
+//! | [`TokensGrow`] `tokens-grow` | (k = 1) an `Elected` token is lower than the one before it, or equal but for another candidate (a revoked candidate's elections before it learns are not counted) |
+//! | [`Liveness`] `liveness` | from [`View::liveness_bound`] after the faults stop until the candidates are closed, fewer than `min(k, live)` leaders (foreign models counted by their own belief) |
+//! | [`NoHerd`] `no-herd` | one server change (a deletion, a creation, a data change) makes more than k zkelect candidates (those the swarm drew with the `Parent` strategy left out: they herd by design) send a read that reaches the server (own-node watches, not-yet-informed revoked candidates, and machines whose watch the server set after the change — a shared session's older watch fired — excluded) |
+//! | [`NoLeaks`] `no-leaks` | every process is closed or dead with its session gone, and the election path still has children other than the operator's persistent look-alikes |
+//! | [`OneAnswer`] `one-answer` | a command is answered twice or never emitted, or (at the end) a live process has a command never answered |
+//! | [`StaleReply`] `stale-reply` | a reply to a request the candidate no longer waits for changes its role |
+//! | [`NoError`] `no-error` | a candidate reports a fatal error (nothing in the simulation should cause one) |
+
+//!
+//! The checkers live by concept: `holders` (`safety`, `revocation`,
+//! `fencing`, `tokens-grow`), `progress` (`liveness`, `no-herd`,
+//! `no-storm`), `books` (`no-leaks`, `one-answer`, `stale-reply`,
+//! `no-error`), `observers`, `image` (`single-system-image`); `belief`
+//! holds what they share.
+
+mod belief;
+mod books;
+mod holders;
+mod image;
+mod observers;
+mod progress;
+
+pub use crate::invariant::{Event, Invariant, Kinds, Violation};
+use crate::world::View;
+pub use belief::{rule_of, REVOKE_GRACE};
+pub use books::{NoError, NoLeaks, OneAnswer, StaleReply};
+pub use holders::{Fencing, Revocation, Safety, TokensGrow};
+pub use image::SingleSystemImage;
+pub use observers::Observers;
+pub use progress::{
+    Liveness, NoHerd, NoStorm, STORM_PER_MACHINE, STORM_PER_OBSERVED, STORM_WINDOW,
+};
+
+/// A checker of a [`View`], as the world holds it.
+pub type Checker = Box<dyn Invariant<View>>;
+
+/// The standard checkers for a run.
+pub fn standard() -> Vec<Checker> {
+    vec![
+        // Revocation first: past its grace a revoked leader also counts for
+        // safety, and the more specific report is the useful one.
+        Box::new(Revocation),
+        Box::new(Safety),
+        Box::new(Fencing::default()),
+        Box::new(TokensGrow::default()),
+        Box::new(Liveness::default()),
+        Box::new(NoHerd::default()),
+        Box::new(NoLeaks::default()),
+        Box::new(OneAnswer::default()),
+        Box::new(StaleReply),
+        Box::new(NoError),
+        Box::new(Observers),
+        Box::new(SingleSystemImage),
+        Box::new(NoStorm::default()),
+    ]
+}

@@ -1,0 +1,198 @@
+//! What each process's application does: drains its machine after every
+//! input, reads its notices, and writes to the fenced resource.
+
+use std::time::Duration;
+
+use zkelect_core::name::Access;
+use zkelect_core::{Command, FencingToken, Notice, Reply, Role};
+
+use crate::foreign::Scheme;
+use crate::invariant::Event;
+
+use super::engine::World;
+use super::ev::Ev;
+use super::spec::PATH;
+
+impl World {
+    /// Drains the candidate (notices, commands, timeout) after it handled
+    /// something; `cause` is the server change whose watch event woke it.
+    /// `text` says what happened, for a readable trace only (it is not
+    /// formatted otherwise).
+    pub(super) fn after(&mut self, pid: usize, cause: Option<u64>, text: impl FnOnce() -> String) {
+        let notices: Vec<Notice> =
+            std::iter::from_fn(|| self.view.procs[pid].c.poll_notice()).collect();
+        let foreign = self.view.procs[pid].c.foreign();
+        for n in &notices {
+            match foreign {
+                // A foreign model's notices are for the trace and the story:
+                // its belief is read from its role, and it has no tokens.
+                Some(scheme) => self.on_foreign_notice(pid, scheme, n),
+                None => {
+                    self.on_notice(pid, n);
+                    self.observe(&Event::Notice { pid, notice: n });
+                }
+            }
+        }
+        let text = || match foreign {
+            Some(scheme) => format!("{scheme}: {}", text()),
+            None => text(),
+        };
+        // Taken, not borrowed: `send` below needs the whole world (and a
+        // nested drain, if any, starts from an empty buffer).
+        let mut commands = std::mem::take(&mut self.commands);
+        commands.extend(std::iter::from_fn(|| self.view.procs[pid].c.poll_command()));
+        let mut verbs = std::mem::take(&mut self.verbs);
+        verbs.extend(commands.iter().map(|c| c.request.verb()));
+        let p = &self.view.procs[pid];
+        self.trace.step(
+            self.view.now,
+            pid,
+            p.c.role(),
+            p.c.node(),
+            p.c.watching(),
+            &verbs,
+            text,
+            &notices,
+        );
+        verbs.clear();
+        self.verbs = verbs;
+        for Command { op, request } in commands.drain(..) {
+            self.observe(&Event::Emitted { pid, op });
+            self.send(pid, op, request, cause);
+        }
+        self.commands = commands;
+        let h = self.view.procs[pid].host;
+        if !self.view.procs[h].session_closed
+            && self.view.procs[h]
+                .machines
+                .iter()
+                .all(|&m| self.view.procs[m].c.is_closed())
+        {
+            self.close_client(h);
+        }
+        // Only this machine's agent changed (closing the client recounts
+        // the session's machines itself): the others' shares stand.
+        self.view.recount_one(pid);
+        let next = self.view.procs[pid].c.poll_timeout();
+        if next.is_some() && next != self.view.procs[pid].timer_at {
+            self.view.procs[pid].timer_at = next;
+            if let Some(at) = next {
+                self.push(at, Ev::Timer { pid });
+            }
+        }
+    }
+
+    pub(super) fn on_foreign_notice(&mut self, pid: usize, scheme: Scheme, notice: &Notice) {
+        match notice {
+            Notice::Elected { .. } => {
+                self.view.stats.foreign_elections += 1;
+                self.tell(format!("p{pid} ({scheme}) believes it leads"));
+            }
+            Notice::Demoted { reason } => {
+                self.tell(format!("p{pid} ({scheme}) stops leading: {reason}"));
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn on_notice(&mut self, pid: usize, notice: &Notice) {
+        if self.narrate {
+            let line = match notice {
+                Notice::Joined { node } => {
+                    Some(format!("p{pid} joined the queue as {}", short(node)))
+                }
+                Notice::Elected { token } => {
+                    Some(format!("p{pid} is elected leader (fencing token {token})"))
+                }
+                Notice::Demoted { reason } => Some(format!("p{pid} stops leading: {reason}")),
+                Notice::Suspended => {
+                    Some(format!("p{pid} lost contact with the server: suspended"))
+                }
+                Notice::Resumed => Some(format!("p{pid} is back in contact with the server")),
+                Notice::LeaderChanged { .. } | Notice::Participants(_) => None,
+                Notice::PersistentSkipped { node } => Some(format!(
+                    "p{pid} skips {}: a persistent node is no contender",
+                    short(node)
+                )),
+                Notice::TokenRegressed { before, now } => Some(format!(
+                    "p{pid}'s new token {now} is below its last one, {before}"
+                )),
+                Notice::Error(e) => Some(format!("p{pid} failed: {e}")),
+            };
+            if let Some(line) = line {
+                self.tell(line);
+            }
+        }
+        if let Notice::PersistentSkipped { .. } = notice {
+            self.view.stats.persistent_skipped += 1;
+        }
+        if let Notice::Elected { .. } = notice {
+            self.view.stats.elections += 1;
+            // The new leader's application starts writing to the fenced resource.
+            // Readers share: only exclusive holders write (one at a time).
+            let exclusive = self.view.procs[pid]
+                .c
+                .candidate()
+                .is_none_or(|c| c.config().rule().access() == Access::Exclusive);
+            if self.view.queues[self.view.procs[pid].queue].leaders == 1
+                && exclusive
+                && !self.view.procs[pid].writing
+            {
+                self.view.procs[pid].writing = true;
+                self.push(self.view.now, Ev::AppWrite { pid });
+            }
+        }
+    }
+
+    /// The leader's application: checks its role and, if it leads, writes with
+    /// its token. The write takes a while to land, and lands late if the
+    /// process is paused meanwhile — the freeze between check and write that
+    /// fencing tokens exist for.
+    pub(super) fn app_write(&mut self, pid: usize) {
+        let Role::Leader(token) = self.view.procs[pid].c.role() else {
+            self.view.procs[pid].writing = false;
+            return;
+        };
+        let lands = self.view.now + Duration::from_millis(self.rng.range(1, 30));
+        self.push(lands, Ev::Write { pid, token });
+        let next = self.view.now + Duration::from_millis(self.rng.range(50, 250));
+        self.push(next, Ev::AppWrite { pid });
+    }
+
+    pub(super) fn resource_write(&mut self, pid: usize, token: FencingToken) {
+        let max = &mut self.view.resource_max[self.view.procs[pid].queue];
+        let accepted = max.is_none_or(|m| token >= m);
+        if accepted {
+            *max = Some(token);
+            self.view.stats.fenced_writes += 1;
+        } else {
+            let seen = max.map_or(0, |t| t.0);
+            self.view.stats.fenced_rejections += 1;
+            self.trace.note(self.view.now, Some(pid), 'w', || {
+                format!("fenced resource rejects token {token} (has seen {seen})")
+            });
+        }
+        self.observe(&Event::Write {
+            pid,
+            token,
+            accepted,
+        });
+    }
+}
+
+pub(super) fn short(path: &str) -> &str {
+    path.strip_prefix(PATH)
+        .map_or(path, |p| p.trim_start_matches('/'))
+}
+
+pub(super) fn reply_text(r: &Reply) -> String {
+    match r {
+        Reply::Created { path, stat } => format!("created {} czxid={}", short(path), stat.czxid),
+        Reply::Children(c) => format!("children[{}]", c.len()),
+        Reply::Data { stat, .. } => format!("data czxid={} v{}", stat.czxid, stat.version),
+        Reply::Exists(s) => format!("exists={}", s.is_some()),
+        Reply::Deleted => "deleted".into(),
+        Reply::Set(stat) => format!("set version={}", stat.version),
+        Reply::Synced => "synced".into(),
+    }
+}

@@ -1,0 +1,81 @@
+//! The counters of one run.
+
+/// Counters of one run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Events processed.
+    pub steps: u64,
+    /// Requests the server applied.
+    pub server_ops: u64,
+    /// Elections seen.
+    pub elections: u64,
+    /// Faults injected.
+    pub faults: u64,
+    /// Stale writes the fenced resource rejected.
+    pub fenced_rejections: u64,
+    /// Writes the fenced resource accepted.
+    pub fenced_writes: u64,
+    /// Nodes an operator deleted.
+    pub revocations: u64,
+    /// Replies a candidate no longer waited for.
+    pub stale_replies: u64,
+    /// Elections of foreign models (their own belief).
+    pub foreign_elections: u64,
+    /// Persistent look-alikes an operator created.
+    pub lookalikes: u64,
+    /// Observers' participant lists compared with the server's queue once
+    /// the world was quiet.
+    pub observer_checks: u64,
+    /// Watch events one session handed to more than one machine (the
+    /// server's one watch per session, path and kind, shared).
+    pub shared_watches: u64,
+    /// Look-alikes candidates skipped (`Notice::PersistentSkipped`).
+    pub persistent_skipped: u64,
+    /// Runs whose server granted less than the request.
+    pub clamped_down: u64,
+    /// Runs whose server granted more than the request.
+    pub clamped_up: u64,
+}
+
+impl RunStats {
+    /// Adds another run's counters to these.
+    pub fn add(&mut self, other: &RunStats) {
+        self.steps += other.steps;
+        self.server_ops += other.server_ops;
+        self.elections += other.elections;
+        self.faults += other.faults;
+        self.fenced_rejections += other.fenced_rejections;
+        self.fenced_writes += other.fenced_writes;
+        self.revocations += other.revocations;
+        self.stale_replies += other.stale_replies;
+        self.foreign_elections += other.foreign_elections;
+        self.lookalikes += other.lookalikes;
+        self.observer_checks += other.observer_checks;
+        self.shared_watches += other.shared_watches;
+        self.persistent_skipped += other.persistent_skipped;
+        self.clamped_down += other.clamped_down;
+        self.clamped_up += other.clamped_up;
+    }
+}
+
+impl std::fmt::Display for RunStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} steps, {} server ops, {} elections (+{} foreign), {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies, {} look-alikes ({} skips), {} runs clamped down, {} up",
+            self.steps,
+            self.server_ops,
+            self.elections,
+            self.foreign_elections,
+            self.faults,
+            self.revocations,
+            self.fenced_writes,
+            self.fenced_rejections,
+            self.stale_replies,
+            self.lookalikes,
+            self.persistent_skipped,
+            self.clamped_down,
+            self.clamped_up
+        )
+    }
+}

@@ -1,0 +1,471 @@
+//! What checkers read of a world: one read-only [`View`], and a
+//! [`Process`] of it per simulated process. Checkers see nothing else of
+//! the world (its event queue, links, choices and trace are the engine's).
+
+use std::time::Duration;
+
+use zkelect_core::name::Access;
+use zkelect_core::{Candidate, FencingToken, Recipe, Request, SessionId, Timestamp, WatchEvent};
+
+use crate::canary::Canary;
+use crate::foreign::{Agent, Scheme};
+use crate::server::Server;
+use crate::swarm::{ChrootRoot, Knobs, Swarm};
+use crate::zk::ZkModel;
+
+use super::census::{Census, Counts};
+use super::proc::Proc;
+use super::spec::{Phase, QueueSpec, PATH};
+use super::stats::RunStats;
+
+/// A read-only view of one simulated process, for checkers.
+#[derive(Debug, Clone, Copy)]
+pub struct Process<'a> {
+    /// Its index.
+    pub pid: usize,
+    /// Its election logic: a zkelect candidate or a foreign model.
+    pub agent: &'a Agent,
+    /// The zkelect candidate, if it is one.
+    pub candidate: Option<&'a Candidate>,
+    /// Which other library it models, if it is not zkelect.
+    pub foreign: Option<Scheme>,
+    /// It is an observer (no node; never a contender).
+    pub observer: bool,
+    /// The queue it is a machine of ([`View::queues`]; 0 is the swarm's).
+    pub queue: usize,
+    /// The machine whose session it runs on (itself unless it rides on
+    /// another's; crashes, pauses and the session are that one's).
+    pub host: usize,
+    /// It crashed (it does nothing any more).
+    pub crashed: bool,
+    /// It is paused right now.
+    pub paused: bool,
+    /// When its last pause ended (zero if never paused).
+    pub resumed_at: Timestamp,
+    /// Its client's current session.
+    pub session: Option<SessionId>,
+    /// Its client was closed and its session with it.
+    pub session_closed: bool,
+    /// Its session's negotiated timeout (the requested one before the first).
+    pub session_timeout: Duration,
+    /// When an operator deleted the node the process still believes is its own
+    /// (`None` once it learned, or if it never happened). A foreign model never
+    /// learns: its recipe does not watch its own node.
+    pub revoked_at: Option<Timestamp>,
+}
+
+/// What the checkers read of a world: its processes, queues, server, clock,
+/// phase and counts. A [`World`](super::World) derefs to its view, so tests
+/// and tools read a world the same way.
+pub struct View {
+    pub(super) seed: u64,
+    pub(super) swarm: Swarm,
+    pub(super) knobs: Knobs,
+    pub(super) now: Timestamp,
+    pub(super) zk: Server,
+    pub(super) procs: Vec<Proc>,
+    /// The queues: the swarm's, then its side queues.
+    pub(super) queues: Vec<QueueSpec>,
+    /// The pids whose node an operator once deleted, ascending (checked after
+    /// every step: kept, not searched for).
+    pub(super) revoked: Vec<usize>,
+    /// Per queue, the highest token its fenced resource accepted (each
+    /// queue guards a resource of its own).
+    pub(super) resource_max: Vec<Option<FencingToken>>,
+    pub(super) heal_at: Timestamp,
+    pub(super) phase: Phase,
+    pub(super) stats: RunStats,
+    /// The persistent look-alikes' names (not leaks, and no process's).
+    pub(super) lookalikes: Vec<String>,
+    /// Those of the side queues, as whole paths.
+    pub(super) side_lookalikes: Vec<String>,
+    /// The checkers' counts, kept as processes change.
+    pub(super) counts: Counts,
+}
+
+impl View {
+    /// How long after the faults stop the leaders must be in place: the session
+    /// of a dead process expires within one (negotiated) timeout of its last
+    /// ping, a process cut off reconnects within a second of the partition's
+    /// end (a partition lasts at most two requested timeouts, and may begin
+    /// just before the faults stop), and a retry waits at most the backoff
+    /// maximum (2 s; longer when the seed draws a longer one).
+    pub fn liveness_bound(&self) -> Duration {
+        let backoff = self
+            .knobs
+            .options
+            .backoff_max()
+            .saturating_sub(Duration::from_secs(2));
+        self.negotiated().max(self.swarm.session_timeout) * 2 + Duration::from_secs(4) + backoff
+    }
+
+    /// The session timeout the server grants the swarm's request.
+    pub fn negotiated(&self) -> Duration {
+        self.zk.negotiate(self.swarm.session_timeout)
+    }
+
+    /// The names of the persistent look-alikes an operator created.
+    pub fn lookalikes(&self) -> &[String] {
+        &self.lookalikes
+    }
+
+    /// The seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Virtual time now.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// The phase of the run.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// When the faults stop.
+    pub fn healed_at(&self) -> Timestamp {
+        self.heal_at
+    }
+
+    /// The scenario.
+    pub fn swarm(&self) -> &Swarm {
+        &self.swarm
+    }
+
+    /// The world's settings drawn from the seed.
+    pub fn knobs(&self) -> &Knobs {
+        &self.knobs
+    }
+
+    /// The server.
+    pub fn zk(&self) -> &ZkModel {
+        self.zk.zk()
+    }
+
+    /// The server or ensemble (which member each session is on, the
+    /// clients' view of it).
+    pub fn server(&self) -> &Server {
+        &self.zk
+    }
+
+    /// The highest token the fenced resource of the swarm's queue has
+    /// accepted.
+    pub fn resource_max(&self) -> Option<FencingToken> {
+        self.resource_max[0]
+    }
+
+    /// The queues: the swarm's (0), then its side queues.
+    pub fn queues(&self) -> &[QueueSpec] {
+        &self.queues
+    }
+
+    /// Queue `q`'s k.
+    pub fn leaders_of(&self, q: usize) -> u32 {
+        self.queues[q].leaders
+    }
+
+    /// Queue `q`'s recipe.
+    pub fn recipe_of(&self, q: usize) -> Recipe {
+        self.queues[q].recipe()
+    }
+
+    /// The queue whose path `path` is, or a node of which it names.
+    pub fn queue_of_path(&self, path: &str) -> Option<usize> {
+        let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+        self.queues
+            .iter()
+            .position(|q| q.path == path || q.path == parent)
+    }
+
+    pub(super) fn path_of(&self, pid: usize) -> &str {
+        &self.queues[self.procs[pid].queue].path
+    }
+
+    /// One process. Panics if `pid` is out of range.
+    pub fn process(&self, pid: usize) -> Process<'_> {
+        let p = &self.procs[pid];
+        let h = &self.procs[p.host];
+        Process {
+            pid,
+            agent: &p.c,
+            candidate: p.c.candidate(),
+            foreign: p.c.foreign(),
+            observer: p.c.observer().is_some(),
+            queue: p.queue,
+            host: p.host,
+            crashed: h.crashed,
+            paused: h.paused_until.is_some_and(|t| self.now < t),
+            // A pause is over at its end even before its `Resume` event is
+            // handled (another event at the same moment may come first).
+            resumed_at: match h.paused_until {
+                Some(t) if t <= self.now => t,
+                _ => h.resumed_at,
+            },
+            session: h.session,
+            session_closed: h.session_closed,
+            session_timeout: h.timeout,
+            revoked_at: self.revoked_at(pid),
+        }
+    }
+
+    /// When an operator deleted process `pid`'s current node, if one did
+    /// ([`Process::revoked_at`]).
+    pub(super) fn revoked_at(&self, pid: usize) -> Option<Timestamp> {
+        self.procs[pid].revoked_at()
+    }
+
+    /// The requests the process's client has sent on its current connection
+    /// and not yet answered, oldest first.
+    pub fn requests_in_flight(&self, pid: usize) -> impl Iterator<Item = &Request> + '_ {
+        self.procs[self.procs[pid].host]
+            .inflight
+            .values()
+            .filter(move |sent| sent.pid == pid)
+            .map(|sent| &*sent.request)
+    }
+
+    /// What the bad chroot of process `pid`'s session names, if its connect
+    /// string has one ([`BadChroot`](crate::swarm::BadChroot)).
+    pub fn bad_chroot(&self, pid: usize) -> Option<ChrootRoot> {
+        let h = self.procs.get(pid)?.host;
+        let bad = self.swarm.env.chroot.as_ref()?;
+        bad.hosts.binary_search(&h).is_ok().then_some(bad.root)
+    }
+
+    /// Every process, in pid order.
+    pub fn processes(&self) -> impl ExactSizeIterator<Item = Process<'_>> + '_ {
+        (0..self.procs.len()).map(|pid| self.process(pid))
+    }
+
+    /// The processes that believe they lead right now (crashed ones too), in
+    /// pid order: what the safety checker looks at after every step, without
+    /// building a view of every process.
+    pub fn believed_leaders(&self) -> impl Iterator<Item = Process<'_>> + '_ {
+        (0..self.procs.len())
+            .filter(|&pid| self.procs[pid].c.role().is_leader())
+            .map(|pid| self.process(pid))
+    }
+
+    /// The processes whose node an operator once deleted (whether or not they
+    /// have learned it since), in pid order.
+    pub fn once_revoked(&self) -> impl Iterator<Item = Process<'_>> + '_ {
+        self.revoked.iter().map(|&pid| self.process(pid))
+    }
+
+    /// The zkelect candidates whose node an operator once deleted and which
+    /// lead right now, in pid order (what [`Revocation`](crate::check::Revocation)
+    /// looks at after every step, without building a view of the others).
+    pub fn revoked_leaders(&self) -> impl Iterator<Item = Process<'_>> + '_ {
+        self.revoked
+            .iter()
+            .filter(|&&pid| {
+                let p = &self.procs[pid];
+                p.c.foreign().is_none() && p.c.role().is_leader()
+            })
+            .map(|&pid| self.process(pid))
+    }
+
+    /// The queue as the server has it now: its live (ephemeral) nodes in
+    /// queue order, each with its czxid (the token it holds with) and
+    /// whether the recipe says it holds — what an observer must report once
+    /// the world is quiet.
+    pub fn queue_truth(&self) -> Vec<(String, FencingToken, bool)> {
+        self.queue_truth_of(0)
+    }
+
+    /// [`queue_truth`](Self::queue_truth) of queue `q`.
+    pub fn queue_truth_of(&self, q: usize) -> Vec<(String, FencingToken, bool)> {
+        let spec = &self.queues[q];
+        let path = spec.path.as_str();
+        let recipe = spec.recipe();
+        let interop = spec.scheme.interop();
+        let live: Vec<(String, FencingToken)> = self
+            .zk
+            .children(path)
+            .into_iter()
+            .filter_map(|c| {
+                let stat = self.zk.stat(&format!("{path}/{c}"))?;
+                (stat.ephemeral_owner != 0).then_some((c, FencingToken(stat.czxid)))
+            })
+            .collect();
+        let names: Vec<String> = live.iter().map(|(n, _)| n.clone()).collect();
+        // The candidates' stem is the scheme's own for the recipe, as an
+        // observer's default.
+        let config = zkelect_core::ObserverConfig::new(path, recipe).with_interop(interop);
+        let (queue, _) = zkelect_core::name::queue(&names, config.prefix(), interop, recipe);
+        let holders = recipe.holders(&queue);
+        queue
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let token = live
+                    .iter()
+                    .find(|(name, _)| *name == n.name)
+                    .map_or(FencingToken(0), |(_, t)| *t);
+                (n.name.clone(), token, holders.contains(&i))
+            })
+            .collect()
+    }
+
+    /// The election path's children right now (for tests and the demo).
+    pub fn children(&self) -> Vec<String> {
+        self.zk.children(PATH)
+    }
+
+    /// Queue `q`'s children right now.
+    pub fn children_of(&self, q: usize) -> Vec<String> {
+        self.zk.children(&self.queues[q].path)
+    }
+
+    /// The side queues' persistent look-alikes, as whole paths.
+    pub fn side_lookalikes(&self) -> &[String] {
+        &self.side_lookalikes
+    }
+
+    /// The run's counters.
+    pub fn stats(&self) -> RunStats {
+        let (requested, granted) = (self.swarm.session_timeout, self.negotiated());
+        RunStats {
+            server_ops: self.zk.ops(),
+            clamped_down: u64::from(granted < requested),
+            clamped_up: u64::from(granted > requested),
+            ..self.stats
+        }
+    }
+
+    /// The processes leading right now (crashed ones excluded).
+    pub fn leaders(&self) -> Vec<usize> {
+        self.processes()
+            .filter(|p| !p.crashed && p.agent.role().is_leader())
+            .map(|p| p.pid)
+            .collect()
+    }
+
+    /// What `canary` may know of process `pid` when it rewrites.
+    pub fn canary_view(&self, pid: usize, canary: Canary) -> crate::canary::Known {
+        let c = &self.procs[pid].c;
+        let config = c.candidate().map(|c| c.config());
+        let own = c.node().map(str::to_owned);
+        let predecessor = match (&own, config) {
+            (Some(own), Some(config)) if canary == Canary::ReaderWatchesPredecessor => {
+                let children = self.zk.children(self.path_of(pid));
+                let recipe = config.rule().recipe();
+                let (queue, _) =
+                    zkelect_core::name::queue(&children, config.prefix(), config.interop(), recipe);
+                queue
+                    .iter()
+                    .position(|n| &n.name == own)
+                    .and_then(|at| at.checked_sub(1))
+                    .map(|i| queue[i].name.clone())
+            }
+            _ => None,
+        };
+        crate::canary::Known {
+            scheme: self.queues[self.procs[pid].queue].scheme,
+            rule: config.map_or_else(Default::default, |c| c.rule()),
+            own,
+            prefix: config.map_or_else(String::new, |c| c.prefix().to_owned()),
+            watching: c.candidate().and_then(|c| c.watching()).map(str::to_owned),
+            predecessor,
+        }
+    }
+
+    /// How many followers one server change may wake, by the queue's rule
+    /// (its watch events reach exactly the watchers of `event.path`):
+    ///
+    /// - an election or a semaphore with k: the k nodes above (each watches
+    ///   its k nearest lower); a mutex: 1 (its successor);
+    /// - a read-write lock: a writer's node is watched by every reader above
+    ///   it up to the next writer (each reader watches its nearest lower
+    ///   writer) or, with no reader right above it, by that writer (a writer
+    ///   watches its predecessor); a reader's node by the writer right above
+    ///   it, if any: 1.
+    ///
+    /// A change to the parent (a child created) wakes nobody under the
+    /// predecessor recipe: k is the bound there too. Persistent look-alikes
+    /// are left out, as the candidates leave them out.
+    pub fn herd_bound(&self, event: &WatchEvent) -> usize {
+        let q = self.queue_of_path(&event.path).unwrap_or(0);
+        let spec = &self.queues[q];
+        let path = spec.path.as_str();
+        let k = spec.leaders as usize;
+        let recipe = spec.recipe();
+        if recipe != Recipe::ReadWrite {
+            return k;
+        }
+        let Some(name) = event
+            .path
+            .strip_prefix(path)
+            .and_then(|n| n.strip_prefix('/'))
+        else {
+            return k;
+        };
+        let interop = spec.scheme.interop();
+        // Persistent look-alikes are no contenders (the candidates skip
+        // them): a writer-named one between readers does not split them.
+        let mut children: Vec<String> = self
+            .zk
+            .children(path)
+            .into_iter()
+            .filter(|c| {
+                self.zk
+                    .stat(&format!("{path}/{c}"))
+                    .is_some_and(|s| s.ephemeral_owner != 0)
+            })
+            .collect();
+        if !children.iter().any(|c| c == name) {
+            children.push(name.to_owned());
+        }
+        let (queue, _) = zkelect_core::name::queue(&children, "", interop, recipe);
+        let Some(at) = queue.iter().position(|n| n.name == name) else {
+            return k;
+        };
+        if queue[at].access == Access::Shared {
+            return 1;
+        }
+        let readers = queue[at + 1..]
+            .iter()
+            .take_while(|n| n.access == Access::Shared)
+            .count();
+        readers.max(1)
+    }
+
+    /// How many machines run on host `h`'s session.
+    pub fn machines_on(&self, h: usize) -> usize {
+        self.procs.get(h).map_or(0, |p| p.machines.len())
+    }
+
+    /// How many times a process changed in a way the census sees (a checker
+    /// whose verdict rests on nothing else may reuse it while this stays).
+    pub fn generation(&self) -> u64 {
+        self.counts.generation
+    }
+
+    /// The counts the per-step checkers read, as of now, over every queue.
+    pub fn census(&self) -> Census {
+        self.counts.census
+    }
+
+    /// The same counts over queue `q`'s machines only (each checker judges
+    /// each queue on its own).
+    pub fn queue_census(&self, q: usize) -> Census {
+        self.counts.per_queue[q]
+    }
+
+    /// Counts process `pid` again, with the machines on its session.
+    pub(super) fn recount(&mut self, pid: usize) {
+        self.counts.recount(&self.procs, &self.zk, pid);
+    }
+
+    /// Counts machine `pid` alone again.
+    pub(super) fn recount_one(&mut self, pid: usize) {
+        self.counts.recount_one(&self.procs, &self.zk, pid);
+    }
+
+    /// Debug builds: the kept counts equal a full scan.
+    pub(super) fn check_census(&self) {
+        self.counts.check(&self.procs, &self.zk);
+    }
+}
