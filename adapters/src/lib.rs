@@ -203,7 +203,7 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `zookeeper-async` | on | `ZkAsyncTransport` and `ConnectOptions`: real servers through `zookeeper-async` |
+//! | `zookeeper-async` | on | `ZkAsyncTransport` and `ZkAsyncOptions`: real servers through `zookeeper-async` |
 //! | `zookeeper-client` | | `ZkClientTransport` and `ZkClientOptions`: real servers through `zookeeper-client`, with guarded writes (`multi`) |
 //! | `zookeeper-client-tls` | | TLS for the zookeeper-client transport (rustls) |
 //! | `zookeeper-client-sasl` | | SASL DIGEST-MD5 for the zookeeper-client transport |
@@ -360,9 +360,6 @@ pub use session::Session;
 pub use shell::{SessionOptions, CONNECT_TIMEOUT_MAX, RECONNECT_DELAY_MAX, SESSION_TIMEOUT_MAX};
 pub use status::{Metrics, Status};
 pub use transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport, TransportEvent};
-#[cfg(feature = "zookeeper-async")]
-#[allow(deprecated)]
-pub use zk_async::ConnectOptions;
 #[cfg(feature = "zookeeper-async")]
 pub use zk_async::{ZkAsyncExtras, ZkAsyncOptions, ZkAsyncTransport, SESSION_TIMEOUT_MIN};
 #[cfg(feature = "zookeeper-client-tls")]

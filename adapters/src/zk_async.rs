@@ -85,10 +85,6 @@ const REPLAY_RETRY: Duration = Duration::from_millis(200);
 /// ```
 pub type ZkAsyncOptions = SessionOptions<ZkAsyncExtras>;
 
-/// The old name of [`ZkAsyncOptions`].
-#[deprecated(note = "renamed ZkAsyncOptions: it holds zookeeper-async's options")]
-pub type ConnectOptions = ZkAsyncOptions;
-
 /// What only the zookeeper-async transport needs ([`ZkAsyncOptions::client`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]

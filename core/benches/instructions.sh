@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per handled listing, as the commits of issue 13 quote them:
+# Instructions per handled listing, as commit messages quote them:
 # callgrind's inclusive count of `Candidate::handle` called from the timed
 # routine of criterion's `iter_batched`, divided by its number of calls. The
 # setup (building the machine and the listing) and the drop of the result are

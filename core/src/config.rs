@@ -83,7 +83,7 @@ pub enum ConfigError {
     /// leaves a node the machine cannot recognise as its own (its name is a
     /// bare sequence number, like everyone's). That orphan lives as long as
     /// the session, which stays alive, and blocks every node above it: the
-    /// queue stops for good (issue 17: the simulator's `unprotected` canary,
+    /// queue stops for good (the simulator's `unprotected` canary,
     /// caught by `liveness`). Curator's "protection" exists for the same
     /// reason. There is no safe way to turn it off; the nonce costs 20 bytes
     /// of node name.
@@ -654,7 +654,7 @@ impl ConfigBuilder {
     /// noticed (zookeeper-async notices only after the session has expired). It is
     /// what makes the lease sound: the server cannot expire the session before
     /// the send time of its last answered request plus the timeout. Turning it
-    /// off was unsafe (issue 17: `safety` and `tokens-grow` failures in the
+    /// off was unsafe (`safety` and `tokens-grow` failures in the
     /// simulator under one-way partitions), so only `true` is accepted; the
     /// method stays so that configurations written against it keep building.
     ///

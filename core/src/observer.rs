@@ -53,6 +53,7 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
 
 use crate::command::{Command, OpId};
 use crate::config::{
@@ -65,13 +66,12 @@ use crate::notice::{CandidateError, FencingToken, Notice};
 use crate::rule::Recipe;
 use crate::time::Timestamp;
 use crate::timer::Backoff;
-
-/// The bounds of an observer's backoff after a failed request.
-const BACKOFF_MIN: Duration = Duration::from_millis(50);
-const BACKOFF_MAX: Duration = Duration::from_secs(5);
 use crate::zk::{Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
 
-use std::time::Duration;
+/// The shortest backoff of an observer after a failed request.
+const BACKOFF_MIN: Duration = Duration::from_millis(50);
+/// The longest backoff of an observer after a failed request.
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// What an [`Observer`] watches: a validated queue description.
 ///

@@ -1,7 +1,7 @@
 //! Transcripts of watch events held back by a silent link (a one-way
 //! partition: the server's messages queue up, then arrive at once, replies
 //! ahead of the events when the client's event thread lags): found by the
-//! simulator's `lag` mix, issue 17.
+//! simulator's `lag` mix.
 
 mod support;
 

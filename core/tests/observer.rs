@@ -227,7 +227,7 @@ fn a_change_reads_every_listed_node_again_and_an_unchanged_listing_reports_nothi
     assert_eq!(d.o.stats().lists, 3);
 }
 
-/// Found by the simulator (issue 17, seed 47360 of the `pauses` mix): the
+/// Found by the simulator (seed 47360 of the `pauses` mix): the
 /// observer stayed connected, but its link was slow; between two of its
 /// listings the election was deleted and recreated, and kazoo's lock took its
 /// old name again (a new node, a new czxid). A listing cannot tell a reused
@@ -714,7 +714,7 @@ fn a_reconnect_lists_again_in_case_a_change_was_missed() {
     assert_eq!(lists.last(), Some(&vec![p("b", "n_0000000002", 20, true)]));
 }
 
-/// Issue 17's ensemble worlds: after a reconnect the server may be behind
+/// Found by the simulator's ensemble worlds: after a reconnect the server may be behind
 /// the leader (never behind what the client has seen), so a listing from it
 /// could report a queue older than the one already reported. The observer
 /// syncs first, and reads nothing (its listed nodes are read again) until
@@ -759,7 +759,7 @@ fn a_reconnect_syncs_before_it_lists_or_reads() {
     d.take(Verb::GetChildren);
 }
 
-/// Found by the simulator (issue 17, seed 9479 of the `lag` mix, minimised to
+/// Found by the simulator (seed 9479 of the `lag` mix, minimised to
 /// a slow link and a deleted election): while the observer's link was down
 /// the queue's parent was deleted and recreated, its sequence counter
 /// restarted, and the same kazoo lock took the same name again — a new node

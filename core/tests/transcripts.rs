@@ -1819,7 +1819,7 @@ fn own_node_event_overtaking_the_watch_reply_leaves_the_watch_unarmed() {
 
 #[test]
 fn parent_strategy_skips_a_persistent_lookalike_below_and_leads() {
-    // Found by the simulator (issue 17): a Parent follower never read the
+    // Found by the simulator: a Parent follower never read the
     // nodes below it and waited forever behind a persistent look-alike.
     let mut d = Driver::in_queue(
         config("b").strategy(WatchStrategy::Parent),
@@ -2119,7 +2119,7 @@ fn listing(d: &Driver) -> Option<&Command> {
         .find(|c| matches!(&c.request, Request::GetChildren { path, .. } if path == PATH))
 }
 
-/// Issue 17 (lag seeds 37300, 37676 and kin): after a reconnect within the
+/// Found by the simulator (lag seeds 37300, 37676 and kin): after a reconnect within the
 /// session the server may be behind the leader, so a listing from it can
 /// still show our node an operator deleted (and we would lead on it). The
 /// candidate syncs before the first listing on the new connection; a later
@@ -2179,7 +2179,7 @@ fn a_failed_sync_is_retried_before_the_listing() {
     assert!(d.c.role().is_leader(), "{:?}", d.c.role());
 }
 
-/// Issue 17 (lag seed 8186's class, and 4426): the protected-create
+/// Found by the simulator (lag seed 8186's class, and 4426): the protected-create
 /// recovery listing must see the leader's latest state. Without a sync a
 /// lagging server's listing misses our own create that committed while its
 /// reply was lost (we create a second node; the first, owned by our live

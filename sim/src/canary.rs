@@ -157,7 +157,7 @@ impl Canary {
     ];
 
     /// The queue it runs in: the new rule canaries their rule's, every other
-    /// an election (its seeds as before issue 13).
+    /// an election (its seeds as they were when every seed was one).
     pub fn queue(self) -> Option<Queue> {
         Some(match self {
             Canary::ReaderWatchesPredecessor | Canary::WriterIgnoresReaders => {

@@ -167,8 +167,8 @@ fn fault_bytes(f: &Fault) -> (u8, u8, u16, u16) {
     }
 }
 
-/// The queue's byte: 0 and 1 an election with k = 1 or 2 (the format before
-/// issue 13, so old corpus files keep their meaning); from 2 on, the low two
+/// The queue's byte: 0 and 1 an election with k = 1 or 2 (the format from
+/// when every seed was an election, so old corpus files keep their meaning); from 2 on, the low two
 /// bits of `b - 2` pick the recipe and the rest its parameter (an
 /// election's k − 1, a semaphore's k − 2, a read-write lock's writers in
 /// tens − 1).
@@ -264,7 +264,7 @@ fn fits(env: &Env, pauses: bool, fault: &Fault) -> bool {
 /// Makes a decoded scenario one the library accepts and the swarm could
 /// draw: interop elects one leader; foreign models need an interop scheme;
 /// faults in time order, inside the chaos phase. (Pauses come with any
-/// queue since issue 17: `safety` judges them by lease.)
+/// queue: `safety` judges them by lease.)
 /// Leaves a swarm drawn by [`Swarm::from_seed`] as it is.
 pub fn normalize(swarm: &mut Swarm) {
     let (queue, k) = (swarm.env.queue, swarm.leaders);
@@ -297,7 +297,7 @@ impl<'a> Arbitrary<'a> for FuzzCase {
         let (queue, leaders) = queue_of(byte(u));
         let timeout_ms = (u64::from(byte(u) % 41) + 20) * 100;
         let policy_byte = byte(u);
-        // Bit 1 of the policy byte: the seed's hosting (issue 17: shared
+        // Bit 1 of the policy byte: the seed's hosting (shared
         // sessions, observers), drawn from the seed as the swarm draws it.
         let hosted = policy_byte & 2 != 0;
         // Bits 2–3: a bad chroot (1 missing, 2 ephemeral), then three bytes
@@ -337,7 +337,7 @@ impl<'a> Arbitrary<'a> for FuzzCase {
             _ => (None, None),
         };
         let mut plan = Vec::new();
-        // Up to 255 (63 before issue 17's pauses with lag; every corpus
+        // Up to 255 (63 before pauses met lag; every corpus
         // file has at most 63, so its bytes keep their meaning).
         for _ in 0..byte(u) {
             // Out of bytes, out of faults (not a run of zeroed ones).

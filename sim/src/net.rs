@@ -20,7 +20,7 @@
 //! Re-timing a held message behind the link's tail is not enough: the tail
 //! already counts messages sent after it, and a later message scheduled for the
 //! partition's end (or the pause's) would be delivered first — which broke
-//! ZooKeeper's FIFO client order in the simulator (issue 17: a reply at zxid 15
+//! ZooKeeper's FIFO client order in the simulator (a reply at zxid 15
 //! after the watch event of zxid 16, mixed seed 98227, pause seed 114649).
 
 use std::time::Duration;

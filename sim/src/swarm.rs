@@ -243,10 +243,10 @@ impl fmt::Display for Swarm {
     }
 }
 
-/// The recipe of the swarm's queue (issue 13): every zkelect process of one
+/// The recipe of the swarm's queue: every zkelect process of one
 /// queue shares it, and the k of an election or a semaphore is
 /// [`Swarm::leaders`]. `Queue::default()` is an election (as every hand-built
-/// scenario before issue 13).
+/// scenario was before the swarm drew locks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Queue {
     /// Leader election with [`Swarm::leaders`] leaders.
@@ -332,7 +332,7 @@ impl Queue {
     }
 }
 
-/// The world a seed puts around the zkelect candidates (issue 12): how the
+/// The world a seed puts around the zkelect candidates (the environment users give it): how the
 /// server clamps session timeouts, which naming scheme the candidates use,
 /// which other library's contenders share their queue, and which PERSISTENT
 /// children named like contenders sit in it.
@@ -355,7 +355,7 @@ pub struct Env {
     pub max_session_timeout: Option<Duration>,
     /// The queue's recipe (its k is [`Swarm::leaders`]).
     pub queue: Queue,
-    /// Which candidates share a session, and the observers (issue 17).
+    /// Which candidates share a session, and the observers.
     pub hosting: Hosting,
     /// An ensemble of 3 or 5 and its member faults (`None`: one server).
     pub ensemble: Option<crate::server::EnsembleSpec>,
@@ -434,7 +434,7 @@ impl BadChroot {
     }
 }
 
-/// Several machines on one session, and observers (issue 17): what the
+/// Several machines on one session, and observers: what the
 /// library's `Session` runs, drawn from a stream of its own
 /// ([`Hosting::draw`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -454,7 +454,7 @@ pub struct Hosting {
     pub queues: Vec<SideQueue>,
 }
 
-/// A further queue of the world (issue 17: many recipes on one `Session`):
+/// A further queue of the world (many recipes on one `Session`):
 /// its own path ([`SideQueue::path`]), recipe and k, and machines — zkelect
 /// candidates and observers of it, no foreign models (their recipes are
 /// elections of the first queue's scheme) — each on a session of its own or
@@ -553,7 +553,7 @@ impl Hosting {
         self.queues.iter().map(|q| q.machines.len()).sum()
     }
 
-    /// Draws the further queues (issue 17) for `seed` with `candidates`
+    /// Draws the further queues for `seed` with `candidates`
     /// zkelect candidates at the start, around this hosting's riders and
     /// observers, from a stream of their own (label 20), so every other draw
     /// of a seed stays where it was: 3 in 10 seeds have one (2 in 3) or two
@@ -850,7 +850,7 @@ impl Swarm {
         let queue = match (overrides.queue, overrides.leaders) {
             (Some(q), _) => (q, swarm.leaders),
             (None, Some(k)) => (Queue::Election, k),
-            // Pause runs draw every recipe too (issue 17): `safety` judges
+            // Pause runs draw every recipe too: `safety` judges
             // them by belief and lease, `fencing` the k = 1 queues.
             (None, None) => Queue::draw(seed, swarm.leaders, false),
         };
@@ -932,7 +932,7 @@ impl Swarm {
     }
 
     /// Draws the scenario and its plan from `seed`, as an election (what
-    /// every seed drew before issue 13).
+    /// every seed drew before the swarm drew locks).
     fn election_from_seed(seed: u64, overrides: Overrides) -> Self {
         let mut rng = SimRng::new(seed, 1);
         let candidates = overrides
@@ -1320,7 +1320,7 @@ impl AclDraw {
 pub const IDENTITY: &str = "digest:svc";
 
 /// The `ConfigBuilder` options a seed draws besides the rule, the policy, the
-/// interop scheme, the ACL and the container parent (issue 17): drawn from a
+/// interop scheme, the ACL and the container parent: drawn from a
 /// stream of their own ([`Options::draw`]), so the rest of the scenario stays
 /// put; `Options::default()` is what every seed ran before.
 ///

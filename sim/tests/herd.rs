@@ -1,4 +1,4 @@
-//! `no-herd` on shared sessions (issue 17): a machine woken by an event its
+//! `no-herd` on shared sessions: a machine woken by an event its
 //! own read had already shown it is no herd, and a herd through a shared
 //! session is still caught.
 

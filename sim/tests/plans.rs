@@ -159,7 +159,7 @@ fn scenario() -> impl Strategy<Value = (u64, Swarm)> {
                 0..12,
             );
             let env = env(leaders, timeout * 100);
-            // Every recipe (issue 13): election (k as drawn), mutex,
+            // Every recipe: election (k as drawn), mutex,
             // semaphore (k 2..5), read-write lock (10–90 % writers).
             let queue = (0u8..4, 2u32..=5, 1u8..=9).prop_map(move |(kind, k, tens)| match kind {
                 0 => (Queue::Election, leaders),

@@ -1,4 +1,4 @@
-//! Machines of different queues on one session (issue 17): worlds with side
+//! Machines of different queues on one session: worlds with side
 //! queues on other paths, whose machines ride on the first queue's sessions,
 //! hold every checker per queue; the session's routing across paths is the
 //! adapters' (a planted routing bug that forgets the path is caught in

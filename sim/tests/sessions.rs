@@ -1,4 +1,4 @@
-//! Several machines on one session, and observers (issue 17): worlds whose
+//! Several machines on one session, and observers: worlds whose
 //! candidates share sessions and carry observers hold every checker, and the
 //! planted bugs of `world::Planted` are caught.
 

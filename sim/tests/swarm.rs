@@ -57,7 +57,7 @@ fn swarm_of_2000_seeds_with_mixed_faults_holds_every_invariant() {
     let stats = holds("mixed faults", range, options(FaultMix::Standard));
     // The faults that the checkers' allowances are about did happen.
     assert!(stats.revocations > 0 && stats.stale_replies > 0, "{stats}");
-    // So did the world of issue 12, in ordinary seeds: foreign contenders led,
+    // So did the world around the candidates, in ordinary seeds: foreign contenders led,
     // persistent look-alikes were created and skipped, and servers clamped
     // the request both ways.
     assert!(
@@ -256,7 +256,7 @@ fn canary_deaf_to_its_own_node_is_caught_by_the_revocation_checker_within_50_see
 
 /// Without `tokens-grow`, the fenced resource itself catches the sequence-token
 /// canary: a paused old leader's write is accepted after a newer leader's.
-/// (`safety`, which judges pause runs by lease since issue 17, is left out
+/// (`safety`, which judges pause runs by lease, is left out
 /// too: the canary's rewritten czxids also defeat the core's checks of which
 /// node is older, and two leaders within their leases can follow, seed 7.)
 #[test]
@@ -291,7 +291,7 @@ fn canary_leasing_on_the_requested_timeout_is_caught_by_the_safety_checker_withi
     );
 }
 
-/// Safety in pause runs (issue 17) counts a holder by its belief and its
+/// Safety in pause runs counts a holder by its belief and its
 /// lease: a leader leasing on the requested timeout, which the server
 /// halved, still believes within its lease after its session expired and a
 /// successor was elected while it was frozen.
@@ -405,7 +405,7 @@ fn canary_of_one_way_interop_is_caught_by_the_safety_checker_within_5_seeds() {
     );
 }
 
-/// The three canaries of issue 13's rules, each caught by its checker, and
+/// The three canaries of the lock rules (a reader, a writer, a mutex), each caught by its checker, and
 /// replaying from its seed (the same violation at the same step).
 #[test]
 fn rule_canaries_are_caught_and_replay_from_their_seed() {
@@ -435,7 +435,7 @@ fn the_worlds_of_the_rule_canaries_hold_without_them() {
     }
 }
 
-/// The scenarios the three canaries of issue 12 are shaped into (a server at
+/// The scenarios the three canaries of the world around the candidates are shaped into (a server at
 /// half the request under `SessionAware`; a look-alike of the candidates' own
 /// scheme below them; a queue shared with Curator or kazoo) hold with the
 /// real candidate: the canaries fail for what they break, not for the world.
@@ -455,7 +455,7 @@ fn the_worlds_shaped_for_the_new_canaries_hold_without_them() {
 }
 
 /// The seeds where the swarm's `Parent` draw found followers waiting forever
-/// behind a persistent look-alike (issue 17, fixed in the core): they draw
+/// behind a persistent look-alike (fixed in the core): they draw
 /// both, and hold.
 #[test]
 fn parent_followers_next_to_persistent_lookalikes_hold_in_the_seeds_that_found_it() {
@@ -472,7 +472,7 @@ fn parent_followers_next_to_persistent_lookalikes_hold_in_the_seeds_that_found_i
 
 /// A kazoo model closed while the server restarted: its session expires on
 /// its own, and its node with it; `no-leaks` waits for that before the end
-/// (it failed here, lag mix seed 20428, before issue 17's fix).
+/// (it failed here, lag mix seed 20428, before the world waited for it).
 #[test]
 fn a_client_closed_while_the_server_is_down_leaves_its_node_to_its_session() {
     let report = run_seed(20_428, options(FaultMix::WithEventLag));

@@ -1,4 +1,4 @@
-//! The lease never outlasts the real session (issue 12, section 2), against
+//! The lease never outlasts the real session (a server may grant less than asked), against
 //! a real ZooKeeper 3.8 server that clamps the request: candidates ask for a
 //! 60 s session from a server whose `maxSessionTimeout` is 4 s (tickTime
 //! 200 ms), so the server expires a cut-off leader's session 4 s after its

@@ -1,4 +1,4 @@
-//! End-to-end tests of the `zkelect` command (issue 5) against real ZooKeeper
+//! End-to-end tests of the `zkelect` command against real ZooKeeper
 //! servers: `zkelect run` candidates supervising a child that records itself,
 //! `status --json`, `revoke`, and every kind of bad input with its exit code
 //! and message.
@@ -69,7 +69,7 @@ fn wait_queue(connect: &str, path: &str, ids: &[&str], logs: impl FnOnce() -> St
     );
 }
 
-/// Issue 5, "two `zkelect run` processes with a child that records itself":
+/// Two `zkelect run` processes with a child that records itself:
 /// never both children alive at once; SIGKILL of the leading zkelect starts
 /// the other's child (once the session expired); the token grows; SIGTERM to
 /// the leader stops its child, deletes its node and exits 0.

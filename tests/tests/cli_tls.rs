@@ -1,4 +1,4 @@
-//! `zkelect status` over the zookeeper-client transport and TLS (issue 6):
+//! `zkelect status` over the zookeeper-client transport and TLS:
 //! the queue of an election held over TLS, a CA that signed nothing of the
 //! server's, and every bad combination of `--transport` and `--tls-*` with
 //! its exit code. (`run` takes the same connection options, parsed by the

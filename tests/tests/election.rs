@@ -1,5 +1,5 @@
-//! The election against real ZooKeeper 3.8 servers under real faults
-//! (issue 4, "Done means"), through the public API of `zkelect`: every
+//! The election against real ZooKeeper 3.8 servers under real faults,
+//! through the public API of `zkelect`: every
 //! candidate is an [`Election`] over its own session, and records what it
 //! publishes on one monotonic clock (`harness`).
 //!

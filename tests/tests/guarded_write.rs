@@ -1,4 +1,4 @@
-//! Guarded writes against a real server (issue 7): a leader's write goes
+//! Guarded writes against a real server: a leader's write goes
 //! through only together with a server-side check that its node still
 //! exists, in one `multi`. A deposed leader — one whose node is gone while
 //! it still believes it leads, as a frozen process would — is refused by

@@ -1,5 +1,5 @@
-//! Mixed fleets against a real ZooKeeper 3.8 server (issue 12, "1. Mixed
-//! fleets"): zkelect candidates share one election path with real Apache
+//! Mixed fleets against a real ZooKeeper 3.8 server (a fleet
+//! that mixes libraries): zkelect candidates share one election path with real Apache
 //! Curator 5.4 `LeaderLatch`es (Java) or real kazoo 2.8 `Election`s (Python),
 //! each foreign contender a process of its own (`zkelect_tests::foreign`,
 //! programs in `tests/interop/`).

@@ -1,4 +1,4 @@
-//! `zkelect lock -- CMD` end to end (issue 14), against a real ZooKeeper
+//! `zkelect lock -- CMD` end to end, against a real ZooKeeper
 //! server, over both transports (`--transport zookeeper-async` and
 //! `zookeeper-client`).
 //!

@@ -1,5 +1,5 @@
-//! Persistent look-alikes against a real ZooKeeper 3.8 server (issue 12,
-//! "3. A persistent child is never a contender").
+//! Persistent look-alikes against a real ZooKeeper 3.8 server (a
+//! persistent child is never a contender).
 //!
 //! The election path holds PERSISTENT children named like the contenders of
 //! every scheme, all older than any node a candidate can create:
@@ -12,7 +12,7 @@
 //! | `<32 hex>__lock__0000000000` | kazoo's Election: `Interop::Kazoo` |
 //!
 //! A lone zkelect candidate joins with interop off, with Curator and with
-//! kazoo, on both transports. Before issue 12 it queued behind whichever
+//! kazoo, on both transports. Before look-alikes were skipped it queued behind whichever
 //! look-alikes its scheme counted and never led. Now it:
 //! * leads soon (well within a couple of seconds of joining) and after a
 //!   handful of requests: it reads each look-alike's Stat once, as the node

@@ -1,5 +1,5 @@
-//! Many recipes on one session against a real ZooKeeper 3.8 server (issue 14,
-//! "Tests on real servers"): two sessions each run 1,000 elections on the
+//! Many recipes on one session against a real ZooKeeper 3.8 server (the
+//! scale a session is built for): two sessions each run 1,000 elections on the
 //! same 1,000 paths in one process; the session that holds them all is
 //! killed (its connection black-holed until the server expires it); every
 //! election fails over to the other session, the dead session's elections

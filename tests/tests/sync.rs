@@ -1,4 +1,4 @@
-//! `sync` on both real transports (issue 17): zookeeper-client sends the
+//! `sync` on both real transports: zookeeper-client sends the
 //! protocol's `sync`; zookeeper-async has none and sends a write that goes
 //! through the leader and changes nothing. Both answer `Synced`, on an
 //! existing path and on a missing one, and neither changes the tree.

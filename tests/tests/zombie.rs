@@ -1,4 +1,4 @@
-//! Zombie-proof leadership end to end (issue 7), against a real ZooKeeper
+//! Zombie-proof leadership end to end, against a real ZooKeeper
 //! server. Two `zkelect run` candidates (session timeout 4 s) supervise a
 //! child that beats every 50 ms into its own file; the leading zkelect is then
 //! frozen (SIGSTOP for twice the session timeout, then SIGCONT), killed

@@ -484,7 +484,7 @@ impl Candidate {
             // A Parent follower reads its k nearest nodes below too (without a
             // watch), once each while they stay the nearest: a persistent
             // look-alike among them would otherwise hold it back forever
-            // (found by the simulator's Parent draw, issue 17). The reads are
+            // (found by the simulator's Parent draw). The reads are
             // kept across listings (see `relist_keeping_reads`).
             WatchStrategy::Parent if again => self.relist_keeping_reads(),
             WatchStrategy::Parent => self.watch_next_lower(),

@@ -220,7 +220,7 @@ pub(super) struct Past {
 /// *seen*, but a server may be behind the *leader*: after a reconnect to a
 /// lagging follower, a listing can still show our node an operator deleted,
 /// or miss our own create that committed while its reply was lost (both
-/// found by the simulator's ensemble worlds, issue 17). The cure the
+/// found by the simulator's ensemble worlds). The cure the
 /// Programmer's Guide gives is `sync` before such a read. It is paid only
 /// where a stale read could mislead: the first listing on a connection the
 /// session moved to, and every protected-create recovery listing. A new

@@ -50,7 +50,7 @@ impl Invariant<View> for Safety {
         // full count reads the clock (grace, leases), so its pass is for
         // this step only.
         let mut holds = Holds::UntilCountsChange;
-        // Each queue on its own (issue 17: several recipes on one session).
+        // Each queue on its own (several recipes on one session).
         for q in 0..world.queues().len() {
             let k = world.leaders_of(q) as usize;
             // The holders counted below are some of the believed leaders:

@@ -15,10 +15,10 @@
 //! # What each checker allows
 //!
 //! A world may run several queues on other paths, whose machines share
-//! sessions (issue 17, [`View::queues`]): every checker judges each queue
+//! sessions ([`View::queues`]): every checker judges each queue
 //! on its own, by that queue's rule and k, with a fenced resource per queue.
 //!
-//! Per the queue's rule (issue 13; "leads" below means "holds"): `safety`
+//! Per the queue's rule ("leads" below means "holds"): `safety`
 //! counts at most k holders for an election or a semaphore, one for a mutex,
 //! and in a read-write lock never a writer beside another holder; `fencing`
 //! and `tokens-grow` (k = 1 queues) order exclusive holders, a reader's token

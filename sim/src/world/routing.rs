@@ -63,7 +63,7 @@ pub enum Planted {
     /// again: their participant lists go stale. Caught by `observers`.
     ObserverSkipsRelist,
     /// The session files its watches per table, forgetting the path across
-    /// queues (issue 17: machines of different queues on one session): a
+    /// queues (machines of different queues on one session): a
     /// watch event of one queue's path also goes to the machines armed in
     /// that table on another queue's paths, and disarms them, so they get
     /// an event that is not theirs and miss their own. Within one queue the

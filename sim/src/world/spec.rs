@@ -11,7 +11,7 @@ use crate::swarm::Queue;
 /// The election path every simulated candidate uses.
 pub const PATH: &str = "/svc/leader";
 
-/// One queue of the world (issue 17: many recipes on one session): queue 0
+/// One queue of the world (many recipes on one session): queue 0
 /// is the swarm's own ([`PATH`], [`Swarm::recipe`](crate::swarm::Swarm::recipe), its interop scheme, its
 /// foreign models and look-alikes); the others are its
 /// [`SideQueue`](crate::swarm::SideQueue)s, on paths of their own, their candidates naming their

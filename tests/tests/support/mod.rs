@@ -1,5 +1,5 @@
 //! The harness shared by the end-to-end tests of the `zkelect` binary
-//! (`cli.rs` for issue 5, `zombie.rs` for issue 7): building and locating the
+//! (`cli.rs`, `zombie.rs`): building and locating the
 //! binary, running candidates as real processes, the supervised child that
 //! records itself, and an observer of the children's deaths.
 //!
