@@ -1,0 +1,23 @@
+//! What one seed decides: the scenario (VOPR's "swarm" testing) and its fault plan.
+//!
+//! By concept: `scenario` (the [`Swarm`] and how a seed draws it), `plan`
+//! (the faults), `env` (the world around the candidates), `recipe`
+//! (the queue's recipe), `hosting` (who
+//! runs on whose session), `knobs` (the world's settings and the drawn
+//! `ConfigBuilder` options). Each imports its siblings, never this module.
+
+mod env;
+mod hosting;
+mod knobs;
+mod plan;
+mod recipe;
+mod scenario;
+
+pub use crate::foreign::Scheme;
+pub use crate::rng::SimRng;
+pub use env::{BadChroot, ChrootRoot, Env, TICK};
+pub use hosting::{Hosting, SideMachine, SideQueue};
+pub use knobs::{AclDraw, Knobs, Options, ProcessOptions, IDENTITY};
+pub use plan::{Fault, FaultMix};
+pub use recipe::Queue;
+pub use scenario::{Overrides, Swarm};
