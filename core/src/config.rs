@@ -110,6 +110,16 @@ pub enum ConfigError {
         /// Which rule it breaks.
         reason: &'static str,
     },
+    /// The weight asked for ([`ConfigBuilder::weight`]) is 0, more than the
+    /// semaphore's permits (it could never hold), or given to a rule other
+    /// than a semaphore (only a semaphore has permits to weigh).
+    #[error("invalid weight {weight}: {reason}")]
+    InvalidWeight {
+        /// The weight asked for.
+        weight: u32,
+        /// Why it cannot be used.
+        reason: &'static str,
+    },
     /// The custom ACL cannot be used ([`Acl::validate`]).
     #[error("invalid ACL: {0}")]
     InvalidAcl(#[from] AclError),
@@ -216,6 +226,8 @@ struct Rare {
     data: Box<[u8]>,
     /// A custom ACL's entries (empty unless the ACL is custom).
     acl: Box<[AclEntry]>,
+    /// How many permits the node asks for (a semaphore's; 1 otherwise).
+    weight: u32,
     /// Set by the user; `None` means the scheme's own (`n_` without interop).
     prefix: Option<Box<str>>,
     backoff_min: Duration,
@@ -230,6 +242,7 @@ impl Default for Rare {
         Self {
             data: Box::default(),
             acl: Box::default(),
+            weight: 1,
             prefix: None,
             backoff_min: BACKOFF_MIN,
             backoff_max: BACKOFF_MAX,
@@ -245,6 +258,7 @@ struct Draft {
     id: String,
     data: Box<[u8]>,
     prefix: Option<Box<str>>,
+    weight: u32,
     rule: Rule,
     strategy: WatchStrategy,
     policy: ConnectionPolicy,
@@ -285,6 +299,7 @@ impl Draft {
         let rare = Rare {
             data: self.data,
             acl: entries,
+            weight: self.weight,
             prefix: self.prefix,
             backoff_min: self.backoff_min,
             backoff_max: self.backoff_max,
@@ -321,6 +336,7 @@ impl fmt::Debug for Config {
             .field("data", &self.data())
             .field("prefix", &self.prefix_set())
             .field("rule", &self.rule)
+            .field("weight", &self.weight())
             .field("strategy", &self.strategy)
             .field("policy", &self.policy)
             .field("acl", &self.acl())
@@ -347,6 +363,7 @@ impl Config {
                 id: id.into(),
                 data: Box::default(),
                 prefix: None,
+                weight: 1,
                 rule: Rule::default(),
                 strategy: WatchStrategy::default(),
                 policy: ConnectionPolicy::default(),
@@ -395,6 +412,19 @@ impl Config {
     /// The rule of this machine's node (default a one-leader election).
     pub fn rule(&self) -> Rule {
         self.rule
+    }
+    /// How many permits this node asks for: its weight in a semaphore
+    /// (default 1; always 1 under any other rule).
+    pub fn weight(&self) -> u32 {
+        self.rare.as_ref().map_or(1, |r| r.weight)
+    }
+    /// How many permits (or, under other rules, blocking nodes) may be
+    /// taken below this node while it still holds, plus one: the node holds
+    /// while the weights of the blocking nodes below it are fewer than this
+    /// (the limit, less the node's own weight, plus one; the limit itself
+    /// for every weight-1 node).
+    pub fn room(&self) -> u32 {
+        self.leaders() - self.weight() + 1
     }
     /// How many hold at once: the k of an election or a semaphore, 1 otherwise.
     pub fn leaders(&self) -> u32 {
@@ -548,6 +578,28 @@ impl ConfigBuilder {
     /// ```
     pub fn rule(mut self, rule: Rule) -> Self {
         self.config.rule = rule;
+        self
+    }
+    /// How many of a semaphore's permits this node asks for (default 1): it
+    /// holds when the permits asked for by the nodes below it, plus its
+    /// own, fit in the semaphore's ([`Recipe::holders`](crate::Recipe::holders)):
+    /// fair in arrival order, so a request for 3 is never overtaken by later
+    /// requests for 1. The weight is written in the node's name
+    /// ([`name::weight_token`](crate::name::weight_token)), so every
+    /// participant learns it from a listing. Refused (with
+    /// [`ConfigError::InvalidWeight`]) if 0, above the permits, or under any
+    /// other rule.
+    ///
+    /// ```
+    /// use zkelect_core::{Config, ConfigError, Rule};
+    /// let three = Config::builder("/svc/slots", "a").rule(Rule::Semaphore { permits: 10 }).weight(3).build()?;
+    /// assert_eq!((three.weight(), three.room()), (3, 8));
+    /// let too_many = Config::builder("/svc/slots", "a").rule(Rule::Semaphore { permits: 2 }).weight(3).build();
+    /// assert!(matches!(too_many, Err(ConfigError::InvalidWeight { .. })));
+    /// # Ok::<(), ConfigError>(())
+    /// ```
+    pub fn weight(mut self, weight: u32) -> Self {
+        self.config.weight = weight;
         self
     }
     /// Which node a follower watches (default [`WatchStrategy::Predecessor`]).
@@ -708,6 +760,23 @@ impl ConfigBuilder {
             return Err(ConfigError::ProbeOff);
         }
         c.acl.validate()?;
+        let weight_error = |reason| ConfigError::InvalidWeight {
+            weight: c.weight,
+            reason,
+        };
+        match c.rule {
+            _ if c.weight == 0 => return Err(weight_error("a node asks for at least one permit")),
+            Rule::Semaphore { permits } if c.weight > permits => {
+                return Err(weight_error(
+                    "more than the semaphore's permits: it could never hold",
+                ))
+            }
+            Rule::Semaphore { .. } => {}
+            _ if c.weight != 1 => {
+                return Err(weight_error("only a semaphore's nodes have a weight"))
+            }
+            _ => {}
+        }
         if !c.protected_create {
             return Err(ConfigError::Unprotected);
         }

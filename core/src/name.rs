@@ -172,6 +172,8 @@ struct Stems<'a> {
     foreign: [(&'static str, Access); 2],
     len: usize,
     interop: Interop,
+    /// A semaphore's queue: our names may carry a weight ([`weight_token`]).
+    weighted: bool,
 }
 
 impl<'a> Stems<'a> {
@@ -187,6 +189,7 @@ impl<'a> Stems<'a> {
                     foreign: both,
                     len: 2,
                     interop,
+                    weighted: false,
                 }
             }
             _ => {
@@ -196,6 +199,7 @@ impl<'a> Stems<'a> {
                     foreign: [theirs; 2],
                     len: 1,
                     interop,
+                    weighted: matches!(recipe, Recipe::Semaphore { .. }),
                 }
             }
         }
@@ -210,7 +214,7 @@ impl<'a> Stems<'a> {
 /// kazoo searches for its node name followed by the sequence at the end (its
 /// contender pattern); anything may stand before either.
 #[inline(always)]
-fn scan<'a>(name: &'a str, stems: &Stems<'_>) -> Option<(i32, Kind<'a>, Access)> {
+fn scan<'a>(name: &'a str, stems: &Stems<'_>) -> Option<(i32, Kind<'a>, Access, u32)> {
     // Byte-wise rather than `split_once`/`strip_prefix`: on names this short
     // their memchr and memcmp calls cost more than the comparisons (this runs
     // once per child of every listing, hence always inlined: as a mere hint
@@ -230,8 +234,14 @@ fn scan<'a>(name: &'a str, stems: &Stems<'_>) -> Option<(i32, Kind<'a>, Access)>
     };
     for &(stem, access) in &stems.ours[..stems.len] {
         if starts_with(rest, stem.as_bytes()) {
-            if let Some(seq) = sequence_of(&rest[stem.len()..]) {
-                return Some((seq, Kind::Ours(nonce), access));
+            let tail = &rest[stem.len()..];
+            if let Some(seq) = sequence_of(tail) {
+                return Some((seq, Kind::Ours(nonce), access, 1));
+            }
+            if stems.weighted {
+                if let Some((weight, seq)) = weighted_tail(tail) {
+                    return Some((seq, Kind::Ours(nonce), access, weight));
+                }
             }
         }
     }
@@ -243,7 +253,54 @@ fn scan<'a>(name: &'a str, stems: &Stems<'_>) -> Option<(i32, Kind<'a>, Access)>
     stems.foreign[..stems.len]
         .iter()
         .filter(|(stem, _)| !stem.is_empty())
-        .find_map(|&(stem, access)| after_marker(name, stem).map(|(_, seq)| (seq, kind, access)))
+        .find_map(|&(stem, access)| after_marker(name, stem).map(|(_, seq)| (seq, kind, access, 1)))
+}
+
+/// The most permits one node may ask for (as many as a semaphore may have).
+pub const WEIGHT_MAX: u32 = crate::config::LEADERS_MAX;
+
+/// The text a weighted semaphore node carries between its stem and its
+/// sequence: `w<weight>_` for a weight of 2 or more, nothing for 1 (so an
+/// unweighted node's name is what it always was). The weight is in the name
+/// so that a listing alone says how many permits every node asks for.
+///
+/// ```
+/// use zkelect_core::name::{parse, weight_token};
+/// use zkelect_core::{Interop, Recipe};
+/// assert_eq!(weight_token(1), "");
+/// assert_eq!(weight_token(3), "w3_");
+/// let sem = Recipe::Semaphore { permits: 5 };
+/// let node = parse("_c_00000000000000aa-s_w3_0000000007", "s_", Interop::None, sem).unwrap();
+/// assert_eq!((node.seq, node.weight), (7, 3));
+/// assert_eq!(parse("s_0000000008", "s_", Interop::None, sem).unwrap().weight, 1);
+/// // Only the one spelling: no leading zero, no token for a weight of 1.
+/// assert!(parse("s_w03_0000000009", "s_", Interop::None, sem).is_none());
+/// assert!(parse("s_w1_0000000009", "s_", Interop::None, sem).is_none());
+/// ```
+pub fn weight_token(weight: u32) -> String {
+    if weight <= 1 {
+        String::new()
+    } else {
+        format!("w{weight}_")
+    }
+}
+
+/// Parses `w<weight>_<sequence>` (the tail after a semaphore's stem): the
+/// weight exactly as [`weight_token`] writes it (2 to [`WEIGHT_MAX`], no
+/// leading zero), then a sequence.
+#[inline]
+fn weighted_tail(tail: &[u8]) -> Option<(u32, i32)> {
+    let rest = tail.strip_prefix(b"w")?;
+    let end = rest.iter().position(|&b| b == b'_')?;
+    let digits = &rest[..end];
+    if digits.is_empty() || digits.len() > 4 || digits[0] == b'0' {
+        return None;
+    }
+    let weight = u32::try_from(decimal(digits)?).ok()?;
+    if !(2..=WEIGHT_MAX).contains(&weight) {
+        return None;
+    }
+    sequence_of(&rest[end + 1..]).map(|seq| (weight, seq))
 }
 
 /// Whether `text` starts with `prefix`, compared byte by byte (stems are a
@@ -279,7 +336,7 @@ fn starts_with(text: &[u8], prefix: &[u8]) -> bool {
 /// assert_eq!(reader.access, Access::Shared);
 /// ```
 pub fn parse(name: &str, prefix: &str, interop: Interop, recipe: Recipe) -> Option<NodeName> {
-    let (seq, kind, access) = scan(name, &Stems::new(prefix, interop, recipe))?;
+    let (seq, kind, access, weight) = scan(name, &Stems::new(prefix, interop, recipe))?;
     let origin = match kind {
         Kind::Ours(nonce) => Origin::Ours {
             nonce: nonce.map(str::to_owned),
@@ -292,6 +349,7 @@ pub fn parse(name: &str, prefix: &str, interop: Interop, recipe: Recipe) -> Opti
         seq,
         origin,
         access,
+        weight,
     })
 }
 
@@ -303,7 +361,7 @@ pub(crate) fn access_of(
     interop: Interop,
     recipe: Recipe,
 ) -> Option<Access> {
-    scan(name, &Stems::new(prefix, interop, recipe)).map(|(_, _, access)| access)
+    scan(name, &Stems::new(prefix, interop, recipe)).map(|(_, _, access, _)| access)
 }
 
 /// Where one node stands in a children listing: what a candidate needs from it.
@@ -314,9 +372,15 @@ pub struct Standing {
     /// How many participants older than the node block it (under
     /// [`standing`], every older participant).
     pub rank: usize,
+    /// The weights of the older participants that block it, summed: the
+    /// permits they ask for (equal to `rank` but in a weighted semaphore).
+    pub weight: u64,
     /// The nearest older participants that block it, oldest first (at most
     /// the number asked for).
     pub nearest_lower: Vec<String>,
+    /// The weights of `nearest_lower`, in the same order; empty when every
+    /// one of them weighs 1 (always, but in a weighted semaphore).
+    pub nearest_weights: Vec<u32>,
     /// The oldest participant (the leader when k = 1), if any.
     pub oldest: Option<String>,
     /// Children that take no part (unparsable or foreign without interop).
@@ -384,16 +448,16 @@ pub fn standing_under(
     skipped: &BTreeSet<String>,
 ) -> Standing {
     let stems = Stems::new(prefix, interop, rule.recipe());
-    let own_seq = scan(own, &stems).map(|(seq, _, _)| seq);
+    let own_seq = scan(own, &stems).map(|(seq, _, _, _)| seq);
     let mut out = Standing::default();
     // The `keep` nearest blocking nodes below ours, the farthest of them on
     // top: a node farther than that one is only counted, so a long queue
     // below costs one comparison per node and no allocation per node (and a
     // holder, with none below, no allocation at all).
-    let mut nearest: BinaryHeap<Reverse<(i32, &str)>> = BinaryHeap::new();
+    let mut nearest: BinaryHeap<Reverse<(i32, &str, u32)>> = BinaryHeap::new();
     let mut oldest: Option<(i32, &str)> = None;
     for child in children {
-        let Some((seq, _, access)) = scan(child, &stems) else {
+        let Some((seq, _, access, weight)) = scan(child, &stems) else {
             out.ignored += 1;
             continue;
         };
@@ -415,6 +479,8 @@ pub fn standing_under(
             out.found = true;
         } else if own_seq.is_some() && here < (0, own) && rule.blocked_by(access) {
             out.rank += 1;
+            out.weight += u64::from(weight);
+            let here = (rel, child.as_str(), weight);
             if nearest.len() < keep {
                 nearest.push(Reverse(here));
             } else if let Some(mut farthest) = nearest.peek_mut() {
@@ -431,7 +497,10 @@ pub fn standing_under(
     // follower keeps these names for as long as it waits.
     out.nearest_lower = Vec::with_capacity(lower.len());
     out.nearest_lower
-        .extend(lower.into_iter().map(|Reverse((_, n))| n.to_owned()));
+        .extend(lower.iter().map(|Reverse((_, n, _))| (*n).to_owned()));
+    if lower.iter().any(|Reverse((_, _, w))| *w != 1) {
+        out.nearest_weights = lower.iter().map(|Reverse((_, _, w))| *w).collect();
+    }
     out.oldest = oldest.map(|(_, n)| n.to_owned());
     out
 }
@@ -559,6 +628,14 @@ pub fn create_prefix(prefix: &str, nonce: Option<&str>) -> String {
         Some(n) => format!("{PROTECTED_MARKER}{n}-{prefix}"),
         None => prefix.to_owned(),
     }
+}
+
+/// [`create_prefix`] of a node asking for `weight` permits: the weight
+/// follows the stem ([`weight_token`]).
+pub fn create_prefix_weighted(prefix: &str, nonce: Option<&str>, weight: u32) -> String {
+    let mut out = create_prefix(prefix, nonce);
+    out.push_str(&weight_token(weight));
+    out
 }
 
 /// SplitMix64: a tiny, well-mixed, deterministic generator step.
@@ -894,12 +971,12 @@ mod tests {
             let got = standing_under(&children, &own, "", Interop::None, rule, keep, &skipped);
             // The version that kept every blocking node below ours and sorted.
             let stems = Stems::new("", Interop::None, rule.recipe());
-            let own_seq = scan(&own, &stems).map(|(seq, _, _)| seq);
+            let own_seq = scan(&own, &stems).map(|(seq, _, _, _)| seq);
             let mut want = Standing::default();
             let mut lower: Vec<(i32, &str)> = Vec::new();
             let mut oldest: Option<(i32, &str)> = None;
             for child in &children {
-                let Some((seq, _, access)) = scan(child, &stems) else {
+                let Some((seq, _, access, _)) = scan(child, &stems) else {
                     want.ignored += 1;
                     continue;
                 };
@@ -921,6 +998,7 @@ mod tests {
                 }
             }
             want.rank = lower.len();
+            want.weight = lower.len() as u64;
             lower.sort_unstable();
             want.nearest_lower = lower[lower.len().saturating_sub(keep)..].iter().map(|(_, n)| n.to_string()).collect();
             want.oldest = oldest.map(|(_, n)| n.to_owned());

@@ -41,6 +41,9 @@ pub struct NodeName {
     pub origin: Origin,
     /// Whether it is a shared (read) or an exclusive node.
     pub access: Access,
+    /// How many permits it asks for: a weighted semaphore node's weight
+    /// (see [`weight_token`](crate::name::weight_token)), 1 for every other node.
+    pub weight: u32,
 }
 
 impl fmt::Display for NodeName {

@@ -238,6 +238,13 @@ pub struct Participant {
     /// writes `id\ndata`; Curator's LeaderLatch and kazoo's Election write the
     /// id alone).
     pub id: String,
+    /// The application data the participant stored after its id
+    /// (`ConfigBuilder::data`, e.g. its address); empty if none, and for
+    /// Curator's and kazoo's nodes.
+    pub data: Vec<u8>,
+    /// How many permits it asks for: its weight in a weighted semaphore,
+    /// 1 otherwise.
+    pub weight: u32,
     /// The node's name (not the full path).
     pub node: String,
     /// The node's czxid: the fencing token it leads (or holds) with.
@@ -245,6 +252,7 @@ pub struct Participant {
     /// Whether this node holds now: leads, holds the lock or a permit
     /// ([`Recipe::holders`](crate::Recipe::holders)).
     pub holds: bool,
-    /// Shared (a read lock's reader) or exclusive (every other node).
+    /// Shared (a read lock's reader, or a writer that downgraded to one) or
+    /// exclusive (every other node).
     pub access: Access,
 }

@@ -253,7 +253,11 @@ enum Slot {
     /// Its data is to be read (`op` once the read is sent).
     Reading { op: Option<OpId> },
     /// Read: a live participant.
-    Live { id: String, token: FencingToken },
+    Live {
+        id: String,
+        data: Vec<u8>,
+        token: FencingToken,
+    },
     /// Persistent (`ephemeralOwner` 0): a look-alike no process holds; skipped.
     Persistent,
     /// Deleted between the listing and the read.
@@ -755,8 +759,10 @@ impl Observer {
         if stat.ephemeral_owner == 0 {
             Slot::Persistent
         } else {
+            let (id, data) = split_payload(data);
             Slot::Live {
-                id: split_payload(data).0,
+                id,
+                data,
                 token: FencingToken(stat.czxid),
             }
         }
@@ -829,19 +835,18 @@ impl Observer {
         }
         // Who holds is judged among the live nodes only: persistent
         // look-alikes and vanished nodes hold nothing, as candidates see it.
-        let live: Vec<(&NodeName, &String, FencingToken)> = queue
+        let live: Vec<(&NodeName, &String, &Vec<u8>, FencingToken)> = queue
             .iter()
             .filter_map(|node| match self.slots.get(&node.name) {
-                Some(Slot::Live { id, token }) => Some((node, id, *token)),
+                Some(Slot::Live { id, data, token }) => Some((node, id, data, *token)),
                 _ => None,
             })
             .collect();
         let mut holds = vec![false; live.len()];
-        for i in self
-            .config
-            .recipe
-            .holders_of(live.iter().map(|(node, _, _)| node.access))
-        {
+        for i in self.config.recipe.holders_of(
+            live.iter()
+                .map(|(node, _, _, _)| (node.access, node.weight)),
+        ) {
             holds[i] = true;
         }
         // Most changes (a listing read again) leave the list as it was:
@@ -849,8 +854,10 @@ impl Observer {
         let same = self.reported.as_ref().is_some_and(|reported| {
             reported.len() == live.len()
                 && reported.iter().zip(&live).zip(&holds).all(
-                    |((p, &(node, id, token)), &holds)| {
+                    |((p, &(node, id, data, token)), &holds)| {
                         p.id == *id
+                            && p.data == *data
+                            && p.weight == node.weight
                             && p.node == node.name
                             && p.token == token
                             && p.holds == holds
@@ -865,8 +872,10 @@ impl Observer {
         let list: Vec<Participant> = live
             .iter()
             .zip(holds)
-            .map(|(&(node, id, token), holds)| Participant {
+            .map(|(&(node, id, data, token), holds)| Participant {
                 id: id.clone(),
+                data: data.clone(),
+                weight: node.weight,
                 node: node.name.clone(),
                 token,
                 holds,

@@ -228,28 +228,38 @@ impl Recipe {
     /// assert_eq!(Recipe::ReadWrite.holders(&q), [0, 1]);
     /// ```
     pub fn holders(self, queue: &[NodeName]) -> Vec<usize> {
-        self.holders_of(queue.iter().map(|node| node.access))
+        self.holders_of(queue.iter().map(|node| (node.access, node.weight)))
     }
 
     /// [`holders`](Self::holders) of a queue given by its nodes' accesses
-    /// alone (all the rule looks at), in serial order.
-    pub(crate) fn holders_of(self, queue: impl IntoIterator<Item = Access>) -> Vec<usize> {
+    /// and weights alone (all the rule looks at), in serial order.
+    ///
+    /// A node holds when the weights of the nodes below it that block it,
+    /// plus its own, fit in the limit (every weight is 1 but in a weighted
+    /// semaphore, where this is "the permits asked for below, and its own,
+    /// fit in the permits"). Weights below only add up, so the holders of a
+    /// semaphore are the oldest nodes up to the first that does not fit: no
+    /// node ever holds while an older one still waits (a request for 3 is
+    /// never overtaken by later requests for 1).
+    pub fn holders_of(self, queue: impl IntoIterator<Item = (Access, u32)>) -> Vec<usize> {
         // One pass: a rule is blocked by every node or by the exclusive ones
-        // only, so two running counts give any node's blockers.
+        // only, so two running sums give any node's blockers.
         let mut out = Vec::new();
-        let mut exclusive = 0;
-        for (i, access) in queue.into_iter().enumerate() {
+        let mut every = 0u64;
+        let mut exclusive = 0u64;
+        for (i, (access, weight)) in queue.into_iter().enumerate() {
             let rule = self.rule(access);
             let blockers = if rule.blocked_by(Access::Shared) {
-                i
+                every
             } else {
                 exclusive
             };
-            if blockers < rule.limit() {
+            if blockers + u64::from(weight) <= rule.limit() as u64 {
                 out.push(i);
             }
+            every += u64::from(weight);
             if access == Access::Exclusive {
-                exclusive += 1;
+                exclusive += u64::from(weight);
             }
         }
         out
@@ -273,6 +283,7 @@ mod tests {
                 } else {
                     Access::Exclusive
                 },
+                weight: 1,
             })
             .collect()
     }
@@ -297,6 +308,26 @@ mod tests {
         (Recipe::ReadWrite, "rwrr", &[0]),
         (Recipe::ReadWrite, "wrrw", &[0]),
     ];
+
+    /// Weighted semaphores: (permits, weights in arrival order, holders).
+    const WEIGHTED: &[(u32, &[u32], &[usize])] = &[
+        (5, &[3, 1, 1], &[0, 1, 2]),
+        (5, &[3, 3, 1], &[0]),
+        // Fair in arrival order: the 1 behind a waiting 3 waits too.
+        (4, &[2, 3, 1], &[0]),
+        (4, &[4, 1], &[0]),
+        (4, &[1, 1, 1, 1, 1], &[0, 1, 2, 3]),
+        (10, &[3, 3, 3, 2], &[0, 1, 2]),
+    ];
+
+    #[test]
+    fn weighted_holders_fit_in_the_permits_in_arrival_order() {
+        for (permits, weights, want) in WEIGHTED {
+            let recipe = Recipe::Semaphore { permits: *permits };
+            let got = recipe.holders_of(weights.iter().map(|&w| (Access::Exclusive, w)));
+            assert_eq!(got, *want, "{permits} {weights:?}");
+        }
+    }
 
     #[test]
     fn holders_table() {
@@ -368,6 +399,29 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// A weighted semaphore's holders are its oldest nodes up to the
+        /// first whose weight, added to all before it, passes the permits:
+        /// a prefix of the queue, never a later node past a waiting one.
+        #[test]
+        fn weighted_holders_are_the_longest_prefix_that_fits(
+            permits in 1u32..12,
+            weights in proptest::collection::vec(1u32..6, 0..12),
+        ) {
+            let recipe = Recipe::Semaphore { permits };
+            let got = recipe.holders_of(weights.iter().map(|&w| (Access::Exclusive, w)));
+            let mut sum = 0;
+            let want: Vec<usize> = weights
+                .iter()
+                .take_while(|&&w| {
+                    sum += w;
+                    sum <= permits
+                })
+                .enumerate()
+                .map(|(i, _)| i)
+                .collect();
+            proptest::prop_assert_eq!(got, want);
+        }
+
         /// `holders` agrees with each node's own rule: a node holds exactly
         /// when fewer than its limit of blocking nodes are below it.
         #[test]

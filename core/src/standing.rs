@@ -35,6 +35,32 @@ struct Read {
     original: Option<Vec<u8>>,
 }
 
+/// What a standing is judged against: how many permits a queue has, and
+/// how much of them the nodes below ours may take while ours still holds.
+///
+/// Under every rule but a weighted semaphore every node weighs 1, `permits`
+/// is the rule's limit k and `room` is k too: fewer than k blocking nodes
+/// below. A semaphore node of weight w holds while the weights below it are
+/// fewer than `permits - w + 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// Hold while the weights of the blocking nodes below are fewer than this.
+    pub(crate) room: usize,
+    /// The queue's limit (a semaphore's permits): what bounds a node that held.
+    pub(crate) permits: usize,
+}
+
+impl Limits {
+    /// Every node weighs 1 and `k` hold.
+    #[cfg(test)]
+    pub(crate) fn count(k: usize) -> Self {
+        Self {
+            room: k,
+            permits: k,
+        }
+    }
+}
+
 /// What to do after the books changed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Next {
@@ -58,8 +84,9 @@ pub(crate) struct Standing {
     /// Packed ([`KeptName`]): 16 bytes a name, not 56, for every idle
     /// follower of a session.
     lower: Vec<KeptName>,
-    /// How many more the listing showed below those kept in `lower` (a
-    /// queue holds at most `i32::MAX` sequences, so 32 bits hold it).
+    /// The weights of the blocking nodes the listing showed below those kept
+    /// in `lower`, summed (their number, but in a weighted semaphore;
+    /// saturating: a bound on permits is never near 2^32).
     older: u32,
     /// Whether `watched` is exactly the names of the nearest entries of
     /// `lower`, nearest first, as [`Self::next`] made it: then it need not
@@ -69,7 +96,7 @@ pub(crate) struct Standing {
     /// For each node of `lower` found to have led (its leader marker): how many
     /// entries of `lower` are below it. Fewer than k nodes were below it when it
     /// led, and none can have been added since; see [`Self::below`].
-    marks: Vec<usize>,
+    marks: Vec<(usize, u32)>,
     /// The nodes this follower watches, nearest first: the k nearest below its
     /// own (with k = 1, just the predecessor). Its standing can only change when
     /// one of them goes — deletions further down leave k nodes below it.
@@ -80,15 +107,21 @@ pub(crate) struct Standing {
     /// the machine forgets them all where the watches may be lost (and, under
     /// the Predecessor strategy, on every listing).
     notes: Vec<Note>,
+    /// What few followers need: boxed, so the rest pay 8 bytes for it.
+    rare: Option<Box<Rare>>,
+}
+
+/// What a standing keeps only in rare cases (see [`Standing::rare`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+struct Rare {
     /// Children found persistent (`ephemeralOwner` 0) by the read that
     /// watched them: never contenders, left out of every standing. Cleared on
     /// any event about one (it is read again if it matters) and whenever the
     /// watches that would report such events may have been lost.
-    /// Boxed: most followers never meet one, and an empty set would still
-    /// take 24 bytes of each.
-    // The box is the point (8 bytes inline for the rare set, not 24).
-    #[allow(clippy::box_collection)]
-    persistent: Option<Box<BTreeSet<String>>>,
+    persistent: BTreeSet<String>,
+    /// The weights of `lower`, in the same order; empty while every one
+    /// weighs 1 (under every rule but a weighted semaphore).
+    weights: Vec<u32>,
 }
 
 /// The set of persistent children of a standing that has none.
@@ -97,39 +130,78 @@ static NO_PERSISTENT: BTreeSet<String> = BTreeSet::new();
 impl Standing {
     /// The children found persistent, left out of every standing.
     pub(crate) fn persistent(&self) -> &BTreeSet<String> {
-        self.persistent.as_deref().unwrap_or(&NO_PERSISTENT)
+        self.rare.as_ref().map_or(&NO_PERSISTENT, |r| &r.persistent)
     }
 
     /// `name` was found persistent.
     pub(crate) fn skip_persistent(&mut self, name: String) {
-        self.persistent
+        self.rare
             .get_or_insert_with(Box::default)
+            .persistent
             .insert(name);
+    }
+
+    /// Drops the rare part once it holds nothing.
+    fn tidy(&mut self) {
+        if self
+            .rare
+            .as_ref()
+            .is_some_and(|r| r.persistent.is_empty() && r.weights.is_empty())
+        {
+            self.rare = None;
+        }
+    }
+
+    /// The weights of `lower`, unless every one weighs 1.
+    fn weights(&self) -> Option<&[u32]> {
+        self.rare
+            .as_ref()
+            .map(|r| r.weights.as_slice())
+            .filter(|w| !w.is_empty())
+    }
+
+    fn set_weights(&mut self, weights: Vec<u32>) {
+        if weights.is_empty() {
+            if let Some(rare) = self.rare.as_mut() {
+                rare.weights = Vec::new();
+            }
+            self.tidy();
+        } else {
+            self.rare.get_or_insert_with(Box::default).weights = weights;
+        }
     }
 
     /// Reads `name` again when it matters (an event about it): whether it was
     /// one of the persistent children.
     pub(crate) fn unskip(&mut self, name: &str) -> bool {
-        let Some(set) = self.persistent.as_mut() else {
+        let Some(rare) = self.rare.as_mut() else {
             return false;
         };
-        let was = set.remove(name);
-        if set.is_empty() {
-            self.persistent = None;
-        }
+        let was = rare.persistent.remove(name);
+        self.tidy();
         was
     }
 
     /// Forgets every persistent child (the watches that would report their
     /// changes may have been lost).
     pub(crate) fn forget_persistent(&mut self) {
-        self.persistent = None;
+        if let Some(rare) = self.rare.as_mut() {
+            rare.persistent = BTreeSet::new();
+        }
+        self.tidy();
     }
 
-    /// Takes in a listing: `rank` nodes are below ours, of which `nearest`
-    /// (oldest first) are the nearest ones kept.
-    pub(crate) fn listed(&mut self, rank: usize, nearest: Vec<String>) {
-        self.older = u32::try_from(rank - nearest.len()).unwrap_or(u32::MAX);
+    /// Takes in a listing: the blocking nodes below ours weigh `weight` in
+    /// all, of which `nearest` (oldest first) are the nearest ones kept,
+    /// weighing `weights` each (empty: 1 each).
+    pub(crate) fn listed(&mut self, weight: u64, nearest: Vec<String>, weights: Vec<u32>) {
+        let kept_weight: u64 = if weights.is_empty() {
+            nearest.len() as u64
+        } else {
+            weights.iter().map(|&w| u64::from(w)).sum()
+        };
+        self.older = u32::try_from(weight.saturating_sub(kept_weight)).unwrap_or(u32::MAX);
+        self.set_weights(weights);
         let kept = nearest.iter().map(|name| KeptName::new(name));
         if self.lower.capacity() == nearest.len() {
             // A listing most often keeps as many as the last: reuse the
@@ -143,26 +215,49 @@ impl Standing {
         self.marks.clear();
     }
 
-    /// An upper bound on how many participants are below our node now, with
-    /// `k` leaders.
+    /// The weight of `lower[i]`.
+    fn weight(&self, i: usize) -> usize {
+        self.weights()
+            .and_then(|w| w.get(i))
+            .map_or(1, |&w| w as usize)
+    }
+
+    /// The weights of `lower[range]`, summed.
+    fn weigh(&self, range: std::ops::Range<usize>) -> usize {
+        match self.weights() {
+            None => range.len(),
+            Some(w) => w[range].iter().map(|&w| w as usize).sum(),
+        }
+    }
+
+    /// An upper bound on the weight of the participants below our node now
+    /// (their number, when every node weighs 1).
     ///
     /// Without a marker: all the last listing showed below, minus those seen
-    /// gone. With a marker on `lower[m]`: fewer than k of those below it (they
-    /// may include nodes already gone when it led, so a deletion seen among
-    /// them later only counts when fewer than k - 1 remain to choose from), plus
-    /// it and those between it and us, all of which the listing showed and kept.
-    pub(crate) fn below(&self, k: usize) -> usize {
+    /// gone. With a marker on `lower[m]`: when it held, the weights below it
+    /// plus its own fitted in the permits, so at most `permits - w` lie below
+    /// it (they may include nodes already gone when it held, so a deletion
+    /// seen among them later only counts when less than that remains to
+    /// choose from), plus it and those between it and us, all of which the
+    /// listing showed and kept. With k leaders (every weight 1) that is fewer
+    /// than k below it: at most k - 1.
+    pub(crate) fn below(&self, limits: Limits) -> usize {
         let older = self.older as usize;
-        let listed = older + self.lower.len();
+        let len = self.lower.len();
+        let listed = older + self.weigh(0..len);
         self.marks
             .iter()
-            .map(|&m| (k - 1).min(older + m) + (self.lower.len() - m))
+            .map(|&(m, weight)| {
+                let under = limits.permits.saturating_sub(weight as usize);
+                under.min(older + self.weigh(0..m)) + self.weigh(m..len)
+            })
             .fold(listed, usize::min)
     }
 
     /// Forgets the last listing's view of the nodes below ours.
     pub(crate) fn forget_lower(&mut self) {
         self.lower = Vec::new();
+        self.set_weights(Vec::new());
         self.older = 0;
         self.synced = false;
         self.marks = Vec::new();
@@ -226,8 +321,11 @@ impl Standing {
         let probe = Probe::new(name);
         if let Some(i) = self.lower.iter().position(|n| n.matches(&probe)) {
             self.lower.remove(i);
+            if let Some(rare) = self.rare.as_mut().filter(|r| !r.weights.is_empty()) {
+                rare.weights.remove(i);
+            }
             self.synced = false;
-            for m in &mut self.marks {
+            for (m, _) in &mut self.marks {
                 if i < *m {
                     *m -= 1;
                 }
@@ -240,17 +338,46 @@ impl Standing {
         }
     }
 
-    /// What to do now, with `k` leaders: lead if fewer than k can be below;
-    /// else watch the k nearest below that the last listing still knows of,
-    /// arming one at a time (and remembering them as the watched nodes).
-    pub(crate) fn next(&mut self, k: usize) -> Next {
-        if self.below(k) < k {
+    /// How many of the nearest kept nodes below weigh at least `room`
+    /// together (`None` if all of them together weigh less).
+    fn nearest_covering(&self, room: usize) -> Option<usize> {
+        let len = self.lower.len();
+        if self.weights().is_none() {
+            return (len >= room).then_some(room);
+        }
+        let mut sum = 0;
+        for n in 1..=len {
+            sum += self.weight(len - n);
+            if sum >= room {
+                return Some(n);
+            }
+        }
+        None
+    }
+
+    /// What to do now: lead if the weights below can fit in the room; else
+    /// watch the nearest nodes below that the last listing still knows of
+    /// whose weights fill the room (the k nearest, with k leaders), arming
+    /// one at a time (and remembering them as the watched nodes).
+    ///
+    /// Why these and no more: while every one of them is there, the weights
+    /// below ours are at least the room, so ours cannot hold, whatever goes
+    /// further down; so only one of them going can change our standing, and
+    /// a watch on each reports that (no deletion that matters is missed).
+    /// And why no fewer: with one of them gone the rest may weigh less than
+    /// the room. Each weighs at least 1, so a node watches at most `room`
+    /// nodes, and a node is watched by at most `permits` nodes above it (a
+    /// node watches one below it only if the weights between them are less
+    /// than its room): a deletion wakes as few as in an unweighted
+    /// semaphore of as many permits.
+    pub(crate) fn next(&mut self, limits: Limits) -> Next {
+        if self.below(limits) < limits.room {
             return Next::Lead;
         }
-        if self.lower.len() < k {
+        let Some(k) = self.nearest_covering(limits.room) else {
             // Only the nearest few were kept; ask again for the rest.
             return Next::List;
-        }
+        };
         let want = self.lower[self.lower.len() - k..].iter().rev();
         let synced = self.synced && self.watched.len() == k;
         if !synced
@@ -292,7 +419,7 @@ impl Standing {
         data: Vec<u8>,
         stat: Stat,
         own_czxid: i64,
-        k: usize,
+        limits: Limits,
         proves: bool,
     ) -> Option<bool> {
         if stat.czxid >= own_czxid {
@@ -315,23 +442,24 @@ impl Standing {
             // a version-0 read to compare with, nothing is learned either:
             // the next listing will tell.
             read.original = None;
-            return Some(proves && self.led(name, k));
+            return Some(proves && self.led(name, limits));
         }
         Some(false)
     }
 
-    /// A watched node has led: when it did, fewer than k nodes were below it,
-    /// and none can have been added below it since. So at most k, plus those of
-    /// the listing between it and us, are below our node now. True if that
-    /// lowered [`Self::below`].
-    fn led(&mut self, name: &str, k: usize) -> bool {
+    /// A watched node has led: when it did, fewer than k nodes (weights
+    /// fitting beside its own) were below it, and none can have been added
+    /// below it since. So at most that, plus those of the listing between it
+    /// and us, are below our node now. True if that lowered [`Self::below`].
+    fn led(&mut self, name: &str, limits: Limits) -> bool {
         let probe = Probe::new(name);
         let Some(i) = self.lower.iter().position(|n| n.matches(&probe)) else {
             return false;
         };
-        let before = self.below(k);
-        push_small(&mut self.marks, i);
-        self.below(k) < before
+        let before = self.below(limits);
+        let weight = self.weight(i) as u32;
+        push_small(&mut self.marks, (i, weight));
+        self.below(limits) < before
     }
 }
 
@@ -357,8 +485,8 @@ mod tests {
     /// kept (named `n0` oldest … `n{kept-1}` nearest), markers on `marks`.
     fn standing(rank: usize, kept: usize, marks: &[usize]) -> Standing {
         let mut s = Standing::default();
-        s.listed(rank, names(kept));
-        s.marks = marks.to_vec();
+        s.listed(rank as u64, names(kept), Vec::new());
+        s.marks = marks.iter().map(|&m| (m, 1)).collect();
         s
     }
 
@@ -414,7 +542,7 @@ mod tests {
                 s.remove(g);
             }
             assert_eq!(
-                s.below(k),
+                s.below(Limits::count(k)),
                 below,
                 "case {i}: k={k} rank={rank} kept={kept} marks={marks:?} gone={gone:?}"
             );
@@ -471,7 +599,7 @@ mod tests {
                 Want::Watch(name) => Next::Watch(name.to_owned()),
                 Want::Wait => Next::Wait,
             };
-            assert_eq!(s.next(k), expected, "case {i}");
+            assert_eq!(s.next(Limits::count(k)), expected, "case {i}");
             assert_eq!(s.watched(), watched, "case {i}");
         }
     }
@@ -479,26 +607,40 @@ mod tests {
     #[test]
     fn a_watch_keeps_its_note_when_a_nearer_one_goes() {
         let mut s = standing(3, 3, &[]);
-        assert_eq!(s.next(2), Next::Watch("n2".into()));
+        assert_eq!(s.next(Limits::count(2)), Next::Watch("n2".into()));
         s.armed("n2");
         assert_eq!(
-            s.learn("n1", b"id".to_vec(), read(5, 0), 100, 2, true),
+            s.learn(
+                "n1",
+                b"id".to_vec(),
+                read(5, 0),
+                100,
+                Limits::count(2),
+                true
+            ),
             Some(false)
         );
         s.armed("n1");
-        assert_eq!(s.next(2), Next::Wait);
+        assert_eq!(s.next(Limits::count(2)), Next::Wait);
         s.remove("n2");
         // n1 stays armed and read; n0 is new among the two nearest.
-        assert_eq!(s.next(2), Next::Watch("n0".into()));
+        assert_eq!(s.next(Limits::count(2)), Next::Watch("n0".into()));
         assert_eq!(s.watched(), ["n1", "n0"]);
         assert_eq!(
-            s.learn("n1", b"id".to_vec(), read(6, 0), 100, 2, true),
+            s.learn(
+                "n1",
+                b"id".to_vec(),
+                read(6, 0),
+                100,
+                Limits::count(2),
+                true
+            ),
             None,
             "another node"
         );
         s.disarm("n1");
         s.armed("n0");
-        assert_eq!(s.next(2), Next::Watch("n1".into()));
+        assert_eq!(s.next(Limits::count(2)), Next::Watch("n1".into()));
         assert_eq!(s.notes.len(), s.watched.len());
     }
 
@@ -507,23 +649,23 @@ mod tests {
         // What lets a Parent follower read a node below once, not once per
         // listing of the herd.
         let mut s = standing(4, 4, &[]);
-        assert_eq!(s.next(2), Next::Watch("n3".into()));
+        assert_eq!(s.next(Limits::count(2)), Next::Watch("n3".into()));
         s.armed("n3");
-        assert_eq!(s.next(2), Next::Watch("n2".into()));
+        assert_eq!(s.next(Limits::count(2)), Next::Watch("n2".into()));
         s.armed("n2");
-        assert_eq!(s.next(2), Next::Wait);
+        assert_eq!(s.next(Limits::count(2)), Next::Wait);
         // n0 went: n3 and n2 stay the two nearest, nothing to read.
-        s.listed(3, ["n1", "n2", "n3"].map(String::from).to_vec());
-        assert_eq!(s.next(2), Next::Wait);
+        s.listed(3, ["n1", "n2", "n3"].map(String::from).to_vec(), Vec::new());
+        assert_eq!(s.next(Limits::count(2)), Next::Wait);
         // n3 went: n2 is kept, n1 is new among the two nearest.
-        s.listed(2, ["n1", "n2"].map(String::from).to_vec());
-        assert_eq!(s.next(2), Next::Watch("n1".into()));
+        s.listed(2, ["n1", "n2"].map(String::from).to_vec(), Vec::new());
+        assert_eq!(s.next(Limits::count(2)), Next::Watch("n1".into()));
         assert_eq!(s.watched(), ["n2", "n1"]);
         s.armed("n1");
-        assert_eq!(s.next(2), Next::Wait);
+        assert_eq!(s.next(Limits::count(2)), Next::Wait);
         // Forgotten, every name is read again.
         s.forget_watched();
-        assert_eq!(s.next(2), Next::Watch("n2".into()));
+        assert_eq!(s.next(Limits::count(2)), Next::Watch("n2".into()));
     }
 
     fn read(czxid: i64, version: i32) -> Stat {
@@ -565,11 +707,22 @@ mod tests {
             let mut s = standing(5, 3, &[]);
             let mut out = None;
             for &(czxid, version, data) in *reads {
-                out = s.learn("n2", data.to_vec(), read(czxid, version), 100, 1, true);
+                out = s.learn(
+                    "n2",
+                    data.to_vec(),
+                    read(czxid, version),
+                    100,
+                    Limits::count(1),
+                    true,
+                );
             }
             assert_eq!(out, *last, "case {i}: {reads:?}");
             if *last == Some(true) {
-                assert_eq!(s.below(1), 1, "case {i}: the marker leaves only n2 below");
+                assert_eq!(
+                    s.below(Limits::count(1)),
+                    1,
+                    "case {i}: the marker leaves only n2 below"
+                );
             }
         }
     }
@@ -577,11 +730,71 @@ mod tests {
     #[test]
     fn remove_shifts_markers_above_the_removed_node() {
         let mut s = standing(5, 4, &[3]);
-        assert_eq!(s.below(1), 1);
+        let one = Limits::count(1);
+        assert_eq!(s.below(one), 1);
         s.remove("n1");
-        assert_eq!(s.marks, [2]);
-        assert_eq!(s.below(1), 1);
+        assert_eq!(s.marks, [(2, 1)]);
+        assert_eq!(s.below(one), 1);
         s.remove("n3");
-        assert_eq!(s.below(1), 0);
+        assert_eq!(s.below(one), 0);
+    }
+
+    /// A weighted semaphore of 5 permits; below us (weight 2, so room 4)
+    /// the listing kept n0..n3 weighing 3, 1, 2, 1 and nothing older.
+    fn weighted() -> (Standing, Limits) {
+        let mut s = Standing::default();
+        s.listed(7, names(4), vec![3, 1, 2, 1]);
+        (
+            s,
+            Limits {
+                room: 4,
+                permits: 5,
+            },
+        )
+    }
+
+    #[test]
+    fn a_weighted_follower_watches_the_nearest_nodes_that_fill_its_room() {
+        let (mut s, limits) = weighted();
+        assert_eq!(s.below(limits), 7);
+        // n3 (1) + n2 (2) = 3 < 4; with n1 (1): 4. Three watches.
+        assert_eq!(s.next(limits), Next::Watch("n3".into()));
+        assert_eq!(s.watched(), ["n3", "n2", "n1"]);
+        // n2 goes: 5 below, and n3 + n1 + n0 (3) fill the room again.
+        s.remove("n2");
+        assert_eq!(s.below(limits), 5);
+        assert_eq!(s.next(limits), Next::Watch("n3".into()));
+        assert_eq!(s.watched(), ["n3", "n1", "n0"]);
+        // n0 goes: 2 below fits in the room of 4: hold.
+        s.remove("n0");
+        assert_eq!(s.next(limits), Next::Lead);
+        // Only two weighing 1 kept of 10 below: they cannot fill the room
+        // of 4, so a fresh listing must say which others to watch.
+        let mut s = Standing::default();
+        s.listed(10, names(2), vec![1, 1]);
+        assert_eq!(s.next(limits), Next::List);
+    }
+
+    #[test]
+    fn a_weighted_marker_bounds_what_lies_below_the_node_that_held() {
+        let (mut s, limits) = weighted();
+        // n2 (weight 2) held: at most 5 - 2 = 3 below it (the listing says
+        // 4), so at most 3 + 2 + 1 below us.
+        s.marks = vec![(2, 2)];
+        assert_eq!(s.below(limits), 6);
+        // n3 and n2 go: at most 3 below us, which fits in the room of 4,
+        // though the listing showed n0 and n1 weighing 4.
+        s.remove("n3");
+        s.remove("n2");
+        assert_eq!(s.below(limits), 3);
+        assert_eq!(s.next(limits), Next::Lead);
+        // Without the marker the kept nodes do not fill the room once one
+        // of them goes, and nothing older was kept: hold (n0 and n1 weigh 4,
+        // one of them gone leaves at most 3).
+        let (mut s, limits) = weighted();
+        s.remove("n3");
+        s.remove("n2");
+        s.remove("n1");
+        assert_eq!(s.next(limits), Next::Lead);
     }
 }

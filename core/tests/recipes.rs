@@ -152,6 +152,123 @@ fn a_semaphore_of_three_gives_permits_to_the_three_oldest() {
     assert_eq!(fifth.c.role(), Role::Follower);
 }
 
+// ----- weighted semaphore ------------------------------------------------------------
+
+/// A semaphore node's name with its weight (`w<n>_` for n > 1).
+fn sem(nonce: u32, weight: u32, seq: u32) -> String {
+    format!(
+        "_c_{nonce:016x}-s_{}{seq:010}",
+        zkelect_core::name::weight_token(weight)
+    )
+}
+
+/// Joins a semaphore of `permits` asking for `weight`, as `own`.
+fn weighted(
+    id: &str,
+    permits: u32,
+    weight: u32,
+    own: &str,
+    czxid: i64,
+    children: &[&str],
+) -> Driver {
+    let mut d = Driver::joined(rule(id, Rule::Semaphore { permits }).weight(weight));
+    d.answer_probes();
+    let create = d.created(own, czxid);
+    // The weight is in the name, so every listing shows it.
+    assert!(
+        create
+            .request
+            .path()
+            .ends_with(&format!("s_{}", zkelect_core::name::weight_token(weight))),
+        "{}",
+        create.request.path()
+    );
+    d.own_watch_ok(own, czxid);
+    d.children(children);
+    d
+}
+
+#[test]
+fn a_weighted_semaphore_serves_mixed_weights_in_arrival_order() {
+    // Five permits: a takes 3, b asks for 3, c asks for 1.
+    let a = sem(0xa, 3, 0);
+    let b = sem(0xb, 3, 1);
+    let c = sem(0xc, 1, 2);
+    let a_holds = weighted("a", 5, 3, "s_w3_0000000000", 10, &["s_w3_0000000000"]);
+    assert_eq!(a_holds.c.role(), Role::Leader(FencingToken(10)));
+    // b does not fit beside a: it waits, watching a (3 alone fills its room
+    // of 5 - 3 + 1 = 3).
+    let mut b_waits = weighted("b", 5, 3, "s_w3_0000000001", 11, &[&a, "s_w3_0000000001"]);
+    assert_eq!(b_waits.c.role(), Role::Follower);
+    b_waits.data_ok(&a, 10);
+    assert_eq!(b_waits.c.watched(), [a.as_str()]);
+    // c would fit beside a (3 + 1 <= 5), but b came first: 3 + 3 below it
+    // fills its room of 5. Arrival order is kept: c never overtakes b.
+    let mut c_waits = weighted("c", 5, 1, "s_0000000002", 12, &[&a, &b, "s_0000000002"]);
+    assert_eq!(c_waits.c.role(), Role::Follower);
+    // It watches the nearest nodes that fill its room: b (3) and a (3).
+    c_waits.data_ok(&b, 11);
+    c_waits.data_ok(&a, 10);
+    assert_eq!(c_waits.c.watched(), [b.as_str(), a.as_str()]);
+    // a releases: b (3 alone below nothing) holds on the notification.
+    b_waits.event(WatchKind::NodeDeleted, &a);
+    assert_eq!(b_waits.c.role(), Role::Leader(FencingToken(11)));
+    assert!(
+        !b_waits.has_pending(Verb::GetChildren),
+        "{:?}",
+        b_waits.pending
+    );
+    // c, with only b's 3 below it now, fits: 3 + 1 <= 5, at once too.
+    c_waits.event(WatchKind::NodeDeleted, &a);
+    assert_eq!(c_waits.c.role(), Role::Leader(FencingToken(12)));
+    assert!(
+        !c_waits.has_pending(Verb::GetChildren),
+        "{:?}",
+        c_waits.pending
+    );
+    // A later request for 2 does not fit beside b and c (3 + 1 + 2 > 5).
+    let d = weighted(
+        "d",
+        5,
+        2,
+        "s_w2_0000000003",
+        13,
+        &[&b, &c, "s_w2_0000000003"],
+    );
+    assert_eq!(d.c.role(), Role::Follower);
+}
+
+#[test]
+fn a_weighted_waiter_whose_watched_node_goes_looks_again_when_more_may_block_it() {
+    // Permits 4; we ask for 2 (room 3); below: x (1), y (1), z (2).
+    let x = sem(0x1, 1, 0);
+    let y = sem(0x2, 1, 1);
+    let z = sem(0x3, 2, 2);
+    let mut d = weighted(
+        "d",
+        4,
+        2,
+        "s_w2_0000000003",
+        13,
+        &[&x, &y, &z, "s_w2_0000000003"],
+    );
+    assert_eq!(d.c.role(), Role::Follower);
+    // z (2) and y (1) fill the room of 3: x is not watched.
+    d.data_ok(&z, 12);
+    d.data_ok(&y, 11);
+    assert_eq!(d.c.watched(), [z.as_str(), y.as_str()]);
+    assert!(!d.has_pending(Verb::GetData), "{:?}", d.pending);
+    // y goes: x and z (3) may still block: list again, no guess.
+    d.event(WatchKind::NodeDeleted, &y);
+    assert_eq!(d.c.role(), Role::Follower);
+    d.children(&[&x, &z, "s_w2_0000000003"]);
+    d.data_ok(&z, 12);
+    d.data_ok(&x, 10);
+    // x goes: z's 2 below leaves room for our 2.
+    d.event(WatchKind::NodeDeleted, &x);
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(13)));
+}
+
 // ----- read-write lock ---------------------------------------------------------------
 
 #[test]

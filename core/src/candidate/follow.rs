@@ -324,7 +324,7 @@ impl Candidate {
     /// Watches the k nearest nodes below ours that the last listing still knows
     /// of, arming one at a time; leads at once if fewer than k remain below.
     pub(super) fn watch_next_lower(&mut self) {
-        match self.session.standing.next(self.limit()) {
+        match self.session.standing.next(self.limits()) {
             Next::Lead => self.become_leader(true),
             Next::List => self.set_step(Step::List),
             Next::Watch(pred) => {
@@ -356,12 +356,12 @@ impl Candidate {
             }
             Ok(Reply::Data { data, stat }) => {
                 let own_czxid = self.session.own.as_ref().map_or(i64::MAX, |o| o.token.0);
-                let k = self.limit();
+                let limits = self.limits();
                 let proves = self.learns_from_marker_on(&pred);
                 let Some(tightened) = self
                     .session
                     .standing
-                    .learn(&pred, data, stat, own_czxid, k, proves)
+                    .learn(&pred, data, stat, own_czxid, limits, proves)
                 else {
                     // Another node bears the name now, created after ours: the
                     // path was deleted and recreated, and our node with it, or
@@ -433,7 +433,8 @@ impl Candidate {
     /// `zero_rtt`: learned from the notification itself, not from a read.
     pub(super) fn pred_gone(&mut self, pred: &str, zero_rtt: bool) {
         self.session.standing.remove(pred);
-        if self.session.standing.below(self.limit()) < self.limit() {
+        let limits = self.limits();
+        if self.session.standing.below(limits) < limits.room {
             return self.become_leader(zero_rtt);
         }
         // Nodes below may have gone unseen since the listing (only the watched

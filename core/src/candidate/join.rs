@@ -444,7 +444,7 @@ impl Candidate {
             }
         };
         self.clear_old_nodes(&children);
-        let k = self.limit();
+        let limits = self.limits();
         let own_name = self.session.own.as_ref().map_or("", |o| &*o.name);
         let standing = name::standing_under(
             &children,
@@ -452,7 +452,7 @@ impl Candidate {
             self.config.prefix(),
             self.config.interop(),
             self.config.rule(),
-            KEPT_PER_WATCH * k,
+            KEPT_PER_WATCH * limits.room,
             self.session.standing.persistent(),
         );
         self.stats.ignored_children += standing.ignored as u64;
@@ -470,15 +470,17 @@ impl Candidate {
             // The session answered, so it is alive: someone deleted our node.
             return self.own_gone(DemotionReason::Revoked);
         }
-        if standing.rank < k {
+        if standing.weight < limits.room as u64 {
             return self.become_leader(false);
         }
         if self.leadership != Leadership::None {
             self.demote(DemotionReason::Displaced);
         }
-        self.session
-            .standing
-            .listed(standing.rank, standing.nearest_lower);
+        self.session.standing.listed(
+            standing.weight,
+            standing.nearest_lower,
+            standing.nearest_weights,
+        );
         match self.config.strategy() {
             WatchStrategy::Predecessor => self.watch_next_lower(),
             // A Parent follower reads its k nearest nodes below too (without a

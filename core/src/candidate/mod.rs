@@ -115,7 +115,7 @@ use crate::name::{self, NodeName, Origin};
 use crate::notice::{CandidateError, DemotionReason, FencingToken, NamespaceFault, Notice, Role};
 use crate::ops::OpTable;
 use crate::outbox::Outbox;
-use crate::standing::{Next, Standing};
+use crate::standing::{Limits, Next, Standing};
 use crate::time::Timestamp;
 use crate::timer::{Backoff, Timer, TimerTable};
 use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
@@ -542,9 +542,13 @@ impl Candidate {
         matches!(self.step, Step::Done(_))
     }
 
-    /// How many may hold at once, counting blocking nodes (k, or 1).
-    fn limit(&self) -> usize {
-        self.config.rule().limit()
+    /// What this node's standing is judged against: the queue's limit (k,
+    /// 1, or a semaphore's permits) and the room its own weight leaves.
+    fn limits(&self) -> Limits {
+        Limits {
+            room: self.config.room() as usize,
+            permits: self.config.rule().limit(),
+        }
     }
 
     /// Whether a holder marker on the watched node `pred` would bound the
@@ -790,7 +794,11 @@ impl Candidate {
             }
             Step::Create => {
                 let nonce = self.next_nonce();
-                let prefix = name::create_prefix(self.config.prefix(), nonce.as_deref());
+                let prefix = name::create_prefix_weighted(
+                    self.config.prefix(),
+                    nonce.as_deref(),
+                    self.config.weight(),
+                );
                 (
                     Purpose::Create,
                     Request::Create {
