@@ -158,7 +158,7 @@ fn a_semaphore_of_three_gives_permits_to_the_three_oldest() {
 fn sem(nonce: u32, weight: u32, seq: u32) -> String {
     format!(
         "_c_{nonce:016x}-s_{}{seq:010}",
-        zkelect_core::name::weight_token(weight)
+        name::weight_token(weight)
     )
 }
 
@@ -179,7 +179,7 @@ fn weighted(
         create
             .request
             .path()
-            .ends_with(&format!("s_{}", zkelect_core::name::weight_token(weight))),
+            .ends_with(&format!("s_{}", name::weight_token(weight))),
         "{}",
         create.request.path()
     );
