@@ -197,6 +197,9 @@ impl Facade {
                 return failover;
             }
             Notice::Resumed
+            | Notice::RevocationRequested
+            | Notice::RevocationDelivered { .. }
+            | Notice::RevocationFailed(_)
             | Notice::PersistentSkipped { .. }
             | Notice::TokenRegressed { .. }
             | Notice::Participants(_)

@@ -484,6 +484,11 @@ fn log(notice: &Notice) {
              or another ensemble); a fenced resource that saw the old tokens will refuse \
              this leader's until an operator lets it accept the new epoch"
         ),
+        Notice::RevocationRequested => {
+            info!("revocation requested: someone asks this hold to let go");
+        }
+        Notice::RevocationDelivered { path } => info!(path, "revocation request delivered"),
+        Notice::RevocationFailed(e) => warn!(error = %e, "revocation request not delivered"),
         // Only an observer reports participants.
         Notice::Participants(_) => {}
         Notice::Error(e) => warn!(error = %e, "stopped by a fatal error"),

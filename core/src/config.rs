@@ -208,6 +208,7 @@ pub struct Config {
     protected_create: bool,
     probe: bool,
     leader_marker: bool,
+    revocable: bool,
 }
 
 /// Which [`Acl`] a configuration has, in one byte: a custom list's entries
@@ -273,6 +274,7 @@ struct Draft {
     backoff_max: Duration,
     probe: bool,
     leader_marker: bool,
+    revocable: bool,
 }
 
 impl Draft {
@@ -323,6 +325,7 @@ impl Draft {
             protected_create: self.protected_create,
             probe: self.probe,
             leader_marker: self.leader_marker,
+            revocable: self.revocable,
         })
     }
 }
@@ -350,6 +353,7 @@ impl fmt::Debug for Config {
             .field("backoff_max", &self.backoff_max())
             .field("probe", &self.probe)
             .field("leader_marker", &self.leader_marker)
+            .field("revocable", &self.revocable)
             .finish()
     }
 }
@@ -378,6 +382,7 @@ impl Config {
                 backoff_max: BACKOFF_MAX,
                 probe: true,
                 leader_marker: true,
+                revocable: false,
             },
         }
     }
@@ -504,6 +509,12 @@ impl Config {
             && self.rule.marks_when_holding()
     }
 
+    /// Whether the holder hears of revocation requests written into its
+    /// node (see [`ConfigBuilder::revocable`]).
+    pub fn revocable(&self) -> bool {
+        self.revocable
+    }
+
     /// The bytes stored in the candidate's node: the id, then `\n` and the data if any.
     pub fn node_payload(&self) -> Vec<u8> {
         let data = self.data();
@@ -515,6 +526,11 @@ impl Config {
         payload
     }
 }
+
+/// The bytes a cooperative revocation request writes into a holder's node:
+/// Curator's `LockInternals.REVOKE_MESSAGE`, so that a request from either
+/// library reaches a holder of either.
+pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
 /// Splits a node payload written by [`Config::node_payload`] into id and data.
 ///
@@ -689,6 +705,21 @@ impl ConfigBuilder {
     /// name may be another candidate's node, which the write would mark.
     pub fn leader_marker(mut self, yes: bool) -> Self {
         self.config.leader_marker = yes;
+        self
+    }
+    /// Hear of cooperative revocation requests (default false): someone
+    /// who wants this node's hold writes [`REVOKE_MESSAGE`] (`__REVOKE__`)
+    /// into its node, as Curator's `Revoker.attemptRevoke` does, and the
+    /// machine reports [`Notice::RevocationRequested`](crate::Notice::RevocationRequested)
+    /// — while it waits or while it holds — once per write. The holder decides
+    /// whether to let go; nothing is released by the request itself.
+    ///
+    /// The machine then watches its own node's data (it watches the node
+    /// anyway, to learn of its deletion; without revocation a child watch
+    /// serves, which its own leader marker does not spend): one more read
+    /// per hold, after the marker.
+    pub fn revocable(mut self, yes: bool) -> Self {
+        self.config.revocable = yes;
         self
     }
     /// Retry delays: exponential from `min` to `max`, with deterministic jitter.

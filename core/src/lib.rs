@@ -259,6 +259,7 @@ mod notice;
 pub mod observer;
 mod ops;
 mod outbox;
+mod revoker;
 mod rule;
 mod session;
 mod standing;
@@ -270,7 +271,9 @@ mod zk;
 pub use acl::{Acl, AclEntry, AclError, AclScheme, Perms};
 pub use candidate::{Candidate, Stats};
 pub use command::{Command, OpId};
-pub use config::{Config, ConfigBuilder, ConfigError, ConnectionPolicy, WatchStrategy};
+pub use config::{
+    Config, ConfigBuilder, ConfigError, ConnectionPolicy, WatchStrategy, REVOKE_MESSAGE,
+};
 pub use input::{Input, SessionEvent};
 pub use interop::Interop;
 pub use name::Access;
@@ -278,6 +281,7 @@ pub use notice::{
     CandidateError, DemotionReason, FencingToken, NamespaceFault, Notice, Participant, Role,
 };
 pub use observer::{Observer, ObserverConfig, ObserverStats};
+pub use revoker::{RevocationError, Revoker};
 pub use rule::{Recipe, Rule};
 pub use session::{
     Event, Exit, Gone, Machine, MachineId, Sender, Session, SessionConfig, Traffic, WatchClass,

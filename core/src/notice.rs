@@ -195,6 +195,21 @@ pub enum Notice {
         /// The new node's token, not above it.
         now: FencingToken,
     },
+    /// Someone asks this node to let go: a cooperative revocation request
+    /// ([`REVOKE_MESSAGE`](crate::config::REVOKE_MESSAGE) written into its
+    /// node, by [`Revoker`](crate::Revoker) or Curator's `Revoker`), heard
+    /// by a [`revocable`](crate::ConfigBuilder::revocable) machine, once per
+    /// request, whether it holds or still waits. Nothing is released: the
+    /// application decides (a resign or close lets go).
+    RevocationRequested,
+    /// A [`Revoker`](crate::Revoker)'s request was written into the node:
+    /// its holder (if revocable) hears of it.
+    RevocationDelivered {
+        /// The node asked to let go.
+        path: String,
+    },
+    /// A [`Revoker`](crate::Revoker)'s request was not delivered, and why.
+    RevocationFailed(crate::revoker::RevocationError),
     /// An [`Observer`](crate::Observer)'s queue changed: every participant,
     /// oldest first, with its id, token and whether it holds. Reported only
     /// when the list differs from the last one (the first report may be empty).

@@ -156,10 +156,7 @@ fn a_semaphore_of_three_gives_permits_to_the_three_oldest() {
 
 /// A semaphore node's name with its weight (`w<n>_` for n > 1).
 fn sem(nonce: u32, weight: u32, seq: u32) -> String {
-    format!(
-        "_c_{nonce:016x}-s_{}{seq:010}",
-        name::weight_token(weight)
-    )
+    format!("_c_{nonce:016x}-s_{}{seq:010}", name::weight_token(weight))
 }
 
 /// Joins a semaphore of `permits` asking for `weight`, as `own`.

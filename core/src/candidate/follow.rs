@@ -35,7 +35,7 @@ impl Candidate {
     /// is the one we created, and with session ids reported on connecting a
     /// move to another session is caught there.
     pub(super) fn own_watch_by_children(&self) -> bool {
-        self.config.leader_marker() && self.ids_reported
+        self.config.leader_marker() && self.ids_reported && !self.config.revocable()
     }
 
     /// A leader marks its node once (see the theory of operation): the same
@@ -474,6 +474,22 @@ impl Candidate {
         }
     }
 
+    /// Our node reads `data` at `version`: a revocation request there is
+    /// reported, once per write of it (Curator's listener runs on every
+    /// write of the message too).
+    pub(super) fn check_revocation(&mut self, data: &[u8], version: i32) {
+        if !self.config.revocable() || data != REVOKE_MESSAGE {
+            return;
+        }
+        let Some(own) = self.session.own.as_mut() else {
+            return;
+        };
+        if own.revoke_seen != version {
+            own.revoke_seen = version;
+            self.outbox.notice(Notice::RevocationRequested);
+        }
+    }
+
     pub(super) fn on_watch_own(
         &mut self,
         name: String,
@@ -484,7 +500,7 @@ impl Candidate {
             return;
         }
         match result {
-            Ok(Reply::Data { stat, .. }) => {
+            Ok(Reply::Data { data, stat }) => {
                 if !self.owned_by_this_session(stat) {
                     // Our node belongs to another session: ours ended without a word.
                     return self.own_gone(DemotionReason::Expired);
@@ -500,6 +516,7 @@ impl Candidate {
                     return self.own_gone(DemotionReason::Revoked);
                 }
                 self.learn_session(stat);
+                self.check_revocation(&data, stat.version);
                 // An event that overtook this reply already spent the watch.
                 if !spent {
                     self.session.own_watch = OwnWatch::Armed;

@@ -190,6 +190,7 @@ impl Candidate {
                     name: name.as_str().into(),
                     token: FencingToken(stat.czxid),
                     mark: Mark::Unwritten,
+                    revoke_seen: NO_REQUEST,
                 });
                 self.session.own_watch = OwnWatch::Unarmed;
                 if self.leaving() {
@@ -323,6 +324,7 @@ impl Candidate {
                     name: name.as_str().into(),
                     token: FencingToken(stat.czxid),
                     mark: Mark::Unwritten,
+                    revoke_seen: NO_REQUEST,
                 });
                 // The adopting getData left a data watch on the node.
                 self.session.own_watch = OwnWatch::Armed;

@@ -107,7 +107,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
 use crate::command::{Command, OpId};
-use crate::config::{Config, Interop, WatchStrategy};
+use crate::config::{Config, Interop, WatchStrategy, REVOKE_MESSAGE};
 use crate::input::{Input, SessionEvent};
 use crate::kept::KeptName;
 use crate::lease::{Connection, Contact, Leadership};

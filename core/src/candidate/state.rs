@@ -284,7 +284,14 @@ pub(super) struct Own {
     pub(super) name: Box<str>,
     pub(super) token: FencingToken,
     pub(super) mark: Mark,
+    /// The data version at which a revocation request was last reported
+    /// ([`NO_REQUEST`] before any): each write of one is reported once.
+    pub(super) revoke_seen: i32,
 }
+
+/// [`Own::revoke_seen`] before any request (a request is a write, so it is
+/// seen at a data version of 0 or more).
+pub(super) const NO_REQUEST: i32 = -1;
 
 /// Whether the main lane is going round a loop that a successful answer
 /// does not end, so that its answers do not reset the backoff and each

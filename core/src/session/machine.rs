@@ -14,6 +14,7 @@ use crate::command::Command;
 use crate::input::Input;
 use crate::notice::{Notice, Role};
 use crate::observer::Observer;
+use crate::revoker::Revoker;
 use crate::time::Timestamp;
 
 /// A machine's name on its session: handed out by
@@ -63,6 +64,8 @@ enum Kind {
     Lock { candidate: Candidate, held: bool },
     /// Watches a queue without taking part.
     Observer(Observer),
+    /// Asks another node's holder to let go, once.
+    Revoker(Revoker),
 }
 
 impl Machine {
@@ -86,6 +89,11 @@ impl Machine {
     /// An observer of a queue.
     pub fn observer(observer: Observer) -> Self {
         Self::of(Kind::Observer(observer))
+    }
+
+    /// A cooperative revocation request ([`Revoker`]): done once answered.
+    pub fn revocation(revoker: Revoker) -> Self {
+        Self::of(Kind::Revoker(revoker))
     }
 
     fn of(kind: Kind) -> Self {
@@ -123,11 +131,11 @@ impl Machine {
         self.ends_session
     }
 
-    /// The candidate, unless this is an observer.
+    /// The candidate, unless this is an observer or a revocation request.
     pub fn as_candidate(&self) -> Option<&Candidate> {
         match &self.kind {
             Kind::Election(c) | Kind::Lock { candidate: c, .. } => Some(c),
-            Kind::Observer(_) => None,
+            Kind::Observer(_) | Kind::Revoker(_) => None,
         }
     }
 
@@ -135,6 +143,14 @@ impl Machine {
     pub fn as_observer(&self) -> Option<&Observer> {
         match &self.kind {
             Kind::Observer(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// The revocation request, if this is one.
+    pub fn as_revoker(&self) -> Option<&Revoker> {
+        match &self.kind {
+            Kind::Revoker(r) => Some(r),
             _ => None,
         }
     }
@@ -149,6 +165,7 @@ impl Machine {
         match &self.kind {
             Kind::Election(c) | Kind::Lock { candidate: c, .. } => c.config().path(),
             Kind::Observer(o) => o.config().path(),
+            Kind::Revoker(r) => r.path(),
         }
     }
 
@@ -159,6 +176,9 @@ impl Machine {
             Kind::Observer(o) if o.is_failed() => Role::Failed,
             Kind::Observer(o) if o.is_closed() => Role::Closed,
             Kind::Observer(_) => Role::Observer,
+            Kind::Revoker(r) if r.is_failed() => Role::Failed,
+            Kind::Revoker(r) if r.is_done() => Role::Closed,
+            Kind::Revoker(_) => Role::Idle,
         }
     }
 
@@ -194,6 +214,7 @@ impl Machine {
         match &self.kind {
             Kind::Election(c) | Kind::Lock { candidate: c, .. } => c.is_closed() || c.is_failed(),
             Kind::Observer(o) => o.is_closed() || o.is_failed(),
+            Kind::Revoker(r) => r.is_done(),
         }
     }
 
@@ -202,6 +223,7 @@ impl Machine {
         match &self.kind {
             Kind::Election(c) | Kind::Lock { candidate: c, .. } => c.is_failed(),
             Kind::Observer(o) => o.is_failed(),
+            Kind::Revoker(r) => r.is_failed(),
         }
     }
 
@@ -211,6 +233,7 @@ impl Machine {
         match &mut self.kind {
             Kind::Election(c) | Kind::Lock { candidate: c, .. } => c.handle(now, input),
             Kind::Observer(o) => o.handle(now, input),
+            Kind::Revoker(r) => r.handle(now, input),
         }
     }
 
@@ -218,6 +241,7 @@ impl Machine {
         match &mut self.kind {
             Kind::Election(c) | Kind::Lock { candidate: c, .. } => c.handle_timeout(now),
             Kind::Observer(o) => o.handle_timeout(now),
+            Kind::Revoker(r) => r.handle_timeout(now),
         }
     }
 
@@ -226,22 +250,22 @@ impl Machine {
             Kind::Election(c) | Kind::Lock { candidate: c, .. } => {
                 c.session_answered(now, sent_at);
             }
-            // An observer has no lease.
-            Kind::Observer(_) => {}
+            // An observer, a revocation request: no lease.
+            Kind::Observer(_) | Kind::Revoker(_) => {}
         }
     }
 
     pub(super) fn join(&mut self, now: Timestamp) {
         match &mut self.kind {
             Kind::Election(c) | Kind::Lock { candidate: c, .. } => c.join(now),
-            Kind::Observer(_) => {}
+            Kind::Observer(_) | Kind::Revoker(_) => {}
         }
     }
 
     pub(super) fn resign(&mut self, now: Timestamp, rejoin: bool) {
         match &mut self.kind {
             Kind::Election(c) | Kind::Lock { candidate: c, .. } => c.resign(now, rejoin),
-            Kind::Observer(_) => {}
+            Kind::Observer(_) | Kind::Revoker(_) => {}
         }
     }
 
@@ -249,6 +273,7 @@ impl Machine {
         match &mut self.kind {
             Kind::Election(c) | Kind::Lock { candidate: c, .. } => c.close(now),
             Kind::Observer(o) => o.close(now),
+            Kind::Revoker(r) => r.close(now),
         }
     }
 
@@ -271,6 +296,7 @@ impl Machine {
                 Some(notice)
             }
             Kind::Observer(o) => o.poll_notice(),
+            Kind::Revoker(r) => r.poll_notice(),
         }
     }
 
@@ -278,6 +304,7 @@ impl Machine {
         match &mut self.kind {
             Kind::Election(c) | Kind::Lock { candidate: c, .. } => c.poll_command(),
             Kind::Observer(o) => o.poll_command(),
+            Kind::Revoker(r) => r.poll_command(),
         }
     }
 
@@ -285,6 +312,7 @@ impl Machine {
         match &self.kind {
             Kind::Election(c) | Kind::Lock { candidate: c, .. } => c.poll_timeout(),
             Kind::Observer(o) => o.poll_timeout(),
+            Kind::Revoker(r) => r.poll_timeout(),
         }
     }
 }

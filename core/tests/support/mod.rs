@@ -242,7 +242,7 @@ impl Driver {
             })
             .unwrap_or_else(|| panic!("no own-node watch on {name}; pending: {:#?}", self.pending));
         let cmd = self.pending.remove(i);
-        let by_children = self.c.config().leader_marker();
+        let by_children = self.c.config().leader_marker() && !self.c.config().revocable();
         assert_eq!(
             cmd.request.kind() == Verb::GetChildren,
             by_children,

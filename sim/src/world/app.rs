@@ -109,6 +109,13 @@ impl World {
                     Some(format!("p{pid} lost contact with the server: suspended"))
                 }
                 Notice::Resumed => Some(format!("p{pid} is back in contact with the server")),
+                Notice::RevocationRequested => {
+                    Some(format!("p{pid} is asked to let go (a revocation request)"))
+                }
+                Notice::RevocationDelivered { path } => {
+                    Some(format!("p{pid} asked {} to let go", short(path)))
+                }
+                Notice::RevocationFailed(e) => Some(format!("p{pid}'s request to let go: {e}")),
                 Notice::LeaderChanged { .. } | Notice::Participants(_) => None,
                 Notice::PersistentSkipped { node } => Some(format!(
                     "p{pid} skips {}: a persistent node is no contender",
