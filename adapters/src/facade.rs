@@ -198,6 +198,8 @@ impl Facade {
             }
             Notice::Resumed
             | Notice::RevocationRequested
+            | Notice::Downgraded
+            | Notice::DowngradeRefused { .. }
             | Notice::RevocationDelivered { .. }
             | Notice::RevocationFailed(_)
             | Notice::PersistentSkipped { .. }

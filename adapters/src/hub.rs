@@ -488,6 +488,11 @@ fn log(notice: &Notice) {
             info!("revocation requested: someone asks this hold to let go");
         }
         Notice::RevocationDelivered { path } => info!(path, "revocation request delivered"),
+        Notice::Downgraded => info!("downgraded: the write lock is now a read lock"),
+        Notice::DowngradeRefused { code } => warn!(
+            %code,
+            "downgrade refused by the server: this holder reads only, but readers behind it wait"
+        ),
         Notice::RevocationFailed(e) => warn!(error = %e, "revocation request not delivered"),
         // Only an observer reports participants.
         Notice::Participants(_) => {}

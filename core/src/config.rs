@@ -532,6 +532,23 @@ impl Config {
 /// library reaches a holder of either.
 pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
+/// What a writer that downgraded to a reader puts before its node's payload
+/// ([`Candidate::downgrade`](crate::Candidate::downgrade)): a NUL, which no
+/// id may hold, so no zkelect payload starts with it by chance.
+pub const DOWNGRADED: &[u8] = b"\0read\n";
+
+/// Whether `payload` (a zkelect node's data) says its writer downgraded to
+/// a reader.
+///
+/// ```
+/// use zkelect_core::config::{is_downgraded, DOWNGRADED};
+/// assert!(is_downgraded(&[DOWNGRADED, b"node-a"].concat()));
+/// assert!(!is_downgraded(b"node-a"));
+/// ```
+pub fn is_downgraded(payload: &[u8]) -> bool {
+    payload.starts_with(DOWNGRADED)
+}
+
 /// Splits a node payload written by [`Config::node_payload`] into id and data.
 ///
 /// The payload is the id, then, if the candidate was given data
@@ -547,8 +564,11 @@ pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 ///            ("node-a".to_owned(), b"http://10.0.0.7:8080".to_vec()));
 /// assert_eq!(split_payload(b"curator-id"), ("curator-id".to_owned(), vec![]));
 /// assert_eq!(split_payload(b""), (String::new(), vec![]));
+/// // A downgraded writer's payload reads as it was.
+/// assert_eq!(split_payload(b"\0read\nnode-a\nx"), ("node-a".to_owned(), b"x".to_vec()));
 /// ```
 pub fn split_payload(payload: &[u8]) -> (String, Vec<u8>) {
+    let payload = payload.strip_prefix(DOWNGRADED).unwrap_or(payload);
     match payload.iter().position(|&b| b == b'\n') {
         Some(i) => (
             String::from_utf8_lossy(&payload[..i]).into_owned(),

@@ -202,6 +202,16 @@ pub enum Notice {
     /// request, whether it holds or still waits. Nothing is released: the
     /// application decides (a resign or close lets go).
     RevocationRequested,
+    /// A writer's [`downgrade`](crate::Candidate::downgrade) is written:
+    /// its node says it reads now, and readers behind it may hold beside it.
+    Downgraded,
+    /// The server refused a writer's downgrade (no write permission on its
+    /// own node): the machine still reads only, but the queue still sees a
+    /// writer, so readers behind it wait until it leaves.
+    DowngradeRefused {
+        /// The server's error.
+        code: ZkCode,
+    },
     /// A [`Revoker`](crate::Revoker)'s request was written into the node:
     /// its holder (if revocable) hears of it.
     RevocationDelivered {

@@ -57,7 +57,7 @@ use std::time::Duration;
 
 use crate::command::{Command, OpId};
 use crate::config::{
-    split_payload, validate_path, validate_prefix, ConfigError, Interop, LEADERS_MAX,
+    is_downgraded, split_payload, validate_path, validate_prefix, ConfigError, Interop, LEADERS_MAX,
 };
 use crate::input::{Input, SessionEvent};
 use crate::name::{self, Access, NodeName};
@@ -257,6 +257,8 @@ enum Slot {
         id: String,
         data: Vec<u8>,
         token: FencingToken,
+        /// Its data says its writer downgraded to a reader.
+        downgraded: bool,
     },
     /// Persistent (`ephemeralOwner` 0): a look-alike no process holds; skipped.
     Persistent,
@@ -759,11 +761,13 @@ impl Observer {
         if stat.ephemeral_owner == 0 {
             Slot::Persistent
         } else {
+            let downgraded = is_downgraded(data);
             let (id, data) = split_payload(data);
             Slot::Live {
                 id,
                 data,
                 token: FencingToken(stat.czxid),
+                downgraded,
             }
         }
     }
@@ -835,17 +839,31 @@ impl Observer {
         }
         // Who holds is judged among the live nodes only: persistent
         // look-alikes and vanished nodes hold nothing, as candidates see it.
-        let live: Vec<(&NodeName, &String, &Vec<u8>, FencingToken)> = queue
+        // A zkelect writer that downgraded reads: shared, as its readers
+        // behind it judge (another library's data means nothing of the kind).
+        let access = |node: &NodeName, downgraded: bool| {
+            if downgraded && matches!(node.origin, name::Origin::Ours { .. }) {
+                Access::Shared
+            } else {
+                node.access
+            }
+        };
+        let live: Vec<(&NodeName, &String, &Vec<u8>, FencingToken, Access)> = queue
             .iter()
             .filter_map(|node| match self.slots.get(&node.name) {
-                Some(Slot::Live { id, data, token }) => Some((node, id, data, *token)),
+                Some(Slot::Live {
+                    id,
+                    data,
+                    token,
+                    downgraded,
+                }) => Some((node, id, data, *token, access(node, *downgraded))),
                 _ => None,
             })
             .collect();
         let mut holds = vec![false; live.len()];
         for i in self.config.recipe.holders_of(
             live.iter()
-                .map(|(node, _, _, _)| (node.access, node.weight)),
+                .map(|(node, _, _, _, access)| (*access, node.weight)),
         ) {
             holds[i] = true;
         }
@@ -854,14 +872,14 @@ impl Observer {
         let same = self.reported.as_ref().is_some_and(|reported| {
             reported.len() == live.len()
                 && reported.iter().zip(&live).zip(&holds).all(
-                    |((p, &(node, id, data, token)), &holds)| {
+                    |((p, &(node, id, data, token, access)), &holds)| {
                         p.id == *id
                             && p.data == *data
                             && p.weight == node.weight
                             && p.node == node.name
                             && p.token == token
                             && p.holds == holds
-                            && p.access == node.access
+                            && p.access == access
                     },
                 )
         });
@@ -872,14 +890,14 @@ impl Observer {
         let list: Vec<Participant> = live
             .iter()
             .zip(holds)
-            .map(|(&(node, id, data, token), holds)| Participant {
+            .map(|(&(node, id, data, token, access), holds)| Participant {
                 id: id.clone(),
                 data: data.clone(),
                 weight: node.weight,
                 node: node.name.clone(),
                 token,
                 holds,
-                access: node.access,
+                access,
             })
             .collect();
         self.changed = false;

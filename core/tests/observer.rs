@@ -372,6 +372,31 @@ fn every_recipe_says_who_holds() {
         ),
         [h("w", true, X), h("r", false, S)]
     );
+    // A writer that downgraded reads: the reader behind it holds too, the
+    // writer behind both waits.
+    assert_eq!(
+        holders_of(
+            ObserverConfig::new(PATH, Recipe::ReadWrite),
+            &[
+                ("w_0000000001", "\0read\nw", 1),
+                ("r_0000000002", "r", 2),
+                ("w_0000000003", "x", 3),
+            ]
+        ),
+        [h("w", true, S), h("r", true, S), h("x", false, X)]
+    );
+    // A weighted semaphore of 3: 2 + 1 fit, the next 2 waits.
+    assert_eq!(
+        holders_of(
+            ObserverConfig::new(PATH, Recipe::Semaphore { permits: 3 }),
+            &[
+                ("s_w2_0000000001", "a", 1),
+                ("s_0000000002", "b", 2),
+                ("s_w2_0000000003", "c", 3),
+            ]
+        ),
+        [h("a", true, X), h("b", true, X), h("c", false, X)]
+    );
 }
 
 #[test]

@@ -430,3 +430,185 @@ fn a_curator_writer_waits_for_curator_readers() {
     // No marker with interop: a Curator successor's watch stays for deletions.
     assert!(!d.has_pending(Verb::SetData), "{:?}", d.pending);
 }
+
+// ----- downgrade ---------------------------------------------------------------------
+
+/// Answers the pending setData on `name` (our own node) with `result`,
+/// returning the request.
+fn answer_set(d: &mut Driver, name: &str, result: Result<Reply, ZkCode>) -> Command {
+    let path = format!("{PATH}/{name}");
+    let i = d
+        .pending
+        .iter()
+        .position(|c| matches!(&c.request, Request::SetData { path: p, .. } if *p == path))
+        .unwrap_or_else(|| panic!("no setData on {name}: {:#?}", d.pending));
+    let cmd = d.pending.remove(i);
+    d.reply(cmd.op, result);
+    cmd
+}
+
+#[test]
+fn a_writer_downgrades_in_place_readers_behind_join_it_and_writers_behind_still_wait() {
+    // W0 holds; R1 (a reader) and W2 (a writer) queue behind it.
+    let own = "_c_000000000000b000-w_0000000000";
+    let r1 = "_c_000000000000b001-r_0000000001";
+    let mut w = joined_as("w", Rule::Write, own, 10, &[own]);
+    assert!(w.c.role().is_leader());
+    // Its leader marker lands first (version 1).
+    answer_set(
+        &mut w,
+        own,
+        Ok(Reply::Set(Stat {
+            version: 1,
+            ..stat(10, SID)
+        })),
+    );
+    let mut r = joined_as("r", Rule::Read, "r_0000000001", 11, &[own, "r_0000000001"]);
+    assert_eq!(r.c.role(), Role::Follower);
+    r.data_at(own, 10, 1, b"w");
+    let mut w2 = joined_as(
+        "x",
+        Rule::Write,
+        "w_0000000002",
+        12,
+        &[own, r1, "w_0000000002"],
+    );
+    w2.data_ok(r1, 11);
+    // Not a writer that holds: nothing to downgrade.
+    assert!(!r.act(Candidate::downgrade));
+    // W0 downgrades: it reads at once (its belief is shared from now on),
+    // reads its node's version, and writes the mark expecting it.
+    assert!(w.act(Candidate::downgrade));
+    assert_eq!(w.c.access(), Access::Shared);
+    assert!(!w.act(Candidate::downgrade), "once");
+    let read = w.take_data(own);
+    assert_eq!(
+        read.request,
+        Request::GetData {
+            path: format!("{PATH}/{own}"),
+            watch: false
+        }
+    );
+    w.reply(
+        read.op,
+        Ok(Reply::Data {
+            data: b"w".to_vec(),
+            stat: Stat {
+                version: 1,
+                ..stat(10, SID)
+            },
+        }),
+    );
+    let write = answer_set(
+        &mut w,
+        own,
+        Ok(Reply::Set(Stat {
+            version: 2,
+            ..stat(10, SID)
+        })),
+    );
+    let Request::SetData { data, version, .. } = &write.request else {
+        unreachable!()
+    };
+    assert_eq!(*version, Some(1));
+    assert_eq!(data, &[config::DOWNGRADED, b"w"].concat());
+    assert!(w.take_notices().contains(&Notice::Downgraded));
+    assert!(w.c.role().is_leader(), "it still holds, as a reader");
+    // R1's watch on W0 fires: it reads the mark and holds beside W0.
+    r.event(WatchKind::NodeDataChanged, own);
+    r.data_at(own, 10, 2, data);
+    assert_eq!(r.c.role(), Role::Leader(FencingToken(11)));
+    // W2 still waits: W0's node is below it, whatever it says.
+    assert_eq!(w2.c.role(), Role::Follower);
+    // W0 lets go: R1 holds on, W2 waits for R1.
+    w.resign(false);
+    assert!(w.has_pending(Verb::Delete));
+    assert!(r.c.role().is_leader());
+}
+
+#[test]
+fn a_downgrade_written_over_reads_first_so_a_revocation_request_is_heard() {
+    let own = "_c_000000000000b000-w_0000000000";
+    let mut w = Driver::joined(rule("w", Rule::Write).revocable(true));
+    w.answer_probes();
+    w.created(own, 10);
+    w.own_watch_ok(own, 10);
+    w.children(&[own]);
+    assert!(w.act(Candidate::downgrade));
+    let read = w.take_data(own);
+    w.reply(
+        read.op,
+        Ok(Reply::Data {
+            data: b"w".to_vec(),
+            stat: Stat {
+                version: 0,
+                ..stat(10, SID)
+            },
+        }),
+    );
+    // The leader marker and the mark both expect version 0: the marker won.
+    answer_set(
+        &mut w,
+        own,
+        Ok(Reply::Set(Stat {
+            version: 1,
+            ..stat(10, SID)
+        })),
+    );
+    answer_set(&mut w, own, Err(ZkCode::BadVersion));
+    // Read again: a revocation request came meanwhile; it is heard, then
+    // written over with the mark expecting its version.
+    let read = w.take_data(own);
+    w.reply(
+        read.op,
+        Ok(Reply::Data {
+            data: REVOKE_MESSAGE.to_vec(),
+            stat: Stat {
+                version: 2,
+                ..stat(10, SID)
+            },
+        }),
+    );
+    assert!(w.take_notices().contains(&Notice::RevocationRequested));
+    let write = answer_set(
+        &mut w,
+        own,
+        Ok(Reply::Set(Stat {
+            version: 3,
+            ..stat(10, SID)
+        })),
+    );
+    assert!(matches!(
+        write.request,
+        Request::SetData {
+            version: Some(2),
+            ..
+        }
+    ));
+    assert!(w.take_notices().contains(&Notice::Downgraded));
+}
+
+#[test]
+fn a_writer_behind_a_curator_writer_lists_again_before_taking_over() {
+    // Curator 5.5 and later downgrade by creating a reader with the
+    // writer's own sequence, just before the writer goes: after the
+    // deletion a listing, not the notification, decides.
+    let curator_w = "_c_9f1c6f0e-4b5d-4c1e-9a7b-2d8e0f6a1b3c-__WRIT__0000000000";
+    let curator_r = "_c_11111111-4b5d-4c1e-9a7b-2d8e0f6a1b3c-__READ__0000000000";
+    let own = "_c_000000000000b001-__WRIT__0000000001";
+    let mut d = Driver::joined(rule("w", Rule::Write).interop(Interop::Curator));
+    d.answer_probes();
+    d.created(own, 11);
+    d.own_watch_ok(own, 11);
+    d.children(&[curator_w, own]);
+    d.data_ok(curator_w, 10);
+    d.event(WatchKind::NodeDeleted, curator_w);
+    assert_eq!(d.c.role(), Role::Follower);
+    d.children(&[curator_r, own]);
+    assert_eq!(d.c.role(), Role::Follower);
+    d.data_ok(curator_r, 12);
+    assert_eq!(d.c.watched(), [curator_r]);
+    // A Curator reader's deletion is trusted as ever.
+    d.event(WatchKind::NodeDeleted, curator_r);
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(11)));
+}

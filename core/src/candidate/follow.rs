@@ -355,7 +355,19 @@ impl Candidate {
                 self.skip_persistent(pred);
             }
             Ok(Reply::Data { data, stat }) => {
-                let own_czxid = self.session.own.as_ref().map_or(i64::MAX, |o| o.token.0);
+                // A node below ours is older than ours under one incarnation
+                // of the path, but for a Curator reader (5.5 and later
+                // create a downgrading writer's reader with the writer's
+                // sequence, after ours): it blocks us whenever it was made.
+                let own_czxid = match self.session.own.as_ref() {
+                    Some(own) if !self.may_be_newer_below(&pred) => own.token.0,
+                    _ => i64::MAX,
+                };
+                let data_seen = if self.config.rule() == crate::Rule::Read {
+                    data.clone()
+                } else {
+                    Vec::new()
+                };
                 let limits = self.limits();
                 let proves = self.learns_from_marker_on(&pred);
                 let Some(tightened) = self
@@ -376,6 +388,14 @@ impl Candidate {
                 };
                 if tightened {
                     self.stats.marks_seen += 1;
+                }
+                if self.reads_past(&pred, &data_seen) {
+                    // A writer that downgraded: it reads now, so it blocks
+                    // a reader no more. Left out of the standing until an
+                    // event about it says to read it again.
+                    self.session.standing.skip_persistent(pred.clone());
+                    self.session.standing.remove(&pred);
+                    return self.watch_next_lower();
                 }
                 self.session.standing.armed(&pred);
                 self.watch_next_lower();
@@ -433,6 +453,9 @@ impl Candidate {
     /// `zero_rtt`: learned from the notification itself, not from a read.
     pub(super) fn pred_gone(&mut self, pred: &str, zero_rtt: bool) {
         self.session.standing.remove(pred);
+        if !self.trusts_deletion_of(pred) {
+            return self.set_step(Step::List);
+        }
         let limits = self.limits();
         if self.session.standing.below(limits) < limits.room {
             return self.become_leader(zero_rtt);

@@ -101,6 +101,8 @@ impl Candidate {
             Purpose::WatchPred(pred) => self.on_watch_pred(pred, result),
             Purpose::WatchOwn { name, spent } => self.on_watch_own(name, spent, result),
             Purpose::Mark(name) => self.on_mark(&name, result),
+            Purpose::DowngradeRead(name) => self.on_downgrade_read(&name, result),
+            Purpose::DowngradeWrite(name) => self.on_downgrade_write(&name, result),
             Purpose::Delete(_) => self.on_delete(result),
             // Only the contact they prove matters (counted above).
             Purpose::DeleteExtra | Purpose::Probe { .. } => {}
@@ -113,13 +115,13 @@ impl Candidate {
         if self.session.own_watch == OwnWatch::AwaitProof {
             self.session.own_watch = OwnWatch::Unarmed;
         }
-        if let Some(own) = self
-            .session
-            .own
-            .as_mut()
-            .filter(|o| o.mark == Mark::AwaitProof)
-        {
-            own.mark = Mark::Unwritten;
+        if let Some(own) = self.session.own.as_mut() {
+            if own.mark == Mark::AwaitProof {
+                own.mark = Mark::Unwritten;
+            }
+            if own.downgrade == Downgrade::AwaitProof {
+                own.downgrade = Downgrade::Due;
+            }
         }
     }
 
@@ -190,6 +192,7 @@ impl Candidate {
                     name: name.as_str().into(),
                     token: FencingToken(stat.czxid),
                     mark: Mark::Unwritten,
+                    downgrade: Downgrade::No,
                     revoke_seen: NO_REQUEST,
                 });
                 self.session.own_watch = OwnWatch::Unarmed;
@@ -324,6 +327,7 @@ impl Candidate {
                     name: name.as_str().into(),
                     token: FencingToken(stat.czxid),
                     mark: Mark::Unwritten,
+                    downgrade: Downgrade::No,
                     revoke_seen: NO_REQUEST,
                 });
                 // The adopting getData left a data watch on the node.

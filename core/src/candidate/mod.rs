@@ -120,6 +120,7 @@ use crate::time::Timestamp;
 use crate::timer::{Backoff, Timer, TimerTable};
 use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
 
+mod downgrade;
 mod follow;
 mod join;
 mod state;
@@ -643,6 +644,7 @@ impl Candidate {
         count(Purpose::is_main) <= 1
             && count(|p| matches!(p, Purpose::WatchOwn { .. })) <= 1
             && count(|p| matches!(p, Purpose::Mark(_))) <= 1
+            && count(|p| matches!(p, Purpose::DowngradeRead(_) | Purpose::DowngradeWrite(_))) <= 1
             && count(|p| matches!(p, Purpose::Probe { .. })) <= 1
             && (self.session.own_watch == OwnWatch::Unarmed
                 || (self.own_watch_in_flight().is_none() && self.session.own.is_some()))
@@ -734,6 +736,7 @@ impl Candidate {
             }
             self.arm_own_watch();
             self.send_marker();
+            self.send_downgrade();
             if self.config.probe()
                 && !self.timers.is_set(Timer::Probe)
                 && self.intent != Intent::Out

@@ -170,6 +170,11 @@ pub(super) enum Purpose {
     },
     /// The leader marker's `setData`.
     Mark(String),
+    /// A downgrading writer's read of its own node (its data version).
+    DowngradeRead(String),
+    /// A downgrading writer's `setData` of [`DOWNGRADED`](crate::config::DOWNGRADED),
+    /// expecting the version it read.
+    DowngradeWrite(String),
     /// A liveness probe.
     Probe {
         /// Another probe fell due while this one was in flight: send it as
@@ -259,6 +264,26 @@ pub(super) enum Mark {
     Done,
 }
 
+/// A writer's downgrade to a reader (the read lock taken by the write
+/// holder, the write lock then let go, as Curator allows), done in place:
+/// the node's data says so, and readers behind it read that. The states
+/// while no request is in flight (the in-flight map says when one is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Downgrade {
+    /// Not asked for.
+    No,
+    /// Asked for: read the node (its version, and any revocation request in
+    /// it), then write the marker expecting that version.
+    Due,
+    /// The last attempt failed on the connection: wait for proof it works.
+    AwaitProof,
+    /// Written: readers behind may hold.
+    Done,
+    /// The server refused the write (no write permission on the node): the
+    /// machine reads only, but the queue still sees a writer.
+    Refused,
+}
+
 /// What the application was told about contact with the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Suspension {
@@ -284,6 +309,8 @@ pub(super) struct Own {
     pub(super) name: Box<str>,
     pub(super) token: FencingToken,
     pub(super) mark: Mark,
+    /// A writer's downgrade to a reader.
+    pub(super) downgrade: Downgrade,
     /// The data version at which a revocation request was last reported
     /// ([`NO_REQUEST`] before any): each write of one is reported once.
     pub(super) revoke_seen: i32,

@@ -269,6 +269,13 @@ impl Machine {
         }
     }
 
+    pub(super) fn downgrade(&mut self, now: Timestamp) -> bool {
+        match &mut self.kind {
+            Kind::Election(c) | Kind::Lock { candidate: c, .. } => c.downgrade(now),
+            Kind::Observer(_) | Kind::Revoker(_) => false,
+        }
+    }
+
     pub(super) fn close(&mut self, now: Timestamp) {
         match &mut self.kind {
             Kind::Election(c) | Kind::Lock { candidate: c, .. } => c.close(now),

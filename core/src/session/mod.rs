@@ -293,6 +293,17 @@ impl Session {
         Ok(())
     }
 
+    /// A holding writer reads from now on and lets readers behind it hold
+    /// beside it; see [`Candidate::downgrade`](crate::Candidate::downgrade).
+    /// `Ok(false)` if the machine is not a writer that holds.
+    pub fn downgrade(&mut self, now: Timestamp, id: MachineId) -> Result<bool, Gone> {
+        self.enter(now);
+        let now = self.now;
+        let done = self.slot(id)?.machine.downgrade(now);
+        self.after(id);
+        Ok(done)
+    }
+
     /// The machine leaves for good: a leader (holder) is demoted and its
     /// node's delete goes out in this same call — a lock's release.
     /// Within its close timeout the machine stops

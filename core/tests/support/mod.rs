@@ -91,6 +91,13 @@ impl Driver {
         self.drain();
     }
 
+    /// Calls an intent on the machine now, then takes its outputs.
+    pub fn act<R>(&mut self, intent: impl FnOnce(&mut Candidate, Timestamp) -> R) -> R {
+        let out = intent(&mut self.c, self.now);
+        self.drain();
+        out
+    }
+
     pub fn resign(&mut self, rejoin: bool) {
         self.c.resign(self.now, rejoin);
         self.drain();

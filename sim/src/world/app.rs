@@ -112,6 +112,10 @@ impl World {
                 Notice::RevocationRequested => {
                     Some(format!("p{pid} is asked to let go (a revocation request)"))
                 }
+                Notice::Downgraded => Some(format!("p{pid} downgraded to a reader")),
+                Notice::DowngradeRefused { code } => {
+                    Some(format!("p{pid}'s downgrade was refused: {code}"))
+                }
                 Notice::RevocationDelivered { path } => {
                     Some(format!("p{pid} asked {} to let go", short(path)))
                 }

@@ -1,0 +1,212 @@
+//! A writer's downgrade to a reader, in place.
+//!
+//! Curator lets a write holder take the read lock and then release the
+//! write lock. Done with a second node it is unsafe: a writer that queued
+//! between the holder's two nodes takes the lock once the first goes, while
+//! the holder still reads (CURATOR-276), and Curator's later fix (the reader
+//! node given the writer's sequence) puts a node *below* others that were
+//! already queued, which breaks the one fact the zero-round-trip takeover
+//! rests on (the nodes below one's own can only go). So zkelect downgrades
+//! the writer's node itself: its data says it reads now
+//! ([`DOWNGRADED`](crate::config::DOWNGRADED) before the payload), written
+//! expecting the version just read (so a revocation request written
+//! meanwhile is read first, never overwritten unheard). The node stays where
+//! it is, so every writer behind still waits for it; a reader behind reads
+//! the node it watches anyway, sees the mark and reads past it, as past a
+//! reader. Atomic (no moment without a hold), and nothing is ever added
+//! below anyone.
+//!
+//! Stricter than Curator: its readers (and kazoo's) do not read our nodes'
+//! data, so behind a downgraded zkelect writer they wait until it leaves,
+//! and a Curator reader's downgrade is not honoured by zkelect writers'
+//! takeovers in a shared queue (see `Candidate::trusts_deletion_of`).
+
+use super::state::*;
+use super::*;
+use crate::config::{is_downgraded, DOWNGRADED};
+use crate::name::Access;
+
+impl Candidate {
+    /// Downgrades a holding writer to a reader (Curator's "take the read
+    /// lock, then release the write lock", in one step): from now on this
+    /// machine holds a shared lock — it must only read — and readers behind
+    /// it may hold beside it once [`Notice::Downgraded`] is out (its node's
+    /// data says so); writers behind still wait for its node. Returns false
+    /// (and does nothing) unless this is a [`Rule::Write`](crate::Rule::Write)
+    /// machine that holds and has not downgraded yet.
+    pub fn downgrade(&mut self, now: Timestamp) -> bool {
+        self.enter(now);
+        let holds = matches!(
+            self.leadership,
+            Leadership::Active(_) | Leadership::Suspended(_)
+        );
+        let writes = self.config.rule() == crate::Rule::Write && !self.is_done();
+        let Some(own) = self.session.own.as_mut() else {
+            return false;
+        };
+        if !writes || !holds || own.downgrade != Downgrade::No {
+            return false;
+        }
+        own.downgrade = Downgrade::Due;
+        self.advance();
+        true
+    }
+
+    /// What this machine's node asks of the queue now: shared for a reader
+    /// and for a writer that downgraded, exclusive for everyone else.
+    pub fn access(&self) -> Access {
+        match &self.session.own {
+            Some(own) if own.downgrade != Downgrade::No => Access::Shared,
+            _ => self.config.rule().access(),
+        }
+    }
+
+    /// Sends the downgrade's next request, if it is due.
+    pub(super) fn send_downgrade(&mut self) {
+        let Some(own) = self
+            .session
+            .own
+            .as_ref()
+            .filter(|o| o.downgrade == Downgrade::Due)
+        else {
+            return;
+        };
+        if self.step == Step::Delete
+            || self
+                .in_flight_for(|p| {
+                    matches!(p, Purpose::DowngradeRead(_) | Purpose::DowngradeWrite(_))
+                })
+                .is_some()
+        {
+            return;
+        }
+        let name = own.name.to_string();
+        let path = self.child_path(&name);
+        self.emit(
+            Purpose::DowngradeRead(name),
+            Request::GetData { path, watch: false },
+        );
+    }
+
+    pub(super) fn on_downgrade_read(&mut self, name: &str, result: Result<Reply, ZkCode>) {
+        if self.session.own.as_ref().map(|o| &*o.name) != Some(name) {
+            return;
+        }
+        match result {
+            Ok(Reply::Data { data, stat }) => {
+                self.check_revocation(&data, stat.version);
+                if is_downgraded(&data) {
+                    return self.downgraded();
+                }
+                let path = self.child_path(name);
+                let mut marked = DOWNGRADED.to_vec();
+                marked.extend_from_slice(&self.config.node_payload());
+                self.emit(
+                    Purpose::DowngradeWrite(name.to_owned()),
+                    Request::SetData {
+                        path,
+                        data: marked,
+                        version: Some(stat.version),
+                    },
+                );
+            }
+            other => self.downgrade_failed(other.err()),
+        }
+    }
+
+    pub(super) fn on_downgrade_write(&mut self, name: &str, result: Result<Reply, ZkCode>) {
+        if self.session.own.as_ref().map(|o| &*o.name) != Some(name) {
+            return;
+        }
+        match result {
+            Ok(_) => self.downgraded(),
+            // Written meanwhile (a revocation request, the leader marker):
+            // read it, then write again.
+            Err(ZkCode::BadVersion) => self.set_downgrade(Downgrade::Due),
+            Err(code) => self.downgrade_failed(Some(code)),
+        }
+    }
+
+    fn downgraded(&mut self) {
+        if self
+            .session
+            .own
+            .as_ref()
+            .is_some_and(|o| o.downgrade != Downgrade::Done)
+        {
+            self.set_downgrade(Downgrade::Done);
+            self.outbox.notice(Notice::Downgraded);
+        }
+    }
+
+    fn downgrade_failed(&mut self, code: Option<ZkCode>) {
+        match code {
+            // The node is gone: the own-node watch or a listing says so.
+            Some(ZkCode::NoNode) => self.set_downgrade(Downgrade::Done),
+            Some(code) if code.is_fatal() => {
+                self.set_downgrade(Downgrade::Refused);
+                self.outbox.notice(Notice::DowngradeRefused { code });
+            }
+            // Lost to the connection (a write may have landed: the next
+            // read tells), or an answer of the wrong kind.
+            _ => self.set_downgrade(Downgrade::AwaitProof),
+        }
+    }
+
+    fn set_downgrade(&mut self, state: Downgrade) {
+        if let Some(own) = self.session.own.as_mut() {
+            own.downgrade = state;
+        }
+    }
+
+    /// Whether a reader reads past the watched node `pred` whose data is
+    /// `data`: a zkelect writer that downgraded to a reader no longer
+    /// blocks a reader. Only zkelect's own names: another library's node
+    /// data means nothing of the kind.
+    pub(super) fn reads_past(&self, pred: &str, data: &[u8]) -> bool {
+        self.config.rule() == crate::Rule::Read
+            && is_downgraded(data)
+            && name::parse(
+                pred,
+                self.config.prefix(),
+                self.config.interop(),
+                self.config.rule().recipe(),
+            )
+            .is_some_and(|n| matches!(n.origin, Origin::Ours { .. }))
+    }
+
+    /// Whether the deletion of the watched node `pred` may elect us without
+    /// a fresh listing. Not in a read-write queue shared with Curator, when
+    /// `pred` is a Curator writer and we write: Curator 5.5 and later
+    /// downgrade by creating the reader with the writer's own sequence (not
+    /// a sequential node), so a reader can appear below us just before that
+    /// writer goes; a listing after the deletion shows it.
+    pub(super) fn trusts_deletion_of(&self, pred: &str) -> bool {
+        if self.config.interop() != Interop::Curator || self.config.rule() != crate::Rule::Write {
+            return true;
+        }
+        !name::parse(
+            pred,
+            self.config.prefix(),
+            self.config.interop(),
+            self.config.rule().recipe(),
+        )
+        .is_some_and(|n| n.origin == Origin::Curator && n.access == Access::Exclusive)
+    }
+
+    /// Whether the watched node `pred` may have been created after ours
+    /// though it is below ours: a Curator reader in a read-write queue
+    /// shared with Curator, as a writer sees it (see
+    /// [`trusts_deletion_of`](Self::trusts_deletion_of)).
+    pub(super) fn may_be_newer_below(&self, pred: &str) -> bool {
+        self.config.interop() == Interop::Curator
+            && self.config.rule() == crate::Rule::Write
+            && name::parse(
+                pred,
+                self.config.prefix(),
+                self.config.interop(),
+                self.config.rule().recipe(),
+            )
+            .is_some_and(|n| n.origin == Origin::Curator && n.access == Access::Shared)
+    }
+}
