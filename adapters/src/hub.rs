@@ -327,6 +327,9 @@ impl Hub {
                 Event::Notice { machine, notice } => {
                     self.notice(st, machine, notice, released);
                 }
+                Event::Connection(state) => {
+                    debug!(?state, "session connection state");
+                }
                 Event::Updated(machine) => {
                     let (Some(board), Some(now)) = (
                         st.boards.get(&machine),

@@ -10,7 +10,8 @@
 //!
 //! The probe: one per session, not one per machine — the lease is a
 //! property of the session. An `exists` of `/` every three tenths of the
-//! session timeout while machines run; when it is answered, every machine
+//! session timeout while connected (with no machine too: the session's
+//! connection state rests on it, as a client's heartbeat); when it is answered, every machine
 //! hears the send time of the newest request of the span the server
 //! answered ([`Candidate::session_answered`](crate::Candidate::session_answered)).
 //! A machine's own probe falls due only when its contact is a third of the
@@ -132,11 +133,10 @@ impl Contact {
         }
     }
 
-    /// The probe's request, if it is due at `now` and some machine runs
-    /// (it is then out).
-    pub(super) fn probe_if_due(&mut self, now: Timestamp, machines: bool) -> Option<Request> {
+    /// The probe's request, if it is due at `now` (it is then out).
+    pub(super) fn probe_if_due(&mut self, now: Timestamp) -> Option<Request> {
         match self.probe {
-            Probe::Due(at) if at <= now && machines => {
+            Probe::Due(at) if at <= now => {
                 self.probe = Probe::Out;
                 Some(Request::Exists {
                     path: "/".to_owned(),
@@ -180,11 +180,10 @@ impl Contact {
         self.answered
     }
 
-    /// When the probe is due, while some machine runs (it stays due, and
-    /// would wake the driver at once forever, while none does).
-    pub(super) fn next(&self, machines: bool) -> Option<Timestamp> {
+    /// When the probe is due.
+    pub(super) fn next(&self) -> Option<Timestamp> {
         match self.probe {
-            Probe::Due(at) if machines => Some(at),
+            Probe::Due(at) => Some(at),
             _ => None,
         }
     }
@@ -211,13 +210,13 @@ mod tests {
             let now = Timestamp::from_millis(50);
             let mut c = Contact::new();
             c.session_event(now, connected(Duration::from_millis(ms)));
-            let due = c.next(true).expect("a probe is due");
+            let due = c.next().expect("a probe is due");
             assert!(due > now, "{ms} ms: due at {due}, filed at {now}");
-            assert!(c.probe_if_due(now, true).is_none(), "{ms} ms");
+            assert!(c.probe_if_due(now).is_none(), "{ms} ms");
         }
         let mut c = Contact::new();
         c.session_event(Timestamp::ZERO, connected(Duration::ZERO));
-        assert_eq!(c.next(true), None, "no timeout, no probe");
+        assert_eq!(c.next(), None, "no timeout, no probe");
     }
 
     /// Any timeout a transport reports, `Duration::MAX` too, files a probe
@@ -226,7 +225,7 @@ mod tests {
     fn a_huge_timeout_files_the_probe_without_overflow() {
         let mut c = Contact::new();
         c.session_event(Timestamp::ZERO, connected(Duration::MAX));
-        assert!(c.next(true).is_some_and(|at| at > Timestamp::ZERO));
+        assert!(c.next().is_some_and(|at| at > Timestamp::ZERO));
         assert_eq!(
             probe_every(Duration::from_millis(10)),
             Some(Duration::from_millis(3))

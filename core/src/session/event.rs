@@ -19,6 +19,9 @@ pub enum Event {
         /// What.
         notice: Notice,
     },
+    /// The session's connection state changed (see
+    /// [`ConnectionState`](super::ConnectionState)).
+    Connection(super::ConnectionState),
     /// A machine took an input: what its getters say (role, node, lease,
     /// counters, [`Traffic`]) may have changed. Once per machine per input,
     /// after its notices.

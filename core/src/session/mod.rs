@@ -6,6 +6,7 @@ mod config;
 mod contact;
 mod deadlines;
 mod event;
+mod link;
 mod machine;
 mod watches;
 mod window;
@@ -22,6 +23,8 @@ use contact::Contact;
 use deadlines::{Close, Deadlines};
 use event::Tally;
 pub use event::{Event, Exit, Gone, Traffic};
+pub use link::ConnectionState;
+use link::Link;
 pub use machine::{Machine, MachineId};
 pub use watches::WatchClass;
 use watches::{disarm, Armings, Watches};
@@ -139,6 +142,7 @@ pub struct Session {
     watches: Watches,
     window: Window,
     contact: Contact,
+    link: Link,
     events: VecDeque<Event>,
     phase: Phase,
 }
@@ -155,6 +159,7 @@ impl Session {
             watches: Watches::new(config.seed()),
             window: Window::new(config.requests_out()),
             contact: Contact::new(),
+            link: Link::new(),
             events: VecDeque::new(),
             phase: Phase::Open,
         }
@@ -209,6 +214,13 @@ impl Session {
         self.contact.sessions()
     }
 
+    /// The session's connection state (see [`ConnectionState`]): the
+    /// counterpart of Curator's `ConnectionStateListener`, every change also
+    /// an [`Event::Connection`].
+    pub fn connection_state(&self) -> ConnectionState {
+        self.link.state()
+    }
+
     /// Whether the last session event was `Connected`.
     pub fn is_connected(&self) -> bool {
         self.contact.connected().is_some()
@@ -258,11 +270,6 @@ impl Session {
                 tally: Tally::default(),
             }),
         );
-        // A probe that fell due while no machine ran (it waits for one)
-        // goes now: left filed, it would be due before `now`.
-        if let Some(request) = self.contact.probe_if_due(self.now, true) {
-            self.window.submit_probe(request);
-        }
         if self.is_closing() {
             self.close_machine(id);
         } else if let Some(connected) = self.contact.connected() {
@@ -394,7 +401,10 @@ impl Session {
         };
         [
             self.deadlines.first(),
-            self.contact.next(!self.slots.is_empty()),
+            self.contact
+                .next()
+                .filter(|_| self.phase != Phase::Finished),
+            self.link.next().filter(|_| self.phase != Phase::Finished),
             closing,
         ]
         .into_iter()
@@ -427,7 +437,11 @@ impl Session {
             }
             self.after(id);
         }
-        if let Some(request) = self.contact.probe_if_due(now, !self.slots.is_empty()) {
+        self.link_changed(None);
+        if self.phase == Phase::Finished {
+            return;
+        }
+        if let Some(request) = self.contact.probe_if_due(now) {
             self.window.submit_probe(request);
         }
         self.give_up_if_closed_too_long();
@@ -444,6 +458,17 @@ impl Session {
             }
         }
         self.check_finished();
+    }
+
+    /// Publishes a change of the connection state, and whatever the clock
+    /// says of the new state at once (so that no deadline is left at `now`).
+    fn link_changed(&mut self, changed: Option<ConnectionState>) {
+        if let Some(state) = changed {
+            self.events.push_back(Event::Connection(state));
+        }
+        if let Some(state) = self.link.tick(self.now) {
+            self.events.push_back(Event::Connection(state));
+        }
     }
 
     fn check_finished(&mut self) {
@@ -475,7 +500,11 @@ impl Session {
     }
 
     fn session_event(&mut self, event: SessionEvent) {
+        let sessions = self.contact.sessions();
         self.contact.session_event(self.now, event);
+        let new_session = self.contact.sessions() > sessions;
+        let changed = self.link.session_event(self.now, event, new_session);
+        self.link_changed(changed);
         if matches!(event, SessionEvent::Expired | SessionEvent::Closed) {
             self.watches.dropped();
         }
@@ -507,6 +536,10 @@ impl Session {
             Err(ZkCode::ConnectionLoss | ZkCode::OperationTimeout | ZkCode::SessionExpired)
         );
         self.contact.answered(flight.span, flight.sent_at, contact);
+        if contact && flight.span == self.contact.span() {
+            let changed = self.link.answered(self.now, flight.sent_at);
+            self.link_changed(changed);
+        }
         let (id, own) = match flight.sender {
             Sender::Machine { machine, op } => (machine, op),
             Sender::Probe => {

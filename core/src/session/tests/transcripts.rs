@@ -528,15 +528,20 @@ fn a_machine_that_ends_the_session_closes_it() {
     assert!(h.zk.children("/a").is_empty() && h.zk.children("/b").is_empty());
 }
 
-/// Found by the `session` fuzz target: the probe fell due while the
-/// session had no machine (it waits for one), and a machine added later
-/// left `poll_timeout` before `now`. The probe now goes out with the add.
+/// Found by the `session` fuzz target when the probe waited for a machine:
+/// a machine added after it fell due left `poll_timeout` before `now`. An
+/// idle session probes as any other (its connection state rests on it),
+/// and a probe due goes out with whatever input comes first.
 #[test]
 fn a_machine_added_after_the_probe_fell_due_sends_it_at_once() {
     let t = Timestamp::from_millis;
     let mut s = Session::new(SessionConfig::new(1));
     s.handle(t(0), Input::Session(connected()));
-    assert_eq!(s.poll_timeout(), None, "no machine, nothing to prove");
+    assert_eq!(
+        s.poll_timeout(),
+        Some(t(3_000)),
+        "an idle session probes too"
+    );
     // Three tenths of the timeout have passed: the probe is due since 3 s.
     s.add(t(5_000), observer("/q"));
     assert!(
@@ -594,4 +599,60 @@ fn a_close_timeout_of_zero_gives_up_at_once() {
     s.close_session(t(10));
     assert!(s.poll_timeout().is_none_or(|at| at > t(10)));
     assert!(s.is_finished());
+}
+
+/// The session's own connection state, Curator's `ConnectionStateListener`
+/// with the machines' lease: connected, suspended after two thirds of the
+/// timeout without an answer, lost after nine tenths, reconnected on the
+/// same session, expired, connected to a new one, closed.
+#[test]
+fn the_connection_state_follows_the_session_events_and_the_lease() {
+    let states = |h: &Harness| -> Vec<ConnectionState> {
+        h.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Connection(s) => Some(*s),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut h = Harness::new(SessionConfig::new(1));
+    assert_eq!(h.s.connection_state(), ConnectionState::Connecting);
+    h.connect();
+    let a = h.add(lock("/a", "a", 1));
+    h.join(a);
+    assert_eq!(states(&h), [ConnectionState::Connected]);
+    // The server goes quiet (10 s timeout): the newest contact is at 0.
+    h.answering = false;
+    h.until(6_665);
+    assert_eq!(h.s.connection_state(), ConnectionState::Connected);
+    h.until(6_666);
+    assert_eq!(h.s.connection_state(), ConnectionState::Suspended);
+    h.until(9_000);
+    assert_eq!(h.s.connection_state(), ConnectionState::Lost);
+    // The client reconnects to the same session: reconnected.
+    h.answering = true;
+    h.held.clear();
+    h.s.handle(h.now, Input::Session(SessionEvent::Disconnected));
+    h.connect();
+    assert_eq!(h.s.connection_state(), ConnectionState::Reconnected);
+    h.s.handle(h.now, Input::Session(SessionEvent::Expired));
+    h.pump();
+    h.connect();
+    h.s.close_session(h.now);
+    h.pump();
+    h.s.handle(h.now, Input::Session(SessionEvent::Closed));
+    h.pump();
+    assert_eq!(
+        states(&h),
+        [
+            ConnectionState::Connected,
+            ConnectionState::Suspended,
+            ConnectionState::Lost,
+            ConnectionState::Reconnected,
+            ConnectionState::Expired,
+            ConnectionState::Connected,
+            ConnectionState::Closed,
+        ]
+    );
 }
