@@ -330,6 +330,9 @@ impl Hub {
                 Event::Connection(state) => {
                     debug!(?state, "session connection state");
                 }
+                Event::Group { group, notice } => {
+                    debug!(%group, ?notice, "multi-lock");
+                }
                 Event::Updated(machine) => {
                     let (Some(board), Some(now)) = (
                         st.boards.get(&machine),

@@ -284,8 +284,8 @@ pub use observer::{Observer, ObserverConfig, ObserverStats};
 pub use revoker::{RevocationError, Revoker};
 pub use rule::{Recipe, Rule};
 pub use session::{
-    ConnectionState, Event, Exit, Gone, Machine, MachineId, Sender, Session, SessionConfig,
-    Traffic, WatchClass, REQUESTS_OUT,
+    ConnectionState, Event, Exit, Gone, GroupGone, GroupId, GroupNotice, Machine, MachineId,
+    MultiLockError, Sender, Session, SessionConfig, Traffic, WatchClass, REQUESTS_OUT,
 };
 pub use time::Timestamp;
 pub use zk::{CreateMode, Reply, Request, SessionId, Stat, Verb, WatchEvent, WatchKind, ZkCode};

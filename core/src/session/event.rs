@@ -19,6 +19,13 @@ pub enum Event {
         /// What.
         notice: Notice,
     },
+    /// A multi-lock's news (see [`GroupNotice`](super::GroupNotice)).
+    Group {
+        /// Which.
+        group: super::GroupId,
+        /// What.
+        notice: super::GroupNotice,
+    },
     /// The session's connection state changed (see
     /// [`ConnectionState`](super::ConnectionState)).
     Connection(super::ConnectionState),
@@ -41,6 +48,11 @@ pub enum Event {
         traffic: Traffic,
     },
 }
+
+/// An intent named a multi-lock the session no longer knows (released).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no multi-lock {0} on this session (it is over)")]
+pub struct GroupGone(pub super::GroupId);
 
 /// An intent named a machine the session no longer knows (it stopped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -6,6 +6,7 @@ mod config;
 mod contact;
 mod deadlines;
 mod event;
+mod group;
 mod link;
 mod machine;
 mod watches;
@@ -15,6 +16,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::command::{Command, OpId};
 use crate::input::{Input, SessionEvent};
+use crate::notice::Notice;
 use crate::time::Timestamp;
 use crate::zk::{WatchEvent, ZkCode};
 
@@ -22,7 +24,9 @@ pub use config::{SessionConfig, REQUESTS_OUT};
 use contact::Contact;
 use deadlines::{Close, Deadlines};
 use event::Tally;
-pub use event::{Event, Exit, Gone, Traffic};
+pub use event::{Event, Exit, Gone, GroupGone, Traffic};
+use group::Group;
+pub use group::{GroupId, GroupNotice, MultiLockError};
 pub use link::ConnectionState;
 use link::Link;
 pub use machine::{Machine, MachineId};
@@ -57,6 +61,8 @@ struct Slot {
     close: Close,
     armed: Armings,
     tally: Tally,
+    /// The multi-lock it is a part of, if any.
+    group: Option<GroupId>,
 }
 
 /// One ZooKeeper session and every machine on it, as one sans-IO machine.
@@ -138,6 +144,9 @@ pub struct Session {
     /// entries inline but is often half full.
     slots: BTreeMap<MachineId, Box<Slot>>,
     last_id: u64,
+    /// Multi-locks, by id.
+    groups: BTreeMap<GroupId, Group>,
+    last_group: u64,
     deadlines: Deadlines,
     watches: Watches,
     window: Window,
@@ -155,6 +164,8 @@ impl Session {
             now: Timestamp::ZERO,
             slots: BTreeMap::new(),
             last_id: 0,
+            groups: BTreeMap::new(),
+            last_group: 0,
             deadlines: Deadlines::default(),
             watches: Watches::new(config.seed()),
             window: Window::new(config.requests_out()),
@@ -268,6 +279,7 @@ impl Session {
                 close: Close::No,
                 armed: Armings::default(),
                 tally: Tally::default(),
+                group: None,
             }),
         );
         if self.is_closing() {
@@ -405,6 +417,7 @@ impl Session {
                 .next()
                 .filter(|_| self.phase != Phase::Finished),
             self.link.next().filter(|_| self.phase != Phase::Finished),
+            self.groups_due(),
             closing,
         ]
         .into_iter()
@@ -438,6 +451,7 @@ impl Session {
             self.after(id);
         }
         self.link_changed(None);
+        self.groups_at(now);
         if self.phase == Phase::Finished {
             return;
         }
@@ -581,7 +595,12 @@ impl Session {
         let Some(slot) = self.slots.get_mut(&id) else {
             return;
         };
+        let grouped = slot.group;
+        let mut demoted = None;
         while let Some(notice) = slot.machine.poll_notice(now) {
+            if let Notice::Demoted { reason } = notice {
+                demoted = Some(reason);
+            }
             self.events.push_back(Event::Notice {
                 machine: id,
                 notice,
@@ -613,6 +632,12 @@ impl Session {
             (a, b) => a.or(b),
         };
         slot.filed = self.deadlines.file(id, slot.filed, due);
+        if let Some(gid) = grouped {
+            if let Some(reason) = demoted {
+                self.group_heard(gid, id, reason);
+            }
+            self.step_group(gid);
+        }
     }
 
     /// A machine leaves the session.
@@ -625,6 +650,7 @@ impl Session {
             filed,
             armed,
             tally,
+            group,
             ..
         } = *slot;
         self.deadlines.file(id, filed, None);
@@ -638,6 +664,9 @@ impl Session {
         });
         if machine.ends_session() {
             self.start_closing();
+        }
+        if let Some(gid) = group {
+            self.step_group(gid);
         }
         self.check_finished();
     }

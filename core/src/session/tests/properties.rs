@@ -206,7 +206,7 @@ impl World {
             } else {
                 let id = match &e {
                     Event::Notice { machine, .. } | Event::Updated(machine) => *machine,
-                    Event::Connection(_) => continue,
+                    Event::Connection(_) | Event::Group { .. } => continue,
                     Event::Stopped { .. } => unreachable!(),
                 };
                 assert!(!self.stopped.contains(&id), "an event of {id}, stopped");

@@ -656,3 +656,180 @@ fn the_connection_state_follows_the_session_events_and_the_lease() {
         ]
     );
 }
+
+fn lock_config(path: &str, id: &str, seed: u64) -> Config {
+    Config::builder(path, id)
+        .rule(Rule::Mutex)
+        .nonce_seed(seed)
+        .build()
+        .expect("valid config")
+}
+
+fn group_notices(h: &Harness, gid: GroupId) -> Vec<GroupNotice> {
+    h.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Group { group, notice } if *group == gid => Some(notice.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Two multi-locks over the same two paths, given in opposite orders: both
+/// take them in sorted order, so the second waits for the first path and
+/// holds nothing meanwhile — no deadlock — and gets both once the first
+/// releases.
+#[test]
+fn two_multi_locks_take_their_paths_in_sorted_order_and_never_deadlock() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let a =
+        h.s.add_multi_lock(
+            h.now,
+            vec![lock_config("/b", "a", 1), lock_config("/a", "a", 2)],
+            None,
+        )
+        .expect("valid");
+    h.pump();
+    let b =
+        h.s.add_multi_lock(
+            h.now,
+            vec![lock_config("/a", "b", 3), lock_config("/b", "b", 4)],
+            None,
+        )
+        .expect("valid");
+    h.pump();
+    let paths = |gid| -> Vec<String> {
+        h.s.group(gid)
+            .unwrap()
+            .iter()
+            .map(|m| h.s.machine(*m).unwrap().path().to_owned())
+            .collect()
+    };
+    assert_eq!(paths(a), ["/a", "/b"]);
+    assert_eq!(paths(b), ["/a", "/b"]);
+    assert!(h.s.group_holds(a));
+    assert!(
+        matches!(&group_notices(&h, a)[..], [GroupNotice::Held { tokens }] if tokens.len() == 2)
+    );
+    // b queues on /a only: nothing of it under /b.
+    assert!(!h.s.group_holds(b));
+    assert_eq!(h.zk.children("/a").len(), 2);
+    assert_eq!(h.zk.children("/b").len(), 1);
+    // a releases both at once; b takes /a, then /b.
+    h.s.release_group(h.now, a).expect("runs");
+    h.pump();
+    assert_eq!(group_notices(&h, a).last(), Some(&GroupNotice::Released));
+    assert!(h.s.group(a).is_none(), "over");
+    assert!(h.s.group_holds(b));
+    let Some(GroupNotice::Held { tokens }) = group_notices(&h, b).first().cloned() else {
+        panic!("b holds: {:?}", group_notices(&h, b));
+    };
+    assert_eq!(
+        tokens.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(),
+        ["/a", "/b"]
+    );
+}
+
+/// A multi-lock that cannot get its second path in time gives up and
+/// releases the first.
+#[test]
+fn a_multi_lock_gives_up_at_its_deadline_and_releases_what_it_took() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let other = h.add(lock("/b", "x", 9));
+    h.join(other);
+    let g =
+        h.s.add_multi_lock(
+            h.now,
+            vec![lock_config("/a", "a", 1), lock_config("/b", "a", 2)],
+            Some(Duration::from_secs(1)),
+        )
+        .expect("valid");
+    h.pump();
+    assert_eq!(h.zk.children("/a").len(), 1, "it holds /a");
+    assert_eq!(h.zk.children("/b").len(), 2, "and queues on /b");
+    h.until(1_000);
+    assert_eq!(
+        group_notices(&h, g),
+        [GroupNotice::GaveUp, GroupNotice::Released]
+    );
+    assert!(h.zk.children("/a").is_empty(), "/a released");
+    assert_eq!(h.zk.children("/b").len(), 1, "only the other lock's node");
+}
+
+/// Once held, a part lost is the whole lost: the other part is released
+/// at once and the group says which path went and why.
+#[test]
+fn a_part_lost_after_the_multi_lock_held_loses_the_whole() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let g =
+        h.s.add_multi_lock(
+            h.now,
+            vec![lock_config("/a", "a", 1), lock_config("/b", "a", 2)],
+            None,
+        )
+        .expect("valid");
+    h.pump();
+    assert!(h.s.group_holds(g));
+    let node = h.zk.children("/b").pop().unwrap();
+    h.zk.remove(&format!("/b/{node}"));
+    h.fired();
+    h.pump();
+    let notices = group_notices(&h, g);
+    assert!(
+        notices.contains(&GroupNotice::Lost {
+            path: "/b".into(),
+            reason: DemotionReason::Revoked
+        }),
+        "{notices:?}"
+    );
+    assert!(!h.s.group_holds(g));
+    assert!(h.zk.children("/a").is_empty(), "/a released with it");
+    assert_eq!(notices.last(), Some(&GroupNotice::Released));
+}
+
+/// A part lost while the group still acquires: the parts after it leave,
+/// it queues again, and the group goes on from it; the application never
+/// held anything.
+#[test]
+fn a_part_lost_while_acquiring_queues_again_and_the_group_goes_on() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let blocker = h.add(lock("/b", "x", 9));
+    h.join(blocker);
+    let g =
+        h.s.add_multi_lock(
+            h.now,
+            vec![lock_config("/a", "a", 1), lock_config("/b", "a", 2)],
+            None,
+        )
+        .expect("valid");
+    h.pump();
+    // An operator deletes our /a node while we wait on /b.
+    let parts = h.s.group(g).unwrap();
+    let node_of = |h: &Harness, i: usize| h.s.machine(parts[i]).unwrap().node().unwrap().to_owned();
+    let b_before = node_of(&h, 1);
+    let node = node_of(&h, 0);
+    h.zk.remove(&format!("/a/{node}"));
+    h.fired();
+    h.pump();
+    assert!(
+        group_notices(&h, g).is_empty(),
+        "nothing granted, nothing lost"
+    );
+    // The /b part left its queue (its node deleted) before /a was taken
+    // again, and queued again behind the blocker after.
+    assert_eq!(h.zk.children("/a").len(), 1, "/a taken again");
+    let b_now = h.zk.children("/b");
+    assert_eq!(b_now.len(), 2, "{b_now:?}");
+    assert!(
+        !b_now.contains(&b_before),
+        "the first /b node went: {b_now:?}"
+    );
+    // The blocker releases /b: the group holds both.
+    h.s.close(h.now, blocker).expect("runs");
+    h.pump();
+    assert!(h.s.group_holds(g), "{:?}", group_notices(&h, g));
+}
