@@ -221,9 +221,13 @@ pub(crate) struct RunArgs {
     /// milliseconds of joining; without it, wait as long as it takes.
     #[arg(long = "lead-timeout", value_name = "MS")]
     pub(crate) lead_timeout_ms: Option<u64>,
-    /// Milliseconds between SIGTERM and SIGKILL when leadership is lost.
-    #[arg(long = "grace-ms", value_name = "MS", default_value_t = 5_000)]
-    pub(crate) grace_ms: u64,
+    /// Milliseconds between SIGTERM and SIGKILL when the command is stopped.
+    /// When contact with the server is in doubt the command gets SIGTERM
+    /// this long before the lease ends, so it must fit in the lease: at most
+    /// 8/30 of the session timeout (15/30 with --policy session-aware);
+    /// more is refused (exit 3). [default: the most that fits, at most 5000]
+    #[arg(long = "grace-ms", value_name = "MS")]
+    pub(crate) grace_ms: Option<u64>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<OsString>,
@@ -252,9 +256,13 @@ pub(crate) struct LockArgs {
     /// give the same K).
     #[arg(long, value_name = "K", conflicts_with_all = ["read", "write"])]
     pub(crate) permits: Option<u32>,
-    /// Milliseconds between SIGTERM and SIGKILL when the lock is lost.
-    #[arg(long = "grace-ms", value_name = "MS", default_value_t = 5_000)]
-    pub(crate) grace_ms: u64,
+    /// Milliseconds between SIGTERM and SIGKILL when the command is stopped.
+    /// When contact with the server is in doubt the command gets SIGTERM
+    /// this long before the lease ends, so it must fit in the lease: at most
+    /// 8/30 of the session timeout; more is refused (exit 125).
+    /// [default: the most that fits, at most 5000]
+    #[arg(long = "grace-ms", value_name = "MS")]
+    pub(crate) grace_ms: Option<u64>,
     /// Serve the lock's metrics for Prometheus at http://HOST:PORT/ (as
     /// `run --metrics-addr`: counters, a holder gauge, time-to-acquire and
     /// hand-off histograms in seconds).

@@ -2,14 +2,15 @@
 //! mapped to exit codes.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use zkelect::zk_client::{TlsSettings, ZkClientOptions};
 use zkelect::{
     Connect, ConnectFailure, ElectionError, EventStream, SessionError, TlsError, Transport,
-    ZkAsyncOptions,
+    TransportEvent, ZkAsyncOptions,
 };
 use zkelect_core::connect_string::ConnectString;
-use zkelect_core::{Acl, CandidateError, NamespaceFault, ZkCode};
+use zkelect_core::{Acl, CandidateError, NamespaceFault, SessionEvent, ZkCode};
 
 use crate::args::{ConnectArgs, TransportArg};
 use crate::exit::{Code, Failure};
@@ -183,6 +184,36 @@ pub(crate) async fn connect(
     conn: &ConnectArgs,
 ) -> Result<(Arc<dyn Transport>, EventStream), Failure> {
     settings(conn)?.connect().await.map_err(failure)
+}
+
+/// The session timeout the server negotiated: from the transport's first
+/// `Connected` (every transport reports one on connecting, with the
+/// timeout its leases use), awaited at most `within`. Returns the events
+/// unchanged, that one included, for the election.
+pub(crate) async fn negotiated(
+    mut events: EventStream,
+    within: Duration,
+) -> (EventStream, Option<Duration>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut timeout = None;
+    let deadline = tokio::time::Instant::now() + within;
+    while timeout.is_none() {
+        let Ok(Some(event)) = tokio::time::timeout_at(deadline, events.recv()).await else {
+            break;
+        };
+        if let TransportEvent::Session(SessionEvent::Connected { timeout: t, .. }) = &event {
+            timeout = Some(*t);
+        }
+        let _ = tx.send(event);
+    }
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            if tx.send(event).is_err() {
+                break;
+            }
+        }
+    });
+    (rx, timeout)
 }
 
 #[cfg(test)]

@@ -74,36 +74,12 @@ fn signal_group(child: &Child, signal: Signal) {
     let _ = killpg(Pid::from_raw(child.id() as i32), signal);
 }
 
-/// Waits for the child until `until`, polling; true if it exited.
-fn reaped_by(child: &mut Child, until: Instant) -> Option<ExitStatus> {
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
-        }
-        if Instant::now() >= until {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// SIGTERM, then SIGKILL at `kill_at`.
-fn stop_by(child: &mut Child, kill_at: Instant) -> ExitStatus {
-    signal_group(child, Signal::SIGTERM);
-    if let Some(status) = reaped_by(child, kill_at) {
-        return status;
-    }
-    signal_group(child, Signal::SIGKILL);
-    loop {
-        if let Ok(status) = child.wait() {
-            return status;
-        }
-    }
-}
-
 /// Starts `program` and holds it under the lease read from `messages`.
 ///
-/// Returns how the lease ended and the command's exit status.
+/// Returns how the lease ended and the command's exit status. A `stop`
+/// sends SIGTERM (once) and sets SIGKILL for its grace later, never later
+/// than the lease's end; a later `stop` can only bring the SIGKILL forward
+/// (`stop 0`: at once). Messages keep being read while the command stops.
 pub(crate) fn hold(
     program: &OsString,
     args: &[OsString],
@@ -127,31 +103,56 @@ pub(crate) fn hold(
         c
     };
     let mut child = cmd.stdin(Stdio::null()).process_group(0).spawn()?;
+    // Once the command got SIGTERM: why, and when SIGKILL follows.
+    let mut stopping: Option<(LeaseEnd, Instant)> = None;
+    let mut orphaned = false;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
-            return Ok((LeaseEnd::Exited, status));
+            let end = stopping.map_or(LeaseEnd::Exited, |(end, _)| end);
+            return Ok((end, status));
         }
         let now = Instant::now();
-        if now >= deadline {
-            // The safety point: no grace, the server may expire the session soon.
+        let kill_at = stopping.map_or(deadline, |(_, at)| at.min(deadline));
+        if now >= kill_at {
+            // At the lease's end the safety point: no grace, the server may
+            // expire the session soon.
+            let end = match stopping {
+                Some((end, at)) if at <= deadline => end,
+                _ => LeaseEnd::Expired,
+            };
             signal_group(&child, Signal::SIGKILL);
             let status = child.wait()?;
-            return Ok((LeaseEnd::Expired, status));
+            return Ok((end, status));
         }
-        // Wake at the deadline, or every 20 ms to notice the command's own exit.
-        let wait = (deadline - now).min(Duration::from_millis(20));
-        match messages.recv_timeout(wait) {
-            Ok(Some(LeaseMsg::Renew(d))) => deadline = Instant::now() + d,
-            Ok(Some(LeaseMsg::Stop(grace))) => {
-                let status = stop_by(&mut child, (Instant::now() + grace).min(deadline));
-                return Ok((LeaseEnd::Stopped, status));
+        // Wake at the kill, or every 20 ms (5 while stopping) to notice the
+        // command's exit.
+        let poll = if stopping.is_some() { 5 } else { 20 };
+        let wait = (kill_at - now).min(Duration::from_millis(poll));
+        if orphaned {
+            std::thread::sleep(wait);
+            continue;
+        }
+        let (end, grace) = match messages.recv_timeout(wait) {
+            Ok(Some(LeaseMsg::Renew(d))) => {
+                deadline = Instant::now() + d;
+                continue;
             }
+            Ok(Some(LeaseMsg::Stop(grace))) => (LeaseEnd::Stopped, grace),
             Ok(None) | Err(RecvTimeoutError::Disconnected) => {
-                let status = stop_by(&mut child, deadline);
-                return Ok((LeaseEnd::Orphaned, status));
+                // zkelect is gone: stop the command within the lease.
+                orphaned = true;
+                (LeaseEnd::Orphaned, deadline.saturating_duration_since(now))
             }
-            Err(RecvTimeoutError::Timeout) => {}
-        }
+            Err(RecvTimeoutError::Timeout) => continue,
+        };
+        let at = Instant::now() + grace;
+        stopping = match stopping {
+            None => {
+                signal_group(&child, Signal::SIGTERM);
+                Some((end, at))
+            }
+            Some((first, earlier)) => Some((first, earlier.min(at))),
+        };
     }
 }
 
@@ -262,6 +263,41 @@ mod tests {
         drop(tx);
         let (end, _) = hold(&program, &args, Duration::from_secs(5), rx).unwrap();
         assert_eq!(end, LeaseEnd::Orphaned);
+    }
+
+    #[test]
+    fn a_second_stop_brings_the_kill_forward_and_no_grace_outlasts_the_lease() {
+        let (program, args) = sh("trap '' TERM; sleep 30");
+        let (tx, rx) = mpsc::channel();
+        let stopper = std::thread::spawn(move || {
+            // Once the shell ignores SIGTERM.
+            std::thread::sleep(Duration::from_millis(200));
+            let _ = tx.send(Some(LeaseMsg::Stop(Duration::from_secs(20))));
+            std::thread::sleep(Duration::from_millis(200));
+            let _ = tx.send(Some(LeaseMsg::Stop(Duration::ZERO)));
+            // Held open: only the second stop may end it.
+            std::thread::sleep(Duration::from_secs(3));
+        });
+        let started = Instant::now();
+        let (end, _) = hold(&program, &args, Duration::from_secs(10), rx).unwrap();
+        assert_eq!(end, LeaseEnd::Stopped);
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        stopper.join().unwrap();
+        // A grace longer than the lease ends at the lease.
+        let (program, args) = sh("trap '' TERM; sleep 30");
+        let (tx, rx) = mpsc::channel();
+        let stopper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            let _ = tx.send(Some(LeaseMsg::Stop(Duration::from_secs(20))));
+            std::thread::sleep(Duration::from_secs(3));
+        });
+        let started = Instant::now();
+        let (end, _) = hold(&program, &args, Duration::from_millis(600), rx).unwrap();
+        assert_eq!(end, LeaseEnd::Expired);
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        stopper.join().unwrap();
     }
 
     #[test]

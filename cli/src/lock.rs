@@ -5,8 +5,10 @@
 //! The command runs under the same lease watchdog as `zkelect run`
 //! ([`crate::lease`]): a frozen or killed `zkelect lock` cannot keep its
 //! command running past the moment the next holder may start. If the lock is
-//! lost while the command runs, the command gets SIGTERM, then SIGKILL after
-//! `--grace-ms`, and `zkelect lock` exits 123.
+//! lost (or contact with the server is in doubt) while the command runs, the
+//! command gets SIGTERM, then SIGKILL after `--grace-ms`, and `zkelect lock`
+//! exits 123. Supervision is `zkelect run`'s ([`crate::supervise`]), in
+//! [`Mode::Hold`]: the command runs once.
 //!
 //! Because the command's own status passes through, `zkelect lock`'s own
 //! outcomes follow the coreutils wrapper convention (`timeout`, `env`,
@@ -23,29 +25,17 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use tokio::time::Instant;
-use tracing::{info, warn};
+use tracing::info;
 use zkelect::Election;
-use zkelect_core::{Config, FencingToken, Role, Rule};
+use zkelect_core::{Config, ConnectionPolicy, Rule};
 
 use crate::args::LockArgs;
-use crate::connect::{acl_for, connect, failure_in};
-use crate::exit::{self, Code, Failure, WithCode};
+use crate::connect::{acl_for, connect, failure_in, negotiated};
+use crate::exit::{Code, Failure, WithCode};
 use crate::lease::exit_code_of;
 use crate::signals::{shell_status, Stops};
-use crate::supervise::{renew, spawn, stop_running, ChildSpec};
-
-/// How the command's run under the lock ended.
-#[derive(Debug, PartialEq, Eq)]
-enum Held {
-    /// The command exited by itself while the lock was held: its status.
-    Exited(std::process::ExitStatus),
-    /// The lock was lost (or its lease ran out) while the command ran; the
-    /// command was stopped.
-    Lost,
-    /// A stopping signal to `zkelect lock`: the command was stopped.
-    Interrupted(Signal),
-}
+use crate::supervise::{supervise, ChildSpec};
+use crate::supervisor::{grace_for, Mode, Outcome, TimeoutSource};
 
 /// Any failure before the command ran is exit 125; the log keeps the kind
 /// (what `zkelect run` would have exited with).
@@ -117,6 +107,13 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
         )));
     };
     check_runnable(program)?;
+    let asked = args.grace_ms.map(Duration::from_millis);
+    // The grace must fit in the lease: checked against the session timeout
+    // asked for now, and against the server's once connected.
+    let policy = ConnectionPolicy::Standard;
+    let requested = args.conn.session_timeout();
+    grace_for(asked, requested, TimeoutSource::Requested, policy)
+        .map_err(|e| before_cmd(Failure::new(Code::Config, anyhow::anyhow!(e))))?;
     if let Some(addr) = args.metrics_addr {
         crate::run::serve_metrics(addr).map_err(before_cmd)?;
         info!(%addr, "serving metrics for Prometheus");
@@ -126,6 +123,18 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
     let (transport, events) = match stops.unless(connect(&args.conn)).await {
         Ok(connected) => connected.map_err(before_cmd)?,
         Err(signal) => return Ok(interrupted(signal, "while connecting")),
+    };
+    let (events, timeout) = negotiated(events, args.conn.connect_timeout()).await;
+    let grace = match timeout {
+        Some(timeout) => grace_for(asked, timeout, TimeoutSource::Negotiated, policy),
+        None => grace_for(asked, requested, TimeoutSource::Requested, policy),
+    };
+    let grace = match grace {
+        Ok(grace) => grace,
+        Err(e) => {
+            transport.close().await;
+            return Err(before_cmd(Failure::new(Code::Config, anyhow::anyhow!(e))));
+        }
     };
     // From here on the election exists, and every way out closes it: its
     // node is deleted (even one whose create is still on its way).
@@ -187,25 +196,28 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
         program: program.clone(),
         args: rest.to_vec(),
         env: Vec::new(),
-        grace: Duration::from_millis(args.grace_ms),
+        grace,
         watchdog: std::env::current_exe().ok(),
     };
-    let held = hold(
+    let held = supervise(
         &spec,
-        token,
+        Mode::Hold(token),
         election.changes(),
         election.lease(),
-        stops.recv(),
+        &mut stops,
     )
     .await;
     election.close().await;
     info!("released the lock");
     match held {
-        Ok(Held::Exited(status)) => Ok(exit_code_of(status)),
-        Ok(Held::Interrupted(signal)) => Ok(interrupted(signal, "")),
-        Ok(Held::Lost) => Err(Failure::new(
+        Ok(Outcome::Exited(status)) => Ok(exit_code_of(status)),
+        Ok(Outcome::Signalled(signal)) => Ok(interrupted(signal, "")),
+        Ok(Outcome::Lost | Outcome::ElectionOver(_)) => Err(Failure::new(
             Code::LockLost,
-            anyhow::anyhow!("the lock was lost while the command ran; the command was stopped"),
+            anyhow::anyhow!(
+                "the lock was lost, or contact with the server was in doubt, while the command \
+                 ran; the command was stopped"
+            ),
         )),
         Err(e) => Err(Failure::new(Code::CannotExecute, e)),
     }
@@ -223,68 +235,6 @@ fn interrupted(signal: Signal, when: &str) -> ExitCode {
     ExitCode::from(shell_status(signal))
 }
 
-/// Runs the command once while `roles` says we hold with `token`: until it
-/// exits, the hold ends, or `shutdown` yields a signal number.
-async fn hold(
-    spec: &ChildSpec,
-    token: FencingToken,
-    mut roles: tokio::sync::watch::Receiver<Role>,
-    mut leases: tokio::sync::watch::Receiver<Option<Instant>>,
-    shutdown: impl std::future::Future<Output = Signal>,
-) -> anyhow::Result<Held> {
-    tokio::pin!(shutdown);
-    let lapsed = |deadline: Option<Instant>| deadline.is_some_and(|d| d <= Instant::now());
-    let first = *leases.borrow_and_update();
-    if lapsed(first) || *roles.borrow_and_update() != Role::Leader(token) {
-        return Ok(Held::Lost);
-    }
-    let lease_left = first.map_or(spec.grace, |d| d.saturating_duration_since(Instant::now()));
-    let mut running = spawn(spec, token, lease_left)
-        .map_err(|e| anyhow::anyhow!("cannot start {:?}: {e}", spec.program))?;
-    info!(pid = running.child.id(), "the command started");
-    let mut leases_open = true;
-    loop {
-        tokio::select! {
-            signal = &mut shutdown => {
-                info!(%signal, "signalled: stopping the command, releasing the lock");
-                stop_running(&mut running, spec.grace).await;
-                return Ok(Held::Interrupted(signal));
-            }
-            status = running.child.wait() => {
-                let status = status?;
-                // The watchdog kills the command when the lease runs out
-                // unrenewed: the hold lapsed, the command did not end by itself.
-                if spec.watchdog.is_some()
-                    && (lapsed(*leases.borrow()) || *roles.borrow() != Role::Leader(token))
-                {
-                    warn!(status = %exit::describe(status), "the lease ran out: the watchdog stopped the command");
-                    return Ok(Held::Lost);
-                }
-                info!(status = %exit::describe(status), "the command ended");
-                return Ok(Held::Exited(status));
-            }
-            changed = leases.changed(), if leases_open => {
-                leases_open = changed.is_ok();
-                if leases_open {
-                    let deadline = *leases.borrow_and_update();
-                    renew(&mut running, deadline).await;
-                }
-            }
-            changed = roles.changed() => {
-                let role = if changed.is_err() { Role::Closed } else { *roles.borrow() };
-                if role == Role::Leader(token) {
-                    continue;
-                }
-                warn!(?role, "the lock was lost: stopping the command");
-                let status = stop_running(&mut running, spec.grace).await;
-                let status = status.map_or_else(|| "unknown".to_owned(), exit::describe);
-                info!(%status, "the command stopped");
-                return Ok(Held::Lost);
-            }
-        }
-    }
-}
-
 /// Parses `--timeout`: a plain number is seconds (as `flock -w` and
 /// `timeout` take it), anything else a duration like `500ms`, `1m30s`.
 pub(crate) fn parse_timeout(s: &str) -> Result<Duration, String> {
@@ -297,7 +247,6 @@ pub(crate) fn parse_timeout(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::sync::watch;
 
     #[test]
     fn timeouts_parse_as_seconds_or_durations() {
@@ -319,90 +268,5 @@ mod tests {
         assert_eq!(unexecutable.code, Code::CannotExecute);
         let _ = std::fs::remove_file(plain);
         assert!(check_runnable(&"sh".into()).is_ok());
-    }
-
-    fn sh(script: &str) -> ChildSpec {
-        ChildSpec {
-            program: "sh".into(),
-            args: vec!["-c".into(), script.into()],
-            env: Vec::new(),
-            grace: Duration::from_millis(300),
-            watchdog: None,
-        }
-    }
-
-    #[tokio::test]
-    async fn the_commands_status_passes_through_once() {
-        let (_tx, roles) = watch::channel(Role::Leader(FencingToken(7)));
-        let (_ltx, leases) = watch::channel(None);
-        let held = hold(
-            &sh("test \"$ZKELECT_FENCING_TOKEN\" = 7 && exit 42"),
-            FencingToken(7),
-            roles,
-            leases,
-            std::future::pending(),
-        )
-        .await
-        .unwrap();
-        match held {
-            Held::Exited(status) => assert_eq!(status.code(), Some(42)),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[tokio::test]
-    async fn a_lost_lock_stops_the_command() {
-        let (tx, roles) = watch::channel(Role::Leader(FencingToken(7)));
-        let (_ltx, leases) = watch::channel(None);
-        let task = tokio::spawn(async move {
-            hold(
-                &sh("trap '' TERM; sleep 30"),
-                FencingToken(7),
-                roles,
-                leases,
-                std::future::pending(),
-            )
-            .await
-        });
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        tx.send(Role::Follower).unwrap();
-        let held = tokio::time::timeout(Duration::from_secs(10), task)
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        assert_eq!(held, Held::Lost);
-    }
-
-    #[tokio::test]
-    async fn a_signal_stops_the_command_and_reports_itself() {
-        let (_tx, roles) = watch::channel(Role::Leader(FencingToken(7)));
-        let (_ltx, leases) = watch::channel(None);
-        let held = hold(&sh("sleep 30"), FencingToken(7), roles, leases, async {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            Signal::SIGTERM
-        })
-        .await
-        .unwrap();
-        assert_eq!(held, Held::Interrupted(Signal::SIGTERM));
-    }
-
-    #[tokio::test]
-    async fn a_lock_not_held_runs_nothing() {
-        let (_tx, roles) = watch::channel(Role::Follower);
-        let (_ltx, leases) = watch::channel(None);
-        let marker = std::env::temp_dir().join(format!("zkelect-lock-ran-{}", std::process::id()));
-        let held = hold(
-            &sh(&format!("touch {}", marker.display())),
-            FencingToken(7),
-            roles,
-            leases,
-            std::future::pending(),
-        )
-        .await
-        .unwrap();
-        assert_eq!(held, Held::Lost);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        assert!(!marker.exists());
     }
 }

@@ -15,6 +15,7 @@ mod signals;
 mod sim;
 mod status;
 mod supervise;
+mod supervisor;
 
 use std::process::ExitCode;
 use std::time::Duration;

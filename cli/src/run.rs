@@ -8,10 +8,11 @@ use zkelect::Election;
 use zkelect_core::{Config, ConnectionPolicy, Role};
 
 use crate::args::{PolicyArg, RunArgs};
-use crate::connect::{acl_for, connect, failure_in};
+use crate::connect::{acl_for, connect, failure_in, negotiated};
 use crate::exit::{self, Code, Failure, WithCode};
 use crate::signals::Stops;
-use crate::supervise::{supervise, ChildSpec, Ended};
+use crate::supervise::{supervise, ChildSpec};
+use crate::supervisor::{grace_for, Mode, Outcome, TimeoutSource};
 
 pub(crate) async fn run(
     args: RunArgs,
@@ -32,6 +33,20 @@ pub(crate) async fn run(
     // A command that cannot start would win leadership only to give it up at
     // once: refuse it before joining.
     runnable(program).map_err(|e| Failure::new(Code::Spawn, e))?;
+    let policy = match args.policy {
+        PolicyArg::Standard => ConnectionPolicy::Standard,
+        PolicyArg::SessionAware => ConnectionPolicy::SessionAware,
+    };
+    let asked = args.grace_ms.map(Duration::from_millis);
+    // The grace must fit in the lease: checked against the session timeout
+    // asked for now, and against the server's once connected.
+    grace_for(
+        asked,
+        args.conn.session_timeout(),
+        TimeoutSource::Requested,
+        policy,
+    )
+    .map_err(|e| Failure::new(Code::Config, anyhow::anyhow!(e)))?;
     if let Some(addr) = args.metrics_addr {
         serve_metrics(addr)?;
         info!(%addr, "serving metrics for Prometheus");
@@ -41,9 +56,22 @@ pub(crate) async fn run(
         Ok(connected) => connected?,
         Err(signal) => return Ok(stopped(signal, "while connecting")),
     };
-    let policy = match args.policy {
-        PolicyArg::Standard => ConnectionPolicy::Standard,
-        PolicyArg::SessionAware => ConnectionPolicy::SessionAware,
+    let (events, timeout) = negotiated(events, args.conn.connect_timeout()).await;
+    let grace = match timeout {
+        Some(timeout) => grace_for(asked, timeout, TimeoutSource::Negotiated, policy),
+        None => grace_for(
+            asked,
+            args.conn.session_timeout(),
+            TimeoutSource::Requested,
+            policy,
+        ),
+    };
+    let grace = match grace {
+        Ok(grace) => grace,
+        Err(e) => {
+            transport.close().await;
+            return Err(Failure::new(Code::Config, anyhow::anyhow!(e)));
+        }
     };
     let mut builder = Election::builder(transport, events)
         .path(&args.conn.path)
@@ -98,22 +126,30 @@ pub(crate) async fn run(
         program: program.clone(),
         args: rest.to_vec(),
         env: Vec::new(),
-        grace: Duration::from_millis(args.grace_ms),
+        grace,
         watchdog: std::env::current_exe().ok(),
     };
-    let ended = supervise(&spec, election.changes(), election.lease(), stops.recv()).await;
+    let ended = supervise(
+        &spec,
+        Mode::Lead,
+        election.changes(),
+        election.lease(),
+        &mut stops,
+    )
+    .await;
     let outcome = match ended {
         Err(e) => Err(Failure::new(Code::Spawn, e)),
-        Ok(Ended::Shutdown(signal)) => Ok(stopped(signal, "")),
-        Ok(Ended::ChildExited(status)) => exit::of_command(status),
-        Ok(Ended::ElectionOver(Role::Failed)) => {
+        Ok(Outcome::Signalled(signal)) => Ok(stopped(signal, "")),
+        Ok(Outcome::Exited(status)) => exit::of_command(status),
+        Ok(Outcome::ElectionOver(Role::Failed)) => {
             let e = election.wait_leader().await.err();
             Err(match e {
                 Some(e) => failure_in(e, &args.conn),
                 None => Failure::new(Code::Election, anyhow::anyhow!("the election failed")),
             })
         }
-        Ok(Ended::ElectionOver(_)) => Ok(std::process::ExitCode::SUCCESS),
+        // Closed elsewhere; a hold lost is for `lock` only.
+        Ok(Outcome::ElectionOver(_) | Outcome::Lost) => Ok(std::process::ExitCode::SUCCESS),
     };
     election.close().await;
     info!("closed: node deleted, session closed");

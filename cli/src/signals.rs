@@ -37,6 +37,10 @@ pub(crate) const STOPPING: [Signal; 4] = [
 #[derive(Debug)]
 pub(crate) struct Stops {
     streams: Vec<(Signal, tokio::signal::unix::Signal)>,
+    /// Signals sent by a unit test instead of the OS (whose signals reach
+    /// every test of the process).
+    #[cfg(test)]
+    sent: Option<tokio::sync::mpsc::UnboundedReceiver<Signal>>,
 }
 
 impl Stops {
@@ -46,13 +50,34 @@ impl Stops {
             .iter()
             .map(|&s| Ok((s, signal(SignalKind::from_raw(s as i32))?)))
             .collect::<std::io::Result<_>>()?;
-        Ok(Self { streams })
+        Ok(Self {
+            streams,
+            #[cfg(test)]
+            sent: None,
+        })
+    }
+
+    /// Stops that come only from the returned sender, for unit tests.
+    #[cfg(test)]
+    pub(crate) fn sent() -> (tokio::sync::mpsc::UnboundedSender<Signal>, Self) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let stops = Self {
+            streams: Vec::new(),
+            sent: Some(rx),
+        };
+        (tx, stops)
     }
 
     /// The next stopping signal (at once if one came since the last call).
     /// Cancel-safe.
     pub(crate) async fn recv(&mut self) -> Signal {
         poll_fn(|cx| {
+            #[cfg(test)]
+            if let Some(sent) = &mut self.sent {
+                if let Poll::Ready(Some(signal)) = sent.poll_recv(cx) {
+                    return Poll::Ready(signal);
+                }
+            }
             for (which, stream) in &mut self.streams {
                 // `None` only once the runtime is gone: never while we poll.
                 if let Poll::Ready(Some(())) = stream.poll_recv(cx) {

@@ -1,32 +1,34 @@
-//! Runs a command only while this process leads.
+//! Runs the command of `zkelect run` (whenever leading) and `zkelect lock`
+//! (once, while holding): the process side of [`crate::supervisor`], whose
+//! machine makes every decision. This pump only moves what happens — the
+//! role and lease from the election, stopping signals, the command's exit,
+//! the clock — into the machine, and carries out its actions.
 //!
-//! The child is started when the role becomes `Leader`, with the fencing token in
-//! `ZKELECT_FENCING_TOKEN`, in a process group of its own so that everything it
-//! spawned goes with it. The moment the role is anything else (suspended,
-//! demoted, closed) the group gets SIGTERM, then SIGKILL after the grace period.
-//!
-//! With a watchdog (the `zkelect` binary itself, run as `zkelect __lease`), the
-//! command runs under a lease that zkelect renews from the election's lease
-//! deadline; see [`crate::lease`] for why a separate process holds it.
+//! The command is started with the fencing token in `ZKELECT_FENCING_TOKEN`,
+//! in a process group of its own so that everything it spawned goes with it.
+//! With a watchdog (the `zkelect` binary itself, run as `zkelect __lease`),
+//! it runs under a lease that this pump renews from the election's lease
+//! deadline; see [`crate::lease`] for why a separate process holds it. The
+//! watchdog then carries out SIGTERM and SIGKILL too, bounded by the lease.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
-use tokio::process::ChildStdin;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::watch;
 use tokio::time::Instant;
+use tracing::{info, warn};
+use zkelect_core::{FencingToken, Role};
 
 use crate::exit;
 use crate::lease::LeaseMsg;
-
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
-use tokio::process::{Child, Command};
-use tokio::sync::watch;
-use tracing::{info, warn};
-use zkelect_core::{FencingToken, Role};
+use crate::signals::Stops;
+use crate::supervisor::{Action, Mode, Outcome, Supervisor};
 
 /// Environment variable carrying the fencing token to the child.
 pub(crate) const TOKEN_ENV: &str = "ZKELECT_FENCING_TOKEN";
@@ -45,28 +47,13 @@ pub(crate) struct ChildSpec {
 }
 
 /// The running command: directly, or under the lease watchdog.
-pub(crate) struct Running {
-    pub(crate) child: Child,
+struct Running {
+    child: Child,
+    /// The watchdog's stdin, while it takes messages.
     lease: Option<ChildStdin>,
 }
 
-/// Why supervision ended.
-#[derive(Debug)]
-pub(crate) enum Ended {
-    /// A stopping signal came (see [`crate::signals`]): the command, if it
-    /// ran, was stopped.
-    Shutdown(Signal),
-    /// The child exited by itself while leading.
-    ChildExited(ExitStatus),
-    /// The election ended (closed or failed) and will not lead again.
-    ElectionOver(Role),
-}
-
-pub(crate) fn spawn(
-    spec: &ChildSpec,
-    token: FencingToken,
-    lease_left: Duration,
-) -> std::io::Result<Running> {
+fn spawn(spec: &ChildSpec, token: FencingToken, lease_left: Duration) -> std::io::Result<Running> {
     let mut cmd = match &spec.watchdog {
         Some(zkelect) => {
             let mut cmd = Command::new(zkelect);
@@ -94,149 +81,140 @@ pub(crate) fn spawn(
     Ok(Running { child, lease })
 }
 
-/// Tells the watchdog how long the lease has left; a failed write means it is gone.
-pub(crate) async fn renew(running: &mut Running, deadline: Option<Instant>) {
-    let (Some(pipe), Some(deadline)) = (running.lease.as_mut(), deadline) else {
-        return;
-    };
-    let left = deadline.saturating_duration_since(Instant::now());
-    if pipe
-        .write_all(LeaseMsg::Renew(left).encode().as_bytes())
-        .await
-        .is_err()
-    {
-        running.lease = None;
+impl Running {
+    /// Tells the watchdog `msg`; false if there is none (any more).
+    async fn tell(&mut self, msg: LeaseMsg) -> bool {
+        let Some(pipe) = self.lease.as_mut() else {
+            return false;
+        };
+        if pipe.write_all(msg.encode().as_bytes()).await.is_ok() {
+            return true;
+        }
+        self.lease = None;
+        false
     }
-}
 
-/// Stops the command: through the watchdog (which bounds it by the lease) or directly.
-pub(crate) async fn stop_running(running: &mut Running, grace: Duration) -> Option<ExitStatus> {
-    if let Some(pipe) = running.lease.as_mut() {
-        if pipe
-            .write_all(LeaseMsg::Stop(grace).encode().as_bytes())
-            .await
-            .is_ok()
-        {
-            let bound = grace + Duration::from_secs(2);
-            if let Ok(status) = tokio::time::timeout(bound, running.child.wait()).await {
-                return status.ok();
-            }
+    /// `signal` to the process group of the child this pump started (the
+    /// command's own, or the watchdog's).
+    fn signal_group(&self, signal: Signal) {
+        // An exited child has no id: nothing left to signal.
+        let Some(pid) = self.child.id() else { return };
+        if let Err(e) = killpg(Pid::from_raw(pid as i32), signal) {
+            warn!(error = %e, %signal, "cannot signal the command's process group");
         }
     }
-    stop(&mut running.child, grace).await
-}
 
-/// SIGTERM to the child's group, then SIGKILL if it has not exited in `grace`.
-pub(crate) async fn stop(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
-    let Some(pid) = child.id() else {
-        // Already reaped.
-        return child.try_wait().ok().flatten();
-    };
-    let group = Pid::from_raw(pid as i32);
-    if let Err(e) = killpg(group, Signal::SIGTERM) {
-        warn!(error = %e, "SIGTERM to the child's process group failed");
+    /// SIGTERM, with SIGKILL to follow in `grace`: the watchdog does both (and
+    /// never later than the lease), or this pump does.
+    async fn terminate(&mut self, grace: Duration) {
+        if !self.tell(LeaseMsg::Stop(grace)).await {
+            self.signal_group(Signal::SIGTERM);
+        }
     }
-    match tokio::time::timeout(grace, child.wait()).await {
-        Ok(status) => status.ok(),
-        Err(_) => {
-            warn!(
-                grace_ms = grace.as_millis() as u64,
-                "child ignored SIGTERM; sending SIGKILL"
-            );
-            let _ = killpg(group, Signal::SIGKILL);
-            child.wait().await.ok()
+
+    /// SIGKILL now.
+    async fn kill(&mut self) {
+        if !self.tell(LeaseMsg::Stop(Duration::ZERO)).await {
+            self.signal_group(Signal::SIGKILL);
         }
     }
 }
 
-/// Whether the lease is known to have run out (`None`, no lease known, is not).
-fn lease_lapsed(deadline: Option<Instant>) -> bool {
-    deadline.is_some_and(|d| d <= Instant::now())
+/// Waits for the running child to exit; never, if none runs.
+async fn exit_of(running: &mut Option<Running>) -> std::io::Result<ExitStatus> {
+    match running {
+        Some(r) => r.child.wait().await,
+        None => std::future::pending().await,
+    }
 }
 
-/// Supervises the child against the role channel until shutdown, the child's own
-/// exit, or the end of the election. `leases` carries the moment leadership lapses
-/// without further contact with the server (renewed into the watchdog).
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Supervises the command for `mode` until the machine is done: a stopping
+/// signal, the command's own exit while holding, the end of the election
+/// (`run`), the hold lost (`lock`). `leases` carries the moment holding
+/// lapses without further contact with the server.
+///
+/// Fails only if the command cannot be started.
 pub(crate) async fn supervise(
     spec: &ChildSpec,
+    mode: Mode,
     mut roles: watch::Receiver<Role>,
     mut leases: watch::Receiver<Option<Instant>>,
-    shutdown: impl std::future::Future<Output = Signal>,
-) -> anyhow::Result<Ended> {
-    tokio::pin!(shutdown);
-    let mut leases_open = true;
+    stops: &mut Stops,
+) -> anyhow::Result<Outcome> {
+    let mut machine = Supervisor::new(mode, spec.grace, spec.watchdog.is_some());
+    let mut running: Option<Running> = None;
+    // A closed channel is a closed election (roles) or no lease at all.
+    let (mut roles_open, mut leases_open) = (true, true);
+    let role = *roles.borrow_and_update();
+    machine.standing(Instant::now(), role, *leases.borrow_and_update());
     loop {
-        // Wait for leadership, with a lease that has not run out (after the
-        // watchdog killed the command for an unrenewed lease, the role may still
-        // say Leader until the driver, frozen with us, catches up).
-        let token = loop {
-            let role = *roles.borrow_and_update();
-            let lapsed = lease_lapsed(*leases.borrow_and_update());
-            match role {
-                Role::Leader(token) if !lapsed => break token,
-                Role::Closed | Role::Failed => return Ok(Ended::ElectionOver(role)),
-                _ => {}
-            }
-            tokio::select! {
-                signal = &mut shutdown => return Ok(Ended::Shutdown(signal)),
-                changed = roles.changed() => if changed.is_err() {
-                    return Ok(Ended::ElectionOver(Role::Closed));
-                },
-                // A closed lease channel (no lease at all) is no reason to stop.
-                changed = leases.changed(), if leases_open => leases_open = changed.is_ok(),
-            }
-        };
-        let lease_left = (*leases.borrow_and_update())
-            .map_or(spec.grace, |d| d.saturating_duration_since(Instant::now()));
-        let mut running = spawn(spec, token, lease_left)
-            .map_err(|e| anyhow::anyhow!("cannot start {:?}: {e}", spec.program))?;
-        info!(
-            token = token.0,
-            pid = running.child.id(),
-            "leading: started the command"
-        );
-        // Lead until the role changes, the child exits, or we are told to stop.
-        loop {
-            tokio::select! {
-                signal = &mut shutdown => {
-                    info!(%signal, "stopping the command");
-                    stop_running(&mut running, spec.grace).await;
-                    return Ok(Ended::Shutdown(signal));
+        while let Some(action) = machine.poll_action() {
+            match action {
+                Action::Start { token, lease_left } => {
+                    let started = spawn(spec, token, lease_left)
+                        .map_err(|e| anyhow::anyhow!("cannot start {:?}: {e}", spec.program))?;
+                    info!(
+                        token = token.0,
+                        pid = started.child.id(),
+                        "holding: started the command"
+                    );
+                    running = Some(started);
                 }
-                status = running.child.wait() => {
-                    let status = status?;
-                    // The watchdog kills the command when the lease runs out
-                    // unrenewed (zkelect froze, or lost contact): leadership
-                    // lapsed, the command did not exit by itself. Stay a
-                    // candidate; the command starts again on re-election
-                    // (found by the zombie tests: a thawed leader left the election).
-                    let lapsed = lease_lapsed(*leases.borrow()) || *roles.borrow() != Role::Leader(token);
-                    if spec.watchdog.is_some() && lapsed {
-                        warn!(status = %exit::describe(status), "the lease ran out: the watchdog stopped the command");
-                        break;
-                    }
-                    info!(status = %exit::describe(status), "the command ended by itself");
-                    return Ok(Ended::ChildExited(status));
-                }
-                changed = leases.changed(), if leases_open => {
-                    leases_open = changed.is_ok();
-                    if changed.is_ok() {
-                        let deadline = *leases.borrow_and_update();
-                        renew(&mut running, deadline).await;
+                Action::Renew(deadline) => {
+                    if let Some(r) = &mut running {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        r.tell(LeaseMsg::Renew(left)).await;
                     }
                 }
-                changed = roles.changed() => {
-                    let role = if changed.is_err() { Role::Closed } else { *roles.borrow() };
-                    if role == Role::Leader(token) {
-                        continue;
+                Action::Terminate { grace } => {
+                    if let Some(r) = &mut running {
+                        info!(
+                            grace_ms = grace.as_millis() as u64,
+                            role = ?*roles.borrow(),
+                            "stopping the command: SIGTERM, then SIGKILL after the grace"
+                        );
+                        r.terminate(grace).await;
                     }
-                    info!(?role, "no longer leading: stopping the command");
-                    let status = stop_running(&mut running, spec.grace).await;
-                    let status = status.map_or_else(|| "unknown".to_owned(), exit::describe);
-                    info!(%status, "the command stopped");
-                    break;
                 }
+                Action::Kill => {
+                    if let Some(r) = &mut running {
+                        warn!("the command is still running: SIGKILL");
+                        r.kill().await;
+                    }
+                }
+                Action::Done(outcome) => return Ok(outcome),
             }
+        }
+        let wake = machine.poll_timeout();
+        tokio::select! {
+            signal = stops.recv() => {
+                info!(%signal, "stopping");
+                machine.signal(Instant::now(), signal);
+            }
+            status = exit_of(&mut running) => {
+                running = None;
+                let status = status?;
+                info!(status = %exit::describe(status), "the command ended");
+                machine.exited(Instant::now(), status);
+            }
+            changed = roles.changed(), if roles_open => {
+                roles_open = changed.is_ok();
+                let role = if roles_open { *roles.borrow_and_update() } else { Role::Closed };
+                machine.standing(Instant::now(), role, *leases.borrow_and_update());
+            }
+            changed = leases.changed(), if leases_open => {
+                leases_open = changed.is_ok();
+                let role = if roles_open { *roles.borrow_and_update() } else { Role::Closed };
+                machine.standing(Instant::now(), role, *leases.borrow_and_update());
+            }
+            () = sleep_until(wake) => machine.handle_timeout(Instant::now()),
         }
     }
 }
@@ -245,8 +223,12 @@ pub(crate) async fn supervise(
 mod tests {
     use super::*;
 
-    fn no_lease() -> watch::Receiver<Option<Instant>> {
-        watch::channel(None).1
+    const GRACE: Duration = Duration::from_millis(300);
+
+    /// A lease far ahead, as while the server answers.
+    fn healthy() -> watch::Receiver<Option<Instant>> {
+        // With its sender gone the channel still reads its last value.
+        watch::channel(Some(Instant::now() + Duration::from_secs(3600))).1
     }
 
     fn sh(script: &str) -> ChildSpec {
@@ -254,13 +236,13 @@ mod tests {
             program: "sh".into(),
             args: vec!["-c".into(), script.into()],
             env: Vec::new(),
-            grace: Duration::from_millis(300),
+            grace: GRACE,
             watchdog: None,
         }
     }
 
     #[tokio::test]
-    async fn child_runs_only_while_leading_and_gets_the_token() {
+    async fn run_starts_the_command_only_while_leading_with_the_token_and_again_each_term() {
         let dir = std::env::temp_dir().join(format!("zkelect-sup-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let out = dir.join("token");
@@ -269,9 +251,10 @@ mod tests {
             out.display()
         ));
         let (tx, rx) = watch::channel(Role::Follower);
+        let (_sig, mut stops) = Stops::sent();
         let task =
             tokio::spawn(
-                async move { supervise(&spec, rx, no_lease(), std::future::pending()).await },
+                async move { supervise(&spec, Mode::Lead, rx, healthy(), &mut stops).await },
             );
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(!out.exists(), "nothing runs while following");
@@ -285,59 +268,136 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(&out).unwrap(),
             "42\n57\n",
-            "restarted with the new token"
+            "started again with the new token"
         );
         tx.send(Role::Closed).unwrap();
         let ended = task.await.unwrap().unwrap();
-        assert!(
-            matches!(ended, Ended::ElectionOver(Role::Closed)),
-            "{ended:?}"
-        );
+        assert_eq!(ended, Outcome::ElectionOver(Role::Closed));
         let _ = std::fs::remove_dir_all(dir);
     }
 
     #[tokio::test]
-    async fn child_ignoring_sigterm_is_killed_after_the_grace_period() {
+    async fn a_command_ignoring_sigterm_is_killed_after_the_grace() {
         let spec = sh("trap '' TERM; sleep 30");
         let (tx, rx) = watch::channel(Role::Leader(FencingToken(1)));
+        let (_sig, mut stops) = Stops::sent();
         let task =
             tokio::spawn(
-                async move { supervise(&spec, rx, no_lease(), std::future::pending()).await },
+                async move { supervise(&spec, Mode::Lead, rx, healthy(), &mut stops).await },
             );
         tokio::time::sleep(Duration::from_millis(200)).await;
         let started = std::time::Instant::now();
         tx.send(Role::Closed).unwrap();
         let ended = task.await.unwrap().unwrap();
-        assert!(matches!(ended, Ended::ElectionOver(Role::Closed)));
-        assert!(
-            started.elapsed() >= Duration::from_millis(300),
-            "waited the grace period"
-        );
+        assert_eq!(ended, Outcome::ElectionOver(Role::Closed));
+        assert!(started.elapsed() >= GRACE, "waited the grace");
     }
 
     #[tokio::test]
-    async fn shutdown_stops_the_child() {
-        let spec = sh("sleep 30");
+    async fn a_signal_stops_the_command_and_a_second_one_kills_it_at_once() {
         let (_tx, rx) = watch::channel(Role::Leader(FencingToken(1)));
-        let ended = supervise(&spec, rx, no_lease(), async {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            Signal::SIGHUP
-        })
+        let (sig, mut stops) = Stops::sent();
+        let mut spec = sh("trap '' TERM; sleep 30");
+        spec.grace = Duration::from_secs(20);
+        let task =
+            tokio::spawn(
+                async move { supervise(&spec, Mode::Lead, rx, healthy(), &mut stops).await },
+            );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let started = std::time::Instant::now();
+        sig.send(Signal::SIGHUP).unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!task.is_finished(), "the command has its grace");
+        sig.send(Signal::SIGINT).unwrap();
+        let ended = tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .expect("killed at once")
+            .unwrap()
+            .unwrap();
+        assert_eq!(ended, Outcome::Signalled(Signal::SIGHUP));
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn a_command_that_exits_by_itself_ends_supervision_with_its_status() {
+        let (_tx, rx) = watch::channel(Role::Leader(FencingToken(7)));
+        let (_sig, mut stops) = Stops::sent();
+        let spec = sh("test \"$ZKELECT_FENCING_TOKEN\" = 7 && exit 42");
+        for mode in [Mode::Lead, Mode::Hold(FencingToken(7))] {
+            let ended = supervise(&spec, mode, rx.clone(), healthy(), &mut stops)
+                .await
+                .unwrap();
+            match ended {
+                Outcome::Exited(status) => assert_eq!(status.code(), Some(42), "{mode:?}"),
+                other => panic!("{mode:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn lock_stops_its_command_when_the_hold_is_lost_and_runs_nothing_if_not_held() {
+        let (tx, rx) = watch::channel(Role::Leader(FencingToken(7)));
+        let (_sig, mut stops) = Stops::sent();
+        let spec = sh("trap '' TERM; sleep 30");
+        let task = tokio::spawn(async move {
+            supervise(
+                &spec,
+                Mode::Hold(FencingToken(7)),
+                rx,
+                healthy(),
+                &mut stops,
+            )
+            .await
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        tx.send(Role::Follower).unwrap();
+        let ended = tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(ended, Outcome::Lost);
+
+        let marker = std::env::temp_dir().join(format!("zkelect-lock-ran-{}", std::process::id()));
+        let (_tx, rx) = watch::channel(Role::Follower);
+        let (_sig, mut stops) = Stops::sent();
+        let spec = sh(&format!("touch {}", marker.display()));
+        let ended = supervise(
+            &spec,
+            Mode::Hold(FencingToken(7)),
+            rx,
+            healthy(),
+            &mut stops,
+        )
         .await
         .unwrap();
-        assert!(matches!(ended, Ended::Shutdown(Signal::SIGHUP)));
+        assert_eq!(ended, Outcome::Lost);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!marker.exists());
     }
 
+    /// The lease runs out unrenewed (the server went quiet): the command gets
+    /// SIGTERM a grace before the lease's end, and exits in time.
     #[tokio::test]
-    async fn child_exiting_by_itself_ends_supervision_with_its_status() {
-        let spec = sh("exit 7");
+    async fn an_unrenewed_lease_gets_the_command_sigterm_a_grace_before_its_end() {
+        let dir = std::env::temp_dir().join(format!("zkelect-sup-doubt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("log");
+        let spec = sh(&format!(
+            "trap 'echo term >> {0}; exit 0' TERM; echo start >> {0}; while :; do sleep 0.01; done",
+            log.display()
+        ));
         let (_tx, rx) = watch::channel(Role::Leader(FencingToken(1)));
-        let ended = supervise(&spec, rx, no_lease(), std::future::pending())
-            .await
-            .unwrap();
-        match ended {
-            Ended::ChildExited(status) => assert_eq!(status.code(), Some(7)),
-            other => panic!("{other:?}"),
-        }
+        let lease_end = Instant::now() + Duration::from_millis(1500);
+        let (_ltx, leases) = watch::channel(Some(lease_end));
+        let (_sig, mut stops) = Stops::sent();
+        let task =
+            tokio::spawn(async move { supervise(&spec, Mode::Lead, rx, leases, &mut stops).await });
+        tokio::time::sleep_until(lease_end).await;
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert_eq!(text, "start\nterm\n", "SIGTERM came before the lease's end");
+        assert!(!task.is_finished(), "run waits to lead again");
+        task.abort();
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

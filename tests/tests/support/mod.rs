@@ -87,6 +87,32 @@ pub(crate) enum ChildKind {
     /// The heartbeat child that exits 0 by itself after this many ms (a
     /// `zkelect lock` command doing its work).
     Lives(u32),
+    /// The heartbeat child under a shell that, on SIGTERM, appends `term`
+    /// to `<beats file>.stop`, takes this many ms to finish, appends `done`
+    /// and exits 0: a command that stops gracefully (see [`stop_lines`]).
+    Graceful(u32),
+}
+
+/// The lines a [`ChildKind::Graceful`] child wrote on SIGTERM, each with
+/// when it was first read ([`mono_ns`]); polled until `until` holds of them
+/// or `within` passes.
+pub(crate) fn stop_lines(
+    beats: &Path,
+    within: Duration,
+    until: impl Fn(&[(String, i64)]) -> bool,
+) -> Vec<(String, i64)> {
+    let file = PathBuf::from(format!("{}.stop", beats.display()));
+    let deadline = Instant::now() + within;
+    let mut seen: Vec<(String, i64)> = Vec::new();
+    while !until(&seen) && Instant::now() < deadline {
+        let text = fs::read_to_string(&file).unwrap_or_default();
+        let now = mono_ns();
+        for line in text.lines().skip(seen.len()) {
+            seen.push((line.to_owned(), now));
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    seen
 }
 
 /// The command line after `--` that runs the heartbeat child.
@@ -96,6 +122,14 @@ pub(crate) fn child_command(kind: ChildKind) -> Vec<OsString> {
     let mut cmd: Vec<OsString> = Vec::new();
     if kind == ChildKind::Stubborn {
         cmd.extend(["sh", "-c", "trap '' TERM; exec \"$0\" \"$@\""].map(OsString::from));
+    }
+    if let ChildKind::Graceful(ms) = kind {
+        let stop = format!("\"${BEATS_ENV}.stop\"");
+        let script = format!(
+            "trap 'echo term >> {stop}; sleep {}; echo done >> {stop}; exit 0' TERM; \"$0\" & wait",
+            f64::from(ms) / 1000.0
+        );
+        cmd.extend(["sh".into(), "-c".into(), OsString::from(script)]);
     }
     cmd.push(OsString::from(exe));
     if let ChildKind::Lives(ms) = kind {
