@@ -15,7 +15,7 @@ use crate::connect::Connect;
 use crate::error::{ElectionError, GuardedWriteError, SessionError};
 use crate::hub::Board;
 use crate::session::{random_seed, Link, Session};
-use crate::status::{Metrics, Outputs, Status};
+use crate::status::{role_now, Metrics, Outputs, Status};
 use crate::transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport};
 
 impl Session {
@@ -400,9 +400,13 @@ impl Election {
         self.outputs.role()
     }
 
-    /// The current role.
+    /// The current role, as the clock has it: `Leader` only while the
+    /// lease has not run out. A leader whose lease has passed is
+    /// `Suspended`, even before the pump has said so (a process frozen past
+    /// its lease — GC pause, SIGSTOP, a VM migration — answers from the
+    /// moment it resumes, when the pump may not have run yet).
     pub fn role(&self) -> Role {
-        self.outputs.read(|s| s.role)
+        self.outputs.read(role_now)
     }
 
     /// Every notice from now on (`Elected`, `Demoted`, `Suspended`,
@@ -415,7 +419,10 @@ impl Election {
     /// While leading: when leadership lapses unless the server answers again.
     /// Work done for the leader (a child process, a lease on a resource) must
     /// stop by then; `zkelect run` uses it for its watchdog. (The lease of
-    /// [`status`](Self::status), sent in the same step.)
+    /// [`status`](Self::status), sent in the same step.) Compare it with the
+    /// clock (`tokio::time::Instant::now()`): a lease in the past has run
+    /// out even while the value is still there, as it is until the pump
+    /// runs again after a freeze; [`role`](Self::role) does so.
     pub fn lease(&self) -> watch::Receiver<Option<Instant>> {
         self.outputs.lease()
     }
@@ -484,7 +491,8 @@ impl Election {
     pub async fn wait_leader(&self) -> Result<FencingToken, ElectionError> {
         let mut status = self.outputs.wait();
         loop {
-            let role = status.borrow_and_update().role;
+            // Not past the lease: that is a leader who does not know yet.
+            let role = role_now(&status.borrow_and_update());
             match role {
                 Role::Leader(token) => return Ok(token),
                 Role::Failed | Role::Closed => return Err(self.fatal()),
@@ -597,6 +605,11 @@ impl Election {
     /// While leading: this candidate's fencing token and its node's path,
     /// read together from the machine.
     fn leading_node(&self) -> Result<(FencingToken, String), GuardedWriteError> {
+        // Past the lease by the clock, nothing is sent, even before the
+        // pump has demoted (a process resumed after a freeze).
+        if let Role::Suspended(_) = self.role() {
+            return Err(GuardedWriteError::NotHolding);
+        }
         let read = self.link.read(|m| match (m.role(), m.own_path()) {
             (Role::Leader(token), Some(own)) => Ok((token, own)),
             (Role::Closed | Role::Failed, _) => Err(GuardedWriteError::Closed),

@@ -126,6 +126,17 @@ pub(crate) struct State {
     /// A demotion or an election was published to a subscriber: the
     /// requests it led to wait until the pump has yielded once.
     told: bool,
+    /// Notices counted into their machine's status but not yet sent: each
+    /// goes out once the status carries the machine's role after the whole
+    /// step (its `Updated`, or its `Stopped`), never before. A step's
+    /// notices are counted first (the status shows each demotion and its
+    /// reason with the old role), then the role moves, then the notices are
+    /// sent: no status ever says "no longer holding" without the reason
+    /// (a freeze past the lease brings `Suspended` and `Demoted(Lost)` in
+    /// one step, and `LockGuard::lost` once read the role with neither
+    /// counted: "closed"), and a subscriber of the notices finds the role
+    /// already past them.
+    held: Vec<(MachineId, Notice)>,
     /// Told once the session has closed (after the transport's close).
     closers: Vec<oneshot::Sender<()>>,
     /// The pump has ended: the session is closed for good.
@@ -153,6 +164,7 @@ impl Hub {
                 boards: BTreeMap::new(),
                 unmirrored: Vec::new(),
                 told: false,
+                held: Vec::new(),
                 closers: Vec::new(),
                 ended: false,
             }),
@@ -322,6 +334,17 @@ impl Hub {
     /// Publishes every event of the session: notices and status, and the
     /// end of machines that left. `released`: see [`carry_out`](Self::carry_out).
     fn publish(&self, st: &mut State, released: Option<MachineId>) {
+        self.publish_events(st, released);
+        // Each machine's `Updated` follows its notices; should one not, its
+        // notices still go out in this turn.
+        for (id, notice) in std::mem::take(&mut st.held) {
+            if let Some(board) = st.boards.get(&id) {
+                board.outputs.notify(notice);
+            }
+        }
+    }
+
+    fn publish_events(&self, st: &mut State, released: Option<MachineId>) {
         while let Some(event) = st.session.poll_event() {
             match event {
                 Event::Notice { machine, notice } => {
@@ -345,6 +368,7 @@ impl Hub {
                     if board.is_metered() {
                         note_moved(&mut st.unmirrored, machine, moved);
                     }
+                    send_held(&mut st.held, machine, board);
                 }
                 Event::Stopped {
                     machine,
@@ -361,6 +385,7 @@ impl Hub {
                         Exit::Closed | Exit::Abandoned => Role::Closed,
                     };
                     let moved = board.outputs.stopped(role, &stats, &traffic);
+                    send_held(&mut st.held, machine, &board);
                     // What it has to tell the facade is told before it goes.
                     let mut rest = Vec::new();
                     for (id, mirror) in std::mem::take(&mut st.unmirrored) {
@@ -414,9 +439,8 @@ impl Hub {
         st.told |= matches!(notice, Notice::Demoted { .. } | Notice::Elected { .. })
             && released != Some(id)
             && board.outputs.watched();
-        let moved = board
-            .outputs
-            .publish(now.as_ref(), |s| count(s, &notice, failover));
+        // Counted now, with the role as it was: see `State::held`.
+        let moved = board.outputs.publish(None, |s| count(s, &notice, failover));
         if metered {
             note_moved(&mut st.unmirrored, id, moved);
         }
@@ -435,7 +459,21 @@ impl Hub {
                 let _ = first.send(());
             }
         }
-        board.outputs.notify(notice);
+        st.held.push((id, notice));
+    }
+}
+
+/// Sends machine `id`'s held notices, in order (see `State::held`).
+fn send_held(held: &mut Vec<(MachineId, Notice)>, id: MachineId, board: &Board) {
+    if held.iter().any(|(m, _)| *m == id) {
+        let all = std::mem::take(held);
+        for (m, notice) in all {
+            if m == id {
+                board.outputs.notify(notice);
+            } else {
+                held.push((m, notice));
+            }
+        }
     }
 }
 

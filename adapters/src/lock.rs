@@ -34,7 +34,7 @@ use crate::election::{set_data_result, Writer};
 use crate::error::{GuardedWriteError, LockError};
 use crate::hub::Board;
 use crate::session::{random_seed, Link, Session};
-use crate::status::{Outputs, Status};
+use crate::status::{role_now, Outputs, Status};
 use crate::transport::{MultiOp, MultiOpResult};
 
 impl Session {
@@ -507,14 +507,19 @@ impl LockGuard {
     }
 
     /// Whether the lock is held now: false while the connection is in doubt,
-    /// and for good once it is lost.
+    /// for good once it is lost, and from the instant the lease has run out
+    /// by the clock — even before the pump has said so, as after a freeze
+    /// (GC pause, SIGSTOP) past the lease, when the pump has not run yet.
     pub fn is_held(&self) -> bool {
-        self.hold.outputs.read(|s| s.role) == Role::Leader(self.held.token)
+        self.hold.outputs.read(role_now) == Role::Leader(self.held.token)
     }
 
     /// While held: when holding lapses unless the server answers again
     /// (`None` while the connection is in doubt and once the hold is lost),
-    /// as [`Election::lease`](crate::Election::lease).
+    /// as [`Election::lease`](crate::Election::lease). A lease in the past
+    /// has run out even while it is still the value here (until the pump
+    /// runs again after a freeze); [`is_held`](Self::is_held) compares it
+    /// with the clock.
     pub fn lease(&self) -> watch::Receiver<Option<Instant>> {
         self.hold.outputs.lease()
     }
@@ -578,6 +583,11 @@ impl LockGuard {
         ops: Vec<MultiOp>,
     ) -> Result<Vec<MultiOpResult>, GuardedWriteError> {
         let token = self.held.token;
+        // Past the lease by the clock, nothing is sent, even before the
+        // pump has demoted (a process resumed after a freeze).
+        if let Role::Suspended(_) = self.hold.outputs.read(role_now) {
+            return Err(GuardedWriteError::NotHolding);
+        }
         let own = self.hold.link.read(|m| match (m.role(), m.own_path()) {
             (Role::Leader(t), Some(own)) if t == token => Ok(own),
             (Role::Closed | Role::Failed, _) => Err(GuardedWriteError::Closed),

@@ -473,3 +473,103 @@ async fn a_guard_dropped_on_a_thread_outside_the_runtime_still_releases() {
     assert!(children(&zk, PATH).is_empty());
     s.close().await;
 }
+
+/// A holder frozen past its lease (SIGSTOP, a GC pause), then resumed: the
+/// clock has jumped, no task has run yet, the status still says it holds.
+/// Its answers compare the lease with the clock, so none says "held" past
+/// the lease; and once the driver catches up, `lost()` says why.
+#[tokio::test(start_paused = true)]
+async fn nothing_says_held_past_the_lease_even_before_the_driver_runs() {
+    use futures_util::FutureExt;
+    use tokio::time::Instant;
+
+    let zk = TestZk::new();
+    let (s, _) = session(&zk);
+    let guard = s.mutex(PATH).acquire().await.unwrap();
+    let election = s.election("/svc/leader").id("a").join().await.unwrap();
+    election.wait_leader().await.unwrap();
+    settle().await;
+    assert!(guard.is_held());
+    assert!(election.role().is_leader());
+    let lost = tokio::spawn(guard.lost());
+    let lease = guard.lease().borrow().expect("a holder has a lease");
+    let leading = election.lease().borrow().expect("a leader has a lease");
+    // The freeze: the clock moves 2.3 s past the later lease before any
+    // task runs again (the first poll of `advance` moves it; the yield
+    // after it is never awaited).
+    let frozen = lease.max(leading) - Instant::now() + Duration::from_millis(2300);
+    assert!(tokio::time::advance(frozen).now_or_never().is_none());
+    assert_eq!(
+        guard.status().borrow().role,
+        Role::Leader(guard.token()),
+        "the driver has not run: the status still says it holds"
+    );
+    assert!(!guard.is_held(), "held 2.3 s past the lease");
+    assert!(matches!(election.role(), Role::Suspended(_)));
+    assert!(matches!(
+        guard.guarded_set_data("/data", b"x".to_vec()).await,
+        Err(GuardedWriteError::NotHolding)
+    ));
+    // The driver catches up: the hold was lost to the silence, and says so.
+    let reason = tokio::time::timeout(Duration::from_secs(10), lost)
+        .await
+        .expect("lost() resolves")
+        .unwrap();
+    assert_eq!(reason, DemotionReason::Lost);
+    // No status ever said the hold had ended without saying why, for a
+    // reader on another thread to catch: the step's notices (suspended,
+    // demoted for lost contact) are counted before the role moves.
+    let token = guard.token();
+    let sent = guard.hold.outputs.sent.lock().unwrap().clone();
+    let ended: Vec<_> = sent
+        .iter()
+        .filter(|s| !matches!(s.role, Role::Leader(t) | Role::Suspended(t) if t == token))
+        .filter(|s| s.stats.elections > 0)
+        .map(|s| (s.role, s.last_demotion))
+        .collect();
+    assert!(!ended.is_empty());
+    assert!(
+        ended
+            .iter()
+            .all(|(_, reason)| *reason == Some(DemotionReason::Lost)),
+        "statuses sent after the hold ended: {ended:?}"
+    );
+    s.close().await;
+}
+
+/// `lost()` resolves with the reason the hold ended: expired, revoked,
+/// lost contact, closed.
+#[tokio::test(start_paused = true)]
+async fn lost_says_why_the_hold_ended() {
+    // The session expired.
+    let zk = TestZk::new();
+    let (s, client) = session(&zk);
+    let guard = s.mutex(PATH).acquire().await.unwrap();
+    zk.expire_session(client);
+    let reason = tokio::time::timeout(Duration::from_secs(10), guard.lost()).await;
+    assert_eq!(reason.unwrap(), DemotionReason::Expired);
+    s.close().await;
+    // An operator deleted the node.
+    let (s, _) = session(&zk);
+    let guard = s.mutex(PATH).acquire().await.unwrap();
+    zk.delete(&format!("{PATH}/{}", guard.node())).unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(10), guard.lost()).await;
+    assert_eq!(reason.unwrap(), DemotionReason::Revoked);
+    s.close().await;
+    // The server went quiet for longer than the lease (a partition well past
+    // the session timeout: no expiry is heard of first).
+    let (s, client) = session(&zk);
+    let guard = s.mutex(PATH).acquire().await.unwrap();
+    zk.partition(client, Duration::from_secs(30));
+    let reason = tokio::time::timeout(Duration::from_secs(10), guard.lost()).await;
+    assert_eq!(reason.unwrap(), DemotionReason::Lost);
+    zk.heal();
+    s.close().await;
+    // The session was closed under it.
+    let (s, _) = session(&zk);
+    let guard = s.mutex(PATH).acquire().await.unwrap();
+    let lost = tokio::spawn(guard.lost());
+    s.close().await;
+    let reason = tokio::time::timeout(Duration::from_secs(10), lost).await;
+    assert_eq!(reason.unwrap().unwrap(), DemotionReason::Closed);
+}

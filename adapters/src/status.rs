@@ -95,6 +95,21 @@ impl Default for Status {
     }
 }
 
+/// The role a status gives, as the clock has it: a leader (holder) past its
+/// lease is suspended, whether or not the pump has run since. The lease is
+/// the instant holding lapses without an answer from the server; a process
+/// frozen past it (GC pause, SIGSTOP) resumes with its status still saying
+/// `Leader` until the pump's next turn, and every answer a handle gives must
+/// already be right then.
+pub(crate) fn role_now(status: &Status) -> Role {
+    match status.role {
+        Role::Leader(token) if status.lease.is_none_or(|end| Instant::now() >= end) => {
+            Role::Suspended(token)
+        }
+        role => role,
+    }
+}
+
 /// How many notices a slow subscriber may lag behind before it loses the oldest.
 const NOTICES_KEPT: usize = 256;
 
@@ -119,6 +134,9 @@ pub(crate) struct Outputs {
     /// Made with the first view or notice subscription: one pointer while
     /// none is made, not three.
     views: OnceLock<Box<Views>>,
+    /// Every status sent, for tests of what a reader could have seen.
+    #[cfg(test)]
+    pub(crate) sent: std::sync::Mutex<Vec<Status>>,
 }
 
 /// A receiver of the status for a wait inside this crate; see
@@ -176,6 +194,8 @@ impl Outputs {
         Arc::new(Self {
             status: std::sync::Mutex::new(Published::Plain(Status::default())),
             views: OnceLock::new(),
+            #[cfg(test)]
+            sent: std::sync::Mutex::default(),
         })
     }
 
@@ -303,6 +323,13 @@ impl Outputs {
                 view.send_if_modified(|v| replace(v, status.lease));
             }
         };
+        #[cfg(test)]
+        let views = |status: &Status| {
+            views(status);
+            if let Ok(mut sent) = self.sent.lock() {
+                sent.push(status.clone());
+            }
+        };
         match &mut *published {
             Published::Plain(status) => {
                 if change(status) {
@@ -334,8 +361,10 @@ pub(crate) struct Snapshot<'a> {
 
 impl Outputs {
     /// Applies `count` (a notice counted) to the status and brings the rest
-    /// of it up to `now` (the machine as it reads now; `None` once it has
-    /// left its session, whose last word [`stopped`](Self::stopped) says);
+    /// of it up to `now` (the machine as it reads now; `None` to count a
+    /// notice alone, the role left as it was until the machine's step is
+    /// over, or once it has left its session, whose last word
+    /// [`stopped`](Self::stopped) says);
     /// sends it if anything changed. Returns the counters as they were
     /// before, if they moved (for the metrics facade).
     pub(crate) fn publish(
@@ -347,20 +376,20 @@ impl Outputs {
         self.send(|s| {
             let before = s.stats;
             let mut changed = count(s);
-            let Some(now) = now else {
-                return changed;
-            };
-            if s.role != now.role {
-                tracing::info!(from = ?s.role, to = ?now.role, "role");
-                s.role = now.role;
-                changed = true;
+            if let Some(now) = now {
+                if s.role != now.role {
+                    tracing::info!(from = ?s.role, to = ?now.role, "role");
+                    s.role = now.role;
+                    changed = true;
+                }
+                if s.node.as_deref() != now.node {
+                    s.node = now.node.map(str::to_owned);
+                    changed = true;
+                }
+                changed |= replace(&mut s.lease, now.lease);
+                mirror(&mut s.stats, &now.stats, &now.traffic);
             }
-            if s.node.as_deref() != now.node {
-                s.node = now.node.map(str::to_owned);
-                changed = true;
-            }
-            changed |= replace(&mut s.lease, now.lease);
-            mirror(&mut s.stats, &now.stats, &now.traffic);
+            // The counts of a notice alone move the counters too.
             if s.stats != before {
                 moved = Some(before);
                 changed = true;
