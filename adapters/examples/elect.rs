@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use zkelect::{Acl, Election, LeadOutcome, ZkAsyncOptions};
+use zkelect::{Acl, Election, LeadOutcome, ZkClientOptions};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -34,7 +34,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => 4_000,
     };
     let mut options =
-        ZkAsyncOptions::new(hosts.clone()).session_timeout(Duration::from_millis(session_ms));
+        ZkClientOptions::new(hosts.clone()).session_timeout(Duration::from_millis(session_ms));
     let mut acl = Acl::Open;
     if let Some(credentials) = rest.get(1) {
         options = options.digest(credentials.clone());

@@ -14,9 +14,9 @@ pub type Connecting =
     Pin<Box<dyn Future<Output = Result<(Arc<dyn Transport>, EventStream), SessionError>> + Send>>;
 
 /// Connection settings that know how to open their transport, for
-/// [`Election::connect`](crate::Election::connect): [`ZkAsyncOptions`](crate::ZkAsyncOptions)
+/// [`Election::connect`](crate::Election::connect): [`ZkAsyncOptions`](zk_async/type.ZkAsyncOptions.html)
 /// (zookeeper-async, feature `zookeeper-async`) and
-/// [`ZkClientOptions`](zk_client/type.ZkClientOptions.html) (zookeeper-client,
+/// [`ZkClientOptions`](crate::ZkClientOptions) (zookeeper-client,
 /// feature `zookeeper-client`). Implement it for settings of your own
 /// transport to get the same builder.
 ///

@@ -360,8 +360,8 @@ impl Election {
     }
 
     /// Starts building an election over a new session opened with
-    /// `settings` — [`ZkAsyncOptions`](crate::ZkAsyncOptions) for
-    /// zookeeper-async, [`ZkClientOptions`](zk_client/type.ZkClientOptions.html)
+    /// `settings` — [`ZkAsyncOptions`](zk_async/type.ZkAsyncOptions.html) for
+    /// zookeeper-async, [`ZkClientOptions`](crate::ZkClientOptions)
     /// for zookeeper-client (TLS, SASL, guarded writes). The connection is
     /// made by [`join`](ElectionBuilder::join) (or
     /// [`start`](ElectionBuilder::start)), after the configuration is validated.

@@ -9,13 +9,13 @@
 //!
 //! ```no_run
 //! use tokio::signal::unix::{signal, SignalKind};
-//! use zkelect::{Election, FencingToken, ZkAsyncOptions};
+//! use zkelect::{Election, FencingToken, ZkClientOptions};
 //!
 //! async fn serve(token: FencingToken) { /* lead; pass `token` to every fenced write */ }
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     let election = Election::connect(ZkAsyncOptions::new("127.0.0.1:2181"))
+//!     let election = Election::connect(ZkClientOptions::new("127.0.0.1:2181"))
 //!         .path("/services/scheduler/leader").id("node-a").join().await?;
 //!     let mut sigterm = signal(SignalKind::terminate())?;
 //!     let shutdown = async {
@@ -39,16 +39,17 @@
 //!   holds, without a node of its own ([`Election::observe`],
 //!   [`Session::observe`]; the core's `Observer` machine).
 //! - [`Transport`]: the seam to a ZooKeeper client, with its [`EventStream`].
-//!   [`ZkAsyncTransport`] talks to real servers through `zookeeper-async`
-//!   (feature `zookeeper-async`, the one default feature) and makes up for that
-//!   client's defects (see [`zk_async`]); `memory::MemoryTransport` (feature
+//!   [`ZkClientTransport`] (feature `zookeeper-client`, the one default
+//!   feature, with `zookeeper-client-tls` and `zookeeper-client-sasl`) talks
+//!   to real servers through `zookeeper-client`, with TLS, SASL and `multi`,
+//!   and makes up for that client's gaps (see [`zk_client`]);
+//!   [`ZkAsyncTransport`](zk_async/struct.ZkAsyncTransport.html) (feature
+//!   `zookeeper-async`) talks to them through `zookeeper-async` (see
+//!   [`zk_async`](zk_async/index.html)); `memory::MemoryTransport` (feature
 //!   `memory`) runs over the simulator's in-memory ZooKeeper, also under
-//!   paused tokio time; [`ZkClientTransport`](zk_client/struct.ZkClientTransport.html)
-//!   (feature `zookeeper-client`, with `zookeeper-client-tls` and
-//!   `zookeeper-client-sasl`) talks to real servers through
-//!   `zookeeper-client`, with TLS, SASL and `multi` (see [`zk_client`](zk_client/index.html)).
-//!   What each client gets wrong, and so why the two transports differ, is
-//!   in `adapters/CLIENTS.md` in the repository.
+//!   paused tokio time. What each client gets wrong, why the two transports
+//!   differ, and why zookeeper-client is the default (measured), is in
+//!   `adapters/CLIENTS.md` in the repository.
 //!   [`Election::connect`] takes the settings of either real transport.
 //! - Guarded writes: [`Election::guarded`] and [`Election::guarded_set_data`]
 //!   write to ZooKeeper only if this candidate still leads, checked by the
@@ -203,8 +204,8 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `zookeeper-async` | on | `ZkAsyncTransport` and `ZkAsyncOptions`: real servers through `zookeeper-async` |
-//! | `zookeeper-client` | | `ZkClientTransport` and `ZkClientOptions`: real servers through `zookeeper-client`, with guarded writes (`multi`) |
+//! | `zookeeper-client` | on | `ZkClientTransport` and `ZkClientOptions`: real servers through `zookeeper-client`, with guarded writes (`multi`) |
+//! | `zookeeper-async` | | `ZkAsyncTransport` and `ZkAsyncOptions`: real servers through `zookeeper-async` |
 //! | `zookeeper-client-tls` | | TLS for the zookeeper-client transport (rustls) |
 //! | `zookeeper-client-sasl` | | SASL DIGEST-MD5 for the zookeeper-client transport |
 //! | `zookeeper-client-gssapi` | | SASL GSSAPI (Kerberos); needs the system's GSSAPI library (see `adapters/CLIENTS.md`) |
@@ -283,10 +284,10 @@
 //! *negotiated* timeout, or a bound no greater than it — never the
 //! requested one, which can be far longer than the real session:
 //!
-//! - [`ZkClientTransport`](zk_client/struct.ZkClientTransport.html): the
-//!   session's own negotiated timeout, which zookeeper-client reads from the
-//!   server's answer.
-//! - [`ZkAsyncTransport`]: zookeeper-async does not expose it, so before
+//! - [`ZkClientTransport`]: the session's own negotiated timeout, which
+//!   zookeeper-client reads from the server's answer.
+//! - [`ZkAsyncTransport`](zk_async/struct.ZkAsyncTransport.html):
+//!   zookeeper-async does not expose it, so before
 //!   connecting the transport asks every server of the connect string at
 //!   once with a ConnectRequest of its own (a session opened and closed at
 //!   once, at most once per process, server and requested timeout) and
@@ -295,9 +296,9 @@
 //!   reconnections is the core's start-up machine
 //!   ([`core::startup`]): a minority of servers
 //!   stopped, frozen or unresolvable costs a start at most 250 ms; it never
-//!   guesses. [`ZkAsyncOptions::assume_session_timeout`] can only lower that
+//!   guesses. `ZkAsyncOptions::assume_session_timeout` can only lower that
 //!   bound.
-//! - A negotiated timeout below [`SESSION_TIMEOUT_MIN`] is refused on
+//! - A negotiated timeout below `SESSION_TIMEOUT_MIN` (1.5 s) is refused on
 //!   zookeeper-async ([`SessionError::SessionTimeoutTooShort`]).
 //!
 //! `zkelect run` and `zkelect status` go through the same transports, so the
@@ -312,7 +313,7 @@
 //! [`ObserveError`] (an observation), [`GuardedWriteError`] (a write made
 //! only while holding). Everything else (connection loss, expiry,
 //! revocation) is a [`Notice`] and a [`Role`] change, handled by the core.
-// Links to items of opt-in features (zk_client, memory) are relative HTML
+// Links to items of opt-in features (zk_async, memory) are relative HTML
 // links, not intra-doc links, here and in the modules: `cargo doc` on the
 // default features alone must not warn, and docs built with the features
 // (docs.rs) still lead to the items.

@@ -77,8 +77,8 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// Opens a session with `settings`: [`ZkAsyncOptions`](crate::ZkAsyncOptions),
-    /// [`ZkClientOptions`](zk_client/type.ZkClientOptions.html), or the memory
+    /// Opens a session with `settings`: [`ZkAsyncOptions`](zk_async/type.ZkAsyncOptions.html),
+    /// [`ZkClientOptions`](crate::ZkClientOptions), or the memory
     /// transport's [`MemorySettings`](memory/struct.MemorySettings.html).
     pub async fn connect(settings: impl Connect) -> Result<Session, SessionError> {
         let (transport, events) = Box::new(settings).connect().await?;

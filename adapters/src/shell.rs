@@ -51,9 +51,9 @@ pub const SESSION_TIMEOUT_MAX: Duration = Duration::from_millis(i32::MAX as u64)
 pub const RECONNECT_DELAY_MAX: Duration = Duration::from_secs(60);
 
 /// How to reach the servers: what both real transports need, plus the
-/// client's own settings in `client` — [`ZkAsyncOptions`](crate::ZkAsyncOptions)
+/// client's own settings in `client` — [`ZkAsyncOptions`](zk_async/type.ZkAsyncOptions.html)
 /// is `SessionOptions<ZkAsyncExtras>`,
-/// [`ZkClientOptions`](zk_client/type.ZkClientOptions.html) is
+/// [`ZkClientOptions`](crate::ZkClientOptions) is
 /// `SessionOptions<ZkClientExtras>`.
 ///
 /// ```

@@ -10,10 +10,10 @@
 //!
 //! Three transports fit this shape:
 //!
-//! - [`ZkAsyncTransport`](crate::ZkAsyncTransport) over `zookeeper-async`,
+//! - [`ZkAsyncTransport`](../zk_async/struct.ZkAsyncTransport.html) over `zookeeper-async`,
 //!   whose callbacks only `send` into the stream;
 //! - `memory::MemoryTransport` (feature `memory`) over the simulator's model;
-//! - [`ZkClientTransport`](../zk_client/struct.ZkClientTransport.html) over
+//! - [`ZkClientTransport`](crate::ZkClientTransport) over
 //!   `zookeeper-client` (feature `zookeeper-client`), which forwards its
 //!   `StateWatcher` and each `OneshotWatcher` into the stream from small
 //!   forwarding tasks.

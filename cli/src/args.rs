@@ -112,9 +112,9 @@ pub(crate) struct ConnectArgs {
     /// Digest credentials `user:password`; nodes then get creator-only write ACLs.
     #[arg(long, value_name = "USER:PASS")]
     pub(crate) auth: Option<String>,
-    /// The ZooKeeper client library: zookeeper-async, or zookeeper-client
-    /// (needed for TLS).
-    #[arg(long, value_enum, default_value_t = TransportArg::ZookeeperAsync)]
+    /// The ZooKeeper client library: zookeeper-client (the default; needed
+    /// for TLS and SASL), or zookeeper-async.
+    #[arg(long, value_enum, default_value_t = TransportArg::ZookeeperClient)]
     pub(crate) transport: TransportArg,
     /// Talk TLS, trusting the CA certificate(s) in this PEM file
     /// (`--transport zookeeper-client`). The servers' certificates must name
@@ -531,7 +531,7 @@ mod tests {
         let Cmd::Status(plain) = status(&[]).unwrap().command else {
             panic!()
         };
-        assert_eq!(plain.conn.transport, TransportArg::ZookeeperAsync);
+        assert_eq!(plain.conn.transport, TransportArg::ZookeeperClient);
         assert!(plain.conn.tls_ca.is_none());
         let Cmd::Status(tls) = status(&[
             "--transport",
