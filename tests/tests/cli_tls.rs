@@ -125,9 +125,9 @@ fn bad_transport_and_tls_combinations_exit_2_or_3() {
         base.iter().chain(extra).map(|s| (*s).to_owned()).collect()
     };
     let cases: [(&[&str], i32, &str); 5] = [
-        // TLS needs the zookeeper-client transport.
+        // TLS needs the zookeeper-client transport (the default).
         (
-            &["--tls-ca", "/ca.pem"],
+            &["--transport", "zookeeper-async", "--tls-ca", "/ca.pem"],
             USAGE,
             "--transport zookeeper-client",
         ),
