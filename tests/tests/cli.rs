@@ -29,6 +29,8 @@ const LEAD_TIMEOUT: i32 = 9;
 const UNKNOWN_ID: i32 = 10;
 const COMMAND_FAILED: i32 = 11;
 const NAMESPACE: i32 = 12;
+/// `zkelect lock`'s code for its own failures before the command ran.
+const LOCK_FAILED: i32 = 125;
 
 /// Ample bound for anything that needs a session to expire first.
 const TAKEOVER: Duration = Duration::from_secs(20);
@@ -369,19 +371,19 @@ fn paths_and_chroots_the_server_would_refuse_exit_3_before_any_request() {
     }
 }
 
-/// Absurd timeouts are refused by the argument parser (exit 2) at once,
-/// never an overflow or a hang.
+/// Absurd timeouts are refused by the argument parser at once, never an
+/// overflow or a hang: exit 2, or 125 for `zkelect lock` (its own failures).
 #[test]
 fn absurd_timeouts_exit_2_at_once() {
     let nowhere = format!("127.0.0.1:{}", closed_port());
     for (flag, value) in [
         ("--connect-timeout", "18446744073709551615"),
         ("--connect-timeout", "0"),
+        ("--connect-timeout", "3600001"),
         ("--session-timeout", "18446744073709551615"),
     ] {
         for transport in ["zookeeper-async", "zookeeper-client"] {
-            let args = [
-                "status",
+            let common = [
                 "--connect",
                 &nowhere,
                 "--path",
@@ -391,7 +393,20 @@ fn absurd_timeouts_exit_2_at_once() {
                 flag,
                 value,
             ];
-            fails_with(&args, USAGE, &[flag], Duration::from_secs(5));
+            let status: Vec<&str> = ["status"].into_iter().chain(common).collect();
+            let run: Vec<&str> = ["run", "--id", "a"]
+                .into_iter()
+                .chain(common)
+                .chain(["--", "true"])
+                .collect();
+            let lock: Vec<&str> = ["lock"]
+                .into_iter()
+                .chain(common)
+                .chain(["--", "true"])
+                .collect();
+            for (args, code) in [(status, USAGE), (run, USAGE), (lock, LOCK_FAILED)] {
+                fails_with(&args, code, &[flag], Duration::from_secs(5));
+            }
         }
     }
 }
@@ -484,8 +499,9 @@ fn no_command_after_the_separator_exits_2() {
 }
 
 /// A closed port and a server that accepts TCP but never answers (a black
-/// hole): both give up after the connect timeout with exit 4, no hang, on
-/// both transports. The connect timeout is honoured even when it is longer
+/// hole): `run`, `status` and `lock` give up after the connect timeout with
+/// exit 4 (`lock`: 125, its own failure, naming exit 4), no hang, on both
+/// transports. The connect timeout is honoured even when it is longer
 /// than the session timeout (zookeeper-client alone gives up after the
 /// session timeout: the transport tries it again until the connect timeout).
 #[test]
@@ -514,23 +530,43 @@ fn unreachable_server_exits_4_after_the_connect_timeout() {
                 transport,
             ];
             status.extend(timing);
-            for args in [&runs[..], &status[..]] {
-                let took = fails_with(
-                    args,
-                    UNREACHABLE,
-                    &["cannot connect to ZooKeeper", server.as_str()],
-                    Duration::from_secs(15),
-                );
-                println!(
-                    "`zkelect {}` on {transport} gave up after {took:?}",
-                    args[0]
-                );
-                assert!(
-                    took >= Duration::from_millis(2_900) && took < Duration::from_secs(8),
-                    "`zkelect {}` against {server} took {took:?} with a 3 s connect timeout",
-                    args.join(" ")
-                );
-            }
+            let mut lock = vec![
+                "lock",
+                "--connect",
+                server,
+                "--path",
+                "/svc/lock",
+                "--transport",
+                transport,
+            ];
+            lock.extend(timing);
+            lock.extend(["--", "true"]);
+            // The three at once: each waits out its own connect timeout.
+            std::thread::scope(|scope| {
+                for (args, code) in [
+                    (&runs[..], UNREACHABLE),
+                    (&status[..], UNREACHABLE),
+                    (&lock[..], LOCK_FAILED),
+                ] {
+                    scope.spawn(move || {
+                        let took = fails_with(
+                            args,
+                            code,
+                            &["cannot connect to ZooKeeper", server.as_str()],
+                            Duration::from_secs(15),
+                        );
+                        println!(
+                            "`zkelect {}` on {transport} gave up after {took:?}",
+                            args[0]
+                        );
+                        assert!(
+                            took >= Duration::from_millis(2_900) && took < Duration::from_secs(8),
+                            "`zkelect {}` against {server} took {took:?} with a 3 s connect timeout",
+                            args.join(" ")
+                        );
+                    });
+                }
+            });
         }
     }
 }
