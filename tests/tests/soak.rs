@@ -1,13 +1,13 @@
 //! Memory per watch event on a long-lived leader, on both real transports,
-//! against a real server: a leader holds its election for the whole run
-//! while two followers on its session take turns joining behind it and
-//! leaving, so that every turn fires one watch (the leaving follower's node
-//! is deleted under the other's watch). After a warm-up, at least 10,000
-//! watch events in two halves; live heap counted by dhat's allocator (every
-//! allocation and free in the process: the client library's, the
-//! transport's, the driver's, the machines'), before and after each half.
-//! Anything kept per event grows in both halves alike; the bound is a few
-//! bytes per event.
+//! against a 3-server ensemble (every member listed): a leader holds its
+//! election for the whole run while two followers on its session take
+//! turns joining behind it and leaving, so that every turn fires one watch
+//! (the leaving follower's node is deleted under the other's watch). After
+//! a warm-up, at least 10,000 watch events in two halves; live heap counted
+//! by dhat's allocator (every allocation and free in the process: the
+//! client library's, the transport's, the driver's, the machines'), before
+//! and after each half. Anything kept per event grows in both halves alike;
+//! the bound is a few bytes per event.
 //!
 //! Run: `cargo test -p zkelect-tests --test soak -- --nocapture`
 
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zkelect::{Election, EventStream, Role, Session, TransportEvent};
-use zkelect_tests::{TransportKind, ZkServer};
+use zkelect_tests::{TransportKind, ZkEnsemble};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -91,9 +91,9 @@ async fn turn(
     newcomer
 }
 
-async fn soak(server: &ZkServer, transport: TransportKind) -> (Vec<Half>, Duration) {
+async fn soak(ensemble: &ZkEnsemble, transport: TransportKind) -> (Vec<Half>, Duration) {
     let (t, events) = transport
-        .transport(&server.connect_string(), Duration::from_secs(4), None)
+        .transport(&ensemble.connect_string(), Duration::from_secs(4), None)
         .await
         .unwrap_or_else(|e| panic!("{transport}: connect: {e}"));
     let (events, count) = counted(events);
@@ -157,14 +157,14 @@ impl Half {
 #[test]
 fn live_heap_per_watch_event_stays_flat_on_a_long_lived_leader() {
     let _profiler = dhat::Profiler::builder().testing().build();
-    let server = ZkServer::start().unwrap_or_else(|e| panic!("cannot start ZooKeeper: {e}"));
+    let ensemble = ZkEnsemble::start().unwrap_or_else(|e| panic!("cannot start the ensemble: {e}"));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime");
     let mut results = Vec::new();
     for transport in TransportKind::ALL {
-        let (halves, took) = runtime.block_on(soak(&server, transport));
+        let (halves, took) = runtime.block_on(soak(&ensemble, transport));
         let events: u64 = halves.iter().map(|h| h.events).sum();
         let bytes: i64 = halves.iter().map(|h| h.bytes).sum();
         println!(
