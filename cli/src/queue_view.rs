@@ -1,14 +1,14 @@
 //! What `zkelect status` shows: the queue in order, who leads (or holds the
-//! lock), each node's id and data, who watches whom, and children that take
-//! no part.
+//! lock), each node's id and data, and who watches whom — formatted from
+//! what the core's [`Observer`](zkelect_core::Observer) reports, which reads
+//! the queue for the library, the CLI and the simulator alike.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use zkelect_core::config::split_payload;
 use zkelect_core::name::{self, Access, Origin};
-use zkelect_core::{Interop, Recipe};
+use zkelect_core::{Interop, ObserverConfig, Participant, Recipe};
 
 /// One node in the queue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -23,11 +23,13 @@ pub(crate) struct Entry {
     pub(crate) leader: bool,
     /// `exclusive`, or `shared` for a reader of a read-write lock.
     pub(crate) access: &'static str,
-    /// The candidate's id (the node's data up to the first newline), if readable.
-    pub(crate) id: Option<String>,
+    /// The permits it asks for (a weighted semaphore's weight, 1 otherwise).
+    pub(crate) weight: u32,
+    /// The candidate's id (the node's data up to the first newline).
+    pub(crate) id: String,
     /// The candidate's extra data, if any.
     pub(crate) data: Option<String>,
-    /// Which library wrote it: zkelect, curator, kazoo, other.
+    /// Which library wrote it: zkelect, curator, kazoo.
     pub(crate) origin: &'static str,
     /// The nearest node this one watches (its predecessor), if it follows.
     pub(crate) watches: Option<String>,
@@ -37,7 +39,9 @@ pub(crate) struct Entry {
     /// one of them goes.
     pub(crate) watched: Vec<String>,
     /// The session that owns it.
-    pub(crate) session: Option<String>,
+    pub(crate) session: String,
+    /// Its fencing token (the node's czxid).
+    pub(crate) token: i64,
 }
 
 /// The whole picture of one election or lock.
@@ -50,101 +54,53 @@ pub(crate) struct QueueView {
     /// (a read-write lock's readers share beyond it).
     pub(crate) leaders: u32,
     pub(crate) queue: Vec<Entry>,
-    /// Children that are not candidates (unparsable, or foreign without --interop).
-    pub(crate) ignored: Vec<String>,
-    /// Children named like candidates but persistent (`ephemeralOwner` 0):
-    /// no process holds them, and candidates skip them.
-    pub(crate) persistent: Vec<String>,
-}
-
-/// What status read for one child: its data and ephemeral owner.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct NodeInfo {
-    pub(crate) data: Vec<u8>,
-    pub(crate) owner: i64,
 }
 
 impl QueueView {
-    /// Builds the view from a listing and whatever could be read of each child
-    /// (a child that vanished between the listing and the read has no info).
-    pub(crate) fn build(
-        path: &str,
-        recipe: Recipe,
-        children: &[String],
-        info: &BTreeMap<String, NodeInfo>,
-        interop: Interop,
-    ) -> Self {
-        // A one-stem recipe's stem in the scheme (a read-write lock's two are
-        // fixed by it, and the prefix is not used); `status` refuses a recipe
-        // the scheme has no names for before it gets here.
-        let prefix = recipe
-            .rule(Access::Exclusive)
-            .stem(interop)
-            .unwrap_or_default();
-        let (queue, _) = name::queue(children, prefix, interop, recipe);
-        let (persistent, queue): (Vec<_>, Vec<_>) = queue
-            .into_iter()
-            .partition(|n| info.get(&n.name).is_some_and(|ni| ni.owner == 0));
-        let persistent: Vec<String> = persistent.into_iter().map(|n| n.name).collect();
-        let in_queue: std::collections::BTreeSet<&str> =
-            queue.iter().map(|n| n.name.as_str()).collect();
-        let mut ignored: Vec<String> = children
-            .iter()
-            .filter(|c| !in_queue.contains(c.as_str()) && !persistent.contains(c))
-            .cloned()
-            .collect();
-        ignored.sort();
-        let holders = recipe.holders(&queue);
-        let entries = queue
+    /// The view of the participants an observer of `config` reported, in
+    /// the order it reported them (queue order, oldest first).
+    pub(crate) fn of(config: &ObserverConfig, participants: &[Participant]) -> Self {
+        let recipe = config.recipe();
+        let interop = config.interop();
+        let prefix = config.prefix();
+        let names: Vec<String> = participants.iter().map(|p| p.node.clone()).collect();
+        let entries = participants
             .iter()
             .enumerate()
-            .map(|(i, n)| {
-                let node_info = info.get(&n.name);
-                let (id, data) = node_info.map_or((None, None), |ni| {
-                    let (id, data) = split_payload(&ni.data);
-                    let data =
-                        (!data.is_empty()).then(|| String::from_utf8_lossy(&data).into_owned());
-                    (Some(id), data)
-                });
-                let is_leader = holders.binary_search(&i).is_ok();
-                let rule = recipe.rule(n.access);
-                let watched: Vec<String> = if is_leader {
+            .map(|(i, p)| {
+                let parsed = name::parse(&p.node, prefix, interop, recipe);
+                let watched = if p.holds {
                     Vec::new()
                 } else {
-                    queue[..i]
-                        .iter()
-                        .rev()
-                        .filter(|lower| rule.blocks(lower))
-                        .take(rule.limit())
-                        .map(|n| n.name.clone())
-                        .collect()
+                    watched_by(&names, &p.node, prefix, interop, recipe, p.access)
                 };
                 Entry {
                     position: i,
-                    node: n.name.clone(),
-                    sequence: n.seq,
-                    leader: is_leader,
-                    access: match n.access {
+                    node: p.node.clone(),
+                    sequence: parsed.as_ref().map_or(0, |n| n.seq),
+                    leader: p.holds,
+                    access: match p.access {
                         Access::Exclusive => "exclusive",
                         Access::Shared => "shared",
                     },
-                    id,
-                    data,
-                    origin: match n.origin {
-                        Origin::Ours { .. } => "zkelect",
-                        Origin::Curator => "curator",
-                        Origin::Kazoo => "kazoo",
+                    weight: p.weight,
+                    id: p.id.clone(),
+                    data: (!p.data.is_empty())
+                        .then(|| String::from_utf8_lossy(&p.data).into_owned()),
+                    origin: match parsed.map(|n| n.origin) {
+                        Some(Origin::Curator) => "curator",
+                        Some(Origin::Kazoo) => "kazoo",
+                        Some(Origin::Ours { .. }) | None => "zkelect",
                     },
                     watches: watched.first().cloned(),
                     watched,
-                    session: node_info
-                        .filter(|ni| ni.owner != 0)
-                        .map(|ni| format!("0x{:x}", ni.owner)),
+                    session: format!("0x{:x}", p.owner.0),
+                    token: p.token.0,
                 }
             })
             .collect();
         Self {
-            path: path.to_owned(),
+            path: config.path().to_owned(),
             recipe: match recipe {
                 Recipe::Election { .. } => "election",
                 Recipe::Mutex => "mutex",
@@ -156,8 +112,6 @@ impl QueueView {
                 Recipe::Mutex | Recipe::ReadWrite => 1,
             },
             queue: entries,
-            ignored,
-            persistent,
         }
     }
 
@@ -188,7 +142,7 @@ impl QueueView {
         let words = self.words();
         let name = |e: &Entry| {
             let reader = if e.access == "shared" { "read " } else { "" };
-            format!("{reader}{} ({})", e.id.as_deref().unwrap_or("?"), e.node)
+            format!("{reader}{} ({})", e.id, e.node)
         };
         let leaders: Vec<String> = self.queue.iter().filter(|e| e.leader).map(name).collect();
         let followers: Vec<String> = self.queue.iter().filter(|e| !e.leader).map(name).collect();
@@ -205,14 +159,6 @@ impl QueueView {
         );
         if !followers.is_empty() {
             let _ = write!(out, "; {}s: {}", words.waiter, followers.join(", "));
-        }
-        if !self.persistent.is_empty() || !self.ignored.is_empty() {
-            let _ = write!(
-                out,
-                "; {} skipped, {} ignored",
-                self.persistent.len(),
-                self.ignored.len()
-            );
         }
         out
     }
@@ -253,7 +199,7 @@ impl QueueView {
             } else {
                 words.waiting
             };
-            let id = e.id.as_deref().unwrap_or("?");
+            let id = &e.id;
             let watches = if e.watched.is_empty() {
                 String::new()
             } else {
@@ -269,27 +215,44 @@ impl QueueView {
                 format!("  [{}]", e.origin)
             };
             let access = if e.access == "shared" { "  (read)" } else { "" };
+            let weight = if e.weight == 1 {
+                String::new()
+            } else {
+                format!("  weight={}", e.weight)
+            };
             let _ = writeln!(
                 out,
-                "  {:>3}  {:<8} {:<24} {}{}{}{}{}",
-                e.position, role, id, e.node, access, watches, data, origin
-            );
-        }
-        for name in &self.persistent {
-            let _ = writeln!(
-                out,
-                "  ---  skipped  {name} (persistent: no process holds it)"
-            );
-        }
-        for name in &self.ignored {
-            let _ = writeln!(
-                out,
-                "  ---  ignored  {name:?} (not a {} of this {})",
-                words.node, self.recipe
+                "  {:>3}  {:<8} {:<24} {}{}{}{}{}{}",
+                e.position, role, id, e.node, access, weight, watches, data, origin
             );
         }
         out
     }
+}
+
+/// Whom the node `own` watches while it waits, nearest first: the core's
+/// standing of the node among the listed ones (the nodes below that block
+/// it, as many as may hold at once).
+fn watched_by(
+    names: &[String],
+    own: &str,
+    prefix: &str,
+    interop: Interop,
+    recipe: Recipe,
+    access: Access,
+) -> Vec<String> {
+    let rule = recipe.rule(access);
+    let standing = name::standing_under(
+        names,
+        own,
+        prefix,
+        interop,
+        rule,
+        rule.limit(),
+        &BTreeSet::new(),
+    );
+    // The standing lists them oldest first.
+    standing.nearest_lower.into_iter().rev().collect()
 }
 
 /// How `status` names roles for one recipe.
@@ -303,132 +266,98 @@ struct Words {
 
 #[cfg(test)]
 mod tests {
+    use zkelect_core::{FencingToken, SessionId};
+
     use super::*;
 
-    fn info(data: &str, owner: i64) -> NodeInfo {
-        NodeInfo {
-            data: data.as_bytes().to_vec(),
-            owner,
+    /// A participant as an observer reports it: `holds` is the observer's
+    /// judgement, which the view shows as it is.
+    fn p(node: &str, id: &str, holds: bool, access: Access) -> Participant {
+        let seq = name::split_sequence(node).map_or(0, |(_, s)| s);
+        Participant {
+            id: id.into(),
+            data: Vec::new(),
+            weight: 1,
+            node: node.into(),
+            token: FencingToken(100 + i64::from(seq)),
+            owner: SessionId(0x10 + i64::from(seq)),
+            holds,
+            access,
         }
     }
 
+    fn election(k: u32) -> ObserverConfig {
+        ObserverConfig::election("/svc", k)
+    }
+
     #[test]
-    fn view_orders_marks_leaders_and_watchers_and_flags_foreign_children() {
-        let children: Vec<String> = [
+    fn view_shows_the_reported_order_leaders_watchers_owners_and_data() {
+        let mut a = p("n_0000000003", "node-a", true, Access::Exclusive);
+        a.data = b"10.0.0.1:80".to_vec();
+        let b = p(
             "_c_00000000000000bb-n_0000000007",
-            "n_0000000003",
-            "latch-0000000001",
-            "junk",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let mut infos = BTreeMap::new();
-        infos.insert(
-            "n_0000000003".to_string(),
-            info("node-a\n10.0.0.1:80", 0x10),
+            "node-b",
+            false,
+            Access::Exclusive,
         );
-        infos.insert(
-            "_c_00000000000000bb-n_0000000007".to_string(),
-            info("node-b", 0x11),
-        );
-        let view = QueueView::build(
-            "/svc",
-            Recipe::Election { leaders: 1 },
-            &children,
-            &infos,
-            Interop::None,
-        );
+        let view = QueueView::of(&election(1), &[a, b]);
         assert_eq!(view.queue.len(), 2);
-        assert_eq!(view.queue[0].id.as_deref(), Some("node-a"));
+        assert_eq!(view.queue[0].id, "node-a");
         assert_eq!(view.queue[0].data.as_deref(), Some("10.0.0.1:80"));
+        assert_eq!(view.queue[0].sequence, 3);
         assert!(view.queue[0].leader && !view.queue[1].leader);
+        assert_eq!(view.queue[0].watches, None, "a leader watches nobody");
         assert_eq!(view.queue[1].watches.as_deref(), Some("n_0000000003"));
-        assert_eq!(view.queue[1].session.as_deref(), Some("0x11"));
-        assert_eq!(view.ignored, ["junk", "latch-0000000001"]);
+        assert_eq!(view.queue[1].session, "0x17");
+        assert_eq!(view.queue[1].token, 107);
         let text = view.render();
         assert!(
-            text.contains("LEADER") && text.contains("node-b") && text.contains("ignored"),
+            text.contains("LEADER") && text.contains("node-b") && text.contains("data="),
             "{text}"
         );
         let json = serde_json::to_value(&view).unwrap();
         assert_eq!(json["queue"][0]["leader"], true);
+        assert_eq!(json["queue"][1]["session"], "0x17");
 
-        let children: Vec<String> = [
-            "_c_00000000000000bb-latch-0000000007",
-            "n_0000000003",
-            "_c_0a1b2c3d-1111-2222-3333-444455556666-latch-0000000001",
-            "junk",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let interop = QueueView::build(
-            "/svc",
-            Recipe::Election { leaders: 2 },
-            &children,
-            &infos,
-            Interop::Curator,
+        let curator = election(2).with_interop(Interop::Curator);
+        let view = QueueView::of(
+            &curator,
+            &[
+                p(
+                    "_c_0a1b2c3d-1111-2222-3333-444455556666-latch-0000000001",
+                    "c",
+                    true,
+                    Access::Exclusive,
+                ),
+                p(
+                    "_c_00000000000000bb-latch-0000000007",
+                    "z",
+                    true,
+                    Access::Exclusive,
+                ),
+            ],
         );
-        assert_eq!(interop.queue[0].origin, "curator");
-        assert_eq!(interop.queue[1].origin, "zkelect");
+        assert_eq!(view.queue[0].origin, "curator");
+        assert_eq!(view.queue[1].origin, "zkelect");
         assert_eq!(
-            interop.queue[0].id, None,
-            "vanished or unread: shown as unknown"
-        );
-        assert_eq!(
-            interop.queue[1].watches, None,
+            view.queue[1].watches, None,
             "second of two leaders watches nobody"
         );
-        assert_eq!(interop.ignored, ["junk", "n_0000000003"]);
     }
 
     #[test]
-    fn persistent_look_alikes_are_shown_apart_and_lead_nothing() {
-        let children: Vec<String> = ["n_0000000000", "_c_00000000000000bb-n_0000000007"]
-            .iter()
-            .map(|s| s.to_string())
+    fn with_two_leaders_followers_watch_the_two_below_nearest_first() {
+        let list: Vec<Participant> = (0..4)
+            .map(|i| {
+                p(
+                    &format!("n_000000000{i}"),
+                    &format!("id{i}"),
+                    i < 2,
+                    Access::Exclusive,
+                )
+            })
             .collect();
-        let mut infos = BTreeMap::new();
-        infos.insert("n_0000000000".to_string(), info("", 0));
-        infos.insert(
-            "_c_00000000000000bb-n_0000000007".to_string(),
-            info("node-b", 0x11),
-        );
-        let view = QueueView::build(
-            "/svc",
-            Recipe::Election { leaders: 1 },
-            &children,
-            &infos,
-            Interop::None,
-        );
-        assert_eq!(view.queue.len(), 1);
-        assert!(view.queue[0].leader);
-        assert_eq!(view.queue[0].id.as_deref(), Some("node-b"));
-        assert_eq!(view.persistent, ["n_0000000000"]);
-        assert!(view.ignored.is_empty());
-        assert!(
-            view.render().contains("skipped  n_0000000000"),
-            "{}",
-            view.render()
-        );
-    }
-
-    #[test]
-    fn with_two_leaders_both_lead_and_followers_watch_the_two_below() {
-        let children: Vec<String> = (0..4).map(|i| format!("n_000000000{i}")).collect();
-        let infos: BTreeMap<String, NodeInfo> = children
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.clone(), info(&format!("id{i}"), 0x10 + i as i64)))
-            .collect();
-        let view = QueueView::build(
-            "/svc",
-            Recipe::Election { leaders: 2 },
-            &children,
-            &infos,
-            Interop::None,
-        );
+        let view = QueueView::of(&election(2), &list);
         let leaders: Vec<bool> = view.queue.iter().map(|e| e.leader).collect();
         assert_eq!(leaders, [true, true, false, false]);
         assert!(view.queue[1].watched.is_empty(), "a leader watches nobody");
@@ -446,25 +375,15 @@ mod tests {
     }
 
     #[test]
-    fn lock_views_show_holders_by_the_rule_and_whom_each_waiter_watches() {
-        let rw: Vec<String> = [
-            "r_0000000001",
-            "r_0000000002",
-            "w_0000000003",
-            "r_0000000004",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let infos: BTreeMap<String, NodeInfo> = rw
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.clone(), info(&format!("id{i}"), 0x10 + i as i64)))
-            .collect();
-        let view = QueueView::build("/l", Recipe::ReadWrite, &rw, &infos, Interop::None);
+    fn lock_views_show_holders_as_reported_and_whom_each_waiter_watches() {
+        let rw = [
+            p("r_0000000001", "id0", true, Access::Shared),
+            p("r_0000000002", "id1", true, Access::Shared),
+            p("w_0000000003", "id2", false, Access::Exclusive),
+            p("r_0000000004", "id3", false, Access::Shared),
+        ];
+        let view = QueueView::of(&ObserverConfig::new("/l", Recipe::ReadWrite), &rw);
         assert_eq!(view.recipe, "read-write");
-        let holding: Vec<bool> = view.queue.iter().map(|e| e.leader).collect();
-        assert_eq!(holding, [true, true, false, false], "two readers share");
         assert_eq!(view.queue[2].access, "exclusive");
         assert_eq!(view.queue[3].access, "shared");
         assert_eq!(
@@ -489,37 +408,40 @@ mod tests {
              waiters: id2 (w_0000000003), read id3 (r_0000000004)"
         );
 
-        let sem: Vec<String> = (0..4).map(|i| format!("s_000000000{i}")).collect();
-        let view = QueueView::build(
-            "/s",
-            Recipe::Semaphore { permits: 3 },
+        let mut sem: Vec<Participant> = (0..4)
+            .map(|i| {
+                p(
+                    &format!("s_000000000{i}"),
+                    &format!("id{i}"),
+                    i < 3,
+                    Access::Exclusive,
+                )
+            })
+            .collect();
+        sem[3].weight = 2;
+        let view = QueueView::of(
+            &ObserverConfig::new("/s", Recipe::Semaphore { permits: 3 }),
             &sem,
-            &BTreeMap::new(),
-            Interop::None,
         );
-        let holding: Vec<bool> = view.queue.iter().map(|e| e.leader).collect();
-        assert_eq!(holding, [true, true, true, false]);
         assert_eq!(view.queue[3].watched.len(), 3, "the three permits below");
-        assert!(view.render().contains("3 permit(s)"), "{}", view.render());
-        // Another recipe's names are not this queue's.
-        let view = QueueView::build("/s", Recipe::Mutex, &sem, &BTreeMap::new(), Interop::None);
-        assert!(view.queue.is_empty() && view.ignored.len() == 4);
+        assert_eq!(view.queue[3].weight, 2);
+        let text = view.render();
+        assert!(
+            text.contains("3 permit(s)") && text.contains("weight=2"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_empty_queue_says_nobody_leads_or_holds() {
+        let view = QueueView::of(&election(1), &[]);
+        assert!(view.render().contains("nobody leads"), "{}", view.render());
+        assert_eq!(view.line(), "0 candidate(s); leader(s): none");
+        let view = QueueView::of(&ObserverConfig::new("/l", Recipe::Mutex), &[]);
         assert!(
             view.render().contains("nobody holds it"),
             "{}",
             view.render()
         );
-    }
-
-    #[test]
-    fn empty_election_says_nobody_leads() {
-        let view = QueueView::build(
-            "/svc",
-            Recipe::Election { leaders: 1 },
-            &[],
-            &BTreeMap::new(),
-            Interop::None,
-        );
-        assert!(view.render().contains("nobody leads"));
     }
 }

@@ -1,15 +1,25 @@
-//! `zkelect status` and `zkelect revoke`: read (or prune) the queue directly.
+//! `zkelect status`: the queue as the core's observer reports it, once or
+//! at every change; `zkelect revoke`: deletes the nodes carrying an id.
 
 use std::collections::BTreeMap;
 
-use zkelect::{Transport, TransportEvent};
+use zkelect::{Election, Observation, ObserveError, Transport};
 use zkelect_core::config::{split_payload, validate_path};
-use zkelect_core::{Config, Recipe, Reply, Request, Rule, ZkCode};
+use zkelect_core::{
+    CandidateError, Config, ObserverConfig, Recipe, Reply, Request, Role, Rule, ZkCode,
+};
 
 use crate::args::{RecipeArg, RevokeArgs, StatusArgs};
-use crate::connect::connect;
+use crate::connect::{connect, session_code, settings};
 use crate::exit::{Code, Failure, WithCode};
-use crate::queue_view::{NodeInfo, QueueView};
+use crate::queue_view::QueueView;
+
+/// What `revoke` read of one child: its data and ephemeral owner.
+#[derive(Debug, Clone, Default)]
+struct NodeInfo {
+    data: Vec<u8>,
+    owner: i64,
+}
 
 fn zk_failure(what: &str, code: ZkCode) -> Failure {
     let exit = match code {
@@ -102,56 +112,92 @@ fn recipe_of(args: &StatusArgs) -> Result<Recipe, Failure> {
     Ok(rule.recipe())
 }
 
-pub(crate) async fn status(args: StatusArgs) -> Result<(), Failure> {
-    validate_path(&args.conn.path).code(Code::Config)?;
-    let recipe = recipe_of(&args)?;
-    let (zk, mut events) = connect(&args.conn).await?;
-    let path = args.conn.path.clone();
-    let mut last: Option<QueueView> = None;
+/// The exit code and message of an observation that could not start or stopped.
+fn observe_failure(e: ObserveError) -> Failure {
+    let code = match &e {
+        ObserveError::Config(_) => Code::Config,
+        ObserveError::Session(e) => session_code(e),
+        ObserveError::Fatal(
+            CandidateError::AuthFailed
+            | CandidateError::Refused {
+                code: ZkCode::NoAuth | ZkCode::InvalidAcl | ZkCode::AuthFailed,
+                ..
+            },
+        ) => Code::Auth,
+        ObserveError::Fatal(_) => Code::Other,
+        ObserveError::Timeout(..) | ObserveError::Closed => Code::Unreachable,
+        _ => Code::Other,
+    };
+    Failure::new(code, e)
+}
+
+/// Prints one view: the table (or JSON) first, then with `--watch` one
+/// timestamped line (or JSON object) per change.
+fn print(args: &StatusArgs, view: &QueueView, first: bool) -> Result<(), Failure> {
+    if args.json && args.watch {
+        let line = Stamped { time: now(), view };
+        println!("{}", serde_json::to_string(&line).code(Code::Other)?);
+    } else if args.json {
+        println!("{}", serde_json::to_string(view).code(Code::Other)?);
+    } else if first {
+        print!("{}", view.render());
+    } else {
+        println!("{}  {}", now(), view.line());
+    }
+    Ok(())
+}
+
+/// Prints the observation's list, then with `--watch` each change of it,
+/// until the observation stops (its error) or the process is interrupted.
+async fn follow(
+    args: &StatusArgs,
+    config: &ObserverConfig,
+    observation: &Observation,
+) -> Result<(), Failure> {
+    let mut changes = observation.changes();
+    let mut state = observation.status();
+    let first = QueueView::of(config, &changes.borrow_and_update());
+    print(args, &first, true)?;
+    if !args.watch {
+        return Ok(());
+    }
     loop {
-        let names = children(&*zk, &path, args.watch).await?;
-        let info = read_all(&*zk, &path, &names).await;
-        let view = QueueView::build(&path, recipe, &names, &info, args.interop.scheme());
-        // A watch fires for changes the view does not show (a node's data, a
-        // reconnection): print only what changed, once.
-        if last.as_ref() != Some(&view) {
-            if args.json && args.watch {
-                let line = Stamped {
-                    time: now(),
-                    view: &view,
-                };
-                println!("{}", serde_json::to_string(&line).code(Code::Other)?);
-            } else if args.json {
-                println!("{}", serde_json::to_string(&view).code(Code::Other)?);
-            } else if last.is_none() {
-                print!("{}", view.render());
-            } else {
-                println!("{}  {}", now(), view.line());
+        tokio::select! {
+            // The sender lives as long as the observation: never an error.
+            _ = changes.changed() => {
+                let view = QueueView::of(config, &changes.borrow_and_update());
+                print(args, &view, false)?;
             }
-            last = Some(view);
-        }
-        if !args.watch {
-            break;
-        }
-        // Wait for the queue to change (or the session to come back).
-        loop {
-            match events.recv().await {
-                Some(TransportEvent::Watch(_)) => break,
-                Some(TransportEvent::Session(zkelect_core::SessionEvent::Connected { .. })) => {
-                    break
-                }
-                Some(_) => {}
-                None => {
-                    return Err(Failure::new(
-                        Code::Unreachable,
-                        anyhow::anyhow!("the connection closed"),
-                    ))
+            changed = state.changed() => {
+                let stopped = matches!(state.borrow_and_update().role, Role::Failed | Role::Closed);
+                if changed.is_err() || stopped {
+                    // Rejected credentials stop it as AuthFailed: exit 5 too.
+                    let e = observation.error().map_or(ObserveError::Closed, ObserveError::Fatal);
+                    return Err(observe_failure(e));
                 }
             }
         }
     }
-    zk.close().await;
-    Ok(())
+}
+
+/// Shows the queue through the core's observer: its first report, then,
+/// with `--watch`, each report after it — the observer reports a list only
+/// when it changed, and follows the path while it is missing or deleted
+/// and created again — until interrupted or the observation stops.
+pub(crate) async fn status(args: StatusArgs) -> Result<(), Failure> {
+    validate_path(&args.conn.path).code(Code::Config)?;
+    let recipe = recipe_of(&args)?;
+    let scheme = args.interop.scheme();
+    let config = ObserverConfig::new(args.conn.path.clone(), recipe).with_interop(scheme);
+    let observation = Election::observe(settings(&args.conn)?, args.conn.path.clone())
+        .recipe(recipe)
+        .interop(scheme)
+        .start()
+        .await
+        .map_err(observe_failure)?;
+    let outcome = follow(&args, &config, &observation).await;
+    observation.close().await;
+    outcome
 }
 
 pub(crate) async fn revoke(args: RevokeArgs) -> Result<(), Failure> {

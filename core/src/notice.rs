@@ -6,7 +6,7 @@
 use std::fmt;
 
 use crate::node::Access;
-use crate::zk::ZkCode;
+use crate::zk::{SessionId, ZkCode};
 
 /// A fencing token: the czxid of the leader's node.
 ///
@@ -274,6 +274,9 @@ pub struct Participant {
     pub node: String,
     /// The node's czxid: the fencing token it leads (or holds) with.
     pub token: FencingToken,
+    /// The session that owns the node (its `ephemeralOwner`): the process
+    /// holding it, as the server's `cons` and `wchp` name it.
+    pub owner: SessionId,
     /// Whether this node holds now: leads, holds the lock or a permit
     /// ([`Recipe::holders`](crate::Recipe::holders)).
     pub holds: bool,

@@ -257,6 +257,8 @@ enum Slot {
         id: String,
         data: Vec<u8>,
         token: FencingToken,
+        /// The session that owns it (its `ephemeralOwner`).
+        owner: SessionId,
         /// Its data says its writer downgraded to a reader.
         downgraded: bool,
     },
@@ -264,6 +266,16 @@ enum Slot {
     Persistent,
     /// Deleted between the listing and the read.
     Gone,
+}
+
+/// A listed node read as live, while the list is judged.
+struct Live<'a> {
+    node: &'a NodeName,
+    id: &'a String,
+    data: &'a Vec<u8>,
+    token: FencingToken,
+    owner: SessionId,
+    access: Access,
 }
 
 /// What a request in flight was for.
@@ -767,6 +779,7 @@ impl Observer {
                 id,
                 data,
                 token: FencingToken(stat.czxid),
+                owner: SessionId(stat.ephemeral_owner),
                 downgraded,
             }
         }
@@ -848,40 +861,52 @@ impl Observer {
                 node.access
             }
         };
-        let live: Vec<(&NodeName, &String, &Vec<u8>, FencingToken, Access)> = queue
+        let live: Vec<Live<'_>> = queue
             .iter()
             .filter_map(|node| match self.slots.get(&node.name) {
                 Some(Slot::Live {
                     id,
                     data,
                     token,
+                    owner,
                     downgraded,
-                }) => Some((node, id, data, *token, access(node, *downgraded))),
+                }) => Some(Live {
+                    node,
+                    id,
+                    data,
+                    token: *token,
+                    owner: *owner,
+                    access: access(node, *downgraded),
+                }),
                 _ => None,
             })
             .collect();
         let mut holds = vec![false; live.len()];
-        for i in self.config.recipe.holders_of(
-            live.iter()
-                .map(|(node, _, _, _, access)| (*access, node.weight)),
-        ) {
+        for i in self
+            .config
+            .recipe
+            .holders_of(live.iter().map(|l| (l.access, l.node.weight)))
+        {
             holds[i] = true;
         }
         // Most changes (a listing read again) leave the list as it was:
         // compared in place, it is built only when it is news.
         let same = self.reported.as_ref().is_some_and(|reported| {
             reported.len() == live.len()
-                && reported.iter().zip(&live).zip(&holds).all(
-                    |((p, &(node, id, data, token, access)), &holds)| {
-                        p.id == *id
-                            && p.data == *data
-                            && p.weight == node.weight
-                            && p.node == node.name
-                            && p.token == token
+                && reported
+                    .iter()
+                    .zip(&live)
+                    .zip(&holds)
+                    .all(|((p, l), &holds)| {
+                        p.id == *l.id
+                            && p.data == *l.data
+                            && p.weight == l.node.weight
+                            && p.node == l.node.name
+                            && p.token == l.token
+                            && p.owner == l.owner
                             && p.holds == holds
-                            && p.access == access
-                    },
-                )
+                            && p.access == l.access
+                    })
         });
         if same {
             self.changed = false;
@@ -890,14 +915,15 @@ impl Observer {
         let list: Vec<Participant> = live
             .iter()
             .zip(holds)
-            .map(|(&(node, id, data, token, access), holds)| Participant {
-                id: id.clone(),
-                data: data.clone(),
-                weight: node.weight,
-                node: node.name.clone(),
-                token,
+            .map(|(l, holds)| Participant {
+                id: l.id.clone(),
+                data: l.data.clone(),
+                weight: l.node.weight,
+                node: l.node.name.clone(),
+                token: l.token,
+                owner: l.owner,
                 holds,
-                access,
+                access: l.access,
             })
             .collect();
         self.changed = false;
