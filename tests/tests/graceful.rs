@@ -10,7 +10,8 @@
 //! exits by itself within `--grace-ms` and before the lease ends — never
 //! killed.
 //!
-//! And a `--grace-ms` that cannot fit in the lease is refused at start.
+//! Both `run` and `lock`, on both transports. And a `--grace-ms` that
+//! cannot fit in the lease is refused at start.
 
 mod support;
 
@@ -85,32 +86,46 @@ fn under_a_frozen_server_the_command_gets_sigterm_and_finishes_before_the_lease_
     let zk = server.connect_string();
     let dir = tempdir();
     let grace = GRACE_MS.to_string();
+    for transport in ["zookeeper-async", "zookeeper-client"] {
+        let with = |verb: &str, path: &str, id: &str| {
+            let mut args = run_args(&zk, path, id);
+            args[0] = verb.into();
+            args.extend(["--grace-ms", &grace, "--transport", transport].map(String::from));
+            args
+        };
+        let args = with("run", &format!("/graceful/{transport}/run"), "a");
+        let mut leader = Candidate::spawn(
+            dir.path(),
+            &format!("run-{transport}"),
+            &args,
+            ChildKind::Graceful(WIND_DOWN_MS),
+        );
+        frozen_server_stops_the_command_gracefully(&server, &leader);
+        // Thawed within the session: it leads on, and starts the command again.
+        leader.wait_run(2, START);
+        leader.signal(nix::sys::signal::Signal::SIGTERM);
+        let status = leader.wait_exit(START);
+        assert_exit("run", status.code(), 0, &leader.log_text(), &[]);
 
-    let mut args = run_args(&zk, "/graceful/run", "a");
-    args.extend(["--grace-ms".into(), grace.clone()]);
-    let mut leader = Candidate::spawn(dir.path(), "run", &args, ChildKind::Graceful(WIND_DOWN_MS));
-    frozen_server_stops_the_command_gracefully(&server, &leader);
-    // Thawed within the session: it leads on, and starts the command again.
-    leader.wait_run(2, START);
-    leader.signal(nix::sys::signal::Signal::SIGTERM);
-    let status = leader.wait_exit(START);
-    assert_exit("run", status.code(), 0, &leader.log_text(), &[]);
-
-    // `zkelect lock` the same; its command ran once, and was stopped: 123.
-    let mut args = run_args(&zk, "/graceful/lock", "l");
-    args[0] = "lock".into();
-    args.extend(["--grace-ms".into(), grace]);
-    let mut holder = Candidate::spawn(dir.path(), "lock", &args, ChildKind::Graceful(WIND_DOWN_MS));
-    frozen_server_stops_the_command_gracefully(&server, &holder);
-    let status = holder.wait_exit(START);
-    assert_exit(
-        "lock",
-        status.code(),
-        123,
-        &holder.log_text(),
-        &["contact with the server was in doubt"],
-    );
-    assert_eq!(holder.runs().len(), 1, "lock runs its command once");
+        // `zkelect lock` the same; its command ran once, and was stopped: 123.
+        let args = with("lock", &format!("/graceful/{transport}/lock"), "l");
+        let mut holder = Candidate::spawn(
+            dir.path(),
+            &format!("lock-{transport}"),
+            &args,
+            ChildKind::Graceful(WIND_DOWN_MS),
+        );
+        frozen_server_stops_the_command_gracefully(&server, &holder);
+        let status = holder.wait_exit(START);
+        assert_exit(
+            "lock",
+            status.code(),
+            123,
+            &holder.log_text(),
+            &["contact with the server was in doubt"],
+        );
+        assert_eq!(holder.runs().len(), 1, "lock runs its command once");
+    }
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Every stopping signal cleans up, at every moment of `zkelect run`'s and
-//! `zkelect lock`'s life, against a real ZooKeeper server: SIGTERM, SIGINT,
+//! `zkelect lock`'s life, against a real ZooKeeper ensemble: SIGTERM, SIGINT,
 //! SIGHUP and SIGQUIT, each
 //!
 //! * at start-up: the instant the process catches its signals (its
@@ -13,16 +13,17 @@
 //!
 //! Each time the process exits within [`PROMPT`] of the signal with its
 //! documented code (`run` 0, `lock` 128+N: cli/src/exit.rs), and its node is
-//! gone when it has exited (read with a plain client). The phases alternate
-//! the transports (zookeeper-async, zookeeper-client) signal by signal; the
-//! start-up phase runs every signal on both.
+//! gone when it has exited (read with a plain client). Every signal runs on
+//! both transports (zookeeper-async, zookeeper-client) in every phase, all
+//! on one 3-server ensemble (every member in the connect string) that the
+//! phases share.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use zkelect_tests::{Proxy, ZkServer};
+use zkelect_tests::{Proxy, ZkEnsemble};
 
 use support::{catches, node_ids, wait_for, Candidate, ChildKind, Observer, SESSION_MS};
 
@@ -62,8 +63,14 @@ impl Verb {
     }
 }
 
-fn server() -> ZkServer {
-    ZkServer::start().unwrap_or_else(|e| panic!("cannot start ZooKeeper: {e}"))
+/// Every phase, on one ensemble: its start-up is the costly part.
+#[test]
+fn every_signal_at_every_moment_of_run_and_lock_on_a_three_server_ensemble() {
+    let ensemble = ZkEnsemble::start().unwrap_or_else(|e| panic!("cannot start the ensemble: {e}"));
+    let zk = ensemble.connect_string();
+    a_signal_at_start_up_exits_with_its_code_and_leaves_no_node(&ensemble, &zk);
+    a_signal_while_waiting_deletes_the_node_at_once(&zk);
+    a_signal_while_holding_stops_the_command_and_hands_over_at_once(&zk);
 }
 
 fn tempdir() -> tempfile::TempDir {
@@ -141,10 +148,7 @@ fn wait_caught(c: &Candidate) {
     );
 }
 
-#[test]
-fn a_signal_at_start_up_exits_with_its_code_and_leaves_no_node() {
-    let server = server();
-    let zk = server.connect_string();
+fn a_signal_at_start_up_exits_with_its_code_and_leaves_no_node(ensemble: &ZkEnsemble, zk: &str) {
     let dir = tempdir();
     let mut took = Vec::new();
     for transport in TRANSPORTS {
@@ -155,7 +159,7 @@ fn a_signal_at_start_up_exits_with_its_code_and_leaves_no_node() {
                 let mut c = Candidate::spawn(
                     dir.path(),
                     &label,
-                    &args(verb, &zk, &path, &label, transport, &[]),
+                    &args(verb, zk, &path, &label, transport, &[]),
                     ChildKind::Beats,
                 );
                 // The earliest moment a signal can be caught at all.
@@ -166,7 +170,7 @@ fn a_signal_at_start_up_exits_with_its_code_and_leaves_no_node() {
     }
     for verb in ["run", "lock"] {
         assert_eq!(
-            node_ids(&zk, &format!("/start/{verb}")),
+            node_ids(zk, &format!("/start/{verb}")),
             Vec::<String>::new(),
             "a node left behind under /start/{verb}"
         );
@@ -175,7 +179,7 @@ fn a_signal_at_start_up_exits_with_its_code_and_leaves_no_node() {
 
     // Connecting through a black hole (the server accepts, never answers):
     // the signal cuts the connect short.
-    let hole = Proxy::start(server.addr()).expect("a proxy");
+    let hole = Proxy::start(ensemble.servers()[0].addr()).expect("a proxy");
     hole.blackhole();
     let through = hole.connect_string();
     let mut connecting = Vec::new();
@@ -205,22 +209,22 @@ fn a_signal_at_start_up_exits_with_its_code_and_leaves_no_node() {
     }
 }
 
-#[test]
-fn a_signal_while_waiting_deletes_the_node_at_once() {
-    let server = server();
-    let zk = server.connect_string();
+fn a_signal_while_waiting_deletes_the_node_at_once(zk: &str) {
     let dir = tempdir();
     for verb in [Verb::Run, Verb::Lock] {
         let path = format!("/waiting/{}", verb.word());
         let mut first = Candidate::spawn(
             dir.path(),
             &format!("{}-first", verb.word()),
-            &args(verb, &zk, &path, "first", TRANSPORTS[0], &[]),
+            &args(verb, zk, &path, "first", TRANSPORTS[0], &[]),
             ChildKind::Beats,
         );
         first.wait_run(1, START);
         let mut waiting = Vec::new();
-        for (i, signal) in SIGNALS.into_iter().enumerate() {
+        let every = TRANSPORTS
+            .into_iter()
+            .flat_map(|t| SIGNALS.into_iter().map(move |s| (t, s)));
+        for (i, (transport, signal)) in every.enumerate() {
             let id = format!("w{i}");
             let extra: &[&str] = match verb {
                 Verb::Run => &["--lead-timeout", "60000"],
@@ -228,8 +232,8 @@ fn a_signal_while_waiting_deletes_the_node_at_once() {
             };
             let c = Candidate::spawn(
                 dir.path(),
-                &format!("{}-{id}", verb.word()),
-                &args(verb, &zk, &path, &id, TRANSPORTS[i % 2], extra),
+                &format!("{}-{id}-{transport}-{signal}", verb.word()),
+                &args(verb, zk, &path, &id, transport, extra),
                 ChildKind::Beats,
             );
             waiting.push((c, signal, id));
@@ -242,7 +246,7 @@ fn a_signal_while_waiting_deletes_the_node_at_once() {
             START,
             Duration::from_millis(50),
             || {
-                let mut now = node_ids(&zk, &path);
+                let mut now = node_ids(zk, &path);
                 now.sort();
                 (now == queue).then_some(())
             },
@@ -252,31 +256,31 @@ fn a_signal_while_waiting_deletes_the_node_at_once() {
             stop(c, verb, *signal);
             assert!(c.runs().is_empty(), "{}'s command never ran", c.label);
             queue.retain(|q| q != id);
-            let mut now = node_ids(&zk, &path);
+            let mut now = node_ids(zk, &path);
             now.sort();
             assert_eq!(now, queue, "{}'s node is gone once it has exited", c.label);
         }
         assert_eq!(first.runs().len(), 1, "the first held throughout");
         stop(&mut first, verb, Signal::SIGTERM);
-        assert!(node_ids(&zk, &path).is_empty(), "no node left behind");
+        assert!(node_ids(zk, &path).is_empty(), "no node left behind");
     }
 }
 
-#[test]
-fn a_signal_while_holding_stops_the_command_and_hands_over_at_once() {
-    let server = server();
-    let zk = server.connect_string();
+fn a_signal_while_holding_stops_the_command_and_hands_over_at_once(zk: &str) {
     let dir = tempdir();
     let observer = Observer::start(dir.path());
     for verb in [Verb::Run, Verb::Lock] {
         let path = format!("/holding/{}", verb.word());
         let mut queued: Vec<(Candidate, Signal)> = Vec::new();
-        for (i, signal) in SIGNALS.into_iter().enumerate() {
+        let every = TRANSPORTS
+            .into_iter()
+            .flat_map(|t| SIGNALS.into_iter().map(move |s| (t, s)));
+        for (i, (transport, signal)) in every.enumerate() {
             let id = format!("h{i}");
             let c = Candidate::spawn(
                 dir.path(),
-                &format!("{}-{id}", verb.word()),
-                &args(verb, &zk, &path, &id, TRANSPORTS[i % 2], &[]),
+                &format!("{}-{id}-{transport}-{signal}", verb.word()),
+                &args(verb, zk, &path, &id, transport, &[]),
                 ChildKind::Beats,
             );
             // Queued in this order, so that they lead in it.
@@ -284,7 +288,7 @@ fn a_signal_while_holding_stops_the_command_and_hands_over_at_once() {
                 &format!("{id} to queue"),
                 START,
                 Duration::from_millis(20),
-                || node_ids(&zk, &path).contains(&id).then_some(()),
+                || node_ids(zk, &path).contains(&id).then_some(()),
                 || c.log_text(),
             );
             queued.push((c, signal));
@@ -298,14 +302,14 @@ fn a_signal_while_holding_stops_the_command_and_hands_over_at_once() {
                 PROMPT,
             );
             assert!(
-                !node_ids(&zk, &path).contains(&c.id),
+                !node_ids(zk, &path).contains(&c.id),
                 "{}'s node is gone once it has exited",
                 c.label
             );
         }
         // Each led in turn, once, and handed over at once.
         let firsts: Vec<usize> = queued.iter().map(|(c, _)| c.runs().len()).collect();
-        assert_eq!(firsts, [1, 1, 1, 1]);
-        assert!(node_ids(&zk, &path).is_empty(), "no node left behind");
+        assert_eq!(firsts, [1; 8]);
+        assert!(node_ids(zk, &path).is_empty(), "no node left behind");
     }
 }
