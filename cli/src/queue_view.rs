@@ -432,6 +432,80 @@ mod tests {
         );
     }
 
+    /// The view is the observer's report, field for field: a core Observer
+    /// machine driven through one listing, its list turned into a view.
+    #[test]
+    fn the_view_is_what_the_core_observer_reports() {
+        use std::time::Duration;
+        use zkelect_core::{
+            Command, Input, Notice, Observer, Reply, SessionEvent, Stat, Timestamp,
+        };
+        let config = election(1);
+        let mut o = Observer::new(config.clone()).unwrap();
+        let t = Timestamp::ZERO;
+        o.handle(
+            t,
+            Input::Session(SessionEvent::Connected {
+                session_id: Some(SessionId(9)),
+                timeout: Duration::from_secs(4),
+            }),
+        );
+        let list = o.poll_command().unwrap();
+        let children = ["n_0000000008", "junk", "n_0000000007", "n_0000000009"];
+        o.handle(
+            t,
+            Input::Reply {
+                op: list.op,
+                result: Ok(Reply::Children(children.map(String::from).to_vec())),
+            },
+        );
+        let reads: Vec<Command> = std::iter::from_fn(|| o.poll_command()).collect();
+        for read in reads {
+            let path = read.request.path().to_owned();
+            let seq: i64 = path[path.len() - 1..].parse().unwrap();
+            // The node ending in 9 is a persistent look-alike: nobody's.
+            let owner = if seq == 9 { 0 } else { 0x40 + seq };
+            let stat = Stat {
+                czxid: 10 * seq,
+                ephemeral_owner: owner,
+                ..Stat::default()
+            };
+            let data = format!("id{seq}\nhost-{seq}").into_bytes();
+            o.handle(
+                t,
+                Input::Reply {
+                    op: read.op,
+                    result: Ok(Reply::Data { data, stat }),
+                },
+            );
+        }
+        let reported = std::iter::from_fn(|| o.poll_notice())
+            .find_map(|n| match n {
+                Notice::Participants(list) => Some(list),
+                _ => None,
+            })
+            .expect("a list");
+        let view = QueueView::of(&config, &reported);
+        let shown: Vec<String> = view
+            .queue
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {} {} {} {} {:?}",
+                    e.node, e.id, e.leader, e.session, e.token, e.data
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                r#"n_0000000007 id7 true 0x47 70 Some("host-7")"#,
+                r#"n_0000000008 id8 false 0x48 80 Some("host-8")"#,
+            ]
+        );
+        assert_eq!(view.queue[1].watched, ["n_0000000007"]);
+    }
+
     #[test]
     fn an_empty_queue_says_nobody_leads_or_holds() {
         let view = QueueView::of(&election(1), &[]);
