@@ -283,6 +283,8 @@ pub use notice::{
 pub use observer::{Observer, ObserverConfig, ObserverStats};
 pub use revoker::{RevocationError, Revoker};
 pub use rule::{Recipe, Rule};
+#[cfg(feature = "planted")]
+pub use session::Planted;
 pub use session::{
     ConnectionState, Event, Exit, Gone, GroupGone, GroupId, GroupNotice, Machine, MachineId,
     MultiLockError, Sender, Session, SessionConfig, Traffic, WatchClass, REQUESTS_OUT,

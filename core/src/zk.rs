@@ -155,6 +155,22 @@ impl Request {
         }
     }
 
+    /// The same request about the path `to` makes of its own (a chroot's
+    /// prefix, a rename): everything else is kept.
+    pub fn map_path(mut self, to: impl FnOnce(&str) -> String) -> Self {
+        let path = match &mut self {
+            Self::Create { path, .. }
+            | Self::GetChildren { path, .. }
+            | Self::GetData { path, .. }
+            | Self::Exists { path, .. }
+            | Self::Delete { path, .. }
+            | Self::SetData { path, .. }
+            | Self::Sync { path } => path,
+        };
+        *path = to(path);
+        self
+    }
+
     /// Whether the request leaves a watch on the server.
     pub fn sets_watch(&self) -> bool {
         match self {

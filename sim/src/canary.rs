@@ -66,7 +66,9 @@ pub enum Canary {
     /// the nearest writer below it (its watch requests are redirected to the
     /// node right below its own, and that node's events renamed back to the
     /// writer it thinks it watches). When the writer goes first it never
-    /// wakes. Targets `liveness`.
+    /// wakes. Targets `liveness`; `safety` catches it too when its
+    /// predecessor's deletion, renamed, makes it take the lock from a
+    /// writer that still holds.
     ReaderWatchesPredecessor,
     /// A writer of a read-write lock that does not see the readers in its
     /// listings: it holds beside the readers below it. Targets `safety`.
@@ -339,41 +341,10 @@ impl Canary {
             Canary::Unprotected => unprotected,
             _ => return request,
         };
-        let to_server = rename;
         match request {
-            Request::Create {
-                path,
-                data,
-                mode,
-                acl,
-            } => Request::Create {
-                path: to_server(&path),
-                data,
-                mode,
-                acl,
-            },
-            Request::GetData { path, watch } => Request::GetData {
-                path: to_server(&path),
-                watch,
-            },
-            Request::Exists { path, watch } => Request::Exists {
-                path: to_server(&path),
-                watch,
-            },
-            Request::Delete { path, version } => Request::Delete {
-                path: to_server(&path),
-                version,
-            },
-            Request::SetData {
-                path,
-                data,
-                version,
-            } => Request::SetData {
-                path: to_server(&path),
-                data,
-                version,
-            },
-            other => other,
+            // Children are listed, and a sync made, on the queue's own path.
+            Request::GetChildren { .. } | Request::Sync { .. } => request,
+            other => other.map_path(rename),
         }
     }
 

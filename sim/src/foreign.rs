@@ -2,10 +2,10 @@
 //! documented behaviour, to share queues with zkelect candidates in the swarm:
 //! Curator 5.x `LeaderLatch` ([`CuratorLatch`]) and kazoo 2.8 `Lock`, which
 //! `Election` runs ([`KazooLock`]). Each is a sans-IO state machine with the
-//! [`Candidate`]'s interface (inputs in; commands, notices and a timer out), so
+//! [`Candidate`](zkelect_core::Candidate)'s interface (inputs in; commands, notices and a timer out), so
 //! the world drives it through the same client-library model.
 //!
-//! Each model exposes its *own* belief of leadership ([`Agent::role`]): what its
+//! Each model exposes its *own* belief of leadership ([`Foreign::role`]): what its
 //! application would act on. The checkers count that belief, not zkelect's view
 //! of the queue.
 //!
@@ -57,8 +57,8 @@ use std::fmt;
 use std::time::Duration;
 
 use zkelect_core::{
-    Acl, Candidate, Command, CreateMode, DemotionReason, FencingToken, Input, Notice, Observer,
-    OpId, Reply, Request, Role, SessionEvent, Timestamp, WatchKind, ZkCode,
+    Acl, Command, CreateMode, DemotionReason, FencingToken, Input, Notice, OpId, Reply, Request,
+    Role, SessionEvent, Timestamp, WatchKind, ZkCode,
 };
 
 use crate::choice::Source;
@@ -945,204 +945,130 @@ impl KazooLock {
     }
 }
 
-/// One simulated process's election logic: a zkelect [`Candidate`] or a model
-/// of another library's recipe, all driven through the same interface.
+/// A model of another library's recipe, as the world drives it: Curator's
+/// LeaderLatch or kazoo's Lock/Election (zkelect's own machines run on a
+/// core `Session`).
 #[derive(Debug, Clone)]
-pub enum Agent {
-    /// A zkelect candidate.
-    Zkelect(Box<Candidate>),
+pub enum Foreign {
     /// A model of Curator's LeaderLatch.
     Curator(CuratorLatch),
     /// A model of kazoo's Lock/Election.
     Kazoo(KazooLock),
-    /// A zkelect observer of the queue (no node, never holds).
-    Observer(Box<Observer>),
 }
 
-impl Agent {
-    /// The zkelect candidate, if this is one.
-    pub fn candidate(&self) -> Option<&Candidate> {
+impl Foreign {
+    /// Which library this models.
+    pub fn scheme(&self) -> Scheme {
         match self {
-            Agent::Zkelect(c) => Some(c),
-            _ => None,
+            Foreign::Curator(_) => Scheme::Curator,
+            Foreign::Kazoo(_) => Scheme::Kazoo,
         }
     }
 
-    /// The zkelect observer, if this is one.
-    pub fn observer(&self) -> Option<&Observer> {
+    fn base(&self) -> &Base {
         match self {
-            Agent::Observer(o) => Some(o),
-            _ => None,
+            Foreign::Curator(m) => &m.b,
+            Foreign::Kazoo(m) => &m.b,
         }
     }
 
-    /// Which library this is: `None` for zkelect (candidates and observers).
-    pub fn foreign(&self) -> Option<Scheme> {
+    fn base_mut(&mut self) -> &mut Base {
         match self {
-            Agent::Zkelect(_) | Agent::Observer(_) => None,
-            Agent::Curator(_) => Some(Scheme::Curator),
-            Agent::Kazoo(_) => Some(Scheme::Kazoo),
+            Foreign::Curator(m) => &mut m.b,
+            Foreign::Kazoo(m) => &mut m.b,
         }
     }
 
-    fn base(&self) -> Option<&Base> {
-        match self {
-            Agent::Zkelect(_) | Agent::Observer(_) => None,
-            Agent::Curator(m) => Some(&m.b),
-            Agent::Kazoo(m) => Some(&m.b),
-        }
-    }
-
-    fn base_mut(&mut self) -> Option<&mut Base> {
-        match self {
-            Agent::Zkelect(_) | Agent::Observer(_) => None,
-            Agent::Curator(m) => Some(&mut m.b),
-            Agent::Kazoo(m) => Some(&mut m.b),
-        }
-    }
-
-    /// Its own belief: a zkelect candidate's role; a foreign model is `Leader`
-    /// while its recipe says it holds (the "token" is then its node's
-    /// incarnation number, not a fencing token: those libraries have none).
+    /// Its own belief: `Leader` while its recipe says it holds (the "token"
+    /// is then its node's incarnation number, not a fencing token: those
+    /// libraries have none).
     pub fn role(&self) -> Role {
-        match self {
-            Agent::Zkelect(c) => c.role(),
-            Agent::Observer(o) if o.is_failed() => Role::Failed,
-            Agent::Observer(o) if o.is_closed() => Role::Closed,
-            Agent::Observer(_) => Role::Observer,
-            Agent::Curator(m) => m.b.role(),
-            Agent::Kazoo(m) => m.b.role(),
-        }
+        self.base().role()
     }
 
     /// The name of the node it believes is its own.
     pub fn node(&self) -> Option<&str> {
-        match self {
-            Agent::Zkelect(c) => c.node(),
-            other => other.base().and_then(|b| b.node.as_deref()),
-        }
+        self.base().node.as_deref()
     }
 
-    /// zkelect: its node's fencing token; a foreign model: its node's incarnation.
+    /// Its node's incarnation.
     pub fn token(&self) -> Option<FencingToken> {
-        match self {
-            Agent::Zkelect(c) => c.token(),
-            other => other
-                .base()
-                .and_then(|b| b.node.as_ref().map(|_| FencingToken(b.incarnation))),
-        }
+        let b = self.base();
+        b.node.as_ref().map(|_| FencingToken(b.incarnation))
     }
 
     /// The node it watches to know when to move up.
     pub fn watching(&self) -> Option<&str> {
-        match self {
-            Agent::Zkelect(c) => c.watching(),
-            other => other.base().and_then(|b| b.watching.as_deref()),
-        }
+        self.base().watching.as_deref()
     }
 
     /// Whether it still waits for the answer to `op`.
     pub fn waits_for(&self, op: OpId) -> bool {
-        match self {
-            Agent::Zkelect(c) => c.in_flight().any(|o| o == op),
-            // An observer keeps no role a late reply could change.
-            Agent::Observer(o) => !o.is_closed(),
-            other => other.base().is_some_and(|b| b.io.pending.contains_key(&op)),
-        }
+        self.base().io.pending.contains_key(&op)
     }
 
     /// Joins the election.
     pub fn join(&mut self, now: Timestamp) {
         match self {
-            Agent::Zkelect(c) => c.join(now),
-            // It starts on the session's `Connected`.
-            Agent::Observer(_) => {}
-            Agent::Curator(m) => m.start(now),
-            Agent::Kazoo(m) => m.start(now),
+            Foreign::Curator(m) => m.start(now),
+            Foreign::Kazoo(m) => m.start(now),
         }
     }
 
-    /// Leaves the election (zkelect's resign; Curator closes the latch and
-    /// starts a new one to rejoin; kazoo releases the lock and acquires it again).
+    /// Leaves the election (Curator closes the latch and starts a new one to
+    /// rejoin; kazoo releases the lock and acquires it again).
     pub fn resign(&mut self, now: Timestamp, rejoin: bool) {
         match self {
-            Agent::Zkelect(c) => c.resign(now, rejoin),
-            Agent::Observer(_) => {}
-            Agent::Curator(m) => m.leave(now, rejoin, DemotionReason::Resigned),
-            Agent::Kazoo(m) => m.leave(now, rejoin, DemotionReason::Resigned),
+            Foreign::Curator(m) => m.leave(now, rejoin, DemotionReason::Resigned),
+            Foreign::Kazoo(m) => m.leave(now, rejoin, DemotionReason::Resigned),
         }
     }
 
     /// Closes it for good (the world then closes its client).
     pub fn close(&mut self, now: Timestamp) {
         match self {
-            Agent::Zkelect(c) => c.close(now),
-            Agent::Observer(o) => o.close(now),
-            Agent::Curator(m) => {
-                m.leave(now, false, DemotionReason::Closed);
-                m.b.closed = true;
-            }
-            Agent::Kazoo(m) => {
-                m.leave(now, false, DemotionReason::Closed);
-                m.b.closed = true;
-            }
+            Foreign::Curator(m) => m.leave(now, false, DemotionReason::Closed),
+            Foreign::Kazoo(m) => m.leave(now, false, DemotionReason::Closed),
         }
+        self.base_mut().closed = true;
     }
 
     /// Whether it is closed.
     pub fn is_closed(&self) -> bool {
-        match self {
-            Agent::Zkelect(c) => c.is_closed(),
-            Agent::Observer(o) => o.is_closed(),
-            other => other.base().is_some_and(|b| b.closed),
-        }
+        self.base().closed
     }
 
     /// Feeds one input.
     pub fn handle(&mut self, now: Timestamp, input: Input) {
         match self {
-            Agent::Zkelect(c) => c.handle(now, input),
-            Agent::Observer(o) => o.handle(now, input),
-            Agent::Curator(m) => m.handle(now, input),
-            Agent::Kazoo(m) => m.handle(now, input),
+            Foreign::Curator(m) => m.handle(now, input),
+            Foreign::Kazoo(m) => m.handle(now, input),
         }
     }
 
     /// Tells it the time.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         match self {
-            Agent::Zkelect(c) => c.handle_timeout(now),
-            Agent::Observer(o) => o.handle_timeout(now),
-            Agent::Curator(m) => m.b.now = m.b.now.max(now),
-            Agent::Kazoo(m) => m.handle_timeout(now),
+            Foreign::Curator(m) => m.b.now = m.b.now.max(now),
+            Foreign::Kazoo(m) => m.handle_timeout(now),
         }
     }
 
-    /// The next notice (foreign models: `Elected`/`Demoted`, for the trace only).
+    /// The next notice (`Elected`/`Demoted`, for the trace only).
     pub fn poll_notice(&mut self) -> Option<Notice> {
-        match self {
-            Agent::Zkelect(c) => c.poll_notice(),
-            Agent::Observer(o) => o.poll_notice(),
-            other => other.base_mut().and_then(|b| b.io.notices.pop_front()),
-        }
+        self.base_mut().io.notices.pop_front()
     }
 
     /// The next command.
     pub fn poll_command(&mut self) -> Option<Command> {
-        match self {
-            Agent::Zkelect(c) => c.poll_command(),
-            Agent::Observer(o) => o.poll_command(),
-            other => other.base_mut().and_then(|b| b.io.commands.pop_front()),
-        }
+        self.base_mut().io.commands.pop_front()
     }
 
     /// When to call [`handle_timeout`](Self::handle_timeout) next.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         match self {
-            Agent::Zkelect(c) => c.poll_timeout(),
-            Agent::Observer(o) => o.poll_timeout(),
-            Agent::Curator(_) => None,
-            Agent::Kazoo(m) => m.timer(),
+            Foreign::Curator(_) => None,
+            Foreign::Kazoo(m) => m.timer(),
         }
     }
 }

@@ -13,7 +13,7 @@
 //! | [`server`] | [`Server`](server::Server): the world's ZooKeeper, one server or an ensemble of 3 or 5 with member faults; the `single-system-image` checker |
 //! | [`explore`] | exhaustive small scopes: depth-first search over the choice points |
 //! | [`rng`] | [`SimRng`](rng::SimRng): ChaCha8, one stream per subsystem |
-//! | [`foreign`] | models of Curator's LeaderLatch and kazoo's Lock/Election, and [`Agent`](foreign::Agent): a zkelect candidate or one of them |
+//! | [`foreign`] | models of Curator's LeaderLatch and kazoo's Lock/Election, and [`Foreign`](foreign::Foreign): one of them, as the world drives it |
 //! | [`swarm`] | what a seed picks: candidates, k, timeouts, fault rates and the fault plan ([`Swarm`](swarm::Swarm), [`Fault`](swarm::Fault), [`Knobs`](swarm::Knobs)) |
 //! | [`canary`] | deliberately broken candidates, one per checker |
 //! | [`net`] | [`Net`](net::Net): each client's link, partitions and slow links as a rule → verdict per message |

@@ -536,12 +536,6 @@ impl ZkModel {
         self.touch(now, session);
         self.ops += 1;
         match request {
-            Request::Create {
-                path,
-                data,
-                mode,
-                acl,
-            } => self.create(session, path, data, *mode, acl),
             Request::GetChildren { path, watch } => {
                 let Some(node) = self.nodes.get(path) else {
                     return (Err(ZkCode::NoNode), Vec::new());
@@ -558,6 +552,12 @@ impl ZkModel {
                 }
                 (Ok(Reply::Children(children)), Vec::new())
             }
+            Request::Create {
+                path,
+                data,
+                mode,
+                acl,
+            } => self.create(session, path, data, *mode, acl),
             Request::GetData { path, watch } => {
                 let Some(node) = self.nodes.get(path) else {
                     return (Err(ZkCode::NoNode), Vec::new());

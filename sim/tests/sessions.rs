@@ -134,22 +134,37 @@ fn drawn_observers_before_the_path_and_through_wipes_hold() {
     let mut waited = 0;
     for (seed, swarm) in &seeds {
         let mut world = World::new(*seed, swarm.clone(), None, false);
+        // Read the observers while they run: at the end of the run they
+        // have left their sessions.
+        let due = world.healed_at() + world.liveness_bound();
         assert_eq!(
-            world.run().map(|v| (v.invariant, v.detail)),
+            world.run_until(due).map(|v| (v.invariant, v.detail)),
             None,
             "seed {seed}"
         );
+        let mut observed = Vec::new();
         for p in world.processes().filter(|p| p.observer && p.host == p.pid) {
-            let o = p.agent.observer().expect("an observer");
+            let Some(o) = p.agent.observer() else {
+                // It crashed or stopped on its own: nothing to count.
+                continue;
+            };
             // Unless the world made the path before anyone started (for
             // candidates that make no parents, or for look-alikes), or it
             // crashed first.
             let made = !world.knobs().options.create_parents || !swarm.env.lookalikes.is_empty();
             if swarm.env.late_start.is_some() && p.queue == 0 && !made && !p.crashed {
-                assert!(o.stats().exists_watches >= 1, "seed {seed} p{}", p.pid);
-                waited += 1;
+                observed.push((p.pid, o.stats().exists_watches));
             }
         }
+        for (pid, exists_watches) in observed {
+            assert!(exists_watches >= 1, "seed {seed} p{pid}");
+            waited += 1;
+        }
+        assert_eq!(
+            world.run().map(|v| (v.invariant, v.detail)),
+            None,
+            "seed {seed}"
+        );
     }
     assert!(waited >= 10, "{waited} observers waited for their path");
 }

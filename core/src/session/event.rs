@@ -68,7 +68,10 @@ pub enum Exit {
     /// Stopped by a fatal error (see its last `Notice::Error`).
     Failed,
     /// Its close ran out of time (its own close timeout, or the session's
-    /// while closing): its node, if any, goes when the session ends.
+    /// while closing): the driver stops waiting for it. While the session
+    /// stays open, the session goes on closing it out of sight (its node's
+    /// delete goes again once the server answers); while the session
+    /// closes, its node goes when the session ends.
     Abandoned,
 }
 

@@ -9,15 +9,21 @@ mod event;
 mod group;
 mod link;
 mod machine;
+#[cfg(feature = "planted")]
+mod planted;
 mod watches;
 mod window;
 
+#[cfg(feature = "planted")]
+use std::collections::BTreeSet;
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::command::{Command, OpId};
 use crate::input::{Input, SessionEvent};
 use crate::notice::Notice;
 use crate::time::Timestamp;
+#[cfg(feature = "planted")]
+use crate::zk::Request;
 use crate::zk::{WatchEvent, ZkCode};
 
 pub use config::{SessionConfig, REQUESTS_OUT};
@@ -30,6 +36,8 @@ pub use group::{GroupId, GroupNotice, MultiLockError};
 pub use link::ConnectionState;
 use link::Link;
 pub use machine::{Machine, MachineId};
+#[cfg(feature = "planted")]
+pub use planted::Planted;
 pub use watches::WatchClass;
 use watches::{disarm, Armings, Watches};
 pub use window::Sender;
@@ -63,6 +71,10 @@ struct Slot {
     tally: Tally,
     /// The multi-lock it is a part of, if any.
     group: Option<GroupId>,
+    /// Given up on ([`Exit::Abandoned`]) while the session stays open: the
+    /// driver was told it stopped, and the session goes on closing it out
+    /// of sight, so its node does not outlive it in a queue.
+    detached: bool,
 }
 
 /// One ZooKeeper session and every machine on it, as one sans-IO machine.
@@ -91,8 +103,11 @@ struct Slot {
 ///   [`SessionConfig::with_requests_out`] requests out at once, the rest
 ///   queued in order; the probe never waits.
 /// - **Closing**: a machine's close may take its close
-///   timeout; the session closes when its machines are done (or its own
-///   close timeout passes), or when a machine that ends it is done.
+///   timeout; past it the driver is told the machine stopped
+///   ([`Exit::Abandoned`]), and an open session goes on closing it out of
+///   sight, so its node does not block a queue while the session lives.
+///   The session closes when its machines are done (or its own close
+///   timeout passes), or when a machine that ends it is done.
 /// - **Recipe rules**: a lock's candidate leaves the queue once its hold is
 ///   lost ([`Machine::lock`]), and its release — its close — sends its
 ///   node's delete in the same step.
@@ -154,6 +169,8 @@ pub struct Session {
     link: Link,
     events: VecDeque<Event>,
     phase: Phase,
+    #[cfg(feature = "planted")]
+    planted: Option<Planted>,
 }
 
 impl Session {
@@ -173,7 +190,16 @@ impl Session {
             link: Link::new(),
             events: VecDeque::new(),
             phase: Phase::Open,
+            #[cfg(feature = "planted")]
+            planted: None,
         }
+    }
+
+    /// Plants `bug` in this session, to show a checker catches it (only
+    /// with the `planted` feature, a simulator's).
+    #[cfg(feature = "planted")]
+    pub fn plant(&mut self, bug: Planted) {
+        self.planted = Some(bug);
     }
 
     // ----- getters ------------------------------------------------------------
@@ -190,17 +216,26 @@ impl Session {
 
     /// A machine of the session, while it runs.
     pub fn machine(&self, id: MachineId) -> Option<&Machine> {
-        self.slots.get(&id).map(|s| &s.machine)
+        self.slots
+            .get(&id)
+            .filter(|s| !s.detached)
+            .map(|s| &s.machine)
     }
 
     /// Every machine of the session, in id order.
     pub fn machines(&self) -> impl Iterator<Item = (MachineId, &Machine)> + '_ {
-        self.slots.iter().map(|(id, s)| (*id, &s.machine))
+        self.slots
+            .iter()
+            .filter(|(_, s)| !s.detached)
+            .map(|(id, s)| (*id, &s.machine))
     }
 
     /// A machine's requests so far, while it runs.
     pub fn traffic(&self, id: MachineId) -> Option<Traffic> {
-        self.slots.get(&id).map(|s| s.tally.widen())
+        self.slots
+            .get(&id)
+            .filter(|s| !s.detached)
+            .map(|s| s.tally.widen())
     }
 
     /// Who sent `op`, while it is unanswered.
@@ -211,7 +246,11 @@ impl Session {
     /// The machines `event` would reach now (the session's watch table;
     /// nothing fires).
     pub fn reaches(&self, event: &WatchEvent) -> Vec<MachineId> {
-        self.watches.would_reach(event).into_iter().collect()
+        self.watches
+            .would_reach(event)
+            .into_iter()
+            .filter(|id| self.machine(*id).is_some())
+            .collect()
     }
 
     /// The span now: how many session events the session has had.
@@ -280,6 +319,7 @@ impl Session {
                 armed: Armings::default(),
                 tally: Tally::default(),
                 group: None,
+                detached: false,
             }),
         );
         if self.is_closing() {
@@ -326,7 +366,8 @@ impl Session {
     /// The machine leaves for good: a leader (holder) is demoted and its
     /// node's delete goes out in this same call — a lock's release.
     /// Within its close timeout the machine stops
-    /// ([`Event::Stopped`]); past it, the session gives up on it.
+    /// ([`Event::Stopped`]); past it, the driver is told it was given up
+    /// on, and the session finishes its close out of sight.
     pub fn close(&mut self, now: Timestamp, id: MachineId) -> Result<(), Gone> {
         self.enter(now);
         self.slot(id)?;
@@ -346,6 +387,17 @@ impl Session {
             self.phase = Phase::Closing {
                 deadline: self.now + self.config.close_timeout(),
             };
+            // A machine given up on earlier has only its node left to
+            // delete, and the session's end takes that with it.
+            let detached: Vec<MachineId> = self
+                .slots
+                .iter()
+                .filter(|(_, s)| s.detached)
+                .map(|(id, _)| *id)
+                .collect();
+            for id in detached {
+                self.finish(id, Exit::Abandoned);
+            }
             let ids: Vec<MachineId> = self.slots.keys().copied().collect();
             for id in ids {
                 self.close_machine(id);
@@ -428,7 +480,11 @@ impl Session {
     // ----- plumbing ---------------------------------------------------------------
 
     fn slot(&mut self, id: MachineId) -> Result<&mut Slot, Gone> {
-        self.slots.get_mut(&id).map(|s| &mut **s).ok_or(Gone(id))
+        self.slots
+            .get_mut(&id)
+            .filter(|s| !s.detached)
+            .map(|s| &mut **s)
+            .ok_or(Gone(id))
     }
 
     /// Every entry point starts here: time only moves forward, and what is
@@ -529,15 +585,62 @@ impl Session {
     }
 
     fn watch(&mut self, event: WatchEvent) {
-        let (to, spent) = self.watches.fire(&event);
+        #[allow(unused_mut)] // a planted bug changes them
+        let (mut to, mut spent) = self.watches.fire(&event);
+        #[cfg(feature = "planted")]
+        self.planted_routing(&event, &mut to, &mut spent);
         for (id, entry) in spent {
             if let Some(slot) = self.slots.get_mut(&id) {
                 disarm(&mut slot.armed, entry);
             }
         }
         for id in to {
+            #[cfg(feature = "planted")]
+            if self.planted_deafens(id, &event) {
+                continue;
+            }
             self.feed(id, Input::Watch(event.clone()));
         }
+    }
+
+    /// The routing a planted bug makes of `event`.
+    #[cfg(feature = "planted")]
+    fn planted_routing(
+        &mut self,
+        event: &WatchEvent,
+        to: &mut BTreeSet<MachineId>,
+        spent: &mut Vec<(MachineId, watches::Armed)>,
+    ) {
+        match self.planted {
+            Some(Planted::SharedWatchToOne) => {
+                if let Some(first) = to.first().copied() {
+                    to.retain(|id| *id == first);
+                }
+            }
+            Some(Planted::WatchByTable) => {
+                let parent = event.path.rsplit_once('/').map_or("", |(p, _)| p);
+                let slots = &self.slots;
+                let other = |id: MachineId| {
+                    slots.get(&id).is_some_and(|s| {
+                        let path = s.machine.path();
+                        path != event.path && path != parent
+                    })
+                };
+                let (more, more_spent) = self.watches.fire_by_table(event, other);
+                to.extend(more);
+                spent.extend(more_spent);
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether a planted bug keeps machine `id` from hearing `event`.
+    #[cfg(feature = "planted")]
+    fn planted_deafens(&self, id: MachineId, event: &WatchEvent) -> bool {
+        self.planted == Some(Planted::ObserverSkipsRelist)
+            && self.slots.get(&id).is_some_and(|s| {
+                s.machine.as_observer().is_some() && s.machine.path() == event.path
+            })
     }
 
     fn reply(&mut self, op: OpId, result: Result<crate::zk::Reply, ZkCode>) {
@@ -601,17 +704,30 @@ impl Session {
             if let Notice::Demoted { reason } = notice {
                 demoted = Some(reason);
             }
-            self.events.push_back(Event::Notice {
-                machine: id,
-                notice,
-            });
+            // A detached machine's driver was told it stopped.
+            if !slot.detached {
+                self.events.push_back(Event::Notice {
+                    machine: id,
+                    notice,
+                });
+            }
         }
         while let Some(Command { op, request }) = slot.machine.poll_command() {
+            #[cfg(feature = "planted")]
+            let request = match (self.planted, request) {
+                (
+                    Some(Planted::ObserverSetsNoCreationWatch),
+                    Request::Exists { path, watch: true },
+                ) if slot.machine.as_observer().is_some() => Request::Exists { path, watch: false },
+                (_, request) => request,
+            };
             slot.tally.sent();
             self.window
                 .submit(Sender::Machine { machine: id, op }, request);
         }
-        self.events.push_back(Event::Updated(id));
+        if !slot.detached {
+            self.events.push_back(Event::Updated(id));
+        }
         if slot.machine.is_done() {
             let exit = if slot.machine.is_failed() {
                 Exit::Failed
@@ -640,11 +756,56 @@ impl Session {
         }
     }
 
-    /// A machine leaves the session.
+    /// A machine leaves the session. One given up on while the session
+    /// stays open is only detached: its driver is told it stopped, and its
+    /// close goes on out of sight (a candidate still deletes its node, with
+    /// its retries, once the server answers), so its node does not block a
+    /// queue for as long as the session lives.
     fn finish(&mut self, id: MachineId, exit: Exit) {
+        let Some(slot) = self.slots.get_mut(&id) else {
+            return;
+        };
+        // One that ends the session is not detached: the session closes
+        // now, and its end takes the node.
+        if exit == Exit::Abandoned
+            && self.phase == Phase::Open
+            && !slot.detached
+            && !slot.machine.is_done()
+            && !slot.machine.ends_session()
+        {
+            slot.detached = true;
+            slot.close = Close::Unbounded;
+            slot.filed = self
+                .deadlines
+                .file(id, slot.filed, slot.machine.poll_timeout());
+            self.events.push_back(Event::Stopped {
+                machine: id,
+                path: slot.machine.path().to_owned(),
+                exit,
+                stats: slot.machine.stats(),
+                traffic: slot.tally.widen(),
+            });
+            return;
+        }
         let Some(slot) = self.slots.remove(&id) else {
             return;
         };
+        if slot.detached {
+            // Told already: it leaves without a word.
+            let Slot {
+                filed,
+                armed,
+                group,
+                ..
+            } = *slot;
+            self.deadlines.file(id, filed, None);
+            self.watches.forget(id, armed);
+            if let Some(gid) = group {
+                self.step_group(gid);
+            }
+            self.check_finished();
+            return;
+        }
         let Slot {
             machine,
             filed,

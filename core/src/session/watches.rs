@@ -74,6 +74,9 @@ pub(super) struct Watches {
     /// watched by one machine, and a list would cost it an allocation.
     table: BTreeMap<(Armed, MachineId), u32>,
     keys: (u64, u64),
+    /// Each watch's table, for a planted bug that forgets the path.
+    #[cfg(feature = "planted")]
+    classes: BTreeMap<Armed, WatchClass>,
 }
 
 impl Watches {
@@ -82,6 +85,8 @@ impl Watches {
         Self {
             table: BTreeMap::new(),
             keys: (first, splitmix64(first)),
+            #[cfg(feature = "planted")]
+            classes: BTreeMap::new(),
         }
     }
 
@@ -105,7 +110,10 @@ impl Watches {
         armed: &mut Armings,
         request: &Request,
     ) -> Option<Armed> {
-        let entry = self.digest(request.path(), WatchClass::of(request)?);
+        let class = WatchClass::of(request)?;
+        let entry = self.digest(request.path(), class);
+        #[cfg(feature = "planted")]
+        self.classes.insert(entry, class);
         *self.table.entry((entry, machine)).or_default() += 1;
         if !armed.contains(&entry) {
             let mut list = std::mem::take(armed).into_vec();
@@ -144,6 +152,36 @@ impl Watches {
                     self.table.remove(&(entry, machine));
                     spent.push((machine, entry));
                 }
+            }
+        }
+        (to, spent)
+    }
+
+    /// [`Planted::WatchByTable`](super::Planted::WatchByTable): `event` also
+    /// fires every watch in a table it fires that a machine of another queue
+    /// (`other`) armed, as if the table forgot the path.
+    #[cfg(feature = "planted")]
+    pub(super) fn fire_by_table(
+        &mut self,
+        event: &WatchEvent,
+        other: impl Fn(MachineId) -> bool,
+    ) -> (Vec<MachineId>, Vec<(MachineId, Armed)>) {
+        let classes = WatchClass::fired_by(event.kind);
+        let hit: Vec<((Armed, MachineId), u32)> = self
+            .table
+            .iter()
+            .filter(|((entry, m), _)| {
+                other(*m) && self.classes.get(entry).is_some_and(|c| classes.contains(c))
+            })
+            .map(|(k, pending)| (*k, *pending))
+            .collect();
+        let mut to = Vec::new();
+        let mut spent = Vec::new();
+        for ((entry, machine), pending) in hit {
+            to.push(machine);
+            if pending == 0 {
+                self.table.remove(&(entry, machine));
+                spent.push((machine, entry));
             }
         }
         (to, spent)

@@ -31,7 +31,7 @@ pub(crate) fn revoked_foreign(p: &Process<'_>) -> bool {
 /// The rule `p` holds by: a zkelect candidate's own, a foreign model's a
 /// one-leader election (foreign models share election queues only).
 pub fn rule_of(p: &Process<'_>) -> Rule {
-    p.candidate.map_or(Rule::default(), |c| c.config().rule())
+    p.config.map_or(Rule::default(), |c| c.rule())
 }
 
 /// Whether `p` holds alone when it holds (an exclusive node of a rule with

@@ -6,7 +6,7 @@ use zkelect_core::{CandidateError, NamespaceFault, Notice, OpId, Role, ZkCode};
 
 use crate::invariant::{Event, Holds, Invariant, Kinds};
 use crate::swarm::ChrootRoot;
-use crate::world::{Process, View};
+use crate::world::{Agent, Process, View};
 
 /// Once every process has closed, or died and had its session expired, the
 /// election path has no children but the persistent look-alikes an operator
@@ -74,7 +74,7 @@ impl NoLeaks {
     fn look_at(world: &View, q: usize, end: bool) -> Result<(), String> {
         let gone = |p: Process<'_>| {
             p.session_closed
-                || (p.crashed && p.session.is_none_or(|s| !world.zk().session_alive(s)))
+                || (p.crashed && p.session_id.is_none_or(|s| !world.zk().session_alive(s)))
         };
         let all_gone = || world.processes().all(gone);
         let path = world.queues()[q].path.as_str();
@@ -174,7 +174,12 @@ impl Invariant<View> for OneAnswer {
                     .pending
                     .iter()
                     .enumerate()
-                    .filter(|&(pid, _)| !world.process(pid).crashed)
+                    // A machine that left its session (closed, failed)
+                    // needs no answer: its session drops any that comes.
+                    .filter(|&(pid, _)| {
+                        let p = world.process(pid);
+                        !p.crashed && !matches!(p.agent, Agent::Stopped(_))
+                    })
                     .flat_map(|(pid, ops)| {
                         let mut ops = ops.clone();
                         ops.sort_unstable();
@@ -273,8 +278,8 @@ impl Invariant<View> for NoError {
                     },
                 ) if world
                     .process(*pid)
-                    .candidate
-                    .is_some_and(|c| !c.config().create_parents() && c.config().path() == path) =>
+                    .config
+                    .is_some_and(|c| !c.create_parents() && c.path() == path) =>
                 {
                     Ok(())
                 }

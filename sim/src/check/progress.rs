@@ -172,7 +172,7 @@ impl Liveness {
                                 .map_or(0, |s| s.ephemeral_owner);
                             let pid = world
                                 .processes()
-                                .find(|p| p.session.is_some_and(|s| s.0 == owner))
+                                .find(|p| p.session_id.is_some_and(|s| s.0 == owner))
                                 .map(|p| p.pid);
                             format!("{c}@{owner:#x}:{pid:?}")
                         })

@@ -4,7 +4,8 @@
 //! (the faults), `env` (the world around the candidates), `recipe`
 //! (the queue's recipe), `hosting` (who
 //! runs on whose session), `knobs` (the world's settings and the drawn
-//! `ConfigBuilder` options). Each imports its siblings, never this module.
+//! `ConfigBuilder` options), `sessions` (each core session's and machine's
+//! settings). Each imports its siblings, never this module.
 
 mod env;
 mod hosting;
@@ -12,6 +13,7 @@ mod knobs;
 mod plan;
 mod recipe;
 mod scenario;
+mod sessions;
 
 pub use crate::foreign::Scheme;
 pub use crate::rng::SimRng;
@@ -21,3 +23,4 @@ pub use knobs::{AclDraw, Knobs, Options, ProcessOptions, IDENTITY};
 pub use plan::{Fault, FaultMix};
 pub use recipe::Queue;
 pub use scenario::{Overrides, Swarm};
+pub use sessions::{MachineSettings, SessionSettings, CLOSE_TIMEOUT};

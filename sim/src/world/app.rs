@@ -11,69 +11,53 @@ use crate::invariant::Event;
 
 use super::engine::World;
 use super::ev::Ev;
+use super::proc::{agent, Member};
 use super::spec::PATH;
 
 impl World {
-    /// Drains the candidate (notices, commands, timeout) after it handled
-    /// something; `cause` is the server change whose watch event woke it.
-    /// `text` says what happened, for a readable trace only (it is not
-    /// formatted otherwise).
-    pub(super) fn after(&mut self, pid: usize, cause: Option<u64>, text: impl FnOnce() -> String) {
-        let notices: Vec<Notice> =
-            std::iter::from_fn(|| self.view.procs[pid].c.poll_notice()).collect();
-        let foreign = self.view.procs[pid].c.foreign();
-        for n in &notices {
-            match foreign {
-                // A foreign model's notices are for the trace and the story:
-                // its belief is read from its role, and it has no tokens.
-                Some(scheme) => self.on_foreign_notice(pid, scheme, n),
-                None => {
-                    self.on_notice(pid, n);
-                    self.observe(&Event::Notice { pid, notice: n });
-                }
-            }
-        }
-        let text = || match foreign {
-            Some(scheme) => format!("{scheme}: {}", text()),
-            None => text(),
+    /// Drains foreign model `pid` (notices, commands, timeout) after it
+    /// handled something. `text` says what happened, for a readable trace
+    /// only (it is not formatted otherwise).
+    pub(super) fn after_foreign(&mut self, pid: usize, text: impl FnOnce() -> String) {
+        let Member::Foreign(model) = &mut self.view.procs[pid].member else {
+            return;
         };
-        // Taken, not borrowed: `send` below needs the whole world (and a
-        // nested drain, if any, starts from an empty buffer).
+        let scheme = model.scheme();
+        let notices: Vec<Notice> = std::iter::from_fn(|| model.poll_notice()).collect();
+        // Taken, not borrowed: `send` below needs the whole world.
         let mut commands = std::mem::take(&mut self.commands);
-        commands.extend(std::iter::from_fn(|| self.view.procs[pid].c.poll_command()));
+        commands.extend(std::iter::from_fn(|| model.poll_command()));
+        let next = model.poll_timeout();
+        let closed = model.is_closed();
+        // A foreign model's notices are for the trace and the story: its
+        // belief is read from its role, and it has no tokens.
+        for n in &notices {
+            self.on_foreign_notice(pid, scheme, n);
+        }
         let mut verbs = std::mem::take(&mut self.verbs);
         verbs.extend(commands.iter().map(|c| c.request.verb()));
-        let p = &self.view.procs[pid];
+        let agent = agent(&self.view.procs, pid);
         self.trace.step(
             self.view.now,
             pid,
-            p.c.role(),
-            p.c.node(),
-            p.c.watching(),
+            agent.role(),
+            agent.node(),
+            agent.watching(),
             &verbs,
-            text,
+            || format!("{scheme}: {}", text()),
             &notices,
         );
         verbs.clear();
         self.verbs = verbs;
         for Command { op, request } in commands.drain(..) {
             self.observe(&Event::Emitted { pid, op });
-            self.send(pid, op, request, cause);
+            self.send(pid, op, request, Some(pid), None);
         }
         self.commands = commands;
-        let h = self.view.procs[pid].host;
-        if !self.view.procs[h].session_closed
-            && self.view.procs[h]
-                .machines
-                .iter()
-                .all(|&m| self.view.procs[m].c.is_closed())
-        {
-            self.close_client(h);
+        if closed && !self.view.procs[pid].session_closed {
+            self.close_client(pid);
         }
-        // Only this machine's agent changed (closing the client recounts
-        // the session's machines itself): the others' shares stand.
         self.view.recount_one(pid);
-        let next = self.view.procs[pid].c.poll_timeout();
         if next.is_some() && next != self.view.procs[pid].timer_at {
             self.view.procs[pid].timer_at = next;
             if let Some(at) = next {
@@ -142,9 +126,9 @@ impl World {
             // The new leader's application starts writing to the fenced resource.
             // Readers share: only exclusive holders write (one at a time).
             let exclusive = self.view.procs[pid]
-                .c
-                .candidate()
-                .is_none_or(|c| c.config().rule().access() == Access::Exclusive);
+                .config
+                .as_ref()
+                .is_none_or(|c| c.rule().access() == Access::Exclusive);
             if self.view.queues[self.view.procs[pid].queue].leaders == 1
                 && exclusive
                 && !self.view.procs[pid].writing
@@ -160,7 +144,7 @@ impl World {
     /// process is paused meanwhile — the freeze between check and write that
     /// fencing tokens exist for.
     pub(super) fn app_write(&mut self, pid: usize) {
-        let Role::Leader(token) = self.view.procs[pid].c.role() else {
+        let Role::Leader(token) = agent(&self.view.procs, pid).role() else {
             self.view.procs[pid].writing = false;
             return;
         };

@@ -12,7 +12,7 @@
 use zkelect_core::name::Access;
 use zkelect_core::{Role, Rule};
 
-use super::proc::Proc;
+use super::proc::{agent, revoked_at, Proc};
 use crate::server::Server;
 
 /// Counts over every process, for the checkers' fast paths
@@ -151,28 +151,27 @@ fn share(procs: &[Proc], zk: &Server, pid: usize) -> Census {
     let p = &procs[pid];
     let h = &procs[p.host];
     let crashed = h.crashed;
-    let foreign = p.c.foreign().is_some();
-    let revoked = || p.revoked_at().is_some();
-    let role = p.c.role();
+    let agent = agent(procs, pid);
+    let foreign = agent.foreign().is_some();
+    let revoked = || p.revoked.is_some() && revoked_at(procs, pid).is_some();
+    let role = agent.role();
     let leads = role.is_leader();
     // A foreign model holds by a one-leader election.
-    let rule =
-        p.c.candidate()
-            .map_or(Rule::default(), |c| c.config().rule());
+    let rule = p.config.as_ref().map_or(Rule::default(), |c| c.rule());
     let exclusive = rule.access() == Access::Exclusive;
     let revoked_foreign = foreign && revoked();
     let live = !crashed
-        && p.c.observer().is_none()
+        && !p.observer
         && !revoked_foreign
         && !matches!(role, Role::Idle | Role::Closed | Role::Failed);
-    let gone = h.session_closed || (crashed && h.session.is_none_or(|s| !zk.session_alive(s)));
+    let gone = h.session_closed || (crashed && h.session_id.is_none_or(|s| !zk.session_alive(s)));
     Census {
         leading: usize::from(!crashed && leads),
         leading_exclusive: usize::from(!crashed && leads && exclusive),
         leading_revoked: usize::from(!crashed && leads && !foreign && revoked()),
         live: usize::from(live),
         live_leading: usize::from(live && leads),
-        waiting: usize::from(live && !leads && p.c.node().is_some()),
+        waiting: usize::from(live && !leads && agent.node().is_some()),
         gone: usize::from(gone),
     }
 }

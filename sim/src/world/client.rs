@@ -7,17 +7,14 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use zkelect_core::startup::Learn;
-use zkelect_core::{Input, OpId, Reply, Request, SessionEvent, Timestamp, WatchEvent, ZkCode};
+use zkelect_core::{OpId, Reply, Request, SessionEvent, Timestamp, WatchClass, WatchEvent, ZkCode};
 
-use super::app::{reply_text, short};
 use super::engine::World;
 use super::ev::Ev;
-use super::proc::{Conn, Inflight};
-use super::routing::wire;
+use super::proc::{Conn, Inflight, Member};
 use super::spec::EVENT_LAG_MAX_MS;
 use crate::canary::Canary;
 use crate::client::{Clock, Library, Pace, Reconnected, Tick, TimeoutSource};
-use crate::invariant::Event;
 use crate::net::Way;
 
 impl World {
@@ -52,12 +49,10 @@ impl World {
         }
         self.view.procs[pid].last_from_server = self.view.now;
         if let Some(sent) = self.view.procs[pid].inflight.remove(&op) {
-            if let Some(entry) = &sent.arms {
-                self.armed_answered(sent.pid, entry);
-            }
             self.view.zk.arrived(pid, op);
-            if self
-                .canary_of(sent.pid)
+            if sent
+                .from
+                .and_then(|from| self.canary_of(from))
                 .is_some_and(|c| c.retries_at_once(&sent.request, &result))
             {
                 return self.resend(pid, op, sent);
@@ -69,7 +64,7 @@ impl World {
                 }),
                 (_, result) => result,
             };
-            self.deliver_reply(sent.pid, sent.op, Some(&sent.request), result);
+            self.deliver_reply(pid, op, Some(&sent.request), result);
         }
     }
 
@@ -135,57 +130,9 @@ impl World {
         }
     }
 
-    /// The session gets a watch event from its client library, and hands it
-    /// to every machine armed on it (`hosting`).
-    pub(super) fn watch_event(&mut self, h: usize, event: WatchEvent, cause: u64) {
-        for (pid, woken) in self.route_watch(h, &event, cause) {
-            if self.hears(pid, &event) {
-                self.machine_watch(pid, event.clone(), cause, woken);
-            }
-        }
-    }
-
-    /// One machine gets a watch event.
-    fn machine_watch(&mut self, pid: usize, event: WatchEvent, cause: u64, woken: bool) {
-        let text = self
-            .trace
-            .readable()
-            .then(|| format!("watch {:?} {}", event.kind, short(&event.path)));
-        // A candidate's own-node watch is not part of a herd; nor is a
-        // candidate whose node an operator deleted and which has not learned it
-        // yet: it is out of the queue, but the watch it set while it was in is
-        // still there. Nor are foreign models: both recipes act on watches
-        // left from an earlier round (Curator lists again on any `NodeDeleted`,
-        // kazoo on any event), which is theirs to answer for.
-        let own = self.view.procs[pid]
-            .c
-            .node()
-            .is_some_and(|n| event.path.rsplit('/').next() == Some(n));
-        let revoked = self.process(pid).revoked_at.is_some();
-        // Nor are observers: every one of them lists the queue on each change.
-        let foreign = self.view.procs[pid].c.foreign().is_some()
-            || self.view.procs[pid].c.observer().is_some();
-        // Nor is a machine whose watch the server set after the change: a
-        // shared session's older watch fired, and its event, overtaken by
-        // this machine's read, reached every machine armed when it arrived
-        // (lag seeds 37589, 54755: the machine's read had shown the change).
-        let cause = (woken && !own && !revoked && !foreign).then_some(cause);
-        let mut event = event;
-        if let Some(canary) = self.canary_of(pid) {
-            if !canary.sees_watch(&event.path, self.view.procs[pid].c.node()) {
-                return;
-            }
-            event = canary.rewrite_watch(event, &self.canary_view(pid, canary));
-        }
-        self.view.procs[pid]
-            .c
-            .handle(self.view.now, Input::Watch(event));
-        self.after(pid, cause, || text.unwrap_or_default());
-    }
-
     /// The client library this process runs.
     pub(super) fn library(&self, pid: usize) -> Library {
-        if self.view.procs[pid].c.foreign().is_some() {
+        if matches!(self.view.procs[pid].member, Member::Foreign(_)) {
             Library::Java
         } else {
             Library::for_candidate(self.view.knobs.session_ids)
@@ -319,36 +266,19 @@ impl World {
         p.gen += 1;
         let failed = std::mem::take(&mut p.inflight);
         self.session_event(pid, SessionEvent::Disconnected);
-        for sent in failed.into_values() {
-            if let Some(entry) = &sent.arms {
-                self.armed_answered(sent.pid, entry);
-            }
-            self.deliver_reply(
-                sent.pid,
-                sent.op,
-                Some(&sent.request),
-                Err(ZkCode::ConnectionLoss),
-            );
+        for (op, sent) in failed.into_entries() {
+            self.deliver_reply(pid, op, Some(&sent.request), Err(ZkCode::ConnectionLoss));
         }
         let at = self.view.now + Duration::from_millis(self.rng.range(100, 400));
         self.push(at, Ev::Reconnect { pid });
     }
 
     /// The canary, for a zkelect candidate (foreign models and observers are
-    /// never canaries).
+    /// never canaries; a canary's world runs each candidate on a session of
+    /// its own, so its session's host is the candidate).
     pub(super) fn canary_of(&self, pid: usize) -> Option<Canary> {
         self.canary
-            .filter(|_| self.view.procs[pid].c.candidate().is_some())
-    }
-
-    /// A session event, to every machine on host `h`'s session.
-    pub(super) fn session_event(&mut self, h: usize, event: SessionEvent) {
-        if matches!(event, SessionEvent::Expired | SessionEvent::Closed) {
-            self.watches_dropped(h);
-        }
-        for pid in self.machines(h) {
-            self.machine_session_event(pid, event);
-        }
+            .filter(|_| self.view.procs[pid].config.is_some())
     }
 
     pub(super) fn reconnect(&mut self, pid: usize) {
@@ -428,7 +358,7 @@ impl World {
         let connected = self.view.zk.connect(
             pid,
             self.view.now,
-            self.view.procs[pid].session,
+            self.view.procs[pid].session_id,
             requested,
             identity.as_deref(),
             forget,
@@ -444,13 +374,13 @@ impl World {
             Reconnected::Same(_) => {}
             Reconnected::Expired { new, timeout } => {
                 // The server expired it while we were away: say so, then start afresh.
-                self.view.procs[pid].session = None;
+                self.view.procs[pid].session_id = None;
                 self.session_event(pid, SessionEvent::Expired);
-                self.view.procs[pid].session = Some(new);
+                self.view.procs[pid].session_id = Some(new);
                 self.view.procs[pid].timeout = timeout;
             }
             Reconnected::New { session, timeout } => {
-                self.view.procs[pid].session = Some(session);
+                self.view.procs[pid].session_id = Some(session);
                 self.view.procs[pid].timeout = timeout;
             }
         }
@@ -462,7 +392,7 @@ impl World {
         p.connected_at = self.view.now;
         p.ping_out = false;
         p.tick_at = None;
-        let (session_id, timeout, gen) = (p.session, p.timeout, p.gen);
+        let (session_id, timeout, gen) = (p.session_id, p.timeout, p.gen);
         // The client library's own timing follows the session's timeout; what
         // it reports is what it learned.
         let first = match self.library(pid) {
@@ -471,7 +401,7 @@ impl World {
             Library::ZookeeperAsync => self.view.now + timeout * 2 / 3,
         };
         self.schedule_tick(pid, first);
-        if self.view.procs[pid].c.foreign().is_some() {
+        if matches!(self.view.procs[pid].member, Member::Foreign(_)) {
             self.push(
                 self.view.now + timeout * 2 / 3,
                 Ev::ReadTimeout { pid, gen },
@@ -497,61 +427,20 @@ impl World {
         self.send_fired(fired);
     }
 
-    pub(super) fn deliver_reply(
-        &mut self,
-        pid: usize,
-        op: OpId,
-        request: Option<&Request>,
-        result: Result<Reply, ZkCode>,
-    ) {
-        let result = match (self.canary_of(pid), request) {
-            (Some(canary), Some(request)) => {
-                canary.rewrite(request, result, &self.canary_view(pid, canary))
-            }
-            _ => result,
-        };
-        let text = self.trace.readable().then(|| match &result {
-            Ok(r) => format!("reply {op} {}", reply_text(r)),
-            Err(e) => format!("reply {op} err {e}"),
-        });
-        let c = &self.view.procs[pid].c;
-        let stale = !c.waits_for(op);
-        // What the role would be at this moment without the reply.
-        let role_before = if stale {
-            self.view.stats.stale_replies += 1;
-            let mut twin = c.clone();
-            twin.handle_timeout(self.view.now);
-            twin.role()
-        } else {
-            c.role()
-        };
-        self.view.procs[pid]
-            .c
-            .handle(self.view.now, Input::Reply { op, result });
-        let role_after = self.view.procs[pid].c.role();
-        self.observe(&Event::Answered {
-            pid,
-            op,
-            stale,
-            role_before,
-            role_after,
-        });
-        self.after(pid, None, || text.unwrap_or_default());
-    }
-
-    /// The application closed the candidate and then its client: the session
-    /// ends on the server (its ephemerals go), and requests still in flight are
-    /// answered with `ConnectionLoss` by the client library.
+    /// The application closed the session (or foreign model) and then its
+    /// client: the ZooKeeper session ends on the server (its ephemerals
+    /// go), and requests still in flight are answered with `ConnectionLoss`
+    /// by the client library.
     pub(super) fn close_client(&mut self, pid: usize) {
         let p = &mut self.view.procs[pid];
         p.session_closed = true;
         p.conn = Conn::Disconnected;
         p.gen += 1;
-        let pending: Vec<(usize, OpId)> = std::mem::take(&mut p.inflight)
-            .into_values()
-            .map(|sent| (sent.pid, sent.op))
+        let pending: Vec<OpId> = std::mem::take(&mut p.inflight)
+            .into_entries()
+            .map(|(op, _)| op)
             .collect();
-        if let Some(s) = p.session.take() {
+        if let Some(s) = p.session_id.take() {
             if self.server_up() {
                 let fired = self.view.zk.close_session(s);
                 self.send_fired(fired);
@@ -559,34 +448,42 @@ impl World {
             // With the server down, the session expires on its own later.
         }
         self.view.recount(pid);
-        for (pid, op) in pending {
+        for op in pending {
             self.push(self.view.now, Ev::LocalFail { pid, op });
         }
     }
 
-    pub(super) fn send(&mut self, pid: usize, op: OpId, request: Request, cause: Option<u64>) {
-        let request = match self.canary_of(pid) {
-            Some(canary) => canary.rewrite_request(request, &self.canary_view(pid, canary)),
-            None => request,
-        };
-        let request = match self.planted {
-            Some(_) => self.planted_request(pid, request),
+    /// Host `h`'s client sends `request` under `op` (the session's op id;
+    /// a foreign model's own), from machine `from` (`None`: the session's
+    /// probe); `cause` is the server change whose watch event woke it.
+    pub(super) fn send(
+        &mut self,
+        h: usize,
+        op: OpId,
+        request: Request,
+        from: Option<usize>,
+        cause: Option<u64>,
+    ) {
+        let arms = from
+            .and_then(|_| WatchClass::of(&request).map(|class| (request.path().to_owned(), class)));
+        let request = match from.and_then(|pid| self.canary_of(pid).map(|c| (pid, c))) {
+            Some((pid, canary)) => {
+                canary.rewrite_request(request, &self.view.canary_view(pid, canary))
+            }
             None => request,
         };
         if self
-            .canary_of(pid)
+            .canary_of(h)
             .is_some_and(|c| c.answers_locally(&request))
         {
             let result = Box::new(Ok(Reply::Exists(None)));
-            return self.push(self.view.now, Ev::LocalReply { pid, op, result });
+            return self.push(self.view.now, Ev::LocalReply { pid: h, op, result });
         }
-        let h = self.view.procs[pid].host;
         if self.view.procs[h].conn != Conn::Connected || self.view.procs[h].session_closed {
             // A client that is not connected fails the request at once (as an event,
             // so a candidate that retries at once cannot recurse without end).
-            return self.push(self.view.now, Ev::LocalFail { pid, op });
+            return self.push(self.view.now, Ev::LocalFail { pid: h, op });
         }
-        let arms = self.arm(pid, &request);
         // The client library puts its connect string's chroot in front of
         // every path (and takes it off every path it hands back).
         let request = match self.chroot_of(h) {
@@ -595,15 +492,13 @@ impl World {
         };
         let gen = self.view.procs[h].gen;
         self.view.procs[h].last_to_server = self.view.now;
-        let on_wire = wire(h, pid, op);
         let request = Rc::new(request);
         self.view.procs[h].inflight.insert(
-            on_wire,
+            op,
             Inflight {
                 request: Rc::clone(&request),
                 arrived: false,
-                pid,
-                op,
+                from,
                 arms,
             },
         );
@@ -613,7 +508,7 @@ impl World {
             Ev::Request {
                 pid: h,
                 gen,
-                op: on_wire,
+                op,
                 request,
                 cause,
             },
@@ -624,52 +519,13 @@ impl World {
 /// `request` with `root` in front of its path, as a client library whose
 /// connect string has that chroot sends it (`/` is the chroot itself).
 fn rooted(request: Request, root: &str) -> Request {
-    let on = |path: String| {
+    request.map_path(|path| {
         if path == "/" {
             root.to_owned()
         } else {
             format!("{root}{path}")
         }
-    };
-    match request {
-        Request::Create {
-            path,
-            data,
-            mode,
-            acl,
-        } => Request::Create {
-            path: on(path),
-            data,
-            mode,
-            acl,
-        },
-        Request::GetChildren { path, watch } => Request::GetChildren {
-            path: on(path),
-            watch,
-        },
-        Request::GetData { path, watch } => Request::GetData {
-            path: on(path),
-            watch,
-        },
-        Request::Exists { path, watch } => Request::Exists {
-            path: on(path),
-            watch,
-        },
-        Request::Delete { path, version } => Request::Delete {
-            path: on(path),
-            version,
-        },
-        Request::SetData {
-            path,
-            data,
-            version,
-        } => Request::SetData {
-            path: on(path),
-            data,
-            version,
-        },
-        Request::Sync { path } => Request::Sync { path: on(path) },
-    }
+    })
 }
 
 /// A path the server gives back, without the chroot `root` (the client

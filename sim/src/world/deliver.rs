@@ -13,7 +13,7 @@ use crate::zk::Fired;
 
 use super::engine::World;
 use super::ev::Ev;
-use super::proc::Conn;
+use super::proc::{Conn, Member};
 use super::spec::{Phase, SETTLE};
 
 impl World {
@@ -75,7 +75,7 @@ impl World {
             Ev::Event { pid, event, cause } => self.watch_event(pid, event, cause),
             Ev::Ping { pid, gen } => {
                 if self.view.procs[pid].gen == gen && self.linked(pid) {
-                    if let Some(s) = self.view.procs[pid].session {
+                    if let Some(s) = self.view.procs[pid].session_id {
                         self.view.zk.touch(self.view.now, s);
                     }
                     let at = self.client_arrival(pid);
@@ -87,14 +87,17 @@ impl World {
             Ev::ReadTimeout { pid, gen } => self.read_timeout(pid, gen),
             Ev::Reconnect { pid } => self.reconnect(pid),
             Ev::Timer { pid } => {
-                if self.view.procs[pid]
-                    .c
-                    .poll_timeout()
-                    .is_some_and(|t| t <= self.view.now)
-                {
-                    self.view.procs[pid].timer_at = None;
-                    self.view.procs[pid].c.handle_timeout(self.view.now);
-                    self.after(pid, None, || "timer".into());
+                if self.hosts_session(pid) {
+                    return self.session_timer(pid);
+                }
+                let now = self.view.now;
+                let p = &mut self.view.procs[pid];
+                if let Member::Foreign(model) = &mut p.member {
+                    if model.poll_timeout().is_some_and(|t| t <= now) {
+                        p.timer_at = None;
+                        model.handle_timeout(now);
+                        self.after_foreign(pid, || "timer".into());
+                    }
                 }
             }
             Ev::Expiry => self.expire(),
@@ -135,7 +138,7 @@ impl World {
             }
             Ev::LivenessDue => {
                 self.view.phase = Phase::Settled;
-                if self.view.procs.iter().any(|p| p.c.observer().is_some()) {
+                if self.view.procs.iter().any(|p| p.observer) {
                     self.push(self.view.now + SETTLE, Ev::Quiet);
                 }
                 self.trace
@@ -152,12 +155,7 @@ impl World {
             }
             Ev::CloseAll => {
                 self.view.phase = Phase::Closing;
-                for pid in 0..self.view.procs.len() {
-                    if !self.view.procs[self.view.procs[pid].host].crashed {
-                        self.view.procs[pid].c.close(self.view.now);
-                        self.after(pid, None, || "close (end of run)".into());
-                    }
-                }
+                self.close_all();
                 let t = self.negotiated();
                 self.push(self.view.now + t * 2 + Duration::from_secs(3), Ev::End);
             }
@@ -181,7 +179,7 @@ impl World {
                     format!("server expired session {s}")
                 });
                 // The server closes an expired session's connection.
-                if let Some(pid) = self.view.procs.iter().position(|p| p.session == Some(s)) {
+                if let Some(pid) = self.view.procs.iter().position(|p| p.session_id == Some(s)) {
                     self.view.recount(pid);
                     self.tell(format!(
                         "the server expires p{pid}'s session; its node goes with it"
@@ -208,7 +206,7 @@ impl World {
             self.tell(note);
         }
         for s in dropped {
-            if let Some(pid) = self.view.procs.iter().position(|p| p.session == Some(s)) {
+            if let Some(pid) = self.view.procs.iter().position(|p| p.session_id == Some(s)) {
                 if self.view.procs[pid].conn == Conn::Connected {
                     let gen = self.view.procs[pid].gen;
                     let at = self.client_arrival(pid);
@@ -230,14 +228,15 @@ impl World {
         if self.view.procs[pid].gen != gen || !self.linked(pid) {
             return;
         }
-        let Some(session) = self.view.procs[pid].session else {
+        let Some(session) = self.view.procs[pid].session_id else {
             return;
         };
+        // The session's own probe counts as its host's.
         let mut from = pid;
         let mut arms = None;
         if let Some(entry) = self.view.procs[pid].inflight.get_mut(&op) {
             entry.arrived = true;
-            from = entry.pid;
+            from = entry.from.unwrap_or(pid);
             arms = entry.arms.clone();
         }
         if let Some(entry) = &arms {
@@ -314,7 +313,7 @@ impl World {
                 .view
                 .procs
                 .iter()
-                .position(|p| p.session == Some(f.session))
+                .position(|p| p.session_id == Some(f.session))
             else {
                 continue;
             };

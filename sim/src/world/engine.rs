@@ -18,11 +18,14 @@ use crate::trace::Trace;
 
 use super::census::Counts;
 use super::ev::Ev;
+use zkelect_core::{MachineId, OpId};
+
 use super::judges::Judges;
-use super::routing::Planted;
 use super::spec::{Phase, QueueSpec, PATH};
 use super::stats::RunStats;
+use super::told::Told;
 use super::view::View;
+use zkelect_core::Planted;
 
 /// A whole simulated run: its [`View`] (what checkers read) and the
 /// engine around it.
@@ -42,6 +45,11 @@ pub struct World {
     /// steps so draining a machine allocates nothing (`World::after`).
     pub(super) commands: Vec<Command>,
     pub(super) verbs: Vec<&'static str>,
+    /// The sender (machine and its own op) of each of a session's commands
+    /// in `commands`, kept like it.
+    pub(super) senders: Vec<Option<(MachineId, OpId)>>,
+    /// What a session told in one drain, kept like `commands`.
+    pub(super) told: Told,
     /// A new id per server change, carried by the watch events it fires.
     pub(super) cause: u64,
     pub(crate) trace: Trace,
@@ -151,6 +159,8 @@ impl World {
             cause: 0,
             commands: Vec::new(),
             verbs: Vec::new(),
+            senders: Vec::new(),
+            told: Told::default(),
             trace: Trace::new(keep_trace),
             violation: None,
             done: false,

@@ -13,7 +13,8 @@ use zkelect_core::{
 use super::app::short;
 use super::engine::World;
 use super::ev::Ev;
-use super::proc::Conn;
+use super::hosting::Intent;
+use super::proc::{agent, Conn};
 use super::spec::Phase;
 use crate::foreign::{lookalike_stem, Scheme};
 use crate::invariant::Event;
@@ -168,12 +169,10 @@ impl World {
                 self.push(self.view.now + Duration::from_millis(ms), Ev::ServerUp);
             }
             Fault::Resign { pid, rejoin } if awake(pid, self) => {
-                self.view.procs[pid].c.resign(self.view.now, rejoin);
-                self.after(pid, None, || format!("resign rejoin={rejoin}"));
+                self.intent(pid, Intent::Resign { rejoin });
             }
             Fault::Close { pid } if awake(pid, self) => {
-                self.view.procs[pid].c.close(self.view.now);
-                self.after(pid, None, || "close".into());
+                self.intent(pid, Intent::Close);
             }
             Fault::Spawn => self.spawn(),
             Fault::SpawnForeign => self.spawn_foreign(),
@@ -207,7 +206,7 @@ impl World {
                     self.view.procs[i].queue == q
                         && !h.crashed
                         && h.paused_until.is_none()
-                        && self.view.procs[i].c.role().is_leader()
+                        && agent(&self.view.procs, i).role().is_leader()
                 });
                 if let Some(pid) = leader {
                     let targeted = match fault {
@@ -238,7 +237,7 @@ impl World {
     /// requests still on their way reaches the server anyway; their replies are
     /// lost. The server sees the connection go, and its watches with it.
     pub(super) fn drop_connection(&mut self, pid: usize, applied: bool) {
-        if let (true, Some(s)) = (self.server_up(), self.view.procs[pid].session) {
+        if let (true, Some(s)) = (self.server_up(), self.view.procs[pid].session_id) {
             if self.view.procs[pid].conn == Conn::Connected {
                 let pending: Vec<Rc<Request>> = self.view.procs[pid]
                     .inflight
@@ -263,10 +262,10 @@ impl World {
 
     /// An operator deletes the node the process believes is its own.
     pub(super) fn revoke(&mut self, pid: usize) {
-        let Some(node) = self.view.procs[pid].c.node().map(str::to_owned) else {
+        let Some(node) = agent(&self.view.procs, pid).node().map(str::to_owned) else {
             return;
         };
-        let token = match self.view.procs[pid].c.role() {
+        let token = match agent(&self.view.procs, pid).role() {
             Role::Leader(t) => Some(t),
             _ => None,
         };
@@ -283,7 +282,7 @@ impl World {
         });
         if let Some(Ok(_)) = deleted {
             self.view.stats.revocations += 1;
-            let own = self.view.procs[pid].c.token();
+            let own = agent(&self.view.procs, pid).token();
             self.view.procs[pid].revoked = Some((node, own, self.view.now));
             if let Err(at) = self.view.revoked.binary_search(&pid) {
                 self.view.revoked.insert(at, pid);
@@ -364,11 +363,11 @@ impl World {
         for (node, owner) in deleted {
             self.view.stats.revocations += 1;
             let Some(pid) = owner else { continue };
-            let token = match self.view.procs[pid].c.role() {
+            let token = match agent(&self.view.procs, pid).role() {
                 Role::Leader(t) => Some(t),
                 _ => None,
             };
-            let own = self.view.procs[pid].c.token();
+            let own = agent(&self.view.procs, pid).token();
             self.view.procs[pid].revoked = Some((node, own, self.view.now));
             if let Err(at) = self.view.revoked.binary_search(&pid) {
                 self.view.revoked.insert(at, pid);
@@ -382,30 +381,27 @@ impl World {
     /// its node's czxid (a recreated parent can give a new node an old name);
     /// a foreign model's is the one its session owns.
     pub(super) fn owner(&self, name: &str, stat: Stat) -> Option<usize> {
-        self.view.procs.iter().position(|p| {
+        (0..self.view.procs.len()).find(|&pid| {
+            let p = &self.view.procs[pid];
+            let agent = agent(&self.view.procs, pid);
             !self.view.procs[p.host].crashed
-                && p.c.node() == Some(name)
-                && match p.c.foreign() {
-                    None => p.c.token() == Some(FencingToken(stat.czxid)),
-                    Some(_) => p.session == Some(SessionId(stat.ephemeral_owner)),
+                && agent.node() == Some(name)
+                && match agent.foreign() {
+                    None => agent.token() == Some(FencingToken(stat.czxid)),
+                    Some(_) => p.session_id == Some(SessionId(stat.ephemeral_owner)),
                 }
         })
     }
 
     /// An operator sets the data of the process's node.
     pub(super) fn touch_data(&mut self, pid: usize) {
-        let Some(node) = self.view.procs[pid].c.node().map(str::to_owned) else {
+        let Some(node) = agent(&self.view.procs, pid).node().map(str::to_owned) else {
             return;
         };
         let path = format!("{}/{node}", self.path_of(pid));
         self.operator(|zk, now, s| zk.set_data(now, s, &path, b"touched", None));
     }
 
-    /// An operator creates a PERSISTENT node named like a contender of
-    /// `scheme` under the election path (a sequential create, so it sorts
-    /// after every node there now). Before anyone joins (`setup`) it creates
-    /// the path first, as the candidates would have; later it does nothing if
-    /// the path is gone.
     /// An operator creates the election path (and its parent) as persistent
     /// nodes before anyone joins: candidates with `create_parents(false)`
     /// need it there.
@@ -470,6 +466,11 @@ impl World {
         self.keeper = Some(s);
     }
 
+    /// An operator creates a PERSISTENT node named like a contender of
+    /// `scheme` under the election path (a sequential create, so it sorts
+    /// after every node there now). Before anyone joins (`setup`) it creates
+    /// the path first, as the candidates would have; later it does nothing if
+    /// the path is gone.
     pub(super) fn create_lookalike(&mut self, scheme: Scheme, setup: bool) {
         self.create_lookalike_in(0, scheme, setup);
     }

@@ -1,219 +1,100 @@
-//! Several machines on one session, as the library's `Session` runs them
-//! (`adapters/src/driver.rs`), and observers:
+//! The core [`Session`](zkelect_core::Session) each zkelect process runs
+//! on, driven as the library's pump drives it: the world's client library
+//! (`client`) hands it raw session events, watch events and replies under
+//! its op ids, and sends the requests it emits. The routing — op ids, the
+//! watch table and its fan-out, the probe and the contact it feeds every
+//! machine, the request window, the recipes' rules — is the core's; the
+//! world only reads what it decides.
 //!
-//! - **Replies by op id.** Each machine mints its own [`OpId`]s; the session
-//!   sends each request under an id of its own ([`wire`]) and answers the
-//!   machine that sent it under the machine's id.
-//! - **Watch events to every machine watching that path.** The server keeps
-//!   one watch per session, path and kind and fires it once (the model's
-//!   watch tables are sets of sessions): two machines arming the same path
-//!   share it. The session keeps, per path and table, the machines armed
-//!   since the last firing and hands the one event to each; a machine whose
-//!   arming request is still unanswered stays armed (its own request may have
-//!   set a newer watch).
-//! - **Session events to all**, and to a machine added to a connected
-//!   session the `Connected` it missed.
-//!
-//! [`Planted`] bugs break these rules on purpose, to show the checkers catch
-//! them.
+//! Besides, for `no-herd`, the world keeps which server change woke which
+//! machine: a machine whose watch the server set only after a change (a
+//! shared session's older watch fired, and its event, overtaken by this
+//! machine's read, reached every machine armed when it arrived) was not
+//! woken by it. That is bookkeeping about the server, not routing: the
+//! session alone decides who gets the event.
 
-use zkelect_core::{Input, Observer, ObserverConfig, Request, SessionEvent, WatchEvent};
+use zkelect_core::{
+    Command, Input, MachineId, OpId, Planted, Reply, Request, Role, Sender, SessionEvent,
+    WatchClass, WatchEvent, ZkCode,
+};
 
+use super::app::{reply_text, short};
 use super::engine::World;
-use super::proc::Conn;
-use super::routing::{Armed, Planted, WatchClass};
-use crate::foreign::Agent;
+use super::ev::Ev;
+use super::proc::{agent, Member};
+use super::told::Told;
+use crate::invariant::Event;
+
+/// The machines a watch event woke, and the server change that fired it:
+/// their reads on waking are judged by `no-herd`.
+#[derive(Debug, Default)]
+pub(super) struct Woken {
+    cause: u64,
+    pids: Vec<usize>,
+}
 
 impl World {
-    /// Plants `bug` (before the run).
+    /// Plants `bug` in every session, now and later (before the run).
     pub fn plant(&mut self, bug: Planted) {
         self.planted = Some(bug);
+        for p in &mut self.view.procs {
+            if let Some(session) = p.session.as_mut() {
+                session.plant(bug);
+            }
+        }
     }
 
-    /// Starts an observer of the joining queue, on a session of its own or
-    /// riding on candidate `on`'s.
-    pub(super) fn spawn_observer(&mut self, on: Option<usize>) {
-        let pid = self.view.procs.len();
-        let spec = &self.view.queues[self.joining];
-        let config = ObserverConfig::new(spec.path.clone(), spec.recipe())
-            .with_interop(spec.scheme.interop());
-        let observer = match Observer::new(config) {
-            Ok(o) => o,
-            Err(e) => return self.fail("config", format!("{e}")),
+    /// The process that is machine `id` of host `h`'s session.
+    fn pid_of(&self, h: usize, id: MachineId) -> Option<usize> {
+        self.view.procs[h].machines.iter().copied().find(
+            |&pid| matches!(self.view.procs[pid].member, Member::Zkelect { id: m, .. } if m == id),
+        )
+    }
+
+    /// Whether `h` hosts a core session.
+    pub(super) fn hosts_session(&self, h: usize) -> bool {
+        self.view.procs[h].session.is_some()
+    }
+
+    /// Feeds host `h`'s session one input from its client library, then
+    /// drains it.
+    fn feed(&mut self, h: usize, input: Input, woken: &Woken, text: impl FnOnce() -> String) {
+        let now = self.view.now;
+        if let Some(session) = self.view.procs[h].session.as_mut() {
+            session.handle(now, input);
+        }
+        self.drain(h, woken, text);
+    }
+
+    /// The session's deadline: fires what is due.
+    pub(super) fn session_timer(&mut self, h: usize) {
+        let now = self.view.now;
+        let p = &mut self.view.procs[h];
+        let Some(session) = p.session.as_mut() else {
+            return;
         };
-        self.start_on(Agent::Observer(Box::new(observer)), on.unwrap_or(pid));
+        if session.poll_timeout().is_some_and(|t| t <= now) {
+            p.timer_at = None;
+            session.handle_timeout(now);
+            self.drain(h, &Woken::default(), || "timer".into());
+        }
     }
 
-    /// A machine added to a session: if it is connected, the machine gets
-    /// the `Connected` it missed, as the others did.
-    pub(super) fn join_session(&mut self, pid: usize) {
-        let h = self.view.procs[pid].host;
-        if self.view.procs[h].conn != Conn::Connected {
+    /// A session event, from host `h`'s client library to its session.
+    pub(super) fn session_event(&mut self, h: usize, event: SessionEvent) {
+        if let Member::Foreign(model) = &mut self.view.procs[h].member {
+            model.handle(self.view.now, Input::Session(event));
+            return self.after_foreign(h, || format!("session {event:?}"));
+        }
+        if self.canary_of(h).is_some_and(|c| !c.sees(event)) {
             return;
         }
-        let session_id = self.view.procs[h]
-            .session
-            .filter(|_| self.view.knobs.session_ids);
-        let timeout = self.view.procs[h]
-            .handshaken
-            .unwrap_or(self.view.procs[h].timeout);
-        self.machine_session_event(
-            pid,
-            SessionEvent::Connected {
-                session_id,
-                timeout,
-            },
-        );
-    }
-
-    /// Files the watch `request` arms for machine `pid` in its host's table
-    /// (one more arming in flight).
-    pub(super) fn arm(&mut self, pid: usize, request: &Request) -> Option<Armed> {
-        let class = WatchClass::of(request)?;
-        let entry = (request.path().to_owned(), class);
-        let h = self.view.procs[pid].host;
-        self.view.procs[h]
-            .watches
-            .entry(entry.clone())
-            .or_default()
-            .entry(pid)
-            .or_default()
-            .pending += 1;
-        Some(entry)
-    }
-
-    /// The server applied machine `pid`'s arming request `entry`: its watch
-    /// is set as of now, after every change fired so far.
-    pub(super) fn armed_applied(&mut self, pid: usize, entry: &Armed) {
-        let h = self.view.procs[pid].host;
-        let now = self.cause;
-        if let Some(arming) = self.view.procs[h]
-            .watches
-            .get_mut(entry)
-            .and_then(|a| a.get_mut(&pid))
-        {
-            arming.since.get_or_insert(now);
-        }
-    }
-
-    /// Machine `pid`'s arming request `entry` was answered.
-    pub(super) fn armed_answered(&mut self, pid: usize, entry: &Armed) {
-        let h = self.view.procs[pid].host;
-        if let Some(arming) = self.view.procs[h]
-            .watches
-            .get_mut(entry)
-            .and_then(|a| a.get_mut(&pid))
-        {
-            arming.pending = arming.pending.saturating_sub(1);
-        }
-    }
-
-    /// The session expired (or closed): the server dropped its watches; the
-    /// machines whose arming is still unanswered stay armed.
-    pub(super) fn watches_dropped(&mut self, h: usize) {
-        self.view.procs[h].watches.retain(|_, armed| {
-            armed.retain(|_, arming| arming.pending > 0);
-            for arming in armed.values_mut() {
-                arming.since = None;
+        if matches!(event, SessionEvent::Expired | SessionEvent::Closed) {
+            // The server dropped every watch of the session.
+            for i in 0..self.view.procs[h].machines.len() {
+                let pid = self.view.procs[h].machines[i];
+                self.view.procs[pid].armed_at.clear();
             }
-            !armed.is_empty()
-        });
-    }
-
-    /// The machines of host `h` that get watch `event` of server change
-    /// `cause`: every machine armed on its path in a table it fires, since it
-    /// last fired, each with whether the change woke it (false for a machine
-    /// whose watch the server set only after the change: see [`Arming`]).
-    /// The firing disarms them, but for machines whose arming is still
-    /// unanswered.
-    pub(super) fn route_watch(
-        &mut self,
-        h: usize,
-        event: &WatchEvent,
-        cause: u64,
-    ) -> Vec<(usize, bool)> {
-        let mut to: Vec<(usize, bool)> = Vec::new();
-        if self.planted == Some(Planted::WatchByTable) {
-            // The bug: the table forgets the path across queues, so a
-            // watch of another queue's path in a table this event fires
-            // is taken as fired too.
-            let classes = WatchClass::fired_by(event.kind);
-            let mine = self.queue_of_path(&event.path);
-            let others: Vec<Armed> = self.view.procs[h]
-                .watches
-                .keys()
-                .filter(|(path, class)| classes.contains(class) && self.queue_of_path(path) != mine)
-                .cloned()
-                .collect();
-            for entry in others {
-                if let Some(armed) = self.view.procs[h].watches.get_mut(&entry) {
-                    to.extend(armed.keys().map(|pid| (*pid, true)));
-                    armed.retain(|_, arming| arming.pending > 0);
-                    if armed.is_empty() {
-                        self.view.procs[h].watches.remove(&entry);
-                    }
-                }
-            }
-        }
-        for class in WatchClass::fired_by(event.kind) {
-            let entry = (event.path.clone(), *class);
-            let Some(armed) = self.view.procs[h].watches.get_mut(&entry) else {
-                continue;
-            };
-            to.extend(
-                armed
-                    .iter()
-                    .map(|(pid, arming)| (*pid, arming.since.is_none_or(|s| s < cause))),
-            );
-            armed.retain(|_, arming| arming.pending > 0);
-            // A watch the server set before the change is spent; one set
-            // after it is still there.
-            for arming in armed.values_mut() {
-                if arming.since.is_some_and(|s| s < cause) {
-                    arming.since = None;
-                }
-            }
-            if armed.is_empty() {
-                self.view.procs[h].watches.remove(&entry);
-            }
-        }
-        // Woken by either table counts as woken.
-        to.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        to.dedup_by_key(|m| m.0);
-        if to.len() > 1 {
-            self.view.stats.shared_watches += 1;
-        }
-        if self.planted == Some(Planted::SharedWatchToOne) {
-            to.truncate(1);
-        }
-        to
-    }
-
-    /// Request `request` of machine `pid` as a planted bug sends it.
-    pub(super) fn planted_request(&self, pid: usize, request: Request) -> Request {
-        match request {
-            Request::Exists { path, watch: true }
-                if self.planted == Some(Planted::ObserverSetsNoCreationWatch)
-                    && self.view.procs[pid].c.observer().is_some() =>
-            {
-                Request::Exists { path, watch: false }
-            }
-            other => other,
-        }
-    }
-
-    /// Whether machine `pid` hears watch `event` at all (a planted bug may
-    /// deafen it).
-    pub(super) fn hears(&self, pid: usize, event: &WatchEvent) -> bool {
-        !(self.planted == Some(Planted::ObserverSkipsRelist)
-            && self.view.procs[pid].c.observer().is_some()
-            && event.path == self.view.queues[self.view.procs[pid].queue].path)
-    }
-
-    /// Feeds a session event to one machine of a session.
-    pub(super) fn machine_session_event(&mut self, pid: usize, event: SessionEvent) {
-        if self.canary_of(pid).is_some_and(|c| !c.sees(event)) {
-            return;
         }
         let text = move || match event {
             SessionEvent::Connected { session_id, .. } => format!(
@@ -222,14 +103,378 @@ impl World {
             ),
             other => format!("session {other:?}"),
         };
-        self.view.procs[pid]
-            .c
-            .handle(self.view.now, Input::Session(event));
-        self.after(pid, None, text);
+        self.feed(h, Input::Session(event), &Woken::default(), text);
     }
 
-    /// The machines on host `h`'s session, in pid order.
-    pub(super) fn machines(&self, h: usize) -> Vec<usize> {
-        self.view.procs[h].machines.clone()
+    /// A watch event, from host `h`'s client library to its session (a
+    /// foreign model's to the model); `cause` names the server change.
+    pub(super) fn watch_event(&mut self, h: usize, mut event: WatchEvent, cause: u64) {
+        let text = self
+            .trace
+            .readable()
+            .then(|| format!("watch {:?} {}", event.kind, short(&event.path)));
+        if let Member::Foreign(model) = &mut self.view.procs[h].member {
+            // Foreign models act on watches left from an earlier round
+            // (Curator lists again on any `NodeDeleted`, kazoo on any
+            // event), which is theirs to answer for: no herd of theirs.
+            model.handle(self.view.now, Input::Watch(event));
+            return self.after_foreign(h, || text.unwrap_or_default());
+        }
+        if let Some(canary) = self.canary_of(h) {
+            let own = agent(&self.view.procs, h).node();
+            if !canary.sees_watch(&event.path, own) {
+                return;
+            }
+            event = canary.rewrite_watch(event, &self.view.canary_view(h, canary));
+        }
+        let woken = self.woken(h, &event, cause);
+        self.feed(h, Input::Watch(event), &woken, || text.unwrap_or_default());
     }
+
+    /// The machines of host `h` that `event` of server change `cause`
+    /// reaches (the session's own table says which) and that it woke, for
+    /// `no-herd`: not a machine whose watch the server set only after the
+    /// change, nor one woken by its own node (not part of a herd), nor one
+    /// whose node an operator deleted and which has not learned it yet (it
+    /// is out of the queue, but the watch it set while it was in is still
+    /// there), nor an observer (every one lists the queue on each change).
+    /// The firing spends the watches set before the change.
+    fn woken(&mut self, h: usize, event: &WatchEvent, cause: u64) -> Woken {
+        let reaches = match self.view.procs[h].session.as_ref() {
+            Some(session) => session.reaches(event),
+            None => Vec::new(),
+        };
+        if reaches.len() > 1 {
+            self.view.stats.shared_watches += 1;
+        }
+        let classes = WatchClass::fired_by(event.kind);
+        let mut pids = Vec::new();
+        for id in reaches {
+            let Some(pid) = self.pid_of(h, id) else {
+                continue;
+            };
+            let armed = &mut self.view.procs[pid].armed_at;
+            let set_after = classes.iter().all(|class| {
+                armed
+                    .iter()
+                    .any(|(p, c, since)| p == &event.path && c == class && *since >= cause)
+            });
+            armed.retain(|(p, c, since)| {
+                !(p == &event.path && classes.contains(c) && *since < cause)
+            });
+            let own = agent(&self.view.procs, pid)
+                .node()
+                .is_some_and(|n| event.path.rsplit('/').next() == Some(n));
+            let revoked = self.view.process(pid).revoked_at.is_some();
+            if !set_after && !own && !revoked && !self.view.procs[pid].observer {
+                pids.push(pid);
+            }
+        }
+        Woken { cause, pids }
+    }
+
+    /// The server applied machine `pid`'s request arming `arms`: its watch
+    /// is set as of now, after every change fired so far.
+    pub(super) fn armed_applied(&mut self, pid: usize, arms: &(String, WatchClass)) {
+        let now = self.cause;
+        let armed = &mut self.view.procs[pid].armed_at;
+        if !armed.iter().any(|(p, c, _)| *p == arms.0 && *c == arms.1) {
+            armed.push((arms.0.clone(), arms.1, now));
+        }
+    }
+
+    /// A reply reaches host `h`'s session (or foreign model), for `op` as
+    /// it was sent: `request`, if the client had it.
+    pub(super) fn deliver_reply(
+        &mut self,
+        h: usize,
+        op: OpId,
+        request: Option<&Request>,
+        result: Result<Reply, ZkCode>,
+    ) {
+        let now = self.view.now;
+        let text = self.trace.readable().then(|| match &result {
+            Ok(r) => format!("reply {op} {}", reply_text(r)),
+            Err(e) => format!("reply {op} err {e}"),
+        });
+        if let Member::Foreign(model) = &mut self.view.procs[h].member {
+            let stale = !model.waits_for(op);
+            // What the role would be at this moment without the reply.
+            let role_before = if stale {
+                let mut twin = model.clone();
+                twin.handle_timeout(now);
+                twin.role()
+            } else {
+                model.role()
+            };
+            model.handle(now, Input::Reply { op, result });
+            let role_after = model.role();
+            self.view.stats.stale_replies += u64::from(stale);
+            self.observe(&Event::Answered {
+                pid: h,
+                op,
+                stale,
+                role_before,
+                role_after,
+            });
+            return self.after_foreign(h, || text.unwrap_or_default());
+        }
+        let text = || text.unwrap_or_default();
+        let sender = self.view.procs[h]
+            .session
+            .as_ref()
+            .and_then(|s| s.sender(op));
+        let Some(Sender::Machine { machine, op: own }) = sender else {
+            // The session's probe, or an answer never asked for.
+            return self.feed(h, Input::Reply { op, result }, &Woken::default(), text);
+        };
+        let Some(pid) = self.pid_of(h, machine) else {
+            return self.feed(h, Input::Reply { op, result }, &Woken::default(), text);
+        };
+        let result = match (self.canary_of(pid), request) {
+            (Some(canary), Some(request)) => {
+                canary.rewrite(request, result, &self.view.canary_view(pid, canary))
+            }
+            _ => result,
+        };
+        let Some(before) = self.stale_and_role(h, machine, own) else {
+            // The machine has gone: the session drops the answer.
+            return self.feed(h, Input::Reply { op, result }, &Woken::default(), text);
+        };
+        let (stale, role_before) = before;
+        self.view.stats.stale_replies += u64::from(stale);
+        if let Some(session) = self.view.procs[h].session.as_mut() {
+            session.handle(now, Input::Reply { op, result });
+        }
+        let told = self.drain_events(h);
+        let role_after = agent(&self.view.procs, pid).role();
+        self.observe(&Event::Answered {
+            pid,
+            op: own,
+            stale,
+            role_before,
+            role_after,
+        });
+        self.drain_rest(h, told, &Woken::default(), text);
+    }
+
+    /// Whether machine `id` of host `h`'s session no longer waits for its
+    /// op `own`, and the role it would have at this moment without the
+    /// answer; `None` once it has left the session.
+    fn stale_and_role(&self, h: usize, id: MachineId, own: OpId) -> Option<(bool, Role)> {
+        let machine = self.view.procs[h].session.as_ref()?.machine(id)?;
+        let Some(candidate) = machine.as_candidate() else {
+            // An observer keeps no role a late reply could change.
+            let observer = machine.as_observer()?;
+            return Some((observer.is_closed(), machine.role()));
+        };
+        if candidate.in_flight().any(|o| o == own) {
+            return Some((false, candidate.role()));
+        }
+        let mut twin = candidate.clone();
+        twin.handle_timeout(self.view.now);
+        Some((true, twin.role()))
+    }
+
+    /// Drains host `h`'s session after it took an input: its notices and
+    /// stops, then its requests (each sent on the session's connection).
+    pub(super) fn drain(&mut self, h: usize, woken: &Woken, text: impl FnOnce() -> String) {
+        let told = self.drain_events(h);
+        self.drain_rest(h, told, woken, text);
+    }
+
+    /// The session's events: each notice reaches its machine's application
+    /// and the checkers; a machine that left is marked with how.
+    fn drain_events(&mut self, h: usize) -> Told {
+        let mut told = std::mem::take(&mut self.told);
+        told.clear();
+        while let Some(event) = self.view.procs[h]
+            .session
+            .as_mut()
+            .and_then(|s| s.poll_event())
+        {
+            match event {
+                zkelect_core::Event::Notice { machine, notice } => {
+                    let Some(pid) = self.pid_of(h, machine) else {
+                        continue;
+                    };
+                    self.on_notice(pid, &notice);
+                    self.observe(&Event::Notice {
+                        pid,
+                        notice: &notice,
+                    });
+                    told.entry(pid).push(notice);
+                }
+                zkelect_core::Event::Updated(machine) => {
+                    if let Some(pid) = self.pid_of(h, machine) {
+                        told.entry(pid);
+                    }
+                }
+                zkelect_core::Event::Stopped { machine, exit, .. } => {
+                    let Some(pid) = self.pid_of(h, machine) else {
+                        continue;
+                    };
+                    self.view.procs[pid].member = Member::Zkelect {
+                        id: machine,
+                        exit: Some(exit),
+                    };
+                    told.entry(pid);
+                    told.stopped = true;
+                }
+                // The checkers judge each machine's own notices; the
+                // session's connection state is a summary of the session
+                // events the world sent it.
+                zkelect_core::Event::Connection(_) => {}
+                // No swarm draws a multi-lock yet: a session here has no
+                // group to report on.
+                zkelect_core::Event::Group { .. } => {}
+            }
+        }
+        told
+    }
+
+    /// The rest of a drain: the trace, the requests, closing the client
+    /// once the session is done, the counts, the session's next deadline.
+    fn drain_rest(&mut self, h: usize, told: Told, woken: &Woken, text: impl FnOnce() -> String) {
+        let now = self.view.now;
+        // Taken, not borrowed: `send` below needs the whole world.
+        let mut commands = std::mem::take(&mut self.commands);
+        let mut senders = std::mem::take(&mut self.senders);
+        if let Some(session) = self.view.procs[h].session.as_mut() {
+            while let Some(command) = session.poll_command() {
+                senders.push(match session.sender(command.op) {
+                    Some(Sender::Machine { machine, op }) => Some((machine, op)),
+                    _ => None,
+                });
+                commands.push(command);
+            }
+        }
+        if !told.updated.is_empty() {
+            // Formatted only for a readable trace.
+            let text = if self.trace.readable() {
+                text()
+            } else {
+                String::new()
+            };
+            for (pid, notices) in &told.updated {
+                let mut verbs = std::mem::take(&mut self.verbs);
+                verbs.extend(
+                    commands
+                        .iter()
+                        .zip(&senders)
+                        .filter(|(_, f)| f.is_some_and(|(m, _)| self.pid_of(h, m) == Some(*pid)))
+                        .map(|(c, _)| c.request.verb()),
+                );
+                let agent = agent(&self.view.procs, *pid);
+                self.trace.step(
+                    now,
+                    *pid,
+                    agent.role(),
+                    agent.node(),
+                    agent.watching(),
+                    &verbs,
+                    || text.clone(),
+                    notices,
+                );
+                verbs.clear();
+                self.verbs = verbs;
+            }
+        }
+        for (Command { op, request }, sender) in commands.drain(..).zip(senders.drain(..)) {
+            let from = sender.and_then(|(machine, own)| Some((self.pid_of(h, machine)?, own)));
+            if let Some((pid, own)) = from {
+                self.observe(&Event::Emitted { pid, op: own });
+            }
+            let pid = from.map(|(pid, _)| pid);
+            let cause = pid.filter(|p| woken.pids.contains(p)).map(|_| woken.cause);
+            self.send(h, op, request, pid, cause);
+        }
+        self.commands = commands;
+        self.senders = senders;
+        self.close_if_done(h, told.stopped);
+        for (pid, _) in &told.updated {
+            self.view.recount_one(*pid);
+        }
+        self.told = told;
+        let next = self.view.procs[h]
+            .session
+            .as_ref()
+            .and_then(|s| s.poll_timeout());
+        if next.is_some() && next != self.view.procs[h].timer_at {
+            self.view.procs[h].timer_at = next;
+            if let Some(at) = next {
+                self.push(at, Ev::Timer { pid: h });
+            }
+        }
+    }
+
+    /// The application closes host `h`'s client once its session is done:
+    /// finished (closed, its machines done), or left without a machine
+    /// (the last one `stopped` just now) — then the session is closed too.
+    fn close_if_done(&mut self, h: usize, stopped: bool) {
+        if self.view.procs[h].session_closed {
+            return;
+        }
+        let now = self.view.now;
+        let Some(session) = self.view.procs[h].session.as_mut() else {
+            return;
+        };
+        if stopped && !session.is_closing() && session.machines().next().is_none() {
+            session.close_session(now);
+        }
+        if session.is_finished() {
+            self.close_client(h);
+        }
+    }
+
+    /// Resigns or closes machine `pid` (an application's intent).
+    pub(super) fn intent(&mut self, pid: usize, intent: Intent) {
+        let now = self.view.now;
+        let h = self.view.procs[pid].host;
+        if let Member::Foreign(model) = &mut self.view.procs[pid].member {
+            match intent {
+                Intent::Resign { rejoin } => model.resign(now, rejoin),
+                Intent::Close => model.close(now),
+            }
+            return self.after_foreign(pid, || format!("{intent:?}"));
+        }
+        let Some(id) = self.view.procs[pid].machine_id() else {
+            return;
+        };
+        let Some(session) = self.view.procs[h].session.as_mut() else {
+            return;
+        };
+        // A machine that has stopped is gone: nothing to do.
+        let _ = match intent {
+            Intent::Resign { rejoin } => session.resign(now, id, rejoin),
+            Intent::Close => session.close(now, id),
+        };
+        self.drain(h, &Woken::default(), || format!("{intent:?}"));
+    }
+
+    /// The end of the run: every session closes (its machines first), and
+    /// every foreign model.
+    pub(super) fn close_all(&mut self) {
+        let now = self.view.now;
+        for pid in 0..self.view.procs.len() {
+            if self.view.procs[self.view.procs[pid].host].crashed {
+                continue;
+            }
+            if let Some(session) = self.view.procs[pid].session.as_mut() {
+                session.close_session(now);
+                self.drain(pid, &Woken::default(), || "close (end of run)".into());
+            } else if matches!(self.view.procs[pid].member, Member::Foreign(_)) {
+                self.intent(pid, Intent::Close);
+            }
+        }
+    }
+}
+
+/// What an application asks of one machine.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Intent {
+    /// It steps down (and queues again, with `rejoin`).
+    Resign { rejoin: bool },
+    /// It leaves for good.
+    Close,
 }

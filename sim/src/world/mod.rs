@@ -30,11 +30,12 @@
 //! # The world around the candidates
 //!
 //! The swarm's [`Env`](crate::swarm::Env) sets the server's session limits,
-//! the candidates' interop scheme, the foreign contenders (processes whose
-//! [`Agent`](crate::foreign::Agent) is a model of Curator's or kazoo's recipe, pids after the zkelect
-//! candidates) and the persistent look-alikes an operator creates before anyone
-//! joins (and, by [`Fault::Lookalike`](crate::swarm::Fault::Lookalike), later). Canaries apply to zkelect
-//! candidates only.
+//! the candidates' interop scheme, the foreign contenders (processes that run
+//! a model of Curator's or kazoo's recipe, [`Foreign`](crate::foreign::Foreign),
+//! pids after the zkelect candidates) and the persistent look-alikes an
+//! operator creates before anyone joins (and, by
+//! [`Fault::Lookalike`](crate::swarm::Fault::Lookalike), later). Canaries
+//! apply to zkelect candidates only.
 //!
 //! # Phases
 //!
@@ -49,11 +50,14 @@
 //! around it (`engine`: the event queue, the loop, the step). The other
 //! modules add the engine's behaviour by concept: `spawn` (starting
 //! processes), `deliver` (one event to its handler), `client` (the client
-//! library), `hosting` (several machines on one session), `faults`, `app`
+//! library), `hosting` (the core session each zkelect
+//! process runs on, driven as the library's pump drives it; `told` holds
+//! what one drain of it told), `faults`, `app`
 //! (the application around each machine), `judges` (running the checkers),
 //! `census` (the counts the checkers read). Each imports its siblings,
 //! never this module, so the imports have no cycle.
 
+mod agent;
 mod app;
 mod census;
 mod client;
@@ -64,16 +68,17 @@ mod faults;
 mod hosting;
 mod judges;
 mod proc;
-mod routing;
 mod spawn;
 mod spec;
 mod stats;
+mod told;
 mod view;
 
 pub use crate::invariant::Violation;
+pub use agent::Agent;
 pub use census::Census;
 pub use engine::World;
-pub use routing::Planted;
 pub use spec::{Phase, QueueSpec, EVENT_LAG_MAX_MS, PATH, SETTLE};
 pub use stats::RunStats;
 pub use view::{Process, View};
+pub use zkelect_core::Planted;

@@ -1,15 +1,16 @@
-//! One simulated process as the world keeps it: its machine, and on the
-//! machine that hosts its session the client library's state.
+//! One simulated process as the world keeps it: what it runs, and on the
+//! process that hosts its session the core `Session` and the client
+//! library's state.
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-use zkelect_core::{FencingToken, OpId, Request, SessionId, Timestamp};
+use zkelect_core::{
+    Config, Exit, FencingToken, MachineId, OpId, Request, Session, SessionId, Timestamp, WatchClass,
+};
 
-use crate::foreign::Agent;
-
-use super::routing::{Armed, Arming};
+use super::agent::Agent;
+use crate::foreign::Foreign;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Conn {
@@ -49,43 +50,60 @@ impl InflightTable {
         self.0.iter().map(|(_, sent)| sent)
     }
 
-    pub(super) fn into_values(self) -> impl Iterator<Item = Inflight> {
-        self.0.into_iter().map(|(_, sent)| sent)
+    pub(super) fn into_entries(self) -> impl Iterator<Item = (OpId, Inflight)> {
+        self.0.into_iter()
     }
 }
 
+/// A request on the wire.
 #[derive(Debug, Clone)]
 pub(super) struct Inflight {
     pub(super) request: Rc<Request>,
     /// The server has it.
     pub(super) arrived: bool,
-    /// The machine that sent it, and under which of its own ids (the wire
-    /// id is the session's, see `hosting::wire`).
-    pub(super) pid: usize,
-    pub(super) op: OpId,
-    /// The watch it arms, if any.
-    pub(super) arms: Option<Armed>,
+    /// The machine that sent it (`None`: the session's own liveness probe).
+    pub(super) from: Option<usize>,
+    /// The watch it arms, as the machine asked for it (for `no-herd`'s
+    /// books: which change woke whom).
+    pub(super) arms: Option<(String, WatchClass)>,
 }
 
-/// One machine, and — on the machine that hosts its session — the client
-/// library and session: the connection fields below are read on the host
-/// only (`host == pid`); a rider's stay at their defaults.
+/// What a process runs.
+#[derive(Debug, Clone)]
+pub(super) enum Member {
+    /// A zkelect machine on its host's core `Session`, under this id, and
+    /// how it left the session once it has.
+    Zkelect { id: MachineId, exit: Option<Exit> },
+    /// A model of another library's recipe, driven by the world directly.
+    Foreign(Box<Foreign>),
+}
+
+/// One process, and — on the process that hosts its session — the core
+/// `Session` and the client library: the connection fields below are read
+/// on the host only (`host == pid`); a rider's stay at their defaults.
 #[derive(Debug, Clone)]
 pub(super) struct Proc {
-    pub(super) c: Agent,
-    /// The machine whose client and session this one runs on (itself,
+    pub(super) member: Member,
+    /// It was started as an observer.
+    pub(super) observer: bool,
+    /// A zkelect candidate's configuration (kept past its stop).
+    pub(super) config: Option<Rc<Config>>,
+    /// The process whose client and session this one runs on (itself,
     /// unless it rides on another's session).
     pub(super) host: usize,
-    /// The queue it is a machine of (an index into `World::queues`).
+    /// The queue it is a machine of (an index into `View::queues`).
     pub(super) queue: usize,
     /// On a host: the machines on its session (itself first), in pid order.
     pub(super) machines: Vec<usize>,
-    /// On a host: per watched path and watch table, the machines armed since
-    /// it last fired, each with its arming requests still unanswered (the
-    /// driver's table: the server keeps one watch per session, path and kind).
-    pub(super) watches: BTreeMap<Armed, BTreeMap<usize, Arming>>,
+    /// On a zkelect host: the core session its machines run on.
+    pub(super) session: Option<Box<Session>>,
+    /// Per watch the machine armed: the newest server change when the
+    /// server applied its first arming since the watch last fired (for
+    /// `no-herd`: a machine whose watch was set after a change was not
+    /// woken by it).
+    pub(super) armed_at: Vec<(String, WatchClass, u64)>,
     pub(super) crashed: bool,
-    pub(super) session: Option<SessionId>,
+    pub(super) session_id: Option<SessionId>,
     pub(super) timeout: Duration,
     /// The timeout the client learned by its own handshake (zookeeper-async).
     pub(super) handshaken: Option<Duration>,
@@ -110,6 +128,7 @@ pub(super) struct Proc {
     pub(super) event_tail: Timestamp,
     /// Until when its event thread lags.
     pub(super) lag_until: Option<Timestamp>,
+    /// When its session (or foreign model) asked to be woken.
     pub(super) timer_at: Option<Timestamp>,
     pub(super) session_closed: bool,
     pub(super) writing: bool,
@@ -119,12 +138,77 @@ pub(super) struct Proc {
 }
 
 impl Proc {
-    /// When an operator deleted the node this process still believes is
-    /// its own ([`Process::revoked_at`](super::Process::revoked_at)).
-    pub(super) fn revoked_at(&self) -> Option<Timestamp> {
-        self.revoked
-            .as_ref()
-            .filter(|(node, token, _)| self.c.node() == Some(node) && self.c.token() == *token)
-            .map(|(_, _, at)| *at)
+    /// A process with nothing run yet, its client not connected.
+    pub(super) fn new(member: Member, host: usize, queue: usize, now: Timestamp) -> Self {
+        Self {
+            member,
+            observer: false,
+            config: None,
+            host,
+            queue,
+            machines: Vec::new(),
+            session: None,
+            armed_at: Vec::new(),
+            crashed: false,
+            session_id: None,
+            timeout: Duration::ZERO,
+            handshaken: None,
+            started: None,
+            conn: Conn::Disconnected,
+            gen: 0,
+            last_from_server: now,
+            last_to_server: now,
+            connected_at: now,
+            ping_out: false,
+            tick_at: None,
+            inflight: InflightTable::default(),
+            paused_until: None,
+            resumed_at: Timestamp::ZERO,
+            event_tail: Timestamp::ZERO,
+            lag_until: None,
+            timer_at: None,
+            session_closed: false,
+            writing: false,
+            revoked: None,
+        }
     }
+
+    /// Its machine's id on its host's session, if it is a zkelect machine
+    /// still on it.
+    pub(super) fn machine_id(&self) -> Option<MachineId> {
+        match self.member {
+            Member::Zkelect { id, exit: None } => Some(id),
+            _ => None,
+        }
+    }
+}
+
+/// What process `pid` runs, read-only.
+pub(super) fn agent(procs: &[Proc], pid: usize) -> Agent<'_> {
+    let p = &procs[pid];
+    match &p.member {
+        Member::Foreign(f) => Agent::Foreign(f),
+        Member::Zkelect {
+            exit: Some(exit), ..
+        } => Agent::Stopped(*exit),
+        Member::Zkelect { id, exit: None } => {
+            match procs[p.host].session.as_ref().and_then(|s| s.machine(*id)) {
+                Some(m) => Agent::Machine(m),
+                // It left its session in the step being handled; the world
+                // reads how at the end of it.
+                None => Agent::Stopped(Exit::Closed),
+            }
+        }
+    }
+}
+
+/// When an operator deleted the node process `pid` still believes is its
+/// own ([`Process::revoked_at`](super::Process::revoked_at)).
+pub(super) fn revoked_at(procs: &[Proc], pid: usize) -> Option<Timestamp> {
+    let agent = agent(procs, pid);
+    procs[pid]
+        .revoked
+        .as_ref()
+        .filter(|(node, token, _)| agent.node() == Some(node) && agent.token() == *token)
+        .map(|(_, _, at)| *at)
 }

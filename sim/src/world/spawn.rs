@@ -1,17 +1,21 @@
 //! Starting processes: zkelect candidates and observers (on a session of
 //! their own or riding on another's), foreign models.
 
-use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::time::Duration;
 
-use zkelect_core::{Candidate, Config, ConfigBuilder, Timestamp};
-
-use crate::foreign::{Agent, CuratorLatch, KazooLock, Scheme};
+use zkelect_core::{
+    Candidate, Config, ConfigBuilder, Machine, MachineId, Observer, ObserverConfig, Rule, Session,
+    Timestamp,
+};
 
 use super::engine::World;
 use super::ev::Ev;
-use super::proc::{Conn, InflightTable, Proc};
+use super::hosting::Woken;
+use super::proc::{Member, Proc};
 use super::spec::PATH;
+use crate::foreign::{CuratorLatch, Foreign, KazooLock, Scheme};
+use crate::swarm::{MachineSettings, SessionSettings};
 
 impl World {
     pub(super) fn spawn(&mut self) {
@@ -54,7 +58,39 @@ impl World {
             Ok(c) => c,
             Err(e) => return self.fail("config", format!("{e}")),
         };
-        self.start_on(Agent::Zkelect(Box::new(Candidate::new(config))), host);
+        let settings = self.machine_settings(pid, host, Some(rule));
+        let candidate = Candidate::new(config.clone());
+        let machine = match settings.lock {
+            true => Machine::lock(candidate),
+            false => Machine::election(candidate),
+        };
+        self.start_machine(settings.apply(machine), host, Some(config));
+    }
+
+    /// Starts an observer of the joining queue, on a session of its own or
+    /// riding on candidate `on`'s.
+    pub(super) fn spawn_observer(&mut self, on: Option<usize>) {
+        let pid = self.view.procs.len();
+        let host = on.unwrap_or(pid);
+        let spec = &self.view.queues[self.joining];
+        let config = ObserverConfig::new(spec.path.clone(), spec.recipe())
+            .with_interop(spec.scheme.interop());
+        let observer = match Observer::new(config) {
+            Ok(o) => o,
+            Err(e) => return self.fail("config", format!("{e}")),
+        };
+        let settings = self.machine_settings(pid, host, None);
+        self.start_machine(settings.apply(Machine::observer(observer)), host, None);
+    }
+
+    /// How process `pid`, to run on `host`'s session, is set up: as the
+    /// library's handles do by default in a canary's world, else as drawn.
+    fn machine_settings(&self, pid: usize, host: usize, rule: Option<Rule>) -> MachineSettings {
+        let alone = host == pid && !self.view.swarm.env.hosting.carries(pid);
+        match self.canary {
+            Some(_) => MachineSettings::election(alone),
+            None => MachineSettings::draw(self.view.seed, pid, rule, alone),
+        }
     }
 
     /// Starts a model of the swarm's foreign library (Curator when the
@@ -63,76 +99,92 @@ impl World {
         let pid = self.view.procs.len();
         let id = format!("p{pid}");
         let seed = self.view.seed.wrapping_mul(37).wrapping_add(pid as u64);
-        let agent = match self.view.swarm.env.interop {
-            Scheme::Kazoo => {
-                Agent::Kazoo(KazooLock::new(PATH, &id, self.view.knobs.acl.acl(), seed))
+        let acl = self.view.knobs.acl.acl();
+        let mut model = match self.view.swarm.env.interop {
+            Scheme::Kazoo => Foreign::Kazoo(KazooLock::new(PATH, &id, acl, seed)),
+            Scheme::Curator | Scheme::Ours => {
+                Foreign::Curator(CuratorLatch::new(PATH, &id, acl, seed))
             }
-            Scheme::Curator | Scheme::Ours => Agent::Curator(CuratorLatch::new(
-                PATH,
-                &id,
-                self.view.knobs.acl.acl(),
-                seed,
-            )),
         };
-        self.start(agent);
-    }
-
-    pub(super) fn start(&mut self, c: Agent) {
-        let pid = self.view.procs.len();
-        self.start_on(c, pid);
-    }
-
-    /// Starts machine `c` on the session of machine `host` (its own when
-    /// `host` is its pid).
-    pub(super) fn start_on(&mut self, mut c: Agent, host: usize) {
-        let pid = self.view.procs.len();
-        c.join(self.view.now);
+        model.join(self.view.now);
         self.net.add();
-        let host = if host < pid && self.view.procs[host].host == host {
+        let proc = Proc::new(
+            Member::Foreign(Box::new(model)),
+            pid,
+            self.joining,
+            self.view.now,
+        );
+        self.view.procs.push(proc);
+        self.connect_later(pid);
+    }
+
+    /// Starts zkelect machine `machine` on the session of process `host`
+    /// (its own when `host` is its pid, or is no process hosting a zkelect
+    /// session): the core session adds it (and tells it of a connection it
+    /// missed); a candidate joins.
+    fn start_machine(&mut self, machine: Machine, host: usize, config: Option<Config>) {
+        let pid = self.view.procs.len();
+        self.net.add();
+        let host = if host < pid
+            && self.view.procs[host].host == host
+            && self.view.procs[host].session.is_some()
+        {
             host
         } else {
             pid
         };
-        self.view.procs.push(Proc {
-            c,
-            host,
-            queue: self.joining,
-            machines: if host == pid { vec![pid] } else { Vec::new() },
-            watches: BTreeMap::new(),
-            crashed: false,
-            session: None,
-            timeout: self.view.swarm.session_timeout,
-            handshaken: None,
-            started: None,
-            conn: Conn::Disconnected,
-            gen: 0,
-            last_from_server: self.view.now,
-            last_to_server: self.view.now,
-            connected_at: self.view.now,
-            ping_out: false,
-            tick_at: None,
-            inflight: InflightTable::default(),
-            paused_until: None,
-            resumed_at: Timestamp::ZERO,
-            event_tail: Timestamp::ZERO,
-            lag_until: None,
-            timer_at: None,
-            session_closed: false,
-            writing: false,
-            revoked: None,
-        });
+        let observer = machine.as_observer().is_some();
+        let candidate = machine.as_candidate().is_some();
+        let member = Member::Zkelect {
+            id: MachineId(0),
+            exit: None,
+        };
+        let mut proc = Proc::new(member, host, self.joining, self.view.now);
+        proc.observer = observer;
+        proc.config = config.map(Rc::new);
+        proc.timeout = self.view.swarm.session_timeout;
+        if host == pid {
+            let settings = match self.canary {
+                Some(_) => SessionSettings::default(),
+                None => SessionSettings::draw(self.view.seed, pid),
+            };
+            let seed = self.view.seed.wrapping_mul(41).wrapping_add(pid as u64);
+            let mut session = Session::new(settings.config(seed));
+            if let Some(bug) = self.planted {
+                session.plant(bug);
+            }
+            proc.session = Some(Box::new(session));
+            proc.machines.push(pid);
+        }
+        self.view.procs.push(proc);
         if host != pid {
             self.view.procs[host].machines.push(pid);
-            self.view.recount(pid);
-            return self.join_session(pid);
         }
+        let now = self.view.now;
+        let Some(session) = self.view.procs[host].session.as_mut() else {
+            return;
+        };
+        let id = session.add(now, machine);
+        if candidate {
+            // Just added: it runs.
+            let _ = session.join(now, id);
+        }
+        self.view.procs[pid].member = Member::Zkelect { id, exit: None };
+        self.view.recount(pid);
+        self.drain(host, &Woken::default(), || "start".into());
+        if host == pid {
+            self.connect_later(pid);
+        }
+    }
+
+    /// Process `pid`'s client connects soon: within 50 ms, or later when
+    /// the swarm holds back every session that carries more than observers
+    /// (so that the observers list the queue before anyone makes its path).
+    fn connect_later(&mut self, pid: usize) {
         self.view.recount(pid);
         let mut at = self.view.now + Duration::from_millis(self.rng.range(0, 50));
-        // A late start holds back every session that carries more than
-        // observers (riders join later; the host decides), so that the
-        // observers list the queue before anyone makes its path.
         if let Some(late) = self.view.swarm.env.late_start {
-            if self.view.now == Timestamp::ZERO && self.view.procs[pid].c.observer().is_none() {
+            if self.view.now == Timestamp::ZERO && !self.view.procs[pid].observer {
                 at = at + late;
             }
         }

@@ -5,16 +5,19 @@
 use std::time::Duration;
 
 use zkelect_core::name::Access;
-use zkelect_core::{Candidate, FencingToken, Recipe, Request, SessionId, Timestamp, WatchEvent};
+use zkelect_core::{
+    Candidate, Config, FencingToken, Recipe, Request, SessionId, Timestamp, WatchEvent,
+};
 
 use crate::canary::Canary;
-use crate::foreign::{Agent, Scheme};
+use crate::foreign::Scheme;
 use crate::server::Server;
 use crate::swarm::{ChrootRoot, Knobs, Swarm};
 use crate::zk::ZkModel;
 
+use super::agent::Agent;
 use super::census::{Census, Counts};
-use super::proc::Proc;
+use super::proc::{agent, revoked_at, Proc};
 use super::spec::{Phase, QueueSpec, PATH};
 use super::stats::RunStats;
 
@@ -23,10 +26,13 @@ use super::stats::RunStats;
 pub struct Process<'a> {
     /// Its index.
     pub pid: usize,
-    /// Its election logic: a zkelect candidate or a foreign model.
-    pub agent: &'a Agent,
-    /// The zkelect candidate, if it is one.
+    /// What it runs: a zkelect machine on its session (or one that left
+    /// it), or a foreign model.
+    pub agent: Agent<'a>,
+    /// The zkelect candidate, while it runs.
     pub candidate: Option<&'a Candidate>,
+    /// A zkelect candidate's configuration (also once it stopped).
+    pub config: Option<&'a Config>,
     /// Which other library it models, if it is not zkelect.
     pub foreign: Option<Scheme>,
     /// It is an observer (no node; never a contender).
@@ -42,8 +48,8 @@ pub struct Process<'a> {
     pub paused: bool,
     /// When its last pause ended (zero if never paused).
     pub resumed_at: Timestamp,
-    /// Its client's current session.
-    pub session: Option<SessionId>,
+    /// Its client's current ZooKeeper session.
+    pub session_id: Option<SessionId>,
     /// Its client was closed and its session with it.
     pub session_closed: bool,
     /// Its session's negotiated timeout (the requested one before the first).
@@ -187,12 +193,14 @@ impl View {
     pub fn process(&self, pid: usize) -> Process<'_> {
         let p = &self.procs[pid];
         let h = &self.procs[p.host];
+        let agent = agent(&self.procs, pid);
         Process {
             pid,
-            agent: &p.c,
-            candidate: p.c.candidate(),
-            foreign: p.c.foreign(),
-            observer: p.c.observer().is_some(),
+            agent,
+            candidate: agent.candidate(),
+            config: p.config.as_deref(),
+            foreign: agent.foreign(),
+            observer: p.observer,
             queue: p.queue,
             host: p.host,
             crashed: h.crashed,
@@ -203,7 +211,7 @@ impl View {
                 Some(t) if t <= self.now => t,
                 _ => h.resumed_at,
             },
-            session: h.session,
+            session_id: h.session_id,
             session_closed: h.session_closed,
             session_timeout: h.timeout,
             revoked_at: self.revoked_at(pid),
@@ -213,7 +221,7 @@ impl View {
     /// When an operator deleted process `pid`'s current node, if one did
     /// ([`Process::revoked_at`]).
     pub(super) fn revoked_at(&self, pid: usize) -> Option<Timestamp> {
-        self.procs[pid].revoked_at()
+        revoked_at(&self.procs, pid)
     }
 
     /// The requests the process's client has sent on its current connection
@@ -222,7 +230,7 @@ impl View {
         self.procs[self.procs[pid].host]
             .inflight
             .values()
-            .filter(move |sent| sent.pid == pid)
+            .filter(move |sent| sent.from == Some(pid))
             .map(|sent| &*sent.request)
     }
 
@@ -244,7 +252,7 @@ impl View {
     /// building a view of every process.
     pub fn believed_leaders(&self) -> impl Iterator<Item = Process<'_>> + '_ {
         (0..self.procs.len())
-            .filter(|&pid| self.procs[pid].c.role().is_leader())
+            .filter(|&pid| agent(&self.procs, pid).role().is_leader())
             .map(|pid| self.process(pid))
     }
 
@@ -261,8 +269,8 @@ impl View {
         self.revoked
             .iter()
             .filter(|&&pid| {
-                let p = &self.procs[pid];
-                p.c.foreign().is_none() && p.c.role().is_leader()
+                let a = agent(&self.procs, pid);
+                a.foreign().is_none() && a.role().is_leader()
             })
             .map(|&pid| self.process(pid))
     }
@@ -345,8 +353,8 @@ impl View {
 
     /// What `canary` may know of process `pid` when it rewrites.
     pub fn canary_view(&self, pid: usize, canary: Canary) -> crate::canary::Known {
-        let c = &self.procs[pid].c;
-        let config = c.candidate().map(|c| c.config());
+        let c = agent(&self.procs, pid);
+        let config = self.procs[pid].config.as_deref();
         let own = c.node().map(str::to_owned);
         let predecessor = match (&own, config) {
             (Some(own), Some(config)) if canary == Canary::ReaderWatchesPredecessor => {
@@ -367,7 +375,7 @@ impl View {
             rule: config.map_or_else(Default::default, |c| c.rule()),
             own,
             prefix: config.map_or_else(String::new, |c| c.prefix().to_owned()),
-            watching: c.candidate().and_then(|c| c.watching()).map(str::to_owned),
+            watching: c.watching().map(str::to_owned),
             predecessor,
         }
     }

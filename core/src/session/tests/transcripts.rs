@@ -833,3 +833,57 @@ fn a_part_lost_while_acquiring_queues_again_and_the_group_goes_on() {
     h.pump();
     assert!(h.s.group_holds(g), "{:?}", group_notices(&h, g));
 }
+
+/// Found by the simulator (a rider's close timed out while its session was
+/// cut off): a machine given up on while the session stays open kept its
+/// node for as long as the session lived, and every node above it waited
+/// forever. The session now finishes the close out of sight: the driver is
+/// told at the deadline, and the node goes once the server answers again.
+#[test]
+fn a_machine_given_up_on_still_leaves_the_queue_once_the_server_answers() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let a = h.add(election("/q", "a", 1).with_close_timeout(Duration::from_secs(1)));
+    h.join(a);
+    let b = h.add(election("/q", "b", 2));
+    h.join(b);
+    assert!(matches!(h.role(a), Some(Role::Leader(_))));
+    // The connection is lost, and the close cannot reach the server.
+    h.s.handle(h.now, Input::Session(SessionEvent::Disconnected));
+    h.pump();
+    h.answering = false;
+    h.s.close(h.now, a).expect("runs");
+    h.pump();
+    h.until(1_000);
+    assert!(
+        h.events.iter().any(|e| matches!(
+            e,
+            Event::Stopped { machine, exit: Exit::Abandoned, .. } if *machine == a
+        )),
+        "given up on at its close timeout"
+    );
+    assert!(h.s.machine(a).is_none(), "gone for the driver");
+    assert_eq!(h.s.close(h.now, a), Err(Gone(a)));
+    assert_eq!(h.zk.children("/q").len(), 2, "its node is still there");
+    // Whatever the connection lost is answered as lost; then it is back.
+    for cmd in std::mem::take(&mut h.held) {
+        h.s.handle(
+            h.now,
+            Input::Reply {
+                op: cmd.op,
+                result: Err(ZkCode::ConnectionLoss),
+            },
+        );
+    }
+    h.answering = true;
+    h.connect();
+    h.until(10_000);
+    assert_eq!(h.zk.children("/q").len(), 1, "its node went");
+    assert!(matches!(h.role(b), Some(Role::Leader(_))), "b leads");
+    let stops = h
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Stopped { machine, .. } if *machine == a))
+        .count();
+    assert_eq!(stops, 1, "told once");
+}

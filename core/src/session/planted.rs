@@ -1,0 +1,27 @@
+//! Bugs a simulator plants in a session on purpose, to show its checkers
+//! catch them: canaries of the session's own rules. Built only with the
+//! `planted` feature (the simulator's); a session has none unless one is
+//! planted with [`Session::plant`](super::Session::plant).
+
+/// A bug planted in a session's routing or in how it runs an observer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Planted {
+    /// A shared watch's event goes to the first machine armed on it only
+    /// (the one-watch-per-session rule forgotten): the others never wake.
+    /// A simulator's `liveness` catches it.
+    SharedWatchToOne,
+    /// The watch table files its watches per table, forgetting the path
+    /// across queues: a watch event of one queue's path also goes to the
+    /// machines armed in that table on another queue's paths, and disarms
+    /// them, so they get an event that is not theirs and miss their own.
+    /// Within one queue the routing stays right, so sessions of one queue
+    /// never see it.
+    WatchByTable,
+    /// Observers never see their queue's child events, so they never list
+    /// it again: their participant lists go stale.
+    ObserverSkipsRelist,
+    /// An observer whose path is missing sets no watch with its `exists`
+    /// (the request goes out without one): it believes it waits for the
+    /// path's creation, and never hears of it.
+    ObserverSetsNoCreationWatch,
+}
