@@ -243,7 +243,7 @@ pub(crate) struct LockArgs {
     /// Give up waiting for the lock after this long (exit 124; the command
     /// never runs): seconds (`30`, `2.5`) or a duration (`500ms`, `1m`).
     /// Without it, wait as long as it takes.
-    #[arg(long, value_name = "D", value_parser = crate::lock::parse_timeout)]
+    #[arg(long, value_name = "D", value_parser = parse_timeout)]
     pub(crate) timeout: Option<Duration>,
     /// A shared (read) lock on a read-write lock: readers hold together,
     /// a writer excludes them.
@@ -450,9 +450,28 @@ pub(crate) fn parse_seed_range(s: &str) -> Result<std::ops::Range<u64>, String> 
     Ok(a..b)
 }
 
+/// Parses `--timeout`: a plain number is seconds (as `flock -w` and
+/// `timeout` take it), anything else a duration like `500ms`, `1m30s`.
+pub(crate) fn parse_timeout(s: &str) -> Result<Duration, String> {
+    if let Ok(secs) = s.trim().parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).map_err(|e| format!("{s:?}: {e}"));
+    }
+    humantime::parse_duration(s.trim()).map_err(|e| format!("{s:?}: {e} (e.g. 10, 2.5, 500ms, 1m)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeouts_parse_as_seconds_or_durations() {
+        assert_eq!(parse_timeout("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_timeout("2.5"), Ok(Duration::from_millis(2500)));
+        assert_eq!(parse_timeout("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_timeout("1m"), Ok(Duration::from_secs(60)));
+        assert!(parse_timeout("-1").is_err());
+        assert!(parse_timeout("soon").is_err());
+    }
 
     #[test]
     fn seed_ranges_parse_or_explain() {

@@ -278,10 +278,11 @@ pub use input::{Input, SessionEvent};
 pub use interop::Interop;
 pub use name::Access;
 pub use notice::{
-    CandidateError, DemotionReason, FencingToken, NamespaceFault, Notice, Participant, Role,
+    CandidateError, DemotionReason, FencingToken, NamespaceFault, Notice, Participant,
+    RevocationError, Role,
 };
 pub use observer::{Observer, ObserverConfig, ObserverStats};
-pub use revoker::{RevocationError, Revoker};
+pub use revoker::Revoker;
 pub use rule::{Recipe, Rule};
 #[cfg(feature = "planted")]
 pub use session::Planted;

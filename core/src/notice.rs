@@ -219,7 +219,7 @@ pub enum Notice {
         path: String,
     },
     /// A [`Revoker`](crate::Revoker)'s request was not delivered, and why.
-    RevocationFailed(crate::revoker::RevocationError),
+    RevocationFailed(RevocationError),
     /// An [`Observer`](crate::Observer)'s queue changed: every participant,
     /// oldest first, with its id, token and whether it holds. Reported only
     /// when the list differs from the last one (the first report may be empty).
@@ -283,4 +283,29 @@ pub struct Participant {
     /// Shared (a read lock's reader, or a writer that downgraded to one) or
     /// exclusive (every other node).
     pub access: Access,
+}
+
+/// Why a revocation request was not delivered.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum RevocationError {
+    /// No such node: it is already gone (released, expired, deleted).
+    #[error("no node {path}: it is already gone (released, expired or deleted)")]
+    Gone {
+        /// The node's path.
+        path: String,
+    },
+    /// The server refused the write for good (no write permission on the
+    /// node, a bad path, credentials refused).
+    #[error("ZooKeeper refused the revocation request on {path}: {code}")]
+    Refused {
+        /// The node's path.
+        path: String,
+        /// The server's error.
+        code: ZkCode,
+    },
+    /// The session was closed (or the request given up) before the write
+    /// was answered.
+    #[error("the session closed before the revocation request was answered")]
+    Closed,
 }

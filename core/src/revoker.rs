@@ -39,7 +39,7 @@ use std::time::Duration;
 use crate::command::{Command, OpId};
 use crate::config::{validate_path, ConfigError, REVOKE_MESSAGE};
 use crate::input::{Input, SessionEvent};
-use crate::notice::Notice;
+use crate::notice::{Notice, RevocationError};
 use crate::time::Timestamp;
 use crate::timer::Backoff;
 use crate::zk::{Reply, Request, ZkCode};
@@ -47,31 +47,6 @@ use crate::zk::{Reply, Request, ZkCode};
 /// The bounds of the backoff after a write lost to the connection.
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
-
-/// Why a revocation request was not delivered.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub enum RevocationError {
-    /// No such node: it is already gone (released, expired, deleted).
-    #[error("no node {path}: it is already gone (released, expired or deleted)")]
-    Gone {
-        /// The node's path.
-        path: String,
-    },
-    /// The server refused the write for good (no write permission on the
-    /// node, a bad path, credentials refused).
-    #[error("ZooKeeper refused the revocation request on {path}: {code}")]
-    Refused {
-        /// The node's path.
-        path: String,
-        /// The server's error.
-        code: ZkCode,
-    },
-    /// The session was closed (or the request given up) before the write
-    /// was answered.
-    #[error("the session closed before the revocation request was answered")]
-    Closed,
-}
 
 /// Where the request is.
 #[derive(Debug, Clone, PartialEq, Eq)]
