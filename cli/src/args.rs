@@ -34,10 +34,11 @@ impl Cli {
         Self::command().after_help(format!("{EXAMPLES}\n\n{}", crate::exit::TABLE))
     }
 
-    /// Parses the process's arguments against [`Cli::definition`].
-    pub(crate) fn parse_args() -> Result<Self, clap::Error> {
+    /// Parses a command line (the program's name first) against
+    /// [`Cli::definition`].
+    pub(crate) fn parse_argv(argv: Vec<OsString>) -> Result<Self, clap::Error> {
         use clap::FromArgMatches;
-        Self::from_arg_matches(&Self::definition().try_get_matches()?)
+        Self::from_arg_matches(&Self::definition().try_get_matches_from(argv)?)
     }
 }
 

@@ -125,9 +125,10 @@ fn sasl_password(conn: &ConnectArgs) -> Result<String, Failure> {
     }
 }
 
-/// The settings of the chosen transport, checked before any traffic: bad
-/// combinations are usage errors (2), unreadable TLS files config errors (3).
-pub(crate) fn settings(conn: &ConnectArgs) -> Result<Box<dyn Connect>, Failure> {
+/// The connection settings' checks that need no I/O: bad combinations are
+/// usage errors (2); a connect string or timeout the transport refuses is
+/// a config error (3), as connecting would report it.
+pub(crate) fn check(conn: &ConnectArgs) -> Result<(), Failure> {
     if let Some(auth) = &conn.auth {
         if !auth.contains(':') {
             return Err(usage(format!("--auth takes user:password, got {auth:?}")));
@@ -149,21 +150,41 @@ pub(crate) fn settings(conn: &ConnectArgs) -> Result<Box<dyn Connect>, Failure> 
                         .into(),
                 ));
             }
-            let mut options = ZkAsyncOptions::new(conn.connect.clone())
-                .session_timeout(conn.session_timeout())
-                .connect_timeout(conn.connect_timeout());
-            if let Some(auth) = &conn.auth {
-                options = options.digest(auth.clone());
-            }
-            Ok(Box::new(options))
+            async_options(conn).validate().map_err(failure)
         }
+        // TLS files and the SASL password are read when connecting.
+        TransportArg::ZookeeperClient => client_options(conn).validate().map_err(failure),
+    }
+}
+
+fn async_options(conn: &ConnectArgs) -> ZkAsyncOptions {
+    let options = ZkAsyncOptions::new(conn.connect.clone())
+        .session_timeout(conn.session_timeout())
+        .connect_timeout(conn.connect_timeout());
+    match &conn.auth {
+        Some(auth) => options.digest(auth.clone()),
+        None => options,
+    }
+}
+
+fn client_options(conn: &ConnectArgs) -> ZkClientOptions {
+    let options = ZkClientOptions::new(conn.connect.clone())
+        .session_timeout(conn.session_timeout())
+        .connect_timeout(conn.connect_timeout());
+    match &conn.auth {
+        Some(auth) => options.digest(auth.clone()),
+        None => options,
+    }
+}
+
+/// The settings of the chosen transport, checked before any traffic
+/// ([`check`]); unreadable TLS or password files are config errors (3).
+pub(crate) fn settings(conn: &ConnectArgs) -> Result<Box<dyn Connect>, Failure> {
+    check(conn)?;
+    match conn.transport {
+        TransportArg::ZookeeperAsync => Ok(Box::new(async_options(conn))),
         TransportArg::ZookeeperClient => {
-            let mut options = ZkClientOptions::new(conn.connect.clone())
-                .session_timeout(conn.session_timeout())
-                .connect_timeout(conn.connect_timeout());
-            if let Some(auth) = &conn.auth {
-                options = options.digest(auth.clone());
-            }
+            let mut options = client_options(conn);
             if let Some(user) = &conn.sasl_user {
                 options = options.sasl_digest_md5(user.clone(), sasl_password(conn)?);
             }

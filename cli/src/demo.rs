@@ -10,7 +10,7 @@ use zkelect_sim::swarm::{Env, Fault, Swarm};
 use zkelect_sim::world::World;
 
 use crate::args::DemoArgs;
-use crate::exit::{Code, Failure};
+use crate::exit::{Code, Failure, WithCode};
 
 /// The story, in virtual time: a clean hand-off, a crash, a cut-off leader, a newcomer.
 fn story(candidates: usize) -> Vec<(Timestamp, Fault)> {
@@ -27,13 +27,26 @@ fn story(candidates: usize) -> Vec<(Timestamp, Fault)> {
     .collect()
 }
 
-pub(crate) fn simulated(args: &DemoArgs) -> Result<ExitCode, Failure> {
-    if args.candidates == 0 || args.candidates > 50 {
-        return Err(Failure::new(
+/// The checks `demo` makes before running anything: the number of
+/// candidates the story can tell (on the simulator, or against a server),
+/// and the election path used with `--connect`.
+pub(crate) fn check(args: &DemoArgs) -> Result<(), Failure> {
+    match &args.connect {
+        None if args.candidates == 0 || args.candidates > 50 => Err(Failure::new(
             Code::Usage,
             anyhow::anyhow!("--candidates must be 1..=50"),
-        ));
+        )),
+        None => Ok(()),
+        Some(_) if !(2..=20).contains(&args.candidates) => Err(Failure::new(
+            Code::Usage,
+            anyhow::anyhow!("--candidates must be 2..=20 with --connect"),
+        )),
+        Some(_) => zkelect_core::config::validate_path(&args.path).code(Code::Config),
     }
+}
+
+pub(crate) fn simulated(args: &DemoArgs) -> Result<ExitCode, Failure> {
+    check(args)?;
     let swarm = Swarm {
         candidates: args.candidates,
         leaders: 1,
@@ -154,18 +167,11 @@ pub(crate) async fn real(args: DemoArgs) -> Result<ExitCode, Failure> {
     use zkelect_core::{Notice, Role};
 
     use crate::connect::failure;
-    use crate::exit::WithCode;
 
     let Some(hosts) = args.connect.clone() else {
         return simulated(&args);
     };
-    if !(2..=20).contains(&args.candidates) {
-        return Err(Failure::new(
-            Code::Usage,
-            anyhow::anyhow!("--candidates must be 2..=20 with --connect"),
-        ));
-    }
-    zkelect_core::config::validate_path(&args.path).code(Code::Config)?;
+    check(&args)?;
     let timeout = Duration::from_secs(4);
     let started = Instant::now();
     let stamp = move || format!("{:>8.3}s", started.elapsed().as_secs_f64());

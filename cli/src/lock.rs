@@ -39,7 +39,7 @@ use crate::supervisor::{grace_for, Mode, Outcome, TimeoutSource};
 
 /// Any failure before the command ran is exit 125; the log keeps the kind
 /// (what `zkelect run` would have exited with).
-fn before_cmd(f: Failure) -> Failure {
+pub(crate) fn before_cmd(f: Failure) -> Failure {
     let kind = f.code as u8;
     Failure::new(
         Code::LockFailed,
@@ -48,6 +48,28 @@ fn before_cmd(f: Failure) -> Failure {
         )),
     )
 }
+
+/// The checks of `lock`'s own settings that need no I/O (the path, the id,
+/// the recipe), with the rule they make; a refusal is already exit 125.
+pub(crate) fn check(args: &LockArgs, id: &str) -> Result<Rule, Failure> {
+    // clap refuses more than one of --read, --write, --permits.
+    let rule = match (args.permits, args.read, args.write) {
+        (Some(permits), _, _) => Rule::Semaphore { permits },
+        (None, true, _) => Rule::Read,
+        (None, false, true) => Rule::Write,
+        (None, false, false) => Rule::Mutex,
+    };
+    Config::builder(&args.conn.path, id)
+        .rule(rule)
+        .build()
+        .code(Code::Config)
+        .map_err(before_cmd)?;
+    Ok(rule)
+}
+
+/// An id of the default's shape (host name characters, `-`, the pid), for
+/// checking the other settings before the host name is read.
+pub(crate) const DEFAULT_ID_SHAPE: &str = "host-1";
 
 /// The default id: this host and process, so `status` tells holders apart.
 fn default_id() -> String {
@@ -88,18 +110,7 @@ fn check_runnable(program: &OsString) -> Result<(), Failure> {
 
 pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, Failure> {
     let id = args.id.clone().unwrap_or_else(default_id);
-    // clap refuses more than one of --read, --write, --permits.
-    let rule = match (args.permits, args.read, args.write) {
-        (Some(permits), _, _) => Rule::Semaphore { permits },
-        (None, true, _) => Rule::Read,
-        (None, false, true) => Rule::Write,
-        (None, false, false) => Rule::Mutex,
-    };
-    Config::builder(&args.conn.path, &id)
-        .rule(rule)
-        .build()
-        .code(Code::Config)
-        .map_err(before_cmd)?;
+    let rule = check(&args, &id)?;
     let Some((program, rest)) = args.command.split_first() else {
         return Err(before_cmd(Failure::new(
             Code::Usage,

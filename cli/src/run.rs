@@ -19,11 +19,7 @@ pub(crate) async fn run(
     mut stops: Stops,
 ) -> Result<std::process::ExitCode, Failure> {
     // Refuse bad input before touching the network.
-    Config::builder(&args.conn.path, &args.id)
-        .leaders(args.leaders)
-        .interop(args.interop.scheme())
-        .build()
-        .code(Code::Config)?;
+    check(&args)?;
     let Some((program, rest)) = args.command.split_first() else {
         return Err(Failure::new(
             Code::Usage,
@@ -154,6 +150,17 @@ pub(crate) async fn run(
     election.close().await;
     info!("closed: node deleted, session closed");
     outcome
+}
+
+/// The checks of `run`'s own settings that need no I/O: the path, the id
+/// and the election's rule (the connection's are [`crate::connect::check`]).
+pub(crate) fn check(args: &RunArgs) -> Result<(), Failure> {
+    Config::builder(&args.conn.path, &args.id)
+        .leaders(args.leaders)
+        .interop(args.interop.scheme())
+        .build()
+        .code(Code::Config)
+        .map(drop)
 }
 
 /// What `run` exits with after a stopping signal: 0, as asked (the command,

@@ -11,7 +11,8 @@ use zkelect_sim::swarm::{FaultMix, Overrides};
 use crate::args::{parse_seed_range, CanaryArg, FaultsArg, SimArgs};
 use crate::exit::{Code, Failure, WithCode};
 
-pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
+/// The checks `sim` makes before running anything, and the seeds it runs.
+pub(crate) fn check(args: &SimArgs) -> Result<std::ops::Range<u64>, Failure> {
     let range = match (&args.seed, &args.seeds) {
         (Some(seed), _) => *seed..seed.saturating_add(1),
         (None, Some(range)) => {
@@ -35,6 +36,11 @@ pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
             ));
         }
     }
+    Ok(range)
+}
+
+pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
+    let range = check(&args)?;
     let options = RunOptions {
         overrides: Overrides {
             candidates: args.candidates,

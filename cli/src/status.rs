@@ -83,7 +83,7 @@ fn now() -> String {
 /// The recipe whose queue `status` shows, from its flags, checked as a
 /// candidate's configuration would be (a semaphore has no other library's
 /// names, k within bounds).
-fn recipe_of(args: &StatusArgs) -> Result<Recipe, Failure> {
+pub(crate) fn recipe_of(args: &StatusArgs) -> Result<Recipe, Failure> {
     let rule = match (args.recipe, args.leaders, args.permits) {
         (None, leaders, None) => Rule::Election {
             leaders: leaders.unwrap_or(1),

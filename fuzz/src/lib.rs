@@ -16,10 +16,12 @@
 //! | `observer` | an [`Observer`](zkelect_core::Observer) fed the same | no panic; every report is a well-formed queue |
 //! | `connect` | a connect string and both transports' timeouts and delays | a value or a typed error before any traffic, never a panic; a parsed string prints back to itself |
 //! | `session` | a [`Session`](zkelect_core::Session) of several machines over the simulator's server model, the simultaneous inputs of each instant in any order | virtual time always advances; no panic |
+//! | `cli` | the `zkelect` command line ([`zkelect_cli::parse`]): subcommands, options and values drawn around the real ones, or any words | a value or a typed error with its documented exit code, never a panic, the same verdict twice; what is accepted is usable (connect string, path, time bounds, seeds) |
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod candidate;
+pub mod cli;
 pub mod connect;
 pub mod name;
 pub mod observer;
@@ -38,6 +40,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("observer", observer::run),
     ("session", session::run),
     ("connect", connect::run),
+    ("cli", cli::run),
 ];
 
 /// The `sim` target: [`zkelect_sim::fuzz::fuzz_one`], every checker on.

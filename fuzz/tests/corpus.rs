@@ -68,6 +68,11 @@ fn connect_corpus_replays() {
     replay("connect");
 }
 
+#[test]
+fn cli_corpus_replays() {
+    replay("cli");
+}
+
 /// Every target but the simulator's has its corpus here, and a test above.
 #[test]
 fn every_target_has_a_corpus() {
