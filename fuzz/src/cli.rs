@@ -23,8 +23,8 @@
 //! carries the exit code the table in `zkelect --help` gives it: 0 for help
 //! and version, 2 for usage and 3 for settings, and for `lock` 125 for
 //! either. What is accepted is usable: the connect string parses (for
-//! `demo --connect`, one `HOST:PORT` and no chroot, which is all its proxy
-//! can dial), the path can name a node, the session and connect timeouts
+//! `demo --connect`, one plain `HOST:PORT` and no chroot, which is all its
+//! proxy can dial), the path can name a node, the session and connect timeouts
 //! are within the transports' bounds, every time bound can be added to the
 //! clock, and `sim` runs at least one seed.
 
@@ -35,7 +35,7 @@ use std::time::Instant;
 use zkelect::{CONNECT_TIMEOUT_MAX, SESSION_TIMEOUT_MAX};
 use zkelect_cli::{parse, ArgsError, Invocation};
 use zkelect_core::config::validate_path;
-use zkelect_core::connect_string::ConnectString;
+use zkelect_core::connect_string::{ConnectString, Scheme};
 
 use crate::read::Bytes;
 
@@ -481,8 +481,10 @@ fn check_accepted(argv: &[OsString], ok: &Invocation) {
     if let Some(hosts) = ok.connect() {
         match ConnectString::parse(hosts) {
             Ok(parsed) if ok.subcommand() == "demo" => assert!(
-                parsed.servers.len() == 1 && parsed.chroot.is_none(),
-                "{argv:?}: demo takes one HOST:PORT, yet {hosts:?} was accepted"
+                parsed.servers.len() == 1
+                    && parsed.chroot.is_none()
+                    && parsed.servers[0].scheme != Some(Scheme::Tls),
+                "{argv:?}: demo dials one plain HOST:PORT, yet {hosts:?} was accepted"
             ),
             Ok(_) => {}
             Err(e) => panic!("{argv:?}: {hosts:?} accepted, yet it does not parse: {e}"),
