@@ -29,8 +29,11 @@ fn story(candidates: usize) -> Vec<(Timestamp, Fault)> {
 
 /// The checks `demo` makes before running anything: the number of
 /// candidates the story can tell (on the simulator, or against a server),
-/// and the election path used with `--connect`.
+/// and, with `--connect`, the server and the election path.
 pub(crate) fn check(args: &DemoArgs) -> Result<(), Failure> {
+    if let Some(hosts) = &args.connect {
+        upstream(hosts)?;
+    }
     match &args.connect {
         None if args.candidates == 0 || args.candidates > 50 => Err(Failure::new(
             Code::Usage,
@@ -42,6 +45,28 @@ pub(crate) fn check(args: &DemoArgs) -> Result<(), Failure> {
             anyhow::anyhow!("--candidates must be 2..=20 with --connect"),
         )),
         Some(_) => zkelect_core::config::validate_path(&args.path).code(Code::Config),
+    }
+}
+
+/// The one server `demo --connect` runs its candidates against, as its
+/// proxies dial it: `HOST:PORT`. Its proxies dial one plain address, so a
+/// list of servers, a chroot or `tcp+tls://` is a usage error (2), where
+/// each would otherwise end, connect timeout later, as an unreachable
+/// server (4).
+fn upstream(hosts: &str) -> Result<String, Failure> {
+    use zkelect_core::connect_string::{ConnectString, Scheme};
+    let refuse = |why: &str| {
+        Failure::new(
+            Code::Usage,
+            anyhow::anyhow!("demo --connect takes one HOST:PORT, got {hosts:?}: {why}"),
+        )
+    };
+    let parsed = ConnectString::parse(hosts).map_err(|e| refuse(&e.to_string()))?;
+    match (parsed.servers.as_slice(), &parsed.chroot) {
+        ([server], None) if server.scheme != Some(Scheme::Tls) => Ok(server.host_port()),
+        ([_], None) => Err(refuse("the demo talks plain TCP")),
+        ([_], Some(_)) => Err(refuse("no chroot (give the election path with --path)")),
+        _ => Err(refuse("one server")),
     }
 }
 
@@ -168,10 +193,11 @@ pub(crate) async fn real(args: DemoArgs) -> Result<ExitCode, Failure> {
 
     use crate::connect::failure;
 
-    let Some(hosts) = args.connect.clone() else {
+    let Some(hosts) = args.connect.as_deref() else {
         return simulated(&args);
     };
     check(&args)?;
+    let hosts = upstream(hosts)?;
     let timeout = Duration::from_secs(4);
     let started = Instant::now();
     let stamp = move || format!("{:>8.3}s", started.elapsed().as_secs_f64());
