@@ -14,7 +14,17 @@ use crate::exit::{Code, Failure, WithCode};
 /// The checks `sim` makes before running anything, and the seeds it runs.
 pub(crate) fn check(args: &SimArgs) -> Result<std::ops::Range<u64>, Failure> {
     let range = match (&args.seed, &args.seeds) {
-        (Some(seed), _) => *seed..seed.saturating_add(1),
+        // The last seed has no end a half-open range can name (`--seeds`
+        // cannot reach it either): refused, rather than running nothing.
+        (Some(seed), _) => match seed.checked_add(1) {
+            Some(end) => *seed..end,
+            None => {
+                return Err(Failure::new(
+                    Code::Usage,
+                    anyhow::anyhow!("--seed must be below {}", u64::MAX),
+                ))
+            }
+        },
         (None, Some(range)) => {
             parse_seed_range(range).map_err(|e| Failure::new(Code::Usage, anyhow::anyhow!(e)))?
         }
