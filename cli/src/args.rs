@@ -453,12 +453,27 @@ pub(crate) fn parse_seed_range(s: &str) -> Result<std::ops::Range<u64>, String> 
 
 /// Parses `--timeout`: a plain number is seconds (as `flock -w` and
 /// `timeout` take it), anything else a duration like `500ms`, `1m30s`.
+/// At most [`TIMEOUT_MAX`]: a longer one would overflow the clock it is
+/// added to.
 pub(crate) fn parse_timeout(s: &str) -> Result<Duration, String> {
-    if let Ok(secs) = s.trim().parse::<f64>() {
-        return Duration::try_from_secs_f64(secs).map_err(|e| format!("{s:?}: {e}"));
+    let timeout = match s.trim().parse::<f64>() {
+        Ok(secs) => Duration::try_from_secs_f64(secs).map_err(|e| format!("{s:?}: {e}"))?,
+        Err(_) => humantime::parse_duration(s.trim())
+            .map_err(|e| format!("{s:?}: {e} (e.g. 10, 2.5, 500ms, 1m)"))?,
+    };
+    if timeout > TIMEOUT_MAX {
+        return Err(format!(
+            "{s:?}: longer than the longest the other time options take ({} ms)",
+            u64::MAX
+        ));
     }
-    humantime::parse_duration(s.trim()).map_err(|e| format!("{s:?}: {e} (e.g. 10, 2.5, 500ms, 1m)"))
+    Ok(timeout)
 }
+
+/// The longest `--timeout`: as long as the longest `--grace-ms` (`u64::MAX`
+/// ms, some 584 million years), which the clock can carry; `1e19` seconds
+/// and the like cannot be added to it.
+pub(crate) const TIMEOUT_MAX: Duration = Duration::from_millis(u64::MAX);
 
 #[cfg(test)]
 mod tests {
@@ -472,6 +487,13 @@ mod tests {
         assert_eq!(parse_timeout("1m"), Ok(Duration::from_secs(60)));
         assert!(parse_timeout("-1").is_err());
         assert!(parse_timeout("soon").is_err());
+        // Past what the clock can carry: refused, not a panic later.
+        assert!(parse_timeout("1e19").is_err());
+        assert!(parse_timeout("584542046090626years").is_err());
+        assert_eq!(
+            parse_timeout("18446744073709"),
+            Ok(Duration::from_secs(18_446_744_073_709))
+        );
     }
 
     #[test]

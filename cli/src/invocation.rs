@@ -330,6 +330,35 @@ mod tests {
         );
     }
 
+    /// What the `cli` fuzz target found: each was accepted, and would have
+    /// ended badly once run.
+    #[test]
+    fn what_the_fuzzer_found_is_refused_before_running() {
+        // The last seed: `sim` ran nothing and reported success.
+        assert_eq!(
+            code(&["zkelect", "sim", "--seed", "18446744073709551615"]),
+            2
+        );
+        assert_eq!(
+            parse(["zkelect", "sim", "--seed", "18446744073709551614"])
+                .unwrap()
+                .seeds(),
+            Some(u64::MAX - 1..u64::MAX)
+        );
+        // demo's proxies dial one plain HOST:PORT: a list of servers, a
+        // chroot or TLS ended as an unreachable server (4) a timeout later.
+        for bad in ["h:1,k:2", "h:1/apps", "tcp+tls://h:2281", "h:0"] {
+            assert_eq!(code(&["zkelect", "demo", "--connect", bad]), 2, "{bad}");
+        }
+        assert_eq!(code(&["zkelect", "demo", "--connect", "tcp://h:1"]), 0);
+        // A --timeout the clock cannot carry: lock's usage error.
+        let lock = ["zkelect", "lock", "--connect", "h:1", "--path", "/l"];
+        assert_eq!(
+            code(&[&lock[..], &["--timeout", "1e19", "--", "true"]].concat()),
+            125
+        );
+    }
+
     #[test]
     fn an_invocation_shows_what_it_will_use() {
         let run = parse([
