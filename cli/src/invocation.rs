@@ -210,13 +210,17 @@ impl Invocation {
         }
         match &self.cli.command {
             Cmd::Run(args) => {
-                out.push(("--grace-ms", Duration::from_millis(args.grace_ms)));
+                if let Some(ms) = args.grace_ms {
+                    out.push(("--grace-ms", Duration::from_millis(ms)));
+                }
                 if let Some(ms) = args.lead_timeout_ms {
                     out.push(("--lead-timeout", Duration::from_millis(ms)));
                 }
             }
             Cmd::Lock(args) => {
-                out.push(("--grace-ms", Duration::from_millis(args.grace_ms)));
+                if let Some(ms) = args.grace_ms {
+                    out.push(("--grace-ms", Duration::from_millis(ms)));
+                }
                 if let Some(timeout) = args.timeout {
                     out.push(("--timeout", timeout));
                 }
@@ -287,7 +291,19 @@ mod tests {
             3
         );
         assert_eq!(
-            code(&[&status[..], &["/p", "--session-timeout", "10"]].concat()),
+            code(
+                &[
+                    &status[..],
+                    &[
+                        "/p",
+                        "--transport",
+                        "zookeeper-async",
+                        "--session-timeout",
+                        "10"
+                    ]
+                ]
+                .concat()
+            ),
             3
         );
         // Settings that do not go together: usage (2).

@@ -50,7 +50,8 @@ pub(crate) fn before_cmd(f: Failure) -> Failure {
 }
 
 /// The checks of `lock`'s own settings that need no I/O (the path, the id,
-/// the recipe), with the rule they make; a refusal is already exit 125.
+/// the recipe, the grace), with the rule they make; a refusal is already
+/// exit 125.
 pub(crate) fn check(args: &LockArgs, id: &str) -> Result<Rule, Failure> {
     // clap refuses more than one of --read, --write, --permits.
     let rule = match (args.permits, args.read, args.write) {
@@ -64,6 +65,15 @@ pub(crate) fn check(args: &LockArgs, id: &str) -> Result<Rule, Failure> {
         .build()
         .code(Code::Config)
         .map_err(before_cmd)?;
+    // The grace must fit in the lease: checked against the session timeout
+    // asked for now, and against the server's once connected.
+    grace_for(
+        args.grace_ms.map(Duration::from_millis),
+        args.conn.session_timeout(),
+        TimeoutSource::Requested,
+        ConnectionPolicy::Standard,
+    )
+    .map_err(|e| before_cmd(Failure::new(Code::Config, anyhow::anyhow!(e))))?;
     Ok(rule)
 }
 
@@ -119,12 +129,8 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
     };
     check_runnable(program)?;
     let asked = args.grace_ms.map(Duration::from_millis);
-    // The grace must fit in the lease: checked against the session timeout
-    // asked for now, and against the server's once connected.
     let policy = ConnectionPolicy::Standard;
     let requested = args.conn.session_timeout();
-    grace_for(asked, requested, TimeoutSource::Requested, policy)
-        .map_err(|e| before_cmd(Failure::new(Code::Config, anyhow::anyhow!(e))))?;
     if let Some(addr) = args.metrics_addr {
         crate::run::serve_metrics(addr).map_err(before_cmd)?;
         info!(%addr, "serving metrics for Prometheus");

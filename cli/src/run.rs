@@ -29,20 +29,8 @@ pub(crate) async fn run(
     // A command that cannot start would win leadership only to give it up at
     // once: refuse it before joining.
     runnable(program).map_err(|e| Failure::new(Code::Spawn, e))?;
-    let policy = match args.policy {
-        PolicyArg::Standard => ConnectionPolicy::Standard,
-        PolicyArg::SessionAware => ConnectionPolicy::SessionAware,
-    };
+    let policy = policy_of(args.policy);
     let asked = args.grace_ms.map(Duration::from_millis);
-    // The grace must fit in the lease: checked against the session timeout
-    // asked for now, and against the server's once connected.
-    grace_for(
-        asked,
-        args.conn.session_timeout(),
-        TimeoutSource::Requested,
-        policy,
-    )
-    .map_err(|e| Failure::new(Code::Config, anyhow::anyhow!(e)))?;
     if let Some(addr) = args.metrics_addr {
         serve_metrics(addr)?;
         info!(%addr, "serving metrics for Prometheus");
@@ -152,15 +140,32 @@ pub(crate) async fn run(
     outcome
 }
 
-/// The checks of `run`'s own settings that need no I/O: the path, the id
-/// and the election's rule (the connection's are [`crate::connect::check`]).
+/// The checks of `run`'s own settings that need no I/O: the path, the id,
+/// the election's rule and the grace (the connection's are
+/// [`crate::connect::check`]).
 pub(crate) fn check(args: &RunArgs) -> Result<(), Failure> {
     Config::builder(&args.conn.path, &args.id)
         .leaders(args.leaders)
         .interop(args.interop.scheme())
         .build()
-        .code(Code::Config)
-        .map(drop)
+        .code(Code::Config)?;
+    // The grace must fit in the lease: checked against the session timeout
+    // asked for now, and against the server's once connected.
+    grace_for(
+        args.grace_ms.map(Duration::from_millis),
+        args.conn.session_timeout(),
+        TimeoutSource::Requested,
+        policy_of(args.policy),
+    )
+    .map_err(|e| Failure::new(Code::Config, anyhow::anyhow!(e)))
+    .map(drop)
+}
+
+fn policy_of(policy: PolicyArg) -> ConnectionPolicy {
+    match policy {
+        PolicyArg::Standard => ConnectionPolicy::Standard,
+        PolicyArg::SessionAware => ConnectionPolicy::SessionAware,
+    }
 }
 
 /// What `run` exits with after a stopping signal: 0, as asked (the command,
