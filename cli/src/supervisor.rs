@@ -376,8 +376,13 @@ pub(crate) fn session_timeout_for(grace: Duration, policy: ConnectionPolicy) -> 
     let fits = |ms: u64| grace_budget(Duration::from_millis(ms), policy) >= grace;
     let mut lo = 0;
     while !fits(ms) {
+        // A grace near u64::MAX ms: no whole millisecond count fits it,
+        // and doubling would overflow (a panic, or a loop without end).
+        if ms == u64::MAX {
+            return Duration::from_millis(u64::MAX);
+        }
         lo = ms;
-        ms *= 2;
+        ms = ms.saturating_mul(2);
     }
     while ms - lo > 1 {
         let mid = lo + (ms - lo) / 2;
@@ -599,6 +604,12 @@ mod tests {
                 let t = session_timeout_for(grace, policy);
                 assert!(grace_budget(t, policy) >= grace, "{grace:?} {t:?}");
                 assert!(grace_budget(t - ms(1), policy) < grace, "{grace:?} {t:?}");
+            }
+            // The largest --grace-ms (found by the cli fuzz target: the
+            // doubling overflowed): an answer, no panic, no endless loop.
+            for grace in [ms(u64::MAX), ms(u64::MAX / 2 + 1)] {
+                let t = session_timeout_for(grace, policy);
+                assert!(t >= grace, "{grace:?} {t:?}");
             }
         }
     }
