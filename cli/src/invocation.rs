@@ -367,6 +367,28 @@ mod tests {
             assert_eq!(code(&["zkelect", "demo", "--connect", bad]), 2, "{bad}");
         }
         assert_eq!(code(&["zkelect", "demo", "--connect", "tcp://h:1"]), 0);
+        // The largest --grace-ms: it does not fit the lease (3), and saying
+        // which session timeout would fit no longer overflows.
+        let run = [
+            "zkelect",
+            "run",
+            "--connect",
+            "h:1",
+            "--path",
+            "/p",
+            "--id",
+            "a",
+        ];
+        assert_eq!(
+            code(
+                &[
+                    &run[..],
+                    &["--grace-ms", "18446744073709551615", "--", "true"]
+                ]
+                .concat()
+            ),
+            3
+        );
         // A --timeout the clock cannot carry: lock's usage error.
         let lock = ["zkelect", "lock", "--connect", "h:1", "--path", "/l"];
         assert_eq!(
