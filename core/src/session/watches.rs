@@ -150,6 +150,7 @@ impl Watches {
                 to.insert(machine);
                 if pending == 0 {
                     self.table.remove(&(entry, machine));
+                    self.unclass(entry);
                     spent.push((machine, entry));
                 }
             }
@@ -181,10 +182,29 @@ impl Watches {
             to.push(machine);
             if pending == 0 {
                 self.table.remove(&(entry, machine));
+                self.unclass(entry);
                 spent.push((machine, entry));
             }
         }
         (to, spent)
+    }
+
+    /// Keeps the planted bug's record of each watch's table no longer than
+    /// the watch itself: the record is keyed by path, and a long-lived
+    /// session sees a new path per node, so a record that outlived its
+    /// watch would grow with every node the session ever watched (it did:
+    /// tens of bytes per watch event in the soak, in any build where the
+    /// simulator's feature reaches this crate).
+    fn unclass(&mut self, _entry: Armed) {
+        #[cfg(feature = "planted")]
+        if self
+            .table
+            .range((_entry, MachineId(0))..=(_entry, MachineId(u64::MAX)))
+            .next()
+            .is_none()
+        {
+            self.classes.remove(&_entry);
+        }
     }
 
     /// The machines `event` would reach now, without firing anything.
@@ -205,12 +225,23 @@ impl Watches {
     /// still set a watch on a new session).
     pub(super) fn dropped(&mut self) {
         self.table.retain(|_, pending| *pending > 0);
+        #[cfg(feature = "planted")]
+        {
+            let table = &self.table;
+            self.classes.retain(|entry, _| {
+                table
+                    .range((*entry, MachineId(0))..=(*entry, MachineId(u64::MAX)))
+                    .next()
+                    .is_some()
+            });
+        }
     }
 
     /// Machine `machine` is gone: its entries go.
     pub(super) fn forget(&mut self, machine: MachineId, armed: Armings) {
         for entry in armed.into_vec() {
             self.table.remove(&(entry, machine));
+            self.unclass(entry);
         }
     }
 
@@ -226,5 +257,48 @@ pub(super) fn disarm(armed: &mut Armings, entry: Armed) {
         let mut list = std::mem::take(armed).into_vec();
         list.retain(|a| *a != entry);
         *armed = list.into_boxed_slice();
+    }
+}
+
+#[cfg(all(test, feature = "planted"))]
+mod planted_tests {
+    use super::*;
+    use crate::zk::WatchKind;
+
+    /// A session that watches a new path per node (a queue turning over)
+    /// keeps no record of a watch once the watch has fired or its machine
+    /// has gone: the planted bug's bookkeeping must not grow with time.
+    #[test]
+    fn the_planted_record_of_each_watch_goes_with_the_watch() {
+        let mut watches = Watches::new(7);
+        for n in 0..100_u64 {
+            let path = format!("/q/n_{n:010}");
+            let mut armed = Armings::default();
+            let entry = watches
+                .arming(
+                    MachineId(n % 3),
+                    &mut armed,
+                    &Request::Exists {
+                        path: path.clone(),
+                        watch: true,
+                    },
+                )
+                .expect("an exists with a watch arms one");
+            watches.answered(MachineId(n % 3), entry);
+            if n % 2 == 0 {
+                watches.fire(&WatchEvent {
+                    kind: WatchKind::NodeDeleted,
+                    path,
+                });
+            } else {
+                watches.forget(MachineId(n % 3), armed);
+            }
+        }
+        assert_eq!(watches.len(), 0);
+        assert!(
+            watches.classes.is_empty(),
+            "{} records left",
+            watches.classes.len()
+        );
     }
 }
