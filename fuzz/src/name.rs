@@ -3,8 +3,9 @@
 //!
 //! The bytes become a queue's settings (prefix, interop scheme, recipe) and
 //! a listing of child names built from the pieces real names are made of
-//! (the protected marker and a nonce, every library's stems, sequences near
-//! zero, the wrap and the nine-to-ten digit edge, stray text), plus raw text.
+//! (the protected marker and a nonce, every library's stems, a weighted
+//! semaphore's weight token, sequences near zero, the wrap and the
+//! nine-to-ten digit edge, stray text), plus raw text.
 //! Every public parsing function must not panic on any of them and must
 //! agree with the reference below, which reads a sequence by formatting the
 //! number back (`format!("{v:010}")`, as ZooKeeper writes it) and orders by
@@ -39,6 +40,12 @@ const STEMS: &[&str] = &[
     "",
     "n",
     "__lock_",
+];
+
+/// Weight tokens (`w<weight>_`) a semaphore's names may carry, and
+/// look-alikes: a weight of 0 or 1, a leading zero, past the most.
+const WEIGHTS: &[&str] = &[
+    "w2_", "w3_", "w59_", "w1024_", "w0_", "w1_", "w02_", "w1025_", "w_", "w",
 ];
 
 /// One decoded case: a queue's settings and a listing of it.
@@ -106,7 +113,14 @@ fn child(b: &mut Bytes<'_>, prefix: &str) -> String {
         _ => {}
     }
     match b.u8() % 3 {
-        0 => s.push_str(prefix),
+        0 => {
+            s.push_str(prefix);
+            // A weighted semaphore's token after our stem, well or badly
+            // spelled (a weight of 1 or past the most has no token).
+            if b.u8() % 4 == 0 {
+                s.push_str(b.pick(WEIGHTS));
+            }
+        }
         _ => s.push_str(b.pick(STEMS)),
     }
     s.push_str(&sequence(b));
@@ -154,6 +168,8 @@ struct Parsed {
     seq: i32,
     origin: Origin,
     access: Access,
+    /// The permits it asks for: 1 but in a weighted semaphore.
+    weight: u32,
 }
 
 /// The sequence ZooKeeper's `%010d` wrote, read by writing it back.
@@ -162,9 +178,21 @@ fn reference_sequence(s: &str) -> Option<i32> {
     (format!("{v:010}") == s).then_some(v)
 }
 
-/// The documented grammar, spelled out: ours is `[_c_<nonce>-]<stem><seq>`
-/// exactly (the nonce ends at the first `-`); a foreign name counts only in
-/// its scheme, as the text after the last occurrence of its stem.
+/// A semaphore's weighted tail, `w<weight>_<seq>`, read by writing the
+/// weight back (`format!("w{weight}_")`, as a weighted node's name is made):
+/// 2 to [`name::WEIGHT_MAX`], since a weight of 1 carries no token.
+fn reference_weighted(tail: &str) -> Option<(u32, i32)> {
+    let (token, seq) = tail.split_once('_')?;
+    let weight: u32 = token.strip_prefix('w')?.parse().ok()?;
+    let spelled = format!("w{weight}") == token && (2..=name::WEIGHT_MAX).contains(&weight);
+    Some((weight, reference_sequence(seq)?)).filter(|_| spelled)
+}
+
+/// The documented grammar, spelled out: ours is
+/// `[_c_<nonce>-]<stem>[w<weight>_]<seq>` exactly (the nonce ends at the
+/// first `-`; the weight only in a semaphore, whose nodes carry it in the
+/// name, and under any stem, the empty one too); a foreign name counts only
+/// in its scheme, as the text after the last occurrence of its stem.
 fn reference_parse(name: &str, prefix: &str, interop: Interop, recipe: Recipe) -> Option<Parsed> {
     let theirs = recipe.stems(interop);
     let ours: Vec<(&str, Access)> = match recipe {
@@ -178,15 +206,25 @@ fn reference_parse(name: &str, prefix: &str, interop: Interop, recipe: Recipe) -
         Some((nonce, rest)) => (Some(nonce.to_owned()), rest),
         None => (None, name),
     };
-    let parsed = |seq, origin, access| Parsed {
+    let parsed = |seq, origin, access, weight| Parsed {
         name: name.to_owned(),
         seq,
         origin,
         access,
+        weight,
     };
+    let weighted = matches!(recipe, Recipe::Semaphore { .. });
     for (stem, access) in ours {
-        if let Some(seq) = rest.strip_prefix(stem).and_then(reference_sequence) {
-            return Some(parsed(seq, Origin::Ours { nonce }, access));
+        let Some(tail) = rest.strip_prefix(stem) else {
+            continue;
+        };
+        let read = match reference_sequence(tail) {
+            Some(seq) => Some((1, seq)),
+            None if weighted => reference_weighted(tail),
+            None => None,
+        };
+        if let Some((weight, seq)) = read {
+            return Some(parsed(seq, Origin::Ours { nonce }, access, weight));
         }
     }
     let origin = match interop {
@@ -199,7 +237,7 @@ fn reference_parse(name: &str, prefix: &str, interop: Interop, recipe: Recipe) -
         .filter(|(stem, _)| !stem.is_empty())
         .find_map(|(stem, access)| {
             let (_, tail) = name.rsplit_once(stem)?;
-            Some(parsed(reference_sequence(tail)?, origin.clone(), access))
+            Some(parsed(reference_sequence(tail)?, origin.clone(), access, 1))
         })
 }
 
@@ -249,6 +287,7 @@ fn same(node: &NodeName, want: &Parsed) -> bool {
         && node.seq == want.seq
         && node.origin == want.origin
         && node.access == want.access
+        && node.weight == want.weight
 }
 
 /// The target: see the module docs.
@@ -312,14 +351,18 @@ pub fn check(case: &Case) {
     let mut reversed: Vec<NodeName> = queue.iter().rev().cloned().collect();
     name::order(&mut reversed);
     assert_eq!(names(&reversed), want, "order of the reversed queue");
+    // A node holds when the permits asked below it by the nodes that block
+    // it, plus its own, fit in the rule's limit (every weight is 1 but in a
+    // weighted semaphore).
     let holders: Vec<usize> = (0..ordered.len())
         .filter(|&i| {
             let rule = recipe.rule(ordered[i].access);
-            let blockers = ordered[..i]
+            let below: u64 = ordered[..i]
                 .iter()
                 .filter(|n| reference_blocks(rule, n.access))
-                .count();
-            blockers < rule.limit()
+                .map(|n| u64::from(n.weight))
+                .sum();
+            below + u64::from(ordered[i].weight) <= rule.limit() as u64
         })
         .collect();
     assert_eq!(recipe.holders(&queue), holders, "holders of {want:?}");
@@ -342,17 +385,29 @@ pub fn check(case: &Case) {
     let skipped_here = parsed.iter().filter(|p| skipped.contains(&p.name)).count();
     for rule in rules(recipe) {
         for (at, own) in ordered.iter().enumerate() {
-            let blockers: Vec<String> = ordered[..at]
+            let blockers: Vec<&Parsed> = ordered[..at]
                 .iter()
                 .filter(|n| !skipped.contains(&n.name) && reference_blocks(rule, n.access))
-                .map(|n| n.name.clone())
                 .collect();
-            let nearest = blockers[blockers.len().saturating_sub(keep)..].to_vec();
+            let nearest = &blockers[blockers.len().saturating_sub(keep)..];
+            let nearest_weights: Vec<u32> = match nearest.iter().all(|n| n.weight == 1) {
+                true => Vec::new(),
+                false => nearest.iter().map(|n| n.weight).collect(),
+            };
+            let nearest: Vec<String> = nearest.iter().map(|n| n.name.clone()).collect();
+            let weight: u64 = blockers.iter().map(|n| u64::from(n.weight)).sum();
             let s = standing_under(children, &own.name, prefix, interop, rule, keep, skipped);
             let context = || format!("{} under {rule:?} in {want:?}", own.name);
             assert_eq!(s.found, !skipped.contains(&own.name), "{}", context());
             assert_eq!(s.rank, blockers.len(), "rank of {}", context());
+            assert_eq!(s.weight, weight, "weight below {}", context());
             assert_eq!(s.nearest_lower, nearest, "nearest of {}", context());
+            assert_eq!(
+                s.nearest_weights,
+                nearest_weights,
+                "nearest weights of {}",
+                context()
+            );
             assert_eq!(s.oldest, oldest, "oldest for {}", context());
             assert_eq!(s.ignored, ignored, "ignored for {}", context());
             assert_eq!(s.skipped, skipped_here, "skipped for {}", context());
@@ -388,6 +443,7 @@ mod tests {
             seq,
             origin: Origin::Ours { nonce: None },
             access: Access::Exclusive,
+            weight: 1,
         };
         let got = reference_order(vec![
             node(i32::MIN + 3, "c"),
@@ -401,6 +457,55 @@ mod tests {
         let names: Vec<&str> = got.iter().map(|n| n.name.as_str()).collect();
         // The widest gap is MIN → 5 (2^31 + 5 apart): the queue starts at 5.
         assert_eq!(names, ["c", "a", "b"]);
+    }
+
+    #[test]
+    fn the_reference_reads_weights_as_they_are_written() {
+        assert_eq!(
+            reference_weighted("w59_-538157919"),
+            Some((59, -538_157_919))
+        );
+        assert_eq!(reference_weighted("w1024_0000000007"), Some((1024, 7)));
+        for bad in [
+            "w1_0000000007",
+            "w0_0000000007",
+            "w02_0000000007",
+            "w1025_0000000007",
+            "w_0000000007",
+            "w3_7",
+            "w3-0000000007",
+        ] {
+            assert_eq!(reference_weighted(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_weighted_semaphore_under_an_empty_stem_checks_clean() {
+        // The campaign's finding: a node asking for 59 permits, its
+        // sequence past the wrap, under the empty stem; then a queue whose
+        // weights decide who holds (2 fits in 3, the 2 after it does not,
+        // and the 1 after that waits behind it).
+        for (recipe, children) in [
+            (Recipe::Semaphore { permits: 2 }, vec!["w59_-538157919"]),
+            (
+                Recipe::Semaphore { permits: 3 },
+                vec![
+                    "w2_0000000001",
+                    "w2_0000000002",
+                    "0000000003",
+                    "w1_0000000004",
+                ],
+            ),
+        ] {
+            check(&Case {
+                prefix: String::new(),
+                interop: Interop::None,
+                recipe,
+                children: children.into_iter().map(String::from).collect(),
+                skipped: BTreeSet::new(),
+                keep: 2,
+            });
+        }
     }
 
     #[test]
