@@ -507,6 +507,13 @@ impl World {
             rule
         };
         let (prefix, interop) = (config.prefix(), config.interop());
+        // The machine leaves out only the nodes it watched and read as
+        // persistent, never its own: a read of a name it then adopted as
+        // its node (a protected create's recovery, answered persistent once
+        // and ephemeral by a later read) is in `persistent` but must not
+        // hide that node from this check.
+        let mut skipped = self.persistent.clone();
+        skipped.remove(own);
         let s = name::standing_under(
             children,
             own,
@@ -514,7 +521,7 @@ impl World {
             interop,
             counts_all,
             usize::MAX,
-            &self.persistent,
+            &skipped,
         );
         assert!(s.found, "elected by a listing without its node {own}");
         let blockers = s
