@@ -359,7 +359,10 @@ pub(crate) fn grace_for(
         ),
     };
     Err(format!(
-        "--grace-ms {} does not fit in the lease: with {timeout} and the {policy_name} policy the          lease is {} ms, renewed every {} ms while the server answers, so when contact is in          doubt the command can be given at most {} ms between SIGTERM and the lease's end;          lower --grace-ms to {} or less, or raise the session timeout to {} ms or more",
+        "--grace-ms {} does not fit in the lease: with {timeout} and the {policy_name} policy the \
+         lease is {} ms, renewed every {} ms while the server answers, so when contact is in \
+         doubt the command can be given at most {} ms between SIGTERM and the lease's end; \
+         lower --grace-ms to {} or less, or raise the session timeout to {} ms or more",
         grace.as_millis(),
         lease_length(session_timeout, policy).as_millis(),
         (session_timeout * RENEWED_EVERY.0 / RENEWED_EVERY.1).as_millis(),
@@ -634,6 +637,9 @@ mod tests {
         ] {
             assert!(e.contains(says), "{says:?} in {e}");
         }
+        // One sentence, as a terminal shows it: no run of blanks from the
+        // source's line breaks.
+        assert!(!e.contains("  "), "{e}");
         let e = grace_for(Some(ms(5000)), ten, TimeoutSource::Negotiated, standard).unwrap_err();
         assert!(e.contains("the server negotiated, 10000 ms"), "{e}");
         let aware = ConnectionPolicy::SessionAware;
