@@ -6,7 +6,12 @@
 #     Curator 5.4's LeaderLatch (Debian's `libcurator-*-java`, which bring
 #     guava and slf4j-api), compiled with `javac` (`default-jdk-headless`), and
 #     kazoo 2.8's Election (`python3-kazoo`, run by Debian's /usr/bin/python3,
-#     not whatever `python3` comes first on PATH).
+#     not whatever `python3` comes first on PATH);
+#   * what `cargo doc -p zkelect --all-features` and the feature matrix of
+#     scripts/test.sh need to build the `zookeeper-client-gssapi` feature:
+#     libgssapi-sys binds the system's GSSAPI with bindgen, so the Kerberos
+#     headers (Debian's `libkrb5-dev`, with `krb5-config`) and libclang with
+#     its own headers (`libclang-dev`).
 # Idempotent: installs only what is missing, says what it did, and fails
 # loudly if an install fails or leaves something missing.
 #
@@ -32,6 +37,9 @@ JDK_PACKAGE=default-jdk-headless
 # The same interpreter the tests run (tests/src/foreign.rs).
 KAZOO_PYTHON=${ZKELECT_PYTHON:-/usr/bin/python3}
 KAZOO_PACKAGE=python3-kazoo
+KRB5_HEADER=/usr/include/gssapi/gssapi.h
+KRB5_PACKAGE=libkrb5-dev
+LIBCLANG_PACKAGE=libclang-dev
 
 have_java() {
     if [[ -n "${ZKELECT_JAVA:-}" && -x "${ZKELECT_JAVA}" ]]; then return 0; fi
@@ -45,6 +53,19 @@ have_javac() {
     if [[ -n "${JAVA_HOME:-}" && -x "${JAVA_HOME}/bin/javac" ]]; then return 0; fi
     command -v javac >/dev/null 2>&1
 }
+
+# Where bindgen (clang-sys) looks for libclang (libclang.so or libclang-N.so,
+# not libclang-cpp): $LIBCLANG_PATH, else the system's library directories.
+have_libclang() {
+    local dir
+    for dir in ${LIBCLANG_PATH:-} /usr/lib/llvm-*/lib /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib; do
+        compgen -G "$dir/libclang.so*" >/dev/null || compgen -G "$dir/libclang-[0-9]*.so*" >/dev/null \
+            && return 0
+    done
+    return 1
+}
+
+have_krb5() { [[ -f "$KRB5_HEADER" ]] && command -v krb5-config >/dev/null 2>&1; }
 
 have_files() {
     local file
@@ -104,6 +125,18 @@ else
     log "kazoo missing ($KAZOO_PYTHON cannot import it): will install package '$KAZOO_PACKAGE'"
     packages+=("$KAZOO_PACKAGE")
 fi
+if have_krb5; then
+    log "Kerberos headers present ($KRB5_HEADER, $(command -v krb5-config)): nothing to do"
+else
+    log "Kerberos headers missing ($KRB5_HEADER or krb5-config): will install package '$KRB5_PACKAGE'"
+    packages+=("$KRB5_PACKAGE")
+fi
+if have_libclang; then
+    log "libclang present (for bindgen): nothing to do"
+else
+    log "libclang missing (bindgen needs it for libgssapi-sys): will install package '$LIBCLANG_PACKAGE'"
+    packages+=("$LIBCLANG_PACKAGE")
+fi
 
 if [[ ${#packages[@]} -eq 0 ]]; then
     log "all test dependencies are installed"
@@ -111,7 +144,7 @@ if [[ ${#packages[@]} -eq 0 ]]; then
 fi
 
 command -v apt-get >/dev/null 2>&1 \
-    || die "apt-get not found: install ${packages[*]} (ZooKeeper 3.8, a Java 17 runtime and JDK, Curator 5.4, kazoo 2.8) by hand, or set ZOOKEEPER_HOME / ZKELECT_ZK_CLASSPATH, ZKELECT_JAVA, ZKELECT_JAVAC and ZKELECT_PYTHON"
+    || die "apt-get not found: install ${packages[*]} (ZooKeeper 3.8, a Java 17 runtime and JDK, Curator 5.4, kazoo 2.8, Kerberos headers, libclang) by hand, or set ZOOKEEPER_HOME / ZKELECT_ZK_CLASSPATH, ZKELECT_JAVA, ZKELECT_JAVAC and ZKELECT_PYTHON"
 
 SUDO=()
 if [[ $(id -u) -ne 0 ]]; then
@@ -138,4 +171,6 @@ have_files "${CURATOR_JARS[@]}" || die "packages ${CURATOR_PACKAGES[*]} installe
 have_files "$GUAVA_JAR" || die "package '$GUAVA_PACKAGE' installed but $GUAVA_JAR still missing"
 have_files "$SLF4J_JAR" || die "package '$SLF4J_PACKAGE' installed but $SLF4J_JAR still missing"
 have_kazoo || die "package '$KAZOO_PACKAGE' installed but $KAZOO_PYTHON still cannot import kazoo"
+have_krb5 || die "package '$KRB5_PACKAGE' installed but $KRB5_HEADER or krb5-config still missing"
+have_libclang || die "package '$LIBCLANG_PACKAGE' installed but no libclang.so found (set LIBCLANG_PATH)"
 log "installed ${packages[*]}; java: $(command -v java), javac: $(command -v javac)"
