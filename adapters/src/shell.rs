@@ -309,7 +309,8 @@ impl Shell {
         }
     }
 
-    /// The bound on each request.
+    /// The bound on each request (zookeeper-client's commit of a multi).
+    #[cfg(feature = "zookeeper-client")]
     pub(crate) fn op_timeout(&self) -> Duration {
         self.op_timeout
     }
@@ -345,12 +346,15 @@ impl Shell {
         let _ = self.events.send(TransportEvent::Session(event));
     }
 
-    /// Reports a fired watch.
+    /// Reports a fired watch (zookeeper-async's watcher callback;
+    /// zookeeper-client's watches go through `events`).
+    #[cfg(feature = "zookeeper-async")]
     pub(crate) fn watch(&self, event: zkelect_core::WatchEvent) {
         let _ = self.events.send(TransportEvent::Watch(event));
     }
 
     /// A sender into the event stream, for tasks that outlive a borrow.
+    #[cfg(feature = "zookeeper-client")]
     pub(crate) fn events(&self) -> mpsc::UnboundedSender<TransportEvent> {
         self.events.clone()
     }
@@ -367,9 +371,12 @@ pub(crate) enum ClientState {
     Expired,
     /// The server rejected the credentials.
     AuthFailed,
-    /// Closed by us.
+    /// Closed by us. (Only zookeeper-async's states map to it and to
+    /// `Ignored`; zookeeper-client's watcher reports neither.)
+    #[cfg_attr(not(feature = "zookeeper-async"), allow(dead_code))]
     Closed,
     /// Says nothing the core needs.
+    #[cfg_attr(not(feature = "zookeeper-async"), allow(dead_code))]
     Ignored,
 }
 
