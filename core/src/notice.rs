@@ -140,7 +140,9 @@ fn namespace_message(path: &str, fault: NamespaceFault) -> String {
     }
 }
 
-/// Something the application should know, drained with
+/// Something the application should know. With the `zkelect` crate, every
+/// notice of an election is published on `Election::notices()` (a tokio
+/// `broadcast`); driving the machine yourself, drain them with
 /// [`Candidate::poll_notice`](crate::Candidate::poll_notice).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

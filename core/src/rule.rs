@@ -50,10 +50,14 @@ pub enum Recipe {
 /// The rule of one machine's own node: which lower nodes block it.
 ///
 /// ```
-/// use zkelect_core::{Rule, Recipe};
+/// # mod zkelect { pub mod core { pub use zkelect_core::*; } }
+/// // With the core alone as a dependency: `use zkelect_core::{Recipe, Rule};`
+/// use zkelect::core::{Recipe, Rule};
+/// # fn main() {
 /// assert_eq!(Rule::Mutex.limit(), 1);
 /// assert_eq!(Rule::Semaphore { permits: 3 }.limit(), 3);
 /// assert_eq!(Rule::Read.recipe(), Recipe::ReadWrite);
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
