@@ -20,6 +20,9 @@ pub type Connecting =
 /// feature `zookeeper-client`). Implement it for settings of your own
 /// transport to get the same builder.
 ///
+/// On the in-memory [`MemoryServer`](memory/struct.MemoryServer.html)
+/// (feature `memory`), so that it runs as a test.
+///
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;

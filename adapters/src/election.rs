@@ -337,6 +337,9 @@ impl std::fmt::Debug for Writer {
 impl Election {
     /// Starts building an election over `transport` and its event stream.
     ///
+    /// On the in-memory [`MemoryServer`](memory/struct.MemoryServer.html)
+    /// (feature `memory`), so that it runs as a test.
+    ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), zkelect::ElectionError> {
@@ -361,7 +364,7 @@ impl Election {
 
     /// Starts building an election over a new session opened with
     /// `settings` — [`ZkAsyncOptions`](zk_async/type.ZkAsyncOptions.html) for
-    /// zookeeper-async, [`ZkClientOptions`](crate::ZkClientOptions)
+    /// zookeeper-async, [`ZkClientOptions`](zk_client/type.ZkClientOptions.html)
     /// for zookeeper-client (TLS, SASL, guarded writes). The connection is
     /// made by [`join`](ElectionBuilder::join) (or
     /// [`start`](ElectionBuilder::start)), after the configuration is validated.

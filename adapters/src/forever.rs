@@ -24,6 +24,9 @@ impl Election {
     /// election for good ([`ElectionError::Fatal`], [`ElectionError::Session`],
     /// [`ElectionError::Closed`] if it was closed elsewhere).
     ///
+    /// On the in-memory [`MemoryServer`](memory/struct.MemoryServer.html)
+    /// (feature `memory`), so that it runs as a test.
+    ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
     /// # async fn main() -> Result<(), zkelect::ElectionError> {

@@ -39,13 +39,14 @@
 //!   holds, without a node of its own ([`Election::observe`],
 //!   [`Session::observe`]; the core's `Observer` machine).
 //! - [`Transport`]: the seam to a ZooKeeper client, with its [`EventStream`].
-//!   [`ZkClientTransport`] (feature `zookeeper-client`, the one default
-//!   feature, with `zookeeper-client-tls` and `zookeeper-client-sasl`) talks
-//!   to real servers through `zookeeper-client`, with TLS, SASL and `multi`,
-//!   and makes up for that client's gaps (see [`zk_client`]);
+//!   [`ZkClientTransport`](zk_client/struct.ZkClientTransport.html)
+//!   (feature `zookeeper-client`, the one default feature, with
+//!   `zookeeper-client-tls` and `zookeeper-client-sasl`) talks to real
+//!   servers through `zookeeper-client`, with TLS, SASL and `multi`, and
+//!   makes up for that client's gaps (see [`zk_client`](zk_client/index.html));
 //!   [`ZkAsyncTransport`](zk_async/struct.ZkAsyncTransport.html) (feature
 //!   `zookeeper-async`) talks to them through `zookeeper-async` (see
-//!   [`zk_async`](zk_async/index.html)); `memory::MemoryTransport` (feature
+//!   [`zk_async`](zk_async/index.html)); [`MemoryTransport`](memory/struct.MemoryTransport.html) (feature
 //!   `memory`) runs over the simulator's in-memory ZooKeeper, also under
 //!   paused tokio time. What each client gets wrong, why the two transports
 //!   differ, and why zookeeper-client is the default (measured), is in
@@ -82,7 +83,12 @@
 //! node's delete is retried in the background until it succeeds or the
 //! session ends), and a cancelled `acquire` leaves no node behind.
 //!
-//! A lock, after connecting:
+//! The examples on these pages connect to
+//! [`MemoryServer`](memory/struct.MemoryServer.html) (feature `memory`), the
+//! simulator's in-memory ZooKeeper, so that they run as tests; with real
+//! servers, `settings` is a [`ZkAsyncOptions`](zk_async/type.ZkAsyncOptions.html) or a
+//! [`ZkClientOptions`](zk_client/type.ZkClientOptions.html). A lock, after
+//! connecting:
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -200,52 +206,90 @@
 //! ## Features
 //!
 //! Only what the README's quick start needs is on by default; the rest is
-//! opt-in (`zkelect = { version = "0.1", features = ["testkit"] }`):
+//! opt-in (`zkelect = { version = "0.1", features = ["testkit"] }`). Each
+//! item that needs a feature says which on its page.
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `zookeeper-client` | on | `ZkClientTransport` and `ZkClientOptions`: real servers through `zookeeper-client`, with guarded writes (`multi`) |
-//! | `zookeeper-async` | | `ZkAsyncTransport` and `ZkAsyncOptions`: real servers through `zookeeper-async` |
-//! | `zookeeper-client-tls` | | TLS for the zookeeper-client transport (rustls) |
+//! | `zookeeper-client` | on | [`zk_client`](zk_client/index.html): [`ZkClientTransport`](zk_client/struct.ZkClientTransport.html) and [`ZkClientOptions`](zk_client/type.ZkClientOptions.html), real servers through `zookeeper-client`, with guarded writes (`multi`) |
+//! | `zookeeper-async` | | [`zk_async`](zk_async/index.html): [`ZkAsyncTransport`](zk_async/struct.ZkAsyncTransport.html) and [`ZkAsyncOptions`](zk_async/type.ZkAsyncOptions.html), real servers through `zookeeper-async` |
+//! | `zookeeper-client-tls` | | TLS for the zookeeper-client transport (rustls): [`TlsSettings`](zk_client/struct.TlsSettings.html) |
 //! | `zookeeper-client-sasl` | | SASL DIGEST-MD5 for the zookeeper-client transport |
-//! | `zookeeper-client-gssapi` | | SASL GSSAPI (Kerberos); needs the system's GSSAPI library (see `adapters/CLIENTS.md`) |
-//! | `memory` | | `memory::MemoryTransport`: the simulator's in-memory ZooKeeper, also under paused tokio time |
-//! | `testkit` | | `testkit`: faults on the memory transport, seeded chaos, history and fencing checkers (implies `memory`) |
+//! | `zookeeper-client-gssapi` | | SASL GSSAPI (Kerberos) for the zookeeper-client transport; building it needs the system's GSSAPI headers and libclang (Debian: `libkrb5-dev`, `libclang-dev`; see `adapters/CLIENTS.md`) |
+//! | `memory` | | [`memory`](memory/index.html): [`MemoryServer`](memory/struct.MemoryServer.html), the simulator's in-memory ZooKeeper, and its transport, also under paused tokio time |
+//! | `testkit` | | [`testkit`](testkit/index.html): faults on the memory transport, seeded chaos, history and fencing checkers (implies `memory`) |
+//!
+//! These pages, with every feature and each gated item marked with its
+//! feature as on docs.rs:
+//!
+//! ```text
+//! RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="--cfg docsrs" cargo doc -p zkelect --all-features --no-deps --open
+//! ```
+//!
+//! (The marks come from rustdoc's `doc_cfg`, not yet stable, hence
+//! `RUSTC_BOOTSTRAP`; docs.rs builds with nightly. Without both variables,
+//! `cargo doc -p zkelect --all-features` shows the same items unmarked.)
 //!
 //! ## Testing your own service
 //!
-//! The `testkit` module (feature `testkit`) is an in-memory
-//! ZooKeeper with faults your tests trigger, seeded chaos and a fencing
-//! checker, in virtual time:
+//! The [`testkit`](testkit/index.html) module (feature `testkit`) is an
+//! in-memory ZooKeeper with faults your tests trigger, seeded chaos, a
+//! history of every term and a fencing checker, in virtual time. Your
+//! service's tests need two dev-dependencies:
 //!
-//! ```
-//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use std::time::Duration;
-//! use zkelect::testkit::{check_fencing, FencedLog, TestZk};
-//! use zkelect::Election;
+//! ```toml
+//! [dependencies]
+//! zkelect = "0.1"
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread", "signal"] }
 //!
-//! let zk = TestZk::new();
-//! let log = FencedLog::new(&zk); // stands in for your resource
-//! for id in ["a", "b"] {
-//!     let (transport, events) = zk.connect(Duration::from_secs(2));
-//!     let election = Election::builder(transport, events).path("/svc/leader").id(id).join().await?;
-//!     zk.track(id, &election);
-//!     let log = log.clone();
-//!     tokio::spawn(async move {
-//!         // While leading: a job every 100 ms, written with the term's token.
-//!         while election.lead(|token| { let log = &log; async move {
-//!             loop { log.append(token, "job"); tokio::time::sleep(Duration::from_millis(100)).await }
-//!         }}).await.is_ok() {}
-//!     });
-//! }
-//! let chaos = zk.chaos(42);
-//! tokio::time::sleep(Duration::from_secs(60)).await;
-//! chaos.stop();
-//! check_fencing(&log.writes(), &zk.history())?;
-//! # Ok(())
-//! # }
+//! [dev-dependencies]
+//! zkelect = { version = "0.1", features = ["testkit"] }
+//! # `#[tokio::test(start_paused = true)]` (virtual time) needs `test-util`.
+//! tokio = { version = "1", features = ["macros", "rt", "test-util"] }
 //! ```
+//!
+//! Without tokio's `test-util`, `#[tokio::test(start_paused = true)]` does
+//! not compile, and the error points into the test's body rather than at
+//! the missing feature.
+//!
+//! ### Make your service testable
+//!
+//! Write what the service does while it leads as a function that takes the
+//! [`Election`] (or a [`Session`], for a service that runs several recipes),
+//! never the connection settings. `main` builds the election over a real
+//! transport; a test builds it over [`TestZk`](testkit/struct.TestZk.html) and
+//! calls the same function. A leader service written the other way round,
+//! connecting inside, has to be taken apart before it can be tested.
+//!
+//! The service and its `main` (compiled as a doc test):
+//!
+#![doc = concat!(
+    "```no_run\n",
+    include_str!("../doc/service.rs"),
+    include_str!("../doc/main.rs"),
+    "```\n"
+)]
+//!
+//! Its test, the same `serve` over the test kit (run as a doc test; in your
+//! crate it is a `#[tokio::test(start_paused = true)]`):
+//!
+#![doc = concat!(
+    "```\n",
+    "# mod ticker {\n",
+    "# include!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/doc/service.rs\"));\n",
+    "# }\n",
+    include_str!("../doc/failover.rs"),
+    "# #[tokio::main(flavor = \"current_thread\", start_paused = true)]\n",
+    "# async fn main() -> Result<(), Box<dyn std::error::Error>> {\n",
+    "#     two_nodes_under_chaos_never_write_with_a_stale_token().await\n",
+    "# }\n",
+    "```\n"
+)]
+//!
+//! The test kit's faults, one at a time or drawn by seeded chaos, are
+//! listed on the [`testkit`](testkit/index.html) page;
+//! `adapters/examples/scheduler.rs` in the repository runs a scheduler
+//! under 1,000 seeds of them.
 //!
 //! ## Sharing a queue with Curator or kazoo
 //!
@@ -284,10 +328,10 @@
 //! *negotiated* timeout, or a bound no greater than it — never the
 //! requested one, which can be far longer than the real session:
 //!
-//! - [`ZkClientTransport`]: the session's own negotiated timeout, which
-//!   zookeeper-client reads from the server's answer.
-//! - [`ZkAsyncTransport`](zk_async/struct.ZkAsyncTransport.html):
-//!   zookeeper-async does not expose it, so before
+//! - [`ZkClientTransport`](zk_client/struct.ZkClientTransport.html): the
+//!   session's own negotiated timeout, which zookeeper-client reads from the
+//!   server's answer.
+//! - [`ZkAsyncTransport`](zk_async/struct.ZkAsyncTransport.html): zookeeper-async does not expose it, so before
 //!   connecting the transport asks every server of the connect string at
 //!   once with a ConnectRequest of its own (a session opened and closed at
 //!   once, at most once per process, server and requested timeout) and
@@ -296,9 +340,9 @@
 //!   reconnections is the core's start-up machine
 //!   ([`core::startup`]): a minority of servers
 //!   stopped, frozen or unresolvable costs a start at most 250 ms; it never
-//!   guesses. `ZkAsyncOptions::assume_session_timeout` can only lower that
+//!   guesses. [`ZkAsyncOptions::assume_session_timeout`](struct.SessionOptions.html#method.assume_session_timeout) can only lower that
 //!   bound.
-//! - A negotiated timeout below `SESSION_TIMEOUT_MIN` (1.5 s) is refused on
+//! - A negotiated timeout below [`SESSION_TIMEOUT_MIN`](zk_async/constant.SESSION_TIMEOUT_MIN.html) is refused on
 //!   zookeeper-async ([`SessionError::SessionTimeoutTooShort`]).
 //!
 //! `zkelect run` and `zkelect status` go through the same transports, so the
@@ -313,12 +357,16 @@
 //! [`ObserveError`] (an observation), [`GuardedWriteError`] (a write made
 //! only while holding). Everything else (connection loss, expiry,
 //! revocation) is a [`Notice`] and a [`Role`] change, handled by the core.
-// Links to items of opt-in features (zk_async, memory) are relative HTML
-// links, not intra-doc links, here and in the modules: `cargo doc` on the
-// default features alone must not warn, and docs built with the features
-// (docs.rs) still lead to the items.
+// Links to items behind a feature (zk_async, zk_client, memory, testkit) are
+// relative HTML links, not intra-doc links, here and in the modules: `cargo
+// doc` with any set of features, none included, must not warn
+// (scripts/doc-features.sh builds it with none), and docs built with the
+// features (docs.rs) still lead to the items.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// docs.rs (and the command in the README) document every feature and mark
+// each gated item with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod clock;
 mod connect;
@@ -369,6 +417,8 @@ pub use zk_client::TlsSettings;
 pub use zk_client::{ZkClientExtras, ZkClientOptions, ZkClientTransport};
 /// The state machine this crate drives, for everything not re-exported here
 /// (inlined, so its items read as `zkelect::core::…` without a second crate's docs).
+/// Its examples name it `zkelect_core`, as they must to run in that crate;
+/// with `zkelect` as your only dependency, write `zkelect::core` instead.
 #[doc(inline)]
 pub use zkelect_core as core;
 pub use zkelect_core::{

@@ -210,6 +210,9 @@ impl Hold {
 /// process, make two handles; to share one hold, share the handle
 /// (`Arc<Mutex>`).
 ///
+/// On the in-memory [`MemoryServer`](memory/struct.MemoryServer.html)
+/// (feature `memory`), so that it runs as a test.
+///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -321,6 +324,9 @@ async fn try_hold(hold: Arc<Hold>, timeout: Duration) -> Result<Option<LockGuard
 /// must use the same number of permits. No other library's semaphore can
 /// share the path (ours are named `s_`).
 ///
+/// On the in-memory [`MemoryServer`](memory/struct.MemoryServer.html)
+/// (feature `memory`), so that it runs as a test.
+///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -390,6 +396,9 @@ impl Semaphore {
 /// each reentrant on its own, as Curator's `InterProcessReadWriteLock` hands
 /// out two `InterProcessMutex`es. Unlike Curator's, a writer cannot take the
 /// read side while it holds (its reader would queue behind its own writer).
+///
+/// On the in-memory [`MemoryServer`](memory/struct.MemoryServer.html)
+/// (feature `memory`), so that it runs as a test.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]

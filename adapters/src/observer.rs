@@ -31,6 +31,9 @@ impl Election {
     /// [`Election::connect`] takes). It needs no id and creates no node; the
     /// session is its own and closes with it.
     ///
+    /// On the in-memory [`MemoryServer`](memory/struct.MemoryServer.html)
+    /// (feature `memory`), so that it runs as a test.
+    ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -62,6 +65,9 @@ impl Election {
 impl Session {
     /// Starts building an [`Observation`] of the queue of `recipe` at `path`
     /// on this session (which it leaves open when closed).
+    ///
+    /// On the in-memory [`MemoryServer`](memory/struct.MemoryServer.html)
+    /// (feature `memory`), so that it runs as a test.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]

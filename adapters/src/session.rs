@@ -27,6 +27,9 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// [`close`](Self::close) is called, or — in the background — when every
 /// handle to it and to its recipes is dropped.
 ///
+/// On the in-memory [`MemoryServer`](memory/struct.MemoryServer.html)
+/// (feature `memory`), so that it runs as a test.
+///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -78,7 +81,7 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     /// Opens a session with `settings`: [`ZkAsyncOptions`](zk_async/type.ZkAsyncOptions.html),
-    /// [`ZkClientOptions`](crate::ZkClientOptions), or the memory
+    /// [`ZkClientOptions`](zk_client/type.ZkClientOptions.html), or the memory
     /// transport's [`MemorySettings`](memory/struct.MemorySettings.html).
     pub async fn connect(settings: impl Connect) -> Result<Session, SessionError> {
         let (transport, events) = Box::new(settings).connect().await?;

@@ -243,6 +243,8 @@
 //! must know leaves as a [`Notice`] (`Demoted { reason }`, `Error(..)`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// docs.rs marks the `serde` impls with their feature (`doc_cfg`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod acl;
 mod candidate;
