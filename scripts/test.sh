@@ -26,5 +26,19 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "docs"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
+step "docs as docs.rs builds them: every feature, each gated item marked with it"
+bash scripts/doc-features.sh
+
+step "feature matrix: zkelect with no feature, each alone, all; zkelect-core with serde"
+bash scripts/feature-matrix.sh
+
+step "packaging: the four published crates package and publish (dry run) in dependency order"
+# Multi-package publish puts each crate's package in a local registry for the
+# ones after it, so the unpublished zkelect-core satisfies zkelect-sim and so
+# on; each package is built from its .crate file, as crates.io would get it.
+# --allow-dirty: a local run with uncommitted changes packages them too.
+cargo publish --dry-run --allow-dirty --quiet \
+    -p zkelect-core -p zkelect-sim -p zkelect -p zkelect-cli
+
 step "tests (unit, property, simulator, real ZooKeeper servers)"
 cargo test --workspace

@@ -1,0 +1,419 @@
+//! With the `serde` feature, every type that derives `Serialize` and
+//! `Deserialize` comes back equal from JSON, in every variant. A derive
+//! added without a case here fails `every_serde_type_is_covered`.
+//!
+//! `cargo test -p zkelect-core --features serde --test serde_roundtrip`
+//! (scripts/test.sh runs it).
+#![cfg(feature = "serde")]
+
+use std::collections::BTreeSet;
+use std::fmt::Debug;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use zkelect_core::name::{NodeName, Origin};
+use zkelect_core::{
+    Access, Acl, CandidateError, Command, ConnectionPolicy, CreateMode, DemotionReason, Exit,
+    FencingToken, Input, Interop, MachineId, NamespaceFault, Notice, ObserverConfig, ObserverStats,
+    OpId, Participant, Recipe, Reply, Request, Role, Rule, SessionEvent, SessionId, Stat,
+    Timestamp, Traffic, Verb, WatchEvent, WatchKind, WatchStrategy, ZkCode,
+};
+
+/// Round-trips every value through JSON and returns the type's short name.
+fn round_trip<T>(values: impl IntoIterator<Item = T>) -> &'static str
+where
+    T: Serialize + DeserializeOwned + PartialEq + Debug,
+{
+    let mut count = 0;
+    for value in values {
+        let json = serde_json::to_string(&value).expect("serializes");
+        let back: T = serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(back, value, "through {json}");
+        count += 1;
+    }
+    assert!(count > 0, "no value of {}", std::any::type_name::<T>());
+    std::any::type_name::<T>()
+        .rsplit("::")
+        .next()
+        .unwrap_or_default()
+}
+
+fn stat() -> Stat {
+    Stat {
+        czxid: 0x1_0000_0001,
+        mzxid: 0x1_0000_0002,
+        pzxid: -1,
+        version: 1,
+        cversion: 7,
+        ephemeral_owner: 0x7fff_0000_0000_0001,
+        data_length: 3,
+        num_children: 0,
+    }
+}
+
+fn name() -> NodeName {
+    NodeName {
+        name: "_c_0123abcd-n_0000000042".into(),
+        seq: 42,
+        origin: Origin::Ours {
+            nonce: Some("0123abcd".into()),
+        },
+        access: Access::Exclusive,
+    }
+}
+
+fn participant() -> Participant {
+    Participant {
+        id: "node-a".into(),
+        node: "_c_0123abcd-n_0000000042".into(),
+        token: FencingToken(0x1_0000_0001),
+        holds: true,
+        access: Access::Shared,
+    }
+}
+
+fn codes() -> Vec<ZkCode> {
+    vec![
+        ZkCode::ConnectionLoss,
+        ZkCode::OperationTimeout,
+        ZkCode::SessionExpired,
+        ZkCode::SessionMoved,
+        ZkCode::NoNode,
+        ZkCode::NodeExists,
+        ZkCode::NotEmpty,
+        ZkCode::BadVersion,
+        ZkCode::NoAuth,
+        ZkCode::AuthFailed,
+        ZkCode::InvalidAcl,
+        ZkCode::BadArguments,
+        ZkCode::NoChildrenForEphemerals,
+        ZkCode::Unimplemented,
+        ZkCode::Other(-999),
+    ]
+}
+
+fn requests() -> Vec<Request> {
+    let path = || "/svc/leader".to_owned();
+    vec![
+        Request::Create {
+            path: path(),
+            data: b"node-a".to_vec(),
+            mode: CreateMode::EphemeralSequential,
+            acl: Acl::CreatorAllWorldRead,
+        },
+        Request::GetChildren {
+            path: path(),
+            watch: true,
+        },
+        Request::GetData {
+            path: path(),
+            watch: false,
+        },
+        Request::Exists {
+            path: path(),
+            watch: true,
+        },
+        Request::Delete {
+            path: path(),
+            version: None,
+        },
+        Request::SetData {
+            path: path(),
+            data: vec![0, 255],
+            version: Some(0),
+        },
+        Request::Sync { path: path() },
+    ]
+}
+
+fn replies() -> Vec<Reply> {
+    vec![
+        Reply::Created {
+            path: "/svc/leader/n_0000000001".into(),
+            stat: stat(),
+        },
+        Reply::Children(vec!["a".into(), "b".into()]),
+        Reply::Data {
+            data: vec![1, 2, 3],
+            stat: stat(),
+        },
+        Reply::Exists(None),
+        Reply::Exists(Some(stat())),
+        Reply::Deleted,
+        Reply::Set(stat()),
+        Reply::Synced,
+    ]
+}
+
+fn session_events() -> Vec<SessionEvent> {
+    vec![
+        SessionEvent::Connected {
+            session_id: Some(SessionId(0x1234)),
+            timeout: Duration::from_millis(4_000),
+        },
+        SessionEvent::Connected {
+            session_id: None,
+            timeout: Duration::from_nanos(1),
+        },
+        SessionEvent::Disconnected,
+        SessionEvent::Expired,
+        SessionEvent::AuthFailed,
+        SessionEvent::Closed,
+    ]
+}
+
+fn watch_kinds() -> Vec<WatchKind> {
+    vec![
+        WatchKind::NodeCreated,
+        WatchKind::NodeDeleted,
+        WatchKind::NodeDataChanged,
+        WatchKind::NodeChildrenChanged,
+    ]
+}
+
+fn demotions() -> Vec<DemotionReason> {
+    vec![
+        DemotionReason::Resigned,
+        DemotionReason::Closed,
+        DemotionReason::Revoked,
+        DemotionReason::Expired,
+        DemotionReason::Lost,
+        DemotionReason::Failed,
+        DemotionReason::Displaced,
+    ]
+}
+
+fn candidate_errors() -> Vec<CandidateError> {
+    vec![
+        CandidateError::Refused {
+            verb: "create".into(),
+            path: "/svc".into(),
+            code: ZkCode::NoAuth,
+        },
+        CandidateError::Namespace {
+            path: "/".into(),
+            fault: NamespaceFault::Ephemeral,
+        },
+        CandidateError::AuthFailed,
+        CandidateError::SequenceWrapped {
+            node: "latch-".into(),
+        },
+    ]
+}
+
+/// Every type round-tripped, by short name.
+fn covered() -> BTreeSet<&'static str> {
+    let token = FencingToken(i64::MAX);
+    [
+        round_trip([Access::Shared, Access::Exclusive]),
+        round_trip([Acl::Open, Acl::CreatorAll, Acl::CreatorAllWorldRead]),
+        round_trip(candidate_errors()),
+        round_trip(
+            requests()
+                .into_iter()
+                .enumerate()
+                .map(|(i, request)| Command {
+                    op: OpId(i as u64),
+                    request,
+                }),
+        ),
+        round_trip([ConnectionPolicy::Standard, ConnectionPolicy::SessionAware]),
+        round_trip([
+            CreateMode::Persistent,
+            CreateMode::Ephemeral,
+            CreateMode::PersistentSequential,
+            CreateMode::EphemeralSequential,
+            CreateMode::Container,
+        ]),
+        round_trip(demotions()),
+        round_trip([Exit::Closed, Exit::Failed, Exit::Abandoned]),
+        round_trip([FencingToken(-1), token]),
+        round_trip(
+            [
+                Input::Reply {
+                    op: OpId(1),
+                    result: Err(ZkCode::NoNode),
+                },
+                Input::Watch(WatchEvent {
+                    kind: WatchKind::NodeDeleted,
+                    path: "/svc/leader/n_0000000001".into(),
+                }),
+            ]
+            .into_iter()
+            .chain(replies().into_iter().map(|r| Input::Reply {
+                op: OpId(2),
+                result: Ok(r),
+            }))
+            .chain(session_events().into_iter().map(Input::Session)),
+        ),
+        round_trip([Interop::None, Interop::Curator, Interop::Kazoo]),
+        round_trip([MachineId(0), MachineId(u64::MAX)]),
+        round_trip([NamespaceFault::RootMissing, NamespaceFault::Ephemeral]),
+        round_trip([
+            name(),
+            NodeName {
+                origin: Origin::Kazoo,
+                ..name()
+            },
+        ]),
+        round_trip(
+            [
+                Notice::Joined { node: "n".into() },
+                Notice::Elected { token },
+                Notice::Suspended,
+                Notice::Resumed,
+                Notice::LeaderChanged { leader: None },
+                Notice::LeaderChanged {
+                    leader: Some("a".into()),
+                },
+                Notice::PersistentSkipped { node: "p".into() },
+                Notice::TokenRegressed {
+                    before: token,
+                    now: FencingToken(3),
+                },
+                Notice::Participants(vec![participant()]),
+            ]
+            .into_iter()
+            .chain(
+                demotions()
+                    .into_iter()
+                    .map(|reason| Notice::Demoted { reason }),
+            )
+            .chain(candidate_errors().into_iter().map(Notice::Error)),
+        ),
+        round_trip([
+            ObserverConfig::new("/svc/leader", Recipe::Mutex),
+            ObserverConfig::new("/svc/leader", Recipe::Election { leaders: 2 })
+                .with_interop(Interop::Curator)
+                .with_prefix("latch-"),
+        ]),
+        round_trip([ObserverStats {
+            listings: 1,
+            reads: 2,
+            stale_replies: 3,
+            lists: 4,
+            exists_watches: 5,
+        }]),
+        round_trip([OpId(0), OpId(u64::MAX)]),
+        round_trip([
+            Origin::Ours { nonce: None },
+            Origin::Ours {
+                nonce: Some("n".into()),
+            },
+            Origin::Curator,
+            Origin::Kazoo,
+        ]),
+        round_trip([participant()]),
+        round_trip([
+            Recipe::Election { leaders: 3 },
+            Recipe::Mutex,
+            Recipe::Semaphore { permits: 4 },
+            Recipe::ReadWrite,
+        ]),
+        round_trip(replies()),
+        round_trip(requests()),
+        round_trip([
+            Role::Idle,
+            Role::Follower,
+            Role::Leader(token),
+            Role::Suspended(token),
+            Role::Observer,
+            Role::Closed,
+            Role::Failed,
+        ]),
+        round_trip([
+            Rule::Election { leaders: 1 },
+            Rule::Mutex,
+            Rule::Semaphore { permits: 2 },
+            Rule::Read,
+            Rule::Write,
+        ]),
+        round_trip(session_events()),
+        round_trip([SessionId(0), SessionId(-1)]),
+        round_trip([stat(), Stat::default()]),
+        round_trip([Timestamp::ZERO, Timestamp::from_millis(u64::MAX)]),
+        round_trip([Traffic {
+            requests: 10,
+            errors: 2,
+            timeouts: 1,
+        }]),
+        round_trip([
+            Verb::Create,
+            Verb::GetChildren,
+            Verb::GetData,
+            Verb::Exists,
+            Verb::Delete,
+            Verb::SetData,
+            Verb::Sync,
+        ]),
+        round_trip(watch_kinds().into_iter().map(|kind| WatchEvent {
+            kind,
+            path: "/svc".into(),
+        })),
+        round_trip(watch_kinds()),
+        round_trip([WatchStrategy::Predecessor, WatchStrategy::Parent]),
+        round_trip(codes()),
+    ]
+    .into_iter()
+    .collect()
+}
+
+#[test]
+fn every_type_comes_back_equal_from_json() {
+    assert!(covered().len() >= 35, "{:?}", covered());
+}
+
+/// Every `cfg_attr(feature = "serde", derive(...))` in the crate's sources,
+/// by the name of the type it is on.
+fn derived_in_sources() -> BTreeSet<String> {
+    fn walk(dir: &std::path::Path, out: &mut BTreeSet<String>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .expect("core/src is readable")
+            .map(|e| e.expect("a directory entry").path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                walk(&path, out);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            let mut pending = false;
+            for line in text.lines().map(str::trim) {
+                if line.starts_with("#[cfg_attr(feature = \"serde\"") {
+                    pending = true;
+                } else if pending && !line.starts_with("#[") && !line.starts_with("///") {
+                    let name = line
+                        .split_whitespace()
+                        .skip_while(|w| !matches!(*w, "struct" | "enum"))
+                        .nth(1)
+                        .and_then(|n| n.split(|c: char| !(c.is_alphanumeric() || c == '_')).next());
+                    out.insert(name.unwrap_or(line).to_owned());
+                    pending = false;
+                }
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut out,
+    );
+    out
+}
+
+#[test]
+fn every_serde_type_is_covered() {
+    let derived = derived_in_sources();
+    let covered: BTreeSet<String> = covered().into_iter().map(str::to_owned).collect();
+    assert!(
+        derived.len() >= 35,
+        "the source scan found only {derived:?}"
+    );
+    let missing: Vec<_> = derived.difference(&covered).collect();
+    assert!(
+        missing.is_empty(),
+        "serde types without a round trip: {missing:?}"
+    );
+}
