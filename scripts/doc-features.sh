@@ -16,6 +16,9 @@ docs="$target/doc/zkelect"
 default_pages=$(mktemp)
 trap 'rm -f "$default_pages"' EXIT
 
+# rustdoc leaves the pages of an earlier build in place: start from none, so
+# a page the first build lists is one it wrote.
+rm -rf "$docs"
 RUSTDOCFLAGS="-D warnings" cargo doc -p zkelect --no-default-features --no-deps --quiet
 (cd "$docs" && find . -name '*.html' | sort) >"$default_pages"
 

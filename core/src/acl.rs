@@ -30,10 +30,32 @@ use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
 
-/// Permission bits of an ACL entry, as ZooKeeper numbers them.
+/// Permission bits of an ACL entry, as ZooKeeper numbers them. With the
+/// `serde` feature it is the number, and a number with a bit ZooKeeper does
+/// not define is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "u8", into = "u8")
+)]
 pub struct Perms(u8);
+
+/// ZooKeeper's bits; a bit above `a` (16) is refused.
+impl TryFrom<u8> for Perms {
+    type Error = AclError;
+    fn try_from(bits: u8) -> Result<Self, AclError> {
+        Self::from_bits(i32::from(bits)).ok_or_else(|| {
+            AclError::BadPerms(format!("{bits} has a bit ZooKeeper does not define"))
+        })
+    }
+}
+
+impl From<Perms> for u8 {
+    fn from(perms: Perms) -> u8 {
+        perms.0
+    }
+}
 
 impl Perms {
     /// Read a node's data and list its children (`r`).
@@ -211,8 +233,15 @@ pub enum AclError {
 /// permissions it grants. Made only through [`AclEntry::new`] or its
 /// [`FromStr`], which check the id against the scheme, so an entry the server
 /// would refuse cannot be written down.
+///
+/// With the `serde` feature an entry is its `scheme:id:perms` text, checked
+/// as [`FromStr`] checks it when read back.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "String", into = "String")
+)]
 pub struct AclEntry {
     scheme: AclScheme,
     id: String,
@@ -305,6 +334,21 @@ impl FromStr for AclEntry {
         let (scheme, rest) = text.split_once(':').ok_or_else(syntax)?;
         let (id, perms) = rest.rsplit_once(':').ok_or_else(syntax)?;
         Self::new(scheme, id, Perms::parse_letters(perms)?)
+    }
+}
+
+/// The [`FromStr`] parse of an owned string.
+impl TryFrom<String> for AclEntry {
+    type Error = AclError;
+    fn try_from(text: String) -> Result<Self, AclError> {
+        text.parse()
+    }
+}
+
+/// The [`Display`](fmt::Display) form, `scheme:id:perms`.
+impl From<AclEntry> for String {
+    fn from(entry: AclEntry) -> String {
+        entry.to_string()
     }
 }
 

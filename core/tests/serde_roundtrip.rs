@@ -14,10 +14,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use zkelect_core::name::{NodeName, Origin};
 use zkelect_core::{
-    Access, Acl, CandidateError, Command, ConnectionPolicy, CreateMode, DemotionReason, Exit,
-    FencingToken, Input, Interop, MachineId, NamespaceFault, Notice, ObserverConfig, ObserverStats,
-    OpId, Participant, Recipe, Reply, Request, Role, Rule, SessionEvent, SessionId, Stat,
-    Timestamp, Traffic, Verb, WatchEvent, WatchKind, WatchStrategy, ZkCode,
+    Access, Acl, AclEntry, AclScheme, CandidateError, Command, ConnectionPolicy, ConnectionState,
+    CreateMode, DemotionReason, Exit, FencingToken, GroupId, GroupNotice, Input, Interop,
+    MachineId, NamespaceFault, Notice, ObserverConfig, ObserverStats, OpId, Participant, Perms,
+    Recipe, Reply, Request, RevocationError, Role, Rule, SessionEvent, SessionId, Stat, Timestamp,
+    Traffic, Verb, WatchEvent, WatchKind, WatchStrategy, ZkCode,
 };
 
 /// Round-trips every value through JSON and returns the type's short name.
@@ -60,17 +61,49 @@ fn name() -> NodeName {
             nonce: Some("0123abcd".into()),
         },
         access: Access::Exclusive,
+        weight: 3,
     }
 }
 
 fn participant() -> Participant {
     Participant {
         id: "node-a".into(),
+        data: b"10.0.0.7:8080".to_vec(),
+        weight: 2,
         node: "_c_0123abcd-n_0000000042".into(),
         token: FencingToken(0x1_0000_0001),
         holds: true,
         access: Access::Shared,
     }
+}
+
+/// One entry of each scheme, ids that hold `:` among them.
+fn acl_entries() -> Vec<AclEntry> {
+    [
+        "world:anyone:r",
+        "auth::cdrwa",
+        "digest:ops:kuoBs6L7Zbk4oY7R9TRqDddMz3o=:cdrw",
+        "ip:fd00::/8:rwcd",
+        "ip:10.0.0.0/8:a",
+        "sasl:zkelect@EXAMPLE.COM:cdrwa",
+        "x509:CN=zkelect,O=example:r",
+    ]
+    .into_iter()
+    .map(|text| text.parse().expect("a valid entry"))
+    .collect()
+}
+
+fn revocation_errors() -> Vec<RevocationError> {
+    vec![
+        RevocationError::Gone {
+            path: "/svc/lock/n".into(),
+        },
+        RevocationError::Refused {
+            path: "/svc/lock/n".into(),
+            code: ZkCode::NoAuth,
+        },
+        RevocationError::Closed,
+    ]
 }
 
 fn codes() -> Vec<ZkCode> {
@@ -207,7 +240,48 @@ fn covered() -> BTreeSet<&'static str> {
     let token = FencingToken(i64::MAX);
     [
         round_trip([Access::Shared, Access::Exclusive]),
-        round_trip([Acl::Open, Acl::CreatorAll, Acl::CreatorAllWorldRead]),
+        round_trip([
+            Acl::Open,
+            Acl::CreatorAll,
+            Acl::CreatorAllWorldRead,
+            Acl::Custom(acl_entries()),
+        ]),
+        round_trip(acl_entries()),
+        round_trip([
+            AclScheme::World,
+            AclScheme::Auth,
+            AclScheme::Digest,
+            AclScheme::Ip,
+            AclScheme::Sasl,
+            AclScheme::X509,
+        ]),
+        round_trip([Perms::NONE, Perms::READ | Perms::CREATE, Perms::ALL]),
+        round_trip([
+            ConnectionState::Connecting,
+            ConnectionState::Connected,
+            ConnectionState::Suspended,
+            ConnectionState::Lost,
+            ConnectionState::Reconnected,
+            ConnectionState::Expired,
+            ConnectionState::Closed,
+        ]),
+        round_trip([GroupId(0), GroupId(u64::MAX)]),
+        round_trip(
+            [
+                GroupNotice::Held {
+                    tokens: vec![("/a".into(), token), ("/b".into(), FencingToken(9))],
+                },
+                GroupNotice::GaveUp,
+                GroupNotice::Failed { path: "/b".into() },
+                GroupNotice::Released,
+            ]
+            .into_iter()
+            .chain(demotions().into_iter().map(|reason| GroupNotice::Lost {
+                path: "/a".into(),
+                reason,
+            })),
+        ),
+        round_trip(revocation_errors()),
         round_trip(candidate_errors()),
         round_trip(
             requests()
@@ -273,6 +347,14 @@ fn covered() -> BTreeSet<&'static str> {
                     now: FencingToken(3),
                 },
                 Notice::Participants(vec![participant()]),
+                Notice::RevocationRequested,
+                Notice::Downgraded,
+                Notice::DowngradeRefused {
+                    code: ZkCode::BadVersion,
+                },
+                Notice::RevocationDelivered {
+                    path: "/svc/lock/n".into(),
+                },
             ]
             .into_iter()
             .chain(
@@ -280,7 +362,12 @@ fn covered() -> BTreeSet<&'static str> {
                     .into_iter()
                     .map(|reason| Notice::Demoted { reason }),
             )
-            .chain(candidate_errors().into_iter().map(Notice::Error)),
+            .chain(candidate_errors().into_iter().map(Notice::Error))
+            .chain(
+                revocation_errors()
+                    .into_iter()
+                    .map(Notice::RevocationFailed),
+            ),
         ),
         round_trip([
             ObserverConfig::new("/svc/leader", Recipe::Mutex),
@@ -364,10 +451,18 @@ fn every_type_comes_back_equal_from_json() {
     assert!(covered().len() >= 35, "{:?}", covered());
 }
 
-/// Every `cfg_attr(feature = "serde", derive(...))` in the crate's sources,
-/// by the name of the type it is on.
-fn derived_in_sources() -> BTreeSet<String> {
-    fn walk(dir: &std::path::Path, out: &mut BTreeSet<String>) {
+/// A type that derives serde under the `serde` feature, as its source has
+/// it: its name, and for an enum the names of its variants.
+struct Derived {
+    name: String,
+    variants: Vec<String>,
+}
+
+/// Every `cfg_attr(feature = "serde", derive(...Deserialize...))` in the
+/// crate's sources (on one line or spread over several), with the type it
+/// is on.
+fn derived_in_sources() -> Vec<Derived> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<Derived>) {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
             .expect("core/src is readable")
             .map(|e| e.expect("a directory entry").path())
@@ -379,23 +474,54 @@ fn derived_in_sources() -> BTreeSet<String> {
                 continue;
             }
             let text = std::fs::read_to_string(&path).expect("a source file");
-            let mut pending = false;
-            for line in text.lines().map(str::trim) {
-                if line.starts_with("#[cfg_attr(feature = \"serde\"") {
-                    pending = true;
-                } else if pending && !line.starts_with("#[") && !line.starts_with("///") {
-                    let name = line
-                        .split_whitespace()
-                        .skip_while(|w| !matches!(*w, "struct" | "enum"))
-                        .nth(1)
-                        .and_then(|n| n.split(|c: char| !(c.is_alphanumeric() || c == '_')).next());
-                    out.insert(name.unwrap_or(line).to_owned());
-                    pending = false;
-                }
-            }
+            scan(&text.lines().collect::<Vec<_>>(), out);
         }
     }
-    let mut out = BTreeSet::new();
+    fn scan(lines: &[&str], out: &mut Vec<Derived>) {
+        for (at, line) in lines.iter().enumerate() {
+            let attribute = lines[at..lines.len().min(at + 4)].join(" ");
+            if !line.trim_start().starts_with("#[cfg_attr(")
+                || !attribute.contains("feature = \"serde\"")
+                || !attribute.contains("serde::Deserialize")
+            {
+                continue;
+            }
+            let Some((item, header)) = lines[at..].iter().enumerate().find(|(_, l)| {
+                let l = l.trim_start();
+                l.starts_with("pub struct ") || l.starts_with("pub enum ")
+            }) else {
+                continue;
+            };
+            let mut words = header.split_whitespace().skip(1);
+            let kind = words.next().unwrap_or_default();
+            let name: String = words
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let mut variants = Vec::new();
+            if kind == "enum" {
+                for body in &lines[at + item + 1..] {
+                    if body.starts_with('}') {
+                        break;
+                    }
+                    let Some(rest) = body.strip_prefix("    ") else {
+                        continue;
+                    };
+                    if rest.starts_with(|c: char| c.is_ascii_uppercase()) {
+                        variants.push(
+                            rest.chars()
+                                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                                .collect(),
+                        );
+                    }
+                }
+            }
+            out.push(Derived { name, variants });
+        }
+    }
+    let mut out = Vec::new();
     walk(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
         &mut out,
@@ -405,7 +531,7 @@ fn derived_in_sources() -> BTreeSet<String> {
 
 #[test]
 fn every_serde_type_is_covered() {
-    let derived = derived_in_sources();
+    let derived: BTreeSet<String> = derived_in_sources().into_iter().map(|d| d.name).collect();
     let covered: BTreeSet<String> = covered().into_iter().map(str::to_owned).collect();
     assert!(
         derived.len() >= 35,
@@ -415,5 +541,50 @@ fn every_serde_type_is_covered() {
     assert!(
         missing.is_empty(),
         "serde types without a round trip: {missing:?}"
+    );
+}
+
+/// Every variant of every serde enum is written out in this file's cases
+/// (`Enum::Variant`), so a variant added later cannot go untried.
+#[test]
+fn every_variant_of_a_serde_enum_has_a_case() {
+    let cases = include_str!("serde_roundtrip.rs");
+    let derived = derived_in_sources();
+    let variants: Vec<String> = derived
+        .iter()
+        .flat_map(|d| d.variants.iter().map(move |v| format!("{}::{v}", d.name)))
+        .collect();
+    assert!(variants.len() >= 100, "the scan found only {variants:?}");
+    let missing: Vec<_> = variants
+        .iter()
+        .filter(|v| !cases.contains(v.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "variants without a case: {missing:?}");
+}
+
+/// What the constructors refuse, serde refuses too: an ACL entry the
+/// server would refuse, permission bits ZooKeeper does not define.
+#[test]
+fn serde_refuses_what_the_constructors_refuse() {
+    for text in [
+        "\"world:someone:r\"",
+        "\"world:anyone:\"",
+        "\"ip:10.0.0.0/33:r\"",
+        "\"digest:ops:password:r\"",
+        "\"anyone\"",
+    ] {
+        assert!(
+            serde_json::from_str::<AclEntry>(text).is_err(),
+            "{text} was accepted"
+        );
+    }
+    assert!(serde_json::from_str::<Perms>("32").is_err());
+    assert!(serde_json::from_str::<Perms>("255").is_err());
+    assert_eq!(serde_json::from_str::<Perms>("31").ok(), Some(Perms::ALL));
+    assert_eq!(
+        serde_json::to_string(&(Perms::READ | Perms::WRITE))
+            .ok()
+            .as_deref(),
+        Some("3")
     );
 }
