@@ -37,6 +37,14 @@ step "packaging: the four published crates package and publish (dry run) in depe
 # ones after it, so the unpublished zkelect-core satisfies zkelect-sim and so
 # on; each package is built from its .crate file, as crates.io would get it.
 # --allow-dirty: a local run with uncommitted changes packages them too.
+# Cargo extracts a registry crate once per name and version and never again,
+# so a second dry run of the same version would verify each crate against
+# the first run's sources of the ones before it: remove those extractions
+# (of the local registries only, whose folders are named "-<hash>").
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+for crate in zkelect-core zkelect-sim zkelect zkelect-cli; do
+    rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/"$crate-$version"
+done
 cargo publish --dry-run --allow-dirty --quiet \
     -p zkelect-core -p zkelect-sim -p zkelect -p zkelect-cli
 
