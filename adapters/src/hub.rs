@@ -36,7 +36,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, info, warn};
 use zkelect_core::{
     Command, Event, Exit, Gone, Machine, MachineId, Notice, OpId, Participant, Reply, Request,
-    Role, Session, SessionConfig, Timestamp, ZkCode,
+    Role, Rule, Session, SessionConfig, Timestamp, ZkCode,
 };
 
 use crate::clock::Clock;
@@ -433,7 +433,12 @@ impl Hub {
                     unmirrored.push((id, m));
                 }
             });
-        log(&notice);
+        let rule = st
+            .session
+            .machine(id)
+            .and_then(|m| m.as_candidate())
+            .map(|c| c.config().rule());
+        log(&notice, rule);
         // Only news someone may be waiting on is worth a yield (a lock's
         // release has no one: its holder asked for it).
         st.told |= matches!(notice, Notice::Demoted { .. } | Notice::Elected { .. })
@@ -506,15 +511,44 @@ fn tell(path: &str, board: &Board, mirror: Mirror) {
     }
 }
 
-fn log(notice: &Notice) {
+/// How a hold is named in the log, in its recipe's words: a lock holder
+/// is never "elected".
+fn hold_words(rule: Option<Rule>) -> (&'static str, &'static str, &'static str) {
+    match rule {
+        None | Some(Rule::Election { .. }) => ("elected", "demoted", "leader changed"),
+        Some(Rule::Mutex) => (
+            "acquired the lock",
+            "the lock is no longer held",
+            "first holder changed",
+        ),
+        Some(Rule::Semaphore { .. }) => (
+            "acquired a permit of the semaphore",
+            "the permit is no longer held",
+            "first holder changed",
+        ),
+        Some(Rule::Read) => (
+            "acquired the read lock",
+            "the read lock is no longer held",
+            "first holder changed",
+        ),
+        Some(Rule::Write) => (
+            "acquired the write lock",
+            "the write lock is no longer held",
+            "first holder changed",
+        ),
+    }
+}
+
+fn log(notice: &Notice, rule: Option<Rule>) {
+    let (held, dropped, first) = hold_words(rule);
     match notice {
-        Notice::Elected { token } => info!(token = token.0, "elected"),
-        Notice::Demoted { reason } => info!(%reason, "demoted"),
+        Notice::Elected { token } => info!(token = token.0, "{held}"),
+        Notice::Demoted { reason } => info!(%reason, "{dropped}"),
         Notice::Suspended => info!("suspended: no contact with the server"),
         Notice::Resumed => info!("resumed"),
         Notice::Joined { node } => info!(node, "joined the queue"),
         Notice::LeaderChanged { leader } => {
-            info!(leader = leader.as_deref().unwrap_or("-"), "leader changed");
+            info!(leader = leader.as_deref().unwrap_or("-"), "{first}");
         }
         Notice::PersistentSkipped { node } => warn!(
             node,

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use zkelect_core::{DemotionReason, Reply, Request, Role, ZkCode};
+use zkelect_core::{ConfigError, DemotionReason, Reply, Request, Role, ZkCode};
 
 use crate::memory::MemoryTransport;
 use crate::testkit::TestZk;
@@ -241,7 +241,7 @@ async fn a_semaphore_lets_k_hold_at_once_and_no_more() {
     assert!(held.iter().all(LockGuard::is_held) && fourth.is_held());
     assert!(matches!(
         s.semaphore(PATH, 0).acquire().await,
-        Err(LockError::Config(_))
+        Err(LockError::Config(ConfigError::InvalidPermits(0)))
     ));
     s.close().await;
 }

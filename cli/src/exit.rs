@@ -30,7 +30,7 @@ pub(crate) enum Code {
     Other = 1,
     /// Command-line usage (clap uses 2 as well).
     Usage = 2,
-    /// An invalid election path, id, prefix or setting.
+    /// An invalid path, id, prefix or setting.
     Config = 3,
     /// The server could not be reached within the connect timeout, or a
     /// server did not answer the session-timeout handshake (zookeeper-async).
@@ -76,7 +76,7 @@ Exit codes:
       command stopped, its node deleted)
    1  any other failure
    2  usage: a bad option or argument
-   3  an invalid setting: election path, id, timeout, TLS files, a --connect
+   3  an invalid setting: path, id, timeout, permits, TLS files, a --connect
       that does not parse or resolve
    4  ZooKeeper unreachable within --connect-timeout
    5  authentication, ACL or TLS certificate refused
@@ -85,7 +85,7 @@ Exit codes:
       exited 126 or 127, the shell's codes for the same)
    8  the election failed for good: leadership (or a lock) lost, not retried
    9  `run --lead-timeout`: not elected in time (the node is deleted)
-  10  `revoke`: no candidate has that id, or several do (use --all)
+  10  `revoke`: no node carries that id, or several do (use --all)
   11  `run`: the command exited non-zero or was killed by a signal while
       leading (its own code is logged, not passed through)
   12  the chroot of --connect does not exist, or is an ephemeral node (as is

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use tracing::info;
-use zkelect::Election;
+use zkelect::{Election, ElectionError};
 use zkelect_core::{Config, ConnectionPolicy, Rule};
 
 use crate::args::LockArgs;
@@ -37,14 +37,22 @@ use crate::signals::{shell_status, Stops};
 use crate::supervise::{supervise, ChildSpec};
 use crate::supervisor::{grace_for, Mode, Outcome, TimeoutSource};
 
-/// Any failure before the command ran is exit 125; the log keeps the kind
-/// (what `zkelect run` would have exited with).
+/// Any failure before the command ran is exit 125; the message names its
+/// kind in words, since the exit code cannot.
 pub(crate) fn before_cmd(f: Failure) -> Failure {
-    let kind = f.code as u8;
+    let kind = match f.code {
+        Code::Usage => "usage",
+        Code::Config => "an invalid setting",
+        Code::Unreachable => "ZooKeeper unreachable",
+        Code::Auth => "authentication, ACL or TLS certificate refused",
+        Code::Namespace => "a missing or ephemeral chroot",
+        Code::Election => "ZooKeeper refused the lock's requests for good",
+        _ => "an unexpected failure",
+    };
     Failure::new(
         Code::LockFailed,
         f.error.context(format!(
-            "zkelect lock failed before the command ran (kind: exit {kind} of `zkelect run`)"
+            "zkelect lock failed before the command ran ({kind})"
         )),
     )
 }
@@ -80,6 +88,29 @@ pub(crate) fn check(args: &LockArgs, id: &str) -> Result<Rule, Failure> {
 /// An id of the default's shape (host name characters, `-`, the pid), for
 /// checking the other settings before the host name is read.
 pub(crate) const DEFAULT_ID_SHAPE: &str = "host-1";
+
+/// A failure of the lock's queue, in a lock's words: the library's
+/// `Election` carries the lock here, and its own words are an election's.
+fn lock_failure(e: ElectionError, conn: &crate::args::ConnectArgs) -> Failure {
+    match e {
+        ElectionError::Closed => Failure::new(
+            Code::Election,
+            anyhow::anyhow!("the lock's queue closed before the lock was acquired"),
+        ),
+        e => failure_in(e, conn),
+    }
+}
+
+/// What is held, in its recipe's words: what is waited for and acquired,
+/// and what is then released or lost.
+fn held_words(rule: Rule) -> (&'static str, &'static str) {
+    match rule {
+        Rule::Semaphore { .. } => ("a permit of the semaphore", "the permit"),
+        Rule::Read => ("the read lock", "the read lock"),
+        Rule::Write => ("the write lock", "the write lock"),
+        Rule::Mutex | Rule::Election { .. } => ("the lock", "the lock"),
+    }
+}
 
 /// The default id: this host and process, so `status` tells holders apart.
 fn default_id() -> String {
@@ -162,19 +193,20 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
         .acl(acl_for(&args.conn))
         .start()
         .await
-        .map_err(|e| before_cmd(failure_in(e, &args.conn)))?;
+        .map_err(|e| before_cmd(lock_failure(e, &args.conn)))?;
     match stops.unless(election.wait_joined()).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
             election.close().await;
-            return Err(before_cmd(failure_in(e, &args.conn)));
+            return Err(before_cmd(lock_failure(e, &args.conn)));
         }
         Err(signal) => {
             election.close().await;
             return Ok(interrupted(signal, "while joining"));
         }
     }
-    info!(node = ?election.node(), "waiting for the lock");
+    let (what, it) = held_words(rule);
+    info!(node = ?election.node(), "waiting for {what}");
 
     // Wait for the lock, at most --timeout, or until told to stop.
     let waited = async {
@@ -189,7 +221,7 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
         Ok(Some(Ok(token))) => token,
         Ok(Some(Err(e))) => {
             election.close().await;
-            return Err(before_cmd(failure_in(e, &args.conn)));
+            return Err(before_cmd(lock_failure(e, &args.conn)));
         }
         Ok(None) => {
             election.close().await;
@@ -197,17 +229,17 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
             return Err(Failure::new(
                 Code::LockWait,
                 anyhow::anyhow!(
-                    "the lock was not acquired within --timeout {}; the command did not run",
+                    "{what} was not acquired within --timeout {}; the command did not run",
                     humantime::format_duration(bound)
                 ),
             ));
         }
         Err(signal) => {
             election.close().await;
-            return Ok(interrupted(signal, "while waiting for the lock"));
+            return Ok(interrupted(signal, &format!("while waiting for {what}")));
         }
     };
-    info!(token = token.0, "acquired the lock: running the command");
+    info!(token = token.0, "acquired {what}: running the command");
 
     let spec = ChildSpec {
         program: program.clone(),
@@ -225,14 +257,14 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
     )
     .await;
     election.close().await;
-    info!("released the lock");
+    info!("released {it}");
     match held {
         Ok(Outcome::Exited(status)) => Ok(exit_code_of(status)),
         Ok(Outcome::Signalled(signal)) => Ok(interrupted(signal, "")),
         Ok(Outcome::Lost | Outcome::ElectionOver(_)) => Err(Failure::new(
             Code::LockLost,
             anyhow::anyhow!(
-                "the lock was lost, or contact with the server was in doubt, while the command \
+                "{it} was lost, or contact with the server was in doubt, while the command \
                  ran; the command was stopped"
             ),
         )),

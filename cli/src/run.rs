@@ -208,7 +208,13 @@ pub(crate) fn runnable(program: &std::ffi::OsStr) -> anyhow::Result<()> {
         if executable(as_path) {
             return Ok(());
         }
-        anyhow::bail!("cannot start {program:?}: no executable file there");
+        match std::fs::metadata(as_path) {
+            Err(_) => anyhow::bail!("cannot start {program:?}: no such file"),
+            Ok(m) if m.is_dir() => anyhow::bail!("cannot start {program:?}: it is a directory"),
+            Ok(_) => anyhow::bail!(
+                "cannot start {program:?}: the file is not executable (no x permission; chmod +x it)"
+            ),
+        }
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     if std::env::split_paths(&path).any(|dir| executable(&dir.join(program))) {
@@ -229,8 +235,15 @@ mod tests {
         assert!(missing.to_string().contains("not found"), "{missing}");
         let plain = std::env::temp_dir().join(format!("zkelect-plain-{}", std::process::id()));
         std::fs::write(&plain, "#!/bin/sh\n").unwrap();
-        assert!(runnable(plain.as_os_str()).is_err(), "not executable");
+        let not_executable = runnable(plain.as_os_str()).unwrap_err().to_string();
+        assert!(
+            not_executable.contains("not executable"),
+            "{not_executable}"
+        );
         let _ = std::fs::remove_file(plain);
-        assert!(runnable("/nonexistent/x".as_ref()).is_err());
+        let absent = runnable("/nonexistent/x".as_ref()).unwrap_err().to_string();
+        assert!(absent.contains("no such file"), "{absent}");
+        let dir = runnable("/tmp".as_ref()).unwrap_err().to_string();
+        assert!(dir.contains("directory"), "{dir}");
     }
 }

@@ -241,30 +241,57 @@ fn pick(args: &RevokeArgs, info: &BTreeMap<String, NodeInfo>) -> anyhow::Result<
         .iter()
         .filter(|(_, node)| split_payload(&node.data).0 == args.id)
         .collect();
+    let listed = |nodes: &[(&String, &NodeInfo)]| {
+        nodes
+            .iter()
+            .map(|(name, node)| format!("{name} (session 0x{:x})", node.owner))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     if let Some(wanted) = &args.node {
-        return match matching.iter().find(|(name, _)| *name == wanted) {
-            Some((name, _)) => Ok(vec![(*name).clone()]),
-            None => Err(anyhow::anyhow!(
-                "no candidate with id {:?} has the node {wanted:?}",
+        let named: Vec<_> = matching
+            .iter()
+            .copied()
+            .filter(|(name, _)| names_node(name, wanted))
+            .collect();
+        return match named.as_slice() {
+            [(name, _)] => Ok(vec![(*name).clone()]),
+            [] => Err(anyhow::anyhow!(
+                "no node of id {:?} is named {wanted:?} or ends with it",
                 args.id
+            )),
+            several => Err(anyhow::anyhow!(
+                "--node {wanted:?} is ambiguous: {} nodes of id {:?} end with it: {}; give more of the name",
+                several.len(),
+                args.id,
+                listed(several)
             )),
         };
     }
     match matching.len() {
-        0 => Err(anyhow::anyhow!("no candidate with id {:?}", args.id)),
+        0 => Err(anyhow::anyhow!("no node carries the id {:?}", args.id)),
         1 => Ok(vec![matching[0].0.clone()]),
         _ if args.all => Ok(matching.iter().map(|(name, _)| (*name).clone()).collect()),
-        n => {
-            let list: Vec<String> = matching
-                .iter()
-                .map(|(name, node)| format!("{name} (session 0x{:x})", node.owner))
-                .collect();
-            Err(anyhow::anyhow!(
-                "{n} candidates carry the id {:?}: {}; pick one with --node NAME, or revoke all with --all",
-                args.id,
-                list.join(", ")
-            ))
-        }
+        n => Err(anyhow::anyhow!(
+            "{n} nodes carry the id {:?}: {}; pick one with --node NAME, or revoke all with --all",
+            args.id,
+            listed(&matching)
+        )),
+    }
+}
+
+/// Whether `--node wanted` names the node `name`: its full name, or a
+/// suffix of it that starts at a boundary of the name's parts (after `-` or
+/// `_`, as in `_c_<nonce>-n_0000000007`), so that `n_0000000007` or
+/// `0000000007` names it and `7` does not.
+fn names_node(name: &str, wanted: &str) -> bool {
+    if wanted.is_empty() {
+        return false;
+    }
+    match name.strip_suffix(wanted) {
+        Some("") => true,
+        Some(before) => before.ends_with(['-', '_']) && !wanted.starts_with(['-', '_']),
+        None => false,
     }
 }
 
@@ -286,6 +313,82 @@ mod tests {
 
     fn recipe(extra: &[&str]) -> Result<Recipe, Code> {
         recipe_of(&args(extra).expect("parses")).map_err(|f| f.code)
+    }
+
+    fn revoke_args(extra: &[&str]) -> RevokeArgs {
+        let base = ["zkelect", "revoke", "--connect", "h:1", "--path", "/l"];
+        let cli = Cli::try_parse_from(base.iter().chain(extra)).expect("parses");
+        let Cmd::Revoke(revoke) = cli.command else {
+            panic!("not revoke")
+        };
+        revoke
+    }
+
+    fn queue(nodes: &[(&str, &str, i64)]) -> BTreeMap<String, NodeInfo> {
+        nodes
+            .iter()
+            .map(|(name, id, owner)| {
+                let info = NodeInfo {
+                    data: id.as_bytes().to_vec(),
+                    owner: *owner,
+                };
+                ((*name).to_owned(), info)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn revoke_node_takes_a_unique_suffix_and_refuses_an_ambiguous_one() {
+        let info = queue(&[
+            ("_c_00000000000000aa-n_0000000007", "node-a", 0x10),
+            ("_c_00000000000000bb-n_0000000017", "node-a", 0x11),
+            ("_c_00000000000000cc-n_0000000027", "node-b", 0x12),
+        ]);
+        let pick_node = |node: &str| pick(&revoke_args(&["--id", "node-a", "--node", node]), &info);
+        for name in [
+            "_c_00000000000000aa-n_0000000007",
+            "n_0000000007",
+            "0000000007",
+        ] {
+            assert_eq!(
+                pick_node(name).expect(name),
+                ["_c_00000000000000aa-n_0000000007"],
+                "{name}"
+            );
+        }
+        // Not at a boundary of the name's parts: names nothing.
+        for name in ["7", "_0000000007", "000007", ""] {
+            let e = pick_node(name).unwrap_err().to_string();
+            assert!(e.contains("no node of id"), "{name}: {e}");
+        }
+        // Another id's node is not this id's, even by its full name.
+        assert!(pick_node("n_0000000027").is_err());
+        // A sequence is unique under its parent, but children that are no
+        // recipe's (no sequence) can share a suffix: one that names two
+        // nodes is refused, naming both.
+        let both = queue(&[("a-lock", "node-a", 0x10), ("b-lock", "node-a", 0x11)]);
+        let e = pick(&revoke_args(&["--id", "node-a", "--node", "lock"]), &both)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ambiguous") && e.contains("a-lock") && e.contains("b-lock"),
+            "{e}"
+        );
+        // Without --node: one node is taken, several refused, --all takes them.
+        let e = pick(&revoke_args(&["--id", "node-a"]), &info)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("2 nodes carry the id"), "{e}");
+        assert_eq!(
+            pick(&revoke_args(&["--id", "node-a", "--all"]), &info)
+                .expect("all")
+                .len(),
+            2
+        );
+        assert_eq!(
+            pick(&revoke_args(&["--id", "node-b"]), &info).expect("one"),
+            ["_c_00000000000000cc-n_0000000027"]
+        );
     }
 
     #[test]

@@ -18,8 +18,9 @@ pub const LEADERS_MAX: u32 = 1024;
 /// A configuration that cannot be used, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    /// The election path breaks ZooKeeper's path rules.
-    #[error("invalid election path {path:?}: {reason}")]
+    /// The recipe's path (an election's or a lock's) breaks ZooKeeper's
+    /// path rules.
+    #[error("invalid path {path:?}: {reason}")]
     InvalidPath {
         /// The path given.
         path: String,
@@ -52,9 +53,12 @@ pub enum ConfigError {
     /// believes it leads alone.
     #[error("interop {0:?} elects one leader, as that library does: leaders must be 1")]
     InteropLeaders(Interop),
-    /// `leaders` (or a semaphore's `permits`) is 0 or larger than `LEADERS_MAX` (1024).
+    /// An election's `leaders` is 0 or larger than `LEADERS_MAX` (1024).
     #[error("leaders must be between 1 and {LEADERS_MAX}, got {0}")]
     InvalidLeaders(u32),
+    /// A semaphore's `permits` is 0 or larger than `LEADERS_MAX` (1024).
+    #[error("a semaphore's permits must be between 1 and {LEADERS_MAX}, got {0}")]
+    InvalidPermits(u32),
     /// The [`Interop`] scheme's library has no recipe this [`Rule`] could
     /// share a queue with (neither Curator nor kazoo has a semaphore built on
     /// one queue of sequential nodes: both keep leases beside a lock).
@@ -790,7 +794,10 @@ impl ConfigBuilder {
         }
         let k = c.leaders();
         if k == 0 || k > LEADERS_MAX {
-            return Err(ConfigError::InvalidLeaders(k));
+            return Err(match c.rule {
+                Rule::Semaphore { permits } => ConfigError::InvalidPermits(permits),
+                _ => ConfigError::InvalidLeaders(k),
+            });
         }
         if c.interop != Interop::None && c.rule.stem(c.interop).is_none() {
             return Err(ConfigError::InteropRule {
@@ -876,7 +883,7 @@ pub fn validate_path(path: &str) -> Result<(), ConfigError> {
         })
     };
     if path == "/" {
-        return bad("the root cannot be an election path");
+        return bad("the root cannot hold a queue: its nodes need a parent of their own");
     }
     if let Some(reason) = path_rule_broken(path) {
         return bad(reason);
@@ -1294,7 +1301,7 @@ mod tests {
             (
                 Rule::Semaphore { permits: 0 },
                 Interop::None,
-                Err(ConfigError::InvalidLeaders(0)),
+                Err(ConfigError::InvalidPermits(0)),
             ),
             (
                 Rule::Election { leaders: 2 },

@@ -169,7 +169,10 @@ impl ObserverConfig {
             Recipe::Mutex | Recipe::ReadWrite => 1,
         };
         if k == 0 || k > LEADERS_MAX {
-            return Err(ConfigError::InvalidLeaders(k));
+            return Err(match self.recipe {
+                Recipe::Semaphore { permits } => ConfigError::InvalidPermits(permits),
+                _ => ConfigError::InvalidLeaders(k),
+            });
         }
         if let Some(prefix) = &self.prefix {
             if self.interop != Interop::None {

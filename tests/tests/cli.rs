@@ -266,7 +266,7 @@ fn status_shows_the_queue_and_revoke_sends_the_leader_to_the_back() {
         missing.code(),
         UNKNOWN_ID,
         &missing.stderr,
-        &["no candidate with id \"nobody\""],
+        &["no node carries the id \"nobody\""],
     );
 
     b.signal(Signal::SIGTERM);
@@ -296,7 +296,7 @@ fn invalid_path_exits_3_and_names_the_path() {
         ("/svc/./leader", ""),
         ("", ""),
     ] {
-        let quoted = format!("invalid election path {bad:?}");
+        let quoted = format!("invalid path {bad:?}");
         let run = ["run", "--connect", &nowhere, "--path", bad, "--id", "a"];
         let mut args = run.to_vec();
         args.extend(["--", "true"]);
@@ -698,7 +698,7 @@ fn run_exit_codes_for_the_command_and_the_wait_are_the_documented_ones() {
     exits(
         &["/nonexistent/zkelect-test-command"],
         SPAWN,
-        &["no executable file"],
+        &["no such file"],
     );
     exits(&["zkelect-test-no-such-command"], SPAWN, &["not found"]);
     exits(
@@ -797,7 +797,7 @@ fn revoke_tells_apart_candidates_that_share_an_id() {
         &revoke,
         UNKNOWN_ID,
         &[
-            "2 candidates carry the id \"dup\"",
+            "2 nodes carry the id \"dup\"",
             &view[0].node,
             &view[1].node,
             "--node",
@@ -806,8 +806,15 @@ fn revoke_tells_apart_candidates_that_share_an_id() {
     );
     let _ = refused;
     assert_eq!(queue(&zk, path), view, "nothing was revoked");
+    // The node named by its sequence alone (`n_0000000001`), as an operator
+    // reads it off `status`.
+    let sequence = view[1]
+        .node
+        .rsplit_once('-')
+        .map_or(view[1].node.as_str(), |(_, s)| s);
+    assert!(sequence.starts_with("n_"), "{}", view[1].node);
     let mut one = revoke.to_vec();
-    one.extend(["--node", &view[1].node]);
+    one.extend(["--node", sequence]);
     let out = zkelect(&one, Duration::from_secs(20));
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
     wait_for(
