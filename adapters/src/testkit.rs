@@ -53,8 +53,9 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use zkelect_core::{Acl, CreateMode, FencingToken, Request, Role, Stat, ZkCode};
+use zkelect_core::{Acl, CreateMode, FencingToken, Request, Role, Stat, Timestamp, ZkCode};
 use zkelect_sim::rng::SimRng;
+use zkelect_sim::timeline::{MarkKind, Recorder};
 
 pub use crate::memory::RequestFate;
 use crate::memory::{MemoryServer, MemoryTransport, ServerConfig};
@@ -167,6 +168,8 @@ struct Log {
     epoch: Instant,
     faults: Vec<FaultRecord>,
     terms: Vec<Term>,
+    /// Every role change of every tracked candidate, for the picture.
+    roles: Vec<(Duration, String, Role)>,
 }
 
 /// An in-memory ZooKeeper with faults, for tests of your own service. See
@@ -207,6 +210,7 @@ impl TestZk {
                 epoch: Instant::now(),
                 faults: Vec::new(),
                 terms: Vec::new(),
+                roles: Vec::new(),
             })),
         }
     }
@@ -379,6 +383,64 @@ impl TestZk {
     /// Every term of every tracked candidate so far, in the order they began.
     pub fn history(&self) -> Vec<Term> {
         self.log.lock().map(|l| l.terms.clone()).unwrap_or_default()
+    }
+
+    /// The history so far as a picture, a standalone SVG document: one lane
+    /// per tracked candidate (by the name given to [`track`](Self::track)),
+    /// each term a bar labelled with its fencing token, each suspension a
+    /// bar of its own, and every fault a mark on the shared time axis. Write
+    /// it to a file when a test fails, and open it in a browser.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), zkelect::ElectionError> {
+    /// use std::time::Duration;
+    /// use zkelect::testkit::{Fault, TestZk};
+    /// use zkelect::Election;
+    ///
+    /// let zk = TestZk::new();
+    /// let (transport, events) = zk.connect(Duration::from_secs(6));
+    /// let a = Election::builder(transport, events).path("/svc").id("a").start().await?;
+    /// zk.track("a", &a);
+    /// a.wait_leader().await?;
+    /// zk.inject(Fault::Partition { client: 0, ms: 3_000 });
+    /// tokio::time::sleep(Duration::from_secs(10)).await;
+    /// let svg = zk.timeline_svg();
+    /// assert!(svg.contains(r#"<g class="lane" data-lane="a">"#));
+    /// assert!(svg.contains(r#"class="suspended""#) && svg.contains(r#"class="fault""#));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn timeline_svg(&self) -> String {
+        let Ok(log) = self.log.lock() else {
+            return Recorder::default().timeline("a poisoned history").to_svg();
+        };
+        let millis = |d: Duration| Timestamp::from_millis(d.as_millis() as u64);
+        let mut recorder = Recorder::default();
+        let mut lanes: Vec<&str> = Vec::new();
+        for (at, who, role) in &log.roles {
+            let lane = match lanes.iter().position(|w| w == who) {
+                Some(lane) => lane,
+                None => {
+                    lanes.push(who);
+                    recorder.name(lanes.len() - 1, who.clone());
+                    lanes.len() - 1
+                }
+            };
+            recorder.role(millis(*at), lane, *role);
+        }
+        for fault in &log.faults {
+            recorder.mark(
+                millis(fault.at),
+                None,
+                MarkKind::Fault,
+                format!("{:?}", fault.fault),
+            );
+        }
+        // The picture runs to now, not to the last change.
+        let now = millis(Instant::now().saturating_duration_since(log.epoch));
+        recorder.mark_end(now);
+        recorder.timeline("TestZk history").to_svg()
     }
 
     /// Every fault so far, in order.
@@ -601,6 +663,7 @@ fn record_role(log: &Mutex<Log>, who: &str, role: Role) {
         return;
     };
     let at = Instant::now().saturating_duration_since(l.epoch);
+    l.roles.push((at, who.to_owned(), role));
     let open = l
         .terms
         .iter_mut()

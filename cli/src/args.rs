@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Leader election on Apache ZooKeeper.
+/// Leader election, locks, semaphores and read-write locks on Apache
+/// ZooKeeper: demo, run, lock, status, revoke, sim.
 #[derive(Debug, Parser)]
 #[command(name = "zkelect", version, about, propagate_version = true)]
 pub(crate) struct Cli {
@@ -24,7 +25,7 @@ pub(crate) struct Cli {
 }
 
 /// The examples at the end of `zkelect --help`, before the exit codes.
-const EXAMPLES: &str = "Examples:\n  zkelect demo\n  zkelect run --connect 127.0.0.1:2181 --path /svc/leader --id node-a -- ./my-daemon --flag\n  zkelect lock --connect 127.0.0.1:2181 --path /locks/backup --timeout 30 -- ./backup.sh\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --json\n  zkelect sim --seeds 1..500";
+const EXAMPLES: &str = "Examples:\n  zkelect demo\n  zkelect run --connect 127.0.0.1:2181 --path /svc/leader --id node-a -- ./my-daemon --flag\n  zkelect lock --connect 127.0.0.1:2181 --path /locks/backup --timeout 30 -- ./backup.sh\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --json\n  zkelect revoke --connect 127.0.0.1:2181 --path /svc/leader --id node-a\n  zkelect sim --seeds 1..500";
 
 impl Cli {
     /// The command line's definition, with the examples and the exit-code
@@ -55,20 +56,28 @@ pub(crate) enum Cmd {
         after_help = "Examples:\n  zkelect run --connect zk1:2181,zk2:2181 --path /svc/cron/leader --id $(hostname) -- ./cron-master\n  zkelect run --connect 127.0.0.1:2181 --path /svc/leader --id a --auth svc:secret --policy session-aware -- sh -c 'exec worker'\n  zkelect run --connect zk1:2281 --path /svc/leader --id a --transport zookeeper-client --tls-ca ca.pem --tls-cert me.pem --tls-key me-key.pem -- ./daemon\n\nThe command gets SIGTERM (then SIGKILL after --grace-ms) the moment leadership is\nsuspended or lost, is started again on re-election, and finds the fencing token in\nZKELECT_FENCING_TOKEN. SIGTERM, SIGINT, SIGHUP or SIGQUIT to zkelect, at any moment,\nstops the command (SIGTERM, then SIGKILL after --grace-ms), deletes the node and\nexits 0."
     )]
     Run(RunArgs),
-    /// Wait for a lock, run a command once while holding it, release it, and
-    /// exit with the command's status (like flock and etcdctl lock).
+    /// Wait for a lock (or a semaphore's permit, or a read or write lock), run
+    /// a command once while holding it, release it, and exit with the
+    /// command's status (like flock and etcdctl lock).
     #[command(
+        mut_arg("path", |a| a.help("The lock's path: every holder and waiter of one lock gives the same one")),
         after_help = "Examples:\n  zkelect lock --connect 127.0.0.1:2181 --path /locks/backup -- ./backup.sh --full\n  zkelect lock --connect zk1:2181 --path /locks/migrate --timeout 30 -- ./migrate\n  zkelect lock --connect zk1:2181 --path /locks/render --permits 4 -- ./render job-17\n\nThe command finds the fencing token in ZKELECT_FENCING_TOKEN and runs under the\nsame lease watchdog as `zkelect run`: if zkelect freezes or loses the lock, the\ncommand is stopped before anyone else can take the lock. SIGTERM, SIGINT, SIGHUP\nor SIGQUIT to zkelect, at any moment, stops the command, deletes the node and\nexits 128+N.\n\nExit status: the command's own, or 123 lock lost while it ran, 124 --timeout,\n125 zkelect lock itself failed, 126 command not executable, 127 command not found."
     )]
     Lock(LockArgs),
-    /// Show the queue: the leader, each candidate's id and data, who watches whom.
+    /// Show a queue: an election's leaders and candidates, or (with --recipe)
+    /// a lock's, semaphore's or read-write lock's holders and waiters; each
+    /// one's id and data, and who watches whom.
     #[command(
+        mut_arg("path", |a| a.help("The election's path, or the lock's with --recipe")),
         after_help = "Examples:\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --json\n  zkelect status --connect 127.0.0.1:2181 --path /svc/leader --watch\n  zkelect status --connect zk1:2281 --path /svc/leader --transport zookeeper-client --tls-ca ca.pem"
     )]
     Status(StatusArgs),
-    /// Delete a candidate's node to force it out (it rejoins at the back).
+    /// Delete a process's node to force it out of an election's or a lock's
+    /// queue: a leader is demoted, a lock's holder loses its lock (`zkelect
+    /// lock` stops its command and exits 123); a waiter loses its place.
     #[command(
-        after_help = "Examples:\n  zkelect revoke --connect 127.0.0.1:2181 --path /svc/leader --id node-a\n  zkelect revoke --connect 127.0.0.1:2181 --path /svc/leader --id node-a --node n_0000000007\n\nIds are not unique: ZooKeeper lets two candidates carry the same id. With several\nnodes for the id, revoke refuses (exit 10) and lists them; pick one with --node\nor take them all with --all."
+        mut_arg("path", |a| a.help("The election's or lock's path")),
+        after_help = "Examples:\n  zkelect revoke --connect 127.0.0.1:2181 --path /svc/leader --id node-a\n  zkelect revoke --connect 127.0.0.1:2181 --path /locks/backup --id node-a --node n_0000000007\n\nWhat the revoked process does next is its own: `zkelect run` and a library\nElection join again at the back of the queue (unless rejoin_on_revoke(false));\n`zkelect lock` holding the lock stops its command and exits 123, and one still\nwaiting joins again at the back.\n\nIds are not unique: ZooKeeper lets two processes carry the same id. With several\nnodes for the id, revoke refuses (exit 10) and lists them; pick one with --node\n(its full name, or a suffix unique among them such as its sequence) or take them\nall with --all."
     )]
     Revoke(RevokeArgs),
     /// (internal) The lease watchdog between `zkelect run` and its command.
@@ -76,7 +85,7 @@ pub(crate) enum Cmd {
     Lease(LeaseArgs),
     /// Run the deterministic simulator and its invariant checkers.
     #[command(
-        after_help = "Examples:\n  zkelect sim --seeds 1..500\n  zkelect sim --seed 42 --trace\n  zkelect sim --seeds 1..200 --candidates 12 --leaders 2 --faults none"
+        after_help = "Examples:\n  zkelect sim --seeds 1..500\n  zkelect sim --seed 42 --trace\n  zkelect sim --seeds 1..200 --candidates 12 --leaders 2 --faults none\n  zkelect sim --seeds 3 --canary parent-watch --timeline run.svg\n\n--seeds A..B runs A to B-1 (the end is excluded: 1..20 is 19 seeds)."
     )]
     Sim(SimArgs),
 }
@@ -87,7 +96,7 @@ pub(crate) struct ConnectArgs {
     /// ZooKeeper hosts, `host:port[,host:port…]`.
     #[arg(long, value_name = "HOSTS")]
     pub(crate) connect: String,
-    /// The election path.
+    /// The election's path.
     #[arg(long, value_name = "PATH")]
     pub(crate) path: String,
     /// Requested session timeout in milliseconds (at least 1500 with
@@ -327,15 +336,17 @@ pub(crate) enum RecipeArg {
 pub(crate) struct RevokeArgs {
     #[command(flatten)]
     pub(crate) conn: ConnectArgs,
-    /// The id of the candidate to force out.
+    /// The id of the process to force out, as `status` shows it.
     #[arg(long)]
     pub(crate) id: String,
     /// Ids are not unique: when several nodes carry the id, revoke them all
     /// (without this, or --node, several are refused with exit 10).
     #[arg(long, conflicts_with = "node")]
     pub(crate) all: bool,
-    /// Revoke only this node (its name, as `status` shows it), which must
-    /// carry the id: tells apart candidates that share an id.
+    /// Revoke only this node, which must carry the id: its full name as
+    /// `status` shows it, or a suffix of it unique among the id's nodes (its
+    /// sequence, e.g. `n_0000000007` or `0000000007`). Tells apart processes
+    /// that share an id.
     #[arg(long, value_name = "NAME")]
     pub(crate) node: Option<String>,
 }
@@ -361,8 +372,9 @@ pub(crate) struct SimArgs {
     /// One seed.
     #[arg(long, conflicts_with = "seeds")]
     pub(crate) seed: Option<u64>,
-    /// A range of seeds, `A..B` (B excluded).
-    #[arg(long, value_name = "A..B")]
+    /// A range of seeds, `A..B`: A included, B excluded (`1..20` runs 19
+    /// seeds, 1 to 19); or a count `N`, the seeds `0..N`.
+    #[arg(long, value_name = "A..B|N")]
     pub(crate) seeds: Option<String>,
     /// Candidates per run (default: drawn from the seed, 1–20).
     #[arg(long)]
@@ -382,6 +394,12 @@ pub(crate) struct SimArgs {
     /// Run a deliberately broken candidate, to see a checker catch it.
     #[arg(long, value_enum)]
     pub(crate) canary: Option<CanaryArg>,
+    /// Draw a run as an SVG picture in this file: one lane per process,
+    /// each hold with its fencing token, suspensions, faults, and the
+    /// violation where it happened. The failing run (as it ran, before
+    /// minimising) if one fails, else the last seed's.
+    #[arg(long, value_name = "FILE.svg")]
+    pub(crate) timeline: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -438,11 +456,17 @@ pub(crate) enum FaultsArg {
     Lag,
 }
 
-/// Parses `A..B` into a half-open range.
+/// Parses `A..B` into a half-open range, or a count `N` into `0..N`.
 pub(crate) fn parse_seed_range(s: &str) -> Result<std::ops::Range<u64>, String> {
-    let (a, b) = s
-        .split_once("..")
-        .ok_or_else(|| format!("expected A..B, got {s:?}"))?;
+    let Some((a, b)) = s.split_once("..") else {
+        return match s.trim().parse::<u64>() {
+            Ok(0) => Err(format!("no seeds in {s:?}")),
+            Ok(n) => Ok(0..n),
+            Err(_) => Err(format!(
+                "expected A..B (B excluded) or a count N, got {s:?}"
+            )),
+        };
+    };
     let a: u64 = a.trim().parse().map_err(|_| format!("bad start {a:?}"))?;
     let b: u64 = b.trim().parse().map_err(|_| format!("bad end {b:?}"))?;
     if a >= b {
@@ -501,7 +525,9 @@ mod tests {
         assert_eq!(parse_seed_range("1..500"), Ok(1..500));
         assert!(parse_seed_range("5..5").is_err());
         assert!(parse_seed_range("x..5").is_err());
-        assert!(parse_seed_range("7").is_err());
+        assert_eq!(parse_seed_range("7"), Ok(0..7));
+        assert!(parse_seed_range("0").is_err());
+        assert!(parse_seed_range("seven").is_err());
     }
 
     #[test]

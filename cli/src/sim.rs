@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use zkelect_sim::canary::Canary;
-use zkelect_sim::run::{minimize, run_seed, RunOptions};
+use zkelect_sim::run::{minimize, run_seed, RunOptions, RunReport};
 use zkelect_sim::swarm::{FaultMix, Overrides};
 
 use crate::args::{parse_seed_range, CanaryArg, FaultsArg, SimArgs};
@@ -79,12 +79,13 @@ pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
             CanaryArg::TrustsBehind => Canary::TrustsBehind,
             CanaryArg::StormingParents => Canary::StormingParents,
         }),
-        keep_trace: args.trace || args.save.is_some(),
+        keep_trace: args.trace || args.save.is_some() || args.timeline.is_some(),
     };
     let total = range.end - range.start;
     let started = Instant::now();
     let (mut steps, mut ops, mut elections) = (0u64, 0u64, 0u64);
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut last = None;
     for (done, seed) in range.clone().enumerate() {
         let report = run_seed(seed, options);
         if args.trace {
@@ -98,6 +99,10 @@ pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
         if report.violation.is_some() {
             if interactive {
                 eprintln!();
+            }
+            // The picture is of the run as it happened, before minimising.
+            if let Some(file) = &args.timeline {
+                draw(&report, file)?;
             }
             let small = minimize(&report).unwrap_or(report);
             if let Some(dir) = &args.save {
@@ -114,6 +119,9 @@ pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
             ));
         }
         let n = done as u64 + 1;
+        if args.timeline.is_some() && n == total {
+            last = Some(report);
+        }
         if interactive && (n % 10 == 0 || n == total) {
             let width = 30;
             let filled = (n * width / total.max(1)) as usize;
@@ -128,6 +136,9 @@ pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
     if interactive {
         eprintln!();
     }
+    if let (Some(file), Some(last)) = (&args.timeline, &last) {
+        draw(last, file)?;
+    }
     let secs = started.elapsed().as_secs_f64();
     println!(
         "{total} seed(s) {}..{} passed every checker (safety, fencing, tokens, liveness, no herd, no leaks, one answer per request)",
@@ -138,4 +149,23 @@ pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
         total as f64 / secs.max(1e-9)
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `report`'s run as an SVG picture to `file`.
+fn draw(report: &RunReport, file: &std::path::Path) -> Result<(), Failure> {
+    let Some(timeline) = &report.timeline else {
+        return Err(Failure::new(
+            Code::Other,
+            anyhow::anyhow!("seed {}: the run kept no picture", report.seed),
+        ));
+    };
+    std::fs::write(file, timeline.to_svg())
+        .map_err(|e| anyhow::anyhow!("cannot write --timeline {}: {e}", file.display()))
+        .code(Code::Other)?;
+    eprintln!(
+        "timeline of seed {} written to {}",
+        report.seed,
+        file.display()
+    );
+    Ok(())
 }

@@ -49,6 +49,7 @@ pub mod run;
 pub mod server;
 pub mod startup;
 pub mod swarm;
+pub mod timeline;
 pub mod trace;
 pub mod world;
 pub mod zk;

@@ -5,6 +5,7 @@ use std::fmt;
 use crate::canary::Canary;
 use crate::check::{self, Checker};
 use crate::swarm::{FaultMix, Knobs, Overrides, Swarm};
+use crate::timeline::Timeline;
 use crate::world::{RunStats, Violation, World};
 
 impl World {
@@ -46,6 +47,8 @@ pub struct RunReport {
     pub tail: Vec<String>,
     /// Every trace line, if kept.
     pub lines: Option<Vec<String>>,
+    /// The run as a picture (one lane per process), if its lines were kept.
+    pub timeline: Option<Timeline>,
     /// Counters.
     pub stats: RunStats,
     /// The options it ran with.
@@ -109,6 +112,14 @@ pub fn report(
         // the failure report's tail.
         tail = readable().trace.tail().cloned().collect();
     }
+    let timeline = world.trace.timeline(match &violation {
+        Some(v) => format!(
+            "seed {seed}: invariant {} violated at {} ms",
+            v.invariant,
+            v.at.as_millis()
+        ),
+        None => format!("seed {seed}: every checker held"),
+    });
     RunReport {
         seed,
         swarm: world.swarm().clone(),
@@ -118,6 +129,7 @@ pub fn report(
         trace_len: world.trace.len(),
         tail,
         lines: world.trace.lines().map(<[String]>::to_vec),
+        timeline,
         stats: world.stats(),
         options,
     }

@@ -15,6 +15,8 @@ use std::hash::{Hash, Hasher};
 
 use zkelect_core::{Notice, Role, Timestamp};
 
+use crate::timeline::{MarkKind, Recorder, Timeline};
+
 /// How many lines a failure report shows.
 pub const TAIL: usize = 40;
 
@@ -32,6 +34,8 @@ pub struct Trace {
     lines: u64,
     tail: VecDeque<String>,
     all: Option<Vec<String>>,
+    /// The picture of the run, drawn while readable lines are kept.
+    picture: Option<Recorder>,
 }
 
 fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
@@ -93,6 +97,7 @@ impl Trace {
             lines: 0,
             tail: VecDeque::with_capacity(if keep_all { TAIL } else { 0 }),
             all: keep_all.then(Vec::new),
+            picture: keep_all.then(Recorder::default),
         }
     }
 
@@ -127,14 +132,40 @@ impl Trace {
         glyph: char,
         text: impl FnOnce() -> String,
     ) {
+        self.note_on(at, pid, pid, glyph, text);
+    }
+
+    /// A fault injected now, as [`note`](Self::note)`(at, None, 'F', text)`
+    /// (the same record and line), drawn on the lane of the process it hits
+    /// (`target`), if one.
+    pub fn fault(&mut self, at: Timestamp, target: Option<usize>, text: impl FnOnce() -> String) {
+        self.note_on(at, None, target, 'F', text);
+    }
+
+    fn note_on(
+        &mut self,
+        at: Timestamp,
+        pid: Option<usize>,
+        lane: Option<usize>,
+        glyph: char,
+        text: impl FnOnce() -> String,
+    ) {
         self.head(at, pid, glyph);
         if self.readable() {
             let who = pid.map_or_else(|| "--".to_owned(), |p| format!("p{p}"));
-            self.push(format!(
-                "{:>12} {who:<4} {glyph} {}",
-                at.to_string(),
-                text()
-            ));
+            let text = text();
+            // Faults of the world (F, the server back, an operator's deletion,
+            // an expiry, a look-alike node) and the violation are drawn; the
+            // rest (a client noticing, the phases of the run) are not.
+            let kind = match glyph {
+                'F' | 'S' | 'R' | 'x' | 'P' => Some(MarkKind::Fault),
+                '!' => Some(MarkKind::Violation),
+                _ => None,
+            };
+            if let (Some(kind), Some(picture)) = (kind, &mut self.picture) {
+                picture.mark(at, lane, kind, text.clone());
+            }
+            self.push(format!("{:>12} {who:<4} {glyph} {text}", at.to_string()));
         }
     }
 
@@ -172,6 +203,9 @@ impl Trace {
         }
         if !self.readable() {
             return;
+        }
+        if let Some(picture) = &mut self.picture {
+            picture.role(at, pid, role);
         }
         let seq = |n: Option<&str>| {
             n.map_or_else(
@@ -222,5 +256,10 @@ impl Trace {
     /// Every line, if the trace kept them.
     pub fn lines(&self) -> Option<&[String]> {
         self.all.as_deref()
+    }
+
+    /// The run as a picture ([`Timeline`]), if the trace kept its lines.
+    pub fn timeline(&self, title: impl Into<String>) -> Option<Timeline> {
+        self.picture.as_ref().map(|p| p.timeline(title))
     }
 }

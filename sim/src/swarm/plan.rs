@@ -163,6 +163,36 @@ pub enum Fault {
     },
 }
 
+impl Fault {
+    /// The process the fault hits by its number, if it names one (faults of
+    /// the server, of the queue, or of whoever leads at the moment name none).
+    pub fn target(&self) -> Option<usize> {
+        match *self {
+            Self::DropConnection { pid, .. }
+            | Self::Partition { pid, .. }
+            | Self::PartitionOneWay { pid, .. }
+            | Self::Pause { pid, .. }
+            | Self::Crash { pid }
+            | Self::Resign { pid, .. }
+            | Self::Close { pid }
+            | Self::Revoke { pid }
+            | Self::TouchData { pid }
+            | Self::LagEvents { pid, .. }
+            | Self::Delay { pid, .. } => Some(pid),
+            Self::RestartServer { .. }
+            | Self::Spawn
+            | Self::CrashLeader
+            | Self::PartitionLeader { .. }
+            | Self::CloseLeader
+            | Self::PauseLeader { .. }
+            | Self::RevokeLeader
+            | Self::WipeElection
+            | Self::Lookalike { .. }
+            | Self::SpawnForeign => None,
+        }
+    }
+}
+
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -97,7 +97,7 @@ impl World {
         };
         self.view.stats.faults += 1;
         self.trace
-            .note(self.view.now, None, 'F', || format!("fault: {fault}"));
+            .fault(self.view.now, fault.target(), || format!("fault: {fault}"));
         let told = match fault {
             Fault::Crash { pid } => Some(format!(
                 "p{pid} crashes (its session lives on until the server expires it)"
