@@ -48,5 +48,15 @@ done
 cargo publish --dry-run --allow-dirty --quiet \
     -p zkelect-core -p zkelect-sim -p zkelect -p zkelect-cli
 
+step "install: cargo install --path cli gives a working zkelect"
+# --debug reuses the workspace's debug build (the release build of the same
+# sources, what a user's `cargo install` makes, would add minutes to every
+# run); --locked installs what Cargo.lock pins, as CI tests it.
+root=$(mktemp -d)
+cargo install --quiet --debug --locked --path cli --root "$root"
+"$root/bin/zkelect" --version
+"$root/bin/zkelect" sim --seeds 3 >/dev/null
+rm -rf "$root"
+
 step "tests (unit, property, simulator, real ZooKeeper servers)"
 cargo test --workspace

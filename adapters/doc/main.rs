@@ -1,6 +1,6 @@
 
-// src/main.rs: the real transport (zookeeper-async, the default feature).
-use zkelect::ZkAsyncOptions;
+// src/main.rs: the real transport (zookeeper-client, the default feature).
+use zkelect::ZkClientOptions;
 
 #[derive(Clone)]
 struct Stdout;
@@ -13,7 +13,7 @@ impl Ledger for Stdout {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let election = Election::connect(ZkAsyncOptions::new("zk1:2181,zk2:2181,zk3:2181"))
+    let election = Election::connect(ZkClientOptions::new("zk1:2181,zk2:2181,zk3:2181"))
         .path("/services/ticker/leader")
         .id("node-a")
         .join()

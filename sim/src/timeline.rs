@@ -6,9 +6,10 @@
 //!
 //! [`Timeline`] is the data; [`Timeline::to_svg`] writes it as plain SVG (no
 //! script, no external style sheet: it opens in a browser, an image viewer
-//! or a README). [`Recorder`] builds one from the simulator's trace
-//! ([`Trace::with_timeline`](crate::trace::Trace::with_timeline)); the test
-//! kit of `zkelect` builds one from its tracked terms and injected faults.
+//! or a README). [`Recorder`] builds one from the simulator's trace while it
+//! keeps readable lines ([`Trace::timeline`](crate::trace::Trace::timeline));
+//! the test kit of `zkelect` builds one from its tracked terms and injected
+//! faults.
 //!
 //! The SVG is small enough to write by hand and to check: every lane is a
 //! `<g class="lane">`, every mark a `class="hold"`, `"suspended"`, `"fault"`
