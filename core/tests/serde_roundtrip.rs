@@ -72,6 +72,7 @@ fn participant() -> Participant {
         weight: 2,
         node: "_c_0123abcd-n_0000000042".into(),
         token: FencingToken(0x1_0000_0001),
+        owner: SessionId(0x0100_0a2b_3c4d_5e6f),
         holds: true,
         access: Access::Shared,
     }
