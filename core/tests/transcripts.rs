@@ -207,6 +207,103 @@ fn a_late_deletion_event_for_an_old_node_of_the_same_name_is_not_a_revocation() 
     assert!(d.c.role().is_leader());
 }
 
+/// A connection that drops every second: each new one proves contact (the
+/// probe, sent first, is answered) and dies before the own-node watch or the
+/// listing behind it is answered. Every request still pending when it drops
+/// fails with `ConnectionLoss`. Notes in `lost_at` the first instant seen
+/// with the candidate no longer leading.
+fn flap_once(d: &mut Driver, lost_at: &mut Option<Timestamp>) {
+    let mut note = |d: &Driver| {
+        if lost_at.is_none() && !d.c.role().is_leader() {
+            *lost_at = Some(d.now);
+        }
+    };
+    for ms in [150, 100, 100, 100, 100] {
+        d.sleep(ms);
+        note(d);
+    }
+    d.connect(SID);
+    d.answer_probes();
+    note(d);
+    for ms in [100, 100, 100, 100, 100] {
+        d.sleep(ms);
+        note(d);
+    }
+    d.answer_probes();
+    d.session(SessionEvent::Disconnected);
+    for cmd in std::mem::take(&mut d.pending) {
+        d.reply(cmd.op, Err(ZkCode::ConnectionLoss));
+    }
+    note(d);
+}
+
+#[test]
+fn a_leader_that_cannot_rewatch_its_node_across_reconnects_stops_leading_within_the_grace() {
+    // Found by the simulator (revocation, one candidate alone, a request
+    // window of one): its node was deleted while the connection was down;
+    // every reconnect's probe was answered, so contact stayed fresh, and the
+    // own-node watch that would have said `NoNode` always queued behind it
+    // and died with the connection. It led on, past a session timeout.
+    let mut d = Driver::in_queue(
+        config("a").policy(ConnectionPolicy::SessionAware),
+        "n_0000000000",
+        10,
+        &["n_0000000000"],
+    );
+    assert!(d.c.role().is_leader());
+    d.sleep(500);
+    d.answer_probes();
+    d.take_notices();
+    let last_contact = d.c.last_contact().expect("answered");
+    d.session(SessionEvent::Disconnected);
+    d.pending.clear();
+    // The operator deletes the node now; no event reaches the leader.
+    let mut lost_at = None;
+    for _ in 0..8 {
+        flap_once(&mut d, &mut lost_at);
+    }
+    let lost_at = lost_at.expect("the leader never stopped leading on a node it could not watch");
+    assert!(
+        d.take_notices().contains(&demoted(DemotionReason::Lost)),
+        "demoted as a leader whose hold is unproven"
+    );
+    assert!(
+        lost_at <= last_contact + TIMEOUT,
+        "stopped at {lost_at}, more than a session timeout after {last_contact}"
+    );
+}
+
+#[test]
+fn a_leader_that_rewatches_its_node_after_each_reconnect_leads_on() {
+    let mut d = Driver::in_queue(
+        config("a").policy(ConnectionPolicy::SessionAware),
+        "n_0000000000",
+        10,
+        &["n_0000000000"],
+    );
+    d.take_notices();
+    for _ in 0..8 {
+        d.session(SessionEvent::Disconnected);
+        for cmd in std::mem::take(&mut d.pending) {
+            d.reply(cmd.op, Err(ZkCode::ConnectionLoss));
+        }
+        d.sleep(150);
+        d.connect(SID);
+        d.answer_probes();
+        d.own_watch_ok("n_0000000000", 10);
+        d.children(&["n_0000000000"]);
+        d.sleep(850);
+        d.answer_probes();
+    }
+    assert!(d.c.role().is_leader());
+    assert!(
+        d.take_notices()
+            .iter()
+            .all(|n| !matches!(n, Notice::Demoted { .. })),
+        "never demoted"
+    );
+}
+
 // ----- names that come back -----------------------------------------------------------
 
 #[test]

@@ -171,7 +171,7 @@ impl Candidate {
         let may_live = self.contact().session_may_live(self.now);
         let lost;
         (self.leadership, lost) = self.leadership.checked(self.config.policy(), ok, may_live);
-        if lost {
+        if lost || self.own_node_lapsed() {
             self.demote(DemotionReason::Lost);
             // The node may well still be ours: look again once the server answers
             // (found by the simulator: a demoted leader that stayed in `Lead` never
@@ -192,7 +192,12 @@ impl Candidate {
     pub(super) fn arm_lease_timer(&mut self) {
         let next = if self.intent != Intent::Out && !self.is_done() {
             let leading = self.leadership != Leadership::None;
-            self.contact().deadline(self.now, self.link_up, leading)
+            let lease = self.contact().deadline(self.now, self.link_up, leading);
+            // A leader's node unwatched: its lapse is a deadline too.
+            match self.own_node_lapse().filter(|&at| leading && at > self.now) {
+                Some(lapse) => Some(lease.map_or(lapse, |at| at.min(lapse))),
+                None => lease,
+            }
         } else {
             None
         };
@@ -206,13 +211,16 @@ impl Candidate {
 
     pub(super) fn become_leader(&mut self, zero_rtt: bool) {
         let Some(token) = self.token() else { return };
-        if !self.link_ok() {
+        let lapsed = self.own_node_lapsed();
+        if !self.link_ok() || lapsed {
             // Proof of contact first: a fresh listing will decide. If an
             // answer sent this very instant is that proof and the link is
             // still not good (a session timeout whose two thirds round to
             // nothing: no contact is ever fresh enough), listing again at
             // once would never end: the next listing waits for a backoff.
-            if self.session.last_ack == Some(self.now) {
+            // So it does when the listing that showed our node is itself
+            // too old to vouch for it.
+            if lapsed || self.session.last_ack == Some(self.now) {
                 self.retry_later();
             }
             self.set_step(Step::List);
@@ -542,12 +550,14 @@ impl Candidate {
                 self.check_revocation(&data, stat.version);
                 // An event that overtook this reply already spent the watch.
                 if !spent {
-                    self.session.own_watch = OwnWatch::Armed;
+                    self.own_watch_armed();
+                } else {
+                    self.own_node_seen();
                 }
             }
             // A child watch on our node (see `own_watch_by_children`).
-            Ok(Reply::Children(_)) if !spent => self.session.own_watch = OwnWatch::Armed,
-            Ok(_) => {}
+            Ok(Reply::Children(_)) if !spent => self.own_watch_armed(),
+            Ok(_) => self.own_node_seen(),
             Err(ZkCode::NoNode) if self.step != Step::Delete => {
                 self.own_gone(DemotionReason::Revoked)
             }
@@ -638,6 +648,8 @@ impl Candidate {
                 if self.connection == Connection::Connected {
                     self.connection = Connection::Disconnected;
                 }
+                // An event sent on the connection may be lost with it.
+                self.own_node_unwatched();
                 self.timers.stop(Timer::Retry);
             }
             SessionEvent::Expired => self.on_expired(),

@@ -194,6 +194,7 @@ impl Candidate {
                     mark: Mark::Unwritten,
                     downgrade: Downgrade::No,
                     revoke_seen: NO_REQUEST,
+                    unwatched_since: Some(self.session.last_ack.unwrap_or(self.now)),
                 });
                 self.session.own_watch = OwnWatch::Unarmed;
                 if self.leaving() {
@@ -329,6 +330,7 @@ impl Candidate {
                     mark: Mark::Unwritten,
                     downgrade: Downgrade::No,
                     revoke_seen: NO_REQUEST,
+                    unwatched_since: None,
                 });
                 // The adopting getData left a data watch on the node.
                 self.session.own_watch = OwnWatch::Armed;
@@ -476,6 +478,7 @@ impl Candidate {
             // The session answered, so it is alive: someone deleted our node.
             return self.own_gone(DemotionReason::Revoked);
         }
+        self.own_node_seen();
         if standing.weight < limits.room as u64 {
             return self.become_leader(false);
         }

@@ -678,6 +678,7 @@ impl Candidate {
         if self.session.own_watch == OwnWatch::Armed {
             self.session.own_watch = OwnWatch::Unarmed;
         }
+        self.own_node_unwatched();
     }
 
     /// Forgets the own-node watch request in flight, if any: its reply will be stale.
@@ -686,6 +687,61 @@ impl Candidate {
         if let Some(op) = self.own_watch_in_flight() {
             self.session.ops.remove(op);
         }
+        self.own_node_unwatched();
+    }
+
+    /// The server set the own-node watch: from here on, while the connection
+    /// holds, a deletion of our node is reported.
+    fn own_watch_armed(&mut self) {
+        self.session.own_watch = OwnWatch::Armed;
+        if let Some(own) = self.session.own.as_mut() {
+            own.unwatched_since = None;
+        }
+    }
+
+    /// Our node may go unreported from now on (its watch fired, was lost, or
+    /// may be lost with the connection). The bound is the newest contact:
+    /// replies and events come in the server's order, so a deletion before
+    /// the server handled the last request answered would have been reported
+    /// before that answer.
+    fn own_node_unwatched(&mut self) {
+        let since = self.session.last_ack.unwrap_or(self.now);
+        if let Some(own) = self.session.own.as_mut() {
+            own.unwatched_since.get_or_insert(since);
+        }
+    }
+
+    /// An answer showed our node (a listing, a read): it was there when the
+    /// server handled it, which is no earlier than the newest contact.
+    fn own_node_seen(&mut self) {
+        let seen = self.session.last_ack.unwrap_or(self.now);
+        if let Some(since) = self
+            .session
+            .own
+            .as_mut()
+            .and_then(|o| o.unwatched_since.as_mut())
+        {
+            *since = (*since).max(seen);
+        }
+    }
+
+    /// When leading on our node stops being safe while no watch stands on it:
+    /// nine tenths of the session timeout after the last moment the server
+    /// vouched for it. Contact alone does not vouch for the node: a leader
+    /// whose connection dropped every second, each new one answering the
+    /// probe and dying before the own-node watch behind it was answered, led
+    /// on a node an operator had deleted past a session timeout (found by the
+    /// simulator). The operator's deletion must reach its owner within a
+    /// session timeout; nine tenths leaves the margin the lease leaves.
+    fn own_node_lapse(&self) -> Option<Timestamp> {
+        let since = self.session.own.as_ref()?.unwatched_since?;
+        Some(since.plus_fraction(self.timeout, 9, 10))
+    }
+
+    /// Whether the own node has gone unwatched too long to lead on (see
+    /// [`Self::own_node_lapse`]).
+    fn own_node_lapsed(&self) -> bool {
+        self.own_node_lapse().is_some_and(|at| self.now >= at)
     }
 
     /// Whether the main lane is on `Step::Watch { pred }` (compared without

@@ -314,6 +314,12 @@ pub(super) struct Own {
     /// The data version at which a revocation request was last reported
     /// ([`NO_REQUEST`] before any): each write of one is reported once.
     pub(super) revoke_seen: i32,
+    /// Since when the node may have been deleted without an event telling
+    /// us, as a lower bound on the server's clock: `None` while the own-node
+    /// watch stands armed on a connection that has not dropped since. A
+    /// leader leads on it for at most nine tenths of the session timeout
+    /// (see `Candidate::own_node_lapse`).
+    pub(super) unwatched_since: Option<Timestamp>,
 }
 
 /// [`Own::revoke_seen`] before any request (a request is a write, so it is
