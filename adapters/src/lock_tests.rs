@@ -23,7 +23,7 @@ fn session(zk: &TestZk) -> (Session, usize) {
 }
 
 /// Lets the session and the server run for a while of virtual time.
-async fn settle() {
+async fn run_a_while() {
     tokio::time::sleep(Duration::from_millis(200)).await;
 }
 
@@ -38,9 +38,9 @@ async fn a_mutex_excludes_and_hands_over_in_queue_order() {
     let (a, b, c) = (s.mutex(PATH), s.mutex(PATH), s.mutex(PATH));
     let ga = a.acquire().await.unwrap();
     let wb = tokio::spawn(async move { (b.acquire().await, b) });
-    settle().await;
+    run_a_while().await;
     let wc = tokio::spawn(async move { (c.acquire().await, c) });
-    settle().await;
+    run_a_while().await;
     assert_eq!(children(&zk, PATH).len(), 3, "one node per contender");
     assert!(
         !wb.is_finished() && !wc.is_finished(),
@@ -51,14 +51,14 @@ async fn a_mutex_excludes_and_hands_over_in_queue_order() {
     let (gb, _b) = wb.await.unwrap();
     let gb = gb.unwrap();
     assert!(gb.token() > first, "a later holder has a higher token");
-    settle().await;
+    run_a_while().await;
     assert!(!wc.is_finished(), "c queued after b, so waits for b");
     gb.release().await;
     let (gc, _c) = wc.await.unwrap();
     let gc = gc.unwrap();
     assert!(gc.is_held());
     drop(gc);
-    settle().await;
+    run_a_while().await;
     assert!(
         children(&zk, PATH).is_empty(),
         "every release deleted its node"
@@ -81,7 +81,7 @@ async fn a_mutex_is_reentrant_on_its_handle_and_the_last_release_deletes() {
     assert_eq!(outer.node(), inner.node());
     assert_eq!(children(&zk, PATH).len(), 1, "one node for both");
     drop(inner);
-    settle().await;
+    run_a_while().await;
     assert_eq!(
         children(&zk, PATH),
         vec![outer.node().to_owned()],
@@ -107,11 +107,11 @@ async fn a_cancelled_acquire_leaves_no_node_behind() {
     let waiter = s.mutex(PATH);
     let held = holder.acquire().await.unwrap();
     let pending = tokio::spawn(async move { waiter.acquire().await.map(drop) });
-    settle().await;
+    run_a_while().await;
     assert_eq!(children(&zk, PATH).len(), 2, "the waiter queued");
     pending.abort();
     assert!(pending.await.unwrap_err().is_cancelled());
-    settle().await;
+    run_a_while().await;
     assert_eq!(
         children(&zk, PATH),
         vec![held.node().to_owned()],
@@ -122,7 +122,7 @@ async fn a_cancelled_acquire_leaves_no_node_behind() {
     let waiter = s.mutex(PATH);
     let fut = waiter.acquire();
     let _ = tokio::time::timeout(Duration::ZERO, fut).await;
-    settle().await;
+    run_a_while().await;
     assert_eq!(children(&zk, PATH), vec![held.node().to_owned()]);
     s.close().await;
 }
@@ -159,7 +159,7 @@ async fn a_guard_learns_its_hold_is_lost_and_the_lock_moves_on() {
     let lost = tokio::spawn(guard.lost());
     let rival = theirs.mutex(PATH);
     let wait = tokio::spawn(async move { (rival.acquire().await, rival) });
-    settle().await;
+    run_a_while().await;
     assert!(!lost.is_finished() && !wait.is_finished());
     zk.expire_session(client);
     let reason = tokio::time::timeout(Duration::from_secs(10), lost)
@@ -199,7 +199,7 @@ async fn a_dropped_guard_is_deleted_after_the_connection_comes_back() {
     let guard = s.mutex(PATH).acquire().await.unwrap();
     let rival = rivals.mutex(PATH);
     let wait = tokio::spawn(async move { (rival.acquire().await, rival) });
-    settle().await;
+    run_a_while().await;
     // The delete cannot get through for a while (shorter than the session).
     zk.partition(client, Duration::from_millis(1_000));
     drop(guard);
@@ -234,7 +234,7 @@ async fn a_semaphore_lets_k_hold_at_once_and_no_more() {
         let sem = Arc::clone(&sem);
         tokio::spawn(async move { sem.acquire().await })
     };
-    settle().await;
+    run_a_while().await;
     assert!(!waiter.is_finished());
     drop(held.remove(1));
     let fourth = waiter.await.unwrap().unwrap();
@@ -259,21 +259,21 @@ async fn readers_share_a_writer_excludes_and_a_reader_behind_a_writer_waits() {
         let w = Arc::clone(&w);
         tokio::spawn(async move { w.write().acquire().await })
     };
-    settle().await;
+    run_a_while().await;
     let r3 = Arc::new(s.rw_lock(PATH));
     let late_reader = {
         let r3 = Arc::clone(&r3);
         tokio::spawn(async move { r3.read().acquire().await })
     };
-    settle().await;
+    run_a_while().await;
     assert!(!writer.is_finished(), "the writer waits for the readers");
     assert!(!late_reader.is_finished(), "a reader behind a writer waits");
     drop(g1);
-    settle().await;
+    run_a_while().await;
     assert!(!writer.is_finished(), "one reader still holds");
     drop(g2);
     let gw = writer.await.unwrap().unwrap();
-    settle().await;
+    run_a_while().await;
     assert!(!late_reader.is_finished(), "the writer holds alone");
     drop(gw);
     let g3 = late_reader.await.unwrap().unwrap();
@@ -379,7 +379,7 @@ async fn a_release_sends_its_delete_from_the_releasing_task_and_the_server_sees_
     // race in every round, so a hold that read its own delete's event as a
     // revocation would fail here within a few rounds.
     for round in 0..64 {
-        settle().await;
+        run_a_while().await;
         let status = guard.status();
         let node = format!("{PATH}/{}", guard.node());
         // The release's first poll, before any other task runs: its
@@ -442,7 +442,7 @@ async fn a_release_cancelled_at_once_still_deletes_the_node_once() {
         if status.borrow().role == Role::Closed {
             break;
         }
-        settle().await;
+        run_a_while().await;
     }
     assert_eq!(status.borrow().role, Role::Closed);
     assert_eq!(*deletes.lock().unwrap(), [(node, Some(Ok(())))]);
@@ -462,7 +462,7 @@ async fn a_guard_dropped_on_a_thread_outside_the_runtime_still_releases() {
     // Its delete cannot be polled there (the transport's timer needs the
     // runtime): the session's pump sends it.
     std::thread::spawn(move || drop(guard)).join().unwrap();
-    settle().await;
+    run_a_while().await;
     assert_eq!(status.borrow().role, Role::Closed);
     assert_eq!(
         status.borrow().stats.op_errors,
@@ -488,7 +488,7 @@ async fn nothing_says_held_past_the_lease_even_before_the_driver_runs() {
     let guard = s.mutex(PATH).acquire().await.unwrap();
     let election = s.election("/svc/leader").id("a").join().await.unwrap();
     election.wait_leader().await.unwrap();
-    settle().await;
+    run_a_while().await;
     assert!(guard.is_held());
     assert!(election.role().is_leader());
     let lost = tokio::spawn(guard.lost());

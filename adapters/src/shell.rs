@@ -1,7 +1,7 @@
 //! The shell both real transports share: their settings
 //! ([`SessionOptions`]), the bound on every request ([`Shell::perform`]),
-//! the generation guard that tells a request it straddled a reconnect
-//! ([`Generation`]), and the one mapping of a client's states to the core's
+//! the guard that tells a request its client connection changed under it
+//! ([`ConnectionChanges`]), and the one mapping of a client's states to the core's
 //! session events ([`Reporter`]). Each transport file keeps only what its
 //! client needs: how its states read as [`ClientState`]s, its requests, and
 //! its defect table.
@@ -265,38 +265,69 @@ impl<C> SessionOptions<C> {
     }
 }
 
-/// Counts the client's connections: bumped whenever the one a request was
-/// sent on may be gone, so the request can tell it straddled a reconnect
-/// (its watch lost, its `NoAuth` or `SessionExpired` meant for another
-/// connection).
+/// The changes of this transport's client connection, as the transport
+/// itself sees them, so that a request can tell that its connection changed
+/// under it: a watch it set may be gone with the old connection, a `NoAuth`
+/// or `SessionExpired` it got may be meant for another connection or a
+/// replaced client. It is not a count of the session's connection spans:
+/// the core's `Session` keeps that one, from the session events it is given,
+/// and this value never leaves the transport.
+///
+/// Why the transport keeps this guard rather than leaving the judgement to
+/// the core: the core sees a client's state changes only after they pass a
+/// task of the transport (the session task or pump, which also holds
+/// `Connected` back while it re-checks the timeout and replays credentials),
+/// and it sees each answer after the request's own future resumes, on
+/// another task. Neither order is the client's: an answer received on the
+/// new connection can reach the core before the `Disconnected` of the old
+/// one, and zookeeper-client's state watcher keeps only the latest state, so
+/// a blip can reach its reader late or as one change. A reply tagged with
+/// the core's span would therefore be judged against a span the client left
+/// long ago (a `NoAuth` from a connection whose credentials are not replayed
+/// yet would end the session for good). Only the transport can read the
+/// client's own state before and after a request (zookeeper-async's listener
+/// runs on the client's I/O task, before anything it reads on the new
+/// connection); the request then answers `ConnectionLoss`, a fault the core
+/// already retries, and the core never needs to know why.
 #[derive(Debug, Default)]
-pub(crate) struct Generation(AtomicU64);
+pub(crate) struct ConnectionChanges(AtomicU64);
 
-impl Generation {
-    /// The current generation, to compare after a request.
-    pub(crate) fn now(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
+/// A reading of [`ConnectionChanges`], taken before a request (or when a
+/// client is swapped in) to ask afterwards whether the connection changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ChangeMark(u64);
+
+impl ConnectionChanges {
+    /// Where the changes stand now, to compare after a request.
+    pub(crate) fn mark(&self) -> ChangeMark {
+        ChangeMark(self.0.load(Ordering::SeqCst))
     }
 
-    /// A new connection (or none) from here on.
-    pub(crate) fn bump(&self) {
+    /// The connection changed (a new one, or none) from here on.
+    pub(crate) fn record(&self) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Whether the connection changed since `before`.
-    pub(crate) fn changed_since(&self, before: u64) -> bool {
-        self.now() != before
+    pub(crate) fn changed_since(&self, before: ChangeMark) -> bool {
+        self.mark() != before
+    }
+
+    /// How many changes there have been, for tests.
+    #[cfg(test)]
+    pub(crate) fn recorded(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
     }
 }
 
 /// What a transport and its tasks share whatever the client: the event
-/// stream, the closed flag, the request bound and the generation.
+/// stream, the closed flag, the request bound and the connection changes.
 #[derive(Debug)]
 pub(crate) struct Shell {
     events: mpsc::UnboundedSender<TransportEvent>,
     closed: AtomicBool,
     op_timeout: Duration,
-    pub(crate) generation: Generation,
+    pub(crate) connection_changes: ConnectionChanges,
 }
 
 impl Shell {
@@ -305,7 +336,7 @@ impl Shell {
             events,
             closed: AtomicBool::new(false),
             op_timeout,
-            generation: Generation::default(),
+            connection_changes: ConnectionChanges::default(),
         }
     }
 
@@ -514,12 +545,13 @@ mod tests {
     }
 
     #[test]
-    fn the_generation_tells_a_request_it_straddled_a_reconnect() {
-        let g = Generation::default();
-        let before = g.now();
-        assert!(!g.changed_since(before));
-        g.bump();
-        assert!(g.changed_since(before));
+    fn a_recorded_change_tells_a_request_its_connection_changed_under_it() {
+        let changes = ConnectionChanges::default();
+        let before = changes.mark();
+        assert!(!changes.changed_since(before));
+        changes.record();
+        assert!(changes.changed_since(before));
+        assert_eq!(changes.recorded(), 1);
     }
 
     #[test]

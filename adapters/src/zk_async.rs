@@ -7,7 +7,7 @@
 //! | `connect()` spins forever on a dead server | [`ZkAsyncTransport::connect`] runs the whole set-up (TCP, session, credentials, a first `exists("/")`) under one deadline, [`SessionOptions::connect_timeout`], and uses `connect_with_retry_time` so a dead server is retried every [`SessionOptions::reconnect_delay`] instead of in a busy loop |
 //! | a session timeout under 1.5 s makes it reconnect in a storm | refused: [`SessionError::SessionTimeoutTooShort`], for the requested timeout and for the smallest negotiated one |
 //! | the negotiated session timeout is not exposed (a server clamps the request into its `[minSessionTimeout, maxSessionTimeout]`, 2 and 20 ticks by default) | before connecting, every server is asked at once, each with a deadline of its own, with a ConnectRequest on a connection of ours whose session is closed at once, at most once per process, server and requested timeout (`startup`); the core's start-up machine decides when the answers suffice (all in, or 250 ms after the first), which servers the client gets (answered, then refusing; silent ones left out) and the bound (the smallest listed answer), reported on every `Connected`, never the requested value. With no answer before [`SessionOptions::connect_timeout`], `connect` fails with [`SessionError::Connect`] naming each server's failure |
-//! | a watch set with a callback (`*_w`) keeps its boxed callback until its path fires, even after the watch is gone with a reconnect, and can fire it with a new watch's event; one per call, so a path watched again and again that never changes (a leader's node, read by every follower that comes to stand behind it) keeps one per read for good (measured: 521 B per watch event on a leader with followers churning behind it) | no callbacks: watch requests are plain `watch = true` reads and the client's default watcher (`Forward`) queues every event; the server keeps one watch per session, path and kind, and the client keeps nothing per request (measured after: 0.00 B per event, `tests/tests/soak.rs`). An event from a watch set before a reconnect is still passed on: it reports what happened, and the core acts on events as facts, never counting them against the watches it set. Every non-`Connected` state bumps a *generation*: a watch request that straddled a reconnect answers `ConnectionLoss` (`settle`) so the core sets it again, and after the reconnect the core re-lists and re-arms every watch on `Connected` |
+//! | a watch set with a callback (`*_w`) keeps its boxed callback until its path fires, even after the watch is gone with a reconnect, and can fire it with a new watch's event; one per call, so a path watched again and again that never changes (a leader's node, read by every follower that comes to stand behind it) keeps one per read for good (measured: 521 B per watch event on a leader with followers churning behind it) | no callbacks: watch requests are plain `watch = true` reads and the client's default watcher (`Forward`) queues every event; the server keeps one watch per session, path and kind, and the client keeps nothing per request (measured after: 0.00 B per event, `tests/tests/soak.rs`). An event from a watch set before a reconnect is still passed on: it reports what happened, and the core acts on events as facts, never counting them against the watches it set. Every non-`Connected` state records a connection change (`ConnectionChanges`): a watch request that straddled a reconnect answers `ConnectionLoss` (`straddled`) so the core sets it again, and after the reconnect the core re-lists and re-arms every watch on `Connected` |
 //! | digest credentials are lost on every reconnect | the pump task replays them before it reports `Connected`; until then requests wait (bounded) at a gate, and a `NoAuth` from a request that straddled a reconnect answers `ConnectionLoss` |
 //! | session expiry shows only as the deprecated `ZkState::NotConnected`, then a new session opens silently | `map_state`: `NotConnected` → `Expired`, the next `Connected` → `Connected { session_id: None }`, which the core treats as a new session; the core learns the session id from its node's `ephemeralOwner` and re-checks it after every reconnect |
 //! | a dead server is noticed only after 2× the session timeout | the core probes every third of the session timeout and suspends after two thirds; here every request is bounded ([`SessionOptions::op_timeout`]) and answers `OperationTimeout` |
@@ -163,9 +163,9 @@ enum Raw {
 /// What the client's callbacks share with the transport.
 struct Shared {
     /// The event stream (written by the pump task and `close`), the closed
-    /// flag, the request bound, and the generation — bumped by the state
-    /// listener on every state but `Connected`: a watch set in an older
-    /// generation is dead on the server.
+    /// flag, the request bound, and the connection changes — recorded by
+    /// the state listener on every state but `Connected`: a watch set on an
+    /// older connection is dead on the server.
     shell: Shell,
     /// The callbacks' channel, read by the pump task.
     raw: mpsc::UnboundedSender<Raw>,
@@ -192,11 +192,11 @@ impl Shared {
     }
 
     /// The state listener's whole body: it runs on the client's I/O task
-    /// under the client's listener lock, so it only bumps the generation,
+    /// under the client's listener lock, so it only records a connection change,
     /// closes the credentials gate and queues the state.
     fn on_state(&self, state: zka::ZkState) {
         if !is_connected(state) {
-            self.shell.generation.bump();
+            self.shell.connection_changes.record();
             if self.has_auth {
                 self.authenticated.send_replace(false);
             }
@@ -338,7 +338,7 @@ impl ZkAsyncTransport {
         let shared = Shared::new(events_tx, raw_tx, has_auth, op_timeout);
         let shared = Arc::new(shared);
         // The listener runs on the client's I/O task under the client's
-        // listener lock: it only bumps the generation, closes the auth gate
+        // listener lock: it only records a connection change, closes the auth gate
         // and forwards the state. The pump task does the rest.
         let listener = Arc::clone(&shared);
         zk.add_listener(move |state| listener.on_state(state));
@@ -439,11 +439,11 @@ impl ZkAsyncTransport {
                 return Err(ZkCode::ConnectionLoss);
             }
         }
-        let before = self.shared.shell.generation.now();
+        let before = self.shared.shell.connection_changes.mark();
         let sets_watch = request.sets_watch();
         let result = self.perform_raw(request).await.map_err(map_error);
-        let reconnected = self.shared.shell.generation.changed_since(before);
-        settle(result, sets_watch, self.has_auth, reconnected)
+        let reconnected = self.shared.shell.connection_changes.changed_since(before);
+        straddled(result, sets_watch, self.has_auth, reconnected)
     }
 
     async fn perform_raw(&self, request: Request) -> Result<Reply, zka::ZkError> {
@@ -603,10 +603,10 @@ async fn set_up(
                 ))
             }
         }
-        let generation = shared.shell.generation.now();
+        let before = shared.shell.connection_changes.mark();
         match replay(zk, &options.auth).await {
             Ok(()) => {
-                if !shared.shell.generation.changed_since(generation) {
+                if !shared.shell.connection_changes.changed_since(before) {
                     shared.authenticated.send_replace(true);
                 }
                 // Otherwise the connection changed meanwhile: the pump task
@@ -661,9 +661,9 @@ where
     F: Future<Output = Result<(), zka::ZkError>>,
 {
     loop {
-        let generation = shared.shell.generation.now();
+        let before = shared.shell.connection_changes.mark();
         let attempt = tokio::time::timeout(op_timeout, replay()).await;
-        if shared.shell.generation.changed_since(generation) {
+        if shared.shell.connection_changes.changed_since(before) {
             // The listener queued the new state; the pump decides.
             return Replayed::Superseded;
         }
@@ -750,9 +750,9 @@ async fn pump<R, F, C, G>(
             // The bound is confirmed before the core hears of the
             // connection: the server the client is now on may be one that
             // had not answered (see `startup`).
-            let before = shared.shell.generation.now();
+            let before = shared.shell.connection_changes.mark();
             let timeout = recheck().await;
-            if shared.shell.generation.changed_since(before) {
+            if shared.shell.connection_changes.changed_since(before) {
                 // Disconnected again meanwhile: the listener queued it.
                 continue;
             }
@@ -877,7 +877,7 @@ pub(crate) fn map_watch(e: &zka::WatchedEvent) -> Option<WatchEvent> {
 /// - with credentials, a `NoAuth` may come from a connection they were not
 ///   replayed on yet: answer `ConnectionLoss`, so the core retries instead
 ///   of failing for good.
-pub(crate) fn settle(
+pub(crate) fn straddled(
     result: Result<Reply, ZkCode>,
     sets_watch: bool,
     has_auth: bool,
@@ -1069,27 +1069,30 @@ mod tests {
     fn a_reconnect_in_flight_turns_set_watches_and_no_auth_into_connection_loss() {
         let ok = || Ok(Reply::Children(vec![]));
         // No reconnect: untouched.
-        assert_eq!(settle(ok(), true, true, false), ok());
+        assert_eq!(straddled(ok(), true, true, false), ok());
         assert_eq!(
-            settle(Err(ZkCode::NoAuth), false, true, false),
+            straddled(Err(ZkCode::NoAuth), false, true, false),
             Err(ZkCode::NoAuth)
         );
         // A watch set across a reconnect would never be delivered: set it again.
-        assert_eq!(settle(ok(), true, false, true), Err(ZkCode::ConnectionLoss));
+        assert_eq!(
+            straddled(ok(), true, false, true),
+            Err(ZkCode::ConnectionLoss)
+        );
         // A read without a watch is still good.
-        assert_eq!(settle(ok(), false, false, true), ok());
+        assert_eq!(straddled(ok(), false, false, true), ok());
         // NoAuth before the credentials were replayed is not fatal…
         assert_eq!(
-            settle(Err(ZkCode::NoAuth), false, true, true),
+            straddled(Err(ZkCode::NoAuth), false, true, true),
             Err(ZkCode::ConnectionLoss)
         );
         // …but without credentials it is what it says.
         assert_eq!(
-            settle(Err(ZkCode::NoAuth), false, false, true),
+            straddled(Err(ZkCode::NoAuth), false, false, true),
             Err(ZkCode::NoAuth)
         );
         assert_eq!(
-            settle(Err(ZkCode::NoNode), true, true, true),
+            straddled(Err(ZkCode::NoNode), true, true, true),
             Err(ZkCode::NoNode)
         );
     }
@@ -1342,7 +1345,7 @@ mod tests {
                 session(CONNECTED),
             ]
         );
-        assert_eq!(p.shared.shell.generation.now(), 3);
+        assert_eq!(p.shared.shell.connection_changes.recorded(), 3);
         p.task.abort();
     }
 

@@ -73,7 +73,7 @@ use crate::transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transpor
 #[cfg(feature = "zookeeper-client-tls")]
 pub use options::TlsSettings;
 pub use options::{ZkClientExtras, ZkClientOptions};
-use requests::{in_doubt, map_acl, map_error, map_mode, map_multi_result, perform_raw, settle};
+use requests::{in_doubt, map_acl, map_error, map_mode, map_multi_result, perform_raw, straddled};
 use session::{connected, run_session, Current, Inner, Opener};
 use watches::Watches;
 
@@ -146,11 +146,9 @@ impl ZkClientTransport {
         let op_timeout = options.op_timeout_or(client.session_timeout());
         let shell = Shell::new(events, op_timeout);
         let (watches, forwarder) = Watches::start(shell.events());
+        let swapped_in = shell.connection_changes.mark();
         let inner = Arc::new(Inner {
-            current: RwLock::new(Some(Current {
-                client,
-                generation: 0,
-            })),
+            current: RwLock::new(Some(Current { client, swapped_in })),
             shell,
             watches,
         });
@@ -189,7 +187,7 @@ impl ZkClientTransport {
             self.inner.watches.forward(watcher, key);
         }
         let replaced = self.inner.replaced(current);
-        result.map_err(|e| settle(map_error(e, in_doubt(&mut state)), replaced))
+        result.map_err(|e| straddled(map_error(e, in_doubt(&mut state)), replaced))
     }
 }
 
@@ -258,7 +256,7 @@ impl Transport for ZkClientTransport {
                 })
             }
             Ok(Err(zkc::MultiWriteError::RequestFailed { source })) => Err(MultiError::Request(
-                settle(map_error(source, in_doubt(&mut state)), replaced),
+                straddled(map_error(source, in_doubt(&mut state)), replaced),
             )),
         }
     }
@@ -274,7 +272,7 @@ impl Transport for ZkClientTransport {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        self.inner.shell.generation.bump();
+        self.inner.shell.connection_changes.record();
         if let Some(current) = current {
             let mut state = current.client.state_watcher();
             // The session closes once the last clone of the client is gone.

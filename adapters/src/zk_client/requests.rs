@@ -23,7 +23,7 @@ pub(super) fn in_doubt(state: &mut zkc::StateWatcher) -> bool {
 
 /// A `SessionExpired` from a client that has since been replaced must not
 /// expire the new session in the core: the request is simply lost.
-pub(super) fn settle(code: ZkCode, replaced: bool) -> ZkCode {
+pub(super) fn straddled(code: ZkCode, replaced: bool) -> ZkCode {
     if replaced && code == ZkCode::SessionExpired {
         ZkCode::ConnectionLoss
     } else {
@@ -266,12 +266,15 @@ mod tests {
 
     #[test]
     fn an_expiry_answer_from_a_replaced_client_is_only_a_lost_request() {
-        assert_eq!(settle(ZkCode::SessionExpired, true), ZkCode::ConnectionLoss);
         assert_eq!(
-            settle(ZkCode::SessionExpired, false),
+            straddled(ZkCode::SessionExpired, true),
+            ZkCode::ConnectionLoss
+        );
+        assert_eq!(
+            straddled(ZkCode::SessionExpired, false),
             ZkCode::SessionExpired
         );
-        assert_eq!(settle(ZkCode::NoNode, true), ZkCode::NoNode);
+        assert_eq!(straddled(ZkCode::NoNode, true), ZkCode::NoNode);
     }
 
     #[test]

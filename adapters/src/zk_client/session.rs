@@ -18,7 +18,7 @@ use super::options::ZkClientOptions;
 use super::preflight;
 use super::watches::Watches;
 use crate::error::{ConnectFailure, SessionError};
-use crate::shell::{ClientState, Reporter, Shell};
+use crate::shell::{ChangeMark, ClientState, Reporter, Shell};
 use crate::startup::{self, Asker, Driver};
 
 /// Everything needed to open a client again (after an expiry).
@@ -142,18 +142,19 @@ impl Opener {
     }
 }
 
-/// The client in use, and the shell's generation when it was swapped in.
+/// The client in use, and where the connection changes stood when it was
+/// swapped in.
 #[derive(Clone)]
 pub(super) struct Current {
     pub(super) client: zkc::Client,
-    pub(super) generation: u64,
+    pub(super) swapped_in: ChangeMark,
 }
 
 /// What the transport and its tasks share.
 pub(super) struct Inner {
     pub(super) current: RwLock<Option<Current>>,
     /// The event stream, the closed flag, the request bound, and the
-    /// generation — bumped when the client is replaced or closed.
+    /// connection changes — recorded when the client is replaced or closed.
     pub(super) shell: Shell,
     /// The pending watchers and their forwarder.
     pub(super) watches: Watches,
@@ -169,7 +170,9 @@ impl Inner {
 
     /// Whether `current` has been replaced (or closed) since it was read.
     pub(super) fn replaced(&self, current: &Current) -> bool {
-        self.shell.generation.changed_since(current.generation)
+        self.shell
+            .connection_changes
+            .changed_since(current.swapped_in)
     }
 }
 
@@ -249,9 +252,9 @@ pub(super) async fn run_session(
                     if inner.shell.is_closed() {
                         return;
                     }
-                    inner.shell.generation.bump();
-                    let generation = inner.shell.generation.now();
-                    *slot = Some(Current { client, generation });
+                    inner.shell.connection_changes.record();
+                    let swapped_in = inner.shell.connection_changes.mark();
+                    *slot = Some(Current { client, swapped_in });
                 }
                 // Swapped in before it is announced: a request the core
                 // sends after `Connected` goes to the new session.
