@@ -131,16 +131,18 @@ struct Member {
     lagging: bool,
     /// Whether it is cut off from the quorum.
     cut_off: bool,
-    /// Bumped when it drops its clients, so their connections go stale.
-    epoch: u64,
+    /// How many times it has dropped its clients: a connection made before
+    /// the latest drop is stale.
+    drops: u64,
 }
 
-/// A client's connection: the server and the epoch it was made in.
+/// A client's connection: the server, and how many times that server had
+/// dropped its clients when it was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Connection {
     /// The server's index.
     pub server: usize,
-    epoch: u64,
+    drops: u64,
     /// Which connection of the session this is (the newest one owns it).
     generation: u64,
 }
@@ -172,7 +174,7 @@ impl Ensemble {
                 applied: 0,
                 lagging: false,
                 cut_off: false,
-                epoch: 0,
+                drops: 0,
             })
             .collect();
         Self {
@@ -323,7 +325,7 @@ impl Ensemble {
         }
         if let Some(m) = self.members.get_mut(server) {
             m.cut_off = true;
-            m.epoch += 1;
+            m.drops += 1;
             // Its watch tables stay: they stand for the clients' own tables,
             // which zookeeper-client and the Java client re-send
             // (`setWatches`) wherever they reconnect.
@@ -351,7 +353,7 @@ impl Ensemble {
         self.members[server].lagging = false;
         self.leader = server;
         for m in &mut self.members {
-            m.epoch += 1;
+            m.drops += 1;
         }
         // Watch tables stay (see `cut_off`); the new leader's session
         // tracker starts every timer afresh.
@@ -380,7 +382,7 @@ impl Ensemble {
         self.owners.push((session, generation));
         Connection {
             server,
-            epoch: self.members[server].epoch,
+            drops: self.members[server].drops,
             generation,
         }
     }
@@ -509,7 +511,7 @@ impl Ensemble {
             .members
             .get(conn.server)
             .ok_or(ZkCode::ConnectionLoss)?;
-        if m.cut_off || m.epoch != conn.epoch {
+        if m.cut_off || m.drops != conn.drops {
             return Err(ZkCode::ConnectionLoss);
         }
         let owner = self.owners.iter().find(|(s, _)| *s == session);

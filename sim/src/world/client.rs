@@ -11,7 +11,7 @@ use zkelect_core::{OpId, Reply, Request, SessionEvent, Timestamp, WatchClass, Wa
 
 use super::engine::World;
 use super::ev::Ev;
-use super::proc::{Conn, Inflight, Member};
+use super::proc::{Conn, OnWire, Member};
 use super::spec::EVENT_LAG_MAX_MS;
 use crate::canary::Canary;
 use crate::client::{Clock, Library, Pace, Reconnected, Tick, TimeoutSource};
@@ -48,7 +48,7 @@ impl World {
             return;
         }
         self.view.procs[pid].last_from_server = self.view.now;
-        if let Some(sent) = self.view.procs[pid].inflight.remove(&op) {
+        if let Some(sent) = self.view.procs[pid].on_wire.remove(&op) {
             self.view.zk.arrived(pid, op);
             if sent
                 .from
@@ -70,10 +70,10 @@ impl World {
 
     /// Host `h`'s client sends a request again, as it went out the first
     /// time, under the same op (a canary's retry: [`Canary::retries_at_once`]).
-    fn resend(&mut self, h: usize, op: OpId, mut sent: Inflight) {
+    fn resend(&mut self, h: usize, op: OpId, mut sent: OnWire) {
         sent.arrived = false;
         let request = Rc::clone(&sent.request);
-        self.view.procs[h].inflight.insert(op, sent);
+        self.view.procs[h].on_wire.insert(op, sent);
         self.view.procs[h].last_to_server = self.view.now;
         let gen = self.view.procs[h].gen;
         let at = self.server_arrival(h);
@@ -182,7 +182,7 @@ impl World {
             last_recv: p.last_from_server,
             last_sent: p.last_to_server,
             ping_out: p.ping_out,
-            idle: p.inflight.is_empty(),
+            idle: p.on_wire.is_empty(),
             timeout: p.timeout,
         };
         let library = self.library(pid);
@@ -224,7 +224,7 @@ impl World {
             last_recv: p.last_from_server,
             last_sent: p.last_to_server,
             ping_out: false,
-            idle: p.inflight.is_empty(),
+            idle: p.on_wire.is_empty(),
             timeout: p.timeout,
         };
         if let Tick::Go { next, .. } = self.library_tick(self.library(pid), &clock) {
@@ -264,7 +264,7 @@ impl World {
         let p = &mut self.view.procs[pid];
         p.conn = Conn::Disconnected;
         p.gen += 1;
-        let failed = std::mem::take(&mut p.inflight);
+        let failed = std::mem::take(&mut p.on_wire);
         self.session_event(pid, SessionEvent::Disconnected);
         for (op, sent) in failed.into_entries() {
             self.deliver_reply(pid, op, Some(&sent.request), Err(ZkCode::ConnectionLoss));
@@ -436,7 +436,7 @@ impl World {
         p.session_closed = true;
         p.conn = Conn::Disconnected;
         p.gen += 1;
-        let pending: Vec<OpId> = std::mem::take(&mut p.inflight)
+        let pending: Vec<OpId> = std::mem::take(&mut p.on_wire)
             .into_entries()
             .map(|(op, _)| op)
             .collect();
@@ -493,9 +493,9 @@ impl World {
         let gen = self.view.procs[h].gen;
         self.view.procs[h].last_to_server = self.view.now;
         let request = Rc::new(request);
-        self.view.procs[h].inflight.insert(
+        self.view.procs[h].on_wire.insert(
             op,
-            Inflight {
+            OnWire {
                 request: Rc::clone(&request),
                 arrived: false,
                 from,

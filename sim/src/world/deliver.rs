@@ -234,7 +234,7 @@ impl World {
         // The session's own probe counts as its host's.
         let mut from = pid;
         let mut arms = None;
-        if let Some(entry) = self.view.procs[pid].inflight.get_mut(&op) {
+        if let Some(entry) = self.view.procs[pid].on_wire.get_mut(&op) {
             entry.arrived = true;
             from = entry.from.unwrap_or(pid);
             arms = entry.arms.clone();

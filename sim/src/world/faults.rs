@@ -240,7 +240,7 @@ impl World {
         if let (true, Some(s)) = (self.server_up(), self.view.procs[pid].session_id) {
             if self.view.procs[pid].conn == Conn::Connected {
                 let pending: Vec<Rc<Request>> = self.view.procs[pid]
-                    .inflight
+                    .on_wire
                     .values()
                     .filter(|sent| !sent.arrived)
                     .map(|sent| Rc::clone(&sent.request))

@@ -22,22 +22,22 @@ pub(super) enum Conn {
 /// map over a sorted vector (a client has a handful at a time, and a
 /// `BTreeMap`'s node work was a percent of a run).
 #[derive(Debug, Clone, Default)]
-pub(super) struct InflightTable(Vec<(OpId, Inflight)>);
+pub(super) struct WireTable(Vec<(OpId, OnWire)>);
 
-impl InflightTable {
-    pub(super) fn insert(&mut self, op: OpId, sent: Inflight) {
+impl WireTable {
+    pub(super) fn insert(&mut self, op: OpId, sent: OnWire) {
         match self.0.binary_search_by_key(&op, |(o, _)| *o) {
             Ok(i) => self.0[i].1 = sent,
             Err(i) => self.0.insert(i, (op, sent)),
         }
     }
 
-    pub(super) fn remove(&mut self, op: &OpId) -> Option<Inflight> {
+    pub(super) fn remove(&mut self, op: &OpId) -> Option<OnWire> {
         let i = self.0.binary_search_by_key(op, |(o, _)| *o).ok()?;
         Some(self.0.remove(i).1)
     }
 
-    pub(super) fn get_mut(&mut self, op: &OpId) -> Option<&mut Inflight> {
+    pub(super) fn get_mut(&mut self, op: &OpId) -> Option<&mut OnWire> {
         let i = self.0.binary_search_by_key(op, |(o, _)| *o).ok()?;
         self.0.get_mut(i).map(|(_, sent)| sent)
     }
@@ -46,18 +46,18 @@ impl InflightTable {
         self.0.is_empty()
     }
 
-    pub(super) fn values(&self) -> impl Iterator<Item = &Inflight> + '_ {
+    pub(super) fn values(&self) -> impl Iterator<Item = &OnWire> + '_ {
         self.0.iter().map(|(_, sent)| sent)
     }
 
-    pub(super) fn into_entries(self) -> impl Iterator<Item = (OpId, Inflight)> {
+    pub(super) fn into_entries(self) -> impl Iterator<Item = (OpId, OnWire)> {
         self.0.into_iter()
     }
 }
 
 /// A request on the wire.
 #[derive(Debug, Clone)]
-pub(super) struct Inflight {
+pub(super) struct OnWire {
     pub(super) request: Rc<Request>,
     /// The server has it.
     pub(super) arrived: bool,
@@ -121,7 +121,7 @@ pub(super) struct Proc {
     /// The client library's next timer moment, if one is set.
     pub(super) tick_at: Option<Timestamp>,
     /// Requests sent on the current connection and not yet answered.
-    pub(super) inflight: InflightTable,
+    pub(super) on_wire: WireTable,
     pub(super) paused_until: Option<Timestamp>,
     pub(super) resumed_at: Timestamp,
     /// When the client library's event thread is done with the events it has.
@@ -161,7 +161,7 @@ impl Proc {
             connected_at: now,
             ping_out: false,
             tick_at: None,
-            inflight: InflightTable::default(),
+            on_wire: WireTable::default(),
             paused_until: None,
             resumed_at: Timestamp::ZERO,
             event_tail: Timestamp::ZERO,

@@ -228,7 +228,7 @@ impl View {
     /// and not yet answered, oldest first.
     pub fn requests_in_flight(&self, pid: usize) -> impl Iterator<Item = &Request> + '_ {
         self.procs[self.procs[pid].host]
-            .inflight
+            .on_wire
             .values()
             .filter(move |sent| sent.from == Some(pid))
             .map(|sent| &*sent.request)
