@@ -130,7 +130,7 @@ impl Candidate {
     pub(super) fn check_link(&mut self) {
         let ok = self.link_ok();
         let was_up = std::mem::replace(&mut self.link_up, ok);
-        if self.is_done() || self.intent == Intent::Out {
+        if self.is_done() || self.goal == Goal::Out {
             return;
         }
         if was_up && !ok && self.suspension == Suspension::Clear {
@@ -190,7 +190,7 @@ impl Candidate {
     }
 
     pub(super) fn arm_lease_timer(&mut self) {
-        let next = if self.intent != Intent::Out && !self.is_done() {
+        let next = if self.goal != Goal::Out && !self.is_done() {
             let leading = self.leadership != Leadership::None;
             let lease = self.contact().deadline(self.now, self.link_up, leading);
             // A leader's node unwatched: its lapse is a deadline too.
@@ -320,7 +320,7 @@ impl Candidate {
             return self.finish_leaving();
         }
         if reason == DemotionReason::Revoked && !self.config.rejoin_on_revoke() {
-            self.intent = Intent::Out;
+            self.goal = Goal::Out;
             self.set_step(Step::Idle);
         } else {
             self.set_step(Step::Create);
@@ -452,7 +452,7 @@ impl Candidate {
         self.demote(DemotionReason::Failed);
         self.outbox
             .notice(Notice::Error(CandidateError::SequenceWrapped { node }));
-        self.intent = Intent::Close;
+        self.goal = Goal::Close;
         self.start_leaving();
     }
 
@@ -677,11 +677,11 @@ impl Candidate {
         self.timers.stop(Timer::Retry);
         self.backoff.reset();
         self.proof_of_contact();
-        if self.config.probe() && !timeout.is_zero() && self.intent != Intent::Out {
+        if self.config.probe() && !timeout.is_zero() && self.goal != Goal::Out {
             // Contact must be proven on this connection before leading again.
             self.send_probe();
         }
-        if new_session || self.intent == Intent::Out {
+        if new_session || self.goal == Goal::Out {
             return;
         }
         // Same session after a disconnect: the client may have lost every watch
@@ -731,7 +731,7 @@ impl Candidate {
         if self.leaving() {
             return self.finish_leaving();
         }
-        if self.intent == Intent::In {
+        if self.goal == Goal::In {
             self.step = Step::Create;
         }
     }

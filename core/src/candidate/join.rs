@@ -22,27 +22,27 @@ impl Candidate {
     }
 
     pub(super) fn leaving(&self) -> bool {
-        matches!(self.intent, Intent::Leave { .. } | Intent::Close)
+        matches!(self.goal, Goal::Leave { .. } | Goal::Close)
     }
 
     /// The node is gone (or never was): complete the resign or close.
     pub(super) fn finish_leaving(&mut self) {
-        if self.intent != Intent::Close {
+        if self.goal != Goal::Close {
             self.let_go_of_node();
         }
         self.session.own = None;
         self.drop_own_watch();
-        match self.intent {
-            Intent::Leave { rejoin: true } => {
-                self.intent = Intent::In;
+        match self.goal {
+            Goal::Leave { rejoin: true } => {
+                self.goal = Goal::In;
                 self.set_step(Step::Create);
             }
-            Intent::Leave { rejoin: false } => {
-                self.intent = Intent::Out;
+            Goal::Leave { rejoin: false } => {
+                self.goal = Goal::Out;
                 self.set_step(Step::Idle);
             }
-            Intent::Close => self.stop(End::Closed),
-            Intent::In | Intent::Out => {}
+            Goal::Close => self.stop(End::Closed),
+            Goal::In | Goal::Out => {}
         }
     }
 

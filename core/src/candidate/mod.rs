@@ -191,7 +191,7 @@ pub struct Candidate {
     config: Config,
     now: Timestamp,
     next_op: u64,
-    intent: Intent,
+    goal: Goal,
     connection: Connection,
     /// The negotiated timeout of the latest connection (zero before the first).
     timeout: Duration,
@@ -230,7 +230,7 @@ impl Candidate {
             config,
             now: Timestamp::ZERO,
             next_op: 1,
-            intent: Intent::Out,
+            goal: Goal::Out,
             connection: Connection::Pending,
             timeout: Duration::ZERO,
             ids_reported: false,
@@ -265,8 +265,8 @@ impl Candidate {
         match self.leadership {
             Leadership::Active(t) => Role::Leader(t),
             Leadership::Suspended(t) => Role::Suspended(t),
-            Leadership::None => match self.intent {
-                Intent::Out => Role::Idle,
+            Leadership::None => match self.goal {
+                Goal::Out => Role::Idle,
                 _ => Role::Follower,
             },
         }
@@ -354,11 +354,11 @@ impl Candidate {
         if self.is_done() {
             return;
         }
-        match self.intent {
-            Intent::In | Intent::Close => {}
-            Intent::Leave { .. } => self.intent = Intent::Leave { rejoin: true },
-            Intent::Out => {
-                self.intent = Intent::In;
+        match self.goal {
+            Goal::In | Goal::Close => {}
+            Goal::Leave { .. } => self.goal = Goal::Leave { rejoin: true },
+            Goal::Out => {
+                self.goal = Goal::In;
                 self.step = Step::Create;
             }
         }
@@ -373,16 +373,16 @@ impl Candidate {
         if self.is_done() {
             return;
         }
-        match self.intent {
-            Intent::Out | Intent::Close => return,
-            Intent::Leave { .. } => {
-                self.intent = Intent::Leave { rejoin };
+        match self.goal {
+            Goal::Out | Goal::Close => return,
+            Goal::Leave { .. } => {
+                self.goal = Goal::Leave { rejoin };
                 return;
             }
-            Intent::In => {}
+            Goal::In => {}
         }
         self.demote(DemotionReason::Resigned);
-        self.intent = Intent::Leave { rejoin };
+        self.goal = Goal::Leave { rejoin };
         self.start_leaving();
         self.advance();
     }
@@ -394,17 +394,17 @@ impl Candidate {
         if self.is_done() {
             return;
         }
-        match self.intent {
-            Intent::Close => return,
-            Intent::Out => {
-                self.intent = Intent::Close;
+        match self.goal {
+            Goal::Close => return,
+            Goal::Out => {
+                self.goal = Goal::Close;
                 self.finish_leaving();
                 return;
             }
-            Intent::In | Intent::Leave { .. } => {}
+            Goal::In | Goal::Leave { .. } => {}
         }
         self.demote(DemotionReason::Closed);
-        self.intent = Intent::Close;
+        self.goal = Goal::Close;
         self.start_leaving();
         self.advance();
     }
@@ -795,13 +795,13 @@ impl Candidate {
             self.send_downgrade();
             if self.config.probe()
                 && !self.timers.is_set(Timer::Probe)
-                && self.intent != Intent::Out
+                && self.goal != Goal::Out
                 && !(self.timeout / 3).is_zero()
             {
                 self.timers.set(Timer::Probe, self.next_probe(self.now));
             }
         }
-        if self.connection != Connection::Connected || self.intent == Intent::Out || self.is_done()
+        if self.connection != Connection::Connected || self.goal == Goal::Out || self.is_done()
         {
             self.timers.stop(Timer::Probe);
         }

@@ -87,9 +87,10 @@ impl Counters {
     }
 }
 
-/// The application's standing intent.
+/// What the application last asked of the machine, which it works toward
+/// (an intent such as [`join`](super::Candidate::join) sets it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) enum Intent {
+pub(super) enum Goal {
     /// Not taking part.
     Out,
     /// Taking part (or observing).
