@@ -118,7 +118,10 @@ struct Client {
     drop_next: Option<RequestFate>,
 }
 
-pub(crate) struct Shared {
+/// The memory server: the model, its clients and sessions, and the faults
+/// in force (behind [`Inner`]'s mutex, shared by the server handle, every
+/// client and the ticker).
+pub(crate) struct ServerState {
     pub(crate) model: ZkModel,
     epoch: Instant,
     pub(crate) config: ServerConfig,
@@ -128,7 +131,7 @@ pub(crate) struct Shared {
     operator: Option<SessionId>,
 }
 
-impl Shared {
+impl ServerState {
     pub(crate) fn stamp(&self, at: Instant) -> Timestamp {
         let ms = at.saturating_duration_since(self.epoch).as_millis();
         Timestamp::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
@@ -382,7 +385,7 @@ impl Shared {
 
 /// The state behind a [`MemoryServer`], and the ticker's wake-up call.
 pub(crate) struct Inner {
-    pub(crate) shared: Mutex<Shared>,
+    pub(crate) shared: Mutex<ServerState>,
     wake: Arc<Notify>,
     /// Wakes requests held by a partition when it is healed early.
     pub(crate) healed: Notify,
@@ -467,7 +470,7 @@ impl MemoryServer {
         let (operator, _) = model.open_session(Timestamp::from_millis(0), Duration::ZERO, None);
         Self {
             inner: Arc::new(Inner {
-                shared: Mutex::new(Shared {
+                shared: Mutex::new(ServerState {
                     model,
                     epoch,
                     config,
@@ -483,7 +486,7 @@ impl MemoryServer {
         }
     }
 
-    pub(crate) fn lock(&self) -> Option<MutexGuard<'_, Shared>> {
+    pub(crate) fn lock(&self) -> Option<MutexGuard<'_, ServerState>> {
         self.inner.shared.lock().ok()
     }
 
@@ -564,7 +567,7 @@ impl MemoryServer {
     }
 
     /// Runs `f` on the state, then wakes the clock.
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Shared, Instant) -> R) -> Option<R> {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut ServerState, Instant) -> R) -> Option<R> {
         let out = self.lock().map(|mut s| {
             let now = Instant::now();
             s.tick(now);
@@ -580,7 +583,7 @@ impl MemoryServer {
 /// Faults, for the test kit: each acts on one client (by its index in
 /// connection order) or on the server.
 #[cfg(feature = "testkit")]
-impl Shared {
+impl ServerState {
     pub(crate) fn client_count(&self) -> usize {
         self.clients.len()
     }
@@ -708,7 +711,7 @@ impl MemoryTransport {
     /// never (`ConnectionLoss`) if the connection is lost first.
     async fn send<R>(
         &self,
-        mut op: impl FnMut(&mut Shared, SessionId, Timestamp, Instant) -> R,
+        mut op: impl FnMut(&mut ServerState, SessionId, Timestamp, Instant) -> R,
         loss: impl Fn(ZkCode) -> R,
     ) -> R {
         let Some(client) = self.client else {
@@ -831,7 +834,7 @@ impl Drop for MemoryTransport {
 }
 
 fn multi(
-    shared: &mut Shared,
+    shared: &mut ServerState,
     session: SessionId,
     now: Timestamp,
     at: Instant,

@@ -161,7 +161,7 @@ enum Raw {
 }
 
 /// What the client's callbacks share with the transport.
-struct Shared {
+struct ListenerState {
     /// The event stream (written by the pump task and `close`), the closed
     /// flag, the request bound, and the connection changes — recorded by
     /// the state listener on every state but `Connected`: a watch set on an
@@ -176,7 +176,7 @@ struct Shared {
     authenticated: watch::Sender<bool>,
 }
 
-impl Shared {
+impl ListenerState {
     fn new(
         events: mpsc::UnboundedSender<TransportEvent>,
         raw: mpsc::UnboundedSender<Raw>,
@@ -223,7 +223,7 @@ impl Shared {
 /// ```
 pub struct ZkAsyncTransport {
     zk: Arc<zka::ZooKeeper>,
-    shared: Arc<Shared>,
+    shared: Arc<ListenerState>,
     has_auth: bool,
     pump_task: tokio::task::JoinHandle<()>,
     /// The start-up machine in the background (see `startup`).
@@ -335,7 +335,7 @@ impl ZkAsyncTransport {
             planned,
             options.client.assume_session_timeout,
         ));
-        let shared = Shared::new(events_tx, raw_tx, has_auth, op_timeout);
+        let shared = ListenerState::new(events_tx, raw_tx, has_auth, op_timeout);
         let shared = Arc::new(shared);
         // The listener runs on the client's I/O task under the client's
         // listener lock: it only records a connection change, closes the auth gate
@@ -586,7 +586,7 @@ fn close_in_background(zk: Arc<zka::ZooKeeper>) {
 /// session is up). The caller bounds it.
 async fn set_up(
     zk: &zka::ZooKeeper,
-    shared: &Shared,
+    shared: &ListenerState,
     options: &ZkAsyncOptions,
 ) -> Result<(), SessionError> {
     loop {
@@ -651,7 +651,7 @@ enum Replayed {
 /// arrive meanwhile are kept in `held`, in order.
 async fn replay_until_done<R, F>(
     replay: &R,
-    shared: &Shared,
+    shared: &ListenerState,
     raw: &mut mpsc::UnboundedReceiver<Raw>,
     held: &mut VecDeque<Raw>,
     op_timeout: Duration,
@@ -704,7 +704,7 @@ where
 async fn pump<R, F, C, G>(
     replay: R,
     recheck: C,
-    shared: Arc<Shared>,
+    shared: Arc<ListenerState>,
     mut raw: mpsc::UnboundedReceiver<Raw>,
     timeout: Duration,
     op_timeout: Duration,
@@ -1223,7 +1223,7 @@ mod tests {
     /// A pump over fake credentials: `replays` answers each replay in turn
     /// (then `Ok`); `during` runs inside each replay (e.g. a connection drop).
     struct Pump {
-        shared: Arc<Shared>,
+        shared: Arc<ListenerState>,
         events: mpsc::UnboundedReceiver<TransportEvent>,
         calls: Arc<std::sync::Mutex<u32>>,
         task: tokio::task::JoinHandle<()>,
@@ -1237,7 +1237,7 @@ mod tests {
         ) -> Self {
             let (events_tx, events) = mpsc::unbounded_channel();
             let (raw_tx, raw) = mpsc::unbounded_channel();
-            let shared = Shared::new(events_tx, raw_tx, has_auth, Duration::from_secs(1));
+            let shared = ListenerState::new(events_tx, raw_tx, has_auth, Duration::from_secs(1));
             let shared = Arc::new(shared);
             let calls = Arc::new(std::sync::Mutex::new(0_u32));
             let replay = {
