@@ -921,14 +921,14 @@ mod tests {
 
     #[test]
     fn counters_saturate_and_widen_to_the_stats_they_stand_for() {
-        let mut c = Count(u32::MAX - 1);
+        let mut c = StatU32(u32::MAX - 1);
         c += 1;
-        assert_eq!(c, Count(u32::MAX));
+        assert_eq!(c, StatU32(u32::MAX));
         c += 1;
-        assert_eq!(c, Count(u32::MAX), "saturates, never wraps or panics");
-        let mut big = Count(0);
+        assert_eq!(c, StatU32(u32::MAX), "saturates, never wraps or panics");
+        let mut big = StatU32(0);
         big += u64::MAX;
-        assert_eq!(big, Count(u32::MAX));
+        assert_eq!(big, StatU32(u32::MAX));
         let mut k = Counters::default();
         k.listings += 3;
         k.ignored_children += 7;

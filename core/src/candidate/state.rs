@@ -43,9 +43,9 @@ pub struct Stats {
 /// by [`Candidate::stats`]. Adding a `u64` (as the counts are written) keeps
 /// every `+=` of the machine as it reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub(super) struct Count(pub(super) u32);
+pub(super) struct StatU32(pub(super) u32);
 
-impl std::ops::AddAssign<u64> for Count {
+impl std::ops::AddAssign<u64> for StatU32 {
     fn add_assign(&mut self, n: u64) {
         self.0 = self.0.saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
     }
@@ -54,18 +54,18 @@ impl std::ops::AddAssign<u64> for Count {
 /// [`Stats`] as a machine keeps them: 48 bytes of every machine, not 96.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub(super) struct Counters {
-    pub(super) commands: Count,
-    pub(super) stale_replies: Count,
-    pub(super) stale_events: Count,
-    pub(super) ignored_children: Count,
-    pub(super) elections: Count,
-    pub(super) zero_rtt_takeovers: Count,
-    pub(super) listings: Count,
-    pub(super) recovered_creates: Count,
-    pub(super) marks_written: Count,
-    pub(super) marks_seen: Count,
-    pub(super) persistent_skipped: Count,
-    pub(super) tokens_regressed: Count,
+    pub(super) commands: StatU32,
+    pub(super) stale_replies: StatU32,
+    pub(super) stale_events: StatU32,
+    pub(super) ignored_children: StatU32,
+    pub(super) elections: StatU32,
+    pub(super) zero_rtt_takeovers: StatU32,
+    pub(super) listings: StatU32,
+    pub(super) recovered_creates: StatU32,
+    pub(super) marks_written: StatU32,
+    pub(super) marks_seen: StatU32,
+    pub(super) persistent_skipped: StatU32,
+    pub(super) tokens_regressed: StatU32,
 }
 
 impl Counters {
