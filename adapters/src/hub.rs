@@ -560,7 +560,7 @@ fn log(notice: &Notice, rule: Option<Rule>) {
             now = now.0,
             "fencing token went backwards: the ensemble's history restarted (its data wiped, \
              or another ensemble); a fenced resource that saw the old tokens will refuse \
-             this leader's until an operator lets it accept the new epoch"
+             this leader's until an operator lets it accept the restarted history"
         ),
         Notice::RevocationRequested => {
             info!("revocation requested: someone asks this hold to let go");

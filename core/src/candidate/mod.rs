@@ -801,8 +801,7 @@ impl Candidate {
                 self.timers.set(Timer::Probe, self.next_probe(self.now));
             }
         }
-        if self.connection != Connection::Connected || self.goal == Goal::Out || self.is_done()
-        {
+        if self.connection != Connection::Connected || self.goal == Goal::Out || self.is_done() {
             self.timers.stop(Timer::Probe);
         }
         self.arm_lease_timer();

@@ -11,7 +11,7 @@ use zkelect_core::{OpId, Reply, Request, SessionEvent, Timestamp, WatchClass, Wa
 
 use super::engine::World;
 use super::ev::Ev;
-use super::proc::{Conn, OnWire, Member};
+use super::proc::{Conn, Member, OnWire};
 use super::spec::EVENT_LAG_MAX_MS;
 use crate::canary::Canary;
 use crate::client::{Clock, Library, Pace, Reconnected, Tick, TimeoutSource};
