@@ -16,7 +16,7 @@ pub type Connecting =
 /// Connection settings that know how to open their transport, for
 /// [`Election::connect`](crate::Election::connect): [`ZkAsyncOptions`](zk_async/type.ZkAsyncOptions.html)
 /// (zookeeper-async, feature `zookeeper-async`) and
-/// [`ZkClientOptions`](crate::ZkClientOptions) (zookeeper-client,
+/// [`ZkClientOptions`](struct.ZkClientOptions.html) (zookeeper-client,
 /// feature `zookeeper-client`). Implement it for settings of your own
 /// transport to get the same builder.
 ///

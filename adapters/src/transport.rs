@@ -13,7 +13,7 @@
 //! - [`ZkAsyncTransport`](../zk_async/struct.ZkAsyncTransport.html) over `zookeeper-async`,
 //!   whose callbacks only `send` into the stream;
 //! - `memory::MemoryTransport` (feature `memory`) over the simulator's model;
-//! - [`ZkClientTransport`](crate::ZkClientTransport) over
+//! - [`ZkClientTransport`](../struct.ZkClientTransport.html) over
 //!   `zookeeper-client` (feature `zookeeper-client`), which forwards its
 //!   `StateWatcher` and each `OneshotWatcher` into the stream from small
 //!   forwarding tasks.

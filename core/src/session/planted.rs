@@ -4,6 +4,13 @@
 //! planted with [`Session::plant`](super::Session::plant).
 
 /// A bug planted in a session's routing or in how it runs an observer.
+// rustdoc marks a gated item with its feature (`doc_cfg`) only in the crate
+// it documents under `--cfg docsrs`; where this item is shown from another
+// crate's docs (`zkelect::core`), the sentence says it instead.
+#[cfg_attr(
+    not(docsrs),
+    doc = "\n\n*Available on crate feature `planted` of `zkelect-core` only.*"
+)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Planted {
     /// A shared watch's event goes to the first machine armed on it only
