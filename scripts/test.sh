@@ -32,6 +32,15 @@ bash scripts/doc-features.sh
 step "feature matrix: zkelect with no feature, each alone, all; zkelect-core with serde"
 bash scripts/feature-matrix.sh
 
+step "the zkelect binary carries no planted code"
+# The simulator's planted bugs (zkelect-core's `planted` feature) are for the
+# simulator's own tests: a crate that turned the feature on for the CLI's
+# build graph would put them in `zkelect run` (cargo unifies features).
+if cargo tree -p zkelect-cli -e features,normal,build -i zkelect-core | grep planted; then
+    echo "error: the zkelect binary's build turns on zkelect-core's planted feature" >&2
+    exit 1
+fi
+
 step "packaging: the four published crates package and publish (dry run) in dependency order"
 # Multi-package publish puts each crate's package in a local registry for the
 # ones after it, so the unpublished zkelect-core satisfies zkelect-sim and so

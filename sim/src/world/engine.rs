@@ -25,6 +25,7 @@ use super::spec::{Phase, QueueSpec, PATH};
 use super::stats::RunStats;
 use super::told::Told;
 use super::view::View;
+#[cfg(feature = "planted")]
 use zkelect_core::Planted;
 
 /// A whole simulated run: its [`View`] (what checkers read) and the
@@ -61,6 +62,7 @@ pub struct World {
     /// rule's bound, see [`View::herd_bound`]).
     pub(super) herd: BTreeMap<u64, usize>,
     /// A bug planted in the world's client for a test ([`Planted`]).
+    #[cfg(feature = "planted")]
     pub(super) planted: Option<Planted>,
     /// The operator's session that holds the ephemeral chroot
     /// ([`ChrootRoot::Ephemeral`]) for the whole run.
@@ -167,6 +169,7 @@ impl World {
             narrate: false,
             story: Vec::new(),
             herd: BTreeMap::new(),
+            #[cfg(feature = "planted")]
             planted: None,
             keeper: None,
             pace: None,

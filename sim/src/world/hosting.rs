@@ -13,9 +13,11 @@
 //! woken by it. That is bookkeeping about the server, not routing: the
 //! session alone decides who gets the event.
 
+#[cfg(feature = "planted")]
+use zkelect_core::Planted;
 use zkelect_core::{
-    Command, Input, MachineId, OpId, Planted, Reply, Request, Role, Sender, SessionEvent,
-    WatchClass, WatchEvent, ZkCode,
+    Command, Input, MachineId, OpId, Reply, Request, Role, Sender, SessionEvent, WatchClass,
+    WatchEvent, ZkCode,
 };
 
 use super::app::{reply_text, short};
@@ -34,7 +36,11 @@ pub(super) struct Woken {
 }
 
 impl World {
-    /// Plants `bug` in every session, now and later (before the run).
+    /// Plants `bug` in every session, now and later (before the run). Only
+    /// with this crate's `planted` feature, which its own tests turn on:
+    /// a build that links the simulator for its runs (the CLI) carries no
+    /// planted code.
+    #[cfg(feature = "planted")]
     pub fn plant(&mut self, bug: Planted) {
         self.planted = Some(bug);
         for p in &mut self.view.procs {

@@ -81,4 +81,5 @@ pub use engine::World;
 pub use spec::{Phase, QueueSpec, EVENT_LAG_MAX_MS, PATH, SETTLE};
 pub use stats::RunStats;
 pub use view::{Process, View};
+#[cfg(feature = "planted")]
 pub use zkelect_core::Planted;

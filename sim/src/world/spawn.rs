@@ -149,7 +149,9 @@ impl World {
                 None => SessionSettings::draw(self.view.seed, pid),
             };
             let seed = self.view.seed.wrapping_mul(41).wrapping_add(pid as u64);
+            #[allow(unused_mut)] // only a planted bug changes it
             let mut session = Session::new(settings.config(seed));
+            #[cfg(feature = "planted")]
             if let Some(bug) = self.planted {
                 session.plant(bug);
             }
