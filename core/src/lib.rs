@@ -255,6 +255,7 @@ mod input;
 mod interop;
 mod kept;
 mod lease;
+pub mod multilock;
 pub mod name;
 mod node;
 mod notice;
@@ -278,6 +279,7 @@ pub use config::{
 };
 pub use input::{Input, SessionEvent};
 pub use interop::Interop;
+pub use multilock::{GroupNotice, MultiLock, MultiLockError};
 pub use name::Access;
 pub use notice::{
     CandidateError, DemotionReason, FencingToken, NamespaceFault, Notice, Participant,
@@ -289,8 +291,8 @@ pub use rule::{Recipe, Rule};
 #[cfg(feature = "planted")]
 pub use session::Planted;
 pub use session::{
-    ConnectionState, Event, Exit, Gone, GroupGone, GroupId, GroupNotice, Machine, MachineId,
-    MultiLockError, Sender, Session, SessionConfig, Traffic, WatchClass, REQUESTS_OUT,
+    ConnectionState, Event, Exit, Gone, GroupGone, GroupId, Machine, MachineId, Sender, Session,
+    SessionConfig, Traffic, WatchClass, REQUESTS_OUT,
 };
 pub use time::Timestamp;
 pub use zk::{CreateMode, Reply, Request, SessionId, Stat, Verb, WatchEvent, WatchKind, ZkCode};

@@ -19,12 +19,12 @@ pub enum Event {
         /// What.
         notice: Notice,
     },
-    /// A multi-lock's news (see [`GroupNotice`](super::GroupNotice)).
+    /// A multi-lock's news (see [`GroupNotice`](crate::multilock::GroupNotice)).
     Group {
         /// Which.
         group: super::GroupId,
         /// What.
-        notice: super::GroupNotice,
+        notice: crate::multilock::GroupNotice,
     },
     /// The session's connection state changed (see
     /// [`ConnectionState`](super::ConnectionState)).

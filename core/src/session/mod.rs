@@ -32,7 +32,7 @@ use deadlines::{Close, Deadlines};
 use event::Tally;
 pub use event::{Event, Exit, Gone, GroupGone, Traffic};
 use group::Group;
-pub use group::{GroupId, GroupNotice, MultiLockError};
+pub use group::GroupId;
 pub use link::ConnectionState;
 use link::Link;
 pub use machine::{Machine, MachineId};

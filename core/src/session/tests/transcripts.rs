@@ -1,6 +1,7 @@
 //! Transcripts: one rule of the session each, step by step.
 
 use super::*;
+use crate::multilock::GroupNotice;
 use crate::notice::DemotionReason;
 use crate::zk::WatchKind;
 
