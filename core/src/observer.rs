@@ -567,7 +567,6 @@ impl Observer {
     }
 
     fn on_watch(&mut self, event: &WatchEvent) {
-        // Only the parent's events matter: child nodes carry no watch of ours.
         if event.path == self.config.path
             && matches!(
                 event.kind,
@@ -575,7 +574,26 @@ impl Observer {
             )
         {
             self.relist();
+            return;
         }
+        // A read-write lock's nodes carry a data watch of ours: a writer
+        // that downgrades says so in its data, which the listing does not
+        // show. A listing reads every node again.
+        if event.kind == WatchKind::NodeDataChanged
+            && self.watches_data()
+            && event
+                .path
+                .strip_prefix(self.config.path.as_str())
+                .is_some_and(|rest| rest.starts_with('/'))
+        {
+            self.relist();
+        }
+    }
+
+    /// Whether its reads set data watches: in a read-write lock, where a
+    /// writer's data changes when it downgrades to a reader.
+    fn watches_data(&self) -> bool {
+        self.config.recipe == Recipe::ReadWrite
     }
 
     fn on_reply(&mut self, op: OpId, result: Result<Reply, ZkCode>) {
@@ -827,10 +845,8 @@ impl Observer {
             for name in unread {
                 self.stats.reads += 1;
                 let path = self.child_path(&name);
-                let op = self.send(
-                    Request::GetData { path, watch: false },
-                    Op::Read(name.clone()),
-                );
+                let watch = self.watches_data();
+                let op = self.send(Request::GetData { path, watch }, Op::Read(name.clone()));
                 if let Some(slot) = self.slots.get_mut(&name) {
                     *slot = Slot::Reading { op: Some(op) };
                 }

@@ -75,11 +75,10 @@ impl Obs {
             .pending
             .iter()
             .position(|c| {
-                c.request
-                    == Request::GetData {
-                        path: path.clone(),
-                        watch: false,
-                    }
+                matches!(&c.request, Request::GetData { path: p, watch }
+                    // A read-write lock's reads watch the data (a writer
+                    // downgrades in it); the others' do not.
+                    if *p == path && *watch == (self.o.config().recipe() == Recipe::ReadWrite))
             })
             .unwrap_or_else(|| panic!("no read of {name} pending in {:?}", self.pending));
         self.pending.remove(at)
@@ -396,6 +395,48 @@ fn every_recipe_says_who_holds() {
             ]
         ),
         [h("a", true, X), h("b", true, X), h("c", false, X)]
+    );
+}
+
+#[test]
+fn a_writer_that_downgrades_after_it_was_read_is_shown_shared() {
+    let mut d = Obs::new(ObserverConfig::new(PATH, Recipe::ReadWrite));
+    d.list(&["w_0000000001", "r_0000000002"]);
+    d.read("w_0000000001", "w", 1);
+    d.read("r_0000000002", "r", 2);
+    let holds = |d: &Obs| -> Vec<(String, bool, Access)> {
+        d.o.participants()
+            .iter()
+            .map(|p| (p.id.clone(), p.holds, p.access))
+            .collect()
+    };
+    assert_eq!(d.lists().len(), 1);
+    assert_eq!(
+        holds(&d),
+        [
+            ("w".to_owned(), true, Access::Exclusive),
+            ("r".to_owned(), false, Access::Shared)
+        ]
+    );
+    // The writer downgrades: its data changes, which its read watched.
+    d.feed(Input::Watch(WatchEvent {
+        kind: WatchKind::NodeDataChanged,
+        path: format!("{PATH}/w_0000000001"),
+    }));
+    d.list(&["w_0000000001", "r_0000000002"]);
+    d.read("w_0000000001", "\0read\nw", 1);
+    assert!(
+        d.lists().is_empty(),
+        "nothing until every node is read again"
+    );
+    d.read("r_0000000002", "r", 2);
+    assert_eq!(d.lists().len(), 1);
+    assert_eq!(
+        holds(&d),
+        [
+            ("w".to_owned(), true, Access::Shared),
+            ("r".to_owned(), true, Access::Shared)
+        ]
     );
 }
 

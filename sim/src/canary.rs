@@ -93,6 +93,17 @@ pub enum Canary {
     /// chroot names no node, so no level can ever be made. Targets
     /// `no-storm`.
     StormingParents,
+    /// A semaphore contender drawn to ask for several permits that asks for
+    /// one (`weight(1)` over its drawn weight): the weights below it plus
+    /// its own no longer decide, so it holds where its real weight does not
+    /// fit. Run with every process weighted. Targets `safety`, which counts
+    /// each holder by the permits it was drawn to ask for.
+    WeightBlind,
+    /// Drawn `revocable` but built without it (`revocable(false)`): a
+    /// cooperative revocation request written into its node is never
+    /// reported. Run with every process drawn revocable and requests in the
+    /// plan. Targets `revocation-heard`.
+    DeafToRevocation,
 }
 
 /// What a canary may know of its candidate and the world when it rewrites
@@ -142,7 +153,7 @@ impl Swarm {
 
 impl Canary {
     /// Every canary.
-    pub const ALL: [Canary; 13] = [
+    pub const ALL: [Canary; 15] = [
         Canary::IgnoresDisconnect,
         Canary::Unprotected,
         Canary::ParentWatch,
@@ -156,6 +167,8 @@ impl Canary {
         Canary::MutexAnyDeletion,
         Canary::TrustsBehind,
         Canary::StormingParents,
+        Canary::WeightBlind,
+        Canary::DeafToRevocation,
     ];
 
     /// The queue it runs in: the new rule canaries their rule's, every other
@@ -166,6 +179,7 @@ impl Canary {
                 Queue::ReadWrite { writers: 40 }
             }
             Canary::MutexAnyDeletion => Queue::Mutex,
+            Canary::WeightBlind => Queue::Semaphore,
             _ => Queue::Election,
         })
     }
@@ -186,6 +200,8 @@ impl Canary {
             Canary::MutexAnyDeletion => "mutex-any-deletion",
             Canary::TrustsBehind => "trusts-behind",
             Canary::StormingParents => "storming-parents",
+            Canary::WeightBlind => "weight-blind",
+            Canary::DeafToRevocation => "deaf-to-revocation",
         }
     }
 
@@ -210,6 +226,8 @@ impl Canary {
             Canary::MutexAnyDeletion => "safety",
             Canary::TrustsBehind => "single-system-image",
             Canary::StormingParents => "no-storm",
+            Canary::WeightBlind => "safety",
+            Canary::DeafToRevocation => "revocation-heard",
         }
     }
 
@@ -217,6 +235,8 @@ impl Canary {
     pub fn configure(self, builder: ConfigBuilder) -> ConfigBuilder {
         match self {
             Canary::ParentWatch => builder.strategy(WatchStrategy::Parent),
+            Canary::WeightBlind => builder.weight(1),
+            Canary::DeafToRevocation => builder.revocable(false),
             Canary::IgnoresDisconnect
             | Canary::Unprotected
             | Canary::SequenceToken
@@ -230,6 +250,19 @@ impl Canary {
             | Canary::TrustsBehind
             | Canary::StormingParents => builder,
         }
+    }
+
+    /// The drawn options its world runs with: none (every canary's seeds
+    /// keep the world they were documented with), but the one whose
+    /// guarantee it gives up, for every process.
+    pub fn options(self) -> crate::swarm::Options {
+        let mut options = crate::swarm::Options::default();
+        match self {
+            Canary::WeightBlind => options.weighted = 100,
+            Canary::DeafToRevocation => options.revocable = 100,
+            _ => {}
+        }
+        options
     }
 
     /// Shapes a seed's scenario so the hazard this canary mishandles is there
@@ -293,6 +326,17 @@ impl Canary {
                 swarm.plan.retain(
                     |(_, f)| !matches!(f, Fault::Lookalike { scheme } if !allowed.contains(scheme)),
                 );
+            }
+            Canary::WeightBlind => {
+                // Permits enough for weights of 2 and more to differ, and a
+                // queue long enough to have several waiting.
+                swarm.set_queue(Queue::Semaphore, swarm.leaders.clamp(3, 5));
+                swarm.candidates = swarm.candidates.max(4);
+            }
+            Canary::DeafToRevocation => {
+                let seed =
+                    swarm.session_timeout.as_millis() as u64 ^ swarm.chaos.as_millis() as u64;
+                swarm.ask_revocations(seed, 0.15);
             }
             Canary::ReaderWatchesPredecessor
             | Canary::WriterIgnoresReaders

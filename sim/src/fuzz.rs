@@ -133,6 +133,7 @@ fn fault(kind: u8, pid: u8, ms: u16, extra: u16, t: u64) -> Fault {
             ms,
             extra_ms: u64::from(extra) % (t / 4 + 1),
         },
+        21 => Fault::AskRevoke { pid },
         _ => Fault::DropConnection { pid, applied: flag },
     }
 }
@@ -164,6 +165,7 @@ fn fault_bytes(f: &Fault) -> (u8, u8, u16, u16) {
         Fault::Lookalike { scheme } => (18, 0, 0, u16::from(scheme_byte(*scheme))),
         Fault::SpawnForeign => (19, 0, 0, 0),
         Fault::Delay { pid, ms, extra_ms } => (20, p(pid), m(ms), m(extra_ms)),
+        Fault::AskRevoke { pid } => (21, p(pid), 0, 0),
     }
 }
 
@@ -255,7 +257,7 @@ fn fits(env: &Env, pauses: bool, fault: &Fault) -> bool {
     match fault {
         Fault::SpawnForeign => env.library().is_some(),
         Fault::Lookalike { scheme } => env.lookalike_schemes().contains(scheme),
-        Fault::TouchData { .. } | Fault::WipeElection => !curator,
+        Fault::TouchData { .. } | Fault::AskRevoke { .. } | Fault::WipeElection => !curator,
         Fault::Pause { .. } | Fault::PauseLeader { .. } => pauses,
         _ => true,
     }

@@ -45,7 +45,7 @@ impl super::Session {
     /// holds. The parts are machines of the session ([`Session::group`]
     /// lists them); the group reports through [`Event::Group`]. With
     /// `give_up_after`, what was taken is released if the whole is not held
-    /// by then ([`GroupNotice::GaveUp`]).
+    /// by then ([`GroupNotice::GaveUp`](crate::multilock::GroupNotice::GaveUp)).
     ///
     /// [`Session::group`]: super::Session::group
     /// [`Event::Group`]: super::Event::Group
@@ -101,7 +101,7 @@ impl super::Session {
     }
 
     /// Releases a multi-lock: every part is closed (its node's delete goes
-    /// out now); [`GroupNotice::Released`] once all are gone.
+    /// out now); [`GroupNotice::Released`](crate::multilock::GroupNotice::Released) once all are gone.
     pub fn release_group(&mut self, now: Timestamp, gid: GroupId) -> Result<(), super::GroupGone> {
         self.enter(now);
         let group = self.groups.get_mut(&gid).ok_or(super::GroupGone(gid))?;

@@ -35,9 +35,10 @@ pub fn rule_of(p: &Process<'_>) -> Rule {
 }
 
 /// Whether `p` holds alone when it holds (an exclusive node of a rule with
-/// limit 1: a one-leader election, a mutex, a writer).
+/// limit 1: a one-leader election, a mutex, a writer), as it believes: a
+/// writer that downgraded holds shared.
 pub(crate) fn exclusive(p: &Process<'_>) -> bool {
-    rule_of(p).access() == Access::Exclusive
+    p.candidate.map_or(rule_of(p).access(), |c| c.access()) == Access::Exclusive
 }
 
 /// `p` as a checker names it: `p3`, or `p3(curator)` for a foreign model.

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use zkelect_core::{FencingToken, Notice, Recipe, Role};
 
-use super::belief::{exclusive, holds_by_lease, revoked_foreign, revoked_in_grace, rule_of, who};
+use super::belief::{
+    exclusive, holds_by_lease, revoked_foreign, revoked_in_grace, rule_of, who, REVOKE_GRACE,
+};
 use crate::invariant::{Event, Holds, Invariant, Kinds};
 use crate::world::{Process, View};
 
@@ -58,7 +60,10 @@ impl Invariant<View> for Safety {
             // step).
             let rw = world.recipe_of(q) == Recipe::ReadWrite;
             let census = world.queue_census(q);
-            if census.leading <= if rw { 1 } else { k } || (rw && census.leading_exclusive == 0) {
+            // Every holder counts its weight (1 but in a weighted semaphore).
+            if census.leading_weight <= if rw { 1 } else { k }
+                || (rw && census.leading_exclusive == 0)
+            {
                 continue;
             }
             Self::count(world, q, k, rw)?;
@@ -82,6 +87,11 @@ impl Safety {
                 && (!pauses || holds_by_lease(world, p))
         };
         let holders = world.believed_leaders().filter(counted).count();
+        let weight: usize = world
+            .believed_leaders()
+            .filter(counted)
+            .map(|p| p.weight as usize)
+            .sum();
         // Shared holders (readers) may be any number, but never beside a
         // writer; everyone else: at most k (1 for a mutex or a writer).
         let broken = if rw {
@@ -91,16 +101,25 @@ impl Safety {
                     .filter(counted)
                     .any(|p| exclusive(&p))
         } else {
-            holders > k
+            weight > k
         };
         if broken {
             let leaders: Vec<_> = world
                 .believed_leaders()
                 .filter(counted)
-                .map(|p| format!("{} {:?} {:?}", who(&p), rule_of(&p), p.agent.role()))
+                .map(|p| {
+                    format!(
+                        "{} {:?} weight {} {:?}",
+                        who(&p),
+                        rule_of(&p),
+                        p.weight,
+                        p.agent.role()
+                    )
+                })
                 .collect();
             let rule = match world.recipe_of(q) {
                 Recipe::ReadWrite => "a writer holds alone".to_owned(),
+                Recipe::Semaphore { .. } => format!("permits asked for at most {k}"),
                 _ => format!("at most {k}"),
             };
             return Err(format!(
@@ -150,6 +169,54 @@ impl Invariant<View> for Revocation {
                         p.pid
                     ));
                 }
+            }
+        }
+        Ok(Holds::ThisStep)
+    }
+}
+
+/// A revocable holder hears a cooperative revocation request written into
+/// its node (`Notice::RevocationRequested`) within
+/// [`REVOKE_GRACE`](super::REVOKE_GRACE) session timeouts of its own awake
+/// time, as long as it still holds that node: the request travels as a data
+/// change of a node it watches, so only a machine that does not watch its
+/// own node's data (or drops the change) misses it.
+#[derive(Debug, Default)]
+pub struct RevocationHeard;
+
+impl Invariant<View> for RevocationHeard {
+    fn name(&self) -> &'static str {
+        "revocation-heard"
+    }
+
+    fn kinds(&self) -> Kinds {
+        Kinds::STEP
+    }
+
+    fn check(&mut self, world: &View, event: &Event<'_>) -> Result<(), String> {
+        if !matches!(event, Event::Step) {
+            return Ok(());
+        }
+        self.check_step(world).map(|_| ())
+    }
+
+    fn check_step(&mut self, world: &View) -> Result<Holds, String> {
+        if world.census().asked == 0 {
+            return Ok(Holds::UntilCountsChange);
+        }
+        for p in world.processes() {
+            let Some((node, at)) = p.asked else {
+                continue;
+            };
+            let holds_it =
+                matches!(p.agent.role(), Role::Leader(_)) && p.agent.node() == Some(node);
+            let since = at.max(p.resumed_at);
+            let late = !p.paused && world.now() >= since + p.session_timeout * REVOKE_GRACE;
+            if holds_it && !p.crashed && late {
+                return Err(format!(
+                    "p{} still holds {node} and has not heard the revocation request written into it at {at}",
+                    p.pid
+                ));
             }
         }
         Ok(Holds::ThisStep)

@@ -28,8 +28,9 @@
 //!
 //! | checker | fails when |
 //! |---|---|
-//! | [`Safety`] `safety` | more than k processes believe they lead at once: zkelect candidates holding [`Role::Leader`](zkelect_core::Role::Leader) and foreign models whose recipe says they hold (in runs with pauses only while their lease holds too; a candidate whose node an operator deleted is not counted until it learns, for at most [`REVOKE_GRACE`] session timeouts; a foreign model so revoked is not counted, it never learns) |
+//! | [`Safety`] `safety` | more than k processes believe they lead at once (in a weighted semaphore: the permits they were drawn to ask for add up to more than k; in a read-write lock a writer that downgraded counts as the reader it believes it is): zkelect candidates holding [`Role::Leader`](zkelect_core::Role::Leader) and foreign models whose recipe says they hold (in runs with pauses only while their lease holds too; a candidate whose node an operator deleted is not counted until it learns, for at most [`REVOKE_GRACE`] session timeouts; a foreign model so revoked is not counted, it never learns) |
 //! | [`Revocation`] `revocation` | a candidate whose node an operator deleted still leads one session timeout (of its own awake time) later |
+//! | [`RevocationHeard`] `revocation-heard` | a candidate drawn revocable still holds the node a cooperative revocation request was written into, one session timeout (of its own awake time) later, without having heard it |
 //! | [`Fencing`] `fencing` | (k = 1) the fenced resource accepts a write from a leader elected before the leader of a write it had already received (a revoked leader's term ends at the deletion) |
 //! | [`TokensGrow`] `tokens-grow` | (k = 1) an `Elected` token is lower than the one before it, or equal but for another candidate (a revoked candidate's elections before it learns are not counted) |
 //! | [`Liveness`] `liveness` | from [`View::liveness_bound`] after the faults stop until the candidates are closed, fewer than `min(k, live)` leaders (foreign models counted by their own belief) |
@@ -57,7 +58,7 @@ pub use crate::invariant::{Event, Invariant, Kinds, Violation};
 use crate::world::View;
 pub use belief::{rule_of, REVOKE_GRACE};
 pub use books::{NoError, NoLeaks, OneAnswer, StaleReply};
-pub use holders::{Fencing, Revocation, Safety, TokensGrow};
+pub use holders::{Fencing, Revocation, RevocationHeard, Safety, TokensGrow};
 pub use image::SingleSystemImage;
 pub use observers::Observers;
 pub use progress::{
@@ -73,6 +74,7 @@ pub fn standard() -> Vec<Checker> {
         // Revocation first: past its grace a revoked leader also counts for
         // safety, and the more specific report is the useful one.
         Box::new(Revocation),
+        Box::new(RevocationHeard),
         Box::new(Safety),
         Box::new(Fencing::default()),
         Box::new(TokensGrow::default()),

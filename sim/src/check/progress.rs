@@ -38,8 +38,15 @@ impl Liveness {
         if !nodes().eq(names.iter().map(String::as_str)) {
             *names = nodes().map(str::to_owned).collect();
             let interop = world.queues()[q].scheme.interop();
-            let (queue, _) = zkelect_core::name::queue(names, "", interop, Recipe::ReadWrite);
-            *must = Recipe::ReadWrite
+            let recipe = world.recipe_of(q);
+            // The candidates' own stem (a semaphore's may be a drawn prefix;
+            // a read-write lock's are fixed).
+            let prefix = live
+                .iter()
+                .find_map(|p| p.candidate)
+                .map_or(String::new(), |c| c.config().prefix().to_owned());
+            let (queue, _) = zkelect_core::name::queue(names, &prefix, interop, recipe);
+            *must = recipe
                 .holders(&queue)
                 .into_iter()
                 .map(|i| queue[i].name.clone())
@@ -93,8 +100,14 @@ impl Invariant<View> for Liveness {
             if Self::counts_pass(world, q) {
                 continue;
             }
-            let rw = world.recipe_of(q) == Recipe::ReadWrite;
-            verdict = verdict.and_then(|()| self.look(world, q, rw));
+            // A read-write lock and a semaphore (whose nodes may weigh
+            // more than one permit) are judged by who the rule says must
+            // hold; an election and a mutex by how many hold.
+            let by_rule = matches!(
+                world.recipe_of(q),
+                Recipe::ReadWrite | Recipe::Semaphore { .. }
+            );
+            verdict = verdict.and_then(|()| self.look(world, q, by_rule));
         }
         if verdict.is_ok() {
             self.passed = Some(world.generation());
@@ -144,7 +157,8 @@ impl Liveness {
                 })
                 .map(|p| who(p))
                 .collect();
-            if !missing.is_empty() || leaders < want {
+            let few = world.recipe_of(q) == Recipe::ReadWrite && leaders < want;
+            if !missing.is_empty() || few {
                 let roles: Vec<String> = live
                     .iter()
                     .map(|p| {

@@ -181,6 +181,15 @@ pub struct Options {
     pub data: u16,
     /// `backoff(min, max)`, in milliseconds.
     pub backoff: (u64, u64),
+    /// How many in a hundred of a semaphore's processes ask for more than
+    /// one permit (`weight`, 2 to k, by a hash of seed and pid).
+    pub weighted: u8,
+    /// How many in a hundred processes are `revocable` (hear cooperative
+    /// revocation requests, which the plan then writes into nodes).
+    pub revocable: u8,
+    /// How many in a hundred writers of a read-write lock downgrade to
+    /// readers once they hold.
+    pub downgrade: u8,
 }
 
 impl Default for Options {
@@ -193,6 +202,9 @@ impl Default for Options {
             no_rejoin: 0,
             data: 0,
             backoff: (50, 2_000),
+            weighted: 0,
+            revocable: 0,
+            downgrade: 0,
         }
     }
 }
@@ -206,6 +218,14 @@ pub struct ProcessOptions {
     pub leader_marker: bool,
     /// `rejoin_on_revoke`.
     pub rejoin_on_revoke: bool,
+    /// Asks for more than one permit, if its queue is a semaphore.
+    pub weighted: bool,
+    /// A number to pick its weight with (2 to k: `1 + 1 + pick % (k - 1)`).
+    pub weight_pick: u32,
+    /// `revocable`.
+    pub revocable: bool,
+    /// Downgrades to a reader once it holds, if it writes.
+    pub downgrades: bool,
 }
 
 impl Options {
@@ -243,7 +263,29 @@ impl Options {
             let max = [500, 2_000, 5_000][rng.range(0, 2) as usize];
             o.backoff = (min, max.max(min));
         }
+        // Drawn last, so every earlier option of a seed stays put.
+        if rng.chance(0.5) {
+            o.weighted = [50, 100][rng.range(0, 1) as usize];
+        }
+        if rng.chance(1.0 / 3.0) {
+            o.revocable = [50, 100][rng.range(0, 1) as usize];
+        }
+        if rng.chance(1.0 / 3.0) {
+            o.downgrade = [50, 100][rng.range(0, 1) as usize];
+        }
         o
+    }
+
+    /// How many permits process `pid` asks for under `rule` (1 unless its
+    /// queue is a semaphore of k > 1 and it was drawn weighted).
+    pub fn weight(&self, seed: u64, pid: usize, rule: Rule) -> u32 {
+        let p = self.process(seed, pid);
+        match rule {
+            Rule::Semaphore { permits } if permits > 1 && p.weighted => {
+                2 + p.weight_pick % (permits - 1)
+            }
+            _ => 1,
+        }
     }
 
     /// The longest retry delay.
@@ -256,14 +298,25 @@ impl Options {
     pub fn process(&self, seed: u64, pid: usize) -> ProcessOptions {
         let mut rng = SimRng::new(seed ^ (pid as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15), 11);
         let mut below = |percent: u8| rng.range(0, 99) < u64::from(percent);
+        let strategy = if below(self.parent) {
+            WatchStrategy::Parent
+        } else {
+            WatchStrategy::Predecessor
+        };
+        let leader_marker = !below(self.no_marker);
+        let rejoin_on_revoke = !below(self.no_rejoin);
+        // Drawn after the older ones, so theirs stay put.
+        let weighted = below(self.weighted);
+        let revocable = below(self.revocable);
+        let downgrades = below(self.downgrade);
         ProcessOptions {
-            strategy: if below(self.parent) {
-                WatchStrategy::Parent
-            } else {
-                WatchStrategy::Predecessor
-            },
-            leader_marker: !below(self.no_marker),
-            rejoin_on_revoke: !below(self.no_rejoin),
+            strategy,
+            leader_marker,
+            rejoin_on_revoke,
+            weighted,
+            weight_pick: rng.range(0, 1_000) as u32,
+            revocable,
+            downgrades,
         }
     }
 
@@ -279,7 +332,12 @@ impl Options {
         interop: bool,
     ) -> ConfigBuilder {
         let p = self.process(seed, pid);
+        let weight = self.weight(seed, pid, rule);
+        if weight > 1 {
+            builder = builder.weight(weight);
+        }
         builder = builder
+            .revocable(p.revocable)
             .strategy(p.strategy)
             .leader_marker(p.leader_marker)
             .rejoin_on_revoke(p.rejoin_on_revoke)
@@ -306,7 +364,7 @@ impl fmt::Display for Options {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "prefix={} create_parents={} parent={}% no_marker={}% no_rejoin={}% data={}B backoff={}..{}ms",
+            "prefix={} create_parents={} parent={}% no_marker={}% no_rejoin={}% data={}B backoff={}..{}ms weighted={}% revocable={}% downgrade={}%",
             self.prefix.unwrap_or("-"),
             self.create_parents,
             self.parent,
@@ -314,7 +372,10 @@ impl fmt::Display for Options {
             self.no_rejoin,
             self.data,
             self.backoff.0,
-            self.backoff.1
+            self.backoff.1,
+            self.weighted,
+            self.revocable,
+            self.downgrade
         )
     }
 }

@@ -133,6 +133,15 @@ pub enum Fault {
         /// Process index.
         pid: usize,
     },
+    /// The process asks the holder of its lock (itself, if it holds) to let
+    /// go: a cooperative revocation request (`__REVOKE__`) written into the
+    /// holder's node, as Curator's `Revoker` does. A revocable holder must
+    /// hear it (`revocation-heard`); its application honours it (resigns)
+    /// one time in two.
+    AskRevoke {
+        /// Process index.
+        pid: usize,
+    },
     /// For a while, the process's client library hands watch events to the
     /// application late (up to [`EVENT_LAG_MAX_MS`](crate::world::EVENT_LAG_MAX_MS)),
     /// while replies do not wait for them: a reply can overtake events the
@@ -217,6 +226,7 @@ impl fmt::Display for Fault {
                 write!(f, "partition p{pid} {dir} only {ms}ms")
             }
             Self::TouchData { pid } => write!(f, "set-data p{pid}"),
+            Self::AskRevoke { pid } => write!(f, "p{pid} asks the holder to let go"),
             Self::Delay { pid, ms, extra_ms } => {
                 write!(f, "delay p{pid} +{extra_ms}ms for {ms}ms")
             }

@@ -80,7 +80,41 @@ impl Swarm {
         // worlds they were documented with.
         swarm.env.chroot = BadChroot::draw(seed, &swarm.env.hosting, swarm.candidates);
         swarm.observers_through_absence(seed);
+        swarm.revocation_requests(seed);
         swarm
+    }
+
+    /// In seeds whose options draw revocable processes, from a stream of
+    /// their own (label 23), so every other draw stays put: cooperative
+    /// revocation requests at up to 0.15 per second of the chaos phase.
+    fn revocation_requests(&mut self, seed: u64) {
+        if super::Options::draw(seed).revocable == 0 {
+            return;
+        }
+        let rate = SimRng::new(seed, 23).range(0, 150) as f64 / 1_000.0;
+        self.ask_revocations(seed, rate);
+    }
+
+    /// Cooperative revocation requests at `rate` per second of the chaos
+    /// phase (from a stream of `seed`'s own, label 24), each by a process
+    /// picked among the candidates, into the node of a holder of its queue
+    /// ([`Fault::AskRevoke`]); none next to Curator's models, whose latch a
+    /// data change strands, nor in a run without faults.
+    pub(crate) fn ask_revocations(&mut self, seed: u64, rate: f64) {
+        if self.env.library() == Some(Scheme::Curator) || self.plan.is_empty() {
+            return;
+        }
+        let mut rng = SimRng::new(seed, 24);
+        let seconds = self.chaos.as_secs();
+        let population = self.candidates.max(1) as u64;
+        for second in 0..seconds {
+            if rng.chance(rate) {
+                let at = Timestamp::from_millis(second * 1_000 + rng.range(0, 999));
+                let pid = rng.range(0, population - 1) as usize;
+                self.plan.push((at, Fault::AskRevoke { pid }));
+            }
+        }
+        self.plan.sort_by_key(|(t, _)| *t);
     }
 
     /// [`from_seed`](Self::from_seed) without the further queues (a

@@ -11,6 +11,7 @@ use crate::invariant::Event;
 
 use super::engine::World;
 use super::ev::Ev;
+use super::hosting::Intent;
 use super::proc::{agent, Member};
 use super::spec::PATH;
 
@@ -121,6 +122,25 @@ impl World {
         if let Notice::PersistentSkipped { .. } = notice {
             self.view.stats.persistent_skipped += 1;
         }
+        if let Notice::Downgraded = notice {
+            self.view.stats.downgrades += 1;
+        }
+        if let Notice::Elected { .. } = notice {
+            if self.view.procs[pid].weight > 1 {
+                self.view.stats.weighted_holds += 1;
+            }
+        }
+        if let Notice::RevocationRequested = notice {
+            self.view.stats.revocations_heard += 1;
+            // Heard: the application decides, and honours one request in two.
+            let asked = self.view.procs[pid].asked.take().is_some();
+            if asked {
+                self.view.recount_one(pid);
+            }
+            if self.rng.chance(0.5) {
+                self.push(self.view.now, Ev::Honour { pid });
+            }
+        }
         if let Notice::Elected { .. } = notice {
             self.view.stats.elections += 1;
             // The new leader's application starts writing to the fenced resource.
@@ -148,8 +168,23 @@ impl World {
             self.view.procs[pid].writing = false;
             return;
         };
+        let exclusive = agent(&self.view.procs, pid)
+            .candidate()
+            .is_none_or(|c| c.access() == Access::Exclusive);
+        if !exclusive {
+            // It downgraded: a reader writes nothing.
+            self.view.procs[pid].writing = false;
+            return;
+        }
         let lands = self.view.now + Duration::from_millis(self.rng.range(1, 30));
         self.push(lands, Ev::Write { pid, token });
+        if self.view.procs[pid].downgrades {
+            // Its one write done, it goes on reading: the write lock is
+            // downgraded to a read lock.
+            self.view.procs[pid].writing = false;
+            self.intent(pid, Intent::Downgrade);
+            return;
+        }
         let next = self.view.now + Duration::from_millis(self.rng.range(50, 250));
         self.push(next, Ev::AppWrite { pid });
     }

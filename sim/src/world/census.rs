@@ -22,8 +22,16 @@ pub struct Census {
     /// Not crashed and believing it leads (revoked ones too): what
     /// [`Safety`](crate::check::Safety) counts is some of these.
     pub leading: usize,
-    /// Of those, the ones whose node is exclusive (any but a reader's).
+    /// Of those, the ones whose node is exclusive (any but a reader's, or
+    /// a writer's that downgraded: their own belief).
     pub leading_exclusive: usize,
+    /// Of those, the permits they were drawn to ask for, summed (their
+    /// number, but in a weighted semaphore).
+    pub leading_weight: usize,
+    /// Zkelect candidates drawn revocable that hold a node into which a
+    /// revocation request was written and have not heard it yet (what
+    /// [`RevocationHeard`](crate::check::RevocationHeard) looks at).
+    pub asked: usize,
     /// Of those, the zkelect candidates whose node an operator deleted (what
     /// [`Revocation`](crate::check::Revocation) looks at).
     pub leading_revoked: usize,
@@ -45,6 +53,8 @@ impl Census {
         Self {
             leading: self.leading + o.leading,
             leading_exclusive: self.leading_exclusive + o.leading_exclusive,
+            leading_weight: self.leading_weight + o.leading_weight,
+            asked: self.asked + o.asked,
             leading_revoked: self.leading_revoked + o.leading_revoked,
             live: self.live + o.live,
             live_leading: self.live_leading + o.live_leading,
@@ -57,6 +67,8 @@ impl Census {
         Self {
             leading: self.leading - o.leading,
             leading_exclusive: self.leading_exclusive - o.leading_exclusive,
+            leading_weight: self.leading_weight - o.leading_weight,
+            asked: self.asked - o.asked,
             leading_revoked: self.leading_revoked - o.leading_revoked,
             live: self.live - o.live,
             live_leading: self.live_leading - o.live_leading,
@@ -157,8 +169,10 @@ fn share(procs: &[Proc], zk: &Server, pid: usize) -> Census {
     let role = agent.role();
     let leads = role.is_leader();
     // A foreign model holds by a one-leader election.
+    // A writer that downgraded reads: its candidate's access says so.
     let rule = p.config.as_ref().map_or(Rule::default(), |c| c.rule());
-    let exclusive = rule.access() == Access::Exclusive;
+    let access = agent.candidate().map_or(rule.access(), |c| c.access());
+    let exclusive = access == Access::Exclusive;
     let revoked_foreign = foreign && revoked();
     let live = !crashed
         && !p.observer
@@ -168,6 +182,12 @@ fn share(procs: &[Proc], zk: &Server, pid: usize) -> Census {
     Census {
         leading: usize::from(!crashed && leads),
         leading_exclusive: usize::from(!crashed && leads && exclusive),
+        leading_weight: if !crashed && leads {
+            p.weight as usize
+        } else {
+            0
+        },
+        asked: usize::from(!crashed && p.asked.is_some()),
         leading_revoked: usize::from(!crashed && leads && !foreign && revoked()),
         live: usize::from(live),
         live_leading: usize::from(live && leads),

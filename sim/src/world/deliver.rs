@@ -13,7 +13,8 @@ use crate::zk::Fired;
 
 use super::engine::World;
 use super::ev::Ev;
-use super::proc::{Conn, Member};
+use super::hosting::Intent;
+use super::proc::{agent, Conn, Member};
 use super::spec::{Phase, SETTLE};
 
 impl World {
@@ -130,6 +131,15 @@ impl World {
                 }
             }
             Ev::AppWrite { pid } => self.app_write(pid),
+            Ev::Honour { pid } => {
+                // It honours the revocation request: it resigns (and
+                // queues again).
+                let host = self.view.procs[pid].host;
+                if !self.view.procs[host].crashed && agent(&self.view.procs, pid).role().is_leader()
+                {
+                    self.intent(pid, Intent::Resign { rejoin: true });
+                }
+            }
             Ev::Write { pid, token } => self.resource_write(pid, token),
             Ev::Heal => {
                 self.view.phase = Phase::Healed;

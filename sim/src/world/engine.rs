@@ -112,8 +112,8 @@ impl World {
         if swarm.env.interop != Scheme::Ours {
             knobs.cversion_start = 0;
         }
-        if canary.is_some() {
-            knobs.options = crate::swarm::Options::default();
+        if let Some(canary) = canary {
+            knobs.options = canary.options();
         }
         let mut queues = vec![QueueSpec {
             path: PATH.to_owned(),

@@ -84,6 +84,9 @@ pub(super) enum Ev {
     },
     /// A leader's application checks its role and, if leading, writes.
     AppWrite { pid: usize },
+    /// The application honours a revocation request it heard: it resigns
+    /// (and queues again).
+    Honour { pid: usize },
     /// A write reaches the fenced resource.
     Write { pid: usize, token: FencingToken },
     /// The faults stop.
@@ -119,6 +122,7 @@ impl Ev {
             | Self::Closed { pid, .. }
             | Self::Event { pid, .. }
             | Self::AppWrite { pid }
+            | Self::Honour { pid }
             | Self::Write { pid, .. } => Some(*pid),
             _ => None,
         }

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use zkelect_core::{
-    Acl, CreateMode, FencingToken, Reply, Request, Role, SessionId, Stat, Timestamp,
+    Acl, CreateMode, FencingToken, Reply, Request, Role, SessionId, Stat, Timestamp, REVOKE_MESSAGE,
 };
 
 use super::app::short;
@@ -191,6 +191,7 @@ impl World {
                 self.wipe(q);
             }
             Fault::TouchData { pid } if valid(pid, self) => self.touch_data(pid),
+            Fault::AskRevoke { pid } if valid(pid, self) => self.ask_revoke(pid),
             Fault::Delay { pid, ms, extra_ms } if valid(pid, self) => {
                 self.net
                     .slow(pid, self.view.now, ms, Duration::from_millis(extra_ms));
@@ -400,6 +401,40 @@ impl World {
         };
         let path = format!("{}/{node}", self.path_of(pid));
         self.operator(|zk, now, s| zk.set_data(now, s, &path, b"touched", None));
+    }
+
+    /// Process `pid` asks the holder of its lock to let go: a cooperative
+    /// revocation request written into the node of a holder of `pid`'s queue
+    /// (its own, if it holds; else the first that believes it holds). A
+    /// revocable holder must hear it (`revocation-heard` watches until it
+    /// does, or lets go of that node).
+    pub(super) fn ask_revoke(&mut self, asker: usize) {
+        let q = self.view.procs[asker].queue;
+        let procs = &self.view.procs;
+        let holds = |p: usize| procs[p].queue == q && agent(procs, p).role().is_leader();
+        let pid = if holds(asker) {
+            asker
+        } else {
+            match (0..procs.len()).find(|&p| holds(p)) {
+                Some(p) => p,
+                None => return,
+            }
+        };
+        let Some(node) = agent(&self.view.procs, pid).node().map(str::to_owned) else {
+            return;
+        };
+        let path = format!("{}/{node}", self.path_of(pid));
+        let written = self.operator(|zk, now, s| {
+            let (result, fired) = zk.set_data(now, s, &path, REVOKE_MESSAGE, None);
+            (result.is_ok(), fired)
+        });
+        let leads = agent(&self.view.procs, pid).role().is_leader();
+        let p = &mut self.view.procs[pid];
+        if written == Some(true) && p.revocable && leads && p.asked.is_none() {
+            p.asked = Some((node, self.view.now));
+            self.view.stats.revocation_requests += 1;
+            self.view.recount(pid);
+        }
     }
 
     /// An operator creates the election path (and its parent) as persistent

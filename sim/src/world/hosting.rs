@@ -399,6 +399,7 @@ impl World {
         self.senders = senders;
         self.close_if_done(h, told.stopped);
         for (pid, _) in &told.updated {
+            self.drop_moot_request(*pid);
             self.view.recount_one(*pid);
         }
         self.told = told;
@@ -411,6 +412,19 @@ impl World {
             if let Some(at) = next {
                 self.push(at, Ev::Timer { pid: h });
             }
+        }
+    }
+
+    /// A request to let go of a node no longer held is moot.
+    fn drop_moot_request(&mut self, pid: usize) {
+        let a = agent(&self.view.procs, pid);
+        let (leads, node) = (a.role().is_leader(), a.node().map(str::to_owned));
+        let p = &mut self.view.procs[pid];
+        if p.asked
+            .as_ref()
+            .is_some_and(|(asked, _)| !leads || node.as_deref() != Some(asked.as_str()))
+        {
+            p.asked = None;
         }
     }
 
@@ -441,6 +455,8 @@ impl World {
             match intent {
                 Intent::Resign { rejoin } => model.resign(now, rejoin),
                 Intent::Close => model.close(now),
+                // A foreign model has no read-write lock to downgrade.
+                Intent::Downgrade => {}
             }
             return self.after_foreign(pid, || format!("{intent:?}"));
         }
@@ -454,6 +470,7 @@ impl World {
         let _ = match intent {
             Intent::Resign { rejoin } => session.resign(now, id, rejoin),
             Intent::Close => session.close(now, id),
+            Intent::Downgrade => session.downgrade(now, id).map(|_| ()),
         };
         self.drain(h, &Woken::default(), || format!("{intent:?}"));
     }
@@ -483,4 +500,6 @@ pub(super) enum Intent {
     Resign { rejoin: bool },
     /// It leaves for good.
     Close,
+    /// A writer that holds goes on as a reader.
+    Downgrade,
 }

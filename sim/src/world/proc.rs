@@ -135,6 +135,17 @@ pub(super) struct Proc {
     /// The node an operator deleted (its name and czxid: a recreated
     /// container parent can give a new node the same name), and when.
     pub(super) revoked: Option<(String, Option<FencingToken>, Timestamp)>,
+    /// How many permits it asks for (its semaphore's drawn weight, else 1):
+    /// what `safety` counts it as while it holds.
+    pub(super) weight: u32,
+    /// It was drawn `revocable`: a revocation request written into its
+    /// node must reach it.
+    pub(super) revocable: bool,
+    /// It downgrades to a reader once it holds (a writer).
+    pub(super) downgrades: bool,
+    /// A revocation request written into this node while it held, and when,
+    /// not yet heard.
+    pub(super) asked: Option<(String, Timestamp)>,
 }
 
 impl Proc {
@@ -170,6 +181,10 @@ impl Proc {
             session_closed: false,
             writing: false,
             revoked: None,
+            weight: 1,
+            revocable: false,
+            downgrades: false,
+            asked: None,
         }
     }
 

@@ -54,6 +54,9 @@ impl World {
         if let Some(canary) = self.canary {
             builder = canary.configure(builder);
         }
+        let options = self.view.knobs.options;
+        let drawn = options.process(self.view.seed, pid);
+        let weight = options.weight(self.view.seed, pid, rule);
         let config = match builder.build() {
             Ok(c) => c,
             Err(e) => return self.fail("config", format!("{e}")),
@@ -65,6 +68,12 @@ impl World {
             false => Machine::election(candidate),
         };
         self.start_machine(settings.apply(machine), host, Some(config));
+        if let Some(p) = self.view.procs.get_mut(pid) {
+            p.weight = weight;
+            p.revocable = drawn.revocable;
+            p.downgrades = drawn.downgrades && rule == Rule::Write;
+            self.view.recount(pid);
+        }
     }
 
     /// Starts an observer of the joining queue, on a session of its own or

@@ -35,6 +35,14 @@ pub struct RunStats {
     pub clamped_down: u64,
     /// Runs whose server granted more than the request.
     pub clamped_up: u64,
+    /// Cooperative revocation requests written into a revocable holder's node.
+    pub revocation_requests: u64,
+    /// Requests heard (`Notice::RevocationRequested`), by holders and waiters.
+    pub revocations_heard: u64,
+    /// Writers that downgraded to readers (`Notice::Downgraded`).
+    pub downgrades: u64,
+    /// Holds of semaphore permits by nodes asking for more than one.
+    pub weighted_holds: u64,
 }
 
 impl RunStats {
@@ -55,6 +63,10 @@ impl RunStats {
         self.persistent_skipped += other.persistent_skipped;
         self.clamped_down += other.clamped_down;
         self.clamped_up += other.clamped_up;
+        self.revocation_requests += other.revocation_requests;
+        self.revocations_heard += other.revocations_heard;
+        self.downgrades += other.downgrades;
+        self.weighted_holds += other.weighted_holds;
     }
 }
 
@@ -62,7 +74,7 @@ impl std::fmt::Display for RunStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} steps, {} server ops, {} elections (+{} foreign), {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies, {} look-alikes ({} skips), {} runs clamped down, {} up",
+            "{} steps, {} server ops, {} elections (+{} foreign), {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies, {} look-alikes ({} skips), {} runs clamped down, {} up, {} revocation requests ({} heard), {} downgrades, {} weighted holds",
             self.steps,
             self.server_ops,
             self.elections,
@@ -75,7 +87,11 @@ impl std::fmt::Display for RunStats {
             self.lookalikes,
             self.persistent_skipped,
             self.clamped_down,
-            self.clamped_up
+            self.clamped_up,
+            self.revocation_requests,
+            self.revocations_heard,
+            self.downgrades,
+            self.weighted_holds
         )
     }
 }

@@ -58,6 +58,14 @@ pub struct Process<'a> {
     /// (`None` once it learned, or if it never happened). A foreign model never
     /// learns: its recipe does not watch its own node.
     pub revoked_at: Option<Timestamp>,
+    /// How many permits it asks for: its drawn weight in a semaphore, 1
+    /// otherwise (what `safety` counts it as).
+    pub weight: u32,
+    /// It was drawn revocable.
+    pub revocable: bool,
+    /// A revocation request written into its node while it held (the node,
+    /// and when), not yet heard.
+    pub asked: Option<(&'a str, Timestamp)>,
 }
 
 /// What the checkers read of a world: its processes, queues, server, clock,
@@ -215,6 +223,9 @@ impl View {
             session_closed: h.session_closed,
             session_timeout: h.timeout,
             revoked_at: self.revoked_at(pid),
+            weight: p.weight,
+            revocable: p.revocable,
+            asked: p.asked.as_ref().map(|(node, at)| (node.as_str(), *at)),
         }
     }
 
@@ -302,7 +313,17 @@ impl View {
         // The candidates' stem is the scheme's own for the recipe, as an
         // observer's default.
         let config = zkelect_core::ObserverConfig::new(path, recipe).with_interop(interop);
-        let (queue, _) = zkelect_core::name::queue(&names, config.prefix(), interop, recipe);
+        let (mut queue, _) = zkelect_core::name::queue(&names, config.prefix(), interop, recipe);
+        // A zkelect writer whose data says it downgraded reads, as its
+        // readers behind it judge.
+        for node in &mut queue {
+            let data = self.zk.zk().data(&format!("{path}/{}", node.name));
+            if data.is_some_and(zkelect_core::config::is_downgraded)
+                && matches!(node.origin, zkelect_core::name::Origin::Ours { .. })
+            {
+                node.access = Access::Shared;
+            }
+        }
         let holders = recipe.holders(&queue);
         queue
             .iter()
