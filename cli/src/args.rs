@@ -442,6 +442,15 @@ pub(crate) enum CanaryArg {
     /// again at once, forever, as the core once did (caught by the
     /// no-storm checker).
     StormingParents,
+    /// A semaphore contender that asks for one permit whatever weight it
+    /// was drawn (caught by the safety checker, which counts the weights).
+    WeightBlind,
+    /// Drawn revocable but built without it: never hears a cooperative
+    /// revocation request (caught by the revocation-heard checker).
+    DeafToRevocation,
+    /// A multi-lock that takes its locks in the order it is given them, not
+    /// sorted (caught by the multi-lock checker: two such deadlock).
+    ArrivalOrder,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

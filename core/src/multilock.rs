@@ -74,8 +74,8 @@ pub enum GroupNotice {
     },
     /// The acquisition's deadline passed: what was taken is being released.
     GaveUp,
-    /// A part stopped for good (its machine's `Notice::Error` says why):
-    /// every part is leaving.
+    /// A part stopped for good (its machine's `Notice::Error` says why, or
+    /// it was closed while the whole acquired): every part is leaving.
     Failed {
         /// The part that failed.
         path: String,
@@ -155,7 +155,7 @@ enum Phase {
 /// One multi-lock's decisions (see the module notes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MultiLock {
-    /// The parts' paths, sorted.
+    /// The parts' paths, in the order they are taken (sorted).
     paths: Vec<String>,
     phase: Phase,
     /// Give up acquiring at this moment.
@@ -169,21 +169,36 @@ impl MultiLock {
     /// Returns it and the order it takes them in: `order[i]` is the index
     /// in `paths` of its `i`-th part (the paths sorted by bytes).
     pub fn new(paths: Vec<String>) -> Result<(Self, Vec<usize>), MultiLockError> {
+        let mut order: Vec<usize> = (0..paths.len()).collect();
+        order.sort_by(|&a, &b| paths[a].cmp(&paths[b]));
+        Self::in_order(paths, order)
+    }
+
+    /// A planted bug's multi-lock: its parts taken in the order given
+    /// (see `Planted::MultiLockInGivenOrder`).
+    #[cfg(feature = "planted")]
+    pub(crate) fn in_given_order(paths: Vec<String>) -> Result<(Self, Vec<usize>), MultiLockError> {
+        let order = (0..paths.len()).collect();
+        Self::in_order(paths, order)
+    }
+
+    fn in_order(
+        paths: Vec<String>,
+        order: Vec<usize>,
+    ) -> Result<(Self, Vec<usize>), MultiLockError> {
         if paths.is_empty() {
             return Err(MultiLockError::Empty);
         }
-        let mut order: Vec<usize> = (0..paths.len()).collect();
-        order.sort_by(|&a, &b| paths[a].cmp(&paths[b]));
-        for pair in order.windows(2) {
-            if paths[pair[0]] == paths[pair[1]] {
-                return Err(MultiLockError::Duplicate(paths[pair[0]].clone()));
-            }
+        let mut sorted: Vec<&String> = paths.iter().collect();
+        sorted.sort();
+        if let Some(pair) = sorted.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(MultiLockError::Duplicate(pair[0].clone()));
         }
-        let sorted: Vec<String> = order.iter().map(|&i| paths[i].clone()).collect();
-        let n = sorted.len();
+        let taken: Vec<String> = order.iter().map(|&i| paths[i].clone()).collect();
+        let n = taken.len();
         Ok((
             Self {
-                paths: sorted,
+                paths: taken,
                 phase: Phase::Idle,
                 deadline: None,
                 demoted: vec![None; n],
@@ -263,6 +278,18 @@ impl MultiLock {
                     path: self.paths[i].clone(),
                 }));
             }
+        }
+        // A part closed while the whole acquires can never be taken: what
+        // was taken is released (else the parts before it would hold their
+        // locks for good).
+        if let (Phase::Acquiring { .. }, Some(i)) =
+            (self.phase, seen.iter().position(|s| *s == Seen::Gone))
+        {
+            self.phase = Phase::Releasing;
+            out.push(Action::ReleaseAll);
+            out.push(Action::Notice(GroupNotice::Failed {
+                path: self.paths[i].clone(),
+            }));
         }
         match self.phase {
             Phase::Acquiring { .. } if self.deadline.is_some_and(|d| d <= now) => {
@@ -344,6 +371,26 @@ mod tests {
     const G: Seen = Seen::Gone;
 
     /// The acquisition, step by step: what the parts say, what it does.
+    #[test]
+    fn a_part_closed_while_acquiring_releases_what_was_taken() {
+        let t = Timestamp::from_millis;
+        let mut m = lock(2, None);
+        assert_eq!(m.decide(t(0), &[H, O]), [Action::Join(1)]);
+        assert_eq!(
+            m.decide(t(1), &[H, G]),
+            [
+                Action::ReleaseAll,
+                Action::Notice(GroupNotice::Failed { path: "/p1".into() })
+            ]
+        );
+        assert_eq!(m.decide(t(2), &[H, G]), []);
+        assert_eq!(
+            m.decide(t(3), &[O, G]),
+            [Action::Notice(GroupNotice::Released)]
+        );
+        assert!(m.is_idle());
+    }
+
     #[test]
     fn parts_are_taken_one_at_a_time_in_order() {
         let t = Timestamp::from_millis;

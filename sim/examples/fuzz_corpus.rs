@@ -40,9 +40,14 @@ fn main() -> std::io::Result<()> {
             eprintln!("{}: not caught in 500 seeds", canary.flag());
             std::process::exit(1);
         };
+        // The scenario as drawn (the world furnishes a canary's own needs).
         let case = FuzzCase {
             seed: report.seed,
-            swarm: report.swarm.clone(),
+            swarm: zkelect_sim::swarm::Swarm::for_seed(
+                report.seed,
+                options.overrides,
+                Some(canary),
+            ),
             world: WorldChoices::Seeded,
         };
         let bytes = case.encode();

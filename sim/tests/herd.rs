@@ -46,6 +46,7 @@ fn a_herd_through_a_shared_session_is_still_caught() {
             riders: vec![(1, 0), (2, 0), (3, 0), (5, 4)],
             observers: Vec::new(),
             queues: Vec::new(),
+            multi_locks: Vec::new(),
         };
         let mut world = World::new(seed, swarm, Some(canary), false);
         world.run().is_some_and(|v| v.invariant == canary.target())

@@ -122,3 +122,56 @@ fn downgrades_and_custom_acls_are_drawn_and_hold_every_checker() {
     }
     assert!(downgrading >= 20 && custom >= 20, "{downgrading} {custom}");
 }
+
+#[test]
+fn multi_locks_are_drawn_hold_and_give_up_in_ordinary_seeds() {
+    let seeds: Vec<u64> = (0..1_500)
+        .filter(|&seed| {
+            !Swarm::from_seed(seed, Overrides::default())
+                .env
+                .hosting
+                .multi_locks
+                .is_empty()
+        })
+        .collect();
+    assert!(
+        seeds.len() >= 150,
+        "only {} seeds draw multi-locks",
+        seeds.len()
+    );
+    let opposite = seeds.iter().any(|&seed| {
+        let swarm = Swarm::from_seed(seed, Overrides::default());
+        let m = &swarm.env.hosting.multi_locks;
+        m.iter().any(|a| {
+            m.iter()
+                .any(|b| a.queues.len() >= 2 && a.queues.iter().rev().eq(b.queues.iter()))
+        })
+    });
+    assert!(opposite, "no seed names the same locks in opposite orders");
+    let (mut held, mut given_up) = (0, 0);
+    for &seed in &seeds[..60] {
+        let report = run_seed(seed, RunOptions::default());
+        assert!(report.violation.is_none(), "{report}");
+        held += report.stats.multi_lock_holds;
+        given_up += report.stats.multi_lock_give_ups;
+    }
+    assert!(
+        held >= 200 && given_up >= 1,
+        "held {held}, gave up {given_up}"
+    );
+}
+
+#[test]
+fn multi_locks_taking_their_locks_in_arrival_order_deadlock_and_are_caught() {
+    let seeds = caught(Canary::ArrivalOrder, 100);
+    assert!(seeds.len() >= 5, "arrival-order caught in {seeds:?} of 100");
+    // The same worlds (the same two multi-locks naming the same two mutexes
+    // in opposite orders) with the real multi-lock, which sorts: no deadlock.
+    for &seed in &seeds[..5] {
+        let mut swarm = Swarm::for_seed(seed, Overrides::default(), Some(Canary::ArrivalOrder));
+        Canary::ArrivalOrder.furnish(&mut swarm);
+        let report = zkelect_sim::run::run_swarm(seed, swarm, RunOptions::default());
+        assert!(report.violation.is_none(), "{report}");
+        assert!(report.stats.multi_lock_holds > 0, "{report}");
+    }
+}

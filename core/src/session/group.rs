@@ -35,17 +35,18 @@ pub(super) struct Group {
     /// A step is under way (a part's input while stepping marks `again`).
     pub(super) busy: bool,
     pub(super) again: bool,
-    /// Released once: over when the lock is idle again.
-    pub(super) released: bool,
+    /// Being closed: never acquired again, gone once its parts are.
+    pub(super) closing: bool,
 }
 
 impl super::Session {
-    /// Takes the locks of `configs` all or none, as one (see
-    /// [`multilock`](crate::multilock)): sorted by path, each part taken once every part before it
-    /// holds. The parts are machines of the session ([`Session::group`]
-    /// lists them); the group reports through [`Event::Group`]. With
-    /// `give_up_after`, what was taken is released if the whole is not held
-    /// by then ([`GroupNotice::GaveUp`](crate::multilock::GroupNotice::GaveUp)).
+    /// A multi-lock over the locks of `configs`, taken all or none, as one
+    /// (see [`multilock`](crate::multilock)): sorted by path, each part
+    /// taken once every part before it holds. The parts are machines of the
+    /// session ([`Session::group`] lists them), out of their queues until
+    /// [`acquire_group`](Self::acquire_group); the group reports through
+    /// [`Event::Group`]. It can be acquired, released and acquired again,
+    /// as a lock's handle can, until [`close_group`](Self::close_group).
     ///
     /// [`Session::group`]: super::Session::group
     /// [`Event::Group`]: super::Event::Group
@@ -53,7 +54,6 @@ impl super::Session {
         &mut self,
         now: Timestamp,
         configs: Vec<Config>,
-        give_up_after: Option<Duration>,
     ) -> Result<GroupId, MultiLockError> {
         if let Some(c) = configs
             .iter()
@@ -61,8 +61,15 @@ impl super::Session {
         {
             return Err(MultiLockError::NotALock(c.path().to_owned()));
         }
-        let (mut lock, order) =
-            MultiLock::new(configs.iter().map(|c| c.path().to_owned()).collect())?;
+        let paths = configs.iter().map(|c| c.path().to_owned()).collect();
+        #[cfg(feature = "planted")]
+        let made = match self.planted {
+            Some(super::Planted::MultiLockInGivenOrder) => MultiLock::in_given_order(paths),
+            _ => MultiLock::new(paths),
+        };
+        #[cfg(not(feature = "planted"))]
+        let made = MultiLock::new(paths);
+        let (lock, order) = made?;
         let mut configs: Vec<Option<Config>> = configs.into_iter().map(Some).collect();
         let configs: Vec<Config> = order.iter().filter_map(|&i| configs[i].take()).collect();
         self.enter(now);
@@ -73,7 +80,7 @@ impl super::Session {
             .map(|config| {
                 // A part queues again after a hold lost while the group is
                 // acquiring (as an election's candidate does); the group
-                // closes it once the group's hold is lost.
+                // makes it leave once the group's hold is lost.
                 let machine = self.add(
                     self.now,
                     super::Machine::election(crate::Candidate::new(config)),
@@ -84,7 +91,6 @@ impl super::Session {
                 machine
             })
             .collect();
-        let start = lock.start_at(self.now, give_up_after);
         self.groups.insert(
             gid,
             Group {
@@ -92,22 +98,62 @@ impl super::Session {
                 machines,
                 busy: false,
                 again: false,
-                released: false,
+                closing: false,
             },
         );
-        self.group_act(gid, start);
-        self.step_group(gid);
         Ok(gid)
     }
 
-    /// Releases a multi-lock: every part is closed (its node's delete goes
-    /// out now); [`GroupNotice::Released`](crate::multilock::GroupNotice::Released) once all are gone.
+    /// Starts acquiring multi-lock `gid` (again, after its `Released`):
+    /// its first part joins its queue. With `give_up_after`, what was taken
+    /// is released if the whole is not held by then
+    /// ([`GroupNotice::GaveUp`](crate::multilock::GroupNotice::GaveUp)).
+    /// `Ok(false)`: it is not idle (acquiring, holding or releasing), and
+    /// nothing changed.
+    pub fn acquire_group(
+        &mut self,
+        now: Timestamp,
+        gid: GroupId,
+        give_up_after: Option<Duration>,
+    ) -> Result<bool, super::GroupGone> {
+        self.enter(now);
+        let group = self.groups.get_mut(&gid).ok_or(super::GroupGone(gid))?;
+        if group.closing || !group.lock.is_idle() {
+            return Ok(false);
+        }
+        let actions = group.lock.start_at(self.now, give_up_after);
+        self.group_act(gid, actions);
+        self.step_group(gid);
+        Ok(true)
+    }
+
+    /// Releases multi-lock `gid` (or stops its acquisition): every part
+    /// leaves its queue (its node's delete goes out now, as a lock's
+    /// release); [`GroupNotice::Released`](crate::multilock::GroupNotice::Released)
+    /// once none is left in a queue. Nothing if it is idle.
     pub fn release_group(&mut self, now: Timestamp, gid: GroupId) -> Result<(), super::GroupGone> {
         self.enter(now);
         let group = self.groups.get_mut(&gid).ok_or(super::GroupGone(gid))?;
-        group.released = true;
         let actions = group.lock.release();
         self.group_act(gid, actions);
+        self.step_group(gid);
+        Ok(())
+    }
+
+    /// Ends multi-lock `gid`: released if it holds or acquires, and every
+    /// part closed; the group is gone once they are.
+    pub fn close_group(&mut self, now: Timestamp, gid: GroupId) -> Result<(), super::GroupGone> {
+        self.enter(now);
+        let group = self.groups.get_mut(&gid).ok_or(super::GroupGone(gid))?;
+        group.closing = true;
+        let actions = group.lock.release();
+        let machines = group.machines.clone();
+        self.group_act(gid, actions);
+        for id in machines {
+            if self.slots.contains_key(&id) {
+                self.close_machine(id);
+            }
+        }
         self.step_group(gid);
         Ok(())
     }
@@ -116,6 +162,12 @@ impl super::Session {
     /// it lasts.
     pub fn group(&self, gid: GroupId) -> Option<Vec<MachineId>> {
         self.groups.get(&gid).map(|g| g.machines.clone())
+    }
+
+    /// A multi-lock's decisions as they stand (whether it holds, acquires,
+    /// its paths and deadline), while it lasts.
+    pub fn group_lock(&self, gid: GroupId) -> Option<&MultiLock> {
+        self.groups.get(&gid).map(|g| &g.lock)
     }
 
     /// Whether every part of the group holds (since its `Held`, until its
@@ -184,9 +236,9 @@ impl super::Session {
             };
             if !group.again {
                 group.busy = false;
-                // Lost, given up, released: a multi-lock on a session holds
-                // once, and is over once its parts are gone.
-                if group.lock.is_idle() {
+                // Idle with every part gone (closed, or the session's
+                // end took them): nothing is left of it.
+                if group.lock.is_idle() && seen.iter().all(|s| *s == Seen::Gone) {
                     self.groups.remove(&gid);
                 }
                 return;
@@ -215,12 +267,13 @@ impl super::Session {
                         self.after(machines[i]);
                     }
                 }
-                // On a session a release closes the parts: their machines
-                // are done with.
+                // The parts leave their queues, to be taken again at the
+                // next acquisition.
                 Action::ReleaseAll => {
                     for id in machines {
-                        if self.slots.contains_key(&id) {
-                            self.close_machine(id);
+                        if let Some(slot) = self.slots.get_mut(&id) {
+                            slot.machine.resign(now, false);
+                            self.after(id);
                         }
                     }
                 }
@@ -245,11 +298,11 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(
-            s.add_multi_lock(Timestamp::ZERO, vec![lock, election], None),
+            s.add_multi_lock(Timestamp::ZERO, vec![lock, election]),
             Err(MultiLockError::NotALock("/e".into()))
         );
         assert_eq!(
-            s.add_multi_lock(Timestamp::ZERO, vec![], Some(Duration::from_secs(1))),
+            s.add_multi_lock(Timestamp::ZERO, vec![]),
             Err(MultiLockError::Empty)
         );
         assert_eq!(s.machines().count(), 0, "nothing added");

@@ -31,4 +31,8 @@ pub enum Planted {
     /// (the request goes out without one): it believes it waits for the
     /// path's creation, and never hears of it.
     ObserverSetsNoCreationWatch,
+    /// A multi-lock takes its parts in the order it was given them, not
+    /// sorted (Curator's way): two given the same paths in opposite orders
+    /// deadlock. A simulator's `multi-lock` liveness check catches it.
+    MultiLockInGivenOrder,
 }

@@ -33,6 +33,7 @@
 //! | [`RevocationHeard`] `revocation-heard` | a candidate drawn revocable still holds the node a cooperative revocation request was written into, one session timeout (of its own awake time) later, without having heard it |
 //! | [`Fencing`] `fencing` | (k = 1) the fenced resource accepts a write from a leader elected before the leader of a write it had already received (a revoked leader's term ends at the deletion) |
 //! | [`TokensGrow`] `tokens-grow` | (k = 1) an `Elected` token is lower than the one before it, or equal but for another candidate (a revoked candidate's elections before it learns are not counted) |
+//! | [`MultiLockProgress`] `multi-lock` | a liveness bound after the faults stop, a multi-lock (on a live session) is still acquiring or releasing: deadlocked, or a part stuck in its queue |
 //! | [`Liveness`] `liveness` | from [`View::liveness_bound`] after the faults stop until the candidates are closed, fewer than `min(k, live)` leaders (foreign models counted by their own belief) |
 //! | [`NoHerd`] `no-herd` | one server change (a deletion, a creation, a data change) makes more than k zkelect candidates (those the swarm drew with the `Parent` strategy left out: they herd by design) send a read that reaches the server (own-node watches, not-yet-informed revoked candidates, and machines whose watch the server set after the change — a shared session's older watch fired — excluded) |
 //! | [`NoLeaks`] `no-leaks` | every process is closed or dead with its session gone, and the election path still has children other than the operator's persistent look-alikes |
@@ -49,6 +50,7 @@
 
 mod belief;
 mod books;
+mod groups;
 mod holders;
 mod image;
 mod observers;
@@ -58,6 +60,7 @@ pub use crate::invariant::{Event, Invariant, Kinds, Violation};
 use crate::world::View;
 pub use belief::{rule_of, REVOKE_GRACE};
 pub use books::{NoError, NoLeaks, OneAnswer, StaleReply};
+pub use groups::MultiLockProgress;
 pub use holders::{Fencing, Revocation, RevocationHeard, Safety, TokensGrow};
 pub use image::SingleSystemImage;
 pub use observers::Observers;
@@ -79,6 +82,7 @@ pub fn standard() -> Vec<Checker> {
         Box::new(Fencing::default()),
         Box::new(TokensGrow::default()),
         Box::new(Liveness::default()),
+        Box::new(MultiLockProgress),
         Box::new(NoHerd::default()),
         Box::new(NoLeaks::default()),
         Box::new(OneAnswer::default()),

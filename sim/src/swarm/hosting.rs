@@ -24,6 +24,10 @@ pub struct Hosting {
     /// (queue 1's first, in order), many of them riding on the sessions of
     /// the first queue's candidates.
     pub queues: Vec<SideQueue>,
+    /// Multi-locks over side queues ([`Hosting::draw_multi_locks`]), whose
+    /// parts start after every other machine, each multi-lock's in its
+    /// sorted order.
+    pub multi_locks: Vec<super::multi::MultiLockDraw>,
 }
 
 /// A further queue of the world (many recipes on one `Session`):
@@ -73,7 +77,8 @@ impl Hosting {
     /// candidate after the first rides, 1 in 2, on a host among the
     /// candidates before it with room), 3 in 10 have 1–3 observers, 2 in 3
     /// of them riding on a candidate's session; then the side queues
-    /// ([`Hosting::draw_queues`], a stream of their own).
+    /// ([`Hosting::draw_queues`], a stream of their own), and the
+    /// multi-locks ([`Hosting::draw_multi_locks`], another).
     pub fn draw(seed: u64, candidates: usize) -> Self {
         let mut rng = SimRng::new(seed, 8);
         let mut hosting = Hosting::default();
@@ -108,6 +113,7 @@ impl Hosting {
             }
         }
         hosting.draw_queues(seed, candidates);
+        hosting.draw_multi_locks(seed, candidates);
         hosting
     }
 

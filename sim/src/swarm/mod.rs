@@ -10,6 +10,7 @@
 mod env;
 mod hosting;
 mod knobs;
+mod multi;
 mod plan;
 mod recipe;
 mod scenario;
@@ -20,6 +21,7 @@ pub use crate::rng::SimRng;
 pub use env::{BadChroot, ChrootRoot, Env, TICK};
 pub use hosting::{Hosting, SideMachine, SideQueue};
 pub use knobs::{AclDraw, Knobs, Options, ProcessOptions, IDENTITY};
+pub use multi::MultiLockDraw;
 pub use plan::{Fault, FaultMix};
 pub use recipe::Queue;
 pub use scenario::{Overrides, Swarm};

@@ -122,6 +122,7 @@ impl Swarm {
     pub(crate) fn one_queue_from_seed(seed: u64, overrides: Overrides) -> Self {
         let mut swarm = Self::from_seed_without_side_faults(seed, overrides);
         swarm.env.hosting.queues.clear();
+        swarm.env.hosting.multi_locks.clear();
         swarm
     }
 
@@ -476,6 +477,7 @@ impl Hosting {
             riders: swarm.env.hosting.riders.clone(),
             observers: swarm.env.hosting.observers.clone(),
             queues: Vec::new(),
+            multi_locks: Vec::new(),
         };
         let mut rng = probe.draw_queues(seed, swarm.candidates);
         let first = swarm.candidates + swarm.env.foreign + swarm.env.hosting.observers.len();

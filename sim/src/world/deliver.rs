@@ -133,13 +133,18 @@ impl World {
             Ev::AppWrite { pid } => self.app_write(pid),
             Ev::Honour { pid } => {
                 // It honours the revocation request: it resigns (and
-                // queues again).
+                // queues again); a multi-lock's part releases the whole.
                 let host = self.view.procs[pid].host;
                 if !self.view.procs[host].crashed && agent(&self.view.procs, pid).role().is_leader()
                 {
-                    self.intent(pid, Intent::Resign { rejoin: true });
+                    match self.group_of(pid) {
+                        Some(g) => self.group_release(g),
+                        None => self.intent(pid, Intent::Resign { rejoin: true }),
+                    }
                 }
             }
+            Ev::GroupStart { g } => self.group_start(g),
+            Ev::GroupRelease { g } => self.group_release(g),
             Ev::Write { pid, token } => self.resource_write(pid, token),
             Ev::Heal => {
                 self.view.phase = Phase::Healed;

@@ -104,6 +104,10 @@ impl World {
         invariants: Vec<Box<dyn Invariant<View>>>,
         choices: Choices,
     ) -> Self {
+        let mut swarm = swarm;
+        if let Some(canary) = canary {
+            canary.furnish(&mut swarm);
+        }
         let heal_at = Timestamp::ZERO + swarm.chaos;
         let mut knobs = Knobs::from_seed(seed, canary.is_some_and(Canary::wants_wrap));
         // Curator and kazoo compare sequences as strings, and zkelect refuses
@@ -146,6 +150,7 @@ impl World {
             stats: RunStats::default(),
             lookalikes: Vec::new(),
             side_lookalikes: Vec::new(),
+            groups: Vec::new(),
             swarm,
             knobs,
         };
@@ -220,6 +225,9 @@ impl World {
             }
         }
         world.joining = 0;
+        for draw in world.view.swarm.env.hosting.multi_locks.clone() {
+            world.spawn_multi_lock(&draw);
+        }
         for (at, fault) in world.view.swarm.plan.clone() {
             world.push(at, Ev::Fault(fault));
         }

@@ -87,6 +87,10 @@ pub(super) enum Ev {
     /// The application honours a revocation request it heard: it resigns
     /// (and queues again).
     Honour { pid: usize },
+    /// Multi-lock `g`'s application starts acquiring it.
+    GroupStart { g: usize },
+    /// Multi-lock `g`'s application releases it.
+    GroupRelease { g: usize },
     /// A write reaches the fenced resource.
     Write { pid: usize, token: FencingToken },
     /// The faults stop.

@@ -168,6 +168,13 @@ impl World {
                 }
                 self.push(self.view.now + Duration::from_millis(ms), Ev::ServerUp);
             }
+            // A multi-lock's part is let go of through its multi-lock: its
+            // application releases the whole.
+            Fault::Resign { pid, .. } if awake(pid, self) && self.group_of(pid).is_some() => {
+                if let Some(g) = self.group_of(pid) {
+                    self.group_release(g);
+                }
+            }
             Fault::Resign { pid, rejoin } if awake(pid, self) => {
                 self.intent(pid, Intent::Resign { rejoin });
             }

@@ -331,9 +331,12 @@ impl World {
                 // session's connection state is a summary of the session
                 // events the world sent it.
                 zkelect_core::Event::Connection(_) => {}
-                // No swarm draws a multi-lock yet: a session here has no
-                // group to report on.
-                zkelect_core::Event::Group { .. } => {}
+                // A multi-lock's news reaches its application.
+                zkelect_core::Event::Group { group, notice } => {
+                    if let Some(g) = self.group_named(h, group) {
+                        self.group_notice(g, notice);
+                    }
+                }
             }
         }
         told

@@ -67,6 +67,7 @@ mod ev;
 mod faults;
 mod hosting;
 mod judges;
+mod multi;
 mod proc;
 mod spawn;
 mod spec;

@@ -35,6 +35,22 @@ impl World {
     pub(super) fn spawn_on(&mut self, on: Option<usize>) {
         let pid = self.view.procs.len();
         let host = on.unwrap_or(pid);
+        let Some((config, rule)) = self.candidate_config(pid) else {
+            return;
+        };
+        let settings = self.machine_settings(pid, host, Some(rule));
+        let candidate = Candidate::new(config.clone());
+        let machine = match settings.lock {
+            true => Machine::lock(candidate),
+            false => Machine::election(candidate),
+        };
+        self.start_machine(settings.apply(machine), host, Some(config));
+        self.drawn_options(pid, rule);
+    }
+
+    /// The configuration of candidate `pid` of the joining queue, and its
+    /// rule, as drawn (`None`: the world failed on it).
+    pub(super) fn candidate_config(&mut self, pid: usize) -> Option<(Config, Rule)> {
         let spec = &self.view.queues[self.joining];
         let rule = spec.queue.rule(spec.leaders, self.view.seed, pid);
         let scheme = spec.scheme;
@@ -54,20 +70,20 @@ impl World {
         if let Some(canary) = self.canary {
             builder = canary.configure(builder);
         }
-        let options = self.view.knobs.options;
-        let drawn = options.process(self.view.seed, pid);
-        let weight = options.weight(self.view.seed, pid, rule);
-        let config = match builder.build() {
-            Ok(c) => c,
-            Err(e) => return self.fail("config", format!("{e}")),
-        };
-        let settings = self.machine_settings(pid, host, Some(rule));
-        let candidate = Candidate::new(config.clone());
-        let machine = match settings.lock {
-            true => Machine::lock(candidate),
-            false => Machine::election(candidate),
-        };
-        self.start_machine(settings.apply(machine), host, Some(config));
+        match builder.build() {
+            Ok(c) => Some((c, rule)),
+            Err(e) => {
+                self.fail("config", format!("{e}"));
+                None
+            }
+        }
+    }
+
+    /// What the checkers must know of process `pid`'s drawn options: its
+    /// weight, whether it hears revocation requests, whether it downgrades.
+    pub(super) fn drawn_options(&mut self, pid: usize, rule: Rule) {
+        let drawn = self.view.knobs.options.process(self.view.seed, pid);
+        let weight = self.view.knobs.options.weight(self.view.seed, pid, rule);
         if let Some(p) = self.view.procs.get_mut(pid) {
             p.weight = weight;
             p.revocable = drawn.revocable;
@@ -186,6 +202,31 @@ impl World {
         if host == pid {
             self.connect_later(pid);
         }
+    }
+
+    /// Process `pid` is machine `id`, which the session of process `host`
+    /// added itself (a multi-lock's part), in queue `queue`.
+    pub(super) fn attach_machine(
+        &mut self,
+        host: usize,
+        id: MachineId,
+        queue: usize,
+        config: Config,
+    ) -> usize {
+        let pid = self.view.procs.len();
+        self.net.add();
+        let mut proc = Proc::new(
+            Member::Zkelect { id, exit: None },
+            host,
+            queue,
+            self.view.now,
+        );
+        proc.config = Some(Rc::new(config));
+        proc.timeout = self.view.swarm.session_timeout;
+        self.view.procs.push(proc);
+        self.view.procs[host].machines.push(pid);
+        self.view.recount(pid);
+        pid
     }
 
     /// Process `pid`'s client connects soon: within 50 ms, or later when

@@ -43,6 +43,10 @@ pub struct RunStats {
     pub downgrades: u64,
     /// Holds of semaphore permits by nodes asking for more than one.
     pub weighted_holds: u64,
+    /// Multi-locks held whole.
+    pub multi_lock_holds: u64,
+    /// Multi-lock acquisitions given up at their deadline.
+    pub multi_lock_give_ups: u64,
 }
 
 impl RunStats {
@@ -67,6 +71,8 @@ impl RunStats {
         self.revocations_heard += other.revocations_heard;
         self.downgrades += other.downgrades;
         self.weighted_holds += other.weighted_holds;
+        self.multi_lock_holds += other.multi_lock_holds;
+        self.multi_lock_give_ups += other.multi_lock_give_ups;
     }
 }
 
@@ -74,7 +80,7 @@ impl std::fmt::Display for RunStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} steps, {} server ops, {} elections (+{} foreign), {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies, {} look-alikes ({} skips), {} runs clamped down, {} up, {} revocation requests ({} heard), {} downgrades, {} weighted holds",
+            "{} steps, {} server ops, {} elections (+{} foreign), {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies, {} look-alikes ({} skips), {} runs clamped down, {} up, {} revocation requests ({} heard), {} downgrades, {} weighted holds, {} multi-locks held ({} given up)",
             self.steps,
             self.server_ops,
             self.elections,
@@ -91,7 +97,9 @@ impl std::fmt::Display for RunStats {
             self.revocation_requests,
             self.revocations_heard,
             self.downgrades,
-            self.weighted_holds
+            self.weighted_holds,
+            self.multi_lock_holds,
+            self.multi_lock_give_ups
         )
     }
 }

@@ -95,6 +95,8 @@ pub struct View {
     pub(super) side_lookalikes: Vec<String>,
     /// The checkers' counts, kept as processes change.
     pub(super) counts: Counts,
+    /// The multi-locks.
+    pub(super) groups: Vec<super::multi::Group>,
 }
 
 impl View {

@@ -666,6 +666,14 @@ fn lock_config(path: &str, id: &str, seed: u64) -> Config {
         .expect("valid config")
 }
 
+/// Adds a multi-lock over `configs` to the harness's session and starts
+/// acquiring it.
+fn start_multi_lock(h: &mut Harness, configs: Vec<Config>, give_up: Option<Duration>) -> GroupId {
+    let gid = h.s.add_multi_lock(h.now, configs).expect("valid");
+    assert_eq!(h.s.acquire_group(h.now, gid, give_up), Ok(true));
+    gid
+}
+
 fn group_notices(h: &Harness, gid: GroupId) -> Vec<GroupNotice> {
     h.events
         .iter()
@@ -684,21 +692,17 @@ fn group_notices(h: &Harness, gid: GroupId) -> Vec<GroupNotice> {
 fn two_multi_locks_take_their_paths_in_sorted_order_and_never_deadlock() {
     let mut h = Harness::new(SessionConfig::new(1));
     h.connect();
-    let a =
-        h.s.add_multi_lock(
-            h.now,
-            vec![lock_config("/b", "a", 1), lock_config("/a", "a", 2)],
-            None,
-        )
-        .expect("valid");
+    let a = start_multi_lock(
+        &mut h,
+        vec![lock_config("/b", "a", 1), lock_config("/a", "a", 2)],
+        None,
+    );
     h.pump();
-    let b =
-        h.s.add_multi_lock(
-            h.now,
-            vec![lock_config("/a", "b", 3), lock_config("/b", "b", 4)],
-            None,
-        )
-        .expect("valid");
+    let b = start_multi_lock(
+        &mut h,
+        vec![lock_config("/a", "b", 3), lock_config("/b", "b", 4)],
+        None,
+    );
     h.pump();
     let paths = |gid| -> Vec<String> {
         h.s.group(gid)
@@ -721,7 +725,7 @@ fn two_multi_locks_take_their_paths_in_sorted_order_and_never_deadlock() {
     h.s.release_group(h.now, a).expect("runs");
     h.pump();
     assert_eq!(group_notices(&h, a).last(), Some(&GroupNotice::Released));
-    assert!(h.s.group(a).is_none(), "over");
+    assert!(h.s.group_lock(a).is_some_and(|l| l.is_idle()), "idle");
     assert!(h.s.group_holds(b));
     let Some(GroupNotice::Held { tokens }) = group_notices(&h, b).first().cloned() else {
         panic!("b holds: {:?}", group_notices(&h, b));
@@ -740,13 +744,11 @@ fn a_multi_lock_gives_up_at_its_deadline_and_releases_what_it_took() {
     h.connect();
     let other = h.add(lock("/b", "x", 9));
     h.join(other);
-    let g =
-        h.s.add_multi_lock(
-            h.now,
-            vec![lock_config("/a", "a", 1), lock_config("/b", "a", 2)],
-            Some(Duration::from_secs(1)),
-        )
-        .expect("valid");
+    let g = start_multi_lock(
+        &mut h,
+        vec![lock_config("/a", "a", 1), lock_config("/b", "a", 2)],
+        Some(Duration::from_secs(1)),
+    );
     h.pump();
     assert_eq!(h.zk.children("/a").len(), 1, "it holds /a");
     assert_eq!(h.zk.children("/b").len(), 2, "and queues on /b");
@@ -765,13 +767,11 @@ fn a_multi_lock_gives_up_at_its_deadline_and_releases_what_it_took() {
 fn a_part_lost_after_the_multi_lock_held_loses_the_whole() {
     let mut h = Harness::new(SessionConfig::new(1));
     h.connect();
-    let g =
-        h.s.add_multi_lock(
-            h.now,
-            vec![lock_config("/a", "a", 1), lock_config("/b", "a", 2)],
-            None,
-        )
-        .expect("valid");
+    let g = start_multi_lock(
+        &mut h,
+        vec![lock_config("/a", "a", 1), lock_config("/b", "a", 2)],
+        None,
+    );
     h.pump();
     assert!(h.s.group_holds(g));
     let node = h.zk.children("/b").pop().unwrap();
@@ -800,13 +800,11 @@ fn a_part_lost_while_acquiring_queues_again_and_the_group_goes_on() {
     h.connect();
     let blocker = h.add(lock("/b", "x", 9));
     h.join(blocker);
-    let g =
-        h.s.add_multi_lock(
-            h.now,
-            vec![lock_config("/a", "a", 1), lock_config("/b", "a", 2)],
-            None,
-        )
-        .expect("valid");
+    let g = start_multi_lock(
+        &mut h,
+        vec![lock_config("/a", "a", 1), lock_config("/b", "a", 2)],
+        None,
+    );
     h.pump();
     // An operator deletes our /a node while we wait on /b.
     let parts = h.s.group(g).unwrap();
@@ -833,6 +831,58 @@ fn a_part_lost_while_acquiring_queues_again_and_the_group_goes_on() {
     h.s.close(h.now, blocker).expect("runs");
     h.pump();
     assert!(h.s.group_holds(g), "{:?}", group_notices(&h, g));
+}
+
+/// A released multi-lock is idle, not gone: it is acquired again (new
+/// nodes, new tokens) as a lock's handle is, and closing it ends it.
+#[test]
+fn a_released_multi_lock_is_taken_again_and_closing_it_ends_it() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let g = start_multi_lock(
+        &mut h,
+        vec![lock_config("/b", "a", 1), lock_config("/a", "a", 2)],
+        None,
+    );
+    h.pump();
+    let tokens = |h: &Harness| -> Vec<Vec<(String, crate::FencingToken)>> {
+        group_notices(h, g)
+            .into_iter()
+            .filter_map(|n| match n {
+                GroupNotice::Held { tokens } => Some(tokens),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(tokens(&h).len(), 1);
+    assert_eq!(
+        h.s.acquire_group(h.now, g, None),
+        Ok(false),
+        "busy: nothing changes"
+    );
+    h.s.release_group(h.now, g).expect("runs");
+    h.pump();
+    assert_eq!(group_notices(&h, g).last(), Some(&GroupNotice::Released));
+    assert!(h.zk.children("/a").is_empty() && h.zk.children("/b").is_empty());
+    assert_eq!(
+        h.s.group(g).map(|p| p.len()),
+        Some(2),
+        "its parts stay, idle"
+    );
+    assert_eq!(h.s.acquire_group(h.now, g, None), Ok(true));
+    h.pump();
+    let held = tokens(&h);
+    assert_eq!(held.len(), 2, "held again");
+    for (before, after) in held[0].iter().zip(&held[1]) {
+        assert_eq!(before.0, after.0, "same paths, in sorted order");
+        assert!(after.1 > before.1, "a new node, a higher token: {held:?}");
+    }
+    h.s.close_group(h.now, g).expect("runs");
+    h.pump();
+    assert!(h.zk.children("/a").is_empty() && h.zk.children("/b").is_empty());
+    assert_eq!(h.s.group(g), None, "gone with its parts");
+    assert_eq!(h.s.machines().count(), 0);
+    assert_eq!(h.s.acquire_group(h.now, g, None), Err(GroupGone(g)));
 }
 
 /// Found by the simulator (a rider's close timed out while its session was

@@ -1,0 +1,77 @@
+//! Multi-locks: several side queues' locks taken all or none by one
+//! application ([`MultiLockDraw`]), each part a machine riding on one
+//! candidate's session, run by the core's
+//! [`MultiLock`](zkelect_core::multilock::MultiLock).
+
+use std::time::Duration;
+
+use super::hosting::{Hosting, SideQueue};
+use super::recipe::Queue;
+use crate::rng::SimRng;
+
+/// One multi-lock of the world: the queues of its parts, in the order its
+/// application names them (two multi-locks may name the same queues in
+/// opposite orders; the core takes them sorted), the candidate whose
+/// session its parts ride on, and how long it tries before it gives up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MultiLockDraw {
+    /// The queues of its parts (indices of the world's queues: 1 and up are
+    /// [`Hosting::queues`]), as named.
+    pub queues: Vec<usize>,
+    /// The first queue's candidate whose session its parts ride on.
+    pub on: usize,
+    /// Gives up an acquisition after this long (`try_acquire(timeout)`);
+    /// `None`: waits as long as it takes.
+    pub give_up: Option<Duration>,
+}
+
+impl Hosting {
+    /// Draws multi-locks for `seed` from a stream of their own (label 25),
+    /// after every other draw of the hosting, so those stay put: 1 in 6
+    /// seeds add 2 or 3 lock queues of their own (a mutex, a semaphore or a
+    /// read-write lock; no other machine) and 2 or 3 multi-locks over 2 or
+    /// 3 of them each, named in a shuffled order, each riding on a candidate
+    /// that runs on its own session; 1 in 2 give up after 2–12 s.
+    pub fn draw_multi_locks(&mut self, seed: u64, candidates: usize) {
+        let mut rng = SimRng::new(seed, 25);
+        if candidates == 0 || !rng.chance(1.0 / 6.0) {
+            return;
+        }
+        let first = self.queues.len() + 1;
+        let n = rng.range(2, 3) as usize;
+        for _ in 0..n {
+            let (queue, k) = match rng.range(0, 2) {
+                0 => (Queue::Mutex, 1),
+                1 => (Queue::Semaphore, rng.range(2, 3) as u32),
+                _ => (
+                    Queue::ReadWrite {
+                        writers: [50, 80, 100][rng.range(0, 2) as usize],
+                    },
+                    1,
+                ),
+            };
+            self.queues.push(SideQueue {
+                queue,
+                leaders: k,
+                machines: Vec::new(),
+            });
+        }
+        let hosts: Vec<usize> = (0..candidates).filter(|&h| self.host(h) == h).collect();
+        for _ in 0..rng.range(2, 3) {
+            let mut queues: Vec<usize> = (first..first + n).collect();
+            for i in (1..queues.len()).rev() {
+                queues.swap(i, rng.range(0, i as u64) as usize);
+            }
+            queues.truncate(rng.range(2, n as u64) as usize);
+            let on = hosts[rng.range(0, hosts.len() as u64 - 1) as usize];
+            let give_up = rng
+                .chance(0.5)
+                .then(|| Duration::from_millis(rng.range(2_000, 12_000)));
+            self.multi_locks.push(MultiLockDraw {
+                queues,
+                on,
+                give_up,
+            });
+        }
+    }
+}
