@@ -10,6 +10,15 @@ use crate::world::{Process, View};
 /// deletion's notification reaches it.
 pub const REVOKE_GRACE: u32 = 1;
 
+/// How many session timeouts a revocable holder may go on holding before
+/// it hears a cooperative revocation request written into its node. Two,
+/// not one: a request written while the holder is cut off reaches it only
+/// once it is back in contact — within one session timeout it is back, or
+/// its lease is gone — and its read of the request may be cut off again,
+/// leaving it the rest of its lease (the swarm found both, seed 8661 of
+/// `0..200000 all`).
+pub const REQUEST_GRACE: u32 = 2;
+
 /// Whether `p` is a candidate whose node an operator deleted, which has not
 /// learned it yet and is still within its grace: [`REVOKE_GRACE`](super::REVOKE_GRACE) session
 /// timeouts of its own awake time since the deletion.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use zkelect_core::{FencingToken, Notice, Recipe, Role};
 
 use super::belief::{
-    exclusive, holds_by_lease, revoked_foreign, revoked_in_grace, rule_of, who, REVOKE_GRACE,
+    exclusive, holds_by_lease, revoked_foreign, revoked_in_grace, rule_of, who, REQUEST_GRACE,
 };
 use crate::invariant::{Event, Holds, Invariant, Kinds};
 use crate::world::{Process, View};
@@ -177,8 +177,9 @@ impl Invariant<View> for Revocation {
 
 /// A revocable holder hears a cooperative revocation request written into
 /// its node (`Notice::RevocationRequested`) within
-/// [`REVOKE_GRACE`](super::REVOKE_GRACE) session timeouts of its own awake
-/// time, as long as it still holds that node: the request travels as a data
+/// [`REQUEST_GRACE`](super::REQUEST_GRACE) session timeouts of its own
+/// awake time, as long as it still holds that node and nothing else wrote
+/// over the request: the request travels as a data
 /// change of a node it watches, so only a machine that does not watch its
 /// own node's data (or drops the change) misses it.
 #[derive(Debug, Default)]
@@ -211,7 +212,7 @@ impl Invariant<View> for RevocationHeard {
             let holds_it =
                 matches!(p.agent.role(), Role::Leader(_)) && p.agent.node() == Some(node);
             let since = at.max(p.resumed_at);
-            let late = !p.paused && world.now() >= since + p.session_timeout * REVOKE_GRACE;
+            let late = !p.paused && world.now() >= since + p.session_timeout * REQUEST_GRACE;
             if holds_it && !p.crashed && late {
                 return Err(format!(
                     "p{} still holds {node} and has not heard the revocation request written into it at {at}",

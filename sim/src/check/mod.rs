@@ -30,7 +30,7 @@
 //! |---|---|
 //! | [`Safety`] `safety` | more than k processes believe they lead at once (in a weighted semaphore: the permits they were drawn to ask for add up to more than k; in a read-write lock a writer that downgraded counts as the reader it believes it is): zkelect candidates holding [`Role::Leader`](zkelect_core::Role::Leader) and foreign models whose recipe says they hold (in runs with pauses only while their lease holds too; a candidate whose node an operator deleted is not counted until it learns, for at most [`REVOKE_GRACE`] session timeouts; a foreign model so revoked is not counted, it never learns) |
 //! | [`Revocation`] `revocation` | a candidate whose node an operator deleted still leads one session timeout (of its own awake time) later |
-//! | [`RevocationHeard`] `revocation-heard` | a candidate drawn revocable still holds the node a cooperative revocation request was written into, one session timeout (of its own awake time) later, without having heard it |
+//! | [`RevocationHeard`] `revocation-heard` | a candidate drawn revocable still holds the node a cooperative revocation request was written into (and nothing wrote over it since), [`REQUEST_GRACE`] session timeouts (of its own awake time) later, without having heard it |
 //! | [`Fencing`] `fencing` | (k = 1) the fenced resource accepts a write from a leader elected before the leader of a write it had already received (a revoked leader's term ends at the deletion) |
 //! | [`TokensGrow`] `tokens-grow` | (k = 1) an `Elected` token is lower than the one before it, or equal but for another candidate (a revoked candidate's elections before it learns are not counted) |
 //! | [`MultiLockProgress`] `multi-lock` | a liveness bound after the faults stop, a multi-lock (on a live session) is still acquiring or releasing: deadlocked, or a part stuck in its queue |
@@ -58,7 +58,7 @@ mod progress;
 
 pub use crate::invariant::{Event, Invariant, Kinds, Violation};
 use crate::world::View;
-pub use belief::{rule_of, REVOKE_GRACE};
+pub use belief::{rule_of, REQUEST_GRACE, REVOKE_GRACE};
 pub use books::{NoError, NoLeaks, OneAnswer, StaleReply};
 pub use groups::MultiLockProgress;
 pub use holders::{Fencing, Revocation, RevocationHeard, Safety, TokensGrow};

@@ -408,6 +408,16 @@ impl World {
         };
         let path = format!("{}/{node}", self.path_of(pid));
         self.operator(|zk, now, s| zk.set_data(now, s, &path, b"touched", None));
+        // A revocation request written into the node before is overwritten:
+        // nothing is left to hear (seed 14550 of `0..200000 all`).
+        if self.view.procs[pid]
+            .asked
+            .as_ref()
+            .is_some_and(|(asked, _)| *asked == node)
+        {
+            self.view.procs[pid].asked = None;
+            self.view.recount(pid);
+        }
     }
 
     /// Process `pid` asks the holder of its lock to let go: a cooperative
