@@ -368,6 +368,13 @@ pub enum LockError {
     /// The session is closed (or closing).
     #[error("the session is closed")]
     Closed,
+    /// A multi-lock's paths are not a set of locks (none, or one twice).
+    #[error(transparent)]
+    MultiLock(#[from] zkelect_core::MultiLockError),
+    /// This multi-lock handle already acquires or holds: one acquisition at
+    /// a time per handle (a multi-lock is not reentrant).
+    #[error("this multi-lock is already acquiring or held")]
+    InUse,
 }
 
 #[cfg(test)]

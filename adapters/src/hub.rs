@@ -32,11 +32,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 
 use futures_util::FutureExt;
+use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, info, warn};
+
+use zkelect_core::multilock::MultiLockError;
 use zkelect_core::{
-    Command, Event, Exit, Gone, Machine, MachineId, Notice, OpId, Participant, Reply, Request,
-    Role, Rule, Session, SessionConfig, Timestamp, ZkCode,
+    Command, Config, Event, Exit, Gone, GroupGone, GroupId, GroupNotice, Machine, MachineId,
+    Notice, OpId, Participant, Reply, Request, Role, Rule, Session, SessionConfig, Timestamp,
+    ZkCode,
 };
 
 use crate::clock::Clock;
@@ -139,6 +143,8 @@ pub(crate) struct State {
     held: Vec<(MachineId, Notice)>,
     /// Told once the session has closed (after the transport's close).
     closers: Vec<oneshot::Sender<()>>,
+    /// Each multi-lock's notices since its last acquisition began.
+    groups: BTreeMap<GroupId, watch::Sender<Vec<GroupNotice>>>,
     /// The pump has ended: the session is closed for good.
     ended: bool,
 }
@@ -166,6 +172,7 @@ impl Hub {
                 told: false,
                 held: Vec::new(),
                 closers: Vec::new(),
+                groups: BTreeMap::new(),
                 ended: false,
             }),
             transport: Arc::downgrade(transport),
@@ -208,6 +215,55 @@ impl Hub {
         let done = apply(&mut st.session, now);
         self.carry_out(&mut st, None);
         done
+    }
+
+    /// Adds a multi-lock over `configs` (idle): its name, and a watch of its
+    /// notices since its last acquisition began.
+    pub(crate) fn add_group(
+        &self,
+        configs: Vec<Config>,
+    ) -> Result<(GroupId, watch::Receiver<Vec<GroupNotice>>), MultiLockError> {
+        let mut st = self.lock();
+        let now = self.clock.now();
+        let gid = st.session.add_multi_lock(now, configs)?;
+        let (tx, rx) = watch::channel(Vec::new());
+        st.groups.insert(gid, tx);
+        self.carry_out(&mut st, None);
+        Ok((gid, rx))
+    }
+
+    /// Starts acquiring multi-lock `gid` afresh (its notices cleared):
+    /// `Ok(false)` if it is not idle.
+    pub(crate) fn acquire_group(
+        &self,
+        gid: GroupId,
+        give_up_after: Option<Duration>,
+    ) -> Result<bool, GroupGone> {
+        let mut st = self.lock();
+        let now = self.clock.now();
+        let idle = st.session.group_lock(gid).is_some_and(|l| l.is_idle());
+        if idle {
+            if let Some(tx) = st.groups.get(&gid) {
+                tx.send_modify(Vec::clear);
+            }
+        }
+        let started = st.session.acquire_group(now, gid, give_up_after);
+        self.carry_out(&mut st, None);
+        started
+    }
+
+    /// Releases multi-lock `gid` (`close`: and ends it).
+    pub(crate) fn release_group(&self, gid: GroupId, close: bool) {
+        let mut st = self.lock();
+        let now = self.clock.now();
+        let _gone = match close {
+            true => st.session.close_group(now, gid),
+            false => st.session.release_group(now, gid),
+        };
+        self.carry_out(&mut st, None);
+        if close {
+            st.groups.remove(&gid);
+        }
     }
 
     /// Closes machine `id`: told once it has left the session (`None` if it
@@ -355,6 +411,9 @@ impl Hub {
                 }
                 Event::Group { group, notice } => {
                     debug!(%group, ?notice, "multi-lock");
+                    if let Some(tx) = st.groups.get(&group) {
+                        tx.send_modify(|notices| notices.push(notice));
+                    }
                 }
                 Event::Updated(machine) => {
                     let (Some(board), Some(now)) = (

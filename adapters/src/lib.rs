@@ -381,6 +381,7 @@ mod hub;
 mod lock;
 #[cfg(feature = "memory")]
 pub mod memory;
+mod multi_lock;
 mod observer;
 mod session;
 #[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
@@ -403,6 +404,7 @@ pub use error::{
     TlsError,
 };
 pub use lock::{LockGuard, Mutex, RwLock, Semaphore};
+pub use multi_lock::{MultiLock, MultiLockGuard};
 pub use observer::{Observation, ObserveBuilder};
 pub use session::Session;
 #[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]

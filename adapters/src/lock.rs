@@ -72,7 +72,7 @@ impl Session {
 /// How long [`LockGuard::release`] and a timed-out
 /// [`Mutex::try_acquire`] wait for the node's deletion before returning
 /// (it goes on in the background).
-const RELEASE_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const RELEASE_WAIT: Duration = Duration::from_secs(5);
 
 /// What a lock handle needs to start a hold: where, under which rule, as whom.
 #[derive(Debug, Clone)]

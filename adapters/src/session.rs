@@ -121,6 +121,10 @@ impl Session {
     }
 
     /// The session's transport, while it is open (for guarded writes).
+    pub(crate) fn hub(&self) -> &Hub {
+        &self.inner.hub
+    }
+
     pub(crate) fn transport(&self) -> Weak<dyn Transport> {
         Weak::clone(&self.inner.transport)
     }
