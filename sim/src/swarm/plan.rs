@@ -186,6 +186,8 @@ impl Fault {
             | Self::Close { pid }
             | Self::Revoke { pid }
             | Self::TouchData { pid }
+            // The asker's: the holder it asks is whoever holds then.
+            | Self::AskRevoke { pid }
             | Self::LagEvents { pid, .. }
             | Self::Delay { pid, .. } => Some(pid),
             Self::RestartServer { .. }
