@@ -277,11 +277,7 @@ impl MultiLockGuard {
         let mut notices = self.notices.clone();
         drop(self);
         let released = async {
-            while !notices
-                .borrow_and_update()
-                .iter()
-                .any(|n| *n == GroupNotice::Released)
-            {
+            while !notices.borrow_and_update().contains(&GroupNotice::Released) {
                 if notices.changed().await.is_err() {
                     return;
                 }
