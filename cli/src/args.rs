@@ -448,9 +448,6 @@ pub(crate) enum CanaryArg {
     /// Drawn revocable but built without it: never hears a cooperative
     /// revocation request (caught by the revocation-heard checker).
     DeafToRevocation,
-    /// A multi-lock that takes its locks in the order it is given them, not
-    /// sorted (caught by the multi-lock checker: two such deadlock).
-    ArrivalOrder,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

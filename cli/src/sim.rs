@@ -80,7 +80,6 @@ pub(crate) fn sim(args: SimArgs) -> Result<ExitCode, Failure> {
             CanaryArg::StormingParents => Canary::StormingParents,
             CanaryArg::WeightBlind => Canary::WeightBlind,
             CanaryArg::DeafToRevocation => Canary::DeafToRevocation,
-            CanaryArg::ArrivalOrder => Canary::ArrivalOrder,
         }),
         keep_trace: args.trace || args.save.is_some() || args.timeline.is_some(),
     };

@@ -104,14 +104,6 @@ pub enum Canary {
     /// reported. Run with every process drawn revocable and requests in the
     /// plan. Targets `revocation-heard`.
     DeafToRevocation,
-    /// A multi-lock that takes its locks in the order its application names
-    /// them instead of sorted by path (its paths are renamed, for its
-    /// decisions only, so that they sort in that order), as Curator's
-    /// `InterProcessMultiLock` does: two given the same locks in opposite
-    /// orders can each hold one and wait for the other forever. Run with two
-    /// mutexes and two such multi-locks that never give up. Targets
-    /// `multi-lock`.
-    ArrivalOrder,
 }
 
 /// What a canary may know of its candidate and the world when it rewrites
@@ -161,7 +153,7 @@ impl Swarm {
 
 impl Canary {
     /// Every canary.
-    pub const ALL: [Canary; 16] = [
+    pub const ALL: [Canary; 15] = [
         Canary::IgnoresDisconnect,
         Canary::Unprotected,
         Canary::ParentWatch,
@@ -177,7 +169,6 @@ impl Canary {
         Canary::StormingParents,
         Canary::WeightBlind,
         Canary::DeafToRevocation,
-        Canary::ArrivalOrder,
     ];
 
     /// The queue it runs in: the new rule canaries their rule's, every other
@@ -211,7 +202,6 @@ impl Canary {
             Canary::StormingParents => "storming-parents",
             Canary::WeightBlind => "weight-blind",
             Canary::DeafToRevocation => "deaf-to-revocation",
-            Canary::ArrivalOrder => "arrival-order",
         }
     }
 
@@ -238,7 +228,6 @@ impl Canary {
             Canary::StormingParents => "no-storm",
             Canary::WeightBlind => "safety",
             Canary::DeafToRevocation => "revocation-heard",
-            Canary::ArrivalOrder => "multi-lock",
         }
     }
 
@@ -259,8 +248,7 @@ impl Canary {
             | Canary::WriterIgnoresReaders
             | Canary::MutexAnyDeletion
             | Canary::TrustsBehind
-            | Canary::StormingParents
-            | Canary::ArrivalOrder => builder,
+            | Canary::StormingParents => builder,
         }
     }
 
@@ -375,38 +363,6 @@ impl Canary {
                 ));
             }
             _ => {}
-        }
-    }
-
-    /// Furnishes the world `swarm` runs in with what this canary needs that
-    /// the scenario's encodings do not carry (the world calls it, so a fuzz
-    /// case or a minimised plan runs with it too): for
-    /// [`Canary::ArrivalOrder`], two mutexes of their own and two
-    /// multi-locks naming them in opposite orders, on two candidates'
-    /// sessions, waiting as long as it takes.
-    pub fn furnish(self, swarm: &mut Swarm) {
-        if self != Canary::ArrivalOrder || !swarm.env.hosting.multi_locks.is_empty() {
-            return;
-        }
-        swarm.candidates = swarm.candidates.max(2);
-        let first = swarm.env.hosting.queues.len() + 1;
-        for _ in 0..2 {
-            swarm.env.hosting.queues.push(crate::swarm::SideQueue {
-                queue: Queue::Mutex,
-                leaders: 1,
-                machines: Vec::new(),
-            });
-        }
-        for (queues, on) in [(vec![first, first + 1], 0), (vec![first + 1, first], 1)] {
-            swarm
-                .env
-                .hosting
-                .multi_locks
-                .push(crate::swarm::MultiLockDraw {
-                    queues,
-                    on,
-                    give_up: None,
-                });
         }
     }
 

@@ -26,6 +26,32 @@ pub struct MultiLockDraw {
 }
 
 impl Hosting {
+    /// Two mutexes of their own and two multi-locks naming them in
+    /// opposite orders, on candidates 0 and 1's sessions, waiting as long as
+    /// it takes (unless it has multi-locks already): the world in which a
+    /// multi-lock taking its locks in the order given (the planted
+    /// `MultiLockInGivenOrder`) deadlocks.
+    pub fn opposed_multi_locks(&mut self) {
+        if !self.multi_locks.is_empty() {
+            return;
+        }
+        let first = self.queues.len() + 1;
+        for _ in 0..2 {
+            self.queues.push(SideQueue {
+                queue: Queue::Mutex,
+                leaders: 1,
+                machines: Vec::new(),
+            });
+        }
+        for (queues, on) in [(vec![first, first + 1], 0), (vec![first + 1, first], 1)] {
+            self.multi_locks.push(MultiLockDraw {
+                queues,
+                on,
+                give_up: None,
+            });
+        }
+    }
+
     /// Draws multi-locks for `seed` from a stream of their own (label 25),
     /// after every other draw of the hosting, so those stay put: 1 in 6
     /// seeds add 2 or 3 lock queues of their own (a mutex, a semaphore or a

@@ -143,6 +143,11 @@ impl World {
                     }
                 }
             }
+            Ev::AddMultiLocks => {
+                for draw in self.view.swarm.env.hosting.multi_locks.clone() {
+                    self.spawn_multi_lock(&draw);
+                }
+            }
             Ev::GroupStart { g } => self.group_start(g),
             Ev::GroupRelease { g } => self.group_release(g),
             Ev::Write { pid, token } => self.resource_write(pid, token),

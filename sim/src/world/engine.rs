@@ -104,10 +104,6 @@ impl World {
         invariants: Vec<Box<dyn Invariant<View>>>,
         choices: Choices,
     ) -> Self {
-        let mut swarm = swarm;
-        if let Some(canary) = canary {
-            canary.furnish(&mut swarm);
-        }
         let heal_at = Timestamp::ZERO + swarm.chaos;
         let mut knobs = Knobs::from_seed(seed, canary.is_some_and(Canary::wants_wrap));
         // Curator and kazoo compare sequences as strings, and zkelect refuses
@@ -225,8 +221,8 @@ impl World {
             }
         }
         world.joining = 0;
-        for draw in world.view.swarm.env.hosting.multi_locks.clone() {
-            world.spawn_multi_lock(&draw);
+        if !world.view.swarm.env.hosting.multi_locks.is_empty() {
+            world.push(Timestamp::ZERO, Ev::AddMultiLocks);
         }
         for (at, fault) in world.view.swarm.plan.clone() {
             world.push(at, Ev::Fault(fault));

@@ -87,6 +87,9 @@ pub(super) enum Ev {
     /// The application honours a revocation request it heard: it resigns
     /// (and queues again).
     Honour { pid: usize },
+    /// The drawn multi-locks are added to their sessions (the run's first
+    /// event, so a bug planted before the run is in their sessions).
+    AddMultiLocks,
     /// Multi-lock `g`'s application starts acquiring it.
     GroupStart { g: usize },
     /// Multi-lock `g`'s application releases it.

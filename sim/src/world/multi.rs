@@ -11,9 +11,8 @@
 use std::time::Duration;
 
 use zkelect_core::multilock::{GroupNotice, MultiLock};
-use zkelect_core::{GroupId, Planted, Role, Timestamp};
+use zkelect_core::{GroupId, Role, Timestamp};
 
-use crate::canary::Canary;
 use crate::swarm::MultiLockDraw;
 
 use super::engine::World;
@@ -60,10 +59,6 @@ impl World {
         let Some(session) = self.view.procs[host].session.as_mut() else {
             return;
         };
-        // The canary's session takes its parts in the order named.
-        if self.canary == Some(Canary::ArrivalOrder) {
-            session.plant(Planted::MultiLockInGivenOrder);
-        }
         let made = session.add_multi_lock(now, configs.iter().map(|(c, _, _)| c.clone()).collect());
         let gid = match made {
             Ok(gid) => gid,
