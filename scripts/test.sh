@@ -67,5 +67,8 @@ cargo install --quiet --debug --locked --path cli --root "$root"
 "$root/bin/zkelect" sim --seeds 3 >/dev/null
 rm -rf "$root"
 
+step "minimum Rust version: the published crates check on the rust-version they declare"
+bash scripts/msrv.sh
+
 step "tests (unit, property, simulator, real ZooKeeper servers)"
 cargo test --workspace
