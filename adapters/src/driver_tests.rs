@@ -151,10 +151,10 @@ async fn join(transport: impl Transport) -> (Election, mpsc::UnboundedSender<Tra
 
 #[tokio::test(start_paused = true)]
 async fn replies_are_correlated_even_when_they_complete_out_of_order() {
-    // After the create, the listing and the own-node watch (a child watch
-    // or a data read, depending on what the transport reports) are issued
-    // together, listing first; the listing answers last. Equal delays for the
-    // two would leave their order to the scheduler.
+    // Two elections on one session join together: after their creates,
+    // their listings are out together, and the first one issued answers
+    // last. Equal delays for the two would leave their order to the
+    // scheduler.
     let transport = Scripted {
         delays: HashMap::from([
             ("exists", Duration::from_millis(300)),
@@ -164,8 +164,15 @@ async fn replies_are_correlated_even_when_they_complete_out_of_order() {
         ..Scripted::default()
     };
     let log = Arc::clone(&transport.log);
-    let (election, _events) = join(transport).await;
+    let (_tx, rx) = events();
+    let session = crate::Session::from_transport(transport, rx);
+    let (election, other) = tokio::join!(
+        session.election(PATH).id("a").join(),
+        session.election("/svc/other").id("b").join()
+    );
+    let (election, other) = (election.unwrap(), other.unwrap());
     assert_eq!(election.wait_leader().await.unwrap().0, TOKEN);
+    assert_eq!(other.wait_leader().await.unwrap().0, TOKEN);
     tokio::time::sleep(Duration::from_secs(1)).await;
     let log = log.lock().unwrap().clone();
     let issued: Vec<_> = log
@@ -177,11 +184,13 @@ async fn replies_are_correlated_even_when_they_complete_out_of_order() {
         .filter_map(|l| l.strip_prefix("answered "))
         .collect();
     assert_ne!(issued, answered, "replies overtook each other: {log:?}");
-    let m = election.metrics();
-    assert_eq!(m.stale_replies, 0, "every reply matched its request");
-    assert_eq!(m.op_errors, 0);
-    assert!(election.role().is_leader());
-    election.close().await;
+    for e in [&election, &other] {
+        let m = e.metrics();
+        assert_eq!(m.stale_replies, 0, "every reply matched its request");
+        assert_eq!(m.op_errors, 0);
+        assert!(e.role().is_leader());
+    }
+    session.close().await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -458,11 +467,16 @@ async fn a_new_holder_hears_of_its_hold_before_the_requests_that_follow_it_go_ou
                     stat: stat(TOKEN),
                 })
             }
-            // The lock's queue holds our node alone; our node has no children.
+            // The lock's queue holds our node and a newer one (which may
+            // have listed before ours held: the marker is worth writing);
+            // our node has no children.
             Request::GetChildren { path, .. } => Ok(Reply::Children(
                 created
                     .strip_prefix(&format!("{path}/"))
-                    .map(|name| vec![name.to_owned()])
+                    .map(|name| {
+                        let newer = format!("{}1", &name[..name.len() - 1]);
+                        vec![name.to_owned(), newer]
+                    })
                     .unwrap_or_default(),
             )),
             other => {
@@ -619,7 +633,9 @@ async fn two_machines_watching_one_path_both_get_its_one_event() {
         election.wait_leader().await.unwrap();
         elections.push(election);
     }
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // A holder by its listing watches its own node two probe ticks on (a
+    // third of the timeout each, at most).
+    tokio::time::sleep(Duration::from_secs(5)).await;
     let before: Vec<u64> = elections.iter().map(|e| e.metrics().ops).collect();
     // The node is reported deleted: one event for the session. (The
     // scripted server still has it, so each machine looks again and stays.)
@@ -735,8 +751,9 @@ async fn one_probe_per_session_keeps_every_lease() {
         election.wait_leader().await.unwrap();
         elections.push(election);
     }
-    // Let the start-up's own requests (markers, own-node watches) settle.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Let the start-up's own requests settle: the own-node watches a holder
+    // by its listing sets two probe ticks on (no markers: each holds alone).
+    tokio::time::sleep(timeout).await;
     let (probes_before, others_before) =
         (probes.load(Ordering::SeqCst), others.load(Ordering::SeqCst));
     let idle = timeout * 10;

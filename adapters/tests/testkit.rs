@@ -226,10 +226,32 @@ async fn a_server_restart_suspends_and_resumes_and_watches_are_set_again() {
     assert!(start.elapsed() < Duration::from_millis(100));
 }
 
+/// A leader revoked before it watches its own node learns it when it sets
+/// the watch (the request answers `NoNode`): within two thirds of the
+/// session, well inside the grace a revoked leader has.
+#[tokio::test(start_paused = true)]
+async fn a_fresh_leader_revoked_before_it_watches_its_node_learns_within_two_probe_ticks() {
+    let zk = TestZk::new();
+    let (mut a, b, first) = pair(&zk).await;
+    let node = a.election.node().unwrap();
+    zk.delete(&format!("{PATH}/{node}")).unwrap();
+    let second = leader_within(&b.election, Duration::from_millis(100)).await;
+    assert!(second > first);
+    tokio::time::sleep(SESSION * 2 / 3 + Duration::from_millis(100)).await;
+    assert!(drain(&mut a.notices).contains(&Notice::Demoted {
+        reason: DemotionReason::Revoked
+    }));
+    assert!(!a.election.role().is_leader());
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_operator_deleting_the_leaders_node_revokes_it() {
     let zk = TestZk::new();
     let (mut a, b, first) = pair(&zk).await;
+    // A leader by its own listing watches its node two probe ticks on (a
+    // third of the session each, at most): from then on a revocation
+    // reaches it at once.
+    tokio::time::sleep(SESSION).await;
     let node = a.election.node().unwrap();
     assert!(zk.tree().contains_key(&format!("{PATH}/{node}")));
     zk.delete(&format!("{PATH}/{node}")).unwrap();

@@ -165,6 +165,36 @@ pub enum ConnectionPolicy {
     SessionAware,
 }
 
+/// How a waiter takes over when a node it watches goes, and what that
+/// costs the ensemble (bench/README.md lists every request and
+/// notification of each change; the argument for the floor is in the
+/// candidate's design notes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Takeover {
+    /// On the deletion notice alone, with no round trip after it, wherever
+    /// the waiter's books prove it holds. A new holder marks its node
+    /// ([`ConfigBuilder::leader_marker`]) so that its successor's books
+    /// prove it, and every waiter watches its own node from the moment it
+    /// knows it waits (a waiter that takes over without a listing must know
+    /// its node is still there). Per hand-off of a lock the ensemble sees
+    /// 3 requests and 6 packets out, the least a takeover on the notice can
+    /// cost; a failover 3 in and 4 out.
+    #[default]
+    OnNotification,
+    /// As Curator, kazoo and zookeeper-client do: the waiter lists the
+    /// children again when the node it watches goes (one round trip more),
+    /// unless its last listing already proves it holds and its own node is
+    /// watched. No marker is written, and a node's own watch is set only
+    /// once it has been in the queue for a third to two thirds of the
+    /// session timeout, so a short hold or wait never pays for one: per
+    /// hand-off 2 requests and 3 packets out, per failover 2 and 2, per
+    /// queueing 3 and 3, the peers' counts. A revocation (an operator
+    /// deleting the node) reaches the holder within two thirds of the
+    /// session timeout instead of at once.
+    Relist,
+}
+
 /// Lock names of other libraries' recipes: a prefix containing one would make
 /// our nodes look like theirs to them while we ignore theirs, so half of an
 /// interop. [`Interop`] is the whole of it.
@@ -211,7 +241,7 @@ pub struct Config {
     interop: Interop,
     protected_create: bool,
     probe: bool,
-    leader_marker: bool,
+    takeover: Takeover,
     revocable: bool,
 }
 
@@ -277,7 +307,7 @@ struct Draft {
     backoff_min: Duration,
     backoff_max: Duration,
     probe: bool,
-    leader_marker: bool,
+    takeover: Takeover,
     revocable: bool,
 }
 
@@ -328,7 +358,7 @@ impl Draft {
             interop: self.interop,
             protected_create: self.protected_create,
             probe: self.probe,
-            leader_marker: self.leader_marker,
+            takeover: self.takeover,
             revocable: self.revocable,
         })
     }
@@ -356,7 +386,7 @@ impl fmt::Debug for Config {
             .field("backoff_min", &self.backoff_min())
             .field("backoff_max", &self.backoff_max())
             .field("probe", &self.probe)
-            .field("leader_marker", &self.leader_marker)
+            .field("takeover", &self.takeover)
             .field("revocable", &self.revocable)
             .finish()
     }
@@ -385,7 +415,7 @@ impl Config {
                 backoff_min: BACKOFF_MIN,
                 backoff_max: BACKOFF_MAX,
                 probe: true,
-                leader_marker: true,
+                takeover: Takeover::OnNotification,
                 revocable: false,
             },
         }
@@ -502,11 +532,15 @@ impl Config {
     pub fn probe(&self) -> bool {
         self.probe
     }
+    /// How a waiter takes over ([`ConfigBuilder::takeover`]).
+    pub fn takeover(&self) -> Takeover {
+        self.takeover
+    }
     /// Whether a new leader marks its node (see [`ConfigBuilder::leader_marker`]):
-    /// asked for, with the `Predecessor` strategy, with protected names, and
-    /// without interop.
+    /// taking over on the notification, with the `Predecessor` strategy, with
+    /// protected names, and without interop.
     pub fn leader_marker(&self) -> bool {
-        self.leader_marker
+        self.takeover == Takeover::OnNotification
             && self.strategy == WatchStrategy::Predecessor
             && self.protected_create
             && self.interop == Interop::None
@@ -727,8 +761,36 @@ impl ConfigBuilder {
     /// followers have no predecessor to learn about. Off without
     /// protected names: after the election path is recreated, an unprotected
     /// name may be another candidate's node, which the write would mark.
+    ///
+    /// The marker is what [`Takeover::OnNotification`] rests on, so this is
+    /// the older name of that choice: `false` is
+    /// [`takeover`](Self::takeover)`(Takeover::Relist)`, `true`
+    /// `takeover(Takeover::OnNotification)`. A holder whose own listing
+    /// showed no node above its own writes none (no one could learn from it:
+    /// every later node lists after that listing).
     pub fn leader_marker(mut self, yes: bool) -> Self {
-        self.config.leader_marker = yes;
+        self.config.takeover = if yes {
+            Takeover::OnNotification
+        } else {
+            Takeover::Relist
+        };
+        self
+    }
+    /// How a waiter takes over when a node it watches goes (default
+    /// [`Takeover::OnNotification`]): on the notification alone, at 3
+    /// requests and 6 packets out per hand-off, or
+    /// [`Takeover::Relist`]ing as the other libraries do, one round trip
+    /// later, at their 2 requests and 3 packets out.
+    ///
+    /// ```
+    /// use zkelect_core::{Config, Takeover};
+    /// let peers = Config::builder("/svc/lock", "a").takeover(Takeover::Relist).build()?;
+    /// assert_eq!(peers.takeover(), Takeover::Relist);
+    /// assert!(!peers.leader_marker());
+    /// # Ok::<(), zkelect_core::ConfigError>(())
+    /// ```
+    pub fn takeover(mut self, takeover: Takeover) -> Self {
+        self.config.takeover = takeover;
         self
     }
     /// Hear of cooperative revocation requests (default false): someone

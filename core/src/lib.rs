@@ -275,7 +275,7 @@ pub use acl::{Acl, AclEntry, AclError, AclScheme, Perms};
 pub use candidate::{Candidate, Stats};
 pub use command::{Command, OpId};
 pub use config::{
-    Config, ConfigBuilder, ConfigError, ConnectionPolicy, WatchStrategy, REVOKE_MESSAGE,
+    Config, ConfigBuilder, ConfigError, ConnectionPolicy, Takeover, WatchStrategy, REVOKE_MESSAGE,
 };
 pub use input::{Input, SessionEvent};
 pub use interop::Interop;

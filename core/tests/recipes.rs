@@ -42,8 +42,11 @@ fn joined_as(id: &str, r: Rule, own: &str, czxid: i64, children: &[&str]) -> Dri
         "{r:?} creates {}",
         create.request.path()
     );
-    d.own_watch_ok(own, czxid);
     d.children(children);
+    // A waiter watches its own node as it learns it waits; a holder later.
+    if d.own_watch_pending(own) {
+        d.own_watch_ok(own, czxid);
+    }
     d
 }
 
@@ -180,8 +183,11 @@ fn weighted(
         "{}",
         create.request.path()
     );
-    d.own_watch_ok(own, czxid);
     d.children(children);
+    // A waiter watches its own node as it learns it waits; a holder later.
+    if d.own_watch_pending(own) {
+        d.own_watch_ok(own, czxid);
+    }
     d
 }
 
@@ -401,7 +407,6 @@ fn a_reader_shares_a_kazoo_read_write_lock_and_waits_for_its_writers() {
     d.answer_probes();
     let create = d.created(own, 12);
     assert!(create.request.path().ends_with("__rlock__"));
-    d.own_watch_ok(own, 12);
     d.children(&[kazoo_writer, kazoo_reader, own]);
     assert_eq!(d.c.role(), Role::Follower);
     d.data_ok(kazoo_writer, 10);
@@ -421,7 +426,6 @@ fn a_curator_writer_waits_for_curator_readers() {
     let mut d = Driver::joined(rule("w", Rule::Write).interop(Interop::Curator));
     d.answer_probes();
     d.created(own, 11);
-    d.own_watch_ok(own, 11);
     d.children(&[reader, own]);
     assert_eq!(d.c.role(), Role::Follower);
     d.data_ok(reader, 10);
@@ -452,7 +456,8 @@ fn a_writer_downgrades_in_place_readers_behind_join_it_and_writers_behind_still_
     // W0 holds; R1 (a reader) and W2 (a writer) queue behind it.
     let own = "_c_000000000000b000-w_0000000000";
     let r1 = "_c_000000000000b001-r_0000000001";
-    let mut w = joined_as("w", Rule::Write, own, 10, &[own]);
+    // Its listing shows R1 above it already, so it marks its node.
+    let mut w = joined_as("w", Rule::Write, own, 10, &[own, "r_0000000001"]);
     assert!(w.c.role().is_leader());
     // Its leader marker lands first (version 1).
     answer_set(
@@ -533,7 +538,8 @@ fn a_downgrade_written_over_reads_first_so_a_revocation_request_is_heard() {
     w.answer_probes();
     w.created(own, 10);
     w.own_watch_ok(own, 10);
-    w.children(&[own]);
+    // A node above it in its listing: it writes a leader marker.
+    w.children(&[own, "_c_000000000000b001-w_0000000001"]);
     assert!(w.act(Candidate::downgrade));
     let read = w.take_data(own);
     w.reply(
@@ -599,8 +605,8 @@ fn a_writer_behind_a_curator_writer_lists_again_before_taking_over() {
     let mut d = Driver::joined(rule("w", Rule::Write).interop(Interop::Curator));
     d.answer_probes();
     d.created(own, 11);
-    d.own_watch_ok(own, 11);
     d.children(&[curator_w, own]);
+    d.own_watch_ok(own, 11);
     d.data_ok(curator_w, 10);
     d.event(WatchKind::NodeDeleted, curator_w);
     assert_eq!(d.c.role(), Role::Follower);

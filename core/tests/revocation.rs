@@ -12,14 +12,23 @@ use zkelect_core::*;
 const OWN: &str = "_c_000000000000b000-m_0000000001";
 const M0: &str = "_c_000000000000a000-m_0000000000";
 
-/// A revocable mutex holder alone in its queue, its own-node data watch set.
+/// A mutex holder alone in its queue, its own-node watch set (a data watch
+/// where it is revocable).
 fn holder(revocable: bool) -> Driver {
     let mut d = Driver::joined(config("h").rule(Rule::Mutex).revocable(revocable));
     d.answer_probes();
     d.created(OWN, 11);
-    d.own_watch_ok(OWN, 11);
+    if revocable {
+        // A revocable node watches its data from the start.
+        d.own_watch_ok(OWN, 11);
+    }
     d.children(&[OWN]);
     assert_eq!(d.c.role(), Role::Leader(FencingToken(11)));
+    if !revocable {
+        // Any other holder by its listing sets its own node's watch late.
+        d.age_node();
+        d.own_watch_ok(OWN, 11);
+    }
     d
 }
 

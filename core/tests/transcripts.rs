@@ -364,9 +364,10 @@ fn every_create_draws_a_fresh_nonce_so_a_name_never_comes_back() {
             stat: stat(10, SID),
         }),
     );
-    d.own_watch_ok(&name, 10);
     d.children(&[&name]);
     assert!(d.c.role().is_leader());
+    d.age_node();
+    d.own_watch_ok(&name, 10);
     // The election is deleted and recreated; we rejoin in the same session.
     d.event(WatchKind::NodeDeleted, &name);
     d.children(&[]);
@@ -491,11 +492,12 @@ fn a_watched_name_read_with_another_czxid_is_not_the_node_listed() {
 
 #[test]
 fn a_new_leader_marks_its_node_with_its_own_bytes_expecting_version_0() {
+    // A node above ours may have listed before ours led: it can learn.
     let mut d = Driver::in_queue(
         config("a").data(b"app".to_vec()),
         "n_0000000000",
         10,
-        &["n_0000000000"],
+        &["n_0000000000", "n_0000000001"],
     );
     assert!(d.c.role().is_leader());
     let mark = d.take(Verb::SetData);
@@ -523,28 +525,41 @@ fn a_new_leader_marks_its_node_with_its_own_bytes_expecting_version_0() {
     d.answer_probes();
     assert!(d.c.role().is_leader());
     assert!(d.pending.is_empty(), "{:?}", d.pending);
-    // Were a data watch there (a client that does not report session ids),
-    // the marker would fire it and it would be set again.
+    // Were a data watch there (after a reconnect that named no session,
+    // the node's owner is read), the marker would fire it and it would be
+    // set again, as a child watch.
     let mut d = Driver::joined(config("a"));
-    d.input(Input::Session(SessionEvent::Connected {
-        session_id: None,
-        timeout: TIMEOUT,
-    }));
-    d.answer_probes();
+    let ids_less = |d: &mut Driver| {
+        d.input(Input::Session(SessionEvent::Connected {
+            session_id: None,
+            timeout: TIMEOUT,
+        }))
+    };
+    ids_less(&mut d);
     d.created("n_0000000000", 10);
+    d.children(&["n_0000000000", "n_0000000001"]);
+    let mark = d.take(Verb::SetData);
+    d.session(SessionEvent::Disconnected);
+    ids_less(&mut d);
+    d.reply(mark.op, Err(ZkCode::ConnectionLoss));
+    d.children(&["n_0000000000", "n_0000000001"]);
     d.data_ok("n_0000000000", 10);
-    d.children(&["n_0000000000"]);
     let mark = d.take(Verb::SetData);
     d.reply(mark.op, Ok(Reply::Set(stat(10, SID))));
     d.event(WatchKind::NodeDataChanged, "n_0000000000");
-    d.take_data("n_0000000000");
+    d.take_own_watch("n_0000000000");
     assert!(d.c.role().is_leader());
     assert!(!d.has_pending(Verb::SetData), "{:?}", d.pending);
 }
 
 #[test]
 fn a_marker_refused_is_given_up_and_one_lost_to_the_connection_is_sent_again() {
-    let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
+    let mut d = Driver::in_queue(
+        config("a"),
+        "n_0000000000",
+        10,
+        &["n_0000000000", "n_0000000001"],
+    );
     let mark = d.take(Verb::SetData);
     d.reply(mark.op, Err(ZkCode::ConnectionLoss));
     assert!(
@@ -554,7 +569,7 @@ fn a_marker_refused_is_given_up_and_one_lost_to_the_connection_is_sent_again() {
     d.session(SessionEvent::Disconnected);
     d.connect(SID);
     d.answer_probes();
-    d.children(&["n_0000000000"]);
+    d.children(&["n_0000000000", "n_0000000001"]);
     let again = d.take(Verb::SetData);
     // Someone wrote the node meanwhile (or our first write did land).
     d.reply(again.op, Err(ZkCode::BadVersion));
@@ -1006,7 +1021,6 @@ fn a_persistent_look_alike_is_skipped_within_one_round_trip_and_reported_once() 
     let delete = d.take(Verb::Delete);
     d.reply(delete.op, Ok(Reply::Deleted));
     d.created("n_0000000004", 14);
-    d.own_watch_ok("n_0000000004", 14);
     d.children(&[LOOK_ALIKE, "n_0000000004"]);
     assert!(d.c.role().is_leader());
     // While verbs were strings this asked for pending "get"s: no request
@@ -1209,7 +1223,14 @@ fn suspended_leader_resumes_only_after_reverifying() {
     d.children(&["n_0000000000", "n_0000000004"]);
     assert_eq!(d.take_notices(), vec![Notice::Resumed]);
     assert_eq!(d.c.role(), Role::Leader(FencingToken(10)));
-    // The own-node watch is re-armed: the client may have lost it.
+    // A holder by its listing had not set its own node's watch yet: none
+    // was lost. One that had sets it again: the client may have lost it.
+    assert!(!d.own_watch_pending("n_0000000000"), "{:?}", d.pending);
+    d.age_node();
+    d.own_watch_ok("n_0000000000", 10);
+    d.session(SessionEvent::Disconnected);
+    d.connect(SID);
+    d.children(&["n_0000000000", "n_0000000004"]);
     d.take_own_watch("n_0000000000");
 }
 
@@ -1256,14 +1277,23 @@ fn connected_to_a_different_session_counts_as_expiry() {
 
 #[test]
 fn own_node_owned_by_another_session_means_ours_ended() {
+    let ids_less = |d: &mut Driver| {
+        d.input(Input::Session(SessionEvent::Connected {
+            session_id: None,
+            timeout: TIMEOUT,
+        }))
+    };
     let mut d = Driver::joined(config("a"));
-    d.input(Input::Session(SessionEvent::Connected {
-        session_id: None,
-        timeout: TIMEOUT,
-    }));
+    ids_less(&mut d);
     d.answer_probes();
+    // The create's own stat shows the owner on this connection: no read.
     d.created("n_0000000000", 10);
-    // A reconnect that silently landed on a new session: the own node's owner says so.
+    d.children(&["n_0000000000"]);
+    assert!(d.pending.is_empty(), "{:?}", d.pending);
+    // A reconnect that names no session may have silently landed on a new
+    // one: the own node's owner is read, and says so.
+    d.session(SessionEvent::Disconnected);
+    ids_less(&mut d);
     let check = d.take_data("n_0000000000");
     d.reply(
         check.op,
@@ -1312,7 +1342,6 @@ fn resign_demotes_at_once_deletes_the_node_and_rejoins_at_the_back() {
 #[test]
 fn close_is_idempotent_and_a_missing_node_counts_as_deleted() {
     let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
-    d.take(Verb::SetData);
     d.close();
     d.close();
     let del = d.take(Verb::Delete);
@@ -1901,16 +1930,20 @@ fn a_children_event_during_a_superseded_listing_does_not_cost_a_later_one() {
 
 #[test]
 fn own_node_event_overtaking_the_watch_reply_leaves_the_watch_unarmed() {
-    // A child watch (the marker on) and a data watch (off) alike.
-    for builder in [config("a"), config("a").leader_marker(false)] {
+    // Set as the waiter learns it waits, and set late under `Relist`, alike.
+    for builder in [config("a"), config("a").takeover(Takeover::Relist)] {
         let mut d = Driver::joined(builder);
         d.answer_probes();
-        d.created("n_0000000000", 10);
-        let own = d.take_own_watch("n_0000000000");
-        d.event(WatchKind::NodeDataChanged, "n_0000000000");
-        d.answer_own_watch(&own, 10);
+        d.created("n_0000000001", 11);
+        d.children(&["n_0000000000", "n_0000000001"]);
+        if !d.own_watch_pending("n_0000000001") {
+            d.age_node();
+        }
+        let own = d.take_own_watch("n_0000000001");
+        d.event(WatchKind::NodeDataChanged, "n_0000000001");
+        d.answer_own_watch(&own, 11);
         // The watch that reply set was already spent: it must be set again.
-        d.take_own_watch("n_0000000000");
+        d.take_own_watch("n_0000000001");
     }
 }
 

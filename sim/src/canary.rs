@@ -9,7 +9,7 @@ use std::time::Duration;
 use zkelect_core::name::Access;
 use zkelect_core::{
     ConfigBuilder, ConnectionPolicy, CreateMode, Recipe, Reply, Request, Rule, SessionEvent,
-    WatchEvent, WatchStrategy, ZkCode,
+    WatchEvent, WatchKind, WatchStrategy, ZkCode,
 };
 
 use crate::foreign::Scheme;
@@ -64,11 +64,13 @@ pub enum Canary {
     OneWayInterop,
     /// A reader of a read-write lock that watches its predecessor instead of
     /// the nearest writer below it (its watch requests are redirected to the
-    /// node right below its own, and that node's events renamed back to the
-    /// writer it thinks it watches). When the writer goes first it never
-    /// wakes. Targets `liveness`; `safety` catches it too when its
-    /// predecessor's deletion, renamed, makes it take the lock from a
-    /// writer that still holds.
+    /// node right below its own, and that node's events but its deletion
+    /// renamed back to the writer it thinks it watches). When the writer
+    /// goes first it never wakes; when its predecessor goes first, the
+    /// deletion of a node it does not know it watches is stale to it, and it
+    /// never wakes either. Targets `liveness`. (Renaming the deletion too
+    /// made it take over beside the writer in some seeds, a `safety` trip
+    /// that came first or not as the requests' timing fell.)
     ReaderWatchesPredecessor,
     /// A writer of a read-write lock that does not see the readers in its
     /// listings: it holds beside the readers below it. Targets `safety`.
@@ -386,8 +388,10 @@ impl Canary {
             _ => return request,
         };
         match request {
-            // Children are listed, and a sync made, on the queue's own path.
-            Request::GetChildren { .. } | Request::Sync { .. } => request,
+            // A sync is made on the queue's own path. Children are listed on
+            // it too, whose name is never renamed; a child watch on its own
+            // node's is.
+            Request::Sync { .. } => request,
             other => other.map_path(rename),
         }
     }
@@ -401,9 +405,12 @@ impl Canary {
         if self == Canary::Unprotected {
             event.path = reprotected(&event.path, view.own.as_deref());
         }
-        if self == Canary::ReaderWatchesPredecessor && view.rule == Rule::Read {
-            // Any event about another node is, to it, about the writer it
-            // thinks it watches.
+        if self == Canary::ReaderWatchesPredecessor
+            && view.rule == Rule::Read
+            && event.kind != WatchKind::NodeDeleted
+        {
+            // Any event about another node but its deletion is, to it,
+            // about the writer it thinks it watches.
             let name = event.path.rsplit('/').next();
             if let Some(watching) = &view.watching {
                 if name != view.own.as_deref() && name != Some(watching.as_str()) {

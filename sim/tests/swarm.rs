@@ -311,7 +311,7 @@ fn canary_leasing_on_the_requested_timeout_is_caught_by_safety_in_pause_runs_wit
 /// draw k > 1 and lagging events too.
 #[test]
 fn every_drawn_option_is_drawn_and_builds() {
-    use zkelect_core::{Config, Rule, WatchStrategy};
+    use zkelect_core::{Config, Rule, Takeover, WatchStrategy};
     use zkelect_sim::swarm::{Fault, Options};
     let n = 2_000;
     let mut counts = [0u32; 7];
@@ -322,7 +322,7 @@ fn every_drawn_option_is_drawn_and_builds() {
             o.prefix.is_some(),
             !o.create_parents,
             p.strategy == WatchStrategy::Parent,
-            !p.leader_marker,
+            p.takeover == Takeover::Relist,
             !p.rejoin_on_revoke,
             o.data > 0,
             o.backoff != Options::default().backoff,

@@ -8,8 +8,10 @@ use super::*;
 impl Candidate {
     pub(super) fn arm_own_watch(&mut self) {
         // The scan of the requests in flight last: it is the dearest test.
-        if self.session.own_watch != OwnWatch::Unarmed
-            || self.session.own.is_none()
+        if !matches!(
+            self.session.own_watch,
+            OwnWatch::Unarmed | OwnWatch::Recheck
+        ) || self.session.own.is_none()
             || self.step == Step::Delete
             || self.own_watch_in_flight().is_some()
         {
@@ -28,14 +30,16 @@ impl Candidate {
 
     /// Whether the own-node watch is a child watch. A child watch on our node
     /// fires when the node is deleted, as a data watch does, but not when its
-    /// data changes: the leader's own marker then leaves it set, which saves
-    /// setting it again (a request, and an event) on every election. It reads
-    /// no stat, so it is used only where the stat's checks are moot: with
-    /// protected names (which the marker requires) the node bearing our name
-    /// is the one we created, and with session ids reported on connecting a
-    /// move to another session is caught there.
+    /// data changes: the leader's own marker (or anyone's write) then leaves
+    /// it set, which saves setting it again (a request, and a notice) on
+    /// every election. It reads no stat, so it is used only where the
+    /// stat's checks are moot: protected names (always on) make the node
+    /// bearing our name the one we created, and the connection has shown
+    /// which session owns it (the create's or a read's stat on this
+    /// connection, or a transport that reports session ids on connecting,
+    /// where a move to another session is caught; else [`OwnWatch::Recheck`]).
     pub(super) fn own_watch_by_children(&self) -> bool {
-        self.config.leader_marker() && self.ids_reported && !self.config.revocable()
+        self.session.own_watch != OwnWatch::Recheck && !self.config.revocable()
     }
 
     /// A leader marks its node once (see the theory of operation): the same
@@ -333,7 +337,7 @@ impl Candidate {
     /// of, arming one at a time; leads at once if fewer than k remain below.
     pub(super) fn watch_next_lower(&mut self) {
         match self.session.standing.next(self.limits()) {
-            Next::Lead => self.become_leader(true),
+            Next::Lead => self.lead_unlisted(true),
             Next::List => self.set_step(Step::List),
             Next::Watch(pred) => {
                 if !self.is_watching(&pred) {
@@ -466,13 +470,24 @@ impl Candidate {
         }
         let limits = self.limits();
         if self.session.standing.below(limits) < limits.room {
-            return self.become_leader(zero_rtt);
+            return self.lead_unlisted(zero_rtt);
         }
         // Nodes below may have gone unseen since the listing (only the watched
         // ones report): list again, one round trip however stale the listing is,
         // instead of probing remembered names one by one (found by the benchmark:
         // at N = 50 a follower walked through up to 8 dead names).
         self.set_step(Step::List);
+    }
+
+    /// The books say we hold, without a listing since they last changed:
+    /// lead, if our own node's watch stands (else it may be gone unseen, and
+    /// another would hold too: list instead, one round trip).
+    pub(super) fn lead_unlisted(&mut self, zero_rtt: bool) {
+        if self.own_watch_stands() {
+            self.become_leader(zero_rtt);
+        } else {
+            self.set_step(Step::List);
+        }
     }
 
     /// A watched node's watch fired with an event that proves nothing by
@@ -485,6 +500,19 @@ impl Candidate {
             self.supersede_main();
         }
         self.watch_next_lower();
+    }
+
+    /// Our node needs no marker: no one could learn from it (see the caller).
+    /// One not yet written is given up; one in flight is left to its reply.
+    pub(super) fn marker_needless(&mut self) {
+        if let Some(own) = self
+            .session
+            .own
+            .as_mut()
+            .filter(|o| matches!(o.mark, Mark::Unwritten | Mark::AwaitProof))
+        {
+            own.mark = Mark::Done;
+        }
     }
 
     /// The answer to the leader marker. Anything but a connection fault ends
@@ -677,8 +705,16 @@ impl Candidate {
         self.timers.stop(Timer::Retry);
         self.backoff.reset();
         self.proof_of_contact();
-        if self.config.probe() && !timeout.is_zero() && self.goal != Goal::Out {
-            // Contact must be proven on this connection before leading again.
+        if self.config.probe()
+            && !timeout.is_zero()
+            && self.goal != Goal::Out
+            && self.create_in_flight()
+        {
+            // Contact must be proven on this connection before leading
+            // again. Every other step sends its main lane's request now (a
+            // new session's create, a listing after a reconnect, a delete),
+            // whose answer proves it as well as a probe's would; a create
+            // still in flight holds the main lane until its fate is known.
             self.send_probe();
         }
         if new_session || self.goal == Goal::Out {
@@ -693,7 +729,17 @@ impl Candidate {
         // waited for.
         self.session.standing.forget_persistent();
         self.forget_watched();
-        self.drop_own_watch();
+        // A watch the node never had is not lost; one set (or going) may
+        // have been, and is set again. Where the connection did not say
+        // which session it is on, the node's owner is read now either way.
+        let later = matches!(self.session.own_watch, OwnWatch::Later { .. })
+            && self.own_watch_in_flight().is_none();
+        if !later || !self.ids_reported {
+            self.drop_own_watch();
+            if self.session.own.is_some() {
+                self.session.own_watch = self.own_watch_lost();
+            }
+        }
         // The session may have moved to a server behind the leader.
         self.session.reads = Reads::SyncFirst;
         match self.step {

@@ -113,7 +113,7 @@ impl Candidate {
     /// on the connection may try again.
     pub(super) fn proof_of_contact(&mut self) {
         if self.session.own_watch == OwnWatch::AwaitProof {
-            self.session.own_watch = OwnWatch::Unarmed;
+            self.session.own_watch = self.own_watch_lost();
         }
         if let Some(own) = self.session.own.as_mut() {
             if own.mark == Mark::AwaitProof {
@@ -196,7 +196,13 @@ impl Candidate {
                     revoke_seen: NO_REQUEST,
                     unwatched_since: Some(self.session.last_ack.unwrap_or(self.now)),
                 });
-                self.session.own_watch = OwnWatch::Unarmed;
+                // Not wanted yet (the listing says whether we wait), unless
+                // revocation requests are to be heard from the start.
+                self.session.own_watch = if self.config.revocable() {
+                    OwnWatch::Unarmed
+                } else {
+                    OwnWatch::LATER
+                };
                 if self.leaving() {
                     self.set_step(Step::Delete);
                     return;
@@ -480,7 +486,16 @@ impl Candidate {
         }
         self.own_node_seen();
         if standing.weight < limits.room as u64 {
+            if !standing.newer {
+                // No node above ours: every node that could watch ours lists
+                // after this listing and sees below ours what it saw, so no
+                // one could learn from a marker.
+                self.marker_needless();
+            }
             return self.become_leader(false);
+        }
+        if self.watches_own_node_early() {
+            self.want_own_watch();
         }
         if self.leadership != Leadership::None {
             self.demote(DemotionReason::Displaced);

@@ -107,7 +107,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
 use crate::command::{Command, OpId};
-use crate::config::{Config, Interop, WatchStrategy, REVOKE_MESSAGE};
+use crate::config::{Config, Interop, Takeover, WatchStrategy, REVOKE_MESSAGE};
 use crate::input::{Input, SessionEvent};
 use crate::kept::KeptName;
 use crate::lease::{Connection, Contact, Leadership};
@@ -180,10 +180,11 @@ const OLD_NONCES_KEPT: usize = 16;
 ///     session_id: Some(SessionId(7)),
 ///     timeout: Duration::from_secs(10),
 /// }));
-/// // A liveness probe first, then the create of the candidate's node.
+/// // The create of the candidate's node, and nothing else: its answer
+/// // proves contact with the server as a probe's would.
 /// let commands: Vec<Command> = std::iter::from_fn(|| c.poll_command()).collect();
-/// assert!(matches!(commands[0].request, Request::Exists { .. }));
-/// assert!(matches!(commands[1].request, Request::Create { .. }));
+/// assert_eq!(commands.len(), 1);
+/// assert!(matches!(commands[0].request, Request::Create { .. }));
 /// # Ok::<(), ConfigError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -496,6 +497,12 @@ impl Candidate {
             }
         }
         if probe_due {
+            if let OwnWatch::Later { ticks } = &mut self.session.own_watch {
+                *ticks = ticks.saturating_sub(1);
+                if *ticks == 0 {
+                    self.session.own_watch = OwnWatch::Unarmed;
+                }
+            }
             // Contact proven within the last third (an answer to any
             // request of the session: ours, or one fed by `session_answered`)
             // makes the probe needless until it goes stale.
@@ -631,8 +638,8 @@ impl Candidate {
     }
 
     /// The lanes' invariants: at most one request in flight per lane, and an
-    /// own-node watch that is armed or waiting for proof has none in flight
-    /// and a node to be about.
+    /// own-node watch that is armed, waiting for proof or not yet wanted has
+    /// none in flight and a node to be about.
     fn lanes_hold(&self) -> bool {
         let count = |which: fn(&Purpose) -> bool| {
             self.session
@@ -646,8 +653,10 @@ impl Candidate {
             && count(|p| matches!(p, Purpose::Mark(_))) <= 1
             && count(|p| matches!(p, Purpose::DowngradeRead(_) | Purpose::DowngradeWrite(_))) <= 1
             && count(|p| matches!(p, Purpose::Probe { .. })) <= 1
-            && (self.session.own_watch == OwnWatch::Unarmed
-                || (self.own_watch_in_flight().is_none() && self.session.own.is_some()))
+            && (matches!(
+                self.session.own_watch,
+                OwnWatch::Unarmed | OwnWatch::Recheck
+            ) || (self.own_watch_in_flight().is_none() && self.session.own.is_some()))
     }
 
     /// Forgets the main lane's request (its reply will be stale), unless it is a
@@ -744,6 +753,43 @@ impl Candidate {
         self.own_node_lapse().is_some_and(|at| self.now >= at)
     }
 
+    /// The state of an own-node watch that may have been lost with the
+    /// connection: to be set again, with a read of the node's owner where
+    /// the connection did not say which session it is on.
+    fn own_watch_lost(&self) -> OwnWatch {
+        if self.ids_reported {
+            OwnWatch::Unarmed
+        } else {
+            OwnWatch::Recheck
+        }
+    }
+
+    /// Whether a deletion of our node would reach us before any later event,
+    /// so that a takeover without a listing is safe (see [`OwnWatch`]): our
+    /// own node's watch stands (set, or its request out), or, under the
+    /// `Parent` strategy, the parent's child watch that every listing sets
+    /// (while it has not fired the follower is not listing again, and an
+    /// answer that reaches it while it lists is stale).
+    fn own_watch_stands(&self) -> bool {
+        self.session.own_watch == OwnWatch::Armed
+            || self.own_watch_in_flight().is_some()
+            || self.config.strategy() == WatchStrategy::Parent
+    }
+
+    /// Whether this waiter watches its own node from the moment it knows it
+    /// waits, to take over on a notification (see [`OwnWatch`]).
+    fn watches_own_node_early(&self) -> bool {
+        self.config.takeover() == Takeover::OnNotification
+            && self.config.strategy() == WatchStrategy::Predecessor
+    }
+
+    /// The own-node watch is wanted now (unless it is set or going).
+    fn want_own_watch(&mut self) {
+        if let OwnWatch::Later { .. } = self.session.own_watch {
+            self.session.own_watch = OwnWatch::Unarmed;
+        }
+    }
+
     /// Whether the main lane is on `Step::Watch { pred }` (compared without
     /// building that step).
     fn is_watching(&self, pred: &str) -> bool {
@@ -787,10 +833,13 @@ impl Candidate {
             "a lane's state contradicts the in-flight map"
         );
         if self.connection == Connection::Connected && !self.is_done() {
+            // The own-node watch before the main lane's request: a watch
+            // below set after it can then report nothing that our node's
+            // deletion, if any, would not have reported first (FIFO).
+            self.arm_own_watch();
             if !self.main_in_flight() && !self.timers.is_set(Timer::Retry) {
                 self.issue_step();
             }
-            self.arm_own_watch();
             self.send_marker();
             self.send_downgrade();
             if self.config.probe()

@@ -241,17 +241,42 @@ pub(super) enum Reads {
     SyncFirst,
 }
 
-/// The data watch on our own node, while no request for it is in flight (the
+/// The watch on our own node, while no request for it is in flight (the
 /// in-flight map says when one is).
+///
+/// It tells a node's owner that someone else deleted it (an operator's
+/// revocation). A waiter that takes over without a listing must have it
+/// (else its node may be gone unseen, and two would hold), so a waiter
+/// under [`Takeover::OnNotification`](crate::Takeover::OnNotification)
+/// sets it before its first watch below. Everyone else sets it late
+/// ([`Self::Later`]): a holder by its own listing needs it only to learn of
+/// a revocation within the grace the lease allows, so a short hold never
+/// pays for it (a request, and a notice when the node goes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum OwnWatch {
+    /// Not wanted yet: set once the machine's probe timer has ticked this
+    /// many more times (a tick falls due every third of the session
+    /// timeout or sooner, so two ticks take a third to two thirds of it).
+    /// Whatever the node was revoked meanwhile, the request that sets the
+    /// watch answers `NoNode` and tells.
+    Later { ticks: u8 },
     /// Not set: set it when the main lane allows.
     Unarmed,
+    /// Not set, and this connection has not shown who owns the node (a
+    /// reconnect on a transport that does not report session ids): set it
+    /// with a read of the node's stat, which tells a silent move to another
+    /// session.
+    Recheck,
     /// Set, and not yet fired.
     Armed,
     /// The last request failed on the connection: wait for proof the
     /// connection works (any answer, or a new connection) before trying again.
     AwaitProof,
+}
+
+impl OwnWatch {
+    /// A new node's: set at the second tick of the probe timer.
+    pub(super) const LATER: Self = Self::Later { ticks: 2 };
 }
 
 /// The leader marker on our own node.

@@ -36,6 +36,16 @@ enum Probe {
     Out,
 }
 
+/// What a probe that fell due does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ProbeDue {
+    /// Goes out.
+    Send(Request),
+    /// Stays home: a request of the span sent then was answered, which
+    /// every machine is to hear of.
+    Fresh(Timestamp),
+}
+
 /// The session's connection, as its events and answers tell it.
 #[derive(Debug, Clone)]
 pub(super) struct Contact {
@@ -133,18 +143,33 @@ impl Contact {
         }
     }
 
-    /// The probe's request, if it is due at `now` (it is then out).
-    pub(super) fn probe_if_due(&mut self, now: Timestamp) -> Option<Request> {
-        match self.probe {
-            Probe::Due(at) if at <= now => {
-                self.probe = Probe::Out;
-                Some(Request::Exists {
-                    path: "/".to_owned(),
-                    watch: false,
-                })
-            }
-            _ => None,
+    /// What the probe does if it is due at `now`: go out (it is then out),
+    /// or, when a request of this span sent within the last period was
+    /// answered, nothing on the wire: that answer proves the contact the
+    /// probe's would, and every machine hears of it instead (the next probe
+    /// is filed a period after it). A busy session sends no probe at all.
+    pub(super) fn probe_if_due(&mut self, now: Timestamp) -> Option<ProbeDue> {
+        let Probe::Due(at) = self.probe else {
+            return None;
+        };
+        if at > now {
+            return None;
         }
+        let every = match self.connected {
+            Some(SessionEvent::Connected { timeout, .. }) => probe_every(timeout),
+            _ => None,
+        };
+        if let (Some(every), Some(newest)) = (every, self.answered) {
+            if newest + every > now {
+                self.probe = Probe::Due(newest + every);
+                return Some(ProbeDue::Fresh(newest));
+            }
+        }
+        self.probe = Probe::Out;
+        Some(ProbeDue::Send(Request::Exists {
+            path: "/".to_owned(),
+            watch: false,
+        }))
     }
 
     /// The probe of `span` was answered at `now`: the contact every

@@ -27,7 +27,7 @@ use crate::zk::Request;
 use crate::zk::{WatchEvent, ZkCode};
 
 pub use config::{SessionConfig, REQUESTS_OUT};
-use contact::Contact;
+use contact::{Contact, ProbeDue};
 use deadlines::{Close, Deadlines};
 use event::Tally;
 pub use event::{Event, Exit, Gone, GroupGone, Traffic};
@@ -511,10 +511,17 @@ impl Session {
         if self.phase == Phase::Finished {
             return;
         }
-        if let Some(request) = self.contact.probe_if_due(now) {
-            self.window.submit_probe(request);
-        }
+        self.probe_if_due();
         self.give_up_if_closed_too_long();
+    }
+
+    /// The probe, if it is due now (see [`Contact::probe_if_due`]).
+    fn probe_if_due(&mut self) {
+        match self.contact.probe_if_due(self.now) {
+            Some(ProbeDue::Send(request)) => self.window.submit_probe(request),
+            Some(ProbeDue::Fresh(sent_at)) => self.contact_to_all(sent_at),
+            None => {}
+        }
     }
 
     /// Past the session's close deadline, every machine left is given up on.

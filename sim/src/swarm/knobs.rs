@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use zkelect_core::{Acl, AclEntry, ConfigBuilder, Perms, Rule, WatchStrategy};
+use zkelect_core::{Acl, AclEntry, ConfigBuilder, Perms, Rule, Takeover, WatchStrategy};
 
 use crate::rng::SimRng;
 
@@ -172,8 +172,12 @@ pub struct Options {
     /// How many in a hundred processes watch the parent
     /// (`WatchStrategy::Parent`), by a hash of seed and pid.
     pub parent: u8,
-    /// How many in a hundred processes run with `leader_marker(false)`.
-    pub no_marker: u8,
+    /// How many in a hundred processes take over as the other libraries do,
+    /// listing again on the notification (`Takeover::Relist`: no leader
+    /// marker, and a node's own watch set only once it is two probe ticks
+    /// old); the others take over on the notification alone
+    /// (`Takeover::OnNotification`, the default).
+    pub relist: u8,
     /// How many in a hundred processes run with `rejoin_on_revoke(false)`:
     /// revoked, they stay out (idle) for good.
     pub no_rejoin: u8,
@@ -198,7 +202,7 @@ impl Default for Options {
             prefix: None,
             create_parents: true,
             parent: 0,
-            no_marker: 0,
+            relist: 0,
             no_rejoin: 0,
             data: 0,
             backoff: (50, 2_000),
@@ -214,8 +218,8 @@ impl Default for Options {
 pub struct ProcessOptions {
     /// Which node it watches.
     pub strategy: WatchStrategy,
-    /// `leader_marker`.
-    pub leader_marker: bool,
+    /// `takeover`.
+    pub takeover: Takeover,
     /// `rejoin_on_revoke`.
     pub rejoin_on_revoke: bool,
     /// Asks for more than one permit, if its queue is a semaphore.
@@ -236,7 +240,7 @@ impl Options {
     /// Draws the options for `seed` from a stream of their own: a prefix 1 in
     /// 4 seeds; the path created by the world (`create_parents(false)`) 1 in
     /// 5; the `Parent` strategy for 25, 50 or 100 % of processes 1 in 4;
-    /// `leader_marker(false)` for 50 or 100 % 1 in 4; `rejoin_on_revoke(false)`
+    /// `Takeover::Relist` for 50 or 100 % 1 in 4; `rejoin_on_revoke(false)`
     /// for 30 or 100 % 1 in 4; 1–2,048 bytes of data 1 in 3; retry delays
     /// from 1, 10, 100 or 500 ms up to 0.5, 2 or 5 s 1 in 3 (else 50 ms – 2 s).
     pub fn draw(seed: u64) -> Self {
@@ -250,7 +254,7 @@ impl Options {
             o.parent = [25, 50, 100][rng.range(0, 2) as usize];
         }
         if rng.chance(0.25) {
-            o.no_marker = [50, 100][rng.range(0, 1) as usize];
+            o.relist = [50, 100][rng.range(0, 1) as usize];
         }
         if rng.chance(0.25) {
             o.no_rejoin = [30, 100][rng.range(0, 1) as usize];
@@ -303,7 +307,11 @@ impl Options {
         } else {
             WatchStrategy::Predecessor
         };
-        let leader_marker = !below(self.no_marker);
+        let takeover = if below(self.relist) {
+            Takeover::Relist
+        } else {
+            Takeover::OnNotification
+        };
         let rejoin_on_revoke = !below(self.no_rejoin);
         // Drawn after the older ones, so theirs stay put.
         let weighted = below(self.weighted);
@@ -311,7 +319,7 @@ impl Options {
         let downgrades = below(self.downgrade);
         ProcessOptions {
             strategy,
-            leader_marker,
+            takeover,
             rejoin_on_revoke,
             weighted,
             weight_pick: rng.range(0, 1_000) as u32,
@@ -339,7 +347,7 @@ impl Options {
         builder = builder
             .revocable(p.revocable)
             .strategy(p.strategy)
-            .leader_marker(p.leader_marker)
+            .takeover(p.takeover)
             .rejoin_on_revoke(p.rejoin_on_revoke)
             .create_parents(self.create_parents)
             .backoff(
@@ -364,11 +372,11 @@ impl fmt::Display for Options {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "prefix={} create_parents={} parent={}% no_marker={}% no_rejoin={}% data={}B backoff={}..{}ms weighted={}% revocable={}% downgrade={}%",
+            "prefix={} create_parents={} parent={}% relist={}% no_rejoin={}% data={}B backoff={}..{}ms weighted={}% revocable={}% downgrade={}%",
             self.prefix.unwrap_or("-"),
             self.create_parents,
             self.parent,
-            self.no_marker,
+            self.relist,
             self.no_rejoin,
             self.data,
             self.backoff.0,

@@ -16,6 +16,7 @@ use super::ev::Ev;
 use super::hosting::Intent;
 use super::proc::{agent, Conn};
 use super::spec::Phase;
+use crate::canary::Canary;
 use crate::foreign::{lookalike_stem, Scheme};
 use crate::invariant::Event;
 use crate::net::Cut;
@@ -387,16 +388,22 @@ impl World {
 
     /// The live process whose own node this is: a zkelect candidate knows
     /// its node's czxid (a recreated parent can give a new node an old name);
-    /// a foreign model's is the one its session owns.
+    /// a foreign model's is the one its session owns, and so is a zkelect
+    /// candidate's whose token is not its czxid (the `sequence-token`
+    /// canary's: its revocations are still revocations).
     pub(super) fn owner(&self, name: &str, stat: Stat) -> Option<usize> {
         (0..self.view.procs.len()).find(|&pid| {
             let p = &self.view.procs[pid];
             let agent = agent(&self.view.procs, pid);
+            let session_owns = p.session_id == Some(SessionId(stat.ephemeral_owner));
             !self.view.procs[p.host].crashed
                 && agent.node() == Some(name)
                 && match agent.foreign() {
-                    None => agent.token() == Some(FencingToken(stat.czxid)),
-                    Some(_) => p.session_id == Some(SessionId(stat.ephemeral_owner)),
+                    None => {
+                        agent.token() == Some(FencingToken(stat.czxid))
+                            || (self.canary == Some(Canary::SequenceToken) && session_owns)
+                    }
+                    Some(_) => session_owns,
                 }
         })
     }

@@ -73,11 +73,13 @@ fn two_machines_arming_one_path_share_a_watch_and_both_get_the_event() {
 fn one_event_reaches_the_machines_of_both_tables_it_fires() {
     let mut h = Harness::new(SessionConfig::new(1));
     h.connect();
-    // `a` leads and watches its own node (a child watch); `b` follows and
-    // watches `a`'s node (a data watch). A deletion fires both tables:
-    // the server sends the session one event.
+    // `a` leads and watches its own node (a child watch, set once its node
+    // is a few probe ticks old); `b` follows and watches `a`'s node (a data
+    // watch). A deletion fires both tables: the server sends the session
+    // one event.
     let a = h.add(election("/q", "a", 1));
     h.join(a);
+    h.until(TIMEOUT.as_millis() as u64);
     let b = h.add(election("/q", "b", 2));
     h.join(b);
     assert!(matches!(h.role(a), Some(Role::Leader(_))));
@@ -391,11 +393,13 @@ fn a_lock_that_loses_its_hold_leaves_the_queue() {
         h.s.machine(holder)
             .and_then(Machine::own_path)
             .expect("node");
-    // An operator deletes the holder's node: the hold is lost, and the
-    // lock leaves rather than queueing again.
+    // An operator deletes the holder's node: the hold is lost (the holder
+    // by its own listing learns it when it sets its own node's watch, two
+    // probe ticks on), and the lock leaves rather than queueing again.
     h.zk.remove(&path);
     h.fired();
     h.pump();
+    h.until(TIMEOUT.as_millis() as u64);
     assert!(h.notices_of(holder).contains(&Notice::Demoted {
         reason: DemotionReason::Revoked
     }));
@@ -408,6 +412,7 @@ fn a_lock_that_loses_its_hold_leaves_the_queue() {
     h.zk.remove(&path);
     h.fired();
     h.pump();
+    h.until(2 * TIMEOUT.as_millis() as u64);
     assert!(
         matches!(h.role(e), Some(Role::Leader(_))),
         "rejoined and leads"
@@ -778,6 +783,9 @@ fn a_part_lost_after_the_multi_lock_held_loses_the_whole() {
     h.zk.remove(&format!("/b/{node}"));
     h.fired();
     h.pump();
+    // A holder by its own listing learns it when it sets its own node's
+    // watch, two probe ticks on.
+    h.until(TIMEOUT.as_millis() as u64);
     let notices = group_notices(&h, g);
     assert!(
         notices.contains(&GroupNotice::Lost {
@@ -814,6 +822,9 @@ fn a_part_lost_while_acquiring_queues_again_and_the_group_goes_on() {
     h.zk.remove(&format!("/a/{node}"));
     h.fired();
     h.pump();
+    // The /a part holds by its listing: it learns of the deletion when it
+    // sets its own node's watch, two probe ticks on.
+    h.until(TIMEOUT.as_millis() as u64);
     assert!(
         group_notices(&h, g).is_empty(),
         "nothing granted, nothing lost"
