@@ -6,7 +6,7 @@
 # BENCHMARKS.md by hand: run this.
 #
 # Usage:
-#   bench/run.sh                 full run (N = 3, 50, 300; 30 failover rounds, 200 hand-off rounds each)
+#   bench/run.sh                 full run (N = 3, 50, 300; 30 failover rounds, 200 hand-off rounds each; the economy table)
 #   bench/run.sh --quick         a fast check of the pipeline (N = 3, 50; 5 rounds)
 #   bench/run.sh --skip-criterion  failover only (no cargo bench)
 #
@@ -16,7 +16,8 @@
 #   ZKELECT_BENCH_OUT=path           write there instead of BENCHMARKS.md
 #
 # Needs: Java + ZooKeeper 3.8 for --embedded (scripts/test-deps.sh installs
-# them), a Rust toolchain. Takes ~5-10 minutes on two cores.
+# them), a Rust toolchain. Takes ~15-20 minutes on two cores (the economy
+# table alone ~8: a counted idle minute per side).
 set -euo pipefail
 
 log() { printf 'bench/run.sh: %s\n' "$*" >&2; }
@@ -122,6 +123,19 @@ for side in zookeeper-client zkelect-zookeeper-client zkelect-zookeeper-async; d
     commands+=("$(show "${shown[@]}") >> many.jsonl")
 done
 
+# --- server economy -------------------------------------------------------------
+# Packet counts do not depend on the machine's load; the idle minute is a
+# real minute per side.
+economy=("$bench_bin" economy "${server_args[@]}" --rounds "$([[ $quick -eq 1 ]] && echo 5 || echo 20)"
+         --idle-secs "$([[ $quick -eq 1 ]] && echo 20 || echo 60)" --json --markdown "$work/economy.md")
+log "$(show "${economy[@]}")"
+"${economy[@]}" > "$work/economy.jsonl" || die "the economy benchmark failed"
+cp "$work/economy.jsonl" "$target/zkelect-bench/economy.jsonl"
+shown=("${economy[@]}")
+shown[0]=${bench_bin#"$root"/}
+shown[${#shown[@]}-1]=FILE.md
+commands+=("$(show "${shown[@]}") > economy.jsonl")
+
 # --- criterion: core ----------------------------------------------------------
 crit_table() { # $1 = marker file
     "$bench_bin" criterion-table --dir "$target/criterion" --newer-than "$1" --markdown
@@ -213,6 +227,14 @@ java_version=$( (java -version 2>&1 || true) | head -1)
     echo "N election paths; N contenders on one session A (each alone on its path, so each holds) and N on a session B (each queued behind A's). Each side runs in its own process, on a server warmed first by an untimed run of every side in a child process (\`--warm-up\`). Start-up: first request to the N-th holding on A, and the server's requests in that window ÷ N. Memory per queued, idle waiter of B, two meters at the same moments: live heap (bytes allocated and not freed, counted by the bench's allocator, as dhat counts) and the process's VmRSS growth. On the zkelect sides, *of which the client library's two watches*: a fresh raw client of the transport's library holding, for N node pairs, the two watches one idle waiter sets (zookeeper-client: \`get_and_watch_data\`/\`check_and_watch_stat\` with the \`OneshotWatcher\`s kept; zookeeper-async: \`get_data_w\`/\`exists_w\`, no-op callback), settled the same way, live-heap growth ÷ N; *zkelect's own* is the live heap less that (recipe state, driver, the transport's per-watch plumbing, and what the client library keeps from the burst of joins). Failover: A's session closes; until all N of B's hold, and the server's packets in that window ÷ N. zookeeper-client's \`Client::lock\` against zkelect's \`Session\` with N elections on each transport. See bench/README.md."
     echo
     cat "$work/many.md"
+    echo
+    echo "## Server economy: packets per change"
+    echo
+    echo "What each change costs the server, per side, one side at a time on one server: zookeeper-async's \`LeaderLatch\` (elections), zookeeper-client's \`Client::lock\` (locks), and zkelect in each \`Takeover\` mode over each of its transports. *failover*: the leader's session closes, another leads; *hand-off*: the lock's holder lets go, the next holds; *re-queue*: the one that let go queues again; *start*: a new contender on a session of its own connects and queues behind the others (an election's for the latch, a lock's for the rest); *idle session-minute*: the contenders idle (pings, zkelect's session probe). bench/README.md lists every request and notification behind each figure, with its reason."
+    echo
+    cat "$work/economy.md"
+    echo
+    echo "Raw figures of this run: \`target/zkelect-bench/economy.jsonl\` (not committed)."
     echo
     echo "## Core (criterion)"
     echo

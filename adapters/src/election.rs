@@ -8,7 +8,7 @@ use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 use zkelect_core::{
     Acl, Candidate, CandidateError, Config, ConfigBuilder, ConnectionPolicy, DemotionReason,
-    FencingToken, Interop, Machine, Notice, Role, Stat, WatchStrategy, ZkCode,
+    FencingToken, Interop, Machine, Notice, Role, Stat, Takeover, WatchStrategy, ZkCode,
 };
 
 use crate::connect::Connect;
@@ -138,6 +138,14 @@ impl ElectionBuilder {
     /// The ACL of created nodes; `CreatorAll*` needs credentials on the transport.
     pub fn acl(self, acl: Acl) -> Self {
         self.tune(move |c| c.acl(acl))
+    }
+
+    /// How a follower takes over when the node it watches goes (default
+    /// [`Takeover::OnNotification`]: on the notice alone; [`Takeover::Relist`]:
+    /// one round trip later, at the packet count of Curator's and zookeeper-async's
+    /// latches). See [`ConfigBuilder::takeover`].
+    pub fn takeover(self, takeover: Takeover) -> Self {
+        self.tune(move |c| c.takeover(takeover))
     }
 
     /// Whether a candidate whose node an operator deleted joins again (default true).

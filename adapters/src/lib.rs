@@ -425,7 +425,7 @@ pub use zk_client::{ZkClientExtras, ZkClientOptions, ZkClientTransport};
 pub use zkelect_core as core;
 pub use zkelect_core::{
     Acl, CandidateError, ConfigError, ConnectionPolicy, DemotionReason, FencingToken, Interop,
-    Notice, Participant, Reply, Request, Role, SessionEvent, SessionId, Stat, WatchEvent,
+    Notice, Participant, Reply, Request, Role, SessionEvent, SessionId, Stat, Takeover, WatchEvent,
     WatchKind, WatchStrategy, ZkCode,
 };
 

@@ -27,7 +27,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use zkelect_core::{
-    Candidate, Config, DemotionReason, FencingToken, Interop, Machine, Role, Rule, Stat,
+    Candidate, Config, DemotionReason, FencingToken, Interop, Machine, Role, Rule, Stat, Takeover,
 };
 
 use crate::election::{set_data_result, Writer};
@@ -83,6 +83,7 @@ struct Spec {
     id: String,
     rule: Rule,
     interop: Interop,
+    takeover: Takeover,
 }
 
 impl Spec {
@@ -93,6 +94,7 @@ impl Spec {
             id: format!("pid-{}", std::process::id()),
             rule,
             interop: Interop::None,
+            takeover: Takeover::default(),
         }
     }
 
@@ -101,6 +103,7 @@ impl Spec {
         let config = Config::builder(self.path.to_string(), self.id.clone())
             .rule(self.rule)
             .interop(self.interop)
+            .takeover(self.takeover)
             .nonce_seed(random_seed())
             .build()?;
         let outputs = Outputs::new();
@@ -263,6 +266,16 @@ impl Mutex {
         self
     }
 
+    /// How the next in line takes the lock when its predecessor lets go
+    /// (default [`Takeover::OnNotification`]: on the notice alone, at 3
+    /// requests and 6 packets out per hand-off; [`Takeover::Relist`]: one
+    /// round trip later, at Curator's and kazoo's 2 requests and 3 packets).
+    #[must_use]
+    pub fn takeover(mut self, takeover: Takeover) -> Self {
+        self.spec.takeover = takeover;
+        self
+    }
+
     /// The lock's path.
     pub fn path(&self) -> &str {
         &self.spec.path
@@ -366,6 +379,14 @@ impl Semaphore {
         self
     }
 
+    /// How the next in line takes a permit when a holder lets go (see
+    /// [`Mutex::takeover`]).
+    #[must_use]
+    pub fn takeover(mut self, takeover: Takeover) -> Self {
+        self.spec.takeover = takeover;
+        self
+    }
+
     /// The semaphore's path.
     pub fn path(&self) -> &str {
         &self.spec.path
@@ -452,6 +473,16 @@ impl RwLock {
         Self {
             read: self.read.interop(scheme),
             write: self.write.interop(scheme),
+        }
+    }
+
+    /// How both sides take the lock when what they wait for lets go (see
+    /// [`Mutex::takeover`]).
+    #[must_use]
+    pub fn takeover(self, takeover: Takeover) -> Self {
+        Self {
+            read: self.read.takeover(takeover),
+            write: self.write.takeover(takeover),
         }
     }
 

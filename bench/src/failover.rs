@@ -417,7 +417,10 @@ fn census(contenders: &[Box<dyn Contender>]) -> String {
 }
 
 /// Waits until exactly one contender believes it leads, and returns its index.
-async fn sole_leader(contenders: &[Box<dyn Contender>], timeout: Duration) -> Result<usize> {
+pub(crate) async fn sole_leader(
+    contenders: &[Box<dyn Contender>],
+    timeout: Duration,
+) -> Result<usize> {
     let deadline = Instant::now() + timeout;
     loop {
         let leaders: Vec<usize> = contenders
@@ -464,7 +467,7 @@ async fn settle(monitor: &Monitor, quiet: Duration, timeout: Duration) -> Result
 
 /// Probes every 10 ms from `from` until quiet; returns the last sample, the
 /// number of probes after `from`, and whether it went quiet in time.
-async fn settle_from(
+pub(crate) async fn settle_from(
     monitor: &Monitor,
     from: Sample,
     quiet: Duration,

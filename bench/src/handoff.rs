@@ -42,10 +42,11 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use zkelect::{Session, ZkAsyncOptions};
+use zkelect::Takeover;
 use zookeeper_client as zkc;
 
 use crate::contender::{zk_err, zkc_connect, ConnectSettings};
+use crate::many::{zkelect_session, ZkelectTransport};
 use crate::stats::Summary;
 
 /// One side of the comparison.
@@ -149,7 +150,7 @@ fn micros(d: Duration) -> f64 {
 
 /// What the bench tells a contender.
 #[derive(Debug)]
-enum Order {
+pub(crate) enum Order {
     /// Let go of the lock (the timed trigger).
     Release,
     /// Queue again at the back.
@@ -159,15 +160,15 @@ enum Order {
 /// A contender's "I hold": who, when, and (zkelect) whether it took over on
 /// the notification alone.
 #[derive(Debug, Clone, Copy)]
-struct Told {
-    who: usize,
+pub(crate) struct Told {
+    pub(crate) who: usize,
     at: Instant,
     zero_rtt: Option<bool>,
 }
 
 /// A queue of contenders of one side: orders go in, "I let go" and "I hold"
 /// moments come out.
-struct Queue {
+pub(crate) struct Queue {
     orders: Vec<mpsc::UnboundedSender<Order>>,
     held: mpsc::UnboundedReceiver<Told>,
     released: LetGo,
@@ -176,7 +177,7 @@ struct Queue {
 
 /// What a contender reports back: when it let go, and when it holds.
 #[derive(Clone)]
-struct Reports {
+pub(crate) struct Reports {
     held: mpsc::UnboundedSender<Told>,
     released: LetGo,
 }
@@ -207,14 +208,14 @@ impl LetGo {
 }
 
 impl Queue {
-    async fn next_holder(&mut self, timeout: Duration) -> Result<Told> {
+    pub(crate) async fn next_holder(&mut self, timeout: Duration) -> Result<Told> {
         tokio::time::timeout(timeout, self.held.recv())
             .await
             .map_err(|_| anyhow!("no contender was told it holds within {timeout:?}"))?
             .ok_or_else(|| anyhow!("every contender stopped"))
     }
 
-    fn order(&self, who: usize, order: Order) -> Result<()> {
+    pub(crate) fn order(&self, who: usize, order: Order) -> Result<()> {
         self.orders[who]
             .send(order)
             .map_err(|_| anyhow!("contender {who} stopped"))
@@ -242,7 +243,7 @@ impl Queue {
     /// election or session properly; aborting them would drop zookeeper-async
     /// clients mid-flight, which panics in its I/O task), aborted only if it
     /// has not left within 5 s.
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         drop(self.orders);
         for mut task in self.tasks {
             if tokio::time::timeout(Duration::from_secs(5), &mut task)
@@ -259,7 +260,7 @@ impl Queue {
 /// Starts `count` contenders with `start`, one after the other: each has
 /// queued (created its node) before the next starts, so contender i's node is
 /// below i + 1's.
-async fn fill<F, Fut>(count: usize, start: F) -> Result<Queue>
+pub(crate) async fn fill<F, Fut>(count: usize, start: F) -> Result<Queue>
 where
     F: Fn(usize, mpsc::UnboundedReceiver<Order>, Reports) -> Fut,
     Fut: std::future::Future<Output = Result<JoinHandle<Result<()>>>>,
@@ -287,7 +288,7 @@ where
 
 /// A zookeeper-client contender: lock, report, wait for Release, drop the
 /// lock, wait for Requeue, again.
-async fn zkc_contender(
+pub(crate) async fn zkc_contender(
     settings: ConnectSettings,
     dir: Arc<str>,
     i: usize,
@@ -370,22 +371,27 @@ async fn wait_queued<'c>(
     }
 }
 
+/// How a zkelect contender runs: over which transport, taking over how.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Flavour {
+    pub(crate) transport: ZkelectTransport,
+    pub(crate) takeover: Takeover,
+}
+
 /// A zkelect contender: a [`zkelect::Mutex`] on a session of its own; told
 /// it holds when `acquire` returns, releases with `LockGuard::release`,
 /// queues again with a new `acquire`. Returns once its first `acquire` has
 /// queued (its node shows under `path`, as `lister` sees it).
-async fn zkelect_contender(
+pub(crate) async fn zkelect_contender(
     settings: ConnectSettings,
+    flavour: Flavour,
     lister: zkc::Client,
     path: Arc<str>,
     i: usize,
     mut orders: mpsc::UnboundedReceiver<Order>,
     reports: Reports,
 ) -> Result<JoinHandle<Result<()>>> {
-    let options = ZkAsyncOptions::new(settings.connect.clone())
-        .session_timeout(settings.session_timeout)
-        .connect_timeout(settings.connect_timeout);
-    let session = Session::connect(options)
+    let (session, _transport) = zkelect_session(flavour.transport, &settings)
         .await
         .with_context(|| format!("zkelect contender {i}: connecting"))?;
     let before = children(&lister, &path).await?;
@@ -393,7 +399,10 @@ async fn zkelect_contender(
         let session = session.clone();
         let path = Arc::clone(&path);
         tokio::spawn(async move {
-            let mutex = session.mutex(&*path).id(format!("w{i}"));
+            let mutex = session
+                .mutex(&*path)
+                .id(format!("w{i}"))
+                .takeover(flavour.takeover);
             let result = async {
                 loop {
                     // A closed order channel (the run is over) ends the wait.
@@ -443,7 +452,7 @@ async fn zkelect_contender(
 }
 
 /// How many children `path` has (none while it does not exist).
-async fn children(client: &zkc::Client, path: &str) -> Result<usize> {
+pub(crate) async fn children(client: &zkc::Client, path: &str) -> Result<usize> {
     match client.list_children(path).await {
         Ok(names) => Ok(names.len()),
         Err(zkc::Error::NoNode) => Ok(0),
@@ -527,6 +536,10 @@ pub async fn run(settings: &HandoffSettings) -> Result<(Vec<HandoffRecord>, Hand
         let mut zkelect_queue = fill(contenders, |i, orders, reports| {
             zkelect_contender(
                 settings.connect.clone(),
+                Flavour {
+                    transport: ZkelectTransport::ZookeeperAsync,
+                    takeover: Takeover::OnNotification,
+                },
                 admin.clone(),
                 zkelect_dir.clone(),
                 i,
@@ -639,7 +652,7 @@ fn summarize(waiters: usize, records: &[HandoffRecord]) -> Result<HandoffSummary
 }
 
 /// Deletes `path` and everything under it (children first).
-async fn delete_tree(client: &zkc::Client, path: &str) -> Result<()> {
+pub(crate) async fn delete_tree(client: &zkc::Client, path: &str) -> Result<()> {
     let children = match client.list_children(path).await {
         Ok(children) => children,
         Err(zkc::Error::NoNode) => return Ok(()),

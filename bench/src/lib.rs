@@ -18,6 +18,9 @@
 //!   delete→notification floor and zookeeper-client's `Client::lock`;
 //! * [`many`]: N elections on one session: start-up, memory per idle
 //!   recipe, packets per failover (zookeeper-client's baseline so far);
+//! * [`economy`]: the server's packets per failover, hand-off, re-queue,
+//!   start and idle session-minute, per side (zkelect in each takeover mode
+//!   over each transport, zookeeper-async's latch, zookeeper-client's lock);
 //! * [`mntr`], [`stats`], [`report`], [`criterion`]: counters, order
 //!   statistics, the summary tables, and criterion results as a table.
 
@@ -26,6 +29,7 @@
 pub mod baseline;
 pub mod contender;
 pub mod criterion;
+pub mod economy;
 pub mod failover;
 pub mod handoff;
 pub mod latch;

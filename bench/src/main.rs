@@ -16,6 +16,7 @@ use zookeeper_async::ZooKeeperExt;
 use zkelect_bench::baseline::{self, BaselineRecord};
 use zkelect_bench::contender::{ConnectSettings, Implementation, Strategy};
 use zkelect_bench::criterion;
+use zkelect_bench::economy;
 use zkelect_bench::failover::{Config, ConfigReport, RoundRecord, RoundSettings};
 use zkelect_bench::handoff;
 use zkelect_bench::latch::{self, Latch};
@@ -54,8 +55,55 @@ enum Command {
     /// time, memory per idle recipe, server packets per failover when the
     /// first session closes.
     Many(ManyArgs),
+    /// Server packets per failover, hand-off, re-queue, start and idle
+    /// session-minute, for zkelect in each takeover mode over each
+    /// transport and for the peers (zookeeper-async's LeaderLatch,
+    /// zookeeper-client's lock), one side at a time on one server.
+    Economy(EconomyArgs),
     /// Print criterion's saved results (target/criterion) as a table.
     CriterionTable(CriterionArgs),
+}
+
+#[derive(Args)]
+struct EconomyArgs {
+    /// An existing server (one `host:port`: the packet counters are one
+    /// server's; it must allow `srvr` and have no other traffic).
+    #[arg(long, value_name = "HOST:PORT", required_unless_present = "embedded")]
+    connect: Option<String>,
+    /// Start a ZooKeeper standalone server for this run.
+    #[arg(long, conflicts_with = "connect")]
+    embedded: bool,
+    /// Waiters behind the holder (W); elections run W + 1 candidates.
+    #[arg(long, default_value_t = 3)]
+    waiters: usize,
+    /// Counted windows per change (starts: at most 10).
+    #[arg(long, default_value_t = 20)]
+    rounds: usize,
+    /// Uncounted rounds first.
+    #[arg(long, default_value_t = 2)]
+    warmup: usize,
+    /// Quiet time before each window, in ms.
+    #[arg(long, default_value_t = 70)]
+    idle_ms: u64,
+    /// Least time a window stays open after the change, in ms.
+    #[arg(long, default_value_t = 100)]
+    quiet_ms: u64,
+    /// How long idle sessions are counted, in seconds.
+    #[arg(long, default_value_t = 60)]
+    idle_secs: u64,
+    /// Session timeout every client requests, in ms.
+    #[arg(long, default_value_t = 20_000)]
+    session_timeout_ms: u64,
+    /// Print one JSON line per side and change on stdout; the table then
+    /// goes to stderr.
+    #[arg(long)]
+    json: bool,
+    /// Also write the table as Markdown to this file.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// Parent of this run's paths (a unique child per run, deleted afterwards).
+    #[arg(long, default_value = "/zkelect-bench")]
+    path: String,
 }
 
 #[derive(Args)]
@@ -242,6 +290,7 @@ fn main() -> std::process::ExitCode {
         Command::Failover(args) => failover_command(args),
         Command::Handoff(args) => handoff_command(&args),
         Command::Many(args) => many_command(&args),
+        Command::Economy(args) => economy_command(&args),
         Command::CriterionTable(args) => criterion_command(&args),
     };
     match result {
@@ -430,6 +479,74 @@ fn warm_up_server(args: &ManyArgs, connect: &str) -> Result<()> {
         .context("cannot start the warm-up run")?;
     if !status.success() {
         bail!("the warm-up run failed ({status}); run it alone to see why");
+    }
+    Ok(())
+}
+
+fn economy_command(args: &EconomyArgs) -> Result<()> {
+    if args.rounds == 0 || args.waiters == 0 {
+        bail!("--rounds and --waiters must be at least 1");
+    }
+    let server = if args.embedded {
+        eprintln!("starting an embedded ZooKeeper server ...");
+        Some(embedded_server()?)
+    } else {
+        None
+    };
+    let connect = match (&server, &args.connect) {
+        (Some(s), _) => s.connect_string(),
+        (None, Some(c)) => c.clone(),
+        (None, None) => bail!("give --connect HOST:PORT or --embedded"),
+    };
+    let unix_ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let settings = economy::EconomySettings {
+        connect: ConnectSettings {
+            connect: connect.clone(),
+            session_timeout: Duration::from_millis(args.session_timeout_ms),
+            connect_timeout: Duration::from_secs(15),
+        },
+        dir: format!(
+            "{}-economy-{unix_ms}-{}",
+            args.path.trim_end_matches('/'),
+            std::process::id()
+        ),
+        waiters: args.waiters,
+        rounds: args.rounds,
+        warmup: args.warmup,
+        idle: Duration::from_millis(args.idle_ms),
+        quiet: Duration::from_millis(args.quiet_ms),
+        idle_window: Duration::from_secs(args.idle_secs),
+        timeout: Duration::from_secs(10),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")?;
+    let result = runtime.block_on(async {
+        let mut monitor = Monitor::new(resolve(&connect).await?);
+        monitor.calibrate().await?;
+        let mut records = Vec::new();
+        for side in economy::Side::all() {
+            eprintln!("economy: {} ...", side.name());
+            for record in economy::run(&monitor, &settings, side).await? {
+                emit(args.json, &record)?;
+                records.push(record);
+            }
+        }
+        anyhow::Ok(records)
+    });
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    drop(server);
+    let table = economy::markdown(&result?, &settings);
+    if args.json {
+        eprint!("{table}");
+    } else {
+        print!("{table}");
+    }
+    if let Some(file) = &args.markdown {
+        std::fs::write(file, &table).with_context(|| format!("writing {}", file.display()))?;
     }
     Ok(())
 }

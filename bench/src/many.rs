@@ -349,7 +349,8 @@ impl ZkelectTransport {
         }
     }
 
-    fn settings(self, settings: &ConnectSettings) -> Box<dyn Connect> {
+    /// The transport's connect options for `settings`.
+    pub(crate) fn options(self, settings: &ConnectSettings) -> Box<dyn Connect> {
         match self {
             ZkelectTransport::ZookeeperClient => Box::new(
                 ZkClientOptions::new(settings.connect.clone())
@@ -367,12 +368,12 @@ impl ZkelectTransport {
 
 /// A zkelect session whose transport the bench can close under its driver
 /// (a bare `closeSession`, as the baseline's dropped client sends).
-async fn zkelect_session(
+pub(crate) async fn zkelect_session(
     transport: ZkelectTransport,
     settings: &ConnectSettings,
 ) -> Result<(Session, std::sync::Arc<dyn Transport>)> {
     let (t, events) = transport
-        .settings(settings)
+        .options(settings)
         .connect()
         .await
         .map_err(|e| anyhow!("{}: connecting: {e}", transport.side()))?;

@@ -1,4 +1,4 @@
-//! zkelect's own [`Election`] over its zookeeper-async transport, behind the
+//! zkelect's own [`Election`] over one of its real transports, behind the
 //! bench's [`Implementation`] trait.
 //!
 //! * Leadership is read from the election's role watch (`changes()`): a task
@@ -17,29 +17,54 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use tokio::task::JoinHandle;
-use zkelect::{Election, Transport, WatchStrategy, ZkAsyncOptions, ZkAsyncTransport};
+use zkelect::{Election, Takeover, Transport, WatchStrategy};
 use zkelect_core::{Reply, Request, ZkCode};
 
 use crate::contender::{
     ConnectSettings, Contender, Implementation, LeaderBoard, LeaderEvent, Strategy,
 };
+use crate::many::ZkelectTransport;
 
 /// Makes zkelect contenders with one watch strategy.
 pub struct Zkelect {
     settings: ConnectSettings,
     strategy: Strategy,
+    transport: ZkelectTransport,
+    takeover: Takeover,
 }
 
 impl Zkelect {
-    /// zkelect contenders using `strategy`.
+    /// zkelect contenders using `strategy`, over the zookeeper-async
+    /// transport, taking over on the notification.
     pub fn new(settings: ConnectSettings, strategy: Strategy) -> Zkelect {
-        Zkelect { settings, strategy }
+        Zkelect::with(
+            settings,
+            strategy,
+            ZkelectTransport::ZookeeperAsync,
+            Takeover::OnNotification,
+        )
+    }
+
+    /// zkelect contenders using `strategy` over `transport`, taking over by
+    /// `takeover`.
+    pub fn with(
+        settings: ConnectSettings,
+        strategy: Strategy,
+        transport: ZkelectTransport,
+        takeover: Takeover,
+    ) -> Zkelect {
+        Zkelect {
+            settings,
+            strategy,
+            transport,
+            takeover,
+        }
     }
 }
 
 /// The transport, shared between the election (which owns its handle) and
 /// the bench (which closes the session to kill the contender).
-struct Shared(Arc<ZkAsyncTransport>);
+struct Shared(Arc<dyn Transport>);
 
 #[async_trait]
 impl Transport for Shared {
@@ -68,13 +93,12 @@ impl Implementation for Zkelect {
         path: &str,
         board: Arc<LeaderBoard>,
     ) -> Result<Box<dyn Contender>> {
-        let options = ZkAsyncOptions::new(self.settings.connect.clone())
-            .session_timeout(self.settings.session_timeout)
-            .connect_timeout(self.settings.connect_timeout);
-        let (transport, events) = ZkAsyncTransport::connect(options)
+        let (transport, events) = self
+            .transport
+            .options(&self.settings)
+            .connect()
             .await
-            .with_context(|| format!("contender {id}: connecting"))?;
-        let transport = Arc::new(transport);
+            .map_err(|e| anyhow::anyhow!("contender {id}: connecting: {e}"))?;
         let joined = Election::builder(Shared(transport.clone()), events)
             .path(path)
             .id(format!("c{id}"))
@@ -82,6 +106,7 @@ impl Implementation for Zkelect {
                 Strategy::Predecessor => WatchStrategy::Predecessor,
                 Strategy::Parent => WatchStrategy::Parent,
             })
+            .takeover(self.takeover)
             .close_timeout(Duration::from_secs(1))
             .join_timeout(self.settings.connect_timeout)
             .join()
@@ -121,7 +146,7 @@ impl Implementation for Zkelect {
 struct ZkelectContender {
     id: u64,
     election: Election,
-    transport: Arc<ZkAsyncTransport>,
+    transport: Arc<dyn Transport>,
     watcher: JoinHandle<()>,
 }
 
