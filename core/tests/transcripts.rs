@@ -155,6 +155,9 @@ fn watch_event_overtaking_the_reply_that_set_it_is_acted_on() {
 fn leader_whose_node_is_deleted_is_revoked_and_rejoins_at_the_back() {
     let mut d = Driver::in_queue(config("a"), "n_0000000000", 10, &["n_0000000000"]);
     assert!(d.c.role().is_leader());
+    // A holder by its listing watches its node two probe ticks on.
+    d.age_node();
+    d.own_watch_ok("n_0000000000", 10);
     d.take_notices();
     d.event(WatchKind::NodeDeleted, "n_0000000000");
     assert_eq!(

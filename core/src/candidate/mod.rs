@@ -77,6 +77,67 @@
 //! writer in any number), so a writer reads a reader's marker past and a reader,
 //! watched only by writers, writes none.
 //!
+//! # What a takeover on the notification costs
+//!
+//! [`Takeover::OnNotification`] (the default) pays for the round trip it
+//! saves; [`Takeover::Relist`] does not take it. Per hand-off of a lock in a
+//! rotation (H holds, S waits behind it, T behind S, every one of them queued
+//! at the back, so each listing showed nodes below), counted by the server
+//! (bench/README.md lists every request of every change, measured):
+//!
+//! | | in | out |
+//! |---|---:|---:|
+//! | H's delete, and its answer | 1 | 1 |
+//! | S hears of it | | 1 |
+//! | Relist: S lists the children, and the answer (the other libraries do the same) | 1 | 1 |
+//! | OnNotification: H hears of its own delete (its own-node watch) | | 1 |
+//! | OnNotification: S's marker, and its answer | 1 | 1 |
+//! | OnNotification: T hears of it | | 1 |
+//! | OnNotification: T reads S's node again (its watch set again), and the answer | 1 | 1 |
+//! | **Relist: 2 in, 3 out; OnNotification: 3 in, 6 out** | | |
+//!
+//! That is the least a takeover on the notification can cost, for three
+//! reasons, each a way to be wrong that the simulator draws:
+//!
+//! - *T must learn, before S's node goes, that no node below it is left.*
+//!   Its listing showed nodes below S, and it hears only of the nodes it
+//!   watches; watching all of them is the herd. So a write made after the
+//!   last of them went must reach T as a notice: one request, its answer, the
+//!   notice. The one process that knows when that is, is S, once it holds:
+//!   the marker. (H's delete cannot be it: T would have to know that nothing
+//!   was below H either, which is the same question one step down.)
+//! - *T must hear of S's node going after that.* A notice spends the watch
+//!   that brought it, so T sets it again: a request and its answer. That read
+//!   is also what tells S's marker (version 1, S's own bytes) from anyone
+//!   else's write of that node (an operator's, or a revocation request):
+//!   taken unread, such a write would make T take over beside a holder. A
+//!   second watch set at queueing (a child watch, which a data change leaves
+//!   standing) would only move that request to the queueing, and leave the
+//!   notice unchecked. A persistent watch (`addWatch`, ZooKeeper 3.6+) stays
+//!   set after its node is gone, for the life of the session: one leaked
+//!   watch on the server per hand-off and waiter, unless removed, which is a
+//!   request again.
+//! - *S must know its own node is still there when it takes over without a
+//!   listing.* An operator may have deleted it while S waited; T was then
+//!   told, listed, and watches H too, and when H goes both would hold. So a
+//!   waiter that may take over on a notification watches its own node, and
+//!   that watch fires once in the node's life: at the release (H's own delete
+//!   tells H), or at the marker if it were a data watch.
+//!
+//! So the marker's scheme costs one request and three notices more than
+//! listing on the notification. It writes nothing where no one can learn
+//! from it: a holder whose own listing showed no node above its own marks
+//! nothing (every node that could watch it lists after that listing, and
+//! sees below it what that listing saw). And the own-node watch is set early
+//! only by a waiter under `OnNotification`, which needs it; a holder by its
+//! own listing, and every node under `Relist`, sets it two probe ticks on,
+//! for revocation's sake, so that a short hold or wait never pays for it
+//! (see [`OwnWatch`]). A failover (the leader's session closes) costs 3 in
+//! and 4 out, under `Relist` 2 and 2 as zookeeper-async's `LeaderLatch`,
+//! where the closing client hangs up without waiting (zookeeper-async); a
+//! zookeeper-client close waits, and the server sends it the close's answer
+//! and, under `OnNotification`, its own node's notice as well: 2 out more.
+//!
 //! Contact with the server is tracked as the send time of the newest request the
 //! server answered (`last_ack`): the server cannot expire the session before
 //! `last_ack + session timeout`. A probe every third of the timeout keeps it

@@ -253,6 +253,37 @@ fn the_probe_feeds_contact_to_every_machine() {
     assert_eq!((probes, own), (3, 0));
 }
 
+/// An answer to any request of the span proves what the probe's would: a
+/// probe that falls due within a period of one stays home, and every
+/// machine hears of that answer instead.
+#[test]
+fn the_probe_stays_home_while_another_answer_proves_contact() {
+    let mut h = Harness::new(SessionConfig::new(1));
+    h.connect();
+    let a = h.add(election("/a", "a", 1));
+    h.join(a);
+    // Another machine joins at 2.5 s: its create and listing are answered.
+    let joined = Timestamp::from_millis(2_500);
+    h.until(joined.as_millis());
+    let b = h.add(election("/b", "b", 2));
+    h.join(b);
+    // The probe fell due at 3 s and stayed home; `a` heard of b's answers.
+    h.until(3_000);
+    let probes = |h: &Harness| h.sent.iter().filter(|(_, s)| *s == Sender::Probe).count();
+    assert_eq!(probes(&h), 0);
+    let contact = |h: &Harness, id| {
+        h.s.machine(id)
+            .and_then(Machine::as_candidate)
+            .and_then(Candidate::last_contact)
+    };
+    assert_eq!(contact(&h, a), Some(joined), "a heard of b's answers");
+    // Filed a period after that answer: out at 5.5 s, not before.
+    h.until(5_499);
+    assert_eq!(probes(&h), 0);
+    h.until(5_500);
+    assert_eq!(probes(&h), 1);
+}
+
 #[test]
 fn a_failing_probe_is_not_sent_again_at_the_same_instant() {
     let mut h = Harness::new(SessionConfig::new(1));
