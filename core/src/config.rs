@@ -178,8 +178,10 @@ pub enum Takeover {
     /// prove it, and every waiter watches its own node from the moment it
     /// knows it waits (a waiter that takes over without a listing must know
     /// its node is still there). Per hand-off of a lock the ensemble sees
-    /// 3 requests and 6 packets out, the least a takeover on the notice can
-    /// cost; a failover 3 in and 4 out.
+    /// 3 requests and 6 packets out, and per re-queue 4 and 4; a failover
+    /// 3 in and 4 out. Per cycle (queueing to release) that is one request
+    /// and one packet above the least any takeover on the notice can cost
+    /// (bench/README.md gives the argument).
     #[default]
     OnNotification,
     /// As Curator, kazoo and zookeeper-client do: the waiter lists the

@@ -96,8 +96,13 @@
 //! | OnNotification: T reads S's node again (its watch set again), and the answer | 1 | 1 |
 //! | **Relist: 2 in, 3 out; OnNotification: 3 in, 6 out** | | |
 //!
-//! That is the least a takeover on the notification can cost, for three
-//! reasons, each a way to be wrong that the simulator draws:
+//! That is the least a hand-off can cost where the waiter learns that
+//! nothing is left below from a write on the node it watches, for three
+//! reasons, each a way to be wrong that the simulator draws (counted per
+//! cycle, queueing to release, any takeover on the notification costs at
+//! least one request and three packets out more than listing again; this
+//! scheme pays one of each above that: bench/README.md gives the argument,
+//! and the scheme that would trade a hand-off's request for a re-queue's):
 //!
 //! - *T must learn, before S's node goes, that no node below it is left.*
 //!   Its listing showed nodes below S, and it hears only of the nodes it
