@@ -17,7 +17,8 @@
 #
 # Needs: Java + ZooKeeper 3.8 for --embedded (scripts/test-deps.sh installs
 # them), a Rust toolchain. Takes ~15-20 minutes on two cores (the economy
-# table alone ~8: a counted idle minute per side).
+# table alone ~9: six sides, each with a counted idle minute; 8 min 30 s
+# measured, the time is the windows' own, not the machine's).
 set -euo pipefail
 
 log() { printf 'bench/run.sh: %s\n' "$*" >&2; }
