@@ -228,6 +228,27 @@ fn no_probe_of_its_own_on_connecting_unless_a_create_is_in_flight() {
 }
 
 #[test]
+fn a_young_holder_that_reconnects_sets_its_own_node_watch_at_once() {
+    // A holds by its listing, too young to watch its own node; the
+    // connection drops, and an operator deletes the node meanwhile. The
+    // probe ticks stood still while it was down, so the reconnect sets the
+    // watch at once, beside the listing: either answer tells, and the drops
+    // that may kill the listing again and again leave the watch's to tell
+    // (the simulator found a leader outliving its grace so).
+    let mut a = Driver::in_queue(config("a"), A, 10, &[A]);
+    assert!(a.c.role().is_leader());
+    assert!(!a.own_watch_pending(A));
+    a.session(SessionEvent::Disconnected);
+    a.connect(SID);
+    let own = a.take_own_watch(A);
+    a.reply(own.op, Err(ZkCode::NoNode));
+    assert!(a.take_notices().contains(&Notice::Demoted {
+        reason: DemotionReason::Revoked
+    }));
+    assert!(!a.c.role().is_leader());
+}
+
+#[test]
 fn after_a_reconnect_a_waiter_sets_its_watches_again_and_still_takes_over_on_the_notice() {
     let mut c = waiter("c", Takeover::OnNotification, C, 12, &[A, B, C]);
     pred_read(&mut c, B, 11, 0, "b");

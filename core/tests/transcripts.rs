@@ -1226,10 +1226,9 @@ fn suspended_leader_resumes_only_after_reverifying() {
     d.children(&["n_0000000000", "n_0000000004"]);
     assert_eq!(d.take_notices(), vec![Notice::Resumed]);
     assert_eq!(d.c.role(), Role::Leader(FencingToken(10)));
-    // A holder by its listing had not set its own node's watch yet: none
-    // was lost. One that had sets it again: the client may have lost it.
-    assert!(!d.own_watch_pending("n_0000000000"), "{:?}", d.pending);
-    d.age_node();
+    // A holder by its listing, too young to have set its own node's
+    // watch, sets it now (the node may have gone while it was away); one
+    // that had sets it again: the client may have lost it.
     d.own_watch_ok("n_0000000000", 10);
     d.session(SessionEvent::Disconnected);
     d.connect(SID);
@@ -1909,6 +1908,8 @@ fn a_children_event_during_a_superseded_listing_does_not_cost_a_later_one() {
     let listings = d.c.stats().listings;
     d.children(&["n_0000000000", "n_0000000001"]);
     assert_eq!(d.c.role(), Role::Follower);
+    // Its own node's watch, wanted at once after a reconnect.
+    d.own_watch_ok("n_0000000001", 11);
     assert!(!d.has_pending(Verb::GetChildren), "{:?}", d.pending);
     assert_eq!(d.c.stats().listings, listings);
     // The flag also goes with a listing that elects: a later listing that
@@ -1928,6 +1929,7 @@ fn a_children_event_during_a_superseded_listing_does_not_cost_a_later_one() {
     d.connect(SID);
     d.answer_probes();
     d.children(&["n_0000000000", "n_0000000001"]);
+    d.own_watch_ok("n_0000000001", 11);
     assert!(!d.has_pending(Verb::GetChildren), "{:?}", d.pending);
 }
 
@@ -2182,6 +2184,8 @@ fn parent_strategy_reads_again_after_a_reconnect_and_on_a_new_session() {
     d.answer_probes();
     d.children(&["n_0000000002", own]);
     d.data_ok("n_0000000002", 20);
+    // Its own node's watch, wanted at once after a reconnect.
+    d.own_watch_ok(own, 30);
     assert_eq!(reads_below(&d, own), 0, "{:?}", d.pending);
     // A listing in flight across the reconnect forgets the read too.
     d.event(WatchKind::NodeChildrenChanged, "");

@@ -729,16 +729,16 @@ impl Candidate {
         // waited for.
         self.session.standing.forget_persistent();
         self.forget_watched();
-        // A watch the node never had is not lost; one set (or going) may
-        // have been, and is set again. Where the connection did not say
-        // which session it is on, the node's owner is read now either way.
-        let later = matches!(self.session.own_watch, OwnWatch::Later { .. })
-            && self.own_watch_in_flight().is_none();
-        if !later || !self.ids_reported {
-            self.drop_own_watch();
-            if self.session.own.is_some() {
-                self.session.own_watch = self.own_watch_lost();
-            }
+        // A watch set (or going) may have been lost, and is set again. One
+        // not yet wanted is wanted now too: its ticks stood still while the
+        // connection was down (the probe timer runs only while connected),
+        // and the node may have been deleted meanwhile, which its owner must
+        // learn within the grace a revocation allows (a listing killed by
+        // each drop in turn would never tell it). Where the connection did
+        // not say which session it is on, the node's owner is read.
+        self.drop_own_watch();
+        if self.session.own.is_some() {
+            self.session.own_watch = self.own_watch_lost();
         }
         // The session may have moved to a server behind the leader.
         self.session.reads = Reads::SyncFirst;
