@@ -541,7 +541,9 @@ impl Candidate {
         }
         let sent_at = sent_at.min(self.now);
         self.proof_of_contact();
-        self.session.last_ack = Some(self.session.last_ack.map_or(sent_at, |t| t.max(sent_at)));
+        if self.answers_hold_lease() {
+            self.session.last_ack = Some(self.session.last_ack.map_or(sent_at, |t| t.max(sent_at)));
+        }
         self.check_link();
         self.advance();
     }
@@ -563,18 +565,31 @@ impl Candidate {
             }
         }
         if probe_due {
+            let leading = self.leadership != Leadership::None;
+            let mut watch_sent = false;
             if let OwnWatch::Later { ticks } = &mut self.session.own_watch {
                 *ticks = ticks.saturating_sub(1);
-                if *ticks == 0 {
+                // A holder's lease lasts only on answers the watch guards
+                // (see `answers_hold_lease`): it sets the watch at its
+                // first tick, and that request proves contact.
+                if *ticks == 0 || leading {
                     self.session.own_watch = OwnWatch::Unarmed;
+                    if leading {
+                        self.arm_own_watch();
+                        watch_sent = self.own_watch_in_flight().is_some();
+                    }
                 }
             }
             // Contact proven within the last third (an answer to any
             // request of the session: ours, or one fed by `session_answered`)
-            // makes the probe needless until it goes stale.
+            // makes the probe needless until it goes stale, and so does the
+            // own-node watch just sent, whose answer proves it.
             match self.session.last_ack {
                 Some(ack) if ack.plus_fraction(self.timeout, 1, 3) > self.now => {
                     self.timers.set(Timer::Probe, self.next_probe(ack));
+                }
+                _ if watch_sent && !(self.timeout / 3).is_zero() => {
+                    self.timers.set(Timer::Probe, self.next_probe(self.now));
                 }
                 _ => self.send_probe(),
             }
@@ -840,6 +855,22 @@ impl Candidate {
         self.session.own_watch == OwnWatch::Armed
             || self.own_watch_in_flight().is_some()
             || self.config.strategy() == WatchStrategy::Parent
+    }
+
+    /// Whether an answer that arrives now may keep our leadership's lease
+    /// (be the `last_ack`). Not leading, any: the listing that elects us is
+    /// answered after every request sent before it, so the lease starts
+    /// from a moment our node stood. Leading, only while our own node's
+    /// watch is set: the answers that come after the watch's own were sent
+    /// after it (FIFO), so a deletion of the node reaches us before them.
+    /// Any other answer may be to a request sent after an operator deleted
+    /// the node unseen (a holder by its own listing sets the watch late,
+    /// see [`OwnWatch::Later`]), and would keep us leading past the grace
+    /// a revocation allows if the watch's answer were then lost with the
+    /// connection. (The watch's own answer, when it finds the node, counts
+    /// too: the node stood when it was sent.)
+    fn answers_hold_lease(&self) -> bool {
+        self.leadership == Leadership::None || self.session.own_watch == OwnWatch::Armed
     }
 
     /// Whether this waiter watches its own node from the moment it knows it

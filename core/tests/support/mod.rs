@@ -134,9 +134,33 @@ impl Driver {
     }
 
     /// Answers every pending probe (`exists`), proving contact with the server.
+    /// Answers the pending probes, and the own-node watch that a holder by
+    /// its own listing sets at its first probe tick in a probe's place (its
+    /// answer proves contact as well), finding the node.
     pub fn answer_probes(&mut self) {
         while let Some(p) = self.try_take(Verb::Exists) {
             self.reply(p.op, Ok(Reply::Exists(Some(Stat::default()))));
+        }
+        let (Some(node), Some(token)) = (self.c.node().map(str::to_owned), self.c.token()) else {
+            return;
+        };
+        let path = format!("{PATH}/{node}");
+        let own = self.pending.iter().position(|c| match &c.request {
+            Request::GetChildren {
+                path: p,
+                watch: true,
+            }
+            | Request::GetData {
+                path: p,
+                watch: true,
+            } => *p == path,
+            _ => false,
+        });
+        if self.c.role().is_leader() {
+            if let Some(i) = own {
+                let cmd = self.pending.remove(i);
+                self.answer_own_watch(&cmd, token.0);
+            }
         }
     }
 
@@ -287,8 +311,9 @@ impl Driver {
     }
 
     /// Moves the clock through the probe ticks after which a node's own
-    /// watch is set late (a holder by its listing, or any node under
-    /// `Takeover::Relist`), answering the probes on the way.
+    /// watch is set late (a holder by its listing, at the first, or any
+    /// node under `Takeover::Relist`), answering the probes on the way
+    /// (and a holder's own-node watch: see [`Self::answer_probes`]).
     pub fn age_node(&mut self) {
         for _ in 0..3 {
             self.sleep(TIMEOUT.as_millis() as u64 / 3);

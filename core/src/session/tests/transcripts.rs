@@ -228,16 +228,28 @@ fn the_probe_feeds_contact_to_every_machine() {
     h.answering = true;
     h.answer(probe);
     h.pump();
+    let contact = |h: &Harness, id| {
+        h.s.machine(id)
+            .and_then(Machine::as_candidate)
+            .and_then(Candidate::last_contact)
+    };
+    // Each leads by its own listing and has not set its own node's watch
+    // yet: an answer sent meanwhile says nothing of an operator's deletion
+    // of the node, so the leases still run from the listings.
     for id in [a, b] {
-        let c =
-            h.s.machine(id)
-                .and_then(Machine::as_candidate)
-                .expect("runs");
-        assert_eq!(c.last_contact(), Some(due), "{id} heard of the probe");
+        assert_eq!(contact(&h, id), Some(Timestamp::ZERO), "{id}'s listing");
+    }
+    // Each sets that watch at its first tick, a third of the timeout in,
+    // whose answer proves contact: the session's next probe is out a
+    // period after it, and from then on feeds both.
+    let second = Timestamp::ZERO + TIMEOUT / 3 + TIMEOUT * 3 / 10;
+    h.until(second.as_millis());
+    for id in [a, b] {
+        assert_eq!(contact(&h, id), Some(second), "{id} heard of the probe");
     }
     // Both leases run from the probe's send time.
     let lease = h.s.machine(a).and_then(Machine::lease_expiry);
-    assert!(lease.is_some_and(|t| t > due));
+    assert!(lease.is_some_and(|t| t > second));
     assert_eq!(lease, h.s.machine(b).and_then(Machine::lease_expiry));
     // For a whole timeout, only the session probes: three tenths apart.
     h.until(TIMEOUT.as_millis() as u64);
@@ -255,7 +267,8 @@ fn the_probe_feeds_contact_to_every_machine() {
 
 /// An answer to any request of the span proves what the probe's would: a
 /// probe that falls due within a period of one stays home, and every
-/// machine hears of that answer instead.
+/// machine hears of that answer instead (a holder whose own node's watch is
+/// not set yet takes no lease from it).
 #[test]
 fn the_probe_stays_home_while_another_answer_proves_contact() {
     let mut h = Harness::new(SessionConfig::new(1));
@@ -276,11 +289,15 @@ fn the_probe_stays_home_while_another_answer_proves_contact() {
             .and_then(Machine::as_candidate)
             .and_then(Candidate::last_contact)
     };
-    assert_eq!(contact(&h, a), Some(joined), "a heard of b's answers");
-    // Filed a period after that answer: out at 5.5 s, not before.
-    h.until(5_499);
+    assert_eq!(contact(&h, b), Some(joined), "b heard of its answers");
+    // `a` leads by its own listing and sets its own node's watch at its
+    // first tick (3.33 s): no answer sent before that keeps its lease.
+    assert_eq!(contact(&h, a), Some(Timestamp::ZERO), "a's listing");
+    // Filed a period after the newest answer: b's own node's watch, set
+    // at b's first tick (5.83 s), so out at 8.83 s, not before.
+    h.until(8_832);
     assert_eq!(probes(&h), 0);
-    h.until(5_500);
+    h.until(8_833);
     assert_eq!(probes(&h), 1);
 }
 
