@@ -633,8 +633,8 @@ async fn two_machines_watching_one_path_both_get_its_one_event() {
         election.wait_leader().await.unwrap();
         elections.push(election);
     }
-    // A holder by its listing watches its own node two probe ticks on (a
-    // third of the timeout each, at most).
+    // A holder by its listing watches its own node at its first probe tick
+    // (a third of the timeout, at most).
     tokio::time::sleep(Duration::from_secs(5)).await;
     let before: Vec<u64> = elections.iter().map(|e| e.metrics().ops).collect();
     // The node is reported deleted: one event for the session. (The
@@ -752,7 +752,8 @@ async fn one_probe_per_session_keeps_every_lease() {
         elections.push(election);
     }
     // Let the start-up's own requests settle: the own-node watches a holder
-    // by its listing sets two probe ticks on (no markers: each holds alone).
+    // by its listing sets at its first probe tick (no markers: each holds
+    // alone).
     tokio::time::sleep(timeout).await;
     let (probes_before, others_before) =
         (probes.load(Ordering::SeqCst), others.load(Ordering::SeqCst));

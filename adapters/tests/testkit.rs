@@ -248,8 +248,8 @@ async fn a_fresh_leader_revoked_before_it_watches_its_node_learns_within_two_pro
 async fn an_operator_deleting_the_leaders_node_revokes_it() {
     let zk = TestZk::new();
     let (mut a, b, first) = pair(&zk).await;
-    // A leader by its own listing watches its node two probe ticks on (a
-    // third of the session each, at most): from then on a revocation
+    // A leader by its own listing watches its node at its first probe tick
+    // (a third of the session, at most): from then on a revocation
     // reaches it at once.
     tokio::time::sleep(SESSION).await;
     let node = a.election.node().unwrap();

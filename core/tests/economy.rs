@@ -9,7 +9,7 @@
 //!
 //! - the machine's own probe on connecting, unless a create is in flight;
 //! - the own-node watch of a holder by its own listing, and of any node
-//!   under `Relist` (set two probe ticks on);
+//!   under `Relist` (set two probe ticks on, a holder's at its first);
 //! - the own-node watch's re-arm after the node's own marker, on a
 //!   connection that did not report its session id (a child watch now,
 //!   unless a reconnect left the owner unknown);

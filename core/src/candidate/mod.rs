@@ -135,9 +135,12 @@
 //! nothing (every node that could watch it lists after that listing, and
 //! sees below it what that listing saw). And the own-node watch is set early
 //! only by a waiter under `OnNotification`, which needs it; a holder by its
-//! own listing, and every node under `Relist`, sets it two probe ticks on,
-//! for revocation's sake, so that a short hold or wait never pays for it
-//! (see [`OwnWatch`]). A failover (the leader's session closes) costs 3 in
+//! own listing, and every node under `Relist`, sets it two probe ticks on
+//! (a holder at its first tick), for revocation's sake, so that a short
+//! hold or wait never pays for it (see [`OwnWatch`]); until then a holder
+//! takes no lease from any answer (one may be to a request sent after an
+//! operator deleted the node unseen), so it still stops within the grace
+//! a revocation allows when the watch's answer is lost. A failover (the leader's session closes) costs 3 in
 //! and 4 out, under `Relist` 2 and 2 as zookeeper-async's `LeaderLatch`,
 //! where the closing client hangs up without waiting (zookeeper-async); a
 //! zookeeper-client close waits, and the server sends it the close's answer

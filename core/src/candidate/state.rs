@@ -258,8 +258,10 @@ pub(super) enum OwnWatch {
     /// many more times (a tick falls due every third of the session
     /// timeout or sooner, so two ticks take a third to two thirds of it).
     /// Whatever the node was revoked meanwhile, the request that sets the
-    /// watch answers `NoNode` and tells. A reconnect sets it at once (the
-    /// ticks stand still while the connection is down).
+    /// watch answers `NoNode` and tells. A holder sets it at its next tick
+    /// (in the probe's place), and takes no lease from other answers until
+    /// it is set. A reconnect sets it at once (the ticks stand still while
+    /// the connection is down).
     Later { ticks: u8 },
     /// Not set: set it when the main lane allows.
     Unarmed,

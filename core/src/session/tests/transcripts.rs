@@ -832,7 +832,7 @@ fn a_part_lost_after_the_multi_lock_held_loses_the_whole() {
     h.fired();
     h.pump();
     // A holder by its own listing learns it when it sets its own node's
-    // watch, two probe ticks on.
+    // watch, at its first probe tick.
     h.until(TIMEOUT.as_millis() as u64);
     let notices = group_notices(&h, g);
     assert!(
@@ -871,7 +871,7 @@ fn a_part_lost_while_acquiring_queues_again_and_the_group_goes_on() {
     h.fired();
     h.pump();
     // The /a part holds by its listing: it learns of the deletion when it
-    // sets its own node's watch, two probe ticks on.
+    // sets its own node's watch, at its first probe tick.
     h.until(TIMEOUT.as_millis() as u64);
     assert!(
         group_notices(&h, g).is_empty(),
