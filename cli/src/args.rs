@@ -191,6 +191,27 @@ pub(crate) enum InteropArg {
     Kazoo,
 }
 
+/// How a waiter takes over when the node it watches goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum TakeoverArg {
+    /// On the notification alone: no round trip, a few more packets for
+    /// the server (the leader marks its node, the next waiter reads it).
+    #[default]
+    OnNotification,
+    /// List the children again first, as Curator and kazoo do: one round
+    /// trip later, at their packet count.
+    Relist,
+}
+
+impl TakeoverArg {
+    pub(crate) fn mode(self) -> zkelect::Takeover {
+        match self {
+            TakeoverArg::OnNotification => zkelect::Takeover::OnNotification,
+            TakeoverArg::Relist => zkelect::Takeover::Relist,
+        }
+    }
+}
+
 impl InteropArg {
     pub(crate) fn scheme(self) -> zkelect::Interop {
         match self {
@@ -222,6 +243,9 @@ pub(crate) struct RunArgs {
     /// candidate of one election must use the same value.
     #[arg(long, value_name = "K", default_value_t = 1)]
     pub(crate) leaders: u32,
+    /// How a follower takes over when the node it watches goes.
+    #[arg(long, value_enum, default_value_t = TakeoverArg::OnNotification)]
+    pub(crate) takeover: TakeoverArg,
     /// Serve the election's metrics for Prometheus at http://HOST:PORT/
     /// (counters, a leader gauge, time-to-elect, failover and hand-off
     /// histograms in seconds).
@@ -266,6 +290,9 @@ pub(crate) struct LockArgs {
     /// give the same K).
     #[arg(long, value_name = "K", conflicts_with_all = ["read", "write"])]
     pub(crate) permits: Option<u32>,
+    /// How a waiter takes over when the node it watches goes.
+    #[arg(long, value_enum, default_value_t = TakeoverArg::OnNotification)]
+    pub(crate) takeover: TakeoverArg,
     /// Milliseconds between SIGTERM and SIGKILL when the command is stopped.
     /// When contact with the server is in doubt the command gets SIGTERM
     /// this long before the lease ends, so it must fit in the lease: at most
@@ -671,6 +698,41 @@ mod tests {
             assert_eq!(s.interop.scheme(), scheme);
         }
         assert!(status(&["--interop", "zookeeper"]).is_err());
+    }
+
+    #[test]
+    fn takeover_defaults_to_the_notification_and_relist_is_the_peers_mode() {
+        let run = |extra: &[&str]| {
+            let mut args = vec!["zkelect", "run", "--connect", "h:1", "--path", "/p"];
+            args.extend_from_slice(&["--id", "a"]);
+            args.extend_from_slice(extra);
+            args.extend_from_slice(&["--", "true"]);
+            Cli::try_parse_from(args)
+        };
+        let Cmd::Run(r) = run(&[]).unwrap().command else {
+            panic!()
+        };
+        assert_eq!(r.takeover.mode(), zkelect::Takeover::OnNotification);
+        let Cmd::Run(r) = run(&["--takeover", "relist"]).unwrap().command else {
+            panic!()
+        };
+        assert_eq!(r.takeover.mode(), zkelect::Takeover::Relist);
+        let Cmd::Lock(l) = lock(&["--takeover", "relist", "--", "true"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert_eq!(l.takeover.mode(), zkelect::Takeover::Relist);
+        let Cmd::Lock(l) = lock(&["--takeover", "on-notification", "--", "true"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert_eq!(l.takeover.mode(), zkelect::Takeover::OnNotification);
+        assert!(run(&["--takeover", "poll"]).is_err());
+        assert!(lock(&["--takeover", "poll", "--", "true"]).is_err());
     }
 
     fn lock(extra: &[&str]) -> Result<Cli, clap::Error> {

@@ -70,6 +70,7 @@ pub(crate) fn check(args: &LockArgs, id: &str) -> Result<Rule, Failure> {
     };
     Config::builder(&args.conn.path, id)
         .rule(rule)
+        .takeover(args.takeover.mode())
         .build()
         .code(Code::Config)
         .map_err(before_cmd)?;
@@ -190,6 +191,7 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
         .path(&args.conn.path)
         .id(&id)
         .configure(move |config| config.rule(rule))
+        .takeover(args.takeover.mode())
         .acl(acl_for(&args.conn))
         .start()
         .await

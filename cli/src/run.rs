@@ -63,6 +63,7 @@ pub(crate) async fn run(
         .policy(policy)
         .leaders(args.leaders)
         .interop(args.interop.scheme())
+        .takeover(args.takeover.mode())
         .acl(acl_for(&args.conn));
     if let Some(data) = &args.data {
         builder = builder.data(data.clone().into_bytes());
@@ -147,6 +148,7 @@ pub(crate) fn check(args: &RunArgs) -> Result<(), Failure> {
     Config::builder(&args.conn.path, &args.id)
         .leaders(args.leaders)
         .interop(args.interop.scheme())
+        .takeover(args.takeover.mode())
         .build()
         .code(Code::Config)?;
     // The grace must fit in the lease: checked against the session timeout
