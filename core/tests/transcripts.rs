@@ -522,9 +522,10 @@ fn a_new_leader_marks_its_node_with_its_own_bytes_expecting_version_0() {
     assert_eq!(d.c.stats().marks_written, 1);
     // Our own-node watch is a child watch: the marker does not fire it, so
     // nothing is set again (one request and one event less per election);
-    // nothing is marked twice.
+    // nothing is marked twice. (Its first tick sets its own node's watch,
+    // answered here.)
     d.sleep(1_000);
-    d.answer_probes();
+    d.answer_probes_and_watch();
     assert!(d.c.role().is_leader());
     assert!(d.pending.is_empty(), "{:?}", d.pending);
     // Were a data watch there (after a reconnect that named no session,
@@ -1183,7 +1184,7 @@ fn lease_expiry_follows_the_last_answered_request() {
     assert_eq!(d.c.last_contact(), Some(Timestamp::ZERO));
     assert_eq!(d.c.lease_expiry(), Some(Timestamp::from_millis(2_000)));
     d.sleep(1_000);
-    d.answer_probes();
+    d.answer_probes_and_watch();
     assert_eq!(d.c.lease_expiry(), Some(Timestamp::from_millis(3_000)));
     d.session(SessionEvent::Disconnected);
     assert_eq!(
@@ -1199,7 +1200,7 @@ fn a_probe_due_during_a_stall_goes_out_as_soon_as_the_late_one_returns() {
     // The first tick sets the holder's own node's watch in the probe's
     // place; its answer proves contact. The probes follow.
     d.sleep(1_000);
-    d.answer_probes();
+    d.answer_probes_and_watch();
     d.sleep(1_000);
     let late = d.take(Verb::Exists);
     // The next probe falls due while the first is still unanswered (a stall).

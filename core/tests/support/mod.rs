@@ -134,13 +134,17 @@ impl Driver {
     }
 
     /// Answers every pending probe (`exists`), proving contact with the server.
-    /// Answers the pending probes, and the own-node watch that a holder by
-    /// its own listing sets at its first probe tick in a probe's place (its
-    /// answer proves contact as well), finding the node.
     pub fn answer_probes(&mut self) {
         while let Some(p) = self.try_take(Verb::Exists) {
             self.reply(p.op, Ok(Reply::Exists(Some(Stat::default()))));
         }
+    }
+
+    /// Answers the pending probes, and the own-node watch that a holder by
+    /// its own listing sets at its first probe tick in a probe's place (its
+    /// answer proves contact as well), finding the node.
+    pub fn answer_probes_and_watch(&mut self) {
+        self.answer_probes();
         let (Some(node), Some(token)) = (self.c.node().map(str::to_owned), self.c.token()) else {
             return;
         };
@@ -313,11 +317,11 @@ impl Driver {
     /// Moves the clock through the probe ticks after which a node's own
     /// watch is set late (a holder by its listing, at the first, or any
     /// node under `Takeover::Relist`), answering the probes on the way
-    /// (and a holder's own-node watch: see [`Self::answer_probes`]).
+    /// (and a holder's own-node watch: see [`Self::answer_probes_and_watch`]).
     pub fn age_node(&mut self) {
         for _ in 0..3 {
             self.sleep(TIMEOUT.as_millis() as u64 / 3);
-            self.answer_probes();
+            self.answer_probes_and_watch();
         }
     }
 
