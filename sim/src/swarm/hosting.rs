@@ -27,7 +27,7 @@ pub struct Hosting {
     /// Multi-locks over side queues ([`Hosting::draw_multi_locks`]), whose
     /// parts start after every other machine, each multi-lock's in its
     /// sorted order.
-    pub multi_locks: Vec<super::multi::MultiLockDraw>,
+    pub multi_locks: Vec<MultiLockDraw>,
 }
 
 /// A further queue of the world (many recipes on one `Session`):
@@ -183,4 +183,20 @@ impl Hosting {
         }
         rng
     }
+}
+
+/// One multi-lock of the world: the queues of its parts, in the order its
+/// application names them (two multi-locks may name the same queues in
+/// opposite orders; the core takes them sorted), the candidate whose
+/// session its parts ride on, and how long it tries before it gives up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MultiLockDraw {
+    /// The queues of its parts (indices of the world's queues: 1 and up are
+    /// [`Hosting::queues`]), as named.
+    pub queues: Vec<usize>,
+    /// The first queue's candidate whose session its parts ride on.
+    pub on: usize,
+    /// Gives up an acquisition after this long (`try_acquire(timeout)`);
+    /// `None`: waits as long as it takes.
+    pub give_up: Option<std::time::Duration>,
 }

@@ -5,25 +5,9 @@
 
 use std::time::Duration;
 
-use super::hosting::{Hosting, SideQueue};
+use super::hosting::{Hosting, MultiLockDraw, SideQueue};
 use super::recipe::Queue;
 use crate::rng::SimRng;
-
-/// One multi-lock of the world: the queues of its parts, in the order its
-/// application names them (two multi-locks may name the same queues in
-/// opposite orders; the core takes them sorted), the candidate whose
-/// session its parts ride on, and how long it tries before it gives up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MultiLockDraw {
-    /// The queues of its parts (indices of the world's queues: 1 and up are
-    /// [`Hosting::queues`]), as named.
-    pub queues: Vec<usize>,
-    /// The first queue's candidate whose session its parts ride on.
-    pub on: usize,
-    /// Gives up an acquisition after this long (`try_acquire(timeout)`);
-    /// `None`: waits as long as it takes.
-    pub give_up: Option<Duration>,
-}
 
 impl Hosting {
     /// Two mutexes of their own and two multi-locks naming them in

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use zkelect_core::name::Access;
-use zkelect_core::{Command, FencingToken, Notice, Reply, Role};
+use zkelect_core::{Command, FencingToken, Notice, Role};
 
 use crate::foreign::Scheme;
 use crate::invariant::Event;
@@ -13,7 +13,7 @@ use super::engine::World;
 use super::ev::Ev;
 use super::hosting::Intent;
 use super::proc::{agent, Member};
-use super::spec::PATH;
+use super::text::short;
 
 impl World {
     /// Drains foreign model `pid` (notices, commands, timeout) after it
@@ -207,22 +207,5 @@ impl World {
             token,
             accepted,
         });
-    }
-}
-
-pub(super) fn short(path: &str) -> &str {
-    path.strip_prefix(PATH)
-        .map_or(path, |p| p.trim_start_matches('/'))
-}
-
-pub(super) fn reply_text(r: &Reply) -> String {
-    match r {
-        Reply::Created { path, stat } => format!("created {} czxid={}", short(path), stat.czxid),
-        Reply::Children(c) => format!("children[{}]", c.len()),
-        Reply::Data { stat, .. } => format!("data czxid={} v{}", stat.czxid, stat.version),
-        Reply::Exists(s) => format!("exists={}", s.is_some()),
-        Reply::Deleted => "deleted".into(),
-        Reply::Set(stat) => format!("set version={}", stat.version),
-        Reply::Synced => "synced".into(),
     }
 }

@@ -10,12 +10,12 @@ use zkelect_core::{
     Acl, CreateMode, FencingToken, Reply, Request, Role, SessionId, Stat, Timestamp, REVOKE_MESSAGE,
 };
 
-use super::app::short;
 use super::engine::World;
 use super::ev::Ev;
 use super::hosting::Intent;
 use super::proc::{agent, Conn};
 use super::spec::Phase;
+use super::text::short;
 use crate::canary::Canary;
 use crate::foreign::{lookalike_stem, Scheme};
 use crate::invariant::Event;

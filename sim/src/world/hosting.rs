@@ -20,10 +20,10 @@ use zkelect_core::{
     WatchEvent, ZkCode,
 };
 
-use super::app::{reply_text, short};
 use super::engine::World;
 use super::ev::Ev;
 use super::proc::{agent, Member};
+use super::text::{reply_text, short};
 use super::told::Told;
 use crate::invariant::Event;
 

@@ -72,6 +72,7 @@ mod proc;
 mod spawn;
 mod spec;
 mod stats;
+mod text;
 mod told;
 mod view;
 

@@ -19,19 +19,7 @@ use super::engine::World;
 use super::ev::Ev;
 use super::hosting::Woken;
 use super::spec::Phase;
-
-/// One multi-lock of the world.
-#[derive(Debug, Clone)]
-pub(crate) struct Group {
-    /// The process whose session runs it.
-    pub(crate) host: usize,
-    /// Its name on that session.
-    pub(crate) gid: GroupId,
-    /// Its parts' processes, in the lock's order.
-    pub(crate) parts: Vec<usize>,
-    /// How long an acquisition tries.
-    pub(crate) give_up: Option<Duration>,
-}
+use super::view::Group;
 
 impl World {
     /// Adds multi-lock `draw` to its candidate's session (its parts out of

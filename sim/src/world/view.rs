@@ -96,7 +96,7 @@ pub struct View {
     /// The checkers' counts, kept as processes change.
     pub(super) counts: Counts,
     /// The multi-locks.
-    pub(super) groups: Vec<super::multi::Group>,
+    pub(super) groups: Vec<Group>,
 }
 
 impl View {
@@ -499,4 +499,17 @@ impl View {
     pub(super) fn check_census(&self) {
         self.counts.check(&self.procs, &self.zk);
     }
+}
+
+/// One multi-lock of the world.
+#[derive(Debug, Clone)]
+pub(crate) struct Group {
+    /// The process whose session runs it.
+    pub(crate) host: usize,
+    /// Its name on that session.
+    pub(crate) gid: zkelect_core::GroupId,
+    /// Its parts' processes, in the lock's order.
+    pub(crate) parts: Vec<usize>,
+    /// How long an acquisition tries.
+    pub(crate) give_up: Option<Duration>,
 }
