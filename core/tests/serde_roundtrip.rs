@@ -17,8 +17,8 @@ use zkelect_core::{
     Access, Acl, AclEntry, AclScheme, CandidateError, Command, ConnectionPolicy, ConnectionState,
     CreateMode, DemotionReason, Exit, FencingToken, GroupId, GroupNotice, Input, Interop,
     MachineId, NamespaceFault, Notice, ObserverConfig, ObserverStats, OpId, Participant, Perms,
-    Recipe, Reply, Request, RevocationError, Role, Rule, SessionEvent, SessionId, Stat, Timestamp,
-    Traffic, Verb, WatchEvent, WatchKind, WatchStrategy, ZkCode,
+    Recipe, Reply, Request, RevocationError, Role, Rule, SessionEvent, SessionId, Stat, Takeover,
+    Timestamp, Traffic, Verb, WatchEvent, WatchKind, WatchStrategy, ZkCode,
 };
 
 /// Round-trips every value through JSON and returns the type's short name.
@@ -440,6 +440,7 @@ fn covered() -> BTreeSet<&'static str> {
             path: "/svc".into(),
         })),
         round_trip(watch_kinds()),
+        round_trip([Takeover::OnNotification, Takeover::Relist]),
         round_trip([WatchStrategy::Predecessor, WatchStrategy::Parent]),
         round_trip(codes()),
     ]
