@@ -35,6 +35,24 @@ macro_rules! stat_of {
 }
 pub(crate) use stat_of;
 
+/// The core's permission bits as a client library's `Permission` flags:
+/// both clients name their flags alike, so one mapping serves both.
+macro_rules! permission_of {
+    ($perms:expr, $permission:ty) => {
+        [
+            (zkelect_core::Perms::READ, <$permission>::READ),
+            (zkelect_core::Perms::WRITE, <$permission>::WRITE),
+            (zkelect_core::Perms::CREATE, <$permission>::CREATE),
+            (zkelect_core::Perms::DELETE, <$permission>::DELETE),
+            (zkelect_core::Perms::ADMIN, <$permission>::ADMIN),
+        ]
+        .into_iter()
+        .filter(|(ours, _)| $perms.contains(*ours))
+        .fold(<$permission>::NONE, |all, (_, theirs)| all | theirs)
+    };
+}
+pub(crate) use permission_of;
+
 /// How long closing the session may take before it is left to expire.
 pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -462,6 +480,39 @@ impl Reporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each of the core's permission bits maps to the client's flag of the
+    /// same name, and only those asked for.
+    #[test]
+    fn permissions_map_bit_by_bit() {
+        use zkelect_core::Perms;
+        #[cfg(feature = "zookeeper-async")]
+        {
+            use zookeeper_async::Permission as P;
+            assert_eq!(
+                permission_of!(Perms::READ | Perms::DELETE, P),
+                P::READ | P::DELETE
+            );
+            assert_eq!(permission_of!(Perms::ADMIN, P), P::ADMIN);
+            assert_eq!(
+                permission_of!(Perms::WRITE | Perms::CREATE, P),
+                P::WRITE | P::CREATE
+            );
+        }
+        #[cfg(feature = "zookeeper-client")]
+        {
+            use zookeeper_client::Permission as P;
+            assert_eq!(
+                permission_of!(Perms::READ | Perms::DELETE, P),
+                P::READ | P::DELETE
+            );
+            assert_eq!(permission_of!(Perms::ADMIN, P), P::ADMIN);
+            assert_eq!(
+                permission_of!(Perms::WRITE | Perms::CREATE, P),
+                P::WRITE | P::CREATE
+            );
+        }
+    }
 
     const T: Duration = Duration::from_secs(4);
 

@@ -53,7 +53,7 @@ use tracing::{debug, info, warn};
 use zkelect_core::connect_string::ConnectString;
 use zkelect_core::startup::{Learn, StartupConfig};
 use zkelect_core::{
-    Acl, CreateMode, Perms, Reply, Request, SessionEvent, Stat, WatchEvent, WatchKind, ZkCode,
+    Acl, CreateMode, Reply, Request, SessionEvent, Stat, WatchEvent, WatchKind, ZkCode,
 };
 use zookeeper_async as zka;
 
@@ -902,16 +902,7 @@ pub(crate) fn map_acl(acl: &Acl) -> Vec<zka::Acl> {
     acl.entries()
         .iter()
         .map(|e| {
-            let perms = [
-                (Perms::READ, zka::Permission::READ),
-                (Perms::WRITE, zka::Permission::WRITE),
-                (Perms::CREATE, zka::Permission::CREATE),
-                (Perms::DELETE, zka::Permission::DELETE),
-                (Perms::ADMIN, zka::Permission::ADMIN),
-            ]
-            .into_iter()
-            .filter(|(ours, _)| e.perms().contains(*ours))
-            .fold(zka::Permission::NONE, |all, (_, theirs)| all | theirs);
+            let perms = crate::shell::permission_of!(e.perms(), zka::Permission);
             zka::Acl::new(perms, e.scheme().as_str(), e.id())
         })
         .collect()

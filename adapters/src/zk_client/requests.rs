@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
-use zkelect_core::{Acl, CreateMode, Perms, Reply, Request, Stat, ZkCode};
+use zkelect_core::{Acl, CreateMode, Reply, Request, Stat, ZkCode};
 use zookeeper_client as zkc;
 
 use crate::transport::MultiOpResult;
@@ -178,16 +178,7 @@ pub(super) fn map_acl(acl: &Acl) -> Vec<zkc::Acl> {
     acl.entries()
         .iter()
         .map(|e| {
-            let perms = [
-                (Perms::READ, zkc::Permission::READ),
-                (Perms::WRITE, zkc::Permission::WRITE),
-                (Perms::CREATE, zkc::Permission::CREATE),
-                (Perms::DELETE, zkc::Permission::DELETE),
-                (Perms::ADMIN, zkc::Permission::ADMIN),
-            ]
-            .into_iter()
-            .filter(|(ours, _)| e.perms().contains(*ours))
-            .fold(zkc::Permission::NONE, |all, (_, theirs)| all | theirs);
+            let perms = crate::shell::permission_of!(e.perms(), zkc::Permission);
             zkc::Acl::new(perms, zkc::AuthId::new(e.scheme().as_str(), e.id()))
         })
         .collect()
