@@ -80,6 +80,7 @@ fn options_of(sub: &str) -> &'static [&'static str] {
             "--metrics-addr",
             "--lead-timeout",
             "--grace-ms",
+            "--takeover",
         ],
         "lock" => &[
             "--id",
@@ -89,6 +90,7 @@ fn options_of(sub: &str) -> &'static [&'static str] {
             "--permits",
             "--grace-ms",
             "--metrics-addr",
+            "--takeover",
         ],
         "status" => &[
             "--json",
@@ -244,6 +246,8 @@ const SEEDS: &[&str] = &[
 ];
 
 const ENUMS: &[&str] = &[
+    "on-notification",
+    "relist",
     "zookeeper-async",
     "zookeeper-client",
     "zookeeper",
@@ -296,7 +300,8 @@ fn value(b: &mut Bytes<'_>, flag: &str) -> OsString {
             COUNTS
         }
         "--seeds" => SEEDS,
-        "--transport" | "--policy" | "--interop" | "--recipe" | "--faults" | "--canary" => ENUMS,
+        "--transport" | "--policy" | "--interop" | "--recipe" | "--faults" | "--canary"
+        | "--takeover" => ENUMS,
         "--metrics-addr" => ADDRS,
         "--tls-ca" | "--tls-cert" | "--tls-key" | "--sasl-password-file" | "--save" => FILES,
         "--auth" => AUTHS,
