@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use zkelect_core::{CandidateError, ConfigError, FencingToken, NamespaceFault, ZkCode};
+use zkelect_core::{
+    CandidateError, ConfigError, FencingToken, NamespaceFault, RevocationError, ZkCode,
+};
 
 /// What can go wrong opening a ZooKeeper session, and with its credentials
 /// later: [`Session::connect`](crate::Session::connect), a transport's
@@ -375,6 +377,57 @@ pub enum LockError {
     /// a time per handle (a multi-lock is not reentrant).
     #[error("this multi-lock is already acquiring or held")]
     InUse,
+}
+
+/// Why a cooperative revocation request was not delivered
+/// ([`Session::request_revocation`](crate::Session::request_revocation)).
+/// Delivered means written into the holder's node; whether the holder lets
+/// go is its own decision.
+///
+/// ```
+/// use zkelect::RevocationRequestError;
+///
+/// fn worth_retrying(e: &RevocationRequestError) -> bool {
+///     // The node is gone (its holder let go already), or the server
+///     // refuses for good: asking again will not help.
+///     matches!(e, RevocationRequestError::Closed)
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RevocationRequestError {
+    /// The node's path is not one ZooKeeper accepts (the lock's path and
+    /// the node's name make it).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// No such node: its holder has let go (or never was).
+    #[error("no node {path} to ask to let go: it is gone")]
+    Gone {
+        /// The node's full path.
+        path: String,
+    },
+    /// ZooKeeper refused the write (no write permission on the node, the
+    /// session's credentials rejected).
+    #[error("ZooKeeper refused the revocation request on {path}: {code}")]
+    Refused {
+        /// The node's full path.
+        path: String,
+        /// The server's error.
+        code: ZkCode,
+    },
+    /// The session is closed (or closed before the request was answered).
+    #[error("the session is closed: the revocation request was not delivered")]
+    Closed,
+}
+
+impl From<RevocationError> for RevocationRequestError {
+    fn from(e: RevocationError) -> Self {
+        match e {
+            RevocationError::Gone { path } => Self::Gone { path },
+            RevocationError::Refused { path, code } => Self::Refused { path, code },
+            RevocationError::Closed => Self::Closed,
+        }
+    }
 }
 
 #[cfg(test)]

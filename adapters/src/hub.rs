@@ -83,6 +83,9 @@ struct Rare {
     /// path may be an election this process takes part in, and the series
     /// are labelled by path alone.
     listing: Option<Listing>,
+    /// Not metered though it lists nothing: a machine that takes no part
+    /// in a queue (a revocation request, whose path is another's node).
+    unmetered: bool,
 }
 
 /// An observer's participant list, published in the step that reports it.
@@ -110,13 +113,29 @@ impl Board {
             rare: Some(Box::new(Rare {
                 closed: Vec::new(),
                 listing: Some(listing),
+                unmetered: false,
+            })),
+        }
+    }
+
+    /// A board for a machine outside any queue (a revocation request):
+    /// its notices and status only, not metered.
+    pub(crate) fn unmetered(outputs: Arc<Outputs>) -> Self {
+        Self {
+            outputs,
+            facade: Facade::unmetered(),
+            rare: Some(Box::new(Rare {
+                unmetered: true,
+                ..Rare::default()
             })),
         }
     }
 
     /// Whether its counters and leader gauge go to the metrics facade.
     fn is_metered(&self) -> bool {
-        self.rare.as_ref().is_none_or(|r| r.listing.is_none())
+        self.rare
+            .as_ref()
+            .is_none_or(|r| r.listing.is_none() && !r.unmetered)
     }
 }
 

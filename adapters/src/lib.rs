@@ -355,7 +355,8 @@
 //! credentials), [`ElectionError`] (an election's setup and end),
 //! [`LockError`] (acquiring a lock, a permit, a read-write lock side),
 //! [`ObserveError`] (an observation), [`GuardedWriteError`] (a write made
-//! only while holding). Everything else (connection loss, expiry,
+//! only while holding), [`RevocationRequestError`] (asking a holder to let
+//! go). Everything else (connection loss, expiry,
 //! revocation) is a [`Notice`] and a [`Role`] change, handled by the core.
 // Links to items behind a feature (zk_async, zk_client, memory, testkit) are
 // relative HTML links, not intra-doc links, here and in the modules: `cargo
@@ -383,6 +384,7 @@ mod lock;
 pub mod memory;
 mod multi_lock;
 mod observer;
+mod revocation;
 mod session;
 #[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
 mod shell;
@@ -400,8 +402,8 @@ pub mod zk_client;
 pub use connect::{Connect, Connecting};
 pub use election::{Election, ElectionBuilder, LeadOutcome};
 pub use error::{
-    ConnectFailure, ElectionError, GuardedWriteError, LockError, ObserveError, SessionError,
-    TlsError,
+    ConnectFailure, ElectionError, GuardedWriteError, LockError, ObserveError,
+    RevocationRequestError, SessionError, TlsError,
 };
 pub use lock::{LockGuard, Mutex, RwLock, Semaphore};
 pub use multi_lock::{MultiLock, MultiLockGuard};

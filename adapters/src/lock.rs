@@ -84,6 +84,8 @@ struct Spec {
     rule: Rule,
     interop: Interop,
     takeover: Takeover,
+    /// Hear of cooperative revocation requests ([`LockGuard::revocation_requested`]).
+    revocable: bool,
 }
 
 impl Spec {
@@ -95,15 +97,24 @@ impl Spec {
             rule,
             interop: Interop::None,
             takeover: Takeover::default(),
+            revocable: false,
         }
     }
 
-    /// Starts a machine that queues for one hold.
+    /// Starts a machine that queues for one hold (of one permit).
     fn start(&self) -> Result<Arc<Hold>, LockError> {
+        self.start_weighted(1)
+    }
+
+    /// Starts a machine that queues for one hold of `weight` permits (a
+    /// weight the rule does not allow is refused here, before any request).
+    fn start_weighted(&self, weight: u32) -> Result<Arc<Hold>, LockError> {
         let config = Config::builder(self.path.to_string(), self.id.clone())
             .rule(self.rule)
+            .weight(weight)
             .interop(self.interop)
             .takeover(self.takeover)
+            .revocable(self.revocable)
             .nonce_seed(random_seed())
             .build()?;
         let outputs = Outputs::new();
@@ -276,6 +287,20 @@ impl Mutex {
         self
     }
 
+    /// Hear of cooperative revocation requests (default false): anyone may
+    /// then ask this handle's holds to let go — another zkelect process
+    /// with [`Session::request_revocation`], an operator with `zkelect
+    /// revoke --ask`, Curator's `Revoker.attemptRevoke` — and the guard's
+    /// [`revocation_requested`](LockGuard::revocation_requested) resolves.
+    /// The holder decides: nothing is released by the request itself
+    /// (Curator's `makeRevocable`). Costs one more read per hold (its own
+    /// node's data is watched).
+    #[must_use]
+    pub fn revocable(mut self, yes: bool) -> Self {
+        self.spec.revocable = yes;
+        self
+    }
+
     /// The lock's path.
     pub fn path(&self) -> &str {
         &self.spec.path
@@ -387,6 +412,14 @@ impl Semaphore {
         self
     }
 
+    /// Hear of cooperative revocation requests (default false; see
+    /// [`Mutex::revocable`]).
+    #[must_use]
+    pub fn revocable(mut self, yes: bool) -> Self {
+        self.spec.revocable = yes;
+        self
+    }
+
     /// The semaphore's path.
     pub fn path(&self) -> &str {
         &self.spec.path
@@ -405,6 +438,62 @@ impl Semaphore {
     /// as [`Mutex::try_acquire`] does.
     pub async fn try_acquire(&self, timeout: Duration) -> Result<Option<LockGuard>, LockError> {
         try_hold(self.spec.start()?, timeout).await
+    }
+
+    /// Waits for `n` permits at once and returns one guard for all of them
+    /// (Curator's `InterProcessSemaphoreV2.acquire(qty)`, as one node that
+    /// weighs `n`; its drop or [`release`](LockGuard::release) gives all `n`
+    /// back). Fair in arrival order: a request for 3 is served before later
+    /// requests for 1 even while 1 permit would be free for them, so it is
+    /// never starved (Curator's leases are taken one at a time, and a
+    /// request for 3 can be overtaken). The weight is written in the node's
+    /// name, so every participant reads it from the listing it makes
+    /// anyway: no extra reads.
+    ///
+    /// `n` = 0, or more than the semaphore's permits, is refused at once
+    /// with [`LockError::Config`] ([`ConfigError::InvalidWeight`](zkelect_core::ConfigError::InvalidWeight)),
+    /// never a wait that cannot end. Cancel-safe and otherwise as
+    /// [`acquire`](Self::acquire).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use zkelect::{memory::MemoryServer, ConfigError, LockError, Session};
+    ///
+    /// let server = MemoryServer::new();
+    /// let session = Session::connect(server.settings(Duration::from_secs(4))).await?;
+    /// let slots = session.semaphore("/svc/encoders", 4);
+    /// let three = slots.acquire_many(3).await?; // one guard, three permits
+    /// let one = slots.acquire().await?; // the fourth
+    /// // Nothing is left: a request for 2 waits until the three come back.
+    /// assert!(slots.try_acquire_many(2, Duration::from_millis(100)).await?.is_none());
+    /// three.release().await;
+    /// let two = slots.acquire_many(2).await?;
+    /// // Asking for more than there are is an error, not a wait.
+    /// assert!(matches!(
+    ///     slots.acquire_many(5).await,
+    ///     Err(LockError::Config(ConfigError::InvalidWeight { weight: 5, .. }))
+    /// ));
+    /// # drop((one, two));
+    /// # session.close().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn acquire_many(&self, n: u32) -> Result<LockGuard, LockError> {
+        let hold = self.spec.start_weighted(n)?;
+        let held = hold.wait().await?;
+        Ok(LockGuard { hold, held })
+    }
+
+    /// [`acquire_many`](Self::acquire_many), giving up after `timeout`
+    /// (`Ok(None)`, its node deleted), as [`Mutex::try_acquire`] does.
+    pub async fn try_acquire_many(
+        &self,
+        n: u32,
+        timeout: Duration,
+    ) -> Result<Option<LockGuard>, LockError> {
+        try_hold(self.spec.start_weighted(n)?, timeout).await
     }
 }
 
@@ -483,6 +572,16 @@ impl RwLock {
         Self {
             read: self.read.takeover(takeover),
             write: self.write.takeover(takeover),
+        }
+    }
+
+    /// Hear of cooperative revocation requests on both sides (default
+    /// false; see [`Mutex::revocable`]).
+    #[must_use]
+    pub fn revocable(self, yes: bool) -> Self {
+        Self {
+            read: self.read.revocable(yes),
+            write: self.write.revocable(yes),
         }
     }
 
@@ -609,6 +708,59 @@ impl LockGuard {
         }
     }
 
+    /// Resolves once someone has asked this hold to let go: a cooperative
+    /// revocation request ([`Session::request_revocation`], `zkelect revoke
+    /// --ask`, Curator's `Revoker.attemptRevoke`) heard by a handle made
+    /// [`revocable`](Mutex::revocable) — at once if one was heard already,
+    /// while the hold still waited or since it holds. The holder decides:
+    /// release the guard to honour it, or go on holding (nothing is
+    /// released by the request). Never resolves on a handle that is not
+    /// revocable, nor for a hold that ends without a request: select it
+    /// with [`lost`](Self::lost) and the work. Each request is counted in
+    /// the [`status`](Self::status)'s `stats.revocations_requested`, for
+    /// a holder that ignored one and waits for the next.
+    /// Independent of the guard's lifetime, as [`lost`](Self::lost) is.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use zkelect::{memory::MemoryServer, Session};
+    ///
+    /// let server = MemoryServer::new();
+    /// let session = Session::connect(server.settings(Duration::from_secs(4))).await?;
+    /// let lock = session.mutex("/svc/locks/report").revocable(true);
+    /// let guard = lock.acquire().await?;
+    ///
+    /// // Anyone else (here, another session) asks the holder to let go.
+    /// let other = Session::connect(server.settings(Duration::from_secs(4))).await?;
+    /// other.request_revocation("/svc/locks/report", guard.node()).await?;
+    ///
+    /// // The holder hears of it and decides to honour it.
+    /// tokio::select! {
+    ///     () = guard.revocation_requested() => guard.release().await,
+    ///     reason = guard.lost() => panic!("lost first: {reason}"),
+    /// }
+    /// # other.close().await;
+    /// # session.close().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn revocation_requested(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut status = self.hold.outputs.status();
+        async move {
+            loop {
+                if status.borrow_and_update().stats.revocations_requested > 0 {
+                    return;
+                }
+                if status.changed().await.is_err() {
+                    // The hold is gone without a request: none will come.
+                    return std::future::pending().await;
+                }
+            }
+        }
+    }
+
     /// Releases this guard; if it is the hold's last, deletes the node and
     /// waits for the deletion (at most 5 s; it goes on in the background).
     pub async fn release(self) {
@@ -656,3 +808,7 @@ impl LockGuard {
 #[cfg(test)]
 #[path = "lock_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "lock_family_tests.rs"]
+mod family_tests;

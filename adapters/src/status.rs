@@ -53,6 +53,9 @@ pub struct Metrics {
     /// a fenced resource will refuse the new tokens; see the README's
     /// "Running in production").
     pub tokens_regressed: u64,
+    /// Cooperative revocation requests heard by a revocable lock (each
+    /// write of the request into its node, while it waited or held).
+    pub revocations_requested: u64,
 }
 
 /// Everything a machine publishes that is not a notice, in one snapshot:
@@ -450,6 +453,7 @@ pub(crate) fn count(s: &mut Status, notice: &Notice, failover: bool) -> bool {
             s.last_demotion = Some(*reason);
         }
         Notice::LeaderChanged { .. } => s.stats.leader_changes += 1,
+        Notice::RevocationRequested => s.stats.revocations_requested += 1,
         Notice::Error(e) => s.error = Some(e.clone()),
         _ => return failover,
     }
