@@ -182,3 +182,30 @@ async fn a_request_to_a_gone_node_or_on_a_closed_session_is_a_typed_error() {
         .expect("a closed session answers, it does not hang");
     assert_eq!(closed, Err(RevocationRequestError::Closed));
 }
+
+/// On a runtime with threads the request's task may wake on its machine's
+/// last status while the pump is still sending the answer: the answer is
+/// still the one returned (a task that read the notices too early said
+/// `Closed` for a delivered request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_delivered_request_is_answered_ok_on_a_threaded_runtime() {
+    let zk = TestZk::new();
+    let s = session(&zk);
+    let guard = s.mutex(PATH).revocable(true).acquire().await.unwrap();
+    for i in 0..200 {
+        let answer = s.request_revocation(PATH, guard.node()).await;
+        assert_eq!(answer, Ok(()), "request {i}");
+    }
+    // Writes that land between a notification and the holder's next read
+    // are heard as one: at least one, at most one per write.
+    let mut status = guard.status();
+    let heard = status
+        .wait_for(|s| s.stats.revocations_requested > 0)
+        .await
+        .unwrap()
+        .stats
+        .revocations_requested;
+    assert!(heard <= 200, "{heard}");
+    drop(guard);
+    s.close().await;
+}

@@ -82,7 +82,10 @@ impl Session {
                     let stopped = matches!(status.borrow_and_update().role, Role::Closed | Role::Failed);
                     if changed.is_err() || stopped {
                         // The machine's last notice is sent in the step
-                        // that stops it, before its status says so.
+                        // that stops it, just after its status says so and
+                        // under the session's lock: once the lock is ours,
+                        // that step is over and the notice is in.
+                        self.hub().read(|_| ());
                         return drain(&mut notices);
                     }
                 }
