@@ -373,9 +373,10 @@ pub enum LockError {
     /// A multi-lock's paths are not a set of locks (none, or one twice).
     #[error(transparent)]
     MultiLock(#[from] zkelect_core::MultiLockError),
-    /// This multi-lock handle already acquires or holds: one acquisition at
-    /// a time per handle (a multi-lock is not reentrant).
-    #[error("this multi-lock is already acquiring or held")]
+    /// This handle already acquires or holds, and is not reentrant: one
+    /// acquisition at a time per handle (a multi-lock, a
+    /// [`Mutex`](crate::Mutex) built with `reentrant(false)`).
+    #[error("this lock handle is already acquiring or held, and is not reentrant")]
     InUse,
 }
 

@@ -17,8 +17,11 @@
 //! thread: while it holds, another `acquire` on the same handle returns at
 //! once with a guard of the same hold (the same node, the same token), and
 //! the hold ends with its last guard. Acquisitions on one handle that wait
-//! at the same time wait for one node together. A [`Semaphore`] is not
-//! reentrant: every acquisition takes a permit of its own.
+//! at the same time wait for one node together; built
+//! [`reentrant(false)`](Mutex::reentrant) (Curator's
+//! `InterProcessSemaphoreMutex`) every acquisition takes a place of its own
+//! and a second one on a handle that holds is refused. A [`Semaphore`] is
+//! not reentrant: every acquisition takes a permit of its own.
 
 use std::future::Future;
 use std::sync::{Arc, PoisonError, Weak};
@@ -27,7 +30,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use zkelect_core::{
-    Candidate, Config, DemotionReason, FencingToken, Interop, Machine, Role, Rule, Stat, Takeover,
+    Acl, Candidate, Config, DemotionReason, FencingToken, Interop, Machine, Role, Rule, Stat,
+    Takeover,
 };
 
 use crate::election::{set_data_result, Writer};
@@ -86,6 +90,11 @@ struct Spec {
     takeover: Takeover,
     /// Hear of cooperative revocation requests ([`LockGuard::revocation_requested`]).
     revocable: bool,
+    /// Stored in every node after the id (Curator's lock-node data,
+    /// kazoo's `identifier`), for observers and `zkelect status` to show.
+    data: Vec<u8>,
+    /// The ACL of the nodes (and of the path's levels it creates).
+    acl: Acl,
 }
 
 impl Spec {
@@ -98,6 +107,8 @@ impl Spec {
             interop: Interop::None,
             takeover: Takeover::default(),
             revocable: false,
+            data: Vec::new(),
+            acl: Acl::default(),
         }
     }
 
@@ -115,6 +126,8 @@ impl Spec {
             .interop(self.interop)
             .takeover(self.takeover)
             .revocable(self.revocable)
+            .data(self.data.clone())
+            .acl(self.acl.clone())
             .nonce_seed(random_seed())
             .build()?;
         let outputs = Outputs::new();
@@ -248,16 +261,95 @@ impl Hold {
 #[derive(Debug)]
 pub struct Mutex {
     spec: Spec,
+    /// Whether a second acquisition on this handle shares the hold.
+    reentrancy: Reentrancy,
     /// The hold this handle holds or waits for, while anything points at it.
     current: std::sync::Mutex<Weak<Hold>>,
+}
+
+/// What a second acquisition on a [`Mutex`] handle that holds or waits does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reentrancy {
+    /// It shares the hold (Curator's `InterProcessMutex`, per handle).
+    PerHandle,
+    /// It is refused with [`LockError::InUse`] (Curator's
+    /// `InterProcessSemaphoreMutex` would block forever).
+    Refused,
 }
 
 impl Mutex {
     pub(crate) fn new(session: Session, path: String, rule: Rule) -> Self {
         Self {
             spec: Spec::new(session, path, rule),
+            reentrancy: Reentrancy::PerHandle,
             current: std::sync::Mutex::new(Weak::new()),
         }
+    }
+
+    /// Whether the handle is reentrant (default true).
+    ///
+    /// `reentrant(false)` is Curator's `InterProcessSemaphoreMutex`: every
+    /// acquisition takes a place of its own in the queue, with a node of
+    /// its own — nothing is shared with an earlier hold of the handle. A
+    /// second [`acquire`](Self::acquire) on a handle that holds, or still
+    /// waits, fails at once with [`LockError::InUse`]. Curator's
+    /// non-reentrant mutex blocks such a call forever (the thread waits for
+    /// itself); zkelect is stricter because a handle is one contender: the
+    /// second acquisition could only ever be granted after the first is
+    /// released, by the same code that is waiting, so it is a program error
+    /// and says so, instead of a hang. To contend from two tasks, give each
+    /// its own handle (they are cheap: one path and an id).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use zkelect::{memory::MemoryServer, LockError, Session};
+    ///
+    /// let server = MemoryServer::new();
+    /// let session = Session::connect(server.settings(Duration::from_secs(4))).await?;
+    /// let lock = session.mutex("/svc/locks/report").reentrant(false);
+    /// let first = lock.acquire().await?;
+    /// // The handle holds: a second acquisition would wait for itself.
+    /// assert!(matches!(lock.acquire().await, Err(LockError::InUse)));
+    /// let token = first.token();
+    /// first.release().await;
+    /// // Released: the next acquisition queues a node of its own.
+    /// let again = lock.acquire().await?;
+    /// assert!(again.token() > token);
+    /// # drop(again);
+    /// # session.close().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn reentrant(mut self, yes: bool) -> Self {
+        self.reentrancy = if yes {
+            Reentrancy::PerHandle
+        } else {
+            Reentrancy::Refused
+        };
+        self
+    }
+
+    /// Data stored in this handle's nodes after the id (as Curator keeps the
+    /// holder's address in its lock nodes and kazoo its `identifier`):
+    /// [`Observation::participants`](crate::Observation::participants) and
+    /// `zkelect status` show it. Default none.
+    #[must_use]
+    pub fn data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.spec.data = data.into();
+        self
+    }
+
+    /// The ACL of this handle's nodes and of the levels of the path it
+    /// creates (default [`Acl::Open`]; `CreatorAll*` needs credentials on
+    /// the transport). A bad [`Acl::Custom`] list fails the first
+    /// acquisition with [`LockError::Config`].
+    #[must_use]
+    pub fn acl(mut self, acl: Acl) -> Self {
+        self.spec.acl = acl;
+        self
     }
 
     /// The id stored in this handle's nodes, for others to read (default
@@ -334,7 +426,10 @@ impl Mutex {
         let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(hold) = current.upgrade() {
             if !hold.spent() {
-                return Ok(hold);
+                return match self.reentrancy {
+                    Reentrancy::PerHandle => Ok(hold),
+                    Reentrancy::Refused => Err(LockError::InUse),
+                };
             }
         }
         let hold = self.spec.start()?;
@@ -395,6 +490,20 @@ impl Semaphore {
         Self {
             spec: Spec::new(session, path, Rule::Semaphore { permits }),
         }
+    }
+
+    /// Data stored in this handle's nodes after the id (see [`Mutex::data`]).
+    #[must_use]
+    pub fn data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.spec.data = data.into();
+        self
+    }
+
+    /// The ACL of this handle's nodes (see [`Mutex::acl`]).
+    #[must_use]
+    pub fn acl(mut self, acl: Acl) -> Self {
+        self.spec.acl = acl;
+        self
     }
 
     /// The id stored in this handle's nodes (default `pid-<process id>`).
@@ -552,6 +661,25 @@ impl RwLock {
         Self {
             read: self.read.id(id.clone()),
             write: self.write.id(id),
+        }
+    }
+
+    /// Data stored in both sides' nodes after the id (see [`Mutex::data`]).
+    #[must_use]
+    pub fn data(self, data: impl Into<Vec<u8>>) -> Self {
+        let data = data.into();
+        Self {
+            read: self.read.data(data.clone()),
+            write: self.write.data(data),
+        }
+    }
+
+    /// The ACL of both sides' nodes (see [`Mutex::acl`]).
+    #[must_use]
+    pub fn acl(self, acl: Acl) -> Self {
+        Self {
+            read: self.read.acl(acl.clone()),
+            write: self.write.acl(acl),
         }
     }
 

@@ -100,6 +100,84 @@ async fn a_mutex_is_reentrant_on_its_handle_and_the_last_release_deletes() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_non_reentrant_mutex_refuses_a_second_acquire_and_queues_anew_after_release() {
+    let zk = TestZk::new();
+    let (s, _) = session(&zk);
+    let lock = s.mutex(PATH).reentrant(false);
+    let other = s.mutex(PATH).reentrant(false);
+    let first = lock.acquire().await.unwrap();
+    // A second acquisition on the holding handle would wait for itself.
+    assert!(matches!(lock.acquire().await, Err(LockError::InUse)));
+    assert!(matches!(
+        lock.try_acquire(Duration::from_secs(1)).await,
+        Err(LockError::InUse)
+    ));
+    assert_eq!(children(&zk, PATH).len(), 1, "the refusal queued nothing");
+    // Another handle of the same session waits behind it: one place each.
+    let waiting = tokio::spawn(async move { (other.acquire().await, other) });
+    run_a_while().await;
+    assert!(
+        !waiting.is_finished(),
+        "one holder at a time on one session"
+    );
+    assert_eq!(children(&zk, PATH).len(), 2);
+    let token = first.token();
+    let node = first.node().to_owned();
+    first.release().await;
+    let (second, _other) = waiting.await.unwrap();
+    let second = second.unwrap();
+    assert!(second.token() > token);
+    // Released: this handle's next acquisition is a new place, behind the
+    // other holder.
+    let again = tokio::spawn(async move { (lock.acquire().await, lock) });
+    run_a_while().await;
+    assert!(
+        !again.is_finished(),
+        "queued behind the other handle's hold"
+    );
+    drop(second);
+    let (again, _lock) = again.await.unwrap();
+    let again = again.unwrap();
+    assert_ne!(again.node(), node, "a node of its own, not the old hold's");
+    assert!(again.token() > token);
+    drop(again);
+    run_a_while().await;
+    assert!(children(&zk, PATH).is_empty());
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn lock_handles_store_their_data_after_the_id() {
+    let zk = TestZk::new();
+    let (s, _) = session(&zk);
+    let mutex = s.mutex(PATH).id("worker-1").data(b"10.0.0.7:8080".to_vec());
+    let guard = mutex.acquire().await.unwrap();
+    let stored = zk.server().data(&format!("{PATH}/{}", guard.node()));
+    assert_eq!(stored.as_deref(), Some(&b"worker-1\n10.0.0.7:8080"[..]));
+    drop(guard);
+    let sem = s.semaphore("/locks/slots", 2).id("w").data(b"s".to_vec());
+    let permit = sem.acquire().await.unwrap();
+    let stored = zk.server().data(&format!("/locks/slots/{}", permit.node()));
+    assert_eq!(stored.as_deref(), Some(&b"w\ns"[..]));
+    let rw = s.rw_lock("/locks/rw").id("r").data(b"d".to_vec());
+    let read = rw.read().acquire().await.unwrap();
+    let stored = zk.server().data(&format!("/locks/rw/{}", read.node()));
+    assert_eq!(stored.as_deref(), Some(&b"r\nd"[..]));
+    drop((permit, read));
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bad_custom_acl_on_a_lock_is_a_config_error() {
+    let zk = TestZk::new();
+    let (s, _) = session(&zk);
+    let lock = s.mutex(PATH).acl(zkelect_core::Acl::Custom(Vec::new()));
+    assert!(matches!(lock.acquire().await, Err(LockError::Config(_))));
+    assert!(children(&zk, PATH).is_empty());
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_cancelled_acquire_leaves_no_node_behind() {
     let zk = TestZk::new();
     let (s, _) = session(&zk);
