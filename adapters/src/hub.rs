@@ -38,9 +38,9 @@ use tracing::{debug, info, warn};
 
 use zkelect_core::multilock::MultiLockError;
 use zkelect_core::{
-    Command, Config, Event, Exit, Gone, GroupGone, GroupId, GroupNotice, Machine, MachineId,
-    Notice, OpId, Participant, Reply, Request, Role, Rule, Session, SessionConfig, Timestamp,
-    ZkCode,
+    Command, Config, ConnectionState, Event, Exit, Gone, GroupGone, GroupId, GroupNotice, Machine,
+    MachineId, Notice, OpId, Participant, Reply, Request, Role, Rule, Session, SessionConfig,
+    Timestamp, ZkCode,
 };
 
 use crate::clock::Clock;
@@ -166,6 +166,8 @@ pub(crate) struct State {
     groups: BTreeMap<GroupId, watch::Sender<Vec<GroupNotice>>>,
     /// The pump has ended: the session is closed for good.
     ended: bool,
+    /// The session's connection state, as the core last said it.
+    states: watch::Sender<ConnectionState>,
 }
 
 /// A session's state, its transport and clock, and the line to its pump.
@@ -193,6 +195,7 @@ impl Hub {
                 closers: Vec::new(),
                 groups: BTreeMap::new(),
                 ended: false,
+                states: watch::channel(ConnectionState::Connecting).0,
             }),
             transport: Arc::downgrade(transport),
             clock: Clock::new(),
@@ -319,6 +322,11 @@ impl Hub {
         wait
     }
 
+    /// The session's connection state and every change the core makes to it.
+    pub(crate) fn states(&self) -> watch::Receiver<ConnectionState> {
+        self.lock().states.subscribe()
+    }
+
     /// Reads the session under the lock.
     pub(crate) fn read<R>(&self, f: impl FnOnce(&Session) -> R) -> R {
         f(&self.lock().session)
@@ -382,6 +390,13 @@ impl Hub {
     /// The pump has ended: the closers, to be told.
     pub(crate) fn ended(st: &mut State) -> Vec<oneshot::Sender<()>> {
         st.ended = true;
+        // The pump has gone: the session is closed, whether or not its
+        // transport said so before it went.
+        st.states.send_if_modified(|state| {
+            let changed = *state != ConnectionState::Closed;
+            *state = ConnectionState::Closed;
+            changed
+        });
         std::mem::take(&mut st.closers)
     }
 
@@ -427,6 +442,7 @@ impl Hub {
                 }
                 Event::Connection(state) => {
                     debug!(?state, "session connection state");
+                    st.states.send_replace(state);
                 }
                 Event::Group { group, notice } => {
                     debug!(%group, ?notice, "multi-lock");

@@ -426,9 +426,9 @@ pub use zk_client::{ZkClientExtras, ZkClientOptions, ZkClientTransport};
 #[doc(inline)]
 pub use zkelect_core as core;
 pub use zkelect_core::{
-    Acl, CandidateError, ConfigError, ConnectionPolicy, DemotionReason, FencingToken, Interop,
-    Notice, Participant, Reply, Request, Role, SessionEvent, SessionId, Stat, Takeover, WatchEvent,
-    WatchKind, WatchStrategy, ZkCode,
+    Acl, CandidateError, ConfigError, ConnectionPolicy, ConnectionState, DemotionReason,
+    FencingToken, Interop, Notice, Participant, Reply, Request, Role, SessionEvent, SessionId,
+    Stat, Takeover, WatchEvent, WatchKind, WatchStrategy, ZkCode,
 };
 
 /// The README's Rust blocks (its quick start), compiled as doc tests so the

@@ -7,8 +7,9 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use zkelect_core::{Gone, Machine, MachineId, SessionConfig, Timestamp};
+use zkelect_core::{ConnectionState, Gone, Machine, MachineId, SessionConfig, Timestamp};
 
 use crate::connect::Connect;
 use crate::driver::Pump;
@@ -140,6 +141,57 @@ impl Session {
         }
     }
 
+    /// The session's connection state, and every change to it: the
+    /// counterpart of Curator's `ConnectionStateListener`, for an
+    /// application that wants to know without holding anything (stop
+    /// serving from a cache while `Suspended`, rebuild state after
+    /// `Expired`).
+    ///
+    /// The core decides it with the lease the machines keep, from the
+    /// session's events and the time since the server last answered:
+    /// [`Connected`](ConnectionState::Connected) on a new ZooKeeper
+    /// session; [`Suspended`](ConnectionState::Suspended) once the
+    /// connection drops or the server has not answered for two thirds of
+    /// the session timeout (a lock guard's lease ends then, a leader stops
+    /// leading under the default policy);
+    /// [`Lost`](ConnectionState::Lost) at nine tenths (the session may have
+    /// expired on the server); [`Reconnected`](ConnectionState::Reconnected)
+    /// when the same session answers again;
+    /// [`Expired`](ConnectionState::Expired) when the server said it is
+    /// gone (a new session follows with `Connected`);
+    /// [`Closed`](ConnectionState::Closed) once it is closed. It starts at
+    /// [`Connecting`](ConnectionState::Connecting). A `watch` keeps the
+    /// latest state: a reader that looks late sees where it is now, not
+    /// every step on the way.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use zkelect::{memory::MemoryServer, ConnectionState, Session};
+    ///
+    /// let server = MemoryServer::new();
+    /// let session = Session::connect(server.settings(Duration::from_secs(4))).await?;
+    /// let mut states = session.states();
+    /// states.wait_for(|s| *s == ConnectionState::Connected).await?;
+    /// tokio::spawn(async move {
+    ///     while states.changed().await.is_ok() {
+    ///         match *states.borrow_and_update() {
+    ///             ConnectionState::Suspended => eprintln!("in doubt: stop serving cached reads"),
+    ///             ConnectionState::Expired => eprintln!("expired: rebuild what the session held"),
+    ///             state => eprintln!("session: {state:?}"),
+    ///         }
+    ///     }
+    /// });
+    /// session.close().await;
+    /// assert_eq!(*session.states().borrow(), ConnectionState::Closed);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn states(&self) -> watch::Receiver<ConnectionState> {
+        self.inner.hub.states()
+    }
+
     /// Closes every recipe on the session (each deletes its node, within its
     /// close timeout), then the session itself, and waits until the pump
     /// task has ended. Idempotent, and safe to call from several clones.
@@ -220,3 +272,7 @@ pub(crate) fn random_seed() -> u64 {
     );
     h.finish()
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;
