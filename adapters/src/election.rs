@@ -8,12 +8,14 @@ use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 use zkelect_core::{
     Acl, Candidate, CandidateError, Config, ConfigBuilder, ConnectionPolicy, DemotionReason,
-    FencingToken, Interop, Machine, Notice, Role, Stat, Takeover, WatchStrategy, ZkCode,
+    FencingToken, Interop, Machine, Notice, Participant, Recipe, Role, Stat, Takeover,
+    WatchStrategy, ZkCode,
 };
 
 use crate::connect::Connect;
-use crate::error::{ElectionError, GuardedWriteError, SessionError};
+use crate::error::{ElectionError, GuardedWriteError, ObserveError, SessionError};
 use crate::hub::Board;
+use crate::observer::Observation;
 use crate::session::{random_seed, Link, Session};
 use crate::status::{role_now, Metrics, Outputs, Status};
 use crate::transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport};
@@ -228,6 +230,7 @@ impl ElectionBuilder {
         };
         let outputs = Outputs::new();
         let board = Board::metered(Arc::clone(&outputs), config.path());
+        let roster = Arc::new(Roster::of(&config));
         let mut machine =
             Machine::election(Candidate::new(config)).with_close_timeout(self.close_timeout);
         if owned {
@@ -237,6 +240,7 @@ impl ElectionBuilder {
         // Just added: it runs.
         let _ = link.intent(|session, now, id| session.join(now, id));
         Ok(Election {
+            roster,
             writer: Writer {
                 transport: session.transport(),
             },
@@ -286,6 +290,32 @@ pub struct Election {
     join_timeout: Duration,
     close_timeout: Duration,
     writer: Writer,
+    /// The queue's observer behind [`Election::participants`], once asked.
+    roster: Arc<Roster>,
+}
+
+/// What [`Election::participants`] observes, and its observer once started.
+#[derive(Debug)]
+struct Roster {
+    path: String,
+    leaders: u32,
+    interop: Interop,
+    /// A prefix of its own (without interop), which the observer must know.
+    prefix: Option<String>,
+    observation: tokio::sync::OnceCell<Observation>,
+}
+
+impl Roster {
+    fn of(config: &Config) -> Self {
+        let own = config.interop() == Interop::None && config.prefix() != "n_";
+        Self {
+            path: config.path().to_owned(),
+            leaders: config.leaders(),
+            interop: config.interop(),
+            prefix: own.then(|| config.prefix().to_owned()),
+            observation: tokio::sync::OnceCell::new(),
+        }
+    }
 }
 
 /// What guarded writes need: the session's transport (it holds the
@@ -436,6 +466,71 @@ impl Election {
     /// runs again after a freeze; [`role`](Self::role) does so.
     pub fn lease(&self) -> watch::Receiver<Option<Instant>> {
         self.outputs.lease()
+    }
+
+    /// Every candidate of this election, oldest node first, with who leads
+    /// (`holds`): Curator's `LeaderLatch.getParticipants()`, with each
+    /// one's id and data as its node stores them.
+    ///
+    /// The first call starts an [`Observation`] of the election's queue on
+    /// this election's session and waits for its first listing (at most
+    /// 30 s: [`ObserveError::Timeout`]); later calls answer at once from
+    /// what it has seen since, kept current by its watches (no request per
+    /// call, so a change is seen a round trip after it happened, as in any
+    /// [`Observation`]). The observer ends with the election's last handle.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use zkelect::{memory::MemoryServer, Session};
+    ///
+    /// let server = MemoryServer::new();
+    /// let session = Session::connect(server.settings(Duration::from_secs(4))).await?;
+    /// let a = session.election("/svc/leader").id("a").join().await?;
+    /// let b = session.election("/svc/leader").id("b").join().await?;
+    /// a.wait_leader().await?;
+    /// let ids: Vec<(String, bool)> =
+    ///     b.participants().await?.into_iter().map(|p| (p.id, p.holds)).collect();
+    /// assert_eq!(ids, [("a".into(), true), ("b".into(), false)]);
+    /// assert_eq!(b.leader().await?.map(|p| p.id).as_deref(), Some("a"));
+    /// # session.close().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn participants(&self) -> Result<Vec<Participant>, ObserveError> {
+        Ok(self.observation().await?.participants())
+    }
+
+    /// The leader now (with `k` leaders, the oldest of them), or `None` if
+    /// nobody leads: Curator's `LeaderLatch.getLeader()`. See
+    /// [`participants`](Self::participants) for how it is kept.
+    pub async fn leader(&self) -> Result<Option<Participant>, ObserveError> {
+        Ok(self.observation().await?.leader())
+    }
+
+    /// The observer of this election's queue, started at the first call.
+    async fn observation(&self) -> Result<&Observation, ObserveError> {
+        let roster = &self.roster;
+        roster
+            .observation
+            .get_or_try_init(|| async {
+                let mut builder = self
+                    .link
+                    .session()
+                    .observe(
+                        roster.path.clone(),
+                        Recipe::Election {
+                            leaders: roster.leaders,
+                        },
+                    )
+                    .interop(roster.interop);
+                if let Some(prefix) = &roster.prefix {
+                    builder = builder.prefix(prefix.clone());
+                }
+                builder.start().await
+            })
+            .await
     }
 
     /// This candidate's node name (not the full path), once known.

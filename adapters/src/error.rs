@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use zkelect_core::{
-    CandidateError, ConfigError, FencingToken, NamespaceFault, RevocationError, ZkCode,
+    CandidateError, ConfigError, DemotionReason, FencingToken, NamespaceFault, RevocationError,
+    ZkCode,
 };
 
 /// What can go wrong opening a ZooKeeper session, and with its credentials
@@ -429,6 +430,31 @@ impl From<RevocationError> for RevocationRequestError {
             RevocationError::Closed => Self::Closed,
         }
     }
+}
+
+/// Why [`LockGuard::downgrade`](crate::LockGuard::downgrade) did not turn a
+/// write hold into a read hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DowngradeError {
+    /// The guard is not of a read-write lock's write side: only a writer
+    /// has something to downgrade.
+    #[error("only a write lock's guard can downgrade")]
+    NotWriter,
+    /// The guard no longer holds (or is in doubt: a downgrade needs the
+    /// server, and waits while the connection is suspended).
+    #[error("the write lock is not held")]
+    NotHolding,
+    /// The server refused the write that marks the node as a reader's
+    /// (`NoAuth`, …): the holder must only read from now on, but the queue
+    /// still sees a writer, so readers behind it wait until it releases.
+    /// The server's error is here when this call saw it (a call after a
+    /// cancelled one that saw it may not have).
+    #[error("the server refused the downgrade{}", .0.map(|c| format!(": {c}")).unwrap_or_default())]
+    Refused(Option<ZkCode>),
+    /// The hold ended before the downgrade was done.
+    #[error("the write lock was lost before the downgrade: {0}")]
+    Lost(DemotionReason),
 }
 
 #[cfg(test)]

@@ -402,7 +402,7 @@ pub mod zk_client;
 pub use connect::{Connect, Connecting};
 pub use election::{Election, ElectionBuilder, LeadOutcome};
 pub use error::{
-    ConnectFailure, ElectionError, GuardedWriteError, LockError, ObserveError,
+    ConnectFailure, DowngradeError, ElectionError, GuardedWriteError, LockError, ObserveError,
     RevocationRequestError, SessionError, TlsError,
 };
 pub use lock::{LockGuard, Mutex, RwLock, Semaphore};

@@ -27,15 +27,15 @@ use std::future::Future;
 use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 use zkelect_core::{
-    Acl, Candidate, Config, DemotionReason, FencingToken, Interop, Machine, Role, Rule, Stat,
-    Takeover,
+    Access, Acl, Candidate, Config, DemotionReason, FencingToken, Interop, Machine, Notice, Role,
+    Rule, Stat, Takeover, ZkCode,
 };
 
 use crate::election::{set_data_result, Writer};
-use crate::error::{GuardedWriteError, LockError};
+use crate::error::{DowngradeError, GuardedWriteError, LockError};
 use crate::hub::Board;
 use crate::session::{random_seed, Link, Session};
 use crate::status::{role_now, Outputs, Status};
@@ -149,6 +149,7 @@ impl Spec {
                 transport: self.session.transport(),
             },
             path: Arc::clone(&self.path),
+            refused: std::sync::OnceLock::new(),
         }))
     }
 }
@@ -162,6 +163,9 @@ struct Hold {
     writer: Writer,
     /// The lock's path (for logs).
     path: Arc<str>,
+    /// Why the server refused this writer's downgrade, once a
+    /// [`LockGuard::downgrade`] call heard it.
+    refused: std::sync::OnceLock<ZkCode>,
 }
 
 /// What a hold was granted with.
@@ -172,8 +176,17 @@ struct Held {
 }
 
 impl Hold {
-    /// Held once and no longer, or stopped: no acquisition can use it.
+    /// Held once and no longer, or stopped, or a writer's hold that
+    /// downgrades: no acquisition can use it (a write acquisition on a
+    /// handle whose hold reads now queues anew, as any upgrade does).
     fn spent(&self) -> bool {
+        let reads_now = self.link.read(|m| {
+            m.as_candidate()
+                .is_some_and(|c| c.config().rule() == Rule::Write && c.access() == Access::Shared)
+        });
+        if reads_now == Some(true) {
+            return true;
+        }
         self.outputs.read(|s| match s.role {
             Role::Leader(_) | Role::Suspended(_) => false,
             Role::Closed | Role::Failed => true,
@@ -884,6 +897,122 @@ impl LockGuard {
                 if status.changed().await.is_err() {
                     // The hold is gone without a request: none will come.
                     return std::future::pending().await;
+                }
+            }
+        }
+    }
+
+    /// Turns this write hold into a read hold, in place: Curator's
+    /// downgrade (the write holder takes the read lock, then releases the
+    /// write lock), in one step that leaves no moment without a hold and
+    /// lets no waiting writer in between. Returns once the node says it
+    /// reads: from then on readers queued behind it may hold beside it,
+    /// and writers behind it still wait for it. Every guard of this hold
+    /// reads from now on (the hold is one node); the guard's token and node
+    /// stay the same, and its release releases the read hold. Another
+    /// write acquisition on the same handle queues anew (behind this hold,
+    /// as an upgrade would).
+    ///
+    /// Only a [`RwLock::write`] guard that holds can downgrade; a second
+    /// call once it is done returns at once. Waits while the connection is
+    /// in doubt; cancel-safe (the downgrade goes on and a later call waits
+    /// for it).
+    ///
+    /// Stricter than Curator in one way: Curator's and kazoo's readers do
+    /// not read our nodes' data, so in a queue shared with them
+    /// ([`RwLock::interop`]) their readers behind a downgraded zkelect
+    /// writer still wait until it releases.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use zkelect::{memory::MemoryServer, Session};
+    ///
+    /// let server = MemoryServer::new();
+    /// let session = Session::connect(server.settings(Duration::from_secs(4))).await?;
+    /// let (mine, reader) = (session.rw_lock("/svc/catalog"), session.rw_lock("/svc/catalog"));
+    /// let held = mine.write().acquire().await?;
+    /// // ... write the catalog, then keep reading it while others read too:
+    /// held.downgrade().await?;
+    /// let shared = reader.read().acquire().await?;
+    /// assert!(held.is_held() && shared.is_held());
+    /// # drop((held, shared));
+    /// # session.close().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn downgrade(&self) -> Result<(), DowngradeError> {
+        let hold = &self.hold;
+        // Subscribed before the intent, so its notice cannot be missed.
+        let mut notices = hold.outputs.notices();
+        let mut status = hold.outputs.status();
+        let started = hold
+            .link
+            .intent(|session, now, id| session.downgrade(now, id).map(|_| ()));
+        let writer = hold
+            .link
+            .read(|m| m.as_candidate().map(|c| c.config().rule()))
+            .flatten();
+        if started.is_err() {
+            return Err(DowngradeError::NotHolding);
+        }
+        if writer != Some(Rule::Write) {
+            return Err(DowngradeError::NotWriter);
+        }
+        let token = self.held.token;
+        loop {
+            // What the machine says now: done, or no downgrade under way.
+            let now = hold.link.read(|m| {
+                m.as_candidate().map(|c| {
+                    (
+                        c.is_downgraded(),
+                        c.is_downgrade_refused(),
+                        c.access() == Access::Shared,
+                    )
+                })
+            });
+            match now.flatten() {
+                Some((true, _, _)) => return Ok(()),
+                Some((_, true, _)) => {
+                    return Err(DowngradeError::Refused(hold.refused.get().copied()))
+                }
+                Some((false, false, true)) => {}
+                Some((false, false, false)) | None => {
+                    let s = status.borrow_and_update();
+                    let holds =
+                        matches!(s.role, Role::Leader(t) | Role::Suspended(t) if t == token);
+                    return Err(match (holds, s.last_demotion) {
+                        (false, Some(reason)) => DowngradeError::Lost(reason),
+                        _ => DowngradeError::NotHolding,
+                    });
+                }
+            }
+            {
+                let s = status.borrow_and_update();
+                let holds = matches!(s.role, Role::Leader(t) | Role::Suspended(t) if t == token);
+                if !holds || s.stats.demotions > 0 {
+                    return Err(DowngradeError::Lost(
+                        s.last_demotion.unwrap_or(DemotionReason::Closed),
+                    ));
+                }
+            }
+            tokio::select! {
+                notice = notices.recv() => match notice {
+                    Ok(Notice::Downgraded) => return Ok(()),
+                    Ok(Notice::DowngradeRefused { code }) => {
+                        let _ = hold.refused.set(code);
+                        return Err(DowngradeError::Refused(Some(code)));
+                    }
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => {
+                        return Err(DowngradeError::Lost(DemotionReason::Closed))
+                    }
+                },
+                changed = status.changed() => {
+                    if changed.is_err() {
+                        return Err(DowngradeError::Lost(DemotionReason::Closed));
+                    }
                 }
             }
         }

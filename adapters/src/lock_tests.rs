@@ -178,6 +178,66 @@ async fn a_bad_custom_acl_on_a_lock_is_a_config_error() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_downgraded_writer_lets_readers_behind_in_and_no_writer_between() {
+    let zk = TestZk::new();
+    let (s, _) = session(&zk);
+    let (a, r, w) = (s.rw_lock(PATH), s.rw_lock(PATH), s.rw_lock(PATH));
+    let held = a.write().acquire().await.unwrap();
+    let reader = tokio::spawn(async move { (r.read().acquire().await, r) });
+    run_a_while().await;
+    let writer = tokio::spawn(async move { (w.write().acquire().await, w) });
+    run_a_while().await;
+    assert!(!reader.is_finished() && !writer.is_finished());
+    held.downgrade().await.unwrap();
+    assert!(held.is_held(), "a downgrade keeps the hold");
+    held.downgrade().await.unwrap();
+    let (read, _r) = reader.await.unwrap();
+    let read = read.unwrap();
+    assert!(
+        read.is_held() && held.is_held(),
+        "readers share with it now"
+    );
+    // A write acquisition on the downgraded handle queues anew.
+    assert!(a
+        .write()
+        .try_acquire(Duration::from_millis(300))
+        .await
+        .unwrap()
+        .is_none());
+    held.release().await;
+    run_a_while().await;
+    assert!(!writer.is_finished(), "the reader still holds");
+    drop(read);
+    let (wrote, _w) = writer.await.unwrap();
+    assert!(wrote.unwrap().is_held());
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn only_a_holding_write_guard_downgrades() {
+    let zk = TestZk::new();
+    let (s, client) = session(&zk);
+    let m = s.mutex(PATH).acquire().await.unwrap();
+    assert_eq!(m.downgrade().await, Err(crate::DowngradeError::NotWriter));
+    drop(m);
+    let rw = s.rw_lock("/locks/rw");
+    let read = rw.read().acquire().await.unwrap();
+    assert_eq!(
+        read.downgrade().await,
+        Err(crate::DowngradeError::NotWriter)
+    );
+    drop(read);
+    let held = rw.write().acquire().await.unwrap();
+    zk.expire_session(client);
+    held.lost().await;
+    assert!(matches!(
+        held.downgrade().await,
+        Err(crate::DowngradeError::NotHolding | crate::DowngradeError::Lost(_))
+    ));
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_cancelled_acquire_leaves_no_node_behind() {
     let zk = TestZk::new();
     let (s, _) = session(&zk);

@@ -244,6 +244,11 @@ impl Link {
         self.session.inner.hub.close(self.id, self.releases)
     }
 
+    /// The session the machine runs on.
+    pub(crate) fn session(&self) -> &Session {
+        &self.session
+    }
+
     /// Reads the machine, while it runs.
     pub(crate) fn read<R>(&self, f: impl FnOnce(&Machine) -> R) -> Option<R> {
         self.session

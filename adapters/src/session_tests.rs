@@ -32,7 +32,10 @@ async fn states_follow_the_core_through_a_partition_and_an_expiry() {
     // Silent past two thirds of the timeout, back before nine tenths.
     zk.partition(client, Duration::from_millis(2_400));
     reaches(&mut states, ConnectionState::Suspended).await;
-    assert!(guard.lease().borrow().is_none(), "the guard's lease ended too");
+    assert!(
+        guard.lease().borrow().is_none(),
+        "the guard's lease ended too"
+    );
     reaches(&mut states, ConnectionState::Reconnected).await;
     // Silent past nine tenths: lost; then the server expires it.
     zk.partition(client, TIMEOUT * 3);

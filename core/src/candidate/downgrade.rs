@@ -52,6 +52,25 @@ impl Candidate {
         true
     }
 
+    /// Whether this writer's downgrade is done: its node says it reads
+    /// (once [`Notice::Downgraded`] is out).
+    pub fn is_downgraded(&self) -> bool {
+        self.session
+            .own
+            .as_ref()
+            .is_some_and(|o| o.downgrade == Downgrade::Done)
+    }
+
+    /// Whether the server refused this writer's downgrade
+    /// ([`Notice::DowngradeRefused`] is out): it reads only, but the queue
+    /// still sees a writer.
+    pub fn is_downgrade_refused(&self) -> bool {
+        self.session
+            .own
+            .as_ref()
+            .is_some_and(|o| o.downgrade == Downgrade::Refused)
+    }
+
     /// What this machine's node asks of the queue now: shared for a reader
     /// and for a writer that downgraded, exclusive for everyone else.
     pub fn access(&self) -> Access {
