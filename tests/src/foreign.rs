@@ -5,7 +5,10 @@
 //!
 //! * `CuratorLatch.java`: one Curator 5.4 `LeaderLatch` (Debian's
 //!   `libcurator-*-java`), compiled once per test process with `javac` and
-//!   cached under the system's temporary directory, keyed by the source;
+//!   cached under the system's temporary directory, keyed by the sources;
+//! * `CuratorLock.java`: Curator 5.4's `InterProcessMutex` (revocable),
+//!   `InterProcessMultiLock` and `Revoker`, driven by commands on stdin
+//!   ([`Foreign::spawn_curator_lock`], [`Foreign::send`]), compiled with it;
 //! * `kazoo_election.py`: one kazoo 2.8 `Election` (Debian's
 //!   `python3-kazoo`), run by `/usr/bin/python3`.
 //!
@@ -69,10 +72,19 @@ const CURATOR_JARS: &[&str] = &[
     "zookeeper-jute.jar",
 ];
 
-/// The Curator contender's source, in this crate.
-const CURATOR_SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/interop/CuratorLatch.java");
-/// Its text, the key of the compiled classes' cache.
-const CURATOR_SOURCE_TEXT: &str = include_str!("../interop/CuratorLatch.java");
+/// The Curator programs' sources, in this crate: the election contender
+/// and the lock holder.
+const CURATOR_SOURCES: [&str; 2] = [
+    concat!(env!("CARGO_MANIFEST_DIR"), "/interop/CuratorLatch.java"),
+    concat!(env!("CARGO_MANIFEST_DIR"), "/interop/CuratorLock.java"),
+];
+/// Their texts, the key of the compiled classes' cache.
+const CURATOR_SOURCE_TEXTS: [&str; 2] = [
+    include_str!("../interop/CuratorLatch.java"),
+    include_str!("../interop/CuratorLock.java"),
+];
+/// The classes javac makes of them that are run (checked for in the cache).
+const CURATOR_CLASSES: [&str; 2] = ["CuratorLatch.class", "CuratorLock.class"];
 /// The kazoo contender's script, in this crate.
 const KAZOO_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/interop/kazoo_election.py");
 /// Debian's interpreter, the one `python3-kazoo` installs for (`python3` on
@@ -321,15 +333,17 @@ fn curator_classpath() -> Result<String> {
     Ok(jars.join(":"))
 }
 
-/// Compiles `CuratorLatch.java` into a directory under the system's temporary
-/// directory named after the source's hash, unless it is there already:
-/// one `javac` per source version, shared by every test binary and run.
+/// Compiles the Curator programs into a directory under the system's
+/// temporary directory named after the sources' hash, unless it is there
+/// already: one `javac` per source version, shared by every test binary
+/// and run.
 fn compile_curator(javac: &Path, classpath: &str) -> Result<PathBuf> {
     let mut hasher = DefaultHasher::new();
-    CURATOR_SOURCE_TEXT.hash(&mut hasher);
+    CURATOR_SOURCE_TEXTS.hash(&mut hasher);
     classpath.hash(&mut hasher);
     let dir = env::temp_dir().join(format!("zkelect-curator-latch-{:016x}", hasher.finish()));
-    if dir.join("CuratorLatch.class").is_file() {
+    let complete = |dir: &Path| CURATOR_CLASSES.iter().all(|c| dir.join(c).is_file());
+    if complete(&dir) {
         return Ok(dir);
     }
     // Compiled next to it and renamed into place, so that two test processes
@@ -348,12 +362,12 @@ fn compile_curator(javac: &Path, classpath: &str) -> Result<PathBuf> {
             "-d",
         ])
         .arg(staging.path())
-        .arg(CURATOR_SOURCE)
+        .args(CURATOR_SOURCES)
         .output()
         .map_err(io_error(format!("cannot run {}", javac.display())))?;
     if !output.status.success() {
         return Err(ForeignError::Compile {
-            source_file: CURATOR_SOURCE.into(),
+            source_file: CURATOR_SOURCES.join(" "),
             status: output.status.to_string(),
             output: format!(
                 "{}{}",
@@ -367,14 +381,34 @@ fn compile_curator(javac: &Path, classpath: &str) -> Result<PathBuf> {
         // Someone else won the race (or the directory is stale and
         // incomplete): use theirs if it is complete.
         let _ = std::fs::remove_dir_all(&built);
-        if !dir.join("CuratorLatch.class").is_file() {
+        if !complete(&dir) {
             return Err(ForeignError::Io {
                 context: format!("cannot move javac's output to {}", dir.display()),
-                source: io::Error::other("the directory exists without CuratorLatch.class"),
+                source: io::Error::other("the directory exists without every class"),
             });
         }
     }
     Ok(dir)
+}
+
+/// `java` ready to run the Curator program `main` for contender `id`.
+fn curator_command(main: &str, id: &str) -> Result<Command> {
+    let runtime = curator()?;
+    let mut c = command_with_deathsig(&runtime.java);
+    c.arg(format!("-Dzkelect.fixture=foreign-{id}"))
+        // A small, quickly started JVM: it runs one recipe.
+        .args([
+            "-Xmx64m",
+            "-Xss512k",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-cp",
+        ])
+        .arg(&runtime.classpath)
+        .arg(main);
+    Ok(c)
 }
 
 fn kazoo_python() -> Result<PathBuf> {
@@ -425,6 +459,10 @@ pub enum Kind {
     Closed,
     /// Something failed (the detail says what).
     Error,
+    /// A lock holder's revocation listener ran: someone asked it to let go.
+    Revoke,
+    /// A lock holder finished a command (the detail names it).
+    Done,
     /// Its stdout closed (it exited, or is about to): stamped on arrival.
     Eof,
     /// A line this module does not know (kept whole in the detail).
@@ -456,6 +494,8 @@ fn parse_line(text: &str) -> Line {
         "CLOSING" => Kind::Closing,
         "CLOSED" => Kind::Closed,
         "ERROR" => Kind::Error,
+        "REVOKE" => Kind::Revoke,
+        "DONE" => Kind::Done,
         _ => Kind::Other,
     });
     let _id = parts.next();
@@ -507,24 +547,7 @@ impl Foreign {
     /// here; [`ForeignError::Io`] when it cannot be spawned.
     pub fn spawn(library: Library, hosts: &str, path: &str, id: &str) -> Result<Foreign> {
         let mut command = match library {
-            Library::Curator => {
-                let runtime = curator()?;
-                let mut c = command_with_deathsig(&runtime.java);
-                c.arg(format!("-Dzkelect.fixture=foreign-{id}"))
-                    // A small, quickly started JVM: it runs one latch.
-                    .args([
-                        "-Xmx64m",
-                        "-Xss512k",
-                        "-XX:+UseSerialGC",
-                        "-XX:TieredStopAtLevel=1",
-                        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                        "-Dorg.slf4j.simpleLogger.showDateTime=true",
-                        "-cp",
-                    ])
-                    .arg(&runtime.classpath)
-                    .arg("CuratorLatch");
-                c
-            }
+            Library::Curator => curator_command("CuratorLatch", id)?,
             Library::Kazoo => {
                 let python = kazoo_python()?;
                 let mut c = command_with_deathsig(&python);
@@ -532,8 +555,51 @@ impl Foreign {
                 c
             }
         };
+        command.args([hosts, path, id]);
+        Self::start(library, command, path, id)
+    }
+
+    /// Starts a Curator lock holder `id` on the servers `hosts`
+    /// (`CuratorLock.java`): it connects, says `STARTED`, and then takes
+    /// its commands from [`send`](Self::send) — `mutex <path> [honour]`,
+    /// `multi <path>...`, `release`, `revoke <node path>` — saying `LEADER`
+    /// when an acquire returned, `FOLLOWER` before it releases, `REVOKE`
+    /// when asked to let go, `DONE <command>` when a command is over.
+    /// Returns at once.
+    ///
+    /// # Errors
+    ///
+    /// As [`spawn`](Self::spawn).
+    pub fn spawn_curator_lock(hosts: &str, id: &str) -> Result<Foreign> {
+        let mut command = curator_command("CuratorLock", id)?;
+        command.args([hosts, id]);
+        Self::start(Library::Curator, command, "(locks)", id)
+    }
+
+    /// Sends one command line to its stdin.
+    ///
+    /// # Errors
+    ///
+    /// [`ForeignError::Io`] if it cannot be written (the process is gone,
+    /// or its stdin was closed by [`request_close`](Self::request_close)).
+    pub fn send(&mut self, command: &str) -> Result<()> {
+        let stdin = self.stdin.as_mut().ok_or_else(|| ForeignError::Io {
+            context: format!("cannot send {command:?} to {}", self.id),
+            source: io::Error::other("its stdin is closed"),
+        })?;
+        stdin
+            .write_all(format!("{command}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .map_err(io_error(format!("cannot send {command:?} to {}", self.id)))
+    }
+
+    /// Counts the lines of `kind` it printed so far.
+    pub fn count(&self, kind: &Kind) -> usize {
+        self.lines().iter().filter(|l| &l.kind == kind).count()
+    }
+
+    fn start(library: Library, mut command: Command, path: &str, id: &str) -> Result<Foreign> {
         command
-            .args([hosts, path, id])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
