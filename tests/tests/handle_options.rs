@@ -64,14 +64,19 @@ async fn children(zk: &ZooKeeper, path: &str) -> Vec<String> {
 /// broke the rules.
 #[derive(Debug, Default, Clone)]
 struct Witness {
-    inner: Arc<StdMutex<(Vec<(String, bool)>, Vec<String>, Vec<String>)>>,
+    inner: Arc<StdMutex<Beliefs>>,
 }
+
+/// Who holds now (and whether exclusively), who ever entered, and every
+/// entry that broke the rules.
+#[derive(Debug, Default)]
+struct Beliefs(Vec<(String, bool)>, Vec<String>, Vec<String>);
 
 impl Witness {
     /// `who` believes it holds: exclusively (`write`) or shared.
     fn enter(&self, who: &str, write: bool) {
         let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let (holding, entered, violations) = &mut *g;
+        let Beliefs(holding, entered, violations) = &mut *g;
         let allowed = if write {
             holding.is_empty()
         } else {
