@@ -143,6 +143,52 @@
 //! # }
 //! ```
 //!
+//! A job that needs 3 of those slots asks for 3 at once
+//! ([`Semaphore::acquire_many`], Curator's `acquire(qty)`): one guard, one
+//! node weighing 3, served in arrival order, so later requests for 1 never
+//! starve it:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # use std::time::Duration;
+//! # let server = zkelect::memory::MemoryServer::new();
+//! # let session = zkelect::Session::connect(server.settings(Duration::from_secs(4))).await?;
+//! let transcoders = session.semaphore("/svc/transcoders", 4);
+//! let three = transcoders.acquire_many(3).await?;
+//! // ... a 4K transcode ...
+//! three.release().await; // all three back
+//! # session.close().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Cooperative revocation (Curator's `makeRevocable` / `Revoker`): a
+//! [`revocable`](Mutex::revocable) holder hears when someone asks it to let
+//! go ([`LockGuard::revocation_requested`]), and decides; anyone asks with
+//! [`Session::request_revocation`] (or Curator's `Revoker`, or `zkelect
+//! revoke --ask`):
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # use std::time::Duration;
+//! # let server = zkelect::memory::MemoryServer::new();
+//! # let session = zkelect::Session::connect(server.settings(Duration::from_secs(4))).await?;
+//! let guard = session.mutex("/svc/locks/compaction").revocable(true).acquire().await?;
+//! # session.request_revocation("/svc/locks/compaction", guard.node()).await?;
+//! tokio::select! {
+//!     () = guard.revocation_requested() => {
+//!         // Asked to let go: finish the current step, then release.
+//!         guard.release().await;
+//!     }
+//!     reason = guard.lost() => eprintln!("lock lost ({reason})"),
+//! }
+//! # session.close().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! A read-write lock (readers share, a writer is alone, first come first served):
 //!
 //! ```
