@@ -14,7 +14,8 @@
 //!   1 that queued after it, even while permits are free for them;
 //! * a revocation request reaches a revocable holder, which either lets go
 //!   (the waiter gets in) or ignores it (it keeps holding, the waiter stays
-//!   out); a request to a node that is gone is a typed error.
+//!   out); a request to a node that is gone, or that the server will not
+//!   let us write, is a typed error.
 //!
 //! Who holds is judged by each holder's own belief (a [`Witness`] each
 //! holder enters after its `acquire` returned and leaves before it
@@ -35,7 +36,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use zkelect::{LockError, LockGuard, RevocationRequestError, Session};
 use zkelect_tests::ZkServer;
-use zookeeper_async::ZooKeeper;
+use zookeeper_async::{Acl, CreateMode, ZooKeeper};
 
 use harness::{raw, retry, start_server, wait_for, wait_for_async, Client, SESSION, SETTLE};
 
@@ -486,7 +487,8 @@ async fn a_request_for_three_is_not_starved_by_later_requests_for_one(client: Cl
 /// A revocable holder asked to let go (from the other session) hears it and
 /// releases: the waiter gets in. Asked again, the next holder ignores it:
 /// it keeps holding and the next waiter stays out. A request to a node that
-/// is gone is [`RevocationRequestError::Gone`].
+/// is gone is [`RevocationRequestError::Gone`]; one to a node we may not
+/// write is [`RevocationRequestError::Refused`].
 async fn a_revocation_request_is_honoured_or_ignored_by_the_holder(client: Client) {
     const PATH: &str = "/family/revoke";
     let bed = Bed::start(client).await;
@@ -560,6 +562,29 @@ async fn a_revocation_request_is_honoured_or_ignored_by_the_holder(client: Clien
     witness.leave("second");
     guard.release().await;
     witness.assert_clean();
+
+    // A node nobody may write to: the server refuses, and says why.
+    let read_only = retry(|| {
+        bed.zk.create(
+            "/family/revoke-read-only",
+            b"x".to_vec(),
+            Acl::read_unsafe().clone(),
+            CreateMode::Persistent,
+        )
+    })
+    .await;
+    let refused = in_time(
+        "a request the server refuses",
+        bed.s1.request_revocation("/family", "revoke-read-only"),
+    )
+    .await;
+    assert_eq!(
+        refused,
+        Err(RevocationRequestError::Refused {
+            path: read_only.clone(),
+            code: zkelect::ZkCode::NoAuth
+        })
+    );
     bed.finish().await;
 }
 
