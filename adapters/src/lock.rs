@@ -463,10 +463,13 @@ async fn try_hold(hold: Arc<Hold>, timeout: Duration) -> Result<Option<LockGuard
 }
 
 /// A counting semaphore on a ZooKeeper path, from [`Session::semaphore`]:
-/// at most `permits` holders at once, served in the order they queued.
+/// at most `permits` permits held at once, served in the order they were
+/// asked for.
 ///
-/// Every acquisition takes a permit of its own (not reentrant, as Curator's
-/// `InterProcessSemaphoreV2` leases are not); every participant of one path
+/// Every acquisition takes permits of its own (not reentrant, as Curator's
+/// `InterProcessSemaphoreV2` leases are not): one with
+/// [`acquire`](Self::acquire), `n` at once with
+/// [`acquire_many`](Self::acquire_many). Every participant of one path
 /// must use the same number of permits. No other library's semaphore can
 /// share the path (ours are named `s_`).
 ///
@@ -565,7 +568,9 @@ impl Semaphore {
     /// Waits for `n` permits at once and returns one guard for all of them
     /// (Curator's `InterProcessSemaphoreV2.acquire(qty)`, as one node that
     /// weighs `n`; its drop or [`release`](LockGuard::release) gives all `n`
-    /// back). Fair in arrival order: a request for 3 is served before later
+    /// back — stricter than Curator's `n` leases, which go back one by one:
+    /// a part of a hold cannot be given back, ask for two holds instead).
+    /// Fair in arrival order: a request for 3 is served before later
     /// requests for 1 even while 1 permit would be free for them, so it is
     /// never starved (Curator's leases are taken one at a time, and a
     /// request for 3 can be overtaken). The weight is written in the node's
