@@ -61,7 +61,7 @@ pub(crate) enum Cmd {
     /// command's status (like flock and etcdctl lock).
     #[command(
         mut_arg("path", |a| a.help("The lock's path: every holder and waiter of one lock gives the same one")),
-        after_help = "Examples:\n  zkelect lock --connect 127.0.0.1:2181 --path /locks/backup -- ./backup.sh --full\n  zkelect lock --connect zk1:2181 --path /locks/migrate --timeout 30 -- ./migrate\n  zkelect lock --connect zk1:2181 --path /locks/render --permits 4 -- ./render job-17\n\nThe command finds the fencing token in ZKELECT_FENCING_TOKEN and runs under the\nsame lease watchdog as `zkelect run`: if zkelect freezes or loses the lock, the\ncommand is stopped before anyone else can take the lock. SIGTERM, SIGINT, SIGHUP\nor SIGQUIT to zkelect, at any moment, stops the command, deletes the node and\nexits 128+N.\n\nExit status: the command's own, or 123 lock lost while it ran, 124 --timeout,\n125 zkelect lock itself failed, 126 command not executable, 127 command not found."
+        after_help = "Examples:\n  zkelect lock --connect 127.0.0.1:2181 --path /locks/backup -- ./backup.sh --full\n  zkelect lock --connect zk1:2181 --path /locks/migrate --timeout 30 -- ./migrate\n  zkelect lock --connect zk1:2181 --path /locks/render --permits 4 -- ./render job-17\n  zkelect lock --connect zk1:2181 --path /locks/render --permits 4 --weight 3 -- ./render --big\n  zkelect lock --connect zk1:2181 --path /locks/backup --on-revoke SIGUSR1 -- ./backup.sh\n\nThe command finds the fencing token in ZKELECT_FENCING_TOKEN and runs under the\nsame lease watchdog as `zkelect run`: if zkelect freezes or loses the lock, the\ncommand is stopped before anyone else can take the lock. SIGTERM, SIGINT, SIGHUP\nor SIGQUIT to zkelect, at any moment, stops the command, deletes the node and\nexits 128+N.\n\nWith --on-revoke SIG the lock is revocable: a `zkelect revoke --ask` (or Curator's\nRevoker) reaches the command as SIG, and the command decides whether to exit.\n\nExit status: the command's own, or 123 lock lost while it ran, 124 --timeout,\n125 zkelect lock itself failed (also: --weight above --permits), 126 command not\nexecutable, 127 command not found."
     )]
     Lock(LockArgs),
     /// Show a queue: an election's leaders and candidates, or (with --recipe)
@@ -77,7 +77,7 @@ pub(crate) enum Cmd {
     /// lock` stops its command and exits 123); a waiter loses its place.
     #[command(
         mut_arg("path", |a| a.help("The election's or lock's path")),
-        after_help = "Examples:\n  zkelect revoke --connect 127.0.0.1:2181 --path /svc/leader --id node-a\n  zkelect revoke --connect 127.0.0.1:2181 --path /locks/backup --id node-a --node n_0000000007\n\nWhat the revoked process does next is its own: `zkelect run` and a library\nElection join again at the back of the queue (unless rejoin_on_revoke(false));\n`zkelect lock` holding the lock stops its command and exits 123, and one still\nwaiting joins again at the back.\n\nIds are not unique: ZooKeeper lets two processes carry the same id. With several\nnodes for the id, revoke refuses (exit 10) and lists them; pick one with --node\n(its full name, or a suffix unique among them such as its sequence) or take them\nall with --all."
+        after_help = "Examples:\n  zkelect revoke --connect 127.0.0.1:2181 --path /svc/leader --id node-a\n  zkelect revoke --connect 127.0.0.1:2181 --path /locks/backup --id node-a --node n_0000000007\n  zkelect revoke --connect 127.0.0.1:2181 --path /locks/backup --id node-a --ask\n\nWith --ask nothing is deleted: a revocation request is written into the node and\nthe holder decides (`zkelect lock --on-revoke SIG` passes it on to its command).\nExit status of --ask: 0 delivered (whether the holder lets go is its own), 10 no\nsuch id, several without --node/--all, or the node gone before it was asked;\n5 the server refused the write, 4 unreachable, as for a forced revoke.\n\nWhat the revoked process does next is its own: `zkelect run` and a library\nElection join again at the back of the queue (unless rejoin_on_revoke(false));\n`zkelect lock` holding the lock stops its command and exits 123, and one still\nwaiting joins again at the back.\n\nIds are not unique: ZooKeeper lets two processes carry the same id. With several\nnodes for the id, revoke refuses (exit 10) and lists them; pick one with --node\n(its full name, or a suffix unique among them such as its sequence) or take them\nall with --all."
     )]
     Revoke(RevokeArgs),
     /// (internal) The lease watchdog between `zkelect run` and its command.
@@ -290,6 +290,20 @@ pub(crate) struct LockArgs {
     /// give the same K).
     #[arg(long, value_name = "K", conflicts_with_all = ["read", "write"])]
     pub(crate) permits: Option<u32>,
+    /// With --permits: take N of the K permits at once (a weighted
+    /// semaphore; every holder's weight counts against K). Served in queue
+    /// order: a request for N is never overtaken by later smaller ones.
+    /// More than K is refused (exit 125). [default: 1]
+    #[arg(long, value_name = "N", requires = "permits")]
+    pub(crate) weight: Option<u32>,
+    /// Make the lock revocable, and pass a cooperative revocation request
+    /// (`zkelect revoke --ask`, Curator's `Revoker`) on to the running
+    /// command as SIGNAL (a name such as SIGUSR1 or USR1, or a number): the
+    /// command decides whether to exit and let go. Without it the lock is
+    /// not revocable and requests go unheard. SIGKILL and SIGSTOP are
+    /// refused (exit 2): the command could not decide.
+    #[arg(long = "on-revoke", value_name = "SIGNAL", value_parser = parse_signal)]
+    pub(crate) on_revoke: Option<nix::sys::signal::Signal>,
     /// How a waiter takes over when the node it watches goes.
     #[arg(long, value_enum, default_value_t = TakeoverArg::OnNotification)]
     pub(crate) takeover: TakeoverArg,
@@ -376,6 +390,14 @@ pub(crate) struct RevokeArgs {
     /// that share an id.
     #[arg(long, value_name = "NAME")]
     pub(crate) node: Option<String>,
+    /// Ask instead of force: write a cooperative revocation request into the
+    /// node (Curator's `Revoker.attemptRevoke`) and leave it there. The
+    /// holder decides: a `zkelect lock --on-revoke SIG` passes it on to its
+    /// command, a library holder hears it through
+    /// `LockGuard::revocation_requested`; a holder that is not revocable
+    /// never hears it.
+    #[arg(long)]
+    pub(crate) ask: bool,
 }
 
 #[derive(Debug, Args)]
@@ -512,6 +534,31 @@ pub(crate) fn parse_seed_range(s: &str) -> Result<std::ops::Range<u64>, String> 
 /// `timeout` take it), anything else a duration like `500ms`, `1m30s`.
 /// At most [`TIMEOUT_MAX`]: a longer one would overflow the clock it is
 /// added to.
+/// A signal by name (`SIGUSR1`, `USR1`, any case) or number; SIGKILL and
+/// SIGSTOP are refused (a command cannot catch them to decide).
+pub(crate) fn parse_signal(s: &str) -> Result<nix::sys::signal::Signal, String> {
+    use nix::sys::signal::Signal;
+    let signal = match s.parse::<i32>() {
+        Ok(n) => Signal::try_from(n).map_err(|_| format!("no signal number {n}"))?,
+        Err(_) => {
+            let upper = s.to_ascii_uppercase();
+            let name = if upper.starts_with("SIG") {
+                upper
+            } else {
+                format!("SIG{upper}")
+            };
+            name.parse::<Signal>()
+                .map_err(|_| format!("{s:?} is not a signal name (e.g. SIGUSR1)"))?
+        }
+    };
+    match signal {
+        Signal::SIGKILL | Signal::SIGSTOP => Err(format!(
+            "{signal} cannot be caught: the command could not decide (use e.g. SIGUSR1 or SIGTERM)"
+        )),
+        signal => Ok(signal),
+    }
+}
+
 pub(crate) fn parse_timeout(s: &str) -> Result<Duration, String> {
     let timeout = match s.trim().parse::<f64>() {
         Ok(secs) => Duration::try_from_secs_f64(secs).map_err(|e| format!("{s:?}: {e}"))?,
@@ -764,6 +811,59 @@ mod tests {
         ] {
             assert!(lock(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn lock_takes_a_weight_with_permits_and_a_signal_to_pass_revocations_on() {
+        use nix::sys::signal::Signal;
+        let Cmd::Lock(l) = lock(&["--permits", "4", "--weight", "3", "--", "true"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert_eq!((l.permits, l.weight), (Some(4), Some(3)));
+        assert!(l.on_revoke.is_none());
+        for (given, want) in [
+            ("SIGUSR1", Signal::SIGUSR1),
+            ("usr2", Signal::SIGUSR2),
+            ("TERM", Signal::SIGTERM),
+            ("10", Signal::SIGUSR1),
+        ] {
+            let Cmd::Lock(l) = lock(&["--on-revoke", given, "--", "true"]).unwrap().command else {
+                panic!()
+            };
+            assert_eq!(l.on_revoke, Some(want), "{given}");
+        }
+        for bad in [
+            &["--weight", "2", "--", "true"][..],
+            &["--permits", "4", "--weight", "x", "--", "true"],
+            &["--on-revoke", "SIGKILL", "--", "true"],
+            &["--on-revoke", "STOP", "--", "true"],
+            &["--on-revoke", "SIGNOPE", "--", "true"],
+            &["--on-revoke", "999", "--", "true"],
+            &["--on-revoke", "--", "true"],
+        ] {
+            assert!(lock(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn revoke_asks_instead_of_forcing_with_ask() {
+        let parse = |extra: &[&str]| {
+            let mut args = vec!["zkelect", "revoke", "--connect", "h:1", "--path", "/l"];
+            args.extend_from_slice(extra);
+            Cli::try_parse_from(args)
+        };
+        let Cmd::Revoke(r) = parse(&["--id", "a", "--ask"]).unwrap().command else {
+            panic!()
+        };
+        assert!(r.ask);
+        let Cmd::Revoke(r) = parse(&["--id", "a"]).unwrap().command else {
+            panic!()
+        };
+        assert!(!r.ask);
+        assert!(parse(&["--id", "a", "--ask", "yes"]).is_err());
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub(crate) enum LeaseMsg {
     Renew(Duration),
     /// Stop the command: SIGTERM, then SIGKILL after this grace (or at the lease's end).
     Stop(Duration),
+    /// Pass this signal on to the command's process group (`zkelect lock
+    /// --on-revoke`: someone asked the holder to let go; the command decides).
+    Relay(Signal),
 }
 
 impl LeaseMsg {
@@ -41,12 +44,18 @@ impl LeaseMsg {
         match self {
             Self::Renew(d) => format!("renew {}\n", d.as_millis()),
             Self::Stop(d) => format!("stop {}\n", d.as_millis()),
+            Self::Relay(signal) => format!("relay {}\n", signal as i32),
         }
     }
 
     /// Parses one line; `None` for anything else (ignored, never fatal).
     pub(crate) fn decode(line: &str) -> Option<Self> {
         let (verb, ms) = line.trim().split_once(' ')?;
+        if verb == "relay" {
+            return Signal::try_from(ms.parse::<i32>().ok()?)
+                .ok()
+                .map(Self::Relay);
+        }
         let d = Duration::from_millis(ms.parse().ok()?);
         match verb {
             "renew" => Some(Self::Renew(d)),
@@ -138,6 +147,10 @@ pub(crate) fn hold(
                 continue;
             }
             Ok(Some(LeaseMsg::Stop(grace))) => (LeaseEnd::Stopped, grace),
+            Ok(Some(LeaseMsg::Relay(signal))) => {
+                signal_group(&child, signal);
+                continue;
+            }
             Ok(None) | Err(RecvTimeoutError::Disconnected) => {
                 // zkelect is gone: stop the command within the lease.
                 orphaned = true;
@@ -218,10 +231,12 @@ mod tests {
         for msg in [
             LeaseMsg::Renew(Duration::from_millis(1500)),
             LeaseMsg::Stop(Duration::ZERO),
+            LeaseMsg::Relay(Signal::SIGUSR1),
         ] {
             assert_eq!(LeaseMsg::decode(&msg.encode()), Some(msg));
         }
         assert_eq!(LeaseMsg::decode("renew x"), None);
+        assert_eq!(LeaseMsg::decode("relay 9999"), None);
         assert_eq!(LeaseMsg::decode("hello"), None);
     }
 

@@ -34,7 +34,7 @@ use crate::connect::{acl_for, connect, failure_in, negotiated};
 use crate::exit::{Code, Failure, WithCode};
 use crate::lease::exit_code_of;
 use crate::signals::{shell_status, Stops};
-use crate::supervise::{supervise, ChildSpec};
+use crate::supervise::{supervise, ChildSpec, Relay};
 use crate::supervisor::{grace_for, Mode, Outcome, TimeoutSource};
 
 /// Any failure before the command ran is exit 125; the message names its
@@ -70,6 +70,8 @@ pub(crate) fn check(args: &LockArgs, id: &str) -> Result<Rule, Failure> {
     };
     Config::builder(&args.conn.path, id)
         .rule(rule)
+        .weight(args.weight.unwrap_or(1))
+        .revocable(args.on_revoke.is_some())
         .takeover(args.takeover.mode())
         .build()
         .code(Code::Config)
@@ -185,12 +187,13 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
             return Err(before_cmd(Failure::new(Code::Config, anyhow::anyhow!(e))));
         }
     };
+    let (weight, revocable) = (args.weight.unwrap_or(1), args.on_revoke.is_some());
     // From here on the election exists, and every way out closes it: its
     // node is deleted (even one whose create is still on its way).
     let election = Election::builder(transport, events)
         .path(&args.conn.path)
         .id(&id)
-        .configure(move |config| config.rule(rule))
+        .configure(move |config| config.rule(rule).weight(weight).revocable(revocable))
         .takeover(args.takeover.mode())
         .acl(acl_for(&args.conn))
         .start()
@@ -250,11 +253,16 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
         grace,
         watchdog: std::env::current_exe().ok(),
     };
+    let relay = args.on_revoke.map(|signal| Relay {
+        signal,
+        requests: revocation_requests(&election),
+    });
     let held = supervise(
         &spec,
         Mode::Hold(token),
         election.changes(),
         election.lease(),
+        relay,
         &mut stops,
     )
     .await;
@@ -272,6 +280,20 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
         )),
         Err(e) => Err(Failure::new(Code::CannotExecute, e)),
     }
+}
+
+/// How many revocation requests the hold has heard, and every new one:
+/// the status's count, followed by a task that ends with the election.
+fn revocation_requests(election: &Election) -> tokio::sync::watch::Receiver<u64> {
+    let mut status = election.status();
+    let (tx, rx) = tokio::sync::watch::channel(status.borrow().stats.revocations_requested);
+    tokio::spawn(async move {
+        while status.changed().await.is_ok() {
+            let n = status.borrow_and_update().stats.revocations_requested;
+            tx.send_if_modified(|seen| std::mem::replace(seen, n) != n);
+        }
+    });
+    rx
 }
 
 /// What `lock` exits with after a stopping signal: 128 + its number, as a

@@ -119,6 +119,7 @@ pub(crate) async fn run(
         Mode::Lead,
         election.changes(),
         election.lease(),
+        None,
         &mut stops,
     )
     .await;

@@ -202,7 +202,7 @@ pub(crate) async fn status(args: StatusArgs) -> Result<(), Failure> {
 
 pub(crate) async fn revoke(args: RevokeArgs) -> Result<(), Failure> {
     validate_path(&args.conn.path).code(Code::Config)?;
-    let (zk, _events) = connect(&args.conn).await?;
+    let (zk, events) = connect(&args.conn).await?;
     let path = args.conn.path.clone();
     let names = children(&*zk, &path, false).await?;
     let info = read_all(&*zk, &path, &names).await;
@@ -216,6 +216,9 @@ pub(crate) async fn revoke(args: RevokeArgs) -> Result<(), Failure> {
             ));
         }
     };
+    if args.ask {
+        return ask(zk, events, &args, &path, targets).await;
+    }
     for name in targets {
         match zk
             .perform(Request::Delete {
@@ -230,6 +233,54 @@ pub(crate) async fn revoke(args: RevokeArgs) -> Result<(), Failure> {
     }
     zk.close().await;
     Ok(())
+}
+
+/// `revoke --ask`: a cooperative revocation request written into each
+/// target node by the library's `Session::request_revocation` (Curator's
+/// `Revoker.attemptRevoke`); nothing is deleted, the holder decides. A node
+/// gone meanwhile is exit 10, as an id not found: nobody was asked.
+async fn ask(
+    zk: std::sync::Arc<dyn Transport>,
+    events: zkelect::EventStream,
+    args: &RevokeArgs,
+    path: &str,
+    targets: Vec<String>,
+) -> Result<(), Failure> {
+    use zkelect::RevocationRequestError as E;
+    let session = zkelect::Session::from_transport(zk, events);
+    let mut result = Ok(());
+    for name in targets {
+        match session.request_revocation(path, &name).await {
+            Ok(()) => eprintln!(
+                "asked {name} (id {}) to let go: the holder decides",
+                args.id
+            ),
+            Err(E::Gone { path }) => {
+                result = Err(Failure::new(
+                    Code::UnknownId,
+                    anyhow::anyhow!("{path} is gone (its holder let go): nobody was asked"),
+                ));
+                break;
+            }
+            Err(E::Refused { path, code }) => {
+                result = Err(zk_failure(&format!("asking {path} to let go"), code));
+                break;
+            }
+            Err(E::Config(e)) => {
+                result = Err(Failure::new(Code::Config, anyhow::anyhow!(e)));
+                break;
+            }
+            Err(e) => {
+                result = Err(Failure::new(
+                    Code::Unreachable,
+                    anyhow::anyhow!("asking {name} to let go: {e}"),
+                ));
+                break;
+            }
+        }
+    }
+    session.close().await;
+    result
 }
 
 /// The nodes `revoke` deletes: the one node carrying the id, or the one named

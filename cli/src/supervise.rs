@@ -112,6 +112,14 @@ impl Running {
         }
     }
 
+    /// Passes `signal` on to the command: through the watchdog (which runs
+    /// the command in a process group of its own), or to the group.
+    async fn relay(&mut self, signal: Signal) {
+        if !self.tell(LeaseMsg::Relay(signal)).await {
+            self.signal_group(signal);
+        }
+    }
+
     /// SIGKILL now.
     async fn kill(&mut self) {
         if !self.tell(LeaseMsg::Stop(Duration::ZERO)).await {
@@ -124,6 +132,28 @@ impl Running {
 async fn exit_of(running: &mut Option<Running>) -> std::io::Result<ExitStatus> {
     match running {
         Some(r) => r.child.wait().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A signal to pass on to the running command each time a count grows
+/// (`zkelect lock --on-revoke`: the hold's revocation requests).
+pub(crate) struct Relay {
+    pub(crate) signal: Signal,
+    pub(crate) requests: watch::Receiver<u64>,
+}
+
+/// Resolves when the relay's count changes (never without a relay, or
+/// once its sender is gone).
+async fn relay_changed(relay: &mut Option<Relay>) -> bool {
+    match relay {
+        Some(r) => {
+            if r.requests.changed().await.is_ok() {
+                return true;
+            }
+            *relay = None;
+            false
+        }
         None => std::future::pending().await,
     }
 }
@@ -146,6 +176,7 @@ pub(crate) async fn supervise(
     mode: Mode,
     mut roles: watch::Receiver<Role>,
     mut leases: watch::Receiver<Option<Instant>>,
+    mut relay: Option<Relay>,
     stops: &mut Stops,
 ) -> anyhow::Result<Outcome> {
     let mut machine = Supervisor::new(mode, spec.grace, spec.watchdog.is_some());
@@ -214,6 +245,16 @@ pub(crate) async fn supervise(
                 let role = if roles_open { *roles.borrow_and_update() } else { Role::Closed };
                 machine.standing(Instant::now(), role, *leases.borrow_and_update());
             }
+            true = relay_changed(&mut relay) => {
+                // Only a command that runs hears it; the supervisor decides
+                // nothing: the command does.
+                if let (Some(r), Some(relay)) = (&mut running, &mut relay) {
+                    let signal = relay.signal;
+                    relay.requests.borrow_and_update();
+                    info!(%signal, "a revocation request: passed on to the command");
+                    r.relay(signal).await;
+                }
+            }
             () = sleep_until(wake) => machine.handle_timeout(Instant::now()),
         }
     }
@@ -252,10 +293,9 @@ mod tests {
         ));
         let (tx, rx) = watch::channel(Role::Follower);
         let (_sig, mut stops) = Stops::sent();
-        let task =
-            tokio::spawn(
-                async move { supervise(&spec, Mode::Lead, rx, healthy(), &mut stops).await },
-            );
+        let task = tokio::spawn(async move {
+            supervise(&spec, Mode::Lead, rx, healthy(), None, &mut stops).await
+        });
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(!out.exists(), "nothing runs while following");
         tx.send(Role::Leader(FencingToken(42))).unwrap();
@@ -281,10 +321,9 @@ mod tests {
         let spec = sh("trap '' TERM; sleep 30");
         let (tx, rx) = watch::channel(Role::Leader(FencingToken(1)));
         let (_sig, mut stops) = Stops::sent();
-        let task =
-            tokio::spawn(
-                async move { supervise(&spec, Mode::Lead, rx, healthy(), &mut stops).await },
-            );
+        let task = tokio::spawn(async move {
+            supervise(&spec, Mode::Lead, rx, healthy(), None, &mut stops).await
+        });
         tokio::time::sleep(Duration::from_millis(200)).await;
         let started = std::time::Instant::now();
         tx.send(Role::Closed).unwrap();
@@ -299,10 +338,9 @@ mod tests {
         let (sig, mut stops) = Stops::sent();
         let mut spec = sh("trap '' TERM; sleep 30");
         spec.grace = Duration::from_secs(20);
-        let task =
-            tokio::spawn(
-                async move { supervise(&spec, Mode::Lead, rx, healthy(), &mut stops).await },
-            );
+        let task = tokio::spawn(async move {
+            supervise(&spec, Mode::Lead, rx, healthy(), None, &mut stops).await
+        });
         tokio::time::sleep(Duration::from_millis(200)).await;
         let started = std::time::Instant::now();
         sig.send(Signal::SIGHUP).unwrap();
@@ -324,7 +362,7 @@ mod tests {
         let (_sig, mut stops) = Stops::sent();
         let spec = sh("test \"$ZKELECT_FENCING_TOKEN\" = 7 && exit 42");
         for mode in [Mode::Lead, Mode::Hold(FencingToken(7))] {
-            let ended = supervise(&spec, mode, rx.clone(), healthy(), &mut stops)
+            let ended = supervise(&spec, mode, rx.clone(), healthy(), None, &mut stops)
                 .await
                 .unwrap();
             match ended {
@@ -345,6 +383,7 @@ mod tests {
                 Mode::Hold(FencingToken(7)),
                 rx,
                 healthy(),
+                None,
                 &mut stops,
             )
             .await
@@ -367,6 +406,7 @@ mod tests {
             Mode::Hold(FencingToken(7)),
             rx,
             healthy(),
+            None,
             &mut stops,
         )
         .await
@@ -391,8 +431,9 @@ mod tests {
         let lease_end = Instant::now() + Duration::from_millis(1500);
         let (_ltx, leases) = watch::channel(Some(lease_end));
         let (_sig, mut stops) = Stops::sent();
-        let task =
-            tokio::spawn(async move { supervise(&spec, Mode::Lead, rx, leases, &mut stops).await });
+        let task = tokio::spawn(async move {
+            supervise(&spec, Mode::Lead, rx, leases, None, &mut stops).await
+        });
         tokio::time::sleep_until(lease_end).await;
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         assert_eq!(text, "start\nterm\n", "SIGTERM came before the lease's end");
