@@ -22,6 +22,12 @@
 //!   connection black-holed): the lease watchdog stops its CMD before the
 //!   waiter's CMD starts; a frozen or partitioned holder, once back, exits
 //!   123 (the lock was lost while CMD ran);
+//! * `--permits 4 --weight N`: a request that does not fit waits, and a
+//!   lighter one queued after it does not overtake it; a weight above the
+//!   permits is 125;
+//! * `--on-revoke SIGUSR1` with `revoke --ask`: the request reaches CMD as
+//!   SIGUSR1 and CMD decides (here it exits 0); without the flag the request
+//!   is delivered and goes unheard; an unknown id is 10;
 //! * a canary: two locks on different paths overlap, and the witness says so.
 
 mod support;
@@ -522,6 +528,170 @@ fn no_overlap_under(fault: Fault, transport: &str) {
     assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
 }
 
+/// `--permits 4 --weight N`: a (3) holds; b (2) does not fit beside it
+/// and waits; c (1), queued after b, would fit beside a but does not
+/// overtake b. A weight above the permits is exit 125, before queueing.
+fn weighted_permits_in_arrival_order(transport: &str) {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/locks/weights";
+    let w = |n: &'static str| -> Vec<&'static str> { vec!["--permits", "4", "--weight", n] };
+    let (wa, wb, wc) = (w("3"), w("2"), w("1"));
+    let queued = [("a", &wa[..]), ("b", &wb[..]), ("c", &wc[..])];
+    let holders = one_after_another(&zk, path, transport, dir.path(), &queued, 1500);
+    let runs: Vec<support::Run> = holders.iter().map(|h| h.runs()[0]).collect();
+    assert!(
+        runs[1].start > runs[0].last,
+        "b (2) waits for a (3): {runs:#?}"
+    );
+    assert!(
+        runs[2].start > runs[0].last,
+        "c (1) does not overtake b, though it fits beside a: {runs:#?}"
+    );
+    assert!(lock_ids(&zk, path).is_empty(), "no node left behind");
+
+    let mut too_heavy = lock_args(
+        &zk,
+        path,
+        "x",
+        transport,
+        &["--permits", "2", "--weight", "3"],
+    );
+    too_heavy.extend(["--".into(), "true".into()]);
+    let refs: Vec<&str> = too_heavy.iter().map(String::as_str).collect();
+    let out = zkelect(&refs, START);
+    assert_exit(
+        "a weight above the permits",
+        out.code(),
+        125,
+        &out.stderr,
+        &[],
+    );
+    assert!(lock_ids(&zk, path).is_empty(), "nothing queued");
+}
+
+/// A command that says when it started and, on SIGUSR1, writes `asked`
+/// and exits 0 (a holder that honours a revocation request).
+fn honouring(dir: &std::path::Path) -> (Vec<String>, std::path::PathBuf, std::path::PathBuf) {
+    let (started, asked) = (dir.join("started"), dir.join("asked"));
+    let script = format!(
+        "trap 'echo asked > {}; exit 0' USR1; echo up > {}; while :; do sleep 0.05; done",
+        asked.display(),
+        started.display()
+    );
+    (vec!["sh".into(), "-c".into(), script], started, asked)
+}
+
+fn spawn_lock(args: &[String]) -> std::process::Child {
+    std::process::Command::new(zkelect_bin())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn zkelect lock")
+}
+
+fn wait_child(child: &mut std::process::Child, what: &str) -> Option<i32> {
+    wait_for(
+        what,
+        START,
+        Duration::from_millis(20),
+        || child.try_wait().ok().flatten(),
+        String::new,
+    )
+    .code()
+}
+
+/// `lock --on-revoke SIGUSR1` and `revoke --ask`: the request reaches the
+/// command as SIGUSR1, which exits 0 by its own choice, and `zkelect lock`
+/// exits with that status; the next holder gets in. Without `--on-revoke`
+/// the lock is not revocable: the request is delivered (exit 0) and goes
+/// unheard, the command runs on. A request to an id with no node is exit 10.
+fn revocation_requests_reach_the_command(transport: &str) {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/locks/revocable";
+    let ask = |id: &str| {
+        let args = [
+            "revoke",
+            "--connect",
+            &zk,
+            "--path",
+            path,
+            "--id",
+            id,
+            "--ask",
+            "--transport",
+            transport,
+        ];
+        zkelect(&args, START)
+    };
+
+    let (cmd, started, asked) = honouring(dir.path());
+    let mut args = lock_args(&zk, path, "a", transport, &["--on-revoke", "SIGUSR1"]);
+    args.push("--".into());
+    args.extend(cmd);
+    let mut a = spawn_lock(&args);
+    wait_for(
+        "a's command to start",
+        START,
+        Duration::from_millis(20),
+        || started.exists().then_some(()),
+        String::new,
+    );
+    let out = ask("a");
+    assert_exit("revoke --ask a", out.code(), 0, &out.stderr, &[]);
+    assert_eq!(
+        wait_child(&mut a, "a to let go"),
+        Some(0),
+        "the command's own status"
+    );
+    assert!(asked.exists(), "the command heard the request as SIGUSR1");
+    assert!(lock_ids(&zk, path).is_empty(), "released");
+
+    // Not revocable: delivered, unheard.
+    let quiet = dir.path().join("quiet");
+    std::fs::create_dir_all(&quiet).expect("a directory");
+    let (cmd, started, asked) = honouring(&quiet);
+    let mut args = lock_args(&zk, path, "b", transport, &[]);
+    args.push("--".into());
+    args.extend(cmd);
+    let mut b = spawn_lock(&args);
+    wait_for(
+        "b's command to start",
+        START,
+        Duration::from_millis(20),
+        || started.exists().then_some(()),
+        String::new,
+    );
+    let out = ask("b");
+    assert_exit("revoke --ask b", out.code(), 0, &out.stderr, &[]);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !asked.exists(),
+        "a lock that is not revocable hears nothing"
+    );
+    assert!(b.try_wait().expect("b's status").is_none(), "b still holds");
+    // The request is written into the node as Curator's (`__REVOKE__`),
+    // where it stays while b holds.
+    assert_eq!(lock_ids(&zk, path), ["__REVOKE__"]);
+    let out = ask("nobody");
+    assert_exit(
+        "revoke --ask of an unknown id",
+        out.code(),
+        10,
+        &out.stderr,
+        &[],
+    );
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(b.id() as i32), Signal::SIGTERM)
+        .expect("SIGTERM to b");
+    assert_eq!(wait_child(&mut b, "b to stop"), Some(143));
+    assert!(lock_ids(&zk, path).is_empty(), "released");
+}
+
 macro_rules! on_both_transports {
     ($($name:ident => $body:expr;)*) => {
         mod zookeeper_async {
@@ -541,6 +711,8 @@ on_both_transports! {
     five_processes_twenty_rounds_one_holder_at_a_time_in_arrival_order => five_processes_twenty_rounds;
     two_permits_let_two_hold_and_the_third_wait => two_permits_among_three;
     readers_share_and_writers_exclude_in_arrival_order => readers_share_writers_exclude;
+    weighted_permits_hold_in_arrival_order_and_never_exceed_k => weighted_permits_in_arrival_order;
+    a_revocation_request_reaches_the_command_as_its_signal => revocation_requests_reach_the_command;
     killed_holders_cmd_never_overlaps_the_next => |t| no_overlap_under(Fault::Kill, t);
     frozen_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Freeze, t);
     partitioned_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Partition, t);
