@@ -91,6 +91,8 @@ fn options_of(sub: &str) -> &'static [&'static str] {
             "--grace-ms",
             "--metrics-addr",
             "--takeover",
+            "--weight",
+            "--on-revoke",
         ],
         "status" => &[
             "--json",
@@ -100,7 +102,7 @@ fn options_of(sub: &str) -> &'static [&'static str] {
             "--permits",
             "--interop",
         ],
-        "revoke" => &["--id", "--all", "--node"],
+        "revoke" => &["--id", "--all", "--node", "--ask"],
         "sim" => &[
             "--seed",
             "--seeds",
@@ -245,6 +247,13 @@ const SEEDS: &[&str] = &[
     "1...2",
 ];
 
+/// `lock --on-revoke`: names with and without `SIG`, any case, numbers,
+/// the two a command cannot catch, and nonsense.
+const SIGNALS: &[&str] = &[
+    "SIGUSR1", "usr2", "TERM", "sighup", "10", "0", "64", "999", "-1", "SIGKILL", "kill", "STOP",
+    "9", "SIGNOPE", "SIG", "",
+];
+
 const ENUMS: &[&str] = &[
     "on-notification",
     "relist",
@@ -292,7 +301,8 @@ fn value(b: &mut Bytes<'_>, flag: &str) -> OsString {
         "--path" => PATHS,
         "--id" | "--node" | "--data" | "--sasl-user" => IDS,
         "--connect" => return connect_string(b).into(),
-        "--leaders" | "--permits" | "--candidates" => COUNTS,
+        "--leaders" | "--permits" | "--candidates" | "--weight" => COUNTS,
+        "--on-revoke" => SIGNALS,
         "--seed" => {
             if b.bool() {
                 return b.u64().to_string().into();
