@@ -213,6 +213,102 @@
 //! # }
 //! ```
 //!
+//! A writer that is done writing but goes on reading downgrades in place
+//! ([`LockGuard::downgrade`], Curator's "take the read lock, then release the
+//! write lock"): readers queued behind it get in, a writer queued behind
+//! them cannot get in between:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # use std::time::Duration;
+//! # let server = zkelect::memory::MemoryServer::new();
+//! # let session = zkelect::Session::connect(server.settings(Duration::from_secs(4))).await?;
+//! let catalog = session.rw_lock("/svc/catalog");
+//! let held = catalog.write().acquire().await?;
+//! // ... rewrite the catalog ...
+//! held.downgrade().await?;
+//! // ... keep reading it, beside other readers ...
+//! held.release().await;
+//! # session.close().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Several locks, all or none ([`Session::multi_lock`], Curator's
+//! `InterProcessMultiLock`): taken in one global order (sorted paths), so
+//! two multi-locks over the same paths never deadlock, whatever order each
+//! names them in:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # use std::time::Duration;
+//! # let server = zkelect::memory::MemoryServer::new();
+//! # let session = zkelect::Session::connect(server.settings(Duration::from_secs(4))).await?;
+//! let both = session.multi_lock(["/svc/accounts/17", "/svc/accounts/4"]);
+//! let guard = both.acquire().await?;
+//! // ... move money between the two accounts, fenced with guard.tokens() ...
+//! drop(guard); // releases both
+//! # session.close().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A mutex that is not reentrant ([`Mutex::reentrant`], Curator's
+//! `InterProcessSemaphoreMutex`), with the holder's address in its node for
+//! observers and `zkelect status` ([`Mutex::data`]; every lock handle has
+//! it, and [`Mutex::acl`]):
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # use std::time::Duration;
+//! # let server = zkelect::memory::MemoryServer::new();
+//! # let session = zkelect::Session::connect(server.settings(Duration::from_secs(4))).await?;
+//! let lock = session
+//!     .mutex("/svc/locks/rebuild")
+//!     .reentrant(false)
+//!     .data(b"10.0.0.7:8080".to_vec());
+//! let guard = lock.acquire().await?;
+//! assert!(matches!(lock.acquire().await, Err(zkelect::LockError::InUse)));
+//! # drop(guard);
+//! # session.close().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The session's connection state for everything on it ([`Session::states`],
+//! Curator's `ConnectionStateListener`), and an election's participants and
+//! leader from its own handle ([`Election::participants`],
+//! [`Election::leader`], Curator's `LeaderLatch.getParticipants()` /
+//! `getLeader()`):
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # use std::time::Duration;
+//! # let server = zkelect::memory::MemoryServer::new();
+//! # let session = zkelect::Session::connect(server.settings(Duration::from_secs(4))).await?;
+//! use zkelect::ConnectionState;
+//! let mut states = session.states();
+//! tokio::spawn(async move {
+//!     while states.changed().await.is_ok() {
+//!         if *states.borrow_and_update() == ConnectionState::Suspended {
+//!             eprintln!("in doubt: stop serving cached reads");
+//!         }
+//!     }
+//! });
+//! let election = session.election("/svc/leader").id("node-a").join().await?;
+//! election.wait_leader().await?;
+//! let leader = election.leader().await?;
+//! assert_eq!(leader.map(|p| p.id).as_deref(), Some("node-a"));
+//! println!("{} candidates", election.participants().await?.len());
+//! # session.close().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! ## Driving a session by hand
 //!
 //! Everything this crate's pump does is move what the core's
