@@ -44,11 +44,46 @@ fn crowded_sessions_hold_every_checker() {
             (FaultMix::Standard, Queue::Election, 2),
             (FaultMix::Standard, Queue::ReadWrite { writers: 40 }, 1),
             (FaultMix::None, Queue::Semaphore, 3),
+            // Four mutex contenders of one session on one path: the core's
+            // side of a non-reentrant mutex (`reentrant(false)`), each
+            // acquisition a machine and a node of its own.
+            (FaultMix::Standard, Queue::Mutex, 1),
         ] {
             let swarm = crowded(seed, faults, queue, k);
             assert_eq!(run(seed, swarm, None), None, "seed {seed} {queue:?}");
         }
     }
+}
+
+/// The swarm draws non-reentrant mutexes at the core's level: worlds whose
+/// mutex queue (the first, or a side queue) has two contenders of one
+/// session — what `reentrant(false)` acquisitions on one `Session` are.
+#[test]
+fn the_swarm_draws_mutex_contenders_sharing_a_session() {
+    let (mut first, mut side) = (0, 0);
+    for seed in 0..2_000 {
+        let swarm = Swarm::from_seed(seed, Overrides::default());
+        let hosting = &swarm.env.hosting;
+        if swarm.env.queue == Queue::Mutex && !hosting.riders.is_empty() {
+            first += 1;
+        }
+        for q in hosting.queues.iter().filter(|q| q.queue == Queue::Mutex) {
+            let hosts: Vec<usize> = q
+                .machines
+                .iter()
+                .filter(|m| !m.observer)
+                .filter_map(|m| m.on)
+                .map(|h| hosting.host(h))
+                .collect();
+            if (0..hosts.len()).any(|i| hosts[i + 1..].contains(&hosts[i])) {
+                side += 1;
+            }
+        }
+    }
+    assert!(
+        first > 0 && side > 0,
+        "first queue {first}, side queues {side}"
+    );
 }
 
 #[test]
