@@ -420,14 +420,13 @@ impl World {
 
     /// A request to let go of a node no longer held is moot.
     fn drop_moot_request(&mut self, pid: usize) {
+        // Most machines were never asked: nothing to look up.
+        let Some((asked, _)) = &self.view.procs[pid].asked else {
+            return;
+        };
         let a = agent(&self.view.procs, pid);
-        let (leads, node) = (a.role().is_leader(), a.node().map(str::to_owned));
-        let p = &mut self.view.procs[pid];
-        if p.asked
-            .as_ref()
-            .is_some_and(|(asked, _)| !leads || node.as_deref() != Some(asked.as_str()))
-        {
-            p.asked = None;
+        if !a.role().is_leader() || a.node() != Some(asked.as_str()) {
+            self.view.procs[pid].asked = None;
         }
     }
 

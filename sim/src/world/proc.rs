@@ -220,10 +220,8 @@ pub(super) fn agent(procs: &[Proc], pid: usize) -> Agent<'_> {
 /// When an operator deleted the node process `pid` still believes is its
 /// own ([`Process::revoked_at`](super::Process::revoked_at)).
 pub(super) fn revoked_at(procs: &[Proc], pid: usize) -> Option<Timestamp> {
+    // Most processes were never revoked: the agent is looked up only then.
+    let (node, token, at) = procs[pid].revoked.as_ref()?;
     let agent = agent(procs, pid);
-    procs[pid]
-        .revoked
-        .as_ref()
-        .filter(|(node, token, _)| agent.node() == Some(node) && agent.token() == *token)
-        .map(|(_, _, at)| *at)
+    (agent.node() == Some(node) && agent.token() == *token).then_some(*at)
 }
