@@ -188,30 +188,43 @@ impl std::ops::BitOr for Kinds {
 ///
 /// Generic over the world so that this module, which the world uses to report
 /// to its checkers, does not itself depend on the world.
+///
+/// A checker names the kinds it judges ([`kinds`](Self::kinds)) and judges
+/// them in two methods: [`check_step`](Self::check_step) for
+/// [`Event::Step`], [`check`](Self::check) for every other kind. Each
+/// method's default judges nothing, so a checker of steps alone writes only
+/// `check_step`, and one of events alone only `check`; the world never asks
+/// either for a kind the checker did not name.
 pub trait Invariant<W: ?Sized> {
     /// The name a violation is reported under.
     fn name(&self) -> &'static str;
-    /// The kinds of event [`check`](Invariant::check) looks at; the world
-    /// calls it for no others (most checkers judge a few kinds, and a call per
-    /// checker per event was a good part of a run). Asked once, when the world
-    /// is built. Every kind unless said otherwise.
-    fn kinds(&self) -> Kinds {
-        Kinds::ALL
+    /// The kinds of event this checker judges; the world calls it for no
+    /// others (most checkers judge a few kinds, and a call per checker per
+    /// event was a good part of a run). Asked once, when the world is built.
+    /// No default: a checker says what it looks at.
+    fn kinds(&self) -> Kinds;
+    /// Checks `event` (of a kind in [`kinds`](Self::kinds) other than
+    /// [`Event::Step`]) against the world as it is now; `Err` explains the
+    /// violation. The default judges nothing (a checker of steps alone).
+    fn check(&mut self, world: &W, event: &Event<'_>) -> Result<(), String> {
+        let _ = (world, event);
+        Ok(())
     }
-    /// Checks `event` against the world as it is now; `Err` explains the violation.
-    fn check(&mut self, world: &W, event: &Event<'_>) -> Result<(), String>;
 
-    /// Judges [`Event::Step`] (the world calls this, not [`check`](Self::check),
-    /// after each step) and says how long a pass holds. The default asks
-    /// [`check`](Self::check) and holds for this step only; a checker whose
-    /// pass is a function of what the world's step key covers (for
-    /// [`World`](crate::world::World): the census generation, the server's
-    /// zxid, the phase, the number of processes) says
+    /// Judges [`Event::Step`] (for a checker whose [`kinds`](Self::kinds)
+    /// name it; the world calls this, not [`check`](Self::check), after each
+    /// step) and says how long a pass holds: [`Holds::ThisStep`], or for a
+    /// checker whose pass is a function of what the world's step key covers
+    /// (for [`World`](crate::world::World): the census generation, the
+    /// server's zxid, the phase, the number of processes)
     /// [`Holds::UntilChange`], and the world skips it until that key changes,
     /// which most steps (pings, ticks, timers) do not; one whose pass is a
-    /// function of the counts alone says [`Holds::UntilCountsChange`].
+    /// function of the counts alone says [`Holds::UntilCountsChange`]. The
+    /// default judges nothing (a checker of other events alone), a pass that
+    /// holds until the counts change.
     fn check_step(&mut self, world: &W) -> Result<Holds, String> {
-        self.check(world, &Event::Step).map(|()| Holds::ThisStep)
+        let _ = world;
+        Ok(Holds::UntilCountsChange)
     }
 }
 

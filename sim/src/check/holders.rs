@@ -40,13 +40,6 @@ impl Invariant<View> for Safety {
         Kinds::STEP
     }
 
-    fn check(&mut self, world: &View, event: &Event<'_>) -> Result<(), String> {
-        if !matches!(event, Event::Step) {
-            return Ok(());
-        }
-        self.check_step(world).map(|_| ())
-    }
-
     fn check_step(&mut self, world: &View) -> Result<Holds, String> {
         // The census counts alone rule a breach out until they change; the
         // full count reads the clock (grace, leases), so its pass is for
@@ -148,13 +141,6 @@ impl Invariant<View> for Revocation {
         Kinds::STEP
     }
 
-    fn check(&mut self, world: &View, event: &Event<'_>) -> Result<(), String> {
-        if !matches!(event, Event::Step) {
-            return Ok(());
-        }
-        self.check_step(world).map(|_| ())
-    }
-
     fn check_step(&mut self, world: &View) -> Result<Holds, String> {
         // No revoked leader: nothing to judge until the census counts
         // change. With one, the grace reads the clock.
@@ -192,13 +178,6 @@ impl Invariant<View> for RevocationHeard {
 
     fn kinds(&self) -> Kinds {
         Kinds::STEP
-    }
-
-    fn check(&mut self, world: &View, event: &Event<'_>) -> Result<(), String> {
-        if !matches!(event, Event::Step) {
-            return Ok(());
-        }
-        self.check_step(world).map(|_| ())
     }
 
     fn check_step(&mut self, world: &View) -> Result<Holds, String> {
