@@ -66,6 +66,11 @@ pub(super) struct Link {
     up: bool,
     /// The newest contact of this ZooKeeper session.
     contact: Option<Timestamp>,
+    /// Two thirds and nine tenths of the timeout after `contact`, worked
+    /// out when either changes: the clock is asked about them on every
+    /// input the session takes.
+    suspend_at: Option<Timestamp>,
+    lose_at: Option<Timestamp>,
 }
 
 impl Link {
@@ -75,7 +80,16 @@ impl Link {
             timeout: Duration::ZERO,
             up: false,
             contact: None,
+            suspend_at: None,
+            lose_at: None,
         }
+    }
+
+    /// The newest contact is `contact` now (with the timeout as it is).
+    fn set_contact(&mut self, contact: Option<Timestamp>) {
+        self.contact = contact;
+        self.suspend_at = contact.map(|c| c.plus_fraction(self.timeout, 2, 3));
+        self.lose_at = contact.map(|c| c.plus_fraction(self.timeout, 9, 10));
     }
 
     pub(super) fn state(&self) -> ConnectionState {
@@ -96,10 +110,10 @@ impl Link {
                 self.up = true;
                 self.timeout = timeout;
                 if new_session {
-                    self.contact = Some(now);
+                    self.set_contact(Some(now));
                     return self.set(ConnectionState::Connected);
                 }
-                self.contact = Some(self.contact.map_or(now, |c| c.max(now)));
+                self.set_contact(Some(self.contact.map_or(now, |c| c.max(now))));
                 match self.state {
                     ConnectionState::Suspended | ConnectionState::Lost => {
                         self.set(ConnectionState::Reconnected)
@@ -118,12 +132,12 @@ impl Link {
             }
             SessionEvent::Expired => {
                 self.up = false;
-                self.contact = None;
+                self.set_contact(None);
                 self.set(ConnectionState::Expired)
             }
             SessionEvent::Closed => {
                 self.up = false;
-                self.contact = None;
+                self.set_contact(None);
                 self.set(ConnectionState::Closed)
             }
             // The machines stop on it; the connection is as it was.
@@ -138,11 +152,10 @@ impl Link {
         now: Timestamp,
         sent_at: Timestamp,
     ) -> Option<ConnectionState> {
-        let contact = self.contact.map_or(sent_at, |c| c.max(sent_at));
-        self.contact = Some(contact);
+        self.set_contact(Some(self.contact.map_or(sent_at, |c| c.max(sent_at))));
         match self.state {
             ConnectionState::Suspended | ConnectionState::Lost
-                if self.up && now < contact.plus_fraction(self.timeout, 2, 3) =>
+                if self.up && self.suspend_at.is_some_and(|at| now < at) =>
             {
                 self.set(ConnectionState::Reconnected)
             }
@@ -152,9 +165,7 @@ impl Link {
 
     /// What the clock says at `now`; the new state if it changed.
     pub(super) fn tick(&mut self, now: Timestamp) -> Option<ConnectionState> {
-        let contact = self.contact?;
-        let suspend = contact.plus_fraction(self.timeout, 2, 3);
-        let lose = contact.plus_fraction(self.timeout, 9, 10);
+        let (suspend, lose) = (self.suspend_at?, self.lose_at?);
         match self.state {
             ConnectionState::Connected | ConnectionState::Reconnected if now >= lose => {
                 self.set(ConnectionState::Lost)
@@ -170,12 +181,9 @@ impl Link {
     /// The next moment the clock alone changes the state, if any (always
     /// after the last `tick`).
     pub(super) fn next(&self) -> Option<Timestamp> {
-        let contact = self.contact?;
         match self.state {
-            ConnectionState::Connected | ConnectionState::Reconnected => {
-                Some(contact.plus_fraction(self.timeout, 2, 3))
-            }
-            ConnectionState::Suspended => Some(contact.plus_fraction(self.timeout, 9, 10)),
+            ConnectionState::Connected | ConnectionState::Reconnected => self.suspend_at,
+            ConnectionState::Suspended => self.lose_at,
             _ => None,
         }
     }
