@@ -42,8 +42,10 @@ pub enum Event {
         path: String,
         /// How it ended.
         exit: Exit,
-        /// Its own counters at the end.
-        stats: Stats,
+        /// Its own counters at the end (boxed: a dozen counters would make
+        /// every event, the common notices and updates included, three times
+        /// as large to queue and move).
+        stats: Box<Stats>,
         /// Its requests at the end.
         traffic: Traffic,
     },

@@ -17,6 +17,7 @@ mod window;
 #[cfg(feature = "planted")]
 use std::collections::BTreeSet;
 use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
 
 use crate::command::{Command, OpId};
 use crate::input::{Input, SessionEvent};
@@ -46,6 +47,14 @@ use window::Window;
 /// How many events' room the session keeps once they are polled (an
 /// input's handful; a burst's buffer is given back).
 const EVENTS_KEPT: usize = 64;
+
+/// The earlier of two optional deadlines (either, if only one is set).
+fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
 
 /// Where the session is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -459,22 +468,16 @@ impl Session {
     /// When to call [`handle_timeout`](Self::handle_timeout) next, if ever.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        let closing = match self.phase {
-            Phase::Closing { deadline } => Some(deadline),
-            Phase::Open | Phase::Finished => None,
+        // Folded by hand, not over an iterator of the five: a driver asks
+        // after every input, and the iterator's plumbing cost more than
+        // the comparisons.
+        let next = earliest(self.deadlines.first(), self.groups_due());
+        let next = match self.phase {
+            Phase::Finished => return next,
+            Phase::Closing { deadline } => earliest(next, Some(deadline)),
+            Phase::Open => next,
         };
-        [
-            self.deadlines.first(),
-            self.contact
-                .next()
-                .filter(|_| self.phase != Phase::Finished),
-            self.link.next().filter(|_| self.phase != Phase::Finished),
-            self.groups_due(),
-            closing,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        earliest(earliest(next, self.contact.next()), self.link.next())
     }
 
     // ----- plumbing ---------------------------------------------------------------
@@ -688,12 +691,23 @@ impl Session {
 
     /// Every machine hears of contact proven at `sent_at`.
     fn contact_to_all(&mut self, sent_at: Timestamp) {
-        let ids: Vec<MachineId> = self.slots.keys().copied().collect();
-        for id in ids {
+        // The machines there now, walked in id order without a list of
+        // them (this runs on every answered probe): one added meanwhile
+        // has a higher id than the last, one gone is skipped.
+        let Some(&last) = self.slots.keys().next_back() else {
+            return;
+        };
+        let mut next = self.slots.keys().next().copied();
+        while let Some(id) = next {
             if let Some(slot) = self.slots.get_mut(&id) {
                 slot.machine.session_answered(self.now, sent_at);
                 self.after(id);
             }
+            next = self
+                .slots
+                .range((Bound::Excluded(id), Bound::Included(last)))
+                .next()
+                .map(|(id, _)| *id);
         }
     }
 
@@ -789,7 +803,7 @@ impl Session {
                 machine: id,
                 path: slot.machine.path().to_owned(),
                 exit,
-                stats: slot.machine.stats(),
+                stats: Box::new(slot.machine.stats()),
                 traffic: slot.tally.widen(),
             });
             return;
@@ -827,7 +841,7 @@ impl Session {
             machine: id,
             path: machine.path().to_owned(),
             exit,
-            stats: machine.stats(),
+            stats: Box::new(machine.stats()),
             traffic: tally.widen(),
         });
         if machine.ends_session() {

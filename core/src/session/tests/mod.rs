@@ -8,7 +8,7 @@ mod zk;
 use std::time::Duration;
 
 use super::*;
-use crate::candidate::{Candidate, Stats};
+use crate::candidate::Candidate;
 use crate::config::Config;
 use crate::notice::{Notice, Role};
 use crate::rule::Rule;

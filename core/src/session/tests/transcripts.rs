@@ -176,7 +176,7 @@ fn a_reply_for_a_machine_that_has_gone_is_dropped() {
         machine: o,
         path: "/q".to_owned(),
         exit: Exit::Closed,
-        stats: Stats::default(),
+        stats: Box::default(),
         traffic: Traffic {
             requests: 1,
             errors: 0,
