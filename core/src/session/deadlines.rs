@@ -32,7 +32,15 @@ impl Close {
 #[derive(Debug, Clone, Default)]
 pub(super) struct Deadlines {
     index: BTreeSet<(Timestamp, MachineId)>,
+    /// The buffer [`take_due`](Self::take_due) hands out, given back
+    /// (emptied) after use: a deadline fires on most inputs, and a list
+    /// allocated for each was a good part of firing it.
+    spare: Vec<MachineId>,
 }
+
+/// The most ids the spare buffer keeps room for: a burst's buffer (a
+/// session of thousands of machines all due at once) is let go.
+const SPARE_KEPT: usize = 64;
 
 impl Deadlines {
     /// Files `machine` at `due` (or nowhere), where it was at `filed`;
@@ -62,7 +70,7 @@ impl Deadlines {
     /// The machines due at `now`, earliest first, each taken out of the
     /// index (the caller files them again).
     pub(super) fn take_due(&mut self, now: Timestamp) -> Vec<MachineId> {
-        let mut due = Vec::new();
+        let mut due = std::mem::take(&mut self.spare);
         while let Some(&(at, machine)) = self.index.first() {
             if at > now {
                 break;
@@ -71,5 +79,14 @@ impl Deadlines {
             due.push(machine);
         }
         due
+    }
+
+    /// Gives back the list [`take_due`](Self::take_due) handed out, for
+    /// the next time.
+    pub(super) fn give_back(&mut self, mut due: Vec<MachineId>) {
+        if due.capacity() <= SPARE_KEPT {
+            due.clear();
+            self.spare = due;
+        }
     }
 }

@@ -224,6 +224,7 @@ impl Session {
     }
 
     /// A machine of the session, while it runs.
+    #[inline]
     pub fn machine(&self, id: MachineId) -> Option<&Machine> {
         self.slots
             .get(&id)
@@ -248,6 +249,7 @@ impl Session {
     }
 
     /// Who sent `op`, while it is unanswered.
+    #[inline]
     pub fn sender(&self, op: OpId) -> Option<Sender> {
         self.window.sender(op)
     }
@@ -495,7 +497,8 @@ impl Session {
     fn enter(&mut self, now: Timestamp) {
         self.now = self.now.max(now);
         let now = self.now;
-        for id in self.deadlines.take_due(now) {
+        let due = self.deadlines.take_due(now);
+        for &id in &due {
             let Some(slot) = self.slots.get_mut(&id) else {
                 continue;
             };
@@ -509,6 +512,7 @@ impl Session {
             }
             self.after(id);
         }
+        self.deadlines.give_back(due);
         self.link_changed(None);
         self.groups_at(now);
         if self.phase == Phase::Finished {
