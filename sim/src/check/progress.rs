@@ -297,9 +297,9 @@ pub const STORM_PER_OBSERVED: usize = 100;
 /// missing or ephemeral chroot must stop, not loop).
 #[derive(Debug, Default)]
 pub struct NoStorm {
-    /// Per session (its host), the arrival times of its requests within
-    /// the window, oldest first.
-    windows: BTreeMap<usize, VecDeque<Timestamp>>,
+    /// Per session (by its host's index), the arrival times of its
+    /// requests within the window, oldest first.
+    windows: Vec<VecDeque<Timestamp>>,
     /// Per session, its budget and the process count it was worked out at.
     budgets: BTreeMap<usize, (usize, usize)>,
 }
@@ -333,7 +333,10 @@ impl Invariant<View> for NoStorm {
             return Ok(());
         };
         let now = world.now();
-        let window = self.windows.entry(*host).or_default();
+        if self.windows.len() <= *host {
+            self.windows.resize_with(*host + 1, VecDeque::new);
+        }
+        let window = &mut self.windows[*host];
         window.push_back(now);
         while window.front().is_some_and(|&t| t + STORM_WINDOW <= now) {
             window.pop_front();
