@@ -15,7 +15,7 @@ use zkelect_core::{
 use crate::connect::Connect;
 use crate::error::{ElectionError, GuardedWriteError, ObserveError, SessionError};
 use crate::hub::Board;
-use crate::observer::Observation;
+use crate::observer::{Observation, ObserveBuilder};
 use crate::session::{random_seed, Link, Session};
 use crate::status::{role_now, Metrics, Outputs, Status};
 use crate::transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport};
@@ -369,6 +369,39 @@ pub(crate) fn set_data_result(results: Vec<MultiOpResult>) -> Result<Stat, Guard
 impl std::fmt::Debug for Writer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Writer").finish_non_exhaustive()
+    }
+}
+
+impl Election {
+    /// Starts building an [`Observation`] of the election at `path` over a
+    /// new session opened with `settings` (the settings
+    /// [`Election::connect`] takes). It needs no id and creates no node; the
+    /// session is its own and closes with it.
+    ///
+    /// On the in-memory [`MemoryServer`](memory/struct.MemoryServer.html)
+    /// (feature `memory`), so that it runs as a test.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use zkelect::memory::MemoryServer;
+    /// use zkelect::Election;
+    ///
+    /// let server = MemoryServer::new();
+    /// let a = Election::connect(server.settings(Duration::from_secs(4)))
+    ///     .path("/svc/leader").id("node-a").join().await?;
+    /// let observation = Election::observe(server.settings(Duration::from_secs(4)), "/svc/leader")
+    ///     .start()
+    ///     .await?;
+    /// assert_eq!(observation.wait_leader().await?.id, "node-a");
+    /// observation.close().await;
+    /// a.close().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn observe(settings: impl Connect, path: impl Into<String>) -> ObserveBuilder {
+        ObserveBuilder::over_new_session(settings, path.into(), Recipe::Election { leaders: 1 })
     }
 }
 

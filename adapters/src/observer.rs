@@ -14,7 +14,6 @@ use zkelect_core::{
 };
 
 use crate::connect::Connect;
-use crate::election::Election;
 use crate::error::{ObserveError, SessionError};
 use crate::hub::{Board, Listing};
 use crate::session::{Link, Session};
@@ -24,43 +23,6 @@ use crate::status::{Outputs, Status};
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long closing an observation's own session may take.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
-
-impl Election {
-    /// Starts building an [`Observation`] of the election at `path` over a
-    /// new session opened with `settings` (the settings
-    /// [`Election::connect`] takes). It needs no id and creates no node; the
-    /// session is its own and closes with it.
-    ///
-    /// On the in-memory [`MemoryServer`](memory/struct.MemoryServer.html)
-    /// (feature `memory`), so that it runs as a test.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// use std::time::Duration;
-    /// use zkelect::memory::MemoryServer;
-    /// use zkelect::Election;
-    ///
-    /// let server = MemoryServer::new();
-    /// let a = Election::connect(server.settings(Duration::from_secs(4)))
-    ///     .path("/svc/leader").id("node-a").join().await?;
-    /// let observation = Election::observe(server.settings(Duration::from_secs(4)), "/svc/leader")
-    ///     .start()
-    ///     .await?;
-    /// assert_eq!(observation.wait_leader().await?.id, "node-a");
-    /// observation.close().await;
-    /// a.close().await;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn observe(settings: impl Connect, path: impl Into<String>) -> ObserveBuilder {
-        ObserveBuilder::new(
-            Source::Connect(Box::new(settings)),
-            path.into(),
-            Recipe::Election { leaders: 1 },
-        )
-    }
-}
 
 impl Session {
     /// Starts building an [`Observation`] of the queue of `recipe` at `path`
@@ -96,13 +58,21 @@ impl Session {
     }
 }
 
+impl ObserveBuilder {
+    /// A builder whose observation opens a session of its own with
+    /// `settings` (for [`Election::observe`](crate::Election::observe)).
+    pub(crate) fn over_new_session(settings: impl Connect, path: String, recipe: Recipe) -> Self {
+        ObserveBuilder::new(Source::Connect(Box::new(settings)), path, recipe)
+    }
+}
+
 /// Where an observation gets its session.
 enum Source {
     Connect(Box<dyn Connect>),
     Session(Session),
 }
 
-/// Builds an [`Observation`]: from [`Election::observe`] or [`Session::observe`].
+/// Builds an [`Observation`]: from [`Election::observe`](crate::Election::observe) or [`Session::observe`].
 #[must_use = "an observation starts with `start().await`"]
 pub struct ObserveBuilder {
     source: Source,
@@ -239,7 +209,7 @@ impl ObserveBuilder {
 }
 
 /// A running observation of a queue: its participants in queue order, who
-/// holds, and every change. Made by [`Election::observe`] or [`Session::observe`].
+/// holds, and every change. Made by [`Election::observe`](crate::Election::observe) or [`Session::observe`].
 ///
 /// Cheap to clone: clones share one observer. It ends when
 /// [`close`](Self::close) is called, or — in the background — when the last
@@ -345,7 +315,7 @@ impl Observation {
     }
 
     /// Stops observing and — when the session is this observation's own
-    /// (made by [`Election::observe`]) — closes it. Idempotent.
+    /// (made by [`Election::observe`](crate::Election::observe)) — closes it. Idempotent.
     pub async fn close(&self) {
         if let Some(wait) = self.link.close() {
             let bound = CLOSE_TIMEOUT * 2 + Duration::from_secs(1);
@@ -367,6 +337,7 @@ mod tests {
 
     use super::*;
     use crate::memory::MemoryServer;
+    use crate::Election;
 
     const PATH: &str = "/svc/workers";
     const SESSION: Duration = Duration::from_secs(4);
