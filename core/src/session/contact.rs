@@ -18,6 +18,17 @@
 //! timeout old, which the session's probe, three tenths apart, keeps from
 //! happening while the server answers promptly; a server that does not
 //! answer is covered by the machines' own probes.
+//!
+//! What it costs an idle session: ten requests a minute at any timeout,
+//! on top of the client library's pings, which no probe period displaces
+//! at the libraries' default settings (zookeeper-client pings after three
+//! of its ticks, a twentieth of the timeout each, without a send, so only
+//! probes under 0.15 of the timeout apart silence it; zookeeper-async's
+//! ping timer ignores our requests). Neither library shows the transport
+//! its pings' answers, and a lease on the library's word alone was unsafe
+//! (see [`ConfigError::ProbeOff`](crate::ConfigError::ProbeOff)).
+//! `bench/README.md` ("Why the idle figure is not at the library's pings")
+//! gives the measured figures and the periods and settings weighed.
 
 use std::time::Duration;
 
