@@ -583,12 +583,15 @@ fn honouring(dir: &std::path::Path) -> (Vec<String>, std::path::PathBuf, std::pa
     (vec!["sh".into(), "-c".into(), script], started, asked)
 }
 
-fn spawn_lock(args: &[String]) -> std::process::Child {
+/// Starts `zkelect lock` with its log in `log`.
+fn spawn_lock(args: &[String], log: &std::path::Path) -> std::process::Child {
+    let file = std::fs::File::create(log).expect("a log file");
     std::process::Command::new(zkelect_bin())
         .args(args)
+        .env("ZKELECT_LOG", "info")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(file)
         .spawn()
         .expect("spawn zkelect lock")
 }
@@ -634,7 +637,8 @@ fn revocation_requests_reach_the_command(transport: &str) {
     let mut args = lock_args(&zk, path, "a", transport, &["--on-revoke", "SIGUSR1"]);
     args.push("--".into());
     args.extend(cmd);
-    let mut a = spawn_lock(&args);
+    let a_log = dir.path().join("a.log");
+    let mut a = spawn_lock(&args, &a_log);
     wait_for(
         "a's command to start",
         START,
@@ -647,7 +651,8 @@ fn revocation_requests_reach_the_command(transport: &str) {
     assert_eq!(
         wait_child(&mut a, "a to let go"),
         Some(0),
-        "the command's own status"
+        "the command's own status; a's log:\n{}",
+        std::fs::read_to_string(&a_log).unwrap_or_default()
     );
     assert!(asked.exists(), "the command heard the request as SIGUSR1");
     assert!(lock_ids(&zk, path).is_empty(), "released");
@@ -659,7 +664,7 @@ fn revocation_requests_reach_the_command(transport: &str) {
     let mut args = lock_args(&zk, path, "b", transport, &[]);
     args.push("--".into());
     args.extend(cmd);
-    let mut b = spawn_lock(&args);
+    let mut b = spawn_lock(&args, &quiet.join("b.log"));
     wait_for(
         "b's command to start",
         START,
