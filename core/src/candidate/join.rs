@@ -58,15 +58,11 @@ impl Candidate {
         if answered {
             self.proof_of_contact();
         }
-        // An answer of our own node's watch that found it proves the node
-        // stood when it was sent.
-        let found_own = matches!(flight.purpose, Purpose::WatchOwn { .. }) && result.is_ok();
         if answered
             && matches!(
                 self.connection,
                 Connection::Connected | Connection::Disconnected
             )
-            && (found_own || self.answers_hold_lease())
         {
             self.session.last_ack = Some(
                 self.session

@@ -138,13 +138,58 @@
 //! own listing, and every node under `Relist`, sets it two probe ticks on
 //! (a holder at its first tick), for revocation's sake, so that a short
 //! hold or wait never pays for it (see [`OwnWatch`]); until then a holder
-//! takes no lease from any answer (one may be to a request sent after an
-//! operator deleted the node unseen), so it still stops within the grace
-//! a revocation allows when the watch's answer is lost. A failover (the leader's session closes) costs 3 in
+//! leads on its node only until the node's lapse (see *A leader's own
+//! node* below). A failover (the leader's session closes) costs 3 in
 //! and 4 out, under `Relist` 2 and 2 as zookeeper-async's `LeaderLatch`,
 //! where the closing client hangs up without waiting (zookeeper-async); a
 //! zookeeper-client close waits, and the server sends it the close's answer
 //! and, under `OnNotification`, its own node's notice as well: 2 out more.
+//!
+//! # A leader's own node
+//!
+//! An operator may delete a holder's node (a revocation); the holder must
+//! stop within a session timeout of the deletion, as its session's expiry
+//! would make it. Contact does not tell it: the server answers a session
+//! whose node is gone. One rule covers it, whatever the holder's watch,
+//! strategy or mode: **a leader leads on its node for at most nine tenths
+//! of the session timeout after the last moment the server vouched for the
+//! node** (`Own::unwatched_since`, demotion in `check_link`, refusal in
+//! `become_leader`). The server vouches for the node
+//!
+//! - by an answer that shows it (a listing, a read of it): it stood when
+//!   the server handled that answer, no earlier than the newest contact;
+//! - continuously while its watch stands armed on a connection that has not
+//!   dropped: a deletion then reaches us before any answer or event the
+//!   server sends after it (one connection is FIFO), so nothing is unseen.
+//!
+//! The bound is moved by nothing else: not by a probe's answer, nor by any
+//! other answer or a shared session's contact, each of which may be to a
+//! request sent after the node went unseen. It is set when the node is
+//! created (its watch comes later), when its watch fires or is dropped,
+//! and on a disconnect (an event may be lost with the connection), to the
+//! newest contact then, a moment the node was still reported on; it is
+//! cleared when the server sets the watch.
+//!
+//! This one rule covers both ways the simulator found a leader outliving
+//! its revocation: a holder by its own listing, its watch not set yet,
+//! whose probe was answered after the deletion and whose watch's answer
+//! was then lost with the connection (the probe's answer leaves the bound
+//! at the listing); and a young leader whose connection dropped every
+//! second, each new one answering the probe and dying before the watch
+//! queued behind it was answered (each drop keeps the older bound). The
+//! lease, which contact alone keeps, stays what it says: when the session
+//! may have expired. So a healthy holder whose watch is merely late is
+//! neither suspended nor probing on its own.
+//!
+//! It costs a takeover nothing. A waiter that takes over on the
+//! notification has its own node's watch armed before it can
+//! (`own_watch_stands`; else it lists, one round trip, as `Relist` does),
+//! so its bound is clear and it leads on the notification itself; a leader
+//! by its own listing was vouched for by that listing. A holder sets its
+//! watch at its first probe tick, a third of the timeout in, far inside
+//! the nine tenths; only a watch that cannot be set for that long (the
+//! connection failing each time) demotes it, and the listing that follows
+//! vouches for the node again.
 //!
 //! Contact with the server is tracked as the send time of the newest request the
 //! server answered (`last_ack`): the server cannot expire the session before
@@ -544,9 +589,7 @@ impl Candidate {
         }
         let sent_at = sent_at.min(self.now);
         self.proof_of_contact();
-        if self.answers_hold_lease() {
-            self.session.last_ack = Some(self.session.last_ack.map_or(sent_at, |t| t.max(sent_at)));
-        }
+        self.session.last_ack = Some(self.session.last_ack.map_or(sent_at, |t| t.max(sent_at)));
         self.check_link();
         self.advance();
     }
@@ -572,9 +615,10 @@ impl Candidate {
             let mut watch_sent = false;
             if let OwnWatch::Later { ticks } = &mut self.session.own_watch {
                 *ticks = ticks.saturating_sub(1);
-                // A holder's lease lasts only on answers the watch guards
-                // (see `answers_hold_lease`): it sets the watch at its
-                // first tick, and that request proves contact.
+                // A holder leads on its unwatched node only until the
+                // node's lapse (see `own_node_lapse`): it sets the watch
+                // at its first tick, far from the lapse, and that request
+                // proves contact.
                 if *ticks == 0 || leading {
                     self.session.own_watch = OwnWatch::Unarmed;
                     if leading {
@@ -858,22 +902,6 @@ impl Candidate {
         self.session.own_watch == OwnWatch::Armed
             || self.own_watch_in_flight().is_some()
             || self.config.strategy() == WatchStrategy::Parent
-    }
-
-    /// Whether an answer that arrives now may keep our leadership's lease
-    /// (be the `last_ack`). Not leading, any: the listing that elects us is
-    /// answered after every request sent before it, so the lease starts
-    /// from a moment our node stood. Leading, only while our own node's
-    /// watch is set: the answers that come after the watch's own were sent
-    /// after it (FIFO), so a deletion of the node reaches us before them.
-    /// Any other answer may be to a request sent after an operator deleted
-    /// the node unseen (a holder by its own listing sets the watch late,
-    /// see [`OwnWatch::Later`]), and would keep us leading past the grace
-    /// a revocation allows if the watch's answer were then lost with the
-    /// connection. (The watch's own answer, when it finds the node, counts
-    /// too: the node stood when it was sent.)
-    fn answers_hold_lease(&self) -> bool {
-        self.leadership == Leadership::None || self.session.own_watch == OwnWatch::Armed
     }
 
     /// Whether this waiter watches its own node from the moment it knows it

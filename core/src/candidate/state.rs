@@ -259,9 +259,9 @@ pub(super) enum OwnWatch {
     /// timeout or sooner, so two ticks take a third to two thirds of it).
     /// Whatever the node was revoked meanwhile, the request that sets the
     /// watch answers `NoNode` and tells. A holder sets it at its next tick
-    /// (in the probe's place), and takes no lease from other answers until
-    /// it is set. A reconnect sets it at once (the ticks stand still while
-    /// the connection is down).
+    /// (in the probe's place), well before its node's lapse (see
+    /// [`Own::unwatched_since`]). A reconnect sets it at once (the ticks
+    /// stand still while the connection is down).
     Later { ticks: u8 },
     /// Not set: set it when the main lane allows.
     Unarmed,

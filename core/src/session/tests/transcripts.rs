@@ -233,13 +233,13 @@ fn the_probe_feeds_contact_to_every_machine() {
             .and_then(Machine::as_candidate)
             .and_then(Candidate::last_contact)
     };
-    // Each leads by its own listing and has not set its own node's watch
-    // yet: an answer sent meanwhile says nothing of an operator's deletion
-    // of the node, so the leases still run from the listings.
+    // Each heard of the probe: its contact, and so its lease, runs from the
+    // probe's send time (its node, not watched yet, lapses nine tenths of
+    // the timeout after the listing that elected it, whatever the probe).
     for id in [a, b] {
-        assert_eq!(contact(&h, id), Some(Timestamp::ZERO), "{id}'s listing");
+        assert_eq!(contact(&h, id), Some(due), "{id} heard of the probe");
     }
-    // Each sets that watch at its first tick, a third of the timeout in,
+    // Each sets its node's watch at its first tick, a third of the timeout in,
     // whose answer proves contact: the session's next probe is out a
     // period after it, and from then on feeds both.
     let second = Timestamp::ZERO + TIMEOUT / 3 + TIMEOUT * 3 / 10;
@@ -267,8 +267,7 @@ fn the_probe_feeds_contact_to_every_machine() {
 
 /// An answer to any request of the span proves what the probe's would: a
 /// probe that falls due within a period of one stays home, and every
-/// machine hears of that answer instead (a holder whose own node's watch is
-/// not set yet takes no lease from it).
+/// machine hears of that answer instead.
 #[test]
 fn the_probe_stays_home_while_another_answer_proves_contact() {
     let mut h = Harness::new(SessionConfig::new(1));
@@ -290,9 +289,7 @@ fn the_probe_stays_home_while_another_answer_proves_contact() {
             .and_then(Candidate::last_contact)
     };
     assert_eq!(contact(&h, b), Some(joined), "b heard of its answers");
-    // `a` leads by its own listing and sets its own node's watch at its
-    // first tick (3.33 s): no answer sent before that keeps its lease.
-    assert_eq!(contact(&h, a), Some(Timestamp::ZERO), "a's listing");
+    assert_eq!(contact(&h, a), Some(joined), "a heard of b's answers");
     // Filed a period after the newest answer: b's own node's watch, set
     // at b's first tick (5.83 s), so out at 8.83 s, not before.
     h.until(8_832);
