@@ -69,7 +69,7 @@ pub struct ManyRecord {
     pub heap_per_idle_recipe: f64,
     /// Of that, the client library's: the live-heap growth of a fresh raw
     /// client of the side's library while it holds the two watches an idle
-    /// waiter sets (a data watch on its own node and an exists watch on its
+    /// waiter sets (a child watch on its own node and a data watch on its
     /// predecessor, set as the transport sets them), ÷ N, bytes. `None` on
     /// the baseline, which is the library itself.
     pub client_watches_per_idle_recipe: Option<f64>,
@@ -516,11 +516,15 @@ pub async fn zkelect(
 const RAW_WINDOW: usize = 1_000;
 
 /// The client library alone holding what N idle waiters make it hold: a
-/// fresh raw client of the transport's library sets, per waiter, a data
-/// watch on one node (its own) and an exists watch on another (its
-/// predecessor), exactly the calls the transport makes, keeping each
-/// zookeeper-client `OneshotWatcher` alive; zookeeper-async's watches get a
-/// callback that does nothing. Settled as the recipes' phase is (the server
+/// fresh raw client of the transport's library sets, per waiter, the two
+/// watches an idle waiter that takes over on the notification sets, with
+/// exactly the calls the transport makes: a child watch on one node (its
+/// own: a child watch, so that no write spends it) and a data watch on
+/// another (its predecessor). zookeeper-client: `list_and_watch_children`
+/// and `get_and_watch_data`, each `OneshotWatcher` kept alive;
+/// zookeeper-async: `get_children` and `get_data` with `watch = true`, the
+/// events to the client's default watcher (as the transport's are).
+/// Settled as the recipes' phase is (the server
 /// holds every watch, then the live heap stops moving); live-heap growth ÷
 /// N, bytes. The 2N nodes are ephemerals of another session, under
 /// `{dir}-raw`, with paths as long as the recipes' (`…/e{i}/n_…`).
@@ -585,17 +589,17 @@ async fn client_watches(
                 let window = std::sync::Arc::clone(&window);
                 sets.spawn(async move {
                     let _out = window.acquire_owned().await?;
+                    let (_, children) = client
+                        .list_and_watch_children(&own)
+                        .await
+                        .map_err(zk_err(format!("list_and_watch_children({own})")))?;
                     let (_, _, data) = client
-                        .get_and_watch_data(&own)
+                        .get_and_watch_data(&predecessor)
                         .await
-                        .map_err(zk_err(format!("get_and_watch_data({own})")))?;
-                    let (_, exists) = client
-                        .check_and_watch_stat(&predecessor)
-                        .await
-                        .map_err(zk_err(format!("check_and_watch_stat({predecessor})")))?;
+                        .map_err(zk_err(format!("get_and_watch_data({predecessor})")))?;
                     // Kept, as a user must: a dropped `OneshotWatcher`
                     // removes its watch.
-                    Ok([data, exists])
+                    Ok([children, data])
                 });
             }
             let mut kept = Vec::with_capacity(n);
@@ -621,12 +625,12 @@ async fn client_watches(
                 let window = std::sync::Arc::clone(&window);
                 sets.spawn(async move {
                     let _out = window.acquire_owned().await?;
-                    zk.get_data_w(&own, |_: zookeeper_async::WatchedEvent| {})
+                    zk.get_children(&own, true)
                         .await
-                        .with_context(|| format!("get_data_w({own})"))?;
-                    zk.exists_w(&predecessor, |_: zookeeper_async::WatchedEvent| {})
+                        .with_context(|| format!("get_children({own}, watch)"))?;
+                    zk.get_data(&predecessor, true)
                         .await
-                        .with_context(|| format!("exists_w({predecessor})"))?;
+                        .with_context(|| format!("get_data({predecessor}, watch)"))?;
                     Ok(())
                 });
             }
