@@ -34,6 +34,7 @@ use std::task::{Context, Poll, Waker};
 use futures_util::FutureExt;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use zkelect_core::multilock::MultiLockError;
@@ -162,8 +163,9 @@ pub(crate) struct State {
     held: Vec<(MachineId, Notice)>,
     /// Told once the session has closed (after the transport's close).
     closers: Vec<oneshot::Sender<()>>,
-    /// Each multi-lock's notices since its last acquisition began.
-    groups: BTreeMap<GroupId, watch::Sender<Vec<GroupNotice>>>,
+    /// Each multi-lock's notices since its last acquisition began, and
+    /// what its parts publish together.
+    groups: BTreeMap<GroupId, GroupBoard>,
     /// The pump has ended: the session is closed for good.
     ended: bool,
     /// The session's connection state, as the core last said it.
@@ -244,14 +246,30 @@ impl Hub {
     pub(crate) fn add_group(
         &self,
         configs: Vec<Config>,
-    ) -> Result<(GroupId, watch::Receiver<Vec<GroupNotice>>), MultiLockError> {
+    ) -> Result<(GroupId, GroupWatches), MultiLockError> {
         let mut st = self.lock();
         let now = self.clock.now();
         let gid = st.session.add_multi_lock(now, configs)?;
-        let (tx, rx) = watch::channel(Vec::new());
-        st.groups.insert(gid, tx);
+        let (notices, notices_rx) = watch::channel(Vec::new());
+        let (lease, lease_rx) = watch::channel(None);
+        let (held, held_rx) = watch::channel(false);
+        st.groups.insert(
+            gid,
+            GroupBoard {
+                notices,
+                lease,
+                held,
+            },
+        );
         self.carry_out(&mut st, None);
-        Ok((gid, rx))
+        Ok((
+            gid,
+            GroupWatches {
+                notices: notices_rx,
+                lease: lease_rx,
+                held: held_rx,
+            },
+        ))
     }
 
     /// Starts acquiring multi-lock `gid` afresh (its notices cleared):
@@ -265,8 +283,8 @@ impl Hub {
         let now = self.clock.now();
         let idle = st.session.group_lock(gid).is_some_and(|l| l.is_idle());
         if idle {
-            if let Some(tx) = st.groups.get(&gid) {
-                tx.send_modify(Vec::clear);
+            if let Some(board) = st.groups.get(&gid) {
+                board.notices.send_modify(Vec::clear);
             }
         }
         let started = st.session.acquire_group(now, gid, give_up_after);
@@ -425,12 +443,42 @@ impl Hub {
     /// end of machines that left. `released`: see [`carry_out`](Self::carry_out).
     fn publish(&self, st: &mut State, released: Option<MachineId>) {
         self.publish_events(st, released);
+        self.publish_groups(st);
         // Each machine's `Updated` follows its notices; should one not, its
         // notices still go out in this turn.
         for (id, notice) in std::mem::take(&mut st.held) {
             if let Some(board) = st.boards.get(&id) {
                 board.outputs.notify(notice);
             }
+        }
+    }
+
+    /// Each multi-lock's parts, taken together: the earliest of their
+    /// leases (the whole holds only while every part does, so no lease at
+    /// all while any part has none), and whether the core's multi-lock
+    /// holds. Nothing is decided here: these are the parts' own values.
+    fn publish_groups(&self, st: &State) {
+        for (gid, board) in &st.groups {
+            let parts = st.session.group(*gid).unwrap_or_default();
+            let lease = parts
+                .iter()
+                .map(|id| st.session.machine(*id).and_then(|m| m.lease_expiry()))
+                .try_fold(None, |min: Option<Timestamp>, lease| {
+                    lease.map(|l| Some(min.map_or(l, |m| m.min(l))))
+                })
+                .flatten()
+                .map(|t| self.clock.instant(t));
+            board.lease.send_if_modified(|now| {
+                let changed = *now != lease;
+                *now = lease;
+                changed
+            });
+            let held = st.session.group_holds(*gid);
+            board.held.send_if_modified(|now| {
+                let changed = *now != held;
+                *now = held;
+                changed
+            });
         }
     }
 
@@ -446,8 +494,8 @@ impl Hub {
                 }
                 Event::Group { group, notice } => {
                     debug!(%group, ?notice, "multi-lock");
-                    if let Some(tx) = st.groups.get(&group) {
-                        tx.send_modify(|notices| notices.push(notice));
+                    if let Some(board) = st.groups.get(&group) {
+                        board.notices.send_modify(|notices| notices.push(notice));
                     }
                 }
                 Event::Updated(machine) => {
@@ -560,6 +608,25 @@ impl Hub {
         }
         st.held.push((id, notice));
     }
+}
+
+/// What a multi-lock publishes: its notices, and its parts' values taken
+/// together.
+struct GroupBoard {
+    notices: watch::Sender<Vec<GroupNotice>>,
+    lease: watch::Sender<Option<Instant>>,
+    held: watch::Sender<bool>,
+}
+
+/// The watches of a multi-lock's [`GroupBoard`].
+#[derive(Debug, Clone)]
+pub(crate) struct GroupWatches {
+    /// Its notices since its last acquisition began.
+    pub(crate) notices: watch::Receiver<Vec<GroupNotice>>,
+    /// The earliest lease of its parts (`None` while any part has none).
+    pub(crate) lease: watch::Receiver<Option<Instant>>,
+    /// Whether every part holds.
+    pub(crate) held: watch::Receiver<bool>,
 }
 
 /// Sends machine `id`'s held notices, in order (see `State::held`).

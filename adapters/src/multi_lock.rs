@@ -14,9 +14,11 @@ use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::watch;
+use tokio::time::Instant;
 use zkelect_core::{Config, DemotionReason, FencingToken, GroupId, GroupNotice, Interop, Rule};
 
 use crate::error::LockError;
+use crate::hub::GroupWatches;
 use crate::session::{random_seed, Session};
 
 impl Session {
@@ -87,7 +89,7 @@ struct Inner {
     id: String,
     interop: Interop,
     /// The session's multi-lock, once first acquired, and its notices.
-    group: StdMutex<Option<(GroupId, watch::Receiver<Vec<GroupNotice>>)>>,
+    group: StdMutex<Option<(GroupId, GroupWatches)>>,
     /// Acquisitions started: a guard releases only its own.
     epoch: AtomicU64,
 }
@@ -156,7 +158,8 @@ impl MultiLock {
     }
 
     async fn take(&self, give_up: Option<Duration>) -> Result<Option<MultiLockGuard>, LockError> {
-        let (gid, mut notices) = self.group()?;
+        let (gid, watches) = self.group()?;
+        let mut notices = watches.notices.clone();
         match self.inner.session.hub().acquire_group(gid, give_up) {
             Ok(true) => {
                 self.inner.epoch.fetch_add(1, Ordering::SeqCst);
@@ -179,6 +182,8 @@ impl MultiLock {
                         gid,
                         tokens,
                         notices,
+                        lease: watches.lease,
+                        held: watches.held,
                     }))
                 }
                 Some(Ok(None)) => return Ok(None),
@@ -192,14 +197,14 @@ impl MultiLock {
     }
 
     /// The session's multi-lock of this handle, made at the first call.
-    fn group(&self) -> Result<(GroupId, watch::Receiver<Vec<GroupNotice>>), LockError> {
+    fn group(&self) -> Result<(GroupId, GroupWatches), LockError> {
         let mut group = self
             .inner
             .group
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some((gid, rx)) = group.as_ref() {
-            return Ok((*gid, rx.clone()));
+        if let Some((gid, watches)) = group.as_ref() {
+            return Ok((*gid, watches.clone()));
         }
         let configs = self
             .inner
@@ -213,9 +218,9 @@ impl MultiLock {
                     .build()
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let (gid, rx) = self.inner.session.hub().add_group(configs)?;
-        *group = Some((gid, rx.clone()));
-        Ok((gid, rx))
+        let (gid, watches) = self.inner.session.hub().add_group(configs)?;
+        *group = Some((gid, watches.clone()));
+        Ok((gid, watches))
     }
 }
 
@@ -227,9 +232,27 @@ pub struct MultiLockGuard {
     gid: GroupId,
     tokens: Vec<(String, FencingToken)>,
     notices: watch::Receiver<Vec<GroupNotice>>,
+    lease: watch::Receiver<Option<Instant>>,
+    held: watch::Receiver<bool>,
 }
 
 impl MultiLockGuard {
+    /// The earliest lease expiry among the parts, and every change: the
+    /// whole is held only while every part is, so it is safe to act on
+    /// until then. `None` when any part has no lease (lost, released, or
+    /// contact with the server in doubt). The counterpart of
+    /// [`Election::lease`](crate::Election::lease), for a supervisor that
+    /// must stop its work before the next holder may start.
+    pub fn lease(&self) -> watch::Receiver<Option<Instant>> {
+        self.lease.clone()
+    }
+
+    /// Whether every part holds, and every change: it turns `false` when
+    /// any part is lost (and stays so for this hold).
+    pub fn held(&self) -> watch::Receiver<bool> {
+        self.held.clone()
+    }
+
     /// One fencing token per path, in the order the parts were taken
     /// (sorted by path).
     pub fn tokens(&self) -> &[(String, FencingToken)] {

@@ -105,6 +105,36 @@ async fn a_lost_part_is_reported_by_the_guard_and_the_rest_released() {
     assert!(matches!(both.acquire().await, Err(LockError::InUse)));
 }
 
+/// The guard's lease is the parts' earliest, within the session timeout,
+/// and its held watch is true; losing one part turns held false and takes
+/// the lease away (the whole holds only while every part does).
+#[tokio::test(start_paused = true)]
+async fn the_guards_lease_and_held_watch_follow_every_part() {
+    let zk = TestZk::new();
+    let s = session(&zk);
+    let both = s.multi_lock(["/m/a", "/m/b"]);
+    let guard = both.acquire().await.unwrap();
+    let (mut lease, mut held) = (guard.lease(), guard.held());
+    assert!(*held.borrow_and_update());
+    let now = tokio::time::Instant::now();
+    let until = lease.borrow_and_update().expect("a lease while held");
+    assert!(
+        until > now && until <= now + TIMEOUT,
+        "{until:?} vs {now:?}"
+    );
+    let node = children(&zk, "/m/a").pop().unwrap();
+    zk.delete(&format!("/m/a/{node}")).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), held.wait_for(|h| !h))
+        .await
+        .expect("told in time")
+        .expect("open");
+    tokio::time::timeout(Duration::from_secs(5), lease.wait_for(Option::is_none))
+        .await
+        .expect("told in time")
+        .expect("open");
+    assert!(!guard.is_held());
+}
+
 /// Bad path sets are refused with a typed error.
 #[tokio::test(start_paused = true)]
 async fn a_multi_lock_without_paths_or_with_a_path_twice_is_refused() {
