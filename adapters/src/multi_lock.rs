@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
-use zkelect_core::{Config, DemotionReason, FencingToken, GroupId, GroupNotice, Interop, Rule};
+use zkelect_core::{
+    Acl, Config, DemotionReason, FencingToken, GroupId, GroupNotice, Interop, Rule,
+};
 
 use crate::error::LockError;
 use crate::hub::GroupWatches;
@@ -35,6 +37,7 @@ impl Session {
                 paths: paths.into_iter().map(Into::into).collect(),
                 id: format!("pid-{}", std::process::id()),
                 interop: Interop::None,
+                acl: Acl::default(),
                 group: StdMutex::new(None),
                 epoch: AtomicU64::new(0),
             }),
@@ -88,6 +91,7 @@ struct Inner {
     paths: Vec<String>,
     id: String,
     interop: Interop,
+    acl: Acl,
     /// The session's multi-lock, once first acquired, and its notices.
     group: StdMutex<Option<(GroupId, GroupWatches)>>,
     /// Acquisitions started: a guard releases only its own.
@@ -129,6 +133,15 @@ impl MultiLock {
     pub fn interop(mut self, scheme: Interop) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.interop = scheme;
+        }
+        self
+    }
+
+    /// The ACL of every part's nodes (default: [`Acl::Open`], as every
+    /// lock's). Takes effect before the first acquisition.
+    pub fn acl(mut self, acl: Acl) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.acl = acl;
         }
         self
     }
@@ -214,6 +227,7 @@ impl MultiLock {
                 Config::builder(path.clone(), self.inner.id.clone())
                     .rule(Rule::Mutex)
                     .interop(self.inner.interop)
+                    .acl(self.inner.acl.clone())
                     .nonce_seed(random_seed())
                     .build()
             })

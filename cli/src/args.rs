@@ -39,7 +39,53 @@ impl Cli {
     /// [`Cli::definition`].
     pub(crate) fn parse_argv(argv: Vec<OsString>) -> Result<Self, clap::Error> {
         use clap::FromArgMatches;
-        Self::from_arg_matches(&Self::definition().try_get_matches_from(argv)?)
+        let matches = Self::definition().try_get_matches_from(argv)?;
+        let mut cli = Self::from_arg_matches(&matches)?;
+        if let (Cmd::Lock(args), Some(lock)) =
+            (&mut cli.command, matches.subcommand_matches("lock"))
+        {
+            args.paths = lock
+                .get_many::<String>("path")
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect();
+            multi_lock_conflicts(args, lock)?;
+        }
+        Ok(cli)
+    }
+}
+
+/// A multi-lock's parts are mutexes: the options of one lock's other kinds
+/// (and the one takeover a multi-lock has) are refused with several paths,
+/// as clap refuses any other conflict.
+fn multi_lock_conflicts(args: &LockArgs, lock: &clap::ArgMatches) -> Result<(), clap::Error> {
+    if args.paths.len() < 2 {
+        return Ok(());
+    }
+    let given = |id: &str| {
+        lock.value_source(id)
+            .is_some_and(|s| s == clap::parser::ValueSource::CommandLine)
+    };
+    // The multi-lock's parts take over as the default does.
+    let takeover = (args.takeover != TakeoverArg::default()).then_some("takeover");
+    match ["weight", "permits", "read", "write", "on_revoke"]
+        .into_iter()
+        .find(|id| given(id))
+        .or(takeover)
+        .map(|id| id.replace('_', "-"))
+    {
+        Some(flag) => Err(Cli::definition()
+            .find_subcommand_mut("lock")
+            .map(|c| c.clone().bin_name("zkelect lock"))
+            .unwrap_or_else(Cli::definition)
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "--{flag} cannot be used with several --path: a multi-lock's parts are mutexes"
+                ),
+            )),
+        None => Ok(()),
     }
 }
 
@@ -60,8 +106,10 @@ pub(crate) enum Cmd {
     /// a command once while holding it, release it, and exit with the
     /// command's status (like flock and etcdctl lock).
     #[command(
-        mut_arg("path", |a| a.help("The lock's path: every holder and waiter of one lock gives the same one")),
-        after_help = "Examples:\n  zkelect lock --connect 127.0.0.1:2181 --path /locks/backup -- ./backup.sh --full\n  zkelect lock --connect zk1:2181 --path /locks/migrate --timeout 30 -- ./migrate\n  zkelect lock --connect zk1:2181 --path /locks/render --permits 4 -- ./render job-17\n  zkelect lock --connect zk1:2181 --path /locks/render --permits 4 --weight 3 -- ./render --big\n  zkelect lock --connect zk1:2181 --path /locks/backup --on-revoke SIGUSR1 -- ./backup.sh\n\nThe command finds the fencing token in ZKELECT_FENCING_TOKEN and runs under the\nsame lease watchdog as `zkelect run`: if zkelect freezes or loses the lock, the\ncommand is stopped before anyone else can take the lock. SIGTERM, SIGINT, SIGHUP\nor SIGQUIT to zkelect, at any moment, stops the command, deletes the node and\nexits 128+N.\n\nWith --on-revoke SIG the lock is revocable: a `zkelect revoke --ask` (or Curator's\nRevoker) reaches the command as SIG, and the command decides whether to exit.\n\nExit status: the command's own, or 123 lock lost while it ran, 124 --timeout,\n125 zkelect lock itself failed (also: --weight above --permits), 126 command not\nexecutable, 127 command not found."
+        mut_arg("path", |a| a
+            .help("The lock's path: every holder and waiter of one lock gives the same one. Given more than once, a multi-lock: every path's lock, taken all or none (in sorted order, so two multi-locks never deadlock)")
+            .action(clap::ArgAction::Append)),
+        after_help = "Examples:\n  zkelect lock --connect 127.0.0.1:2181 --path /locks/backup -- ./backup.sh --full\n  zkelect lock --connect zk1:2181 --path /locks/migrate --timeout 30 -- ./migrate\n  zkelect lock --connect zk1:2181 --path /locks/render --permits 4 -- ./render job-17\n  zkelect lock --connect zk1:2181 --path /locks/render --permits 4 --weight 3 -- ./render --big\n  zkelect lock --connect zk1:2181 --path /locks/backup --on-revoke SIGUSR1 -- ./backup.sh\n  zkelect lock --connect zk1:2181 --path /locks/db --path /locks/cache --timeout 30 -- ./reindex\n\nThe command finds the fencing token in ZKELECT_FENCING_TOKEN and runs under the\nsame lease watchdog as `zkelect run`: if zkelect freezes or loses the lock, the\ncommand is stopped before anyone else can take the lock. SIGTERM, SIGINT, SIGHUP\nor SIGQUIT to zkelect, at any moment, stops the command, deletes the node and\nexits 128+N.\n\nWith several --path, every path's lock is taken, all or none, in sorted order (two\nmulti-locks given the same paths in any order never deadlock); on --timeout what\nwas taken is released. The command finds each path's token in\nZKELECT_FENCING_TOKENS as PATH=TOKEN pairs, comma-separated in sorted path order,\nand the first path's in ZKELECT_FENCING_TOKEN. The parts are mutexes: --permits,\n--weight, --read, --write, --on-revoke and --takeover are refused with several\n--path (exit 125, as every usage error of lock). Losing any part while the\ncommand runs stops it (exit 123).\n\nWith --on-revoke SIG the lock is revocable: a `zkelect revoke --ask` (or Curator's\nRevoker) reaches the command as SIG, and the command decides whether to exit.\n\nExit status: the command's own, or 123 lock lost while it ran, 124 --timeout,\n125 zkelect lock itself failed (also: --weight above --permits), 126 command not\nexecutable, 127 command not found."
     )]
     Lock(LockArgs),
     /// Show a queue: an election's leaders and candidates, or (with --recipe)
@@ -304,6 +352,10 @@ pub(crate) struct LockArgs {
     /// refused (exit 2): the command could not decide.
     #[arg(long = "on-revoke", value_name = "SIGNAL", value_parser = parse_signal)]
     pub(crate) on_revoke: Option<nix::sys::signal::Signal>,
+    /// Every `--path` given, in the order given (`conn.path` is the first):
+    /// more than one makes a multi-lock.
+    #[arg(skip)]
+    pub(crate) paths: Vec<String>,
     /// How a waiter takes over when the node it watches goes.
     #[arg(long, value_enum, default_value_t = TakeoverArg::OnNotification)]
     pub(crate) takeover: TakeoverArg,
@@ -786,6 +838,88 @@ mod tests {
         let mut args = vec!["zkelect", "lock", "--connect", "h:1", "--path", "/l"];
         args.extend_from_slice(extra);
         Cli::try_parse_from(args)
+    }
+
+    fn lock_argv(extra: &[&str]) -> Result<Cli, clap::Error> {
+        let mut args = vec!["zkelect", "lock", "--connect", "h:1"];
+        args.extend_from_slice(extra);
+        Cli::parse_argv(args.into_iter().map(Into::into).collect())
+    }
+
+    #[test]
+    fn lock_takes_several_paths_as_a_multi_lock_of_mutexes() {
+        let Cmd::Lock(l) = lock_argv(&[
+            "--path",
+            "/b",
+            "--path",
+            "/a",
+            "--timeout",
+            "2",
+            "--",
+            "true",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!()
+        };
+        assert_eq!(l.paths, ["/b", "/a"]);
+        assert_eq!(l.conn.path, "/b");
+        assert_eq!(l.timeout, Some(Duration::from_secs(2)));
+        let Cmd::Lock(one) = lock_argv(&["--path", "/a", "--permits", "2", "--", "true"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert_eq!(one.paths, ["/a"]);
+        for (flag, bad) in [
+            ("--permits", &["--permits", "2"][..]),
+            ("--weight", &["--permits", "4", "--weight", "2"]),
+            ("--read", &["--read"]),
+            ("--write", &["--write"]),
+            ("--on-revoke", &["--on-revoke", "USR1"]),
+            ("--takeover", &["--takeover", "relist"]),
+        ] {
+            let mut argv = vec!["--path", "/a", "--path", "/b"];
+            argv.extend_from_slice(bad);
+            argv.extend_from_slice(&["--", "true"]);
+            let e = lock_argv(&argv).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict, "{flag}");
+            assert!(e.to_string().contains(flag), "{flag}: {e}");
+        }
+        // Through the library's parse: a usage error of lock, exit 125.
+        let bad = crate::parse([
+            "zkelect",
+            "lock",
+            "--connect",
+            "h:1",
+            "--path",
+            "/a",
+            "--path",
+            "/b",
+            "--read",
+            "--",
+            "true",
+        ]);
+        assert_eq!(bad.unwrap_err().exit_code(), 125);
+        // Other commands still take one path.
+        assert!(Cli::parse_argv(
+            [
+                "zkelect",
+                "status",
+                "--connect",
+                "h:1",
+                "--path",
+                "/a",
+                "--path",
+                "/b"
+            ]
+            .into_iter()
+            .map(Into::into)
+            .collect()
+        )
+        .is_err());
     }
 
     #[test]

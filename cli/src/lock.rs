@@ -68,6 +68,9 @@ pub(crate) fn check(args: &LockArgs, id: &str) -> Result<Rule, Failure> {
         (None, false, true) => Rule::Write,
         (None, false, false) => Rule::Mutex,
     };
+    if args.paths.len() > 1 {
+        crate::lock_many::check(&args.paths, id)?;
+    }
     Config::builder(&args.conn.path, id)
         .rule(rule)
         .weight(args.weight.unwrap_or(1))
@@ -162,6 +165,10 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
         )));
     };
     check_runnable(program)?;
+    if args.paths.len() > 1 {
+        let (program, rest) = (program.clone(), rest.to_vec());
+        return crate::lock_many::lock_many(args, id, program, rest, stops).await;
+    }
     let asked = args.grace_ms.map(Duration::from_millis);
     let policy = ConnectionPolicy::Standard;
     let requested = args.conn.session_timeout();
@@ -299,7 +306,7 @@ fn revocation_requests(election: &Election) -> tokio::sync::watch::Receiver<u64>
 /// What `lock` exits with after a stopping signal: 128 + its number, as a
 /// shell reports a process the signal killed (the command, if it ran, is
 /// stopped, and the node deleted, by the caller).
-fn interrupted(signal: Signal, when: &str) -> ExitCode {
+pub(crate) fn interrupted(signal: Signal, when: &str) -> ExitCode {
     if when.is_empty() {
         info!(%signal, "stopped");
     } else {
