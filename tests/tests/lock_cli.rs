@@ -697,6 +697,94 @@ fn revocation_requests_reach_the_command(transport: &str) {
     assert!(lock_ids(&zk, path).is_empty(), "released");
 }
 
+/// `lock --path A --path B`: two multi-locks given the paths in opposite
+/// orders and a lone lock on B, started together, all finish (no deadlock)
+/// and no two commands ever run at once (each pair shares B); the command
+/// finds both tokens in ZKELECT_FENCING_TOKENS in sorted order. One waiting
+/// past --timeout while B is held exits 124 and leaves no node on A or B.
+fn multi_lock(transport: &str) {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let (a, b) = ("/locks/multi-a", "/locks/multi-b");
+    let spawn = |label: &str, first: &str, more: &[&str]| {
+        Candidate::spawn(
+            dir.path(),
+            label,
+            &lock_args(&zk, first, label, transport, more),
+            ChildKind::Lives(1200),
+        )
+    };
+    let mut holders = [
+        spawn("ab", a, &["--path", b]),
+        spawn("ba", b, &["--path", a]),
+        spawn("b", b, &[]),
+    ];
+    for h in &mut holders {
+        let status = h.wait_exit(START);
+        assert_exit(&h.label, status.code(), 0, &h.log_text(), &[]);
+    }
+    let runs = assert_one_at_a_time(
+        &holders
+            .iter()
+            .map(|h| h.beats.as_path())
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(runs.len(), 3, "every command ran once: {runs:#?}");
+    assert!(
+        lock_ids(&zk, a).is_empty() && lock_ids(&zk, b).is_empty(),
+        "released"
+    );
+
+    // The tokens, as the command finds them: sorted by path.
+    let seen = dir.path().join("tokens");
+    let script = format!(
+        "printf '%s|%s' \"$ZKELECT_FENCING_TOKENS\" \"$ZKELECT_FENCING_TOKEN\" > {}",
+        seen.display()
+    );
+    let mut args = lock_args(&zk, b, "t", transport, &["--path", a]);
+    args.extend(["--".into(), "sh".into(), "-c".into(), script]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = zkelect(&refs, START);
+    assert_exit("the token writer", out.code(), 0, &out.stderr, &[]);
+    let text = std::fs::read_to_string(&seen).expect("the tokens written");
+    let (pairs, first) = text.split_once('|').expect("two values");
+    let pairs: Vec<(&str, u64)> = pairs
+        .split(',')
+        .map(|p| {
+            let (path, token) = p.split_once('=').expect("PATH=TOKEN");
+            (path, token.parse().expect("a number"))
+        })
+        .collect();
+    assert_eq!(
+        pairs.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
+        [a, b],
+        "{text}"
+    );
+    assert_eq!(
+        first,
+        pairs[0].1.to_string(),
+        "the first part's token: {text}"
+    );
+
+    // On --timeout nothing is kept.
+    let mut holder = Candidate::spawn(
+        dir.path(),
+        "holder",
+        &lock_args(&zk, b, "holder", transport, &[]),
+        ChildKind::Lives(6000),
+    );
+    holder.wait_run(1, START);
+    let mut args = lock_args(&zk, a, "late", transport, &["--path", b, "--timeout", "1"]);
+    args.extend(["--".into(), "true".into()]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = zkelect(&refs, START);
+    assert_exit("the late multi-lock", out.code(), 124, &out.stderr, &[]);
+    assert!(lock_ids(&zk, a).is_empty(), "nothing kept on {a}");
+    assert_eq!(lock_ids(&zk, b), ["holder"], "only the holder on {b}");
+    holder.kill_all();
+}
+
 macro_rules! on_both_transports {
     ($($name:ident => $body:expr;)*) => {
         mod zookeeper_async {
@@ -718,6 +806,7 @@ on_both_transports! {
     readers_share_and_writers_exclude_in_arrival_order => readers_share_writers_exclude;
     weighted_permits_hold_in_arrival_order_and_never_exceed_k => weighted_permits_in_arrival_order;
     a_revocation_request_reaches_the_command_as_its_signal => revocation_requests_reach_the_command;
+    multi_locks_in_opposite_orders_and_a_lone_lock_never_overlap_and_all_finish => multi_lock;
     killed_holders_cmd_never_overlaps_the_next => |t| no_overlap_under(Fault::Kill, t);
     frozen_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Freeze, t);
     partitioned_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Partition, t);
