@@ -31,9 +31,18 @@ use crate::supervisor::{grace_for, Mode, Outcome, TimeoutSource};
 /// Every part's token, for the command: `PATH=TOKEN,PATH=TOKEN`.
 pub(crate) const TOKENS_ENV: &str = "ZKELECT_FENCING_TOKENS";
 
-/// Each path as a mutex's, checked as one lock's would be (exit 125).
+/// Each path as a mutex's, checked as one lock's would be, and no path
+/// twice (exit 125).
 pub(crate) fn check(paths: &[String], id: &str) -> Result<(), Failure> {
-    for path in paths {
+    for (i, path) in paths.iter().enumerate() {
+        if paths[..i].contains(path) {
+            return Err(before_cmd(Failure::new(
+                Code::Config,
+                anyhow::anyhow!(zkelect_core::multilock::MultiLockError::Duplicate(
+                    path.clone()
+                )),
+            )));
+        }
         Config::builder(path, id)
             .rule(Rule::Mutex)
             .build()
@@ -211,5 +220,13 @@ mod tests {
         assert!(check(&ok, "host-1").is_ok());
         let bad = ["/a".to_owned(), "relative".to_owned()];
         assert_eq!(check(&bad, "host-1").unwrap_err().code, Code::LockFailed);
+        let twice = ["/a".to_owned(), "/b".to_owned(), "/a".to_owned()];
+        let e = check(&twice, "host-1").unwrap_err();
+        assert_eq!(e.code, Code::LockFailed);
+        assert!(
+            format!("{:#}", e.error).contains("given twice"),
+            "{:#}",
+            e.error
+        );
     }
 }

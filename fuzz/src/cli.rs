@@ -415,6 +415,19 @@ pub fn argv(data: &[u8]) -> Vec<OsString> {
             }
         }
     }
+    // `lock --path A --path B …`: a multi-lock, its paths good or bad.
+    if sub == "lock" {
+        for _ in 0..b.below(4) {
+            argv.push("--path".into());
+            // Mostly good and distinct, now and then the required one again.
+            let path = match b.u8() % 4 {
+                0 => value(&mut b, "--path"),
+                1 => "/locks/x".into(),
+                _ => b.pick(&["/locks/y", "/locks/z", "/locks/x/y"][..]).into(),
+            };
+            argv.push(path);
+        }
+    }
     let options = b.below(8);
     for _ in 0..options {
         if b.is_empty() {
@@ -590,6 +603,7 @@ mod tests {
     #[test]
     fn the_bytes_reach_every_subcommand_with_its_required_options() {
         let mut seen = std::collections::BTreeSet::new();
+        let mut multi_locks = 0;
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
         for _ in 0..4_000 {
             let data: Vec<u8> = (0..48)
@@ -600,12 +614,18 @@ mod tests {
                     (state >> 56) as u8
                 })
                 .collect();
-            if let Ok(ok) = parse(argv(&data)) {
+            let drawn = argv(&data);
+            let paths = drawn.iter().filter(|w| *w == "--path").count();
+            if let Ok(ok) = parse(drawn) {
+                if ok.subcommand() == "lock" && paths > 1 {
+                    multi_locks += 1;
+                }
                 seen.insert(ok.subcommand());
             }
         }
         for sub in ["run", "lock", "status", "revoke", "sim", "demo", "__lease"] {
             assert!(seen.contains(sub), "{sub} never accepted: {seen:?}");
         }
+        assert!(multi_locks > 0, "lock with several --path never accepted");
     }
 }
