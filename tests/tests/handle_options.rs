@@ -25,98 +25,20 @@
 
 #[macro_use]
 mod harness;
+mod locks;
 
-use std::future::Future;
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::Duration;
 
 use zkelect::core::Recipe;
 use zkelect::{ConnectionState, LockError, Session};
 use zkelect_tests::Proxy;
-use zookeeper_async::ZooKeeper;
 
-use harness::{raw, retry, start_server, wait_for, Client, MAX_SESSION, SESSION, SETTLE};
+use harness::{raw, retry, start_server, wait_for, Client, MAX_SESSION, SETTLE};
+use locks::{children, in_time, session, Side, Witness};
 
 /// How long the tests watch a waiter that must not be let in yet.
 const QUIET: Duration = Duration::from_millis(600);
-
-async fn session(client: Client, hosts: &str) -> Session {
-    Session::connect(client.settings(hosts, SESSION, None))
-        .await
-        .unwrap_or_else(|e| panic!("{client}: cannot open a session on {hosts}: {e}"))
-}
-
-/// Awaits `f`; panics saying `what` was awaited if it takes longer than
-/// [`SETTLE`].
-async fn in_time<F: Future>(what: &str, f: F) -> F::Output {
-    tokio::time::timeout(SETTLE, f)
-        .await
-        .unwrap_or_else(|_| panic!("not within {SETTLE:?}: {what}"))
-}
-
-async fn children(zk: &ZooKeeper, path: &str) -> Vec<String> {
-    let mut names = retry(|| zk.get_children(path, false)).await;
-    names.sort();
-    names
-}
-
-/// What the holders believe: who holds now, and what; every entry that
-/// broke the rules.
-#[derive(Debug, Default, Clone)]
-struct Witness {
-    inner: Arc<StdMutex<Beliefs>>,
-}
-
-/// Who holds now (and whether exclusively), who ever entered, and every
-/// entry that broke the rules.
-#[derive(Debug, Default)]
-struct Beliefs(Vec<(String, bool)>, Vec<String>, Vec<String>);
-
-impl Witness {
-    /// `who` believes it holds: exclusively (`write`) or shared.
-    fn enter(&self, who: &str, write: bool) {
-        let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let Beliefs(holding, entered, violations) = &mut *g;
-        let allowed = if write {
-            holding.is_empty()
-        } else {
-            holding.iter().all(|(_, w)| !w)
-        };
-        if !allowed {
-            violations.push(format!("{who} (write: {write}) entered while {holding:?}"));
-        }
-        holding.push((who.to_owned(), write));
-        entered.push(who.to_owned());
-    }
-
-    /// `who` believes it holds shared from now on (its downgrade is done).
-    fn downgrade(&self, who: &str) {
-        let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        for (w, write) in &mut g.0 {
-            if w == who {
-                *write = false;
-            }
-        }
-    }
-
-    fn leave(&self, who: &str) {
-        let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        g.0.retain(|(w, _)| w != who);
-    }
-
-    fn entered(&self) -> Vec<String> {
-        self.inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .1
-            .clone()
-    }
-
-    fn assert_clean(&self) {
-        let g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        assert!(g.2.is_empty(), "{:#?}", g.2);
-    }
-}
 
 // ----- scenarios ---------------------------------------------------------------------
 
@@ -142,7 +64,7 @@ async fn a_non_reentrant_mutex_takes_a_place_per_acquisition(client: Client) {
                     .acquire()
                     .await
                     .unwrap_or_else(|e| panic!("{name} round {round}: {e}"));
-                witness.enter(name, true);
+                witness.enter(name, &[PATH], Side::Write);
                 let again = lock.acquire().await;
                 assert!(
                     matches!(again, Err(LockError::InUse)),
@@ -359,7 +281,7 @@ async fn a_downgrade_lets_readers_in_and_no_writer_between(client: Client) {
         .acquire()
         .await
         .expect("the writer");
-    witness.enter("w1", true);
+    witness.enter("w1", &[PATH], Side::Write);
 
     let spawn = |name: &'static str, write: bool, s: &Session| {
         let lock = s.rw_lock(PATH).id(name);
@@ -371,7 +293,7 @@ async fn a_downgrade_lets_readers_in_and_no_writer_between(client: Client) {
                 .acquire()
                 .await
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            witness.enter(name, write);
+            witness.enter(name, &[PATH], if write { Side::Write } else { Side::Read });
             let _ = release.await;
             witness.leave(name);
             guard.release().await;

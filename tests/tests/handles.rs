@@ -25,45 +25,27 @@
 
 #[macro_use]
 mod harness;
+mod locks;
 
 use std::future::Future;
-use std::sync::{Arc, Mutex as StdMutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use zkelect::{
     DemotionReason, GuardedWriteError, LockError, LockGuard, RwLock, Semaphore, Session,
 };
-use zkelect_tests::{Proxy, ZkServer};
-use zookeeper_async::{Acl, CreateMode, ZooKeeper};
+use zkelect_tests::Proxy;
+use zookeeper_async::{Acl, CreateMode};
 
-use harness::{raw, retry, start_server, wait_for, wait_for_async, Client, SESSION, SETTLE};
+use harness::{raw, retry, start_server, Client};
+use locks::{
+    children, close, in_time, session, wait_children, wait_count, Bed, Holder, Side, Witness,
+};
 
 /// How long a `try_acquire` that is expected to time out waits.
 const SHORT: Duration = Duration::from_millis(300);
 /// How long the tests watch a waiter that must not be let in yet.
 const QUIET: Duration = Duration::from_millis(400);
-
-async fn session(client: Client, hosts: &str) -> Session {
-    Session::connect(client.settings(hosts, SESSION, None))
-        .await
-        .unwrap_or_else(|e| panic!("{client}: cannot open a session on {hosts}: {e}"))
-}
-
-async fn close(sessions: &[&Session]) {
-    for s in sessions {
-        in_time("a session to close", s.close()).await;
-    }
-}
-
-/// Awaits `f`; panics saying `what` was awaited if it takes longer than
-/// [`SETTLE`].
-async fn in_time<F: Future>(what: &str, f: F) -> F::Output {
-    tokio::time::timeout(SETTLE, f)
-        .await
-        .unwrap_or_else(|_| panic!("not within {SETTLE:?}: {what}"))
-}
 
 /// Awaits an acquisition (see [`in_time`]); panics if it fails.
 async fn acquired(what: &str, f: impl Future<Output = Result<LockGuard, LockError>>) -> LockGuard {
@@ -72,211 +54,20 @@ async fn acquired(what: &str, f: impl Future<Output = Result<LockGuard, LockErro
         .unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
-/// The children of `path`, sorted, as the server lists them now.
-async fn children(zk: &ZooKeeper, path: &str) -> Vec<String> {
-    let mut names = retry(|| zk.get_children(path, false)).await;
-    names.sort();
-    names
+/// A holder of `lock`'s read side (see [`Holder::spawn`]).
+fn read(name: &'static str, path: &str, lock: &Arc<RwLock>, witness: &Witness) -> Holder {
+    let lock = Arc::clone(lock);
+    Holder::spawn(name, &[path], Side::Read, witness, async move {
+        lock.read().acquire().await
+    })
 }
 
-/// Waits until the server lists exactly `want` under `path`.
-async fn wait_children(zk: &ZooKeeper, path: &str, want: &[&str], what: &str) {
-    let want: Vec<String> = want.iter().map(|s| (*s).to_owned()).collect();
-    wait_for_async(
-        what,
-        SETTLE,
-        || async {
-            let now = children(zk, path).await;
-            (now == want).then_some(())
-        },
-        || format!("{path}: wanted {want:?}"),
-    )
-    .await;
-}
-
-/// Waits until the server lists `n` children under `path`.
-async fn wait_count(zk: &ZooKeeper, path: &str, n: usize, what: &str) -> Vec<String> {
-    wait_for_async(
-        what,
-        SETTLE,
-        || async {
-            let now = children(zk, path).await;
-            (now.len() == n).then_some(now)
-        },
-        || format!("{path}: wanted {n} children"),
-    )
-    .await
-}
-
-/// One server and what every scenario on it uses: an outside client to
-/// list the server's children, and two sessions of the client under test.
-struct Bed {
-    /// Kept for its drop, which stops the server.
-    _server: ZkServer,
-    zk: ZooKeeper,
-    s1: Session,
-    s2: Session,
-}
-
-impl Bed {
-    async fn start(client: Client) -> Bed {
-        let server = start_server();
-        let hosts = server.connect_string();
-        Bed {
-            zk: raw(&hosts, None).await,
-            s1: session(client, &hosts).await,
-            s2: session(client, &hosts).await,
-            _server: server,
-        }
-    }
-
-    async fn finish(self) {
-        close(&[&self.s1, &self.s2]).await;
-        let _ = self.zk.close().await;
-    }
-}
-
-// ----- the witness -------------------------------------------------------------------
-
-/// What a holder believes it holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Side {
-    Read,
-    Write,
-    /// A permit of a semaphore with this many.
-    Permit(usize),
-}
-
-#[derive(Debug, Default)]
-struct Beliefs {
-    /// Who believes it holds now, and what.
-    holding: Vec<(String, Side)>,
-    /// Everyone who ever entered, in order.
-    entered: Vec<String>,
-    /// The most holders at once.
-    most: usize,
-    /// Every entry that broke the rules, with who held then.
-    violations: Vec<String>,
-}
-
-/// The holders' own beliefs: each enters right after its `acquire` returned
-/// and leaves right before it releases, so two entries that overlap here
-/// overlapped in the holders' minds.
-#[derive(Debug, Default, Clone)]
-struct Witness {
-    beliefs: Arc<StdMutex<Beliefs>>,
-}
-
-impl Witness {
-    fn with<T>(&self, f: impl FnOnce(&mut Beliefs) -> T) -> T {
-        f(&mut self.beliefs.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-
-    fn enter(&self, who: &str, side: Side) {
-        self.with(|b| {
-            let allowed = match side {
-                Side::Write => b.holding.is_empty(),
-                Side::Read => b.holding.iter().all(|(_, s)| *s == Side::Read),
-                Side::Permit(k) => b.holding.len() < k,
-            };
-            if !allowed {
-                b.violations.push(format!(
-                    "{who} ({side:?}) entered while {:?} held",
-                    b.holding
-                ));
-            }
-            b.holding.push((who.to_owned(), side));
-            b.entered.push(who.to_owned());
-            b.most = b.most.max(b.holding.len());
-        });
-    }
-
-    fn leave(&self, who: &str) {
-        self.with(|b| b.holding.retain(|(w, _)| w != who));
-    }
-
-    fn has_entered(&self, who: &str) -> bool {
-        self.with(|b| b.entered.iter().any(|w| w == who))
-    }
-
-    fn entered(&self) -> Vec<String> {
-        self.with(|b| b.entered.clone())
-    }
-
-    fn most(&self) -> usize {
-        self.with(|b| b.most)
-    }
-
-    fn assert_clean(&self) {
-        self.with(|b| assert!(b.violations.is_empty(), "{:#?}", b.violations));
-    }
-}
-
-/// A task that acquires, enters the witness, holds until told, leaves and
-/// releases.
-struct Holder {
-    name: &'static str,
-    release: Option<oneshot::Sender<()>>,
-    task: JoinHandle<()>,
-}
-
-impl Holder {
-    fn spawn<F>(name: &'static str, side: Side, witness: &Witness, acquire: F) -> Holder
-    where
-        F: Future<Output = Result<LockGuard, LockError>> + Send + 'static,
-    {
-        let (release, released) = oneshot::channel();
-        let witness = witness.clone();
-        let task = tokio::spawn(async move {
-            let guard = acquire
-                .await
-                .unwrap_or_else(|e| panic!("{name} could not acquire: {e}"));
-            witness.enter(name, side);
-            let _ = released.await;
-            witness.leave(name);
-            guard.release().await;
-        });
-        Holder {
-            name,
-            release: Some(release),
-            task,
-        }
-    }
-
-    fn read(name: &'static str, lock: &Arc<RwLock>, witness: &Witness) -> Holder {
-        let lock = Arc::clone(lock);
-        Holder::spawn(name, Side::Read, witness, async move {
-            lock.read().acquire().await
-        })
-    }
-
-    fn write(name: &'static str, lock: &Arc<RwLock>, witness: &Witness) -> Holder {
-        let lock = Arc::clone(lock);
-        Holder::spawn(name, Side::Write, witness, async move {
-            lock.write().acquire().await
-        })
-    }
-
-    async fn wait_holds(&self, witness: &Witness) {
-        wait_for(
-            &format!("{} to hold", self.name),
-            SETTLE,
-            || witness.has_entered(self.name).then_some(()),
-            || format!("entered so far: {:?}", witness.entered()),
-        )
-        .await;
-    }
-
-    /// Tells it to release and waits until it has (its node deleted, or the
-    /// deletion handed to the background after a bounded wait).
-    async fn release(mut self) {
-        if let Some(tx) = self.release.take() {
-            let _ = tx.send(());
-        }
-        in_time(&format!("{} to release", self.name), &mut self.task)
-            .await
-            .unwrap_or_else(|e| panic!("{} panicked: {e}", self.name));
-    }
+/// A holder of `lock`'s write side (see [`Holder::spawn`]).
+fn write(name: &'static str, path: &str, lock: &Arc<RwLock>, witness: &Witness) -> Holder {
+    let lock = Arc::clone(lock);
+    Holder::spawn(name, &[path], Side::Write, witness, async move {
+        lock.write().acquire().await
+    })
 }
 
 // ----- scenarios ---------------------------------------------------------------------
@@ -406,15 +197,15 @@ async fn readers_share_and_writers_exclude(client: Client) {
     let witness = Witness::default();
     let lock = |s: &Session| Arc::new(s.rw_lock(PATH));
 
-    let r1 = Holder::read("r1", &lock(s1), &witness);
+    let r1 = read("r1", PATH, &lock(s1), &witness);
     r1.wait_holds(&witness).await;
-    let r2 = Holder::read("r2", &lock(s2), &witness);
+    let r2 = read("r2", PATH, &lock(s2), &witness);
     r2.wait_holds(&witness).await;
-    assert_eq!(witness.most(), 2, "two readers hold at once");
+    assert_eq!(witness.most(PATH), 2, "two readers hold at once");
 
-    let w = Holder::write("w", &lock(s1), &witness);
+    let w = write("w", PATH, &lock(s1), &witness);
     wait_count(zk, PATH, 3, "the writer to queue").await;
-    let r3 = Holder::read("r3", &lock(s2), &witness);
+    let r3 = read("r3", PATH, &lock(s2), &witness);
     wait_count(zk, PATH, 4, "the late reader to queue").await;
     tokio::time::sleep(QUIET).await;
     assert!(
@@ -469,7 +260,14 @@ async fn a_semaphore_never_has_more_than_k_holders(client: Client) {
             for round in 0..ROUNDS {
                 let who = format!("c{c}/{round}");
                 let guard = acquired(&who, sem.acquire()).await;
-                witness.enter(&who, Side::Permit(PERMITS as usize));
+                witness.enter(
+                    &who,
+                    &[PATH],
+                    Side::Permits {
+                        weight: 1,
+                        of: PERMITS,
+                    },
+                );
                 tokio::time::sleep(Duration::from_millis(30)).await;
                 witness.leave(&who);
                 guard.release().await;
@@ -481,7 +279,7 @@ async fn a_semaphore_never_has_more_than_k_holders(client: Client) {
     }
     witness.assert_clean();
     assert_eq!(witness.entered().len(), CONTENDERS * ROUNDS);
-    assert_eq!(witness.most(), PERMITS as usize, "the permits were shared");
+    assert_eq!(witness.most(PATH), PERMITS, "the permits were shared");
     wait_children(zk, PATH, &[], "every permit to be released").await;
     bed.finish().await;
 }

@@ -26,229 +26,21 @@
 
 #[macro_use]
 mod harness;
+mod locks;
 
-use std::collections::BTreeMap;
-use std::future::Future;
-use std::sync::{Arc, Mutex as StdMutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
-use zkelect::{LockError, LockGuard, RevocationRequestError, Session};
-use zkelect_tests::ZkServer;
-use zookeeper_async::{Acl, CreateMode, ZooKeeper};
+use zkelect::{RevocationRequestError, Session};
+use zookeeper_async::{Acl, CreateMode};
 
-use harness::{raw, retry, start_server, wait_for, wait_for_async, Client, SESSION, SETTLE};
+use harness::{retry, Client};
+use locks::{in_time, wait_count, Bed, Holder, Side, Witness};
 
 /// How long the tests watch a waiter that must not be let in yet.
 const QUIET: Duration = Duration::from_millis(600);
 /// How long a `try_acquire` that is expected to time out waits.
 const SHORT: Duration = Duration::from_millis(400);
-
-async fn session(client: Client, hosts: &str) -> Session {
-    Session::connect(client.settings(hosts, SESSION, None))
-        .await
-        .unwrap_or_else(|e| panic!("{client}: cannot open a session on {hosts}: {e}"))
-}
-
-/// Awaits `f`; panics saying `what` was awaited if it takes longer than
-/// [`SETTLE`] (a deadlock, for an acquisition).
-async fn in_time<F: Future>(what: &str, f: F) -> F::Output {
-    tokio::time::timeout(SETTLE, f)
-        .await
-        .unwrap_or_else(|_| panic!("not within {SETTLE:?}: {what}"))
-}
-
-/// The children of `path`, sorted, as the server lists them now (none if
-/// the path does not exist).
-async fn children(zk: &ZooKeeper, path: &str) -> Vec<String> {
-    if retry(|| zk.exists(path, false)).await.is_none() {
-        return Vec::new();
-    }
-    let mut names = retry(|| zk.get_children(path, false)).await;
-    names.sort();
-    names
-}
-
-/// Waits until the server lists `n` children under `path`.
-async fn wait_count(zk: &ZooKeeper, path: &str, n: usize, what: &str) -> Vec<String> {
-    wait_for_async(
-        what,
-        SETTLE,
-        || async {
-            let now = children(zk, path).await;
-            (now.len() == n).then_some(now)
-        },
-        || format!("{path}: wanted {n} children"),
-    )
-    .await
-}
-
-/// One server, an outside client to list its children, and two sessions
-/// of the client under test.
-struct Bed {
-    /// Kept for its drop, which stops the server.
-    _server: ZkServer,
-    zk: ZooKeeper,
-    s1: Session,
-    s2: Session,
-}
-
-impl Bed {
-    async fn start(client: Client) -> Bed {
-        let server = start_server();
-        let hosts = server.connect_string();
-        Bed {
-            zk: raw(&hosts, None).await,
-            s1: session(client, &hosts).await,
-            s2: session(client, &hosts).await,
-            _server: server,
-        }
-    }
-
-    async fn finish(self) {
-        for s in [&self.s1, &self.s2] {
-            in_time("a session to close", s.close()).await;
-        }
-        let _ = self.zk.close().await;
-    }
-}
-
-// ----- the witness -------------------------------------------------------------------
-
-#[derive(Debug, Default)]
-struct Beliefs {
-    /// Who believes it holds now, and what: each path it holds, with the
-    /// weight it holds there (1 for a mutex).
-    holding: BTreeMap<String, Vec<(String, u32)>>,
-    /// Everyone who ever entered, in order.
-    entered: Vec<String>,
-    /// The most weight held at once, per path.
-    most: BTreeMap<String, u32>,
-    /// Every entry that broke the rules, with who held then.
-    violations: Vec<String>,
-}
-
-/// The holders' own beliefs: each enters right after its `acquire`
-/// returned and leaves right before it releases, so two entries that
-/// overlap here overlapped in the holders' minds. Each path has a limit:
-/// 1 for a mutex, the permits for a semaphore.
-#[derive(Debug, Clone)]
-struct Witness {
-    limits: Arc<BTreeMap<String, u32>>,
-    beliefs: Arc<StdMutex<Beliefs>>,
-}
-
-impl Witness {
-    fn new(limits: &[(&str, u32)]) -> Witness {
-        Witness {
-            limits: Arc::new(limits.iter().map(|(p, k)| ((*p).to_owned(), *k)).collect()),
-            beliefs: Arc::default(),
-        }
-    }
-
-    fn with<T>(&self, f: impl FnOnce(&mut Beliefs) -> T) -> T {
-        f(&mut self.beliefs.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-
-    /// `who` believes it holds `weight` on each of `paths`, from now.
-    fn enter(&self, who: &str, paths: &[&str], weight: u32) {
-        self.with(|b| {
-            for path in paths {
-                let limit = self.limits.get(*path).copied().unwrap_or(1);
-                let holders = b.holding.entry((*path).to_owned()).or_default();
-                let held: u32 = holders.iter().map(|(_, w)| w).sum();
-                if held + weight > limit {
-                    b.violations.push(format!(
-                        "{who} entered {path} with {weight} while {holders:?} held it (limit {limit})"
-                    ));
-                }
-                holders.push((who.to_owned(), weight));
-                let most = b.most.entry((*path).to_owned()).or_default();
-                *most = (*most).max(held + weight);
-            }
-            b.entered.push(who.to_owned());
-        });
-    }
-
-    fn leave(&self, who: &str) {
-        self.with(|b| {
-            for holders in b.holding.values_mut() {
-                holders.retain(|(w, _)| w != who);
-            }
-        });
-    }
-
-    fn entered(&self) -> Vec<String> {
-        self.with(|b| b.entered.clone())
-    }
-
-    fn has_entered(&self, who: &str) -> bool {
-        self.with(|b| b.entered.iter().any(|w| w == who))
-    }
-
-    fn most(&self, path: &str) -> u32 {
-        self.with(|b| b.most.get(path).copied().unwrap_or(0))
-    }
-
-    fn assert_clean(&self) {
-        self.with(|b| assert!(b.violations.is_empty(), "{:#?}", b.violations));
-    }
-}
-
-/// A task that acquires, enters the witness, holds until told, leaves and
-/// releases.
-struct Holder {
-    name: String,
-    release: Option<oneshot::Sender<()>>,
-    task: JoinHandle<()>,
-}
-
-impl Holder {
-    fn spawn<F>(name: &str, paths: &[&str], weight: u32, witness: &Witness, acquire: F) -> Holder
-    where
-        F: Future<Output = Result<LockGuard, LockError>> + Send + 'static,
-    {
-        let (release, released) = oneshot::channel();
-        let witness = witness.clone();
-        let who = name.to_owned();
-        let paths: Vec<String> = paths.iter().map(|p| (*p).to_owned()).collect();
-        let task = tokio::spawn(async move {
-            let guard = acquire
-                .await
-                .unwrap_or_else(|e| panic!("{who} could not acquire: {e}"));
-            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-            witness.enter(&who, &paths, weight);
-            let _ = released.await;
-            witness.leave(&who);
-            guard.release().await;
-        });
-        Holder {
-            name: name.to_owned(),
-            release: Some(release),
-            task,
-        }
-    }
-
-    async fn wait_holds(&self, witness: &Witness) {
-        wait_for(
-            &format!("{} to hold", self.name),
-            SETTLE,
-            || witness.has_entered(&self.name).then_some(()),
-            || format!("entered so far: {:?}", witness.entered()),
-        )
-        .await;
-    }
-
-    async fn release(mut self) {
-        if let Some(tx) = self.release.take() {
-            let _ = tx.send(());
-        }
-        in_time(&format!("{} to release", self.name), &mut self.task)
-            .await
-            .unwrap_or_else(|e| panic!("{} panicked: {e}", self.name));
-    }
-}
 
 // ----- multi-locks -------------------------------------------------------------------
 
@@ -261,7 +53,7 @@ async fn multi_locks_in_opposite_orders_never_deadlock_nor_overlap(client: Clien
     const B: &str = "/family/multi/b";
     const ROUNDS: usize = 6;
     let bed = Bed::start(client).await;
-    let witness = Witness::new(&[(A, 1), (B, 1)]);
+    let witness = Witness::default();
     let ab = bed.s1.multi_lock([A, B]).id("ab");
     let ba = bed.s2.multi_lock([B, A]).id("ba");
     let plain = bed.s2.mutex(B).id("b-alone");
@@ -274,7 +66,7 @@ async fn multi_locks_in_opposite_orders_never_deadlock_nor_overlap(client: Clien
                     .await
                     .unwrap_or_else(|e| panic!("{who}: {e}"));
                 assert_eq!(guard.tokens().len(), 2, "a token per path");
-                witness.enter(&who, &[A, B], 1);
+                witness.enter(&who, &[A, B], Side::Write);
                 tokio::time::sleep(Duration::from_millis(30)).await;
                 assert!(guard.is_held(), "{who} still holds both");
                 witness.leave(&who);
@@ -290,7 +82,7 @@ async fn multi_locks_in_opposite_orders_never_deadlock_nor_overlap(client: Clien
                 let guard = in_time(&who, ba.acquire())
                     .await
                     .unwrap_or_else(|e| panic!("{who}: {e}"));
-                witness.enter(&who, &[A, B], 1);
+                witness.enter(&who, &[A, B], Side::Write);
                 tokio::time::sleep(Duration::from_millis(30)).await;
                 witness.leave(&who);
                 guard.release().await;
@@ -305,7 +97,7 @@ async fn multi_locks_in_opposite_orders_never_deadlock_nor_overlap(client: Clien
                 let guard = in_time(&who, plain.acquire())
                     .await
                     .unwrap_or_else(|e| panic!("{who}: {e}"));
-                witness.enter(&who, &[B], 1);
+                witness.enter(&who, &[B], Side::Write);
                 tokio::time::sleep(Duration::from_millis(30)).await;
                 witness.leave(&who);
                 guard.release().await;
@@ -334,10 +126,10 @@ async fn a_multi_lock_that_times_out_releases_what_it_took(client: Client) {
     const A: &str = "/family/timeout/a";
     const B: &str = "/family/timeout/b";
     let bed = Bed::start(client).await;
-    let witness = Witness::new(&[(A, 1), (B, 1)]);
+    let witness = Witness::default();
     let blocker = {
         let lock = bed.s2.mutex(B);
-        Holder::spawn("b-holder", &[B], 1, &witness, async move {
+        Holder::spawn("b-holder", &[B], Side::Write, &witness, async move {
             lock.acquire().await
         })
     };
@@ -362,7 +154,7 @@ async fn a_multi_lock_that_times_out_releases_what_it_took(client: Client) {
         let witness = witness.clone();
         tokio::spawn(async move {
             let guard = both.acquire().await.expect("the multi-lock acquires");
-            witness.enter("both", &[A, B], 1);
+            witness.enter("both", &[A, B], Side::Write);
             witness.leave("both");
             guard.release().await;
         })
@@ -387,7 +179,7 @@ async fn mixed_weights_never_exceed_the_permits(client: Client) {
     const PERMITS: u32 = 5;
     const ROUNDS: usize = 5;
     let bed = Bed::start(client).await;
-    let witness = Witness::new(&[(PATH, PERMITS)]);
+    let witness = Witness::default();
     let mut tasks = Vec::new();
     for (i, weight) in [3u32, 1, 2, 1, 3, 2].into_iter().enumerate() {
         let session = if i % 2 == 0 { &bed.s1 } else { &bed.s2 };
@@ -401,7 +193,14 @@ async fn mixed_weights_never_exceed_the_permits(client: Client) {
                 let guard = in_time(&who, sem.acquire_many(weight))
                     .await
                     .unwrap_or_else(|e| panic!("{who}: {e}"));
-                witness.enter(&who, &[PATH], weight);
+                witness.enter(
+                    &who,
+                    &[PATH],
+                    Side::Permits {
+                        weight,
+                        of: PERMITS,
+                    },
+                );
                 tokio::time::sleep(Duration::from_millis(40)).await;
                 witness.leave(&who);
                 guard.release().await;
@@ -430,29 +229,41 @@ async fn mixed_weights_never_exceed_the_permits(client: Client) {
 async fn a_request_for_three_is_not_starved_by_later_requests_for_one(client: Client) {
     const PATH: &str = "/family/fair";
     let bed = Bed::start(client).await;
-    let witness = Witness::new(&[(PATH, 4)]);
+    let witness = Witness::default();
     let sem = |s: &Session| Arc::new(s.semaphore(PATH, 4));
     let two = {
         let sem = sem(&bed.s1);
-        Holder::spawn("two", &[PATH], 2, &witness, async move {
-            sem.acquire_many(2).await
-        })
+        Holder::spawn(
+            "two",
+            &[PATH],
+            Side::Permits { weight: 2, of: 4 },
+            &witness,
+            async move { sem.acquire_many(2).await },
+        )
     };
     two.wait_holds(&witness).await;
     let three = {
         let sem = sem(&bed.s2);
-        Holder::spawn("three", &[PATH], 3, &witness, async move {
-            sem.acquire_many(3).await
-        })
+        Holder::spawn(
+            "three",
+            &[PATH],
+            Side::Permits { weight: 3, of: 4 },
+            &witness,
+            async move { sem.acquire_many(3).await },
+        )
     };
     wait_count(&bed.zk, PATH, 2, "the three to queue").await;
     let mut ones = Vec::new();
     for i in 0..3 {
         let sem = sem(if i % 2 == 0 { &bed.s1 } else { &bed.s2 });
         let name = format!("one{i}");
-        ones.push(Holder::spawn(&name, &[PATH], 1, &witness, async move {
-            sem.acquire().await
-        }));
+        ones.push(Holder::spawn(
+            &name,
+            &[PATH],
+            Side::Permits { weight: 1, of: 4 },
+            &witness,
+            async move { sem.acquire().await },
+        ));
         wait_count(&bed.zk, PATH, 3 + i, "a one to queue").await;
     }
     tokio::time::sleep(QUIET).await;
@@ -492,12 +303,12 @@ async fn a_request_for_three_is_not_starved_by_later_requests_for_one(client: Cl
 async fn a_revocation_request_is_honoured_or_ignored_by_the_holder(client: Client) {
     const PATH: &str = "/family/revoke";
     let bed = Bed::start(client).await;
-    let witness = Witness::new(&[(PATH, 1)]);
+    let witness = Witness::default();
     let first = bed.s1.mutex(PATH).revocable(true).id("first");
     let guard = in_time("the first holder", first.acquire())
         .await
         .expect("the first acquire");
-    witness.enter("first", &[PATH], 1);
+    witness.enter("first", &[PATH], Side::Write);
     let first_node = guard.node().to_owned();
     let honour = {
         let witness = witness.clone();
@@ -528,7 +339,7 @@ async fn a_revocation_request_is_honoured_or_ignored_by_the_holder(client: Clien
         .await
         .expect("the waiting task")
         .expect("the second acquires");
-    witness.enter("second", &[PATH], 1);
+    witness.enter("second", &[PATH], Side::Write);
     assert!(guard.token() > zkelect::FencingToken(0));
 
     // The second ignores the request: it keeps holding.
