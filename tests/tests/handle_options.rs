@@ -34,8 +34,8 @@ use zkelect::core::Recipe;
 use zkelect::{ConnectionState, LockError, Session};
 use zkelect_tests::Proxy;
 
-use harness::{raw, retry, start_server, wait_for, Client, MAX_SESSION, SETTLE};
-use locks::{children, in_time, session, Side, Witness};
+use harness::{retry, start_server, wait_for, Client, MAX_SESSION, SETTLE};
+use locks::{children, in_time, session, wait_count, Bed, Side, Witness};
 
 /// How long the tests watch a waiter that must not be let in yet.
 const QUIET: Duration = Duration::from_millis(600);
@@ -48,10 +48,8 @@ const QUIET: Duration = Duration::from_millis(600);
 /// refused at once.
 async fn a_non_reentrant_mutex_takes_a_place_per_acquisition(client: Client) {
     const PATH: &str = "/options/semaphore-mutex";
-    let server = start_server();
-    let hosts = server.connect_string();
-    let zk = raw(&hosts, None).await;
-    let (s1, s2) = (session(client, &hosts).await, session(client, &hosts).await);
+    let bed = Bed::start(client).await;
+    let (zk, s1, s2) = (&bed.zk, &bed.s1, &bed.s2);
     let witness = Witness::default();
     let nodes = Arc::new(StdMutex::new(Vec::<String>::new()));
     let mut tasks = Vec::new();
@@ -91,20 +89,16 @@ async fn a_non_reentrant_mutex_takes_a_place_per_acquisition(client: Client) {
     nodes.sort();
     nodes.dedup();
     assert_eq!(nodes.len(), 15, "a node of its own per acquisition");
-    assert!(children(&zk, PATH).await.is_empty(), "every node released");
-    s1.close().await;
-    s2.close().await;
-    let _ = zk.close().await;
+    assert!(children(zk, PATH).await.is_empty(), "every node released");
+    bed.finish().await;
 }
 
 /// A mutex's and a semaphore's data are stored after the id; an observer
 /// on another session shows them.
 async fn lock_data_is_stored_and_observed(client: Client) {
     const PATH: &str = "/options/data";
-    let server = start_server();
-    let hosts = server.connect_string();
-    let zk = raw(&hosts, None).await;
-    let (s1, s2) = (session(client, &hosts).await, session(client, &hosts).await);
+    let bed = Bed::start(client).await;
+    let (zk, s1, s2) = (&bed.zk, &bed.s1, &bed.s2);
     let guard = s1
         .mutex(PATH)
         .id("worker-1")
@@ -145,9 +139,7 @@ async fn lock_data_is_stored_and_observed(client: Client) {
     drop((guard, permit));
     observation.close().await;
     slots.close().await;
-    s1.close().await;
-    s2.close().await;
-    let _ = zk.close().await;
+    bed.finish().await;
 }
 
 /// The connection cut through the proxy (nothing passes) reads
@@ -270,10 +262,8 @@ async fn an_election_lists_its_participants_and_leader(client: Client) {
 /// releases: r2 gets in.
 async fn a_downgrade_lets_readers_in_and_no_writer_between(client: Client) {
     const PATH: &str = "/options/downgrade";
-    let server = start_server();
-    let hosts = server.connect_string();
-    let zk = raw(&hosts, None).await;
-    let (s1, s2) = (session(client, &hosts).await, session(client, &hosts).await);
+    let bed = Bed::start(client).await;
+    let (zk, s1, s2) = (&bed.zk, &bed.s1, &bed.s2);
     let witness = Witness::default();
     let held = s1
         .rw_lock(PATH)
@@ -300,31 +290,22 @@ async fn a_downgrade_lets_readers_in_and_no_writer_between(client: Client) {
         });
         (go, task)
     };
-    let queued = |n: usize| {
-        let zk = &zk;
-        async move {
-            for _ in 0..300 {
-                if children(zk, PATH).await.len() == n {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            panic!("{PATH}: never {n} nodes");
-        }
-    };
-    let (r1_go, r1) = spawn("r1", false, &s2);
-    queued(2).await;
-    let (w2_go, w2) = spawn("w2", true, &s2);
-    queued(3).await;
-    let (r2_go, r2) = spawn("r2", false, &s1);
-    queued(4).await;
+    let (r1_go, r1) = spawn("r1", false, s2);
+    wait_count(zk, PATH, 2, "r1 to queue").await;
+    let (w2_go, w2) = spawn("w2", true, s2);
+    wait_count(zk, PATH, 3, "w2 to queue").await;
+    let (r2_go, r2) = spawn("r2", false, s1);
+    wait_count(zk, PATH, 4, "r2 to queue").await;
     tokio::time::sleep(QUIET).await;
     assert_eq!(witness.entered(), ["w1"], "everyone waits for the writer");
 
+    // The holder believes it holds shared from the moment it asks to
+    // downgrade: the server may let r1 in as soon as it sees the change,
+    // before the call returns here.
+    witness.downgrade("w1");
     in_time("the downgrade", held.downgrade())
         .await
         .expect("the downgrade");
-    witness.downgrade("w1");
     let r1_in = || witness.entered().contains(&"r1".to_owned()).then_some(());
     wait_for(
         "r1 to get in beside the downgraded writer",
@@ -364,9 +345,7 @@ async fn a_downgrade_lets_readers_in_and_no_writer_between(client: Client) {
     let _ = r2_go.send(());
     in_time("r2 to release", r2).await.expect("r2's task");
     witness.assert_clean();
-    s1.close().await;
-    s2.close().await;
-    let _ = zk.close().await;
+    bed.finish().await;
 }
 
 scenarios_on!(
