@@ -442,8 +442,11 @@ impl Hub {
     /// Publishes every event of the session: notices and status, and the
     /// end of machines that left. `released`: see [`carry_out`](Self::carry_out).
     fn publish(&self, st: &mut State, released: Option<MachineId>) {
-        self.publish_events(st, released);
+        // The parts' values first: whoever hears a multi-lock's `Held`
+        // finds its lease and held watch already saying so (the core's
+        // state is final for this turn before its events are read).
         self.publish_groups(st);
+        self.publish_events(st, released);
         // Each machine's `Updated` follows its notices; should one not, its
         // notices still go out in this turn.
         for (id, notice) in std::mem::take(&mut st.held) {

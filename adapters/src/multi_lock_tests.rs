@@ -115,6 +115,8 @@ async fn the_guards_lease_and_held_watch_follow_every_part() {
     let both = s.multi_lock(["/m/a", "/m/b"]);
     let guard = both.acquire().await.unwrap();
     let (mut lease, mut held) = (guard.lease(), guard.held());
+    // Already so when the acquisition returns: a supervisor reads them at
+    // once.
     assert!(*held.borrow_and_update());
     let now = tokio::time::Instant::now();
     let until = lease.borrow_and_update().expect("a lease while held");

@@ -783,6 +783,37 @@ fn multi_lock(transport: &str) {
     assert!(lock_ids(&zk, a).is_empty(), "nothing kept on {a}");
     assert_eq!(lock_ids(&zk, b), ["holder"], "only the holder on {b}");
     holder.kill_all();
+    wait_for(
+        "the holder's node to go",
+        START,
+        Duration::from_millis(50),
+        || lock_ids(&zk, b).is_empty().then_some(()),
+        || holder.log_text(),
+    );
+
+    // One part lost while the command runs: the command is stopped, the
+    // other part released, and the exit status is 123.
+    let mut lost = Candidate::spawn(
+        dir.path(),
+        "lost",
+        &lock_args(&zk, a, "lost", transport, &["--path", b]),
+        ChildKind::Lives(60_000),
+    );
+    lost.wait_run(1, START);
+    let out = zkelect(
+        &["revoke", "--connect", &zk, "--path", b, "--id", "lost"],
+        START,
+    );
+    assert_exit("the forced revoke", out.code(), 0, &out.stderr, &[]);
+    let status = lost.wait_exit(START);
+    assert_exit(
+        "the multi-lock losing a part",
+        status.code(),
+        123,
+        &lost.log_text(),
+        &[],
+    );
+    assert!(lock_ids(&zk, a).is_empty(), "the other part released");
 }
 
 macro_rules! on_both_transports {
