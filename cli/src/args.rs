@@ -349,7 +349,7 @@ pub(crate) struct LockArgs {
     /// command as SIGNAL (a name such as SIGUSR1 or USR1, or a number): the
     /// command decides whether to exit and let go. Without it the lock is
     /// not revocable and requests go unheard. SIGKILL and SIGSTOP are
-    /// refused (exit 2): the command could not decide.
+    /// refused (exit 125, as every usage error of lock): the command could not decide.
     #[arg(long = "on-revoke", value_name = "SIGNAL", value_parser = parse_signal)]
     pub(crate) on_revoke: Option<nix::sys::signal::Signal>,
     /// Every `--path` given, in the order given (`conn.path` is the first):
