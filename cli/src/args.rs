@@ -41,6 +41,7 @@ impl Cli {
         use clap::FromArgMatches;
         let matches = Self::definition().try_get_matches_from(argv)?;
         let mut cli = Self::from_arg_matches(&matches)?;
+        custom_acl_check(&cli.command)?;
         if let (Cmd::Lock(args), Some(lock)) =
             (&mut cli.command, matches.subcommand_matches("lock"))
         {
@@ -53,6 +54,41 @@ impl Cli {
             multi_lock_conflicts(args, lock)?;
         }
         Ok(cli)
+    }
+}
+
+/// A custom ACL (`--acl`, each entry already checked by [`parse_acl`]) must
+/// also pass as a list: the server would refuse the queue's nodes otherwise,
+/// and that is the command line's fault, so a usage error.
+fn custom_acl_check(command: &Cmd) -> Result<(), clap::Error> {
+    let (name, entries, conn) = match command {
+        Cmd::Run(args) => ("run", &args.acl, &args.conn),
+        Cmd::Lock(args) => ("lock", &args.acl, &args.conn),
+        _ => return Ok(()),
+    };
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let acl = zkelect_core::Acl::Custom(entries.clone());
+    let authed = conn.auth.is_some() || conn.sasl_user.is_some();
+    let refused = match acl.validate() {
+        Err(e) => Some(e.to_string()),
+        // The server refuses an `auth` entry from a session with no identity.
+        Ok(()) if acl.needs_auth() && !authed => {
+            Some("an auth entry names the creator: it needs --auth or --sasl-user".to_owned())
+        }
+        Ok(()) => None,
+    };
+    match refused {
+        None => Ok(()),
+        Some(e) => Err(Cli::definition()
+            .find_subcommand_mut(name)
+            .map(|c| c.clone().bin_name(format!("zkelect {name}")))
+            .unwrap_or_else(Cli::definition)
+            .error(
+                clap::error::ErrorKind::ValueValidation,
+                format!("--acl: {e}"),
+            )),
     }
 }
 
@@ -287,6 +323,14 @@ pub(crate) struct RunArgs {
     /// its scheme and its nodes queue with ours.
     #[arg(long, value_enum, default_value_t = InteropArg::None)]
     pub(crate) interop: InteropArg,
+    /// A custom ACL entry for the nodes zkelect creates, `SCHEME:ID:PERMS`
+    /// in ZooKeeper's own notation (`world:anyone:r`, `ip:10.0.0.0/8:cdrwa`,
+    /// `digest:USER:BASE64HASH:cdrwa`, `auth::cdrwa`, `sasl:USER:cdrwa`,
+    /// `x509:DN:cdrwa`); repeat it for several. The list replaces the policy
+    /// --auth and --sasl-user otherwise give; between them the entries must
+    /// grant r, c and d. A malformed entry or list is a usage error (exit 2).
+    #[arg(long = "acl", value_name = "SCHEME:ID:PERMS", value_parser = parse_acl)]
+    pub(crate) acl: Vec<zkelect_core::AclEntry>,
     /// How many candidates lead at once (the k oldest nodes); every
     /// candidate of one election must use the same value.
     #[arg(long, value_name = "K", default_value_t = 1)]
@@ -352,6 +396,14 @@ pub(crate) struct LockArgs {
     /// refused (exit 125, as every usage error of lock): the command could not decide.
     #[arg(long = "on-revoke", value_name = "SIGNAL", value_parser = parse_signal)]
     pub(crate) on_revoke: Option<nix::sys::signal::Signal>,
+    /// A custom ACL entry for the nodes zkelect creates, `SCHEME:ID:PERMS`
+    /// in ZooKeeper's own notation (`world:anyone:r`, `ip:10.0.0.0/8:cdrwa`,
+    /// `digest:USER:BASE64HASH:cdrwa`, `auth::cdrwa`, `sasl:USER:cdrwa`,
+    /// `x509:DN:cdrwa`); repeat it for several. The list replaces the policy
+    /// --auth and --sasl-user otherwise give; between them the entries must
+    /// grant r, c and d. A malformed entry or list is a usage error (exit 125).
+    #[arg(long = "acl", value_name = "SCHEME:ID:PERMS", value_parser = parse_acl)]
+    pub(crate) acl: Vec<zkelect_core::AclEntry>,
     /// Every `--path` given, in the order given (`conn.path` is the first):
     /// more than one makes a multi-lock.
     #[arg(skip)]
@@ -588,6 +640,13 @@ pub(crate) fn parse_seed_range(s: &str) -> Result<std::ops::Range<u64>, String> 
 /// added to.
 /// A signal by name (`SIGUSR1`, `USR1`, any case) or number; SIGKILL and
 /// SIGSTOP are refused (a command cannot catch them to decide).
+/// One `--acl` entry, `SCHEME:ID:PERMS` (the scheme up to the first `:`, the
+/// permissions after the last, so a digest's `user:hash` or an IPv6 address
+/// may hold `:`), checked against its scheme.
+pub(crate) fn parse_acl(s: &str) -> Result<zkelect_core::AclEntry, String> {
+    s.parse().map_err(|e: zkelect_core::AclError| e.to_string())
+}
+
 pub(crate) fn parse_signal(s: &str) -> Result<nix::sys::signal::Signal, String> {
     use nix::sys::signal::Signal;
     let signal = match s.parse::<i32>() {
@@ -844,6 +903,153 @@ mod tests {
         let mut args = vec!["zkelect", "lock", "--connect", "h:1"];
         args.extend_from_slice(extra);
         Cli::parse_argv(args.into_iter().map(Into::into).collect())
+    }
+
+    const HASH: &str = "Dk6RtGyVWTTUyfSa87YMV3jqd5A=";
+
+    #[test]
+    fn acl_entries_repeat_and_split_scheme_first_and_perms_last() {
+        let digest = format!("digest:svc:{HASH}:cdrwa");
+        let Cmd::Lock(l) = lock_argv(&[
+            "--path",
+            "/l",
+            "--acl",
+            "ip:10.0.0.0/8:cdrwa",
+            "--acl",
+            &digest,
+            "--acl",
+            "ip:fd00::/8:r",
+            "--acl",
+            "world:anyone:r",
+            "--",
+            "true",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("not lock")
+        };
+        let texts: Vec<String> = l.acl.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            texts,
+            [
+                "ip:10.0.0.0/8:cdrwa".to_owned(),
+                digest.clone(),
+                "ip:fd00::/8:r".to_owned(),
+                "world:anyone:r".to_owned()
+            ]
+        );
+        assert_eq!(l.acl[1].id(), format!("svc:{HASH}"));
+        assert_eq!(l.acl[1].perms(), zkelect_core::Perms::ALL);
+        let run = Cli::parse_argv(
+            [
+                "zkelect",
+                "run",
+                "--connect",
+                "h:1",
+                "--path",
+                "/p",
+                "--id",
+                "a",
+                "--acl",
+                &digest,
+                "--",
+                "true",
+            ]
+            .into_iter()
+            .map(Into::into)
+            .collect(),
+        )
+        .unwrap();
+        let Cmd::Run(r) = run.command else {
+            panic!("not run")
+        };
+        assert_eq!(r.acl.len(), 1);
+        // No --acl: no custom list, the policy of --auth stays.
+        let Cmd::Lock(l) = lock_argv(&["--path", "/l", "--", "true"]).unwrap().command else {
+            panic!("not lock")
+        };
+        assert!(l.acl.is_empty());
+    }
+
+    #[test]
+    fn a_malformed_acl_is_a_usage_error_of_its_command() {
+        let bad_entries = [
+            "digest:svc:cdrwa".to_owned(),        // digest without a hash
+            "digest:svc:secret:cdrwa".to_owned(), // a password, not a hash
+            "world:anyone".to_owned(),            // no permissions
+            "world:anyone:xyz".to_owned(),        // unknown letters
+            "ip:10.0.0.0/33:cdrwa".to_owned(),    // too many bits
+            "kerberos:me:cdrwa".to_owned(),       // no such scheme
+            "world:someone:cdrwa".to_owned(),     // world is anyone
+            format!("digest:svc:{HASH}:"),        // empty permissions
+        ];
+        for bad in &bad_entries {
+            let lock = lock_argv(&["--path", "/l", "--acl", bad, "--", "true"]).unwrap_err();
+            assert_eq!(
+                lock.kind(),
+                clap::error::ErrorKind::ValueValidation,
+                "{bad}"
+            );
+        }
+        // Entries each fine, but no entry grants c: the queue could not be joined.
+        let lock = lock_argv(&["--path", "/l", "--acl", "world:anyone:rd", "--", "true"]);
+        let err = lock.unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
+        assert!(err.to_string().contains("--acl"), "{err}");
+        // Each command's usage code: run 2, lock 125.
+        let code = |argv: &[&str]| match crate::invocation::parse(argv) {
+            Err(crate::invocation::ArgsError::Usage { code, .. }) => Some(code),
+            _ => None,
+        };
+        let run = |acl: &str| {
+            code(&[
+                "zkelect",
+                "run",
+                "--connect",
+                "h:1",
+                "--path",
+                "/p",
+                "--id",
+                "a",
+                "--acl",
+                acl,
+                "--",
+                "true",
+            ])
+        };
+        let lock = |acl: &str| {
+            code(&[
+                "zkelect",
+                "lock",
+                "--connect",
+                "h:1",
+                "--path",
+                "/p",
+                "--acl",
+                acl,
+                "--",
+                "true",
+            ])
+        };
+        for bad in ["digest:svc:cdrwa", "world:anyone:r"] {
+            assert_eq!(run(bad), Some(2), "run --acl {bad}");
+            assert_eq!(lock(bad), Some(125), "lock --acl {bad}");
+        }
+        assert_eq!(lock("auth::cdrwa"), Some(125), "auth without credentials");
+        let authed = lock_argv(&[
+            "--path",
+            "/l",
+            "--auth",
+            "u:p",
+            "--acl",
+            "auth::cdrwa",
+            "--",
+            "true",
+        ]);
+        assert!(authed.is_ok(), "{authed:?}");
+        assert_eq!(run("ip:127.0.0.1:cdrwa"), None);
+        assert_eq!(lock("ip:127.0.0.1:cdrwa"), None);
     }
 
     #[test]

@@ -81,9 +81,12 @@ pub(crate) fn failure_in(e: ElectionError, conn: &ConnectArgs) -> Failure {
     Failure::new(Code::Namespace, anyhow::anyhow!(message))
 }
 
-/// The ACL for nodes: creator-only writes when credentials are given.
-pub(crate) fn acl_for(conn: &ConnectArgs) -> Acl {
-    if conn.auth.is_some() || conn.sasl_user.is_some() {
+/// The ACL for nodes: the custom list (`--acl`) if one was given, else
+/// creator-only writes when credentials are given.
+pub(crate) fn acl_for(conn: &ConnectArgs, custom: &[zkelect_core::AclEntry]) -> Acl {
+    if !custom.is_empty() {
+        Acl::Custom(custom.to_vec())
+    } else if conn.auth.is_some() || conn.sasl_user.is_some() {
         Acl::CreatorAllWorldRead
     } else {
         Acl::Open

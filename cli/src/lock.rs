@@ -202,7 +202,7 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
         .id(&id)
         .configure(move |config| config.rule(rule).weight(weight).revocable(revocable))
         .takeover(args.takeover.mode())
-        .acl(acl_for(&args.conn))
+        .acl(acl_for(&args.conn, &args.acl))
         .start()
         .await
         .map_err(|e| before_cmd(lock_failure(e, &args.conn)))?;

@@ -131,7 +131,7 @@ pub(crate) async fn lock_many(
     let multi = session
         .multi_lock(args.paths.iter().cloned())
         .id(&id)
-        .acl(acl_for(&args.conn));
+        .acl(acl_for(&args.conn, &args.acl));
     info!(paths = ?args.paths, "waiting for every lock");
     let waited = async {
         match args.timeout {

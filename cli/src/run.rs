@@ -64,7 +64,7 @@ pub(crate) async fn run(
         .leaders(args.leaders)
         .interop(args.interop.scheme())
         .takeover(args.takeover.mode())
-        .acl(acl_for(&args.conn));
+        .acl(acl_for(&args.conn, &args.acl));
     if let Some(data) = &args.data {
         builder = builder.data(data.clone().into_bytes());
     }
