@@ -28,6 +28,9 @@
 //! * `--on-revoke SIGUSR1` with `revoke --ask`: the request reaches CMD as
 //!   SIGUSR1 and CMD decides (here it exits 0); without the flag the request
 //!   is delivered and goes unheard; an unknown id is 10;
+//! * `--acl ip:127.0.0.1:cdrwa --acl world:anyone:r`: the holder's node and
+//!   the queue's level carry exactly that list while CMD runs; a malformed
+//!   `--acl` is 125 and creates nothing;
 //! * a canary: two locks on different paths overlap, and the witness says so.
 
 mod support;
@@ -816,6 +819,128 @@ fn multi_lock(transport: &str) {
     assert!(lock_ids(&zk, a).is_empty(), "the other part released");
 }
 
+/// Each node under `path` with its ACL as the server reports it, as
+/// `scheme:id:bits`, sorted; and the ACL of `path` itself under `""`.
+fn acls_under(zk: &str, path: &str) -> Vec<(String, Vec<String>)> {
+    use ::zookeeper_async::{WatchedEvent, ZooKeeper};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let client = ZooKeeper::connect_with_retry_time(
+            zk,
+            Duration::from_millis(SESSION_MS),
+            |_: WatchedEvent| {},
+            Duration::from_millis(100),
+        )
+        .await
+        .expect("a plain client");
+        let texts = |acl: Vec<::zookeeper_async::Acl>| {
+            let mut t: Vec<String> = acl
+                .iter()
+                .map(|a| {
+                    use ::zookeeper_async::Permission as P;
+                    let bits = [P::READ, P::WRITE, P::CREATE, P::DELETE, P::ADMIN]
+                        .into_iter()
+                        .zip([1u32, 2, 4, 8, 16])
+                        .filter(|(p, _)| a.perms & *p == *p)
+                        .fold(0, |all, (_, bit)| all | bit);
+                    format!("{}:{}:{bits}", a.scheme, a.id)
+                })
+                .collect();
+            t.sort();
+            t
+        };
+        let mut out = Vec::new();
+        if let Ok((acl, _)) = client.get_acl(path).await {
+            out.push((String::new(), texts(acl)));
+        }
+        let mut names = client.get_children(path, false).await.unwrap_or_default();
+        names.sort();
+        for name in names {
+            if let Ok((acl, _)) = client.get_acl(&format!("{path}/{name}")).await {
+                out.push((name, texts(acl)));
+            }
+        }
+        let _ = client.close().await;
+        out
+    })
+}
+
+/// `lock --acl ip:127.0.0.1:cdrwa --acl world:anyone:r`: while the command
+/// runs, the holder's node and the queue's level carry exactly that list
+/// as the server reports it; a malformed `--acl` is a usage error (125)
+/// that never queues.
+fn custom_acl(transport: &str) {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let path = "/locks/acl";
+    let (started, log) = (dir.path().join("started"), dir.path().join("lock.log"));
+    let mut args = lock_args(
+        &zk,
+        path,
+        "a",
+        transport,
+        &["--acl", "ip:127.0.0.1:cdrwa", "--acl", "world:anyone:r"],
+    );
+    args.extend([
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "echo up > {}; while :; do sleep 0.05; done",
+            started.display()
+        ),
+    ]);
+    let mut child = spawn_lock(&args, &log);
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for(
+        "the command to start",
+        START,
+        Duration::from_millis(20),
+        || started.exists().then_some(()),
+        log_text,
+    );
+    let want = vec!["ip:127.0.0.1:31".to_owned(), "world:anyone:1".to_owned()];
+    let acls = acls_under(&zk, path);
+    assert_eq!(acls.len(), 2, "the level and one node: {acls:?}");
+    for (node, acl) in &acls {
+        assert_eq!(acl, &want, "the ACL of {path}/{node}\n{}", log_text());
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("a pid")),
+        Signal::SIGTERM,
+    )
+    .expect("SIGTERM to zkelect lock");
+    assert_eq!(
+        wait_child(&mut child, "zkelect lock to stop"),
+        Some(143),
+        "{}",
+        log_text()
+    );
+    assert!(lock_ids(&zk, path).is_empty(), "the lock is released");
+
+    for bad in ["digest:svc:cdrwa", "world:anyone:r", "ip:10.0.0.0/33:cdrwa"] {
+        let mut args = lock_args(&zk, "/locks/acl-bad", "b", transport, &["--acl", bad]);
+        args.extend(["--".into(), "true".into()]);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = zkelect(&refs, START);
+        assert_exit(
+            &format!("lock --acl {bad}"),
+            out.code(),
+            125,
+            &out.stderr,
+            &["--acl"],
+        );
+    }
+    assert!(
+        acls_under(&zk, "/locks/acl-bad").is_empty(),
+        "a refused --acl creates nothing"
+    );
+}
+
 macro_rules! on_both_transports {
     ($($name:ident => $body:expr;)*) => {
         mod zookeeper_async {
@@ -838,6 +963,7 @@ on_both_transports! {
     weighted_permits_hold_in_arrival_order_and_never_exceed_k => weighted_permits_in_arrival_order;
     a_revocation_request_reaches_the_command_as_its_signal => revocation_requests_reach_the_command;
     multi_locks_in_opposite_orders_and_a_lone_lock_never_overlap_and_all_finish => multi_lock;
+    a_custom_acl_is_the_nodes_acl_and_a_malformed_one_is_125 => custom_acl;
     killed_holders_cmd_never_overlaps_the_next => |t| no_overlap_under(Fault::Kill, t);
     frozen_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Freeze, t);
     partitioned_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Partition, t);
