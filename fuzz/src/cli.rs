@@ -81,6 +81,7 @@ fn options_of(sub: &str) -> &'static [&'static str] {
             "--lead-timeout",
             "--grace-ms",
             "--takeover",
+            "--acl",
         ],
         "lock" => &[
             "--id",
@@ -93,6 +94,7 @@ fn options_of(sub: &str) -> &'static [&'static str] {
             "--takeover",
             "--weight",
             "--on-revoke",
+            "--acl",
         ],
         "status" => &[
             "--json",
@@ -254,6 +256,40 @@ const SIGNALS: &[&str] = &[
     "9", "SIGNOPE", "SIG", "",
 ];
 
+/// `run`/`lock --acl`, drawn three times in four: entries of every scheme that
+/// are good alone (an id holding `:` for digest and IPv6).
+const GOOD_ACLS: &[&str] = &[
+    "world:anyone:cdrwa",
+    "ip:127.0.0.1:cdrwa",
+    "ip:10.0.0.0/8:cdrwa",
+    "ip:fd00::/8:rcd",
+    "digest:svc:Dk6RtGyVWTTUyfSa87YMV3jqd5A=:cdrwa",
+    "sasl:svc:cdrwa",
+    "x509:CN=svc,O=zkelect:cdrwa",
+];
+
+/// `run`/`lock --acl`, the fourth time: entries good alone that lack a
+/// permission the queue needs, an `auth` entry (refused without
+/// credentials), and broken ones: a digest without its hash or with a
+/// password, bad bits, an unknown scheme, no permissions, letters that are
+/// not permissions.
+const ACLS: &[&str] = &[
+    "world:anyone:r",
+    "digest:svc:Dk6RtGyVWTTUyfSa87YMV3jqd5A=:r",
+    "auth::cdrwa",
+    "digest:svc:cdrwa",
+    "digest:svc:secret:cdrwa",
+    "ip:10.0.0.0/33:cdrwa",
+    "ip:not-an-address:r",
+    "kerberos:me:cdrwa",
+    "world:someone:r",
+    "world:anyone",
+    "world:anyone:",
+    "world:anyone:xyz",
+    ":::",
+    "",
+];
+
 const ENUMS: &[&str] = &[
     "on-notification",
     "relist",
@@ -303,6 +339,8 @@ fn value(b: &mut Bytes<'_>, flag: &str) -> OsString {
         "--connect" => return connect_string(b).into(),
         "--leaders" | "--permits" | "--candidates" | "--weight" => COUNTS,
         "--on-revoke" => SIGNALS,
+        "--acl" if b.u8() % 4 != 0 => GOOD_ACLS,
+        "--acl" => ACLS,
         "--seed" => {
             if b.bool() {
                 return b.u64().to_string().into();
@@ -604,6 +642,8 @@ mod tests {
     fn the_bytes_reach_every_subcommand_with_its_required_options() {
         let mut seen = std::collections::BTreeSet::new();
         let mut multi_locks = 0;
+        // Command lines with --acl: (accepted, refused).
+        let mut acls = (0, 0);
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
         for _ in 0..4_000 {
             let data: Vec<u8> = (0..48)
@@ -616,16 +656,28 @@ mod tests {
                 .collect();
             let drawn = argv(&data);
             let paths = drawn.iter().filter(|w| *w == "--path").count();
-            if let Ok(ok) = parse(drawn) {
-                if ok.subcommand() == "lock" && paths > 1 {
-                    multi_locks += 1;
+            let acl = drawn.iter().any(|w| w == "--acl");
+            match parse(drawn) {
+                Ok(ok) => {
+                    if ok.subcommand() == "lock" && paths > 1 {
+                        multi_locks += 1;
+                    }
+                    if acl {
+                        acls.0 += 1;
+                    }
+                    seen.insert(ok.subcommand());
                 }
-                seen.insert(ok.subcommand());
+                Err(_) if acl => acls.1 += 1,
+                Err(_) => {}
             }
         }
         for sub in ["run", "lock", "status", "revoke", "sim", "demo", "__lease"] {
             assert!(seen.contains(sub), "{sub} never accepted: {seen:?}");
         }
         assert!(multi_locks > 0, "lock with several --path never accepted");
+        assert!(
+            acls.0 > 0 && acls.1 > 0,
+            "--acl accepted and refused: {acls:?}"
+        );
     }
 }
