@@ -17,7 +17,7 @@ use zkelect_core::config::validate_path;
 
 use crate::args::{Cli, Cmd, ConnectArgs};
 use crate::exit::{Code, Failure, WithCode};
-use crate::{connect, demo, lock, run, sim, status};
+use crate::{connect, demo, lock, lock_exit, run, sim, status};
 
 /// The subcommand the command line names (its first word that is not an
 /// option) before clap has parsed it: for the signals to catch before
@@ -140,7 +140,7 @@ fn check(cli: &Cli) -> Result<(), Failure> {
         Cmd::Lock(args) => {
             let id = args.id.as_deref().unwrap_or(lock::DEFAULT_ID_SHAPE);
             lock::check(args, id)?;
-            connect::check(&args.conn).map_err(lock::before_cmd)
+            connect::check(&args.conn).map_err(lock_exit::before_cmd)
         }
         Cmd::Status(args) => {
             validate_path(&args.conn.path).code(Code::Config)?;

@@ -24,7 +24,6 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use tracing::info;
 use zkelect::{Election, ElectionError};
 use zkelect_core::{Config, ConnectionPolicy, Rule};
@@ -33,29 +32,10 @@ use crate::args::LockArgs;
 use crate::connect::{acl_for, connect, failure_in, negotiated};
 use crate::exit::{Code, Failure, WithCode};
 use crate::lease::exit_code_of;
-use crate::signals::{shell_status, Stops};
+use crate::lock_exit::{before_cmd, interrupted};
+use crate::signals::Stops;
 use crate::supervise::{supervise, ChildSpec, Relay};
 use crate::supervisor::{grace_for, Mode, Outcome, TimeoutSource};
-
-/// Any failure before the command ran is exit 125; the message names its
-/// kind in words, since the exit code cannot.
-pub(crate) fn before_cmd(f: Failure) -> Failure {
-    let kind = match f.code {
-        Code::Usage => "usage",
-        Code::Config => "an invalid setting",
-        Code::Unreachable => "ZooKeeper unreachable",
-        Code::Auth => "authentication, ACL or TLS certificate refused",
-        Code::Namespace => "a missing or ephemeral chroot",
-        Code::Election => "ZooKeeper refused the lock's requests for good",
-        _ => "an unexpected failure",
-    };
-    Failure::new(
-        Code::LockFailed,
-        f.error.context(format!(
-            "zkelect lock failed before the command ran ({kind})"
-        )),
-    )
-}
 
 /// The checks of `lock`'s own settings that need no I/O (the path, the id,
 /// the recipe, the grace), with the rule they make; a refusal is already
@@ -301,18 +281,6 @@ fn revocation_requests(election: &Election) -> tokio::sync::watch::Receiver<u64>
         }
     });
     rx
-}
-
-/// What `lock` exits with after a stopping signal: 128 + its number, as a
-/// shell reports a process the signal killed (the command, if it ran, is
-/// stopped, and the node deleted, by the caller).
-pub(crate) fn interrupted(signal: Signal, when: &str) -> ExitCode {
-    if when.is_empty() {
-        info!(%signal, "stopped");
-    } else {
-        info!(%signal, "stopped {when}");
-    }
-    ExitCode::from(shell_status(signal))
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use crate::args::LockArgs;
 use crate::connect::{acl_for, connect, negotiated};
 use crate::exit::{Code, Failure, WithCode};
 use crate::lease::exit_code_of;
-use crate::lock::{before_cmd, interrupted};
+use crate::lock_exit::{before_cmd, interrupted};
 use crate::signals::Stops;
 use crate::supervise::{supervise, ChildSpec};
 use crate::supervisor::{grace_for, Mode, Outcome, TimeoutSource};
