@@ -209,3 +209,28 @@ async fn every_delivered_request_is_answered_ok_on_a_threaded_runtime() {
     drop(guard);
     s.close().await;
 }
+
+/// A downgrade asked of a hold that is not a write lock's (a mutex's, a
+/// read lock's) is refused with `NotWriter`, and the hold goes on as it was.
+#[tokio::test(start_paused = true)]
+async fn a_downgrade_of_a_hold_that_is_not_a_writers_is_refused_and_the_hold_goes_on() {
+    let zk = TestZk::new();
+    let s = session(&zk);
+    let mutex = s.mutex(PATH).acquire().await.unwrap();
+    assert!(matches!(
+        mutex.downgrade().await,
+        Err(crate::DowngradeError::NotWriter)
+    ));
+    assert!(mutex.is_held());
+    drop(mutex);
+    run_a_while().await;
+    let rw = s.rw_lock("/locks/rw");
+    let read = rw.read().acquire().await.unwrap();
+    assert!(matches!(
+        read.downgrade().await,
+        Err(crate::DowngradeError::NotWriter)
+    ));
+    assert!(read.is_held());
+    drop(read);
+    s.close().await;
+}
