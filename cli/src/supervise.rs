@@ -282,6 +282,34 @@ mod tests {
         }
     }
 
+    /// A command that ignores SIGTERM, and the file it makes once it does:
+    /// a test that needs the trap in place waits for the file
+    /// ([`until_made`]) rather than for a while.
+    fn stubborn(name: &str) -> (ChildSpec, PathBuf) {
+        let marker =
+            std::env::temp_dir().join(format!("zkelect-sup-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&marker);
+        let spec = sh(&format!(
+            "trap '' TERM; : > '{}'; sleep 30",
+            marker.display()
+        ));
+        (spec, marker)
+    }
+
+    /// Waits until `marker` exists (at most 20 s, for a crowded machine),
+    /// then removes it.
+    async fn until_made(marker: &std::path::Path) {
+        let made = async {
+            while !marker.exists() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), made)
+            .await
+            .expect("the command ignores SIGTERM");
+        let _ = std::fs::remove_file(marker);
+    }
+
     #[tokio::test]
     async fn run_starts_the_command_only_while_leading_with_the_token_and_again_each_term() {
         let dir = std::env::temp_dir().join(format!("zkelect-sup-{}", std::process::id()));
@@ -318,13 +346,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_command_ignoring_sigterm_is_killed_after_the_grace() {
-        let spec = sh("trap '' TERM; sleep 30");
+        let (spec, marker) = stubborn("grace");
         let (tx, rx) = watch::channel(Role::Leader(FencingToken(1)));
         let (_sig, mut stops) = Stops::sent();
         let task = tokio::spawn(async move {
             supervise(&spec, Mode::Lead, rx, healthy(), None, &mut stops).await
         });
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        until_made(&marker).await;
         let started = std::time::Instant::now();
         tx.send(Role::Closed).unwrap();
         let ended = task.await.unwrap().unwrap();
@@ -336,12 +364,12 @@ mod tests {
     async fn a_signal_stops_the_command_and_a_second_one_kills_it_at_once() {
         let (_tx, rx) = watch::channel(Role::Leader(FencingToken(1)));
         let (sig, mut stops) = Stops::sent();
-        let mut spec = sh("trap '' TERM; sleep 30");
+        let (mut spec, marker) = stubborn("second");
         spec.grace = Duration::from_secs(20);
         let task = tokio::spawn(async move {
             supervise(&spec, Mode::Lead, rx, healthy(), None, &mut stops).await
         });
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        until_made(&marker).await;
         let started = std::time::Instant::now();
         sig.send(Signal::SIGHUP).unwrap();
         tokio::time::sleep(Duration::from_millis(200)).await;
