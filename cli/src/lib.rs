@@ -18,6 +18,7 @@ mod exit;
 mod invocation;
 mod lease;
 mod lock;
+mod lock_connect;
 mod lock_exit;
 mod lock_many;
 mod queue_view;

@@ -29,13 +29,13 @@ use zkelect::{Election, ElectionError};
 use zkelect_core::{Config, ConnectionPolicy, Rule};
 
 use crate::args::LockArgs;
-use crate::connect::{acl_for, connect, failure_in, negotiated};
+use crate::connect::{acl_for, failure_in};
 use crate::exit::{Code, Failure, WithCode};
-use crate::lease::exit_code_of;
-use crate::lock_exit::{before_cmd, interrupted};
+use crate::lock_connect::{connect_for_lock, Connected};
+use crate::lock_exit::{after_cmd, before_cmd, interrupted};
 use crate::signals::Stops;
 use crate::supervise::{supervise, ChildSpec, Relay};
-use crate::supervisor::{grace_for, Mode, Outcome, TimeoutSource};
+use crate::supervisor::{grace_for, Mode, TimeoutSource};
 
 /// The checks of `lock`'s own settings that need no I/O (the path, the id,
 /// the recipe, the grace), with the rule they make; a refusal is already
@@ -149,35 +149,15 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
         let (program, rest) = (program.clone(), rest.to_vec());
         return crate::lock_many::lock_many(args, id, program, rest, stops).await;
     }
-    let asked = args.grace_ms.map(Duration::from_millis);
-    let policy = ConnectionPolicy::Standard;
-    let requested = args.conn.session_timeout();
-    if let Some(addr) = args.metrics_addr {
-        crate::run::serve_metrics(addr).map_err(before_cmd)?;
-        info!(%addr, "serving metrics for Prometheus");
-    }
-
     // Nothing exists on the server yet: a signal while connecting just ends.
-    let (transport, events) = match stops.unless(connect(&args.conn)).await {
-        Ok(connected) => connected.map_err(before_cmd)?,
-        Err(signal) => return Ok(interrupted(signal, "while connecting")),
-    };
-    let (events, timeout) = negotiated(events, args.conn.connect_timeout()).await;
-    let grace = match timeout {
-        Some(timeout) => grace_for(asked, timeout, TimeoutSource::Negotiated, policy),
-        None => grace_for(asked, requested, TimeoutSource::Requested, policy),
-    };
-    let grace = match grace {
-        Ok(grace) => grace,
-        Err(e) => {
-            transport.close().await;
-            return Err(before_cmd(Failure::new(Code::Config, anyhow::anyhow!(e))));
-        }
+    let connection = match connect_for_lock(&args, &mut stops).await? {
+        Connected::Ready(connection) => connection,
+        Connected::Interrupted(code) => return Ok(code),
     };
     let (weight, revocable) = (args.weight.unwrap_or(1), args.on_revoke.is_some());
     // From here on the election exists, and every way out closes it: its
     // node is deleted (even one whose create is still on its way).
-    let election = Election::builder(transport, events)
+    let election = Election::builder(connection.transport, connection.events)
         .path(&args.conn.path)
         .id(&id)
         .configure(move |config| config.rule(rule).weight(weight).revocable(revocable))
@@ -237,7 +217,7 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
         program: program.clone(),
         args: rest.to_vec(),
         env: Vec::new(),
-        grace,
+        grace: connection.grace,
         watchdog: std::env::current_exe().ok(),
     };
     let relay = args.on_revoke.map(|signal| Relay {
@@ -255,18 +235,7 @@ pub(crate) async fn lock(args: LockArgs, mut stops: Stops) -> Result<ExitCode, F
     .await;
     election.close().await;
     info!("released {it}");
-    match held {
-        Ok(Outcome::Exited(status)) => Ok(exit_code_of(status)),
-        Ok(Outcome::Signalled(signal)) => Ok(interrupted(signal, "")),
-        Ok(Outcome::Lost | Outcome::ElectionOver(_)) => Err(Failure::new(
-            Code::LockLost,
-            anyhow::anyhow!(
-                "{it} was lost, or contact with the server was in doubt, while the command \
-                 ran; the command was stopped"
-            ),
-        )),
-        Err(e) => Err(Failure::new(Code::CannotExecute, e)),
-    }
+    after_cmd(held, it)
 }
 
 /// How many revocation requests the hold has heard, and every new one:

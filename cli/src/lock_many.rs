@@ -12,7 +12,6 @@
 
 use std::ffi::OsString;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use tokio::sync::watch;
 use tracing::info;
@@ -20,13 +19,13 @@ use zkelect::{LockError, MultiLockGuard, Session};
 use zkelect_core::{Config, FencingToken, Role, Rule};
 
 use crate::args::LockArgs;
-use crate::connect::{acl_for, connect, negotiated};
+use crate::connect::acl_for;
 use crate::exit::{Code, Failure, WithCode};
-use crate::lease::exit_code_of;
-use crate::lock_exit::{before_cmd, interrupted};
+use crate::lock_connect::{connect_for_lock, Connected};
+use crate::lock_exit::{after_cmd, before_cmd, interrupted};
 use crate::signals::Stops;
 use crate::supervise::{supervise, ChildSpec};
-use crate::supervisor::{grace_for, Mode, Outcome, TimeoutSource};
+use crate::supervisor::Mode;
 
 /// Every part's token, for the command: `PATH=TOKEN,PATH=TOKEN`.
 pub(crate) const TOKENS_ENV: &str = "ZKELECT_FENCING_TOKENS";
@@ -102,30 +101,11 @@ pub(crate) async fn lock_many(
     rest: Vec<OsString>,
     mut stops: Stops,
 ) -> Result<ExitCode, Failure> {
-    let asked = args.grace_ms.map(Duration::from_millis);
-    let policy = zkelect_core::ConnectionPolicy::Standard;
-    let requested = args.conn.session_timeout();
-    if let Some(addr) = args.metrics_addr {
-        crate::run::serve_metrics(addr).map_err(before_cmd)?;
-        info!(%addr, "serving metrics for Prometheus");
-    }
-    let (transport, events) = match stops.unless(connect(&args.conn)).await {
-        Ok(connected) => connected.map_err(before_cmd)?,
-        Err(signal) => return Ok(interrupted(signal, "while connecting")),
+    let connection = match connect_for_lock(&args, &mut stops).await? {
+        Connected::Ready(connection) => connection,
+        Connected::Interrupted(code) => return Ok(code),
     };
-    let (events, timeout) = negotiated(events, args.conn.connect_timeout()).await;
-    let grace = match timeout {
-        Some(timeout) => grace_for(asked, timeout, TimeoutSource::Negotiated, policy),
-        None => grace_for(asked, requested, TimeoutSource::Requested, policy),
-    };
-    let session = Session::from_transport(transport, events);
-    let grace = match grace {
-        Ok(grace) => grace,
-        Err(e) => {
-            session.close().await;
-            return Err(before_cmd(Failure::new(Code::Config, anyhow::anyhow!(e))));
-        }
-    };
+    let session = Session::from_transport(connection.transport, connection.events);
     // From here on every way out closes the session: whatever part was
     // taken or queued is deleted with it.
     let multi = session
@@ -172,7 +152,7 @@ pub(crate) async fn lock_many(
         program,
         args: rest,
         env: vec![(TOKENS_ENV.into(), tokens_env(&tokens).into())],
-        grace,
+        grace: connection.grace,
         watchdog: std::env::current_exe().ok(),
     };
     let held = supervise(
@@ -187,18 +167,7 @@ pub(crate) async fn lock_many(
     guard.release().await;
     session.close().await;
     info!("released every lock");
-    match held {
-        Ok(Outcome::Exited(status)) => Ok(exit_code_of(status)),
-        Ok(Outcome::Signalled(signal)) => Ok(interrupted(signal, "")),
-        Ok(Outcome::Lost | Outcome::ElectionOver(_)) => Err(Failure::new(
-            Code::LockLost,
-            anyhow::anyhow!(
-                "a lock was lost, or contact with the server was in doubt, while the command \
-                 ran; the command was stopped"
-            ),
-        )),
-        Err(e) => Err(Failure::new(Code::CannotExecute, e)),
-    }
+    after_cmd(held, "a lock")
 }
 
 #[cfg(test)]

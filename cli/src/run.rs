@@ -12,7 +12,7 @@ use crate::connect::{acl_for, connect, failure_in, negotiated};
 use crate::exit::{self, Code, Failure, WithCode};
 use crate::signals::Stops;
 use crate::supervise::{supervise, ChildSpec};
-use crate::supervisor::{grace_for, Mode, Outcome, TimeoutSource};
+use crate::supervisor::{grace_for, grace_once_connected, Mode, Outcome, TimeoutSource};
 
 pub(crate) async fn run(
     args: RunArgs,
@@ -41,15 +41,7 @@ pub(crate) async fn run(
         Err(signal) => return Ok(stopped(signal, "while connecting")),
     };
     let (events, timeout) = negotiated(events, args.conn.connect_timeout()).await;
-    let grace = match timeout {
-        Some(timeout) => grace_for(asked, timeout, TimeoutSource::Negotiated, policy),
-        None => grace_for(
-            asked,
-            args.conn.session_timeout(),
-            TimeoutSource::Requested,
-            policy,
-        ),
-    };
+    let grace = grace_once_connected(asked, timeout, args.conn.session_timeout(), policy);
     let grace = match grace {
         Ok(grace) => grace,
         Err(e) => {

@@ -330,6 +330,21 @@ pub(crate) enum TimeoutSource {
     Negotiated,
 }
 
+/// [`grace_for`] once connected: checked against the session timeout the
+/// server negotiated, or against the one `requested` if the transport
+/// reported none in time.
+pub(crate) fn grace_once_connected(
+    asked: Option<Duration>,
+    negotiated: Option<Duration>,
+    requested: Duration,
+    policy: ConnectionPolicy,
+) -> Result<Duration, String> {
+    match negotiated {
+        Some(timeout) => grace_for(asked, timeout, TimeoutSource::Negotiated, policy),
+        None => grace_for(asked, requested, TimeoutSource::Requested, policy),
+    }
+}
+
 /// The grace to use under a session timeout and policy: the one asked for,
 /// if it fits ([`grace_budget`]); without one, the most that fits, up to
 /// [`DEFAULT_GRACE`]. A grace asked for that does not fit is refused with
@@ -644,6 +659,27 @@ mod tests {
         assert!(e.contains("the server negotiated, 10000 ms"), "{e}");
         let aware = ConnectionPolicy::SessionAware;
         assert_eq!(grace_for(Some(ms(5000)), ten, req, aware), Ok(ms(5000)));
+    }
+
+    #[test]
+    fn once_connected_the_negotiated_timeout_rules_and_else_the_requested_one() {
+        let standard = ConnectionPolicy::Standard;
+        let (ten, sixty) = (Duration::from_secs(10), Duration::from_secs(60));
+        // The server cut 60 s to 10 s: 5 s no longer fits, and the
+        // refusal says whose timeout it was.
+        let e = grace_once_connected(Some(ms(5000)), Some(ten), sixty, standard).unwrap_err();
+        assert!(e.contains("the server negotiated, 10000 ms"), "{e}");
+        assert_eq!(
+            grace_once_connected(None, Some(ten), sixty, standard),
+            Ok(ms(2666))
+        );
+        // No negotiated timeout came: the requested one is all there is.
+        assert_eq!(
+            grace_once_connected(Some(ms(5000)), None, sixty, standard),
+            Ok(ms(5000))
+        );
+        let e = grace_once_connected(Some(ms(5000)), None, ten, standard).unwrap_err();
+        assert!(e.contains("--session-timeout 10000"), "{e}");
     }
 
     /// The lease this module assumes is the one the core computes.
