@@ -28,6 +28,9 @@
 //! * `--on-revoke SIGUSR1` with `revoke --ask`: the request reaches CMD as
 //!   SIGUSR1 and CMD decides (here it exits 0); without the flag the request
 //!   is delivered and goes unheard; an unknown id is 10;
+//! * a multi-lock (`--path A --path B`) sent SIGTERM, SIGINT, SIGHUP or
+//!   SIGQUIT while it holds A and waits on B, or while its command runs,
+//!   exits 128+N; its command, if it ran, is dead; no node is left on A or B;
 //! * `--acl ip:127.0.0.1:cdrwa --acl world:anyone:r`: the holder's node and
 //!   the queue's level carry exactly that list while CMD runs; a malformed
 //!   `--acl` is 125 and creates nothing;
@@ -41,9 +44,9 @@ use nix::sys::signal::Signal;
 use zkelect_tests::{assert_exit, Proxy, ZkServer};
 
 use support::{
-    assert_one_at_a_time, child_command, closed_port, mono_ns, ms, node_ids, processes_with_env,
-    read_runs, wait_for, zkelect, zkelect_bin, Candidate, ChildKind, Observer, BEAT, BEATS_ENV,
-    SESSION_MS,
+    acls_under, alive, assert_one_at_a_time, child_command, closed_port, mono_ns, ms, node_ids,
+    processes_with_env, read_runs, wait_for, zkelect, zkelect_bin, Candidate, ChildKind, Observer,
+    BEAT, BEATS_ENV, SESSION_MS,
 };
 
 const START: Duration = Duration::from_secs(20);
@@ -819,53 +822,136 @@ fn multi_lock(transport: &str) {
     assert!(lock_ids(&zk, a).is_empty(), "the other part released");
 }
 
-/// Each node under `path` with its ACL as the server reports it, as
-/// `scheme:id:bits`, sorted; and the ACL of `path` itself under `""`.
-fn acls_under(zk: &str, path: &str) -> Vec<(String, Vec<String>)> {
-    use ::zookeeper_async::{WatchedEvent, ZooKeeper};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    runtime.block_on(async {
-        let client = ZooKeeper::connect_with_retry_time(
-            zk,
-            Duration::from_millis(SESSION_MS),
-            |_: WatchedEvent| {},
-            Duration::from_millis(100),
-        )
-        .await
-        .expect("a plain client");
-        let texts = |acl: Vec<::zookeeper_async::Acl>| {
-            let mut t: Vec<String> = acl
+/// The stopping signals (cli/src/signals.rs): after each, `zkelect lock`
+/// exits 128+N (the README's exit-code table).
+const STOPPING: [Signal; 4] = [
+    Signal::SIGTERM,
+    Signal::SIGINT,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+];
+
+/// Sends `signal` to `zkelect lock` alone and checks that it exits 128+N and
+/// leaves no process behind (its command and watchdog included).
+fn stop_with(c: &mut Candidate, signal: Signal) {
+    c.signal(signal);
+    let status = c.wait_exit(START);
+    assert_exit(
+        &format!("{} after {signal}", c.label),
+        status.code(),
+        128 + signal as i32,
+        &c.log_text(),
+        &[],
+    );
+    assert!(
+        c.processes().is_empty(),
+        "{} left processes behind: {:?}",
+        c.label,
+        c.processes()
+    );
+}
+
+/// A multi-lock `lock --path A --path B` stopped by a signal while it
+/// waits: each one holds its own A and waits on B behind a lone holder (its
+/// node on both paths, read with a plain client) when it gets its signal;
+/// it exits 128+N, its command never ran, and it left no node on A or B.
+/// The holder held throughout.
+fn multi_lock_signalled_while_waiting(transport: &str) {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let b = "/locks/signal-wait-b";
+    let mut holder = Candidate::spawn(
+        dir.path(),
+        "holder",
+        &lock_args(&zk, b, "holder", transport, &[]),
+        ChildKind::Beats,
+    );
+    holder.wait_run(1, START);
+    // Each A sorts before B, so each multi-lock takes its A, then queues on B.
+    let mut waiting: Vec<(Candidate, Signal, String)> = STOPPING
+        .into_iter()
+        .enumerate()
+        .map(|(i, signal)| {
+            let (a, id) = (format!("/locks/signal-wait-a{i}"), format!("w{i}"));
+            let c = Candidate::spawn(
+                dir.path(),
+                &format!("{id}-{signal}"),
+                &lock_args(&zk, &a, &id, transport, &["--path", b]),
+                ChildKind::Beats,
+            );
+            (c, signal, a)
+        })
+        .collect();
+    let mut queue: Vec<String> = std::iter::once("holder".to_owned())
+        .chain(waiting.iter().map(|(c, _, _)| c.id.clone()))
+        .collect();
+    wait_for(
+        "every multi-lock to hold its A and wait on B",
+        START,
+        Duration::from_millis(50),
+        || {
+            let mut on_b = lock_ids(&zk, b);
+            on_b.sort();
+            let on_a = waiting
                 .iter()
-                .map(|a| {
-                    use ::zookeeper_async::Permission as P;
-                    let bits = [P::READ, P::WRITE, P::CREATE, P::DELETE, P::ADMIN]
-                        .into_iter()
-                        .zip([1u32, 2, 4, 8, 16])
-                        .filter(|(p, _)| a.perms & *p == *p)
-                        .fold(0, |all, (_, bit)| all | bit);
-                    format!("{}:{}:{bits}", a.scheme, a.id)
-                })
-                .collect();
-            t.sort();
-            t
-        };
-        let mut out = Vec::new();
-        if let Ok((acl, _)) = client.get_acl(path).await {
-            out.push((String::new(), texts(acl)));
-        }
-        let mut names = client.get_children(path, false).await.unwrap_or_default();
-        names.sort();
-        for name in names {
-            if let Ok((acl, _)) = client.get_acl(&format!("{path}/{name}")).await {
-                out.push((name, texts(acl)));
-            }
-        }
-        let _ = client.close().await;
-        out
-    })
+                .all(|(c, _, a)| lock_ids(&zk, a) == [c.id.as_str()]);
+            (on_a && on_b == queue).then_some(())
+        },
+        || logs(&waiting.iter().map(|(c, _, _)| c).collect::<Vec<_>>()),
+    );
+    for (c, signal, a) in &mut waiting {
+        stop_with(c, *signal);
+        assert!(c.runs().is_empty(), "{}'s command never ran", c.label);
+        assert!(
+            lock_ids(&zk, a).is_empty(),
+            "{}'s node on {a} is gone",
+            c.label
+        );
+        queue.retain(|q| *q != c.id);
+        let mut on_b = lock_ids(&zk, b);
+        on_b.sort();
+        assert_eq!(on_b, queue, "{}'s node on {b} is gone", c.label);
+    }
+    assert_eq!(holder.runs().len(), 1, "the holder held throughout");
+    stop_with(&mut holder, Signal::SIGTERM);
+    assert!(lock_ids(&zk, b).is_empty(), "no node left on {b}");
+}
+
+/// A multi-lock `lock --path A --path B` stopped by a signal while its
+/// command runs (it has beaten twice): it exits 128+N, the command is dead,
+/// and no node is left on A or B (so the next one, on the same paths, takes
+/// both).
+fn multi_lock_signalled_while_running(transport: &str) {
+    let server = server();
+    let zk = server.connect_string();
+    let dir = tempdir();
+    let (a, b) = ("/locks/signal-run-a", "/locks/signal-run-b");
+    for (i, signal) in STOPPING.into_iter().enumerate() {
+        let id = format!("r{i}");
+        let mut c = Candidate::spawn(
+            dir.path(),
+            &format!("{id}-{signal}"),
+            &lock_args(&zk, a, &id, transport, &["--path", b]),
+            ChildKind::Beats,
+        );
+        let run = c.wait_beats(1, 2, START);
+        stop_with(&mut c, signal);
+        assert!(
+            !alive(run.pid),
+            "{}'s command (pid {}) is gone",
+            c.label,
+            run.pid
+        );
+        assert_eq!(c.runs().len(), 1, "{}'s command ran once", c.label);
+        assert!(
+            lock_ids(&zk, a).is_empty() && lock_ids(&zk, b).is_empty(),
+            "{} left a node on {a} or {b}: {:?} {:?}",
+            c.label,
+            lock_ids(&zk, a),
+            lock_ids(&zk, b)
+        );
+    }
 }
 
 /// `lock --acl ip:127.0.0.1:cdrwa --acl world:anyone:r`: while the command
@@ -963,6 +1049,8 @@ on_both_transports! {
     weighted_permits_hold_in_arrival_order_and_never_exceed_k => weighted_permits_in_arrival_order;
     a_revocation_request_reaches_the_command_as_its_signal => revocation_requests_reach_the_command;
     multi_locks_in_opposite_orders_and_a_lone_lock_never_overlap_and_all_finish => multi_lock;
+    a_signal_to_a_waiting_multi_lock_exits_128_plus_n_and_leaves_no_node => multi_lock_signalled_while_waiting;
+    a_signal_to_a_running_multi_lock_stops_its_command_and_leaves_no_node => multi_lock_signalled_while_running;
     a_custom_acl_is_the_nodes_acl_and_a_malformed_one_is_125 => custom_acl;
     killed_holders_cmd_never_overlaps_the_next => |t| no_overlap_under(Fault::Kill, t);
     frozen_holders_cmd_never_overlaps_the_next_and_it_exits_123 => |t| no_overlap_under(Fault::Freeze, t);

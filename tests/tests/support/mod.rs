@@ -300,25 +300,34 @@ pub(crate) fn queue_ids(connect: &str, path: &str) -> Vec<String> {
         .collect()
 }
 
-/// The ids of the nodes under `path` (each node's data up to its first
-/// newline), in sequence order, read with a plain zookeeper-async client
-/// (not with `zkelect status`, which some tests check against it): the
-/// witness of what a process left on the server.
-pub(crate) fn node_ids(zk: &str, path: &str) -> Vec<String> {
+/// A plain zookeeper-async client of `zk`, with the runtime that drives it:
+/// the tests' own eyes on the server, independent of zkelect's code.
+fn plain_client(zk: &str) -> (tokio::runtime::Runtime, ::zookeeper_async::ZooKeeper) {
     use ::zookeeper_async::{WatchedEvent, ZooKeeper};
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime");
-    runtime.block_on(async {
-        let client = ZooKeeper::connect_with_retry_time(
+    let client = runtime.block_on(async {
+        ZooKeeper::connect_with_retry_time(
             zk,
             Duration::from_millis(SESSION_MS),
             |_: WatchedEvent| {},
             Duration::from_millis(100),
         )
         .await
-        .expect("a plain client");
+        .expect("a plain client")
+    });
+    (runtime, client)
+}
+
+/// The ids of the nodes under `path` (each node's data up to its first
+/// newline), in sequence order, read with a plain zookeeper-async client
+/// (not with `zkelect status`, which some tests check against it): the
+/// witness of what a process left on the server.
+pub(crate) fn node_ids(zk: &str, path: &str) -> Vec<String> {
+    let (runtime, client) = plain_client(zk);
+    runtime.block_on(async {
         let mut names = client.get_children(path, false).await.unwrap_or_default();
         // The sequence number is the name's last ten digits.
         names.sort_by(|a, b| a[a.len().saturating_sub(10)..].cmp(&b[b.len().saturating_sub(10)..]));
@@ -331,6 +340,44 @@ pub(crate) fn node_ids(zk: &str, path: &str) -> Vec<String> {
         }
         let _ = client.close().await;
         ids
+    })
+}
+
+/// Each node under `path` with its ACL as the server reports it, as
+/// `scheme:id:bits` (ZooKeeper's bits: r 1, w 2, c 4, d 8, a 16), sorted;
+/// and the ACL of `path` itself under `""`. Read with a plain client.
+pub(crate) fn acls_under(zk: &str, path: &str) -> Vec<(String, Vec<String>)> {
+    let texts = |acl: Vec<::zookeeper_async::Acl>| {
+        use ::zookeeper_async::Permission as P;
+        let mut t: Vec<String> = acl
+            .iter()
+            .map(|a| {
+                let bits = [P::READ, P::WRITE, P::CREATE, P::DELETE, P::ADMIN]
+                    .into_iter()
+                    .zip([1u32, 2, 4, 8, 16])
+                    .filter(|(p, _)| a.perms & *p == *p)
+                    .fold(0, |all, (_, bit)| all | bit);
+                format!("{}:{}:{bits}", a.scheme, a.id)
+            })
+            .collect();
+        t.sort();
+        t
+    };
+    let (runtime, client) = plain_client(zk);
+    runtime.block_on(async {
+        let mut out = Vec::new();
+        if let Ok((acl, _)) = client.get_acl(path).await {
+            out.push((String::new(), texts(acl)));
+        }
+        let mut names = client.get_children(path, false).await.unwrap_or_default();
+        names.sort();
+        for name in names {
+            if let Ok((acl, _)) = client.get_acl(&format!("{path}/{name}")).await {
+                out.push((name, texts(acl)));
+            }
+        }
+        let _ = client.close().await;
+        out
     })
 }
 
