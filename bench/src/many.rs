@@ -444,6 +444,7 @@ pub async fn zkelect(
     let (b_tx, mut b_held) = mpsc::unbounded_channel();
     let mut watchers = JoinSet::new();
     let result = async {
+        let watches_at_start = watches(monitor).await?;
         let start = monitor.sample().await?;
         let t0 = Instant::now();
         let holders =
@@ -452,7 +453,13 @@ pub async fn zkelect(
         let startup = last.duration_since(t0);
         let requests = requests_per_start(monitor, &start, n).await?;
 
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // A leader sets the watch on its own node at its first probe tick,
+        // not at once: unless A's N watches are all set (and their answers
+        // handled) first, they are set while B's waiters queue, and their
+        // cost (a watch each, in the library and in the transport) lands in
+        // B's figure: an idle waiter would be charged for a leader's watch.
+        settled(monitor, watches_at_start + n as u64, settings.timeout).await?;
+        heap_settled(n).await;
         let watches_before = watches(monitor).await?;
         let before = Memory::now()?;
         let waiters = join_elections(&b, &settings.dir, n, "b", None, settings.timeout).await?;

@@ -1,11 +1,19 @@
 //! The client's one-shot watches: at most one pending watcher per path and
 //! kind, and one task that forwards every fired watch into the event
 //! stream.
+//!
+//! An idle recipe keeps two watches pending for as long as it waits, so
+//! what this module keeps per pending watch is most of what the transport
+//! costs an idle recipe: the client's `changed()` future with a 16-byte
+//! digest beside it, in one set, and the digest once more in the set of
+//! armed watches. No copy of the path is kept.
 
 use std::collections::BTreeSet;
+use std::hash::BuildHasher;
 use std::sync::{Arc, PoisonError};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::FutureExt;
 use tokio::sync::mpsc;
 use tracing::debug;
 use zkelect_core::{Request, Verb, WatchEvent, WatchKind};
@@ -13,17 +21,39 @@ use zookeeper_client as zkc;
 
 use crate::transport::TransportEvent;
 
-/// A watch the server keeps at most once per session: a path and the kind
-/// of read that set it.
-pub(super) type Armed = (String, Verb);
+/// A watch the server keeps at most once per session — a path and the
+/// kind of read that set it — as a 128-bit digest under the transport's
+/// random keys, not as the path's text: a copy of the path would cost a
+/// pending watch an allocation of some 60 bytes, twice (the armed set and
+/// the watcher's future). Two watches digest alike by chance about once in
+/// 2^128; the keys are the process's secret, so no path can be chosen to
+/// collide. A collision would take the watch off a read of the other pair
+/// while the first is pending, and that read's machine would miss its
+/// event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Armed(u64, u64);
 
-/// The watch `request` would set, if it sets one.
-fn armed(request: &Request) -> Option<Armed> {
-    match request {
-        Request::GetChildren { path, watch: true }
-        | Request::GetData { path, watch: true }
-        | Request::Exists { path, watch: true } => Some((path.clone(), request.kind())),
-        _ => None,
+/// The keys [`Armed`] digests are drawn under: one random SipHash key,
+/// two domain-separated halves.
+#[derive(Debug, Clone, Default)]
+struct Digests(std::collections::hash_map::RandomState);
+
+impl Digests {
+    fn of(&self, path: &str, verb: Verb) -> Armed {
+        Armed(
+            self.0.hash_one((0u8, path, verb)),
+            self.0.hash_one((1u8, path, verb)),
+        )
+    }
+
+    /// The watch `request` would set, if it sets one.
+    fn armed(&self, request: &Request) -> Option<Armed> {
+        match request {
+            Request::GetChildren { path, watch: true }
+            | Request::GetData { path, watch: true }
+            | Request::Exists { path, watch: true } => Some(self.of(path, request.kind())),
+            _ => None,
+        }
     }
 }
 
@@ -35,6 +65,8 @@ pub(super) struct Watches {
     watchers: mpsc::UnboundedSender<(zkc::OneshotWatcher, Armed)>,
     /// The watches a watcher is pending for.
     armed: Arc<std::sync::Mutex<BTreeSet<Armed>>>,
+    /// How a watch's path and kind become its [`Armed`].
+    digests: Digests,
 }
 
 impl Watches {
@@ -46,12 +78,20 @@ impl Watches {
         let (watchers, watchers_rx) = mpsc::unbounded_channel();
         let armed = Arc::new(std::sync::Mutex::new(BTreeSet::new()));
         let forwarder = tokio::spawn(forward_watches(watchers_rx, Arc::clone(&armed), events));
-        (Self { watchers, armed }, forwarder)
+        let digests = Digests::default();
+        (
+            Self {
+                watchers,
+                armed,
+                digests,
+            },
+            forwarder,
+        )
     }
 
     /// Hands one watch to the forwarder task.
     pub(super) fn forward(&self, watcher: zkc::OneshotWatcher, key: Armed) {
-        self.armed_set().insert(key.clone());
+        self.armed_set().insert(key);
         // Fails only once the forwarder has stopped (the transport closes).
         let _ = self.watchers.send((watcher, key));
     }
@@ -68,7 +108,7 @@ impl Watches {
     /// follower, for good). The pending watcher's event reaches every
     /// machine that asked, through the driver.
     pub(super) fn unless_armed(&self, request: Request) -> (Request, Option<Armed>) {
-        let Some(key) = armed(&request) else {
+        let Some(key) = self.digests.armed(&request) else {
             return (request, None);
         };
         if !self.armed_set().contains(&key) {
@@ -87,7 +127,10 @@ impl Watches {
 /// Forwards every watch's event into the stream, from one task per
 /// transport: each pending watcher is a future in one set, not a task of
 /// its own (a tokio task and its `JoinSet` entry cost an idle recipe some
-/// hundreds of bytes per watch). Ends when the transport is gone, or is
+/// hundreds of bytes per watch). The future is the client's `changed()`
+/// itself, its output paired with the digest by a closure: an `async`
+/// block around it would keep a second slot for the watcher and the key
+/// (248 bytes a watch against 192). Ends when the transport is gone, or is
 /// aborted on close (the pending watchers are dropped with it).
 async fn forward_watches(
     mut watchers: mpsc::UnboundedReceiver<(zkc::OneshotWatcher, Armed)>,
@@ -98,7 +141,7 @@ async fn forward_watches(
     loop {
         tokio::select! {
             watcher = watchers.recv() => match watcher {
-                Some((watcher, key)) => pending.push(async move { (watcher.changed().await, key) }),
+                Some((watcher, key)) => pending.push(watcher.changed().map(move |event| (event, key))),
                 None => return,
             },
             Some((event, key)) = pending.next(), if !pending.is_empty() => {
@@ -136,4 +179,63 @@ fn map_watch(e: &zkc::WatchedEvent) -> Option<WatchEvent> {
         kind,
         path: e.path.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get_data(path: &str) -> Request {
+        Request::GetData {
+            path: path.to_owned(),
+            watch: true,
+        }
+    }
+
+    #[test]
+    fn a_digest_tells_paths_and_kinds_apart() {
+        let digests = Digests::default();
+        let data = digests.of("/e/n_0000000001", Verb::GetData);
+        assert_eq!(data, digests.of("/e/n_0000000001", Verb::GetData));
+        assert_ne!(data, digests.of("/e/n_0000000002", Verb::GetData));
+        assert_ne!(data, digests.of("/e/n_0000000001", Verb::Exists));
+        assert_ne!(data, digests.of("/e/n_0000000001", Verb::GetChildren));
+        // The two halves are not one hash twice.
+        assert_ne!(data.0, data.1);
+        let plain = Request::GetData {
+            path: "/e/n_0000000001".to_owned(),
+            watch: false,
+        };
+        assert_eq!(digests.armed(&plain), None);
+    }
+
+    #[tokio::test]
+    async fn a_second_read_of_an_armed_watch_goes_without_its_watch() {
+        let (events, _events) = mpsc::unbounded_channel();
+        let (watches, forwarder) = Watches::start(events);
+        let (first, key) = watches.unless_armed(get_data("/e/a"));
+        assert_eq!(first, get_data("/e/a"));
+        let key = key.expect("a watch read arms its watch");
+        // As `forward` does once the read has answered with its watcher.
+        watches.armed_set().insert(key);
+        let (again, none) = watches.unless_armed(get_data("/e/a"));
+        assert_eq!(
+            again,
+            Request::GetData {
+                path: "/e/a".to_owned(),
+                watch: false
+            }
+        );
+        assert_eq!(none, None);
+        // Another path, or another kind on the same path, keeps its watch.
+        let (other, other_key) = watches.unless_armed(get_data("/e/b"));
+        assert_eq!((other, other_key.is_some()), (get_data("/e/b"), true));
+        let exists = Request::Exists {
+            path: "/e/a".to_owned(),
+            watch: true,
+        };
+        let (kept, kept_key) = watches.unless_armed(exists.clone());
+        assert_eq!((kept, kept_key.is_some()), (exists, true));
+        forwarder.abort();
+    }
 }
