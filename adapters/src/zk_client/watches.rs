@@ -4,16 +4,15 @@
 //!
 //! An idle recipe keeps two watches pending for as long as it waits, so
 //! what this module keeps per pending watch is most of what the transport
-//! costs an idle recipe: the client's `changed()` future with a 16-byte
-//! digest beside it, in one set, and the digest once more in the set of
-//! armed watches. No copy of the path is kept.
+//! costs an idle recipe: the client's `changed()` future, alone, in one
+//! set, and a 16-byte digest of the path and kind in the set of armed
+//! watches. No copy of the path is kept.
 
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
 use std::sync::{Arc, PoisonError};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use futures_util::FutureExt;
 use tokio::sync::mpsc;
 use tracing::debug;
 use zkelect_core::{Request, Verb, WatchEvent, WatchKind};
@@ -46,6 +45,29 @@ impl Digests {
         )
     }
 
+    /// The watches a fired `event` has spent: every kind of watcher the
+    /// client hands an event of its type to (as the server fires every
+    /// watch of the tables the type fires). A `getData` watch is counted
+    /// spent by a creation too, which cannot reach one: taking a watch
+    /// out of the set while its watcher is still pending costs at most a
+    /// second watcher, where leaving a spent one in would take the watch
+    /// off the next read of its path and kind, and its event would never
+    /// come.
+    fn spent<'a>(
+        &'a self,
+        path: &'a str,
+        event: zkc::EventType,
+    ) -> impl Iterator<Item = Armed> + 'a {
+        use zkc::EventType as T;
+        let verbs: &'static [Verb] = match event {
+            T::NodeChildrenChanged => &[Verb::GetChildren],
+            T::NodeCreated | T::NodeDataChanged => &[Verb::GetData, Verb::Exists],
+            T::NodeDeleted => &[Verb::GetChildren, Verb::GetData, Verb::Exists],
+            T::Session => &[],
+        };
+        verbs.iter().map(move |&verb| self.of(path, verb))
+    }
+
     /// The watch `request` would set, if it sets one.
     fn armed(&self, request: &Request) -> Option<Armed> {
         match request {
@@ -62,7 +84,7 @@ impl Digests {
 /// out as its watcher fires).
 pub(super) struct Watches {
     /// New watchers, for the forwarder task.
-    watchers: mpsc::UnboundedSender<(zkc::OneshotWatcher, Armed)>,
+    watchers: mpsc::UnboundedSender<zkc::OneshotWatcher>,
     /// The watches a watcher is pending for.
     armed: Arc<std::sync::Mutex<BTreeSet<Armed>>>,
     /// How a watch's path and kind become its [`Armed`].
@@ -77,8 +99,13 @@ impl Watches {
     ) -> (Self, tokio::task::JoinHandle<()>) {
         let (watchers, watchers_rx) = mpsc::unbounded_channel();
         let armed = Arc::new(std::sync::Mutex::new(BTreeSet::new()));
-        let forwarder = tokio::spawn(forward_watches(watchers_rx, Arc::clone(&armed), events));
         let digests = Digests::default();
+        let forwarder = tokio::spawn(forward_watches(
+            watchers_rx,
+            Arc::clone(&armed),
+            digests.clone(),
+            events,
+        ));
         (
             Self {
                 watchers,
@@ -93,7 +120,7 @@ impl Watches {
     pub(super) fn forward(&self, watcher: zkc::OneshotWatcher, key: Armed) {
         self.armed_set().insert(key);
         // Fails only once the forwarder has stopped (the transport closes).
-        let _ = self.watchers.send((watcher, key));
+        let _ = self.watchers.send(watcher);
     }
 
     fn armed_set(&self) -> std::sync::MutexGuard<'_, BTreeSet<Armed>> {
@@ -128,26 +155,38 @@ impl Watches {
 /// transport: each pending watcher is a future in one set, not a task of
 /// its own (a tokio task and its `JoinSet` entry cost an idle recipe some
 /// hundreds of bytes per watch). The future is the client's `changed()`
-/// itself, its output paired with the digest by a closure: an `async`
-/// block around it would keep a second slot for the watcher and the key
-/// (248 bytes a watch against 192). Ends when the transport is gone, or is
-/// aborted on close (the pending watchers are dropped with it).
+/// alone: its event names the path and type, which say which watches it
+/// spent (an `async` block pairing it with its key would keep a second
+/// slot for the watcher and the key: 248 bytes a watch against 168). Ends
+/// when the transport is gone, or is aborted on close (the pending
+/// watchers are dropped with it).
 async fn forward_watches(
-    mut watchers: mpsc::UnboundedReceiver<(zkc::OneshotWatcher, Armed)>,
+    mut watchers: mpsc::UnboundedReceiver<zkc::OneshotWatcher>,
     armed: Arc<std::sync::Mutex<BTreeSet<Armed>>>,
+    digests: Digests,
     events: mpsc::UnboundedSender<TransportEvent>,
 ) {
     let mut pending = FuturesUnordered::new();
     loop {
         tokio::select! {
             watcher = watchers.recv() => match watcher {
-                Some((watcher, key)) => pending.push(watcher.changed().map(move |event| (event, key))),
+                Some(watcher) => pending.push(watcher.changed()),
                 None => return,
             },
-            Some((event, key)) = pending.next(), if !pending.is_empty() => {
+            Some(event) = pending.next(), if !pending.is_empty() => {
                 // Out of the set before the event goes on: the reads it
                 // prompts set the watch again.
-                armed.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
+                let mut set = armed.lock().unwrap_or_else(PoisonError::into_inner);
+                if event.event_type == zkc::EventType::Session {
+                    // The client's session ended: its watchers are all
+                    // spent, each with this event, which names no path.
+                    set.clear();
+                } else {
+                    for key in digests.spent(&event.path, event.event_type) {
+                        set.remove(&key);
+                    }
+                }
+                drop(set);
                 forward_one(&events, &event);
             }
         }
@@ -207,6 +246,20 @@ mod tests {
             watch: false,
         };
         assert_eq!(digests.armed(&plain), None);
+    }
+
+    #[test]
+    fn an_event_spends_every_kind_of_watch_the_client_hands_it_to() {
+        use zkc::EventType as T;
+        let digests = Digests::default();
+        let spent = |event| digests.spent("/e/a", event).collect::<Vec<_>>();
+        let [children, data, exists] =
+            [Verb::GetChildren, Verb::GetData, Verb::Exists].map(|verb| digests.of("/e/a", verb));
+        assert_eq!(spent(T::NodeChildrenChanged), [children]);
+        assert_eq!(spent(T::NodeDataChanged), [data, exists]);
+        assert_eq!(spent(T::NodeCreated), [data, exists]);
+        assert_eq!(spent(T::NodeDeleted), [children, data, exists]);
+        assert_eq!(spent(T::Session), []);
     }
 
     #[tokio::test]
