@@ -45,6 +45,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, info_span, warn, Instrument};
 use zkelect_core::Input;
 
+use crate::hop::{self, hop};
 use crate::hub::{Answer, Handoff, Hub, Performing};
 use crate::transport::{EventStream, Transport, TransportEvent};
 
@@ -128,6 +129,7 @@ impl Pump {
                 // comes.
                 () = tokio::task::yield_now(), if flush => Wake::Flush,
             };
+            let watched = matches!(wake, Wake::Event(Some(TransportEvent::Watch(_))));
             let mut st = hub.lock();
             Hub::flush_metrics(&mut st);
             // One clock reading per turn.
@@ -141,6 +143,7 @@ impl Pump {
                     st.session.handle(now, Input::Session(e));
                 }
                 Wake::Event(Some(TransportEvent::Watch(e))) => {
+                    hop!(hop::PUMP_WOKEN);
                     debug!(kind = ?e.kind, path = e.path, "watch fired");
                     st.session.handle(now, Input::Watch(e));
                 }
@@ -161,6 +164,9 @@ impl Pump {
             }
             hub.turn(&mut st, &mut started);
             drop(st);
+            if watched {
+                hop!(hop::PUMP_PUBLISHED);
+            }
             tasks.extend(started.drain(..));
         }
         // The requests still in flight are dropped before the transport

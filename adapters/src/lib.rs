@@ -520,6 +520,7 @@ mod election;
 mod error;
 mod facade;
 mod forever;
+pub mod hop;
 mod hub;
 mod lock;
 #[cfg(feature = "memory")]

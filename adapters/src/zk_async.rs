@@ -58,6 +58,7 @@ use zkelect_core::{
 use zookeeper_async as zka;
 
 use crate::error::{ConnectFailure, SessionError};
+use crate::hop::{self, hop};
 use crate::shell::{ClientState, Reporter, SessionOptions, Shell, CLOSE_TIMEOUT};
 use crate::startup::{self, Driver};
 use crate::transport::{EventStream, Transport, TransportEvent};
@@ -249,6 +250,7 @@ struct Forward(mpsc::UnboundedSender<Raw>);
 
 impl zka::Watcher for Forward {
     fn handle(&self, event: zka::WatchedEvent) {
+        hop!(hop::WATCH_CALLBACK);
         let _ = self.0.send(Raw::Watch(event));
     }
 }
@@ -477,6 +479,7 @@ impl ZkAsyncTransport {
             Request::Exists { path, watch: false } => zk.exists(&path, false).await.map(exists),
             Request::Exists { path, watch: true } => zk.exists(&path, true).await.map(exists),
             Request::Delete { path, version } => {
+                hop!(hop::DELETE_SENT);
                 zk.delete(&path, version).await.map(|()| Reply::Deleted)
             }
             Request::SetData {
@@ -534,6 +537,7 @@ impl Transport for ZkAsyncTransport {
         }
         self.pump_task.abort();
         self.background.abort();
+        hop!(hop::CLOSE_SENT);
         match tokio::time::timeout(CLOSE_TIMEOUT, self.zk.close()).await {
             Ok(Ok(())) => info!("session closed"),
             Ok(Err(e)) => debug!(error = %e, "close: the client was already closed"),
@@ -736,6 +740,7 @@ async fn pump<R, F, C, G>(
             // the watches it set (see the module docs).
             Raw::Watch(event) => {
                 if let Some(event) = map_watch(&event) {
+                    hop!(hop::WATCH_FORWARDED);
                     shared.shell.watch(event);
                 }
                 continue;

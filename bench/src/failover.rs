@@ -41,6 +41,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::contender::{Contender, Implementation, LeaderBoard};
+use crate::hops::{HopsRecord, Paths};
 use crate::mntr::{delta, Monitor, Packets, Sample, PROBE_EVERY};
 
 /// How one configuration is run.
@@ -155,6 +156,8 @@ pub struct Config {
     next_id: u64,
     rounds_run: usize,
     report: ConfigReport,
+    /// Where the recorded rounds' time went (stamps only with `--hops`).
+    paths: Paths,
 }
 
 impl Config {
@@ -185,12 +188,23 @@ impl Config {
             next_id: settings.candidates as u64,
             rounds_run: 0,
             report,
+            paths: Paths::default(),
         })
     }
 
     /// What the start-up measured.
     pub fn report(&self) -> &ConfigReport {
         &self.report
+    }
+
+    /// Where the recorded rounds' time went, hop by hop (see
+    /// [`crate::hops`]).
+    pub fn hops(&self) -> HopsRecord {
+        self.paths.summary(format!(
+            "failover N={}: {}",
+            self.settings.candidates,
+            self.label()
+        ))
     }
 
     /// `latch`, `zkelect/predecessor`, ...
@@ -239,6 +253,7 @@ impl Config {
         let watches_before = monitor.watches_fired().await?;
         let control_start = monitor.sample().await?;
         let (before, control_probes) = probe_for(monitor, settings.control).await?;
+        crate::hops::clear();
         let t0 = Instant::now();
         let killed = old.kill().await;
         let event = self
@@ -259,6 +274,10 @@ impl Config {
             );
         };
         let failover = event.at.duration_since(t0);
+        let path = crate::hops::take(t0, event.at);
+        if round >= settings.warmup {
+            self.paths.add(&path);
+        }
         let (after, probes, settled) =
             settle_from(monitor, before, settings.quiet, settings.settle_timeout).await?;
         let leaders_after = contenders.iter().filter(|c| c.is_leader()).count();

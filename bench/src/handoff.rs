@@ -43,9 +43,11 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use zkelect::Takeover;
+use zookeeper_async as zka;
 use zookeeper_client as zkc;
 
 use crate::contender::{zk_err, zkc_connect, ConnectSettings};
+use crate::hops::{HopsRecord, Paths};
 use crate::many::{zkelect_session, ZkelectTransport};
 use crate::stats::Summary;
 
@@ -142,6 +144,11 @@ pub struct HandoffSettings {
     pub idle: Duration,
     /// How long a hand-off may take before the run fails.
     pub timeout: Duration,
+    /// Record where zkelect's time goes (see [`crate::hops`]; the stamps'
+    /// subscriber must be installed), and time a second floor over
+    /// zookeeper-async, zkelect's transport here, stamped both in the
+    /// client's watcher callback and in the task it wakes.
+    pub hops: bool,
 }
 
 fn micros(d: Duration) -> f64 {
@@ -226,6 +233,7 @@ impl Queue {
     /// starts in the deleter's task just before the delete), so the bench's
     /// order to the holder is not part of the hand-off.
     async fn handoff(&mut self, holder: usize, timeout: Duration) -> Result<(Told, Duration)> {
+        crate::hops::clear();
         self.order(holder, Order::Release)?;
         let told = self.next_holder(timeout).await?;
         if told.who == holder {
@@ -501,6 +509,56 @@ async fn floor_sample(
     Ok(fired.duration_since(t0))
 }
 
+/// One floor sample over zookeeper-async (`--hops` only): as
+/// [`floor_sample`], with `get_data_w`; stamped in the client's watcher
+/// callback (the client's own task) and in the task the callback wakes (as
+/// any application, zkelect's pump included, must be woken).
+async fn zka_floor_sample(
+    deleter: &Arc<zka::ZooKeeper>,
+    watcher: &zka::ZooKeeper,
+    path: &str,
+    idle: Duration,
+) -> Result<Vec<(&'static str, Duration)>> {
+    deleter
+        .create(
+            path,
+            vec![],
+            zka::Acl::open_unsafe().clone(),
+            zka::CreateMode::Persistent,
+        )
+        .await
+        .map_err(|e| anyhow!("create({path}): {e:?}"))?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    watcher
+        .get_data_w(path, move |_| {
+            let _ = tx.send(Instant::now());
+        })
+        .await
+        .map_err(|e| anyhow!("get_data_w({path}): {e:?}"))?;
+    let fired = tokio::spawn(async move {
+        let callback = rx.await.ok();
+        (callback, Instant::now())
+    });
+    tokio::time::sleep(idle).await;
+    let (deleter, owned_path) = (Arc::clone(deleter), path.to_owned());
+    let deleted = tokio::spawn(async move {
+        let t0 = Instant::now();
+        deleter.delete(&owned_path, None).await.map(|()| t0)
+    });
+    let t0 = deleted
+        .await
+        .context("the zookeeper-async floor's deleter task")?
+        .map_err(|e| anyhow!("delete({path}): {e:?}"))?;
+    let (callback, woken) = fired
+        .await
+        .context("the zookeeper-async floor's watcher task")?;
+    let callback = callback.ok_or_else(|| anyhow!("the watch on {path} was dropped"))?;
+    Ok(vec![
+        (zkelect::hop::WATCH_CALLBACK, callback.duration_since(t0)),
+        (crate::hops::TOLD, woken.duration_since(t0)),
+    ])
+}
+
 /// Runs the floor and both locks at one waiter count; returns every recorded
 /// hand-off and the medians.
 ///
@@ -508,7 +566,9 @@ async fn floor_sample(
 ///
 /// When a client cannot connect, a request fails, or a hand-off takes longer
 /// than `settings.timeout`.
-pub async fn run(settings: &HandoffSettings) -> Result<(Vec<HandoffRecord>, HandoffSummary)> {
+pub async fn run(
+    settings: &HandoffSettings,
+) -> Result<(Vec<HandoffRecord>, HandoffSummary, Vec<HopsRecord>)> {
     let admin = zkc_connect(&settings.connect).await?;
     let dir_options = zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all());
     let base = settings.dir.as_str();
@@ -550,6 +610,15 @@ pub async fn run(settings: &HandoffSettings) -> Result<(Vec<HandoffRecord>, Hand
         .await?;
         let deleter = zkc_connect(&settings.connect).await?;
         let watcher = zkc_connect(&settings.connect).await?;
+        let zka_clients = if settings.hops {
+            Some((
+                crate::latch::connect(&settings.connect).await?,
+                crate::latch::connect(&settings.connect).await?,
+            ))
+        } else {
+            None
+        };
+        let (mut zkelect_paths, mut zka_floor_paths) = (Paths::default(), Paths::default());
         let mut zkc_holder = zkc_queue.next_holder(settings.timeout).await?.who;
         let mut zkelect_holder = zkelect_queue.next_holder(settings.timeout).await?.who;
         let mut records = Vec::new();
@@ -561,6 +630,18 @@ pub async fn run(settings: &HandoffSettings) -> Result<(Vec<HandoffRecord>, Hand
                 settings.idle,
             )
             .await?;
+            let zka_floor = match &zka_clients {
+                Some((deleter, watcher)) => Some(
+                    zka_floor_sample(
+                        deleter,
+                        watcher,
+                        &format!("{floor_dir}/a-{round}"),
+                        settings.idle,
+                    )
+                    .await?,
+                ),
+                None => None,
+            };
             tokio::time::sleep(settings.idle).await;
             let (next, zkc_took) = zkc_queue.handoff(zkc_holder, settings.timeout).await?;
             zkc_holder = next.who;
@@ -569,6 +650,13 @@ pub async fn run(settings: &HandoffSettings) -> Result<(Vec<HandoffRecord>, Hand
                 .handoff(zkelect_holder, settings.timeout)
                 .await?;
             zkelect_holder = next.who;
+            let zkelect_path = crate::hops::take(next.at - zkelect_took, next.at);
+            if round >= settings.warmup && settings.hops {
+                zkelect_paths.add(&zkelect_path);
+                if let Some(path) = &zka_floor {
+                    zka_floor_paths.add(path);
+                }
+            }
             if round >= settings.warmup {
                 let round = round - settings.warmup;
                 for (side, took, zero_rtt) in [
@@ -590,8 +678,21 @@ pub async fn run(settings: &HandoffSettings) -> Result<(Vec<HandoffRecord>, Hand
         zkc_queue.stop().await;
         zkelect_queue.stop().await;
         drop((deleter, watcher));
+        if let Some((deleter, watcher)) = zka_clients {
+            let _ = deleter.close().await;
+            let _ = watcher.close().await;
+        }
         let summary = summarize(settings.waiters, &records)?;
-        Ok((records, summary))
+        let hops = if settings.hops {
+            let w = settings.waiters;
+            vec![
+                zka_floor_paths.summary(format!("hand-off W={w}: floor over zookeeper-async")),
+                zkelect_paths.summary(format!("hand-off W={w}: zkelect")),
+            ]
+        } else {
+            Vec::new()
+        };
+        Ok((records, summary, hops))
     }
     .await;
     let _ = delete_tree(&admin, base).await;

@@ -32,6 +32,7 @@ pub mod criterion;
 pub mod economy;
 pub mod failover;
 pub mod handoff;
+pub mod hops;
 pub mod latch;
 pub mod many;
 pub mod mntr;

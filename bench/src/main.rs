@@ -191,6 +191,11 @@ struct HandoffArgs {
     /// Parent of this run's paths (a unique child per run, deleted afterwards).
     #[arg(long, default_value = "/zkelect-bench")]
     path: String,
+    /// Also report where zkelect's time goes, hop by hop (`hops` JSON
+    /// lines, a table on stderr): a subscriber for zkelect's `TRACE` stamps
+    /// is set for the run (see the bench's README).
+    #[arg(long)]
+    hops: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -270,6 +275,11 @@ struct FailoverArgs {
     /// Candidates connecting at once while an election is filled.
     #[arg(long, default_value_t = 16)]
     start_concurrency: usize,
+    /// Also report where zkelect's time goes, hop by hop (`hops` JSON
+    /// lines, a table on stderr): a subscriber for zkelect's `TRACE` stamps
+    /// is set for the run (see the bench's README).
+    #[arg(long)]
+    hops: bool,
 }
 
 #[derive(Args)]
@@ -340,6 +350,9 @@ fn failover_command(args: FailoverArgs) -> Result<()> {
     }
     if args.rounds == 0 {
         bail!("--rounds must be at least 1");
+    }
+    if args.hops {
+        zkelect_bench::hops::install()?;
     }
 
     // The embedded server lives until the end of main.
@@ -555,6 +568,9 @@ fn handoff_command(args: &HandoffArgs) -> Result<()> {
     if args.rounds == 0 || args.waiters.contains(&0) {
         bail!("--rounds and every --waiters count must be at least 1");
     }
+    if args.hops {
+        zkelect_bench::hops::install()?;
+    }
     let server = if args.embedded {
         eprintln!("starting an embedded ZooKeeper server ...");
         Some(embedded_server()?)
@@ -592,10 +608,15 @@ fn handoff_command(args: &HandoffArgs) -> Result<()> {
                 warmup: args.warmup,
                 idle: Duration::from_millis(args.idle_ms),
                 timeout: Duration::from_secs(10),
+                hops: args.hops,
             };
             eprintln!("hand-off with {waiters} waiters ...");
-            let (records, summary) = handoff::run(&settings).await?;
+            let (records, summary, hops) = handoff::run(&settings).await?;
             for record in &records {
+                emit(args.json, record)?;
+            }
+            for record in &hops {
+                eprint!("{}", record.text());
                 emit(args.json, record)?;
             }
             emit(args.json, &summary)?;
@@ -848,6 +869,11 @@ async fn run_all(
         }
         for config in live {
             let label = config.label();
+            if args.hops {
+                let hops = config.hops();
+                eprint!("{}", hops.text());
+                emit(args.json, &hops)?;
+            }
             let mine: Vec<f64> = recorded
                 .iter()
                 .filter(|r| r.setup == config.report().setup)

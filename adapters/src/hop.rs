@@ -1,0 +1,47 @@
+//! Stamps along a takeover's path, for the benchmarks: each is a `tracing`
+//! event at `TRACE` level with target [`TARGET`] and one field, `hop`, whose
+//! value is one of the names below.
+//!
+//! Off (no subscriber enables the target, the default), each costs one
+//! cached check of the callsite's interest. A bench that wants the times
+//! installs a layer that enables only [`TARGET`] and reads the clock first
+//! thing in its `on_event`.
+//!
+//! In the order a hand-off or a failover passes them:
+//!
+//! 1. [`DELETE_SENT`] / [`CLOSE_SENT`]: the releasing session hands its
+//!    delete, or the closing session its close, to the client library;
+//! 2. (the server; the client's I/O task reads the notification);
+//! 3. [`WATCH_CALLBACK`]: the client's watcher callback runs in the next
+//!    holder's session;
+//! 4. [`WATCH_FORWARDED`]: the transport puts the event on the session's
+//!    event stream;
+//! 5. [`PUMP_WOKEN`]: the session's pump has the event (its clock read);
+//! 6. [`PUMP_PUBLISHED`]: the core has handled it and the pump has
+//!    published what it emitted (the new role, the hold), waking the
+//!    handles;
+//! 7. the handle's task wakes (the application's own stamp).
+
+/// The target of every stamp.
+pub const TARGET: &str = "zkelect::hop";
+
+/// A delete handed to the client library.
+pub const DELETE_SENT: &str = "delete_sent";
+/// A session's close handed to the client library.
+pub const CLOSE_SENT: &str = "close_sent";
+/// The client library's watcher callback runs with a watch event.
+pub const WATCH_CALLBACK: &str = "watch_callback";
+/// The transport puts a watch event on the session's event stream.
+pub const WATCH_FORWARDED: &str = "watch_forwarded";
+/// The pump has a watch event in hand.
+pub const PUMP_WOKEN: &str = "pump_woken";
+/// The pump has published what the core emitted for a watch event.
+pub const PUMP_PUBLISHED: &str = "pump_published";
+
+/// Stamps `$name` (one of this module's constants).
+macro_rules! hop {
+    ($name:expr) => {
+        tracing::trace!(target: $crate::hop::TARGET, hop = $name)
+    };
+}
+pub(crate) use hop;
