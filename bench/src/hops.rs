@@ -60,7 +60,10 @@ pub fn install() -> Result<()> {
 
 /// Forgets every stamp so far (called before a trigger).
 pub fn clear() {
-    STAMPS.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    STAMPS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
 }
 
 /// The first stamp of each hop in `[t0, told]`, as time since `t0`, then

@@ -753,13 +753,19 @@ async fn run_all(
             span: Duration::from_millis(args.quiet_ms + 20),
         };
         eprintln!("baselines ...");
+        let [delete_notify, delete_notify_woken] =
+            baseline::delete_notify(settings, &dir, args.notify_samples, idle).await?;
+        let [close_notify, close_notify_woken] =
+            baseline::close_notify(settings, &dir, args.close_samples, idle).await?;
         for record in [
             baseline::exists_rtt(settings, args.exists_samples).await?,
-            baseline::delete_notify(settings, &dir, args.notify_samples, idle).await?,
-            baseline::close_notify(settings, &dir, args.close_samples, idle).await?,
+            delete_notify,
+            delete_notify_woken,
+            close_notify,
+            close_notify_woken,
         ] {
             eprintln!(
-                "  {:<14} median {:>8.1} µs  p90 {:>8.1} µs",
+                "  {:<20} median {:>8.1} µs  p90 {:>8.1} µs",
                 record.name, record.median_us, record.p90_us
             );
             emit(args.json, &record)?;

@@ -24,6 +24,7 @@ fn two_rounds_at_three_waiters_print_every_side_as_json() {
             "--session-timeout-ms",
             "4000",
             "--json",
+            "--hops",
         ])
         .output()
         .expect("run zkelect-bench");
@@ -63,6 +64,22 @@ fn two_rounds_at_three_waiters_print_every_side_as_json() {
         .unwrap_or_else(|| panic!("no quarters: {stdout}"));
     assert_eq!(quarters.len(), 2, "{stdout}");
     assert!(quarters.iter().all(|q| q.as_f64().is_some_and(|r| r > 0.0)));
+    // `--hops`: where each side's time went, zkelect's hop by hop.
+    let hops: Vec<&Value> = lines.iter().filter(|v| v["type"] == "hops").collect();
+    assert_eq!(hops.len(), 2, "{stdout}");
+    let names = |record: &Value| -> Vec<String> {
+        record["hops"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no hops: {record}"))
+            .iter()
+            .map(|h| h["hop"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(names(hops[0]), ["watch_callback", "told"], "{stdout}");
+    let zkelect = names(hops[1]);
+    for hop in ["delete_sent", "watch_callback", "pump_woken", "told"] {
+        assert!(zkelect.iter().any(|h| h == hop), "{hop}: {stdout}");
+    }
     assert!(
         stderr.contains("| waiters |"),
         "the table goes to stderr: {stderr}"

@@ -62,7 +62,23 @@ fn one_round_at_three_candidates_prints_parsable_json() {
         assert!(round.get("strategy").is_some(), "{round}");
         assert_eq!(round["leaders_after"], 1, "{round}");
     }
-    assert_eq!(of_type("baseline").count(), 3, "{stdout}");
+    // exists_rtt, and each notification floor stamped in the callback and
+    // in the task it wakes.
+    let baselines: Vec<&Value> = of_type("baseline").collect();
+    assert_eq!(baselines.len(), 5, "{stdout}");
+    for name in ["delete_notify", "close_notify"] {
+        let median = |name: String| {
+            baselines
+                .iter()
+                .find(|b| b["name"] == name.as_str())
+                .and_then(|b| b["median_us"].as_f64())
+                .unwrap_or_else(|| panic!("no {name}: {stdout}"))
+        };
+        assert!(
+            median(format!("{name}_woken")) >= median(name.to_owned()),
+            "a task woken by the callback runs after it: {stdout}"
+        );
+    }
     assert_eq!(of_type("summary").count(), expected_impls.len(), "{stdout}");
     assert_eq!(of_type("server").count(), 1, "{stdout}");
 }
