@@ -173,21 +173,27 @@ pub enum ConnectionPolicy {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Takeover {
     /// On the deletion notice alone, with no round trip after it, wherever
-    /// the waiter's books prove it holds. A new holder marks its node
-    /// ([`ConfigBuilder::leader_marker`]) so that its successor's books
-    /// prove it, and every waiter watches its own node from the moment it
-    /// knows it waits (a waiter that takes over without a listing must know
-    /// its node is still there). Per hand-off of a lock the ensemble sees
-    /// 3 requests and 6 packets out, and per re-queue 4 and 4; a failover
-    /// 3 in and 4 out. Per cycle (queueing to release) that is one request
-    /// and one packet above the least any takeover on the notice can cost
-    /// (bench/README.md gives the argument).
+    /// the waiter's books prove it holds. Every waiter watches its own node
+    /// from the moment it knows it waits (a waiter that takes over without
+    /// a listing must know its node is still there), and the two nearest
+    /// nodes below its own (k + 1 with k holders): when the farther goes,
+    /// it lists again unless its books already name all that is left below,
+    /// so that when the nearest goes its books prove it holds (the two-watch
+    /// takeover; nothing is written). Per hand-off of a lock in a queue of
+    /// three waiters or more the ensemble sees 2 requests and 5 packets out,
+    /// and per re-queue 5 and 5; a failover 2 in and 3 out (zookeeper-async,
+    /// which hangs up without the close's answer; 2 and 5 over
+    /// zookeeper-client). Per cycle (queueing to release) that is one
+    /// request and one packet above the least any takeover on the notice
+    /// can cost, and only reads above re-listing: an ensemble's writes
+    /// (each one a quorum's disk flush) are the peers' (bench/README.md
+    /// gives the argument).
     #[default]
     OnNotification,
     /// As Curator, kazoo and zookeeper-client do: the waiter lists the
     /// children again when the node it watches goes (one round trip more),
     /// unless its last listing already proves it holds and its own node is
-    /// watched. No marker is written, and a node's own watch is set only
+    /// watched. Only the nearest node below is watched, and a node's own watch is set only
     /// once it has been in the queue for a third to two thirds of the
     /// session timeout, so a short hold or wait never pays for one: per
     /// hand-off 2 requests and 3 packets out, per failover 2 and 2, per
@@ -538,15 +544,19 @@ impl Config {
     pub fn takeover(&self) -> Takeover {
         self.takeover
     }
-    /// Whether a new leader marks its node (see [`ConfigBuilder::leader_marker`]):
-    /// taking over on the notification, with the `Predecessor` strategy, with
-    /// protected names, and without interop.
-    pub fn leader_marker(&self) -> bool {
+    /// Whether a waiter watches the node below its nearest ones too (the
+    /// two-watch takeover of [`Takeover::OnNotification`]): with the
+    /// `Predecessor` strategy (the `Parent` strategy's waiters watch no
+    /// node below), protected names (a name still listed after a relisting
+    /// must be the node watched, its watch still set) and without interop
+    /// (a Curator reader may be created below a writer's node after it, and
+    /// other libraries' names may be unprotected: the books are then not
+    /// the shrinking set the scheme counts on).
+    pub fn two_watch(&self) -> bool {
         self.takeover == Takeover::OnNotification
             && self.strategy == WatchStrategy::Predecessor
             && self.protected_create
             && self.interop == Interop::None
-            && self.rule.marks_when_holding()
     }
 
     /// Whether the holder hears of revocation requests written into its
@@ -748,39 +758,9 @@ impl ConfigBuilder {
         self.config.nonce_seed = seed;
         self
     }
-    /// Mark the node of a new leader (default true): the leader rewrites its
-    /// node's data unchanged (`setData` expecting version 0), which fires its
-    /// successor's watch; the successor reads the node again, sees data version
-    /// 1 with the bytes it read at version 0, and so knows fewer than k nodes are
-    /// below its predecessor for good (sequence numbers only grow). When the
-    /// predecessor goes, the successor leads on the notification alone instead
-    /// of listing the children again: three requests per election, none during
-    /// a failover.
-    ///
-    /// Off with interop, whatever is asked here: Curator's LeaderLatch acts only
-    /// on `NodeDeleted`, so a data change would spend a Curator successor's watch
-    /// and leave it waiting forever. Off with the `Parent` strategy, whose
-    /// followers have no predecessor to learn about. Off without
-    /// protected names: after the election path is recreated, an unprotected
-    /// name may be another candidate's node, which the write would mark.
-    ///
-    /// The marker is what [`Takeover::OnNotification`] rests on, so this is
-    /// the older name of that choice: `false` is
-    /// [`takeover`](Self::takeover)`(Takeover::Relist)`, `true`
-    /// `takeover(Takeover::OnNotification)`. A holder whose own listing
-    /// showed no node above its own writes none (no one could learn from it:
-    /// every later node lists after that listing).
-    pub fn leader_marker(mut self, yes: bool) -> Self {
-        self.config.takeover = if yes {
-            Takeover::OnNotification
-        } else {
-            Takeover::Relist
-        };
-        self
-    }
     /// How a waiter takes over when a node it watches goes (default
-    /// [`Takeover::OnNotification`]): on the notification alone, at 3
-    /// requests and 6 packets out per hand-off, or
+    /// [`Takeover::OnNotification`]): on the notification alone, at 2
+    /// requests and 5 packets out per hand-off, or
     /// [`Takeover::Relist`]ing as the other libraries do, one round trip
     /// later, at their 2 requests and 3 packets out.
     ///
@@ -788,7 +768,7 @@ impl ConfigBuilder {
     /// use zkelect_core::{Config, Takeover};
     /// let peers = Config::builder("/svc/lock", "a").takeover(Takeover::Relist).build()?;
     /// assert_eq!(peers.takeover(), Takeover::Relist);
-    /// assert!(!peers.leader_marker());
+    /// assert!(!peers.two_watch());
     /// # Ok::<(), zkelect_core::ConfigError>(())
     /// ```
     pub fn takeover(mut self, takeover: Takeover) -> Self {
@@ -804,8 +784,8 @@ impl ConfigBuilder {
     ///
     /// The machine then watches its own node's data (it watches the node
     /// anyway, to learn of its deletion; without revocation a child watch
-    /// serves, which its own leader marker does not spend): one more read
-    /// per hold, after the marker.
+    /// serves, which no write into the node spends): each write into the
+    /// node spends that watch, and it is set again, a read more per write.
     pub fn revocable(mut self, yes: bool) -> Self {
         self.config.revocable = yes;
         self
@@ -1277,7 +1257,7 @@ mod tests {
             let c = Config::builder("/e", "a").interop(scheme).build().unwrap();
             assert_eq!(c.prefix(), stem);
             assert_eq!(Interop::from_flag(scheme.flag()), Some(scheme));
-            assert!(!c.leader_marker() || scheme == Interop::None);
+            assert!(!c.two_watch() || scheme == Interop::None);
         }
         assert_eq!(
             Config::builder("/e", "a")
@@ -1397,16 +1377,21 @@ mod tests {
                 .rule(),
             Rule::Election { leaders: 2 }
         );
-        // A reader's marker teaches nobody (writers watch it, readers do not).
-        let marks = |rule| {
+        // The two-watch takeover needs no cooperation from the nodes
+        // watched: every rule's waiters take it (a reader's blockers, the
+        // writers below it, only shrink as anyone's do).
+        let two = |rule, takeover| {
             Config::builder("/e", "a")
                 .rule(rule)
+                .takeover(takeover)
                 .build()
                 .unwrap()
-                .leader_marker()
+                .two_watch()
         };
-        assert!(!marks(Rule::Read));
-        assert!(marks(Rule::Write) && marks(Rule::Mutex));
+        for rule in [Rule::Read, Rule::Write, Rule::Mutex] {
+            assert!(two(rule, Takeover::OnNotification));
+            assert!(!two(rule, Takeover::Relist));
+        }
     }
 
     #[test]

@@ -22,9 +22,8 @@
 /// order only while it is not negative: once the parent's counter has passed
 /// 2^31 − 1, a shared queue is refused
 /// ([`CandidateError::SequenceWrapped`](crate::CandidateError::SequenceWrapped)).
-/// The leader marker
-/// ([`ConfigBuilder::leader_marker`](crate::ConfigBuilder::leader_marker))
-/// is off with interop.
+/// The two-watch takeover
+/// ([`Config::two_watch`](crate::Config::two_watch)) is off with interop.
 ///
 /// ```
 /// use zkelect_core::{Config, Interop};

@@ -124,25 +124,29 @@
 //! let (mut b, b_path) = join("b", 1, &[name(&a_path)])?;
 //! let (mut c, _) = join("c", 2, &[name(&a_path), name(&b_path)])?;
 //! assert_eq!(b.watching(), Some(name(&a_path).as_str())); // b waits for a
-//! assert_eq!(c.watching(), Some(name(&b_path).as_str())); // c waits for b, not a
+//! assert_eq!(c.watching(), Some(name(&b_path).as_str())); // c waits for b first
+//!
+//! // c watches the two nearest nodes below its own: b, and a behind it (a
+//! // read of each sets its watch; its own node is watched too).
+//! let node_at = |czxid| Reply::Data { data: b"x".to_vec(),
+//!     stat: Stat { czxid, ephemeral_owner: 2, ..Stat::default() } };
+//! let read = next(&mut c, Verb::GetData);                   // c reads b, setting its watch
+//! assert_eq!(read.request.path(), b_path);
+//! c.handle(t, Input::Reply { op: read.op, result: Ok(node_at(101)) });
+//! let read = next(&mut c, Verb::GetData);                   // then a
+//! assert_eq!(read.request.path(), a_path);
+//! c.handle(t, Input::Reply { op: read.op, result: Ok(node_at(100)) });
+//! assert_eq!(c.watched(), [name(&b_path), name(&a_path)]);
 //!
 //! // a releases: its node is deleted, and b's watch alone hands b the lock.
 //! a.resign(t, false);
-//! b.handle(t, Input::Watch(WatchEvent { kind: WatchKind::NodeDeleted, path: a_path }));
+//! b.handle(t, Input::Watch(WatchEvent { kind: WatchKind::NodeDeleted, path: a_path.clone() }));
 //! assert_eq!(b.role(), Role::Leader(FencingToken(101)));
-//! assert_eq!(c.role(), Role::Follower);                     // c slept through it
-//!
-//! // b marks its node as it takes the lock (an unchanged rewrite, version 0 → 1);
-//! // c's watch fires, c reads the node again and learns that b held the lock,
-//! // so nothing older than b can be left below c.
-//! assert!(std::iter::from_fn(|| b.poll_command()).any(|cmd| cmd.request.kind() == Verb::SetData));
-//! let b_at = |version| Reply::Data { data: b"b".to_vec(),
-//!     stat: Stat { czxid: 101, ephemeral_owner: 2, version, ..Stat::default() } };
-//! let read = next(&mut c, Verb::GetData);                   // c's first read of b (version 0)
-//! c.handle(t, Input::Reply { op: read.op, result: Ok(b_at(0)) });
-//! c.handle(t, Input::Watch(WatchEvent { kind: WatchKind::NodeDataChanged, path: b_path.clone() }));
-//! let read = next(&mut c, Verb::GetData);
-//! c.handle(t, Input::Reply { op: read.op, result: Ok(b_at(1)) });
+//! // c hears of it too: its books now name all that is left below it (b
+//! // alone, watched), so it asks nothing.
+//! c.handle(t, Input::Watch(WatchEvent { kind: WatchKind::NodeDeleted, path: a_path }));
+//! assert_eq!(c.poll_command(), None);
+//! assert_eq!(c.role(), Role::Follower);
 //!
 //! // b releases: c holds on the notification alone, though its listing showed a.
 //! b.resign(t, false);

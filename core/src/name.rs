@@ -353,17 +353,6 @@ pub fn parse(name: &str, prefix: &str, interop: Interop, recipe: Recipe) -> Opti
     })
 }
 
-/// The access of a child name that [`parse`] accepts, without building the
-/// [`NodeName`] (no allocation).
-pub(crate) fn access_of(
-    name: &str,
-    prefix: &str,
-    interop: Interop,
-    recipe: Recipe,
-) -> Option<Access> {
-    scan(name, &Stems::new(prefix, interop, recipe)).map(|(_, _, access, _)| access)
-}
-
 /// Where one node stands in a children listing: what a candidate needs from it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Standing {

@@ -164,28 +164,6 @@ impl Rule {
         Some(stem)
     }
 
-    /// Whether a watched node of `access` that has held (its leader marker)
-    /// bounds the nodes blocking *us* below it.
-    ///
-    /// When a node X held, fewer than the limit of the nodes blocking X were
-    /// below it, for good. That bounds our blockers below X only if every node
-    /// that blocks us also blocks X: an exclusive X is blocked by everyone; a
-    /// shared X (a reader) only by writers, so it bounds a reader's blockers
-    /// (no writer below it, ever) but not a writer's (readers below it still
-    /// block a writer, in any number). Every participant of a queue has the
-    /// same limit (a reader's and a writer's is 1).
-    pub(crate) fn learns_from_holder(self, access: Access) -> bool {
-        access == Access::Exclusive || self == Self::Read
-    }
-
-    /// Whether this rule's holder marks its node: only if someone watching it
-    /// can learn from the marker. A reader is watched only by writers (readers
-    /// watch writers), which cannot, so a reader's marker would cost a write
-    /// and spend a writer's watch for nothing.
-    pub(crate) fn marks_when_holding(self) -> bool {
-        self.access() == Access::Exclusive
-    }
-
     /// Whether the holder is alone and the oldest node: it can name itself the
     /// leader without a listing.
     pub(crate) fn holds_alone(self) -> bool {
@@ -360,28 +338,6 @@ mod tests {
         for &(rule, access, want) in BLOCKS {
             assert_eq!(rule.blocked_by(access), want, "{rule:?} {access:?}");
         }
-    }
-
-    /// (rule, holder's access) → whether its marker bounds our blockers.
-    const LEARNS: &[(Rule, Access, bool)] = &[
-        (Rule::Election { leaders: 3 }, Access::Exclusive, true),
-        (Rule::Mutex, Access::Exclusive, true),
-        (Rule::Semaphore { permits: 2 }, Access::Exclusive, true),
-        (Rule::Read, Access::Exclusive, true),
-        (Rule::Read, Access::Shared, true),
-        (Rule::Write, Access::Exclusive, true),
-        // A reader that held proves no writer below it, but readers below
-        // it block a writer in any number.
-        (Rule::Write, Access::Shared, false),
-    ];
-
-    #[test]
-    fn marker_table() {
-        for &(rule, access, want) in LEARNS {
-            assert_eq!(rule.learns_from_holder(access), want, "{rule:?} {access:?}");
-        }
-        assert!(!Rule::Read.marks_when_holding());
-        assert!(Rule::Write.marks_when_holding());
     }
 
     #[test]

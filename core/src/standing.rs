@@ -30,9 +30,6 @@ struct Note {
 struct Read {
     /// Which node bore the name when it was read.
     czxid: i64,
-    /// Its data when read at data version 0: the same bytes at version 1 of the
-    /// same node are its leader marker.
-    original: Option<Vec<u8>>,
 }
 
 /// What a standing is judged against: how many permits a queue has, and
@@ -46,18 +43,18 @@ struct Read {
 pub(crate) struct Limits {
     /// Hold while the weights of the blocking nodes below are fewer than this.
     pub(crate) room: usize,
-    /// The queue's limit (a semaphore's permits): what bounds a node that held.
-    pub(crate) permits: usize,
+    /// How many nodes to watch beyond those that fill the room: 0, or 1
+    /// under the two-watch takeover (the candidate's design notes). The
+    /// farther watch's notice says when the books may prove the room free
+    /// on the nearest's deletion, without a listing after it.
+    pub(crate) spare: usize,
 }
 
 impl Limits {
     /// Every node weighs 1 and `k` hold.
     #[cfg(test)]
-    pub(crate) fn count(k: usize) -> Self {
-        Self {
-            room: k,
-            permits: k,
-        }
+    pub(crate) const fn count(k: usize) -> Self {
+        Self { room: k, spare: 0 }
     }
 }
 
@@ -93,13 +90,11 @@ pub(crate) struct Standing {
     /// compare them again (each comparison unpacks a name). Cleared by every
     /// change to either list; kept in `older`'s word, so it costs no byte.
     synced: bool,
-    /// For each node of `lower` found to have led (its leader marker): how many
-    /// entries of `lower` are below it. Fewer than k nodes were below it when it
-    /// led, and none can have been added since; see [`Self::below`].
-    marks: Vec<(usize, u32)>,
     /// The nodes this follower watches, nearest first: the k nearest below its
-    /// own (with k = 1, just the predecessor). Its standing can only change when
-    /// one of them goes — deletions further down leave k nodes below it.
+    /// own (with k = 1, just the predecessor), and under the two-watch
+    /// takeover the next one too ([`Limits::spare`]). Its standing can only
+    /// change when one of the k goes — deletions further down leave k nodes
+    /// below it.
     watched: Vec<String>,
     /// For each of `watched` (the same length, in the same order): whether the
     /// server confirmed its watch, and what the replies said of it. A listing
@@ -212,7 +207,6 @@ impl Standing {
             self.lower = kept.collect();
         }
         self.synced = false;
-        self.marks.clear();
     }
 
     /// The weight of `lower[i]`.
@@ -231,27 +225,22 @@ impl Standing {
     }
 
     /// An upper bound on the weight of the participants below our node now
-    /// (their number, when every node weighs 1).
-    ///
-    /// Without a marker: all the last listing showed below, minus those seen
-    /// gone. With a marker on `lower[m]`: when it held, the weights below it
-    /// plus its own fitted in the permits, so at most `permits - w` lie below
-    /// it (they may include nodes already gone when it held, so a deletion
-    /// seen among them later only counts when less than that remains to
-    /// choose from), plus it and those between it and us, all of which the
-    /// listing showed and kept. With k leaders (every weight 1) that is fewer
-    /// than k below it: at most k - 1.
-    pub(crate) fn below(&self, limits: Limits) -> usize {
-        let older = self.older as usize;
-        let len = self.lower.len();
-        let listed = older + self.weigh(0..len);
-        self.marks
-            .iter()
-            .map(|&(m, weight)| {
-                let under = limits.permits.saturating_sub(weight as usize);
-                under.min(older + self.weigh(0..m)) + self.weigh(m..len)
-            })
-            .fold(listed, usize::min)
+    /// (their number, when every node weighs 1): all the last listing showed
+    /// below, minus those seen gone.
+    pub(crate) fn below(&self) -> usize {
+        self.older as usize + self.weigh(0..self.lower.len())
+    }
+
+    /// Whether the books name every node that can still be below ours and
+    /// each of them is watched: then no deletion below can go unseen, and
+    /// no listing can teach more than they know.
+    pub(crate) fn exact(&self) -> bool {
+        self.older == 0
+            && self.lower.len() <= self.watched.len()
+            && self
+                .lower
+                .iter()
+                .all(|kept| self.watched.iter().any(|w| kept.is(w)))
     }
 
     /// Forgets the last listing's view of the nodes below ours.
@@ -260,7 +249,6 @@ impl Standing {
         self.set_weights(Vec::new());
         self.older = 0;
         self.synced = false;
-        self.marks = Vec::new();
     }
 
     /// Forgets the watched nodes and what was learned of them.
@@ -325,11 +313,6 @@ impl Standing {
                 rare.weights.remove(i);
             }
             self.synced = false;
-            for (m, _) in &mut self.marks {
-                if i < *m {
-                    *m -= 1;
-                }
-            }
         }
         if let Some(i) = self.position(name) {
             self.watched.remove(i);
@@ -370,14 +353,23 @@ impl Standing {
     /// node watches one below it only if the weights between them are less
     /// than its room): a deletion wakes as few as in an unweighted
     /// semaphore of as many permits.
+    ///
+    /// With a spare ([`Limits::spare`]), the next node below those is
+    /// watched as well, where the books know of one; where they know that
+    /// more lie below but not their names, they are listed again.
     pub(crate) fn next(&mut self, limits: Limits) -> Next {
-        if self.below(limits) < limits.room {
+        if self.below() < limits.room {
             return Next::Lead;
         }
-        let Some(k) = self.nearest_covering(limits.room) else {
+        let Some(covering) = self.nearest_covering(limits.room) else {
             // Only the nearest few were kept; ask again for the rest.
             return Next::List;
         };
+        let k = (covering + limits.spare).min(self.lower.len());
+        if k < covering + limits.spare && self.older > 0 {
+            // A spare watch is wanted on a node the books cannot name.
+            return Next::List;
+        }
         let want = self.lower[self.lower.len() - k..].iter().rev();
         let synced = self.synced && self.watched.len() == k;
         if !synced
@@ -406,60 +398,23 @@ impl Standing {
     }
 
     /// Checks a read of the watched node `name` against our node (`own_czxid`)
-    /// and earlier reads, and looks for its leader marker. `None` if the node
-    /// bearing the name is not the one our listing showed: one created after
-    /// our node (a lower sequence is an older node only under one incarnation
-    /// of the path), or another than the one read before. Otherwise whether a
-    /// marker found on it lowered [`Self::below`]. `proves`: whether a marker
-    /// on this node bounds the nodes blocking ours at all (under a rule where
-    /// it does not, a writer watching a reader, it is read past).
-    pub(crate) fn learn(
-        &mut self,
-        name: &str,
-        data: Vec<u8>,
-        stat: Stat,
-        own_czxid: i64,
-        limits: Limits,
-        proves: bool,
-    ) -> Option<bool> {
+    /// and earlier reads: false if the node bearing the name is not the one
+    /// our listing showed: one created after our node (a lower sequence is
+    /// an older node only under one incarnation of the path), or another
+    /// than the one read before. A change of its data proves nothing about
+    /// the nodes below (it is the application's, an operator's, or a
+    /// revocation request) and is not looked at.
+    pub(crate) fn learn(&mut self, name: &str, stat: Stat, own_czxid: i64) -> bool {
         if stat.czxid >= own_czxid {
-            return None;
-        }
-        let read = match &mut self.note(name).read {
-            Some(read) if read.czxid != stat.czxid => return None,
-            Some(read) => read,
-            none => none.insert(Read {
-                czxid: stat.czxid,
-                original: None,
-            }),
-        };
-        if stat.version == 0 {
-            read.original = Some(data);
-        } else if stat.version == 1 && read.original.as_deref() == Some(data.as_slice()) {
-            // Version 1 with the bytes of version 0: the leader's own rewrite,
-            // expecting version 0. An operator's write changes the bytes (or
-            // comes second and makes the version 2) and proves nothing. Without
-            // a version-0 read to compare with, nothing is learned either:
-            // the next listing will tell.
-            read.original = None;
-            return Some(proves && self.led(name, limits));
-        }
-        Some(false)
-    }
-
-    /// A watched node has led: when it did, fewer than k nodes (weights
-    /// fitting beside its own) were below it, and none can have been added
-    /// below it since. So at most that, plus those of the listing between it
-    /// and us, are below our node now. True if that lowered [`Self::below`].
-    fn led(&mut self, name: &str, limits: Limits) -> bool {
-        let probe = Probe::new(name);
-        let Some(i) = self.lower.iter().position(|n| n.matches(&probe)) else {
             return false;
-        };
-        let before = self.below(limits);
-        let weight = self.weight(i) as u32;
-        push_small(&mut self.marks, (i, weight));
-        self.below(limits) < before
+        }
+        match &mut self.note(name).read {
+            Some(read) => read.czxid == stat.czxid,
+            none => {
+                *none = Some(Read { czxid: stat.czxid });
+                true
+            }
+        }
     }
 }
 
@@ -482,70 +437,39 @@ mod tests {
     }
 
     /// A standing from a listing: `rank` below, the nearest `kept` of them
-    /// kept (named `n0` oldest … `n{kept-1}` nearest), markers on `marks`.
-    fn standing(rank: usize, kept: usize, marks: &[usize]) -> Standing {
+    /// kept (named `n0` oldest … `n{kept-1}` nearest).
+    fn standing(rank: usize, kept: usize) -> Standing {
         let mut s = Standing::default();
         s.listed(rank as u64, names(kept), Vec::new());
-        s.marks = marks.iter().map(|&m| (m, 1)).collect();
         s
     }
 
-    /// One row of [`BELOW`].
-    type BelowCase = (
-        usize,
-        usize,
-        usize,
-        &'static [usize],
-        &'static [&'static str],
-        usize,
-    );
+    /// Every node weighs 1, `k` hold, and the two-watch's spare is wanted.
+    const fn two(k: usize) -> Limits {
+        Limits { room: k, spare: 1 }
+    }
 
-    /// How many can be below us (an upper bound), after a listing, markers and
-    /// deletions: the rule the zero-round-trip takeover rests on.
-    /// (k, rank, kept, marks, gone) → below.
+    /// How many can be below us (an upper bound), after a listing and
+    /// deletions: (rank, kept, gone) → below.
     #[rustfmt::skip]
-    const BELOW: &[BelowCase] = &[
-        // No marker: what the listing showed, minus those seen gone.
-        (1, 0, 0, &[], &[], 0),
-        (1, 1, 1, &[], &[], 1),
-        (1, 1, 1, &[], &["n0"], 0),
-        (1, 5, 3, &[], &[], 5),
-        (1, 5, 3, &[], &["n2"], 4),
+    const BELOW: &[(usize, usize, &[&str], usize)] = &[
+        (0, 0, &[], 0),
+        (1, 1, &[], 1),
+        (1, 1, &["n0"], 0),
+        (5, 3, &[], 5),
+        (5, 3, &["n2"], 4),
         // A gone name the listing did not keep changes nothing.
-        (1, 5, 3, &[], &["zz"], 5),
-        // k = 1, the nearest led: nothing below it, so it is all that is below us.
-        (1, 5, 3, &[2], &[], 1),
-        (1, 5, 3, &[2], &["n2"], 0),
-        // A marker further down: it and those between it and us.
-        (1, 5, 3, &[0], &[], 3),
-        (1, 5, 3, &[0], &["n1"], 2),
-        // A deletion below the marked node does not count for k = 1.
-        (1, 5, 3, &[1], &[], 2),
-        (1, 5, 3, &[1], &["n0"], 2),
-        // k = 2: fewer than 2 below the leader, so at most 1 plus it.
-        (2, 6, 4, &[3], &[], 2),
-        (2, 6, 4, &[3], &["n3"], 1),
-        // …and a deletion among those below it counts only when fewer than
-        // k - 1 remain to choose from.
-        (2, 6, 4, &[3], &["n0"], 2),
-        (2, 2, 2, &[1], &["n0"], 1),
-        // The tightest marker wins.
-        (1, 5, 3, &[0, 2], &[], 1),
-        (3, 8, 8, &[5], &[], 5),
+        (5, 3, &["zz"], 5),
     ];
 
     #[test]
-    fn below_counts_what_the_listing_markers_and_deletions_allow() {
-        for (i, &(k, rank, kept, marks, gone, below)) in BELOW.iter().enumerate() {
-            let mut s = standing(rank, kept, marks);
+    fn below_counts_what_the_listing_and_deletions_allow() {
+        for (i, &(rank, kept, gone, below)) in BELOW.iter().enumerate() {
+            let mut s = standing(rank, kept);
             for g in gone {
                 s.remove(g);
             }
-            assert_eq!(
-                s.below(Limits::count(k)),
-                below,
-                "case {i}: k={k} rank={rank} kept={kept} marks={marks:?} gone={gone:?}"
-            );
+            assert_eq!(s.below(), below, "case {i}: rank={rank} kept={kept} gone={gone:?}");
         }
     }
 
@@ -560,7 +484,7 @@ mod tests {
 
     /// One row of [`NEXT`].
     type NextCase = (
-        usize,
+        Limits,
         usize,
         usize,
         &'static [&'static str],
@@ -569,27 +493,36 @@ mod tests {
     );
 
     /// What a follower does with its standing: lead, list again, or watch the
-    /// k nearest below, one request at a time, nearest first.
-    /// (k, rank, kept, armed) → (next, watched).
+    /// k nearest below (and a spare), one request at a time, nearest first.
+    /// (limits, rank, kept, armed) → (next, watched).
     #[rustfmt::skip]
     const NEXT: &[NextCase] = &[
-        (1, 0, 0, &[], Want::Lead, &[]),
-        (2, 1, 1, &[], Want::Lead, &[]),
+        (Limits::count(1), 0, 0, &[], Want::Lead, &[]),
+        (Limits::count(2), 1, 1, &[], Want::Lead, &[]),
         // Enough below, but too few of them kept: list again.
-        (2, 9, 1, &[], Want::List, &[]),
-        (1, 3, 3, &[], Want::Watch("n2"), &["n2"]),
-        (1, 3, 3, &["n2"], Want::Wait, &["n2"]),
-        (2, 3, 3, &[], Want::Watch("n2"), &["n2", "n1"]),
-        (2, 3, 3, &["n2"], Want::Watch("n1"), &["n2", "n1"]),
-        (2, 3, 3, &["n1", "n2"], Want::Wait, &["n2", "n1"]),
+        (Limits::count(2), 9, 1, &[], Want::List, &[]),
+        (Limits::count(1), 3, 3, &[], Want::Watch("n2"), &["n2"]),
+        (Limits::count(1), 3, 3, &["n2"], Want::Wait, &["n2"]),
+        (Limits::count(2), 3, 3, &[], Want::Watch("n2"), &["n2", "n1"]),
+        (Limits::count(2), 3, 3, &["n2"], Want::Watch("n1"), &["n2", "n1"]),
+        (Limits::count(2), 3, 3, &["n1", "n2"], Want::Wait, &["n2", "n1"]),
         // An armed node no longer among the k nearest is forgotten.
-        (1, 3, 3, &["n0"], Want::Watch("n2"), &["n2"]),
+        (Limits::count(1), 3, 3, &["n0"], Want::Watch("n2"), &["n2"]),
+        // The two-watch: the nearest and the next, nearest first.
+        (two(1), 3, 3, &[], Want::Watch("n2"), &["n2", "n1"]),
+        (two(1), 3, 3, &["n2"], Want::Watch("n1"), &["n2", "n1"]),
+        (two(1), 3, 3, &["n2", "n1"], Want::Wait, &["n2", "n1"]),
+        (two(2), 5, 4, &[], Want::Watch("n3"), &["n3", "n2", "n1"]),
+        // The predecessor alone below: nothing more to watch.
+        (two(1), 1, 1, &["n0"], Want::Wait, &["n0"]),
+        // More below than kept, and only the nearest named: list.
+        (two(1), 4, 1, &["n0"], Want::List, &[]),
     ];
 
     #[test]
     fn next_leads_lists_or_watches_the_k_nearest_one_at_a_time() {
-        for (i, &(k, rank, kept, armed, want, watched)) in NEXT.iter().enumerate() {
-            let mut s = standing(rank, kept, &[]);
+        for (i, &(limits, rank, kept, armed, want, watched)) in NEXT.iter().enumerate() {
+            let mut s = standing(rank, kept);
             for a in armed {
                 s.armed(a);
             }
@@ -599,45 +532,58 @@ mod tests {
                 Want::Watch(name) => Next::Watch(name.to_owned()),
                 Want::Wait => Next::Wait,
             };
-            assert_eq!(s.next(Limits::count(k)), expected, "case {i}");
-            assert_eq!(s.watched(), watched, "case {i}");
+            assert_eq!(s.next(limits), expected, "case {i}");
+            if !matches!(want, Want::List) {
+                assert_eq!(s.watched(), watched, "case {i}");
+            }
         }
     }
 
     #[test]
+    fn the_books_are_exact_only_when_every_node_below_is_named_and_watched() {
+        // Listed two below, both watched: exact; the farther goes, still
+        // exact (the nearest alone, watched).
+        let mut s = standing(2, 2);
+        assert_eq!(s.next(two(1)), Next::Watch("n1".into()));
+        assert!(s.exact());
+        s.armed("n1");
+        s.armed("n0");
+        assert_eq!(s.next(two(1)), Next::Wait);
+        s.remove("n0");
+        assert!(s.exact());
+        assert_eq!(s.next(two(1)), Next::Wait);
+        assert_eq!(s.watched(), ["n1"]);
+        s.remove("n1");
+        assert_eq!(s.next(two(1)), Next::Lead);
+        // Listed three below: the farther watched goes, one below it may
+        // remain: not exact (a listing must say).
+        let mut s = standing(3, 3);
+        s.armed("n2");
+        s.armed("n1");
+        assert_eq!(s.next(two(1)), Next::Wait);
+        assert!(!s.exact());
+        s.remove("n1");
+        assert!(!s.exact());
+        // More below than kept: never exact.
+        let mut s = standing(9, 2);
+        s.armed("n1");
+        s.armed("n0");
+        assert!(!s.exact());
+    }
+
+    #[test]
     fn a_watch_keeps_its_note_when_a_nearer_one_goes() {
-        let mut s = standing(3, 3, &[]);
+        let mut s = standing(3, 3);
         assert_eq!(s.next(Limits::count(2)), Next::Watch("n2".into()));
         s.armed("n2");
-        assert_eq!(
-            s.learn(
-                "n1",
-                b"id".to_vec(),
-                read(5, 0),
-                100,
-                Limits::count(2),
-                true
-            ),
-            Some(false)
-        );
+        assert!(s.learn("n1", read(5), 100));
         s.armed("n1");
         assert_eq!(s.next(Limits::count(2)), Next::Wait);
         s.remove("n2");
         // n1 stays armed and read; n0 is new among the two nearest.
         assert_eq!(s.next(Limits::count(2)), Next::Watch("n0".into()));
         assert_eq!(s.watched(), ["n1", "n0"]);
-        assert_eq!(
-            s.learn(
-                "n1",
-                b"id".to_vec(),
-                read(6, 0),
-                100,
-                Limits::count(2),
-                true
-            ),
-            None,
-            "another node"
-        );
+        assert!(!s.learn("n1", read(6), 100), "another node");
         s.disarm("n1");
         s.armed("n0");
         assert_eq!(s.next(Limits::count(2)), Next::Watch("n1".into()));
@@ -647,8 +593,9 @@ mod tests {
     #[test]
     fn a_listing_keeps_the_notes_of_names_still_among_the_k_nearest() {
         // What lets a Parent follower read a node below once, not once per
-        // listing of the herd.
-        let mut s = standing(4, 4, &[]);
+        // listing of the herd, and a two-watch waiter keep the watch on its
+        // nearest across the listing its farther node's deletion asks for.
+        let mut s = standing(4, 4);
         assert_eq!(s.next(Limits::count(2)), Next::Watch("n3".into()));
         s.armed("n3");
         assert_eq!(s.next(Limits::count(2)), Next::Watch("n2".into()));
@@ -668,75 +615,24 @@ mod tests {
         assert_eq!(s.next(Limits::count(2)), Next::Watch("n2".into()));
     }
 
-    fn read(czxid: i64, version: i32) -> Stat {
+    fn read(czxid: i64) -> Stat {
         Stat {
             czxid,
-            version,
             ephemeral_owner: 9,
             ..Stat::default()
         }
     }
 
-    /// One row of [`LEARN`].
-    type LearnCase = (&'static [(i64, i32, &'static [u8])], Option<bool>);
-
-    /// Reads of the watched predecessor `n2` (our node has czxid 100, k = 1):
-    /// (czxid, data version, data) → what `learn` says after the last.
-    #[rustfmt::skip]
-    const LEARN: &[LearnCase] = &[
-        // A plain read of the node the listing showed.
-        (&[(50, 0, b"a")], Some(false)),
-        // Created after our node: not the predecessor the listing showed.
-        (&[(100, 0, b"a")], None),
-        (&[(150, 0, b"a")], None),
-        // Read again as another node of the same name.
-        (&[(50, 0, b"a"), (60, 0, b"a")], None),
-        // The marker: version 1 with the bytes of version 0, same node.
-        (&[(50, 0, b"a"), (50, 1, b"a")], Some(true)),
-        // Other bytes at version 1 (an operator): nothing learned.
-        (&[(50, 0, b"a"), (50, 1, b"b")], Some(false)),
-        // Version 1 without a version-0 read: nothing learned.
-        (&[(50, 1, b"a")], Some(false)),
-        // Version 2: a second write, proves nothing.
-        (&[(50, 0, b"a"), (50, 2, b"a")], Some(false)),
-    ];
-
     #[test]
-    fn learn_finds_the_leader_marker_and_newer_nodes() {
-        for (i, (reads, last)) in LEARN.iter().enumerate() {
-            let mut s = standing(5, 3, &[]);
-            let mut out = None;
-            for &(czxid, version, data) in *reads {
-                out = s.learn(
-                    "n2",
-                    data.to_vec(),
-                    read(czxid, version),
-                    100,
-                    Limits::count(1),
-                    true,
-                );
-            }
-            assert_eq!(out, *last, "case {i}: {reads:?}");
-            if *last == Some(true) {
-                assert_eq!(
-                    s.below(Limits::count(1)),
-                    1,
-                    "case {i}: the marker leaves only n2 below"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn remove_shifts_markers_above_the_removed_node() {
-        let mut s = standing(5, 4, &[3]);
-        let one = Limits::count(1);
-        assert_eq!(s.below(one), 1);
-        s.remove("n1");
-        assert_eq!(s.marks, [(2, 1)]);
-        assert_eq!(s.below(one), 1);
-        s.remove("n3");
-        assert_eq!(s.below(one), 0);
+    fn learn_tells_the_listed_node_from_newer_ones_and_ignores_data() {
+        // Our node has czxid 100.
+        let mut s = standing(5, 3);
+        assert!(s.learn("n2", read(50), 100), "the node the listing showed");
+        assert!(s.learn("n2", read(50), 100), "read again, and its data changed");
+        assert!(!s.learn("n2", read(60), 100), "another node of that name");
+        let mut s = standing(5, 3);
+        assert!(!s.learn("n2", read(100), 100), "created after ours");
+        assert!(!s.learn("n2", read(150), 100), "created after ours");
     }
 
     /// A weighted semaphore of 5 permits; below us (weight 2, so room 4)
@@ -744,25 +640,19 @@ mod tests {
     fn weighted() -> (Standing, Limits) {
         let mut s = Standing::default();
         s.listed(7, names(4), vec![3, 1, 2, 1]);
-        (
-            s,
-            Limits {
-                room: 4,
-                permits: 5,
-            },
-        )
+        (s, Limits { room: 4, spare: 0 })
     }
 
     #[test]
     fn a_weighted_follower_watches_the_nearest_nodes_that_fill_its_room() {
         let (mut s, limits) = weighted();
-        assert_eq!(s.below(limits), 7);
+        assert_eq!(s.below(), 7);
         // n3 (1) + n2 (2) = 3 < 4; with n1 (1): 4. Three watches.
         assert_eq!(s.next(limits), Next::Watch("n3".into()));
         assert_eq!(s.watched(), ["n3", "n2", "n1"]);
         // n2 goes: 5 below, and n3 + n1 + n0 (3) fill the room again.
         s.remove("n2");
-        assert_eq!(s.below(limits), 5);
+        assert_eq!(s.below(), 5);
         assert_eq!(s.next(limits), Next::Watch("n3".into()));
         assert_eq!(s.watched(), ["n3", "n1", "n0"]);
         // n0 goes: 2 below fits in the room of 4: hold.
@@ -773,28 +663,10 @@ mod tests {
         let mut s = Standing::default();
         s.listed(10, names(2), vec![1, 1]);
         assert_eq!(s.next(limits), Next::List);
-    }
-
-    #[test]
-    fn a_weighted_marker_bounds_what_lies_below_the_node_that_held() {
-        let (mut s, limits) = weighted();
-        // n2 (weight 2) held: at most 5 - 2 = 3 below it (the listing says
-        // 4), so at most 3 + 2 + 1 below us.
-        s.marks = vec![(2, 2)];
-        assert_eq!(s.below(limits), 6);
-        // n3 and n2 go: at most 3 below us, which fits in the room of 4,
-        // though the listing showed n0 and n1 weighing 4.
-        s.remove("n3");
-        s.remove("n2");
-        assert_eq!(s.below(limits), 3);
-        assert_eq!(s.next(limits), Next::Lead);
-        // Without the marker the kept nodes do not fill the room once one
-        // of them goes, and nothing older was kept: hold (n0 and n1 weigh 4,
-        // one of them gone leaves at most 3).
-        let (mut s, limits) = weighted();
-        s.remove("n3");
-        s.remove("n2");
-        s.remove("n1");
-        assert_eq!(s.next(limits), Next::Lead);
+        // With the spare, one more than fill the room: n0 too.
+        let (mut s, _) = weighted();
+        assert_eq!(s.next(two(4)), Next::Watch("n3".into()));
+        assert_eq!(s.watched(), ["n3", "n2", "n1", "n0"]);
+        assert!(s.exact());
     }
 }

@@ -119,8 +119,8 @@ pub enum Request {
         version: Option<i32>,
     },
     /// `setData`, with an expected version or any (`None` = -1). zkelect sends
-    /// one only as the leader marker: a new leader rewrites its own node's data
-    /// unchanged, so the node's data version says "this node has led".
+    /// one only for a writer's downgrade to a reader, expecting the version it
+    /// read (and a guarded write, through the session).
     SetData {
         /// Node path.
         path: String,

@@ -1,8 +1,8 @@
 //! Transcripts of the requests the server no longer sees, and of the
 //! takeovers that must stay correct without them: in a rotation, after a
-//! reconnect, and with a marker lost to a connection fault, under each
-//! [`Takeover`] mode. Each test says which request it is about and counts
-//! what goes out.
+//! reconnect, with a listing lost to a connection fault, beside a waiter
+//! that gives up and an operator's deletion, under each [`Takeover`] mode.
+//! Each test says which request it is about and counts what goes out.
 //!
 //! Removed (see the candidate's design notes, "What a takeover on the
 //! notification costs", and bench/README.md):
@@ -10,12 +10,9 @@
 //! - the machine's own probe on connecting, unless a create is in flight;
 //! - the own-node watch of a holder by its own listing, and of any node
 //!   under `Relist` (set two probe ticks on, a holder's at its first);
-//! - the own-node watch's re-arm after the node's own marker, on a
-//!   connection that did not report its session id (a child watch now,
-//!   unless a reconnect left the owner unknown);
-//! - the marker of a holder whose listing showed no node above its own;
-//! - under `Relist`, the marker, and with it the successor's notice and its
-//!   read.
+//! - the leader marker (a new holder's `setData` of its node), with its
+//!   successor's notice and read, and the own-node watch's re-arm after
+//!   it: the two-watch takeover learns the same from reads alone.
 
 mod support;
 
@@ -54,54 +51,151 @@ fn waiter(id: &str, mode: Takeover, own: &str, czxid: i64, children: &[&str]) ->
     d
 }
 
+/// Answers the pending reads of `names` (nearest first) as live nodes of
+/// another session, each created at its `czxid`, in the order they go out
+/// (one at a time: the next is sent on the answer to the last).
+fn reads(d: &mut Driver, names: &[(&str, i64)]) {
+    for &(name, czxid) in names {
+        assert_eq!(verbs(d), [Verb::GetData], "one read at a time: {:?}", d.pending);
+        pred_read(d, name, czxid, 0, "x");
+    }
+    assert!(d.pending.is_empty(), "{:?}", d.pending);
+}
+
+const D: &str = "_c_000000000000d000-n_0000000003";
+const A4: &str = "_c_000000000000a003-n_0000000004";
+const A5: &str = "_c_000000000000a004-n_0000000005";
+
 #[test]
-fn a_rotation_under_on_notification_costs_one_marker_one_read_and_no_listing() {
-    // A holds by its listing, alone: no marker (no one can have listed
-    // before it held), no own-node watch yet.
+fn a_rotation_under_on_notification_costs_two_requests_a_hand_off_and_five_a_requeue() {
+    // A holds by its listing, alone: no own-node watch yet.
     let mut a = Driver::in_queue(config("a"), A, 10, &[A]);
     assert!(a.c.role().is_leader());
     assert!(a.pending.is_empty(), "{:?}", a.pending);
-    // B and C queue behind; each sets its own-node watch as it learns it
-    // waits (it may take over on a notice), then its predecessor's.
+    // B, C and D queue behind; each sets its own-node watch as it learns
+    // it waits (it may take over on a notice), then watches the two
+    // nearest nodes below its own (B: A alone).
     let mut b = waiter("b", Takeover::OnNotification, B, 11, &[A, B]);
-    assert_eq!(verbs(&b), [Verb::GetData]);
-    pred_read(&mut b, A, 10, 0, "a");
+    reads(&mut b, &[(A, 10)]);
     let mut c = waiter("c", Takeover::OnNotification, C, 12, &[A, B, C]);
-    pred_read(&mut c, B, 11, 0, "b");
-    // A lets go: one delete.
+    reads(&mut c, &[(B, 11), (A, 10)]);
+    assert_eq!(c.c.watched(), [B, A]);
+    let mut d = waiter("d", Takeover::OnNotification, D, 13, &[A, B, C, D]);
+    reads(&mut d, &[(C, 12), (B, 11)]);
+    // A lets go: one delete. B holds on the notice alone (only A was below
+    // it); C hears of it as its farther node, and its books (it listed A
+    // and B below) name all that is left: B, watched. No request.
     a.close();
     assert_eq!(verbs(&a), [Verb::Delete]);
-    // B holds on the notice alone (its listing showed only A below), and
-    // marks its node: that one request is all it sends.
     b.event(WatchKind::NodeDeleted, A);
     assert!(b.take_notices().contains(&elected(11)));
-    assert_eq!(verbs(&b), [Verb::SetData]);
-    let mark = b.take(Verb::SetData);
-    b.reply(mark.op, Ok(Reply::Set(stat(11, SID))));
-    // C hears of the marker and reads B's node again (its watch set again):
-    // version 1 with B's bytes, so nothing is below B for good.
-    c.event(WatchKind::NodeDataChanged, B);
-    assert_eq!(verbs(&c), [Verb::GetData]);
-    pred_read(&mut c, B, 11, 1, "b");
-    assert_eq!(c.c.stats().marks_seen, 1);
+    assert!(b.pending.is_empty(), "no marker: {:?}", b.pending);
+    c.event(WatchKind::NodeDeleted, A);
     assert!(c.pending.is_empty(), "{:?}", c.pending);
-    // B lets go: C holds on the notice alone, and marks.
-    b.close();
-    c.event(WatchKind::NodeDeleted, B);
-    assert!(c.take_notices().contains(&elected(12)));
-    assert_eq!(verbs(&c), [Verb::SetData]);
-    assert_eq!(c.c.stats().listings, 1, "only the queueing's listing");
+    assert_eq!(c.c.watched(), [B]);
     // A queues again at the back: create, list, own-node watch, then the
-    // predecessor's read (four requests, the own-node watch first).
+    // two nearest nodes' reads. Five requests, the own-node watch first.
     let mut a = Driver::joined(config("a"));
-    a.created(A2, 13);
-    a.children(&[C, A2]);
+    a.created(A4, 14);
+    assert_eq!(verbs(&a), [Verb::GetChildren]);
+    a.children(&[B, C, D, A4]);
     assert_eq!(verbs(&a), [Verb::GetChildren, Verb::GetData]);
     assert_eq!(
         a.pending[0].request.path(),
-        format!("{PATH}/{A2}"),
-        "the own-node watch goes before the predecessor's read"
+        format!("{PATH}/{A4}"),
+        "the own-node watch goes before the watches below"
     );
+    a.own_watch_ok(A4, 14);
+    reads(&mut a, &[(D, 13), (C, 12)]);
+    assert_eq!(a.c.stats().commands, 5, "create, list, own watch, two reads");
+    // B lets go: its delete; C holds on the notice alone; D hears of it as
+    // its farther node and lists (it listed A below B, unseen since): two
+    // requests in all, the delete and D's listing.
+    b.close();
+    assert_eq!(verbs(&b), [Verb::Delete]);
+    c.event(WatchKind::NodeDeleted, B);
+    assert!(c.take_notices().contains(&elected(12)));
+    assert!(c.pending.is_empty(), "{:?}", c.pending);
+    assert_eq!(c.c.stats().listings, 1, "only the queueing's listing");
+    d.event(WatchKind::NodeDeleted, B);
+    assert_eq!(verbs(&d), [Verb::GetChildren]);
+    // The listing shows C alone below D: C's watch stands (kept across the
+    // listing), so nothing more is sent.
+    d.children(&[C, D, A4]);
+    assert!(d.pending.is_empty(), "C's watch is kept: {:?}", d.pending);
+    assert_eq!(d.c.watched(), [C]);
+    assert_eq!(d.c.stats().second_relists, 1);
+    // C lets go: D holds on the notice alone; A4 hears of it as its
+    // farther node and lists (B was below C in its listing, unseen since).
+    c.close();
+    assert_eq!(verbs(&c), [Verb::Delete]);
+    d.event(WatchKind::NodeDeleted, C);
+    assert!(d.take_notices().contains(&elected(13)));
+    assert!(d.pending.is_empty(), "{:?}", d.pending);
+    assert_eq!(d.c.stats().zero_rtt_takeovers, 1);
+    a.event(WatchKind::NodeDeleted, C);
+    assert_eq!(verbs(&a), [Verb::GetChildren]);
+    a.children(&[D, A4, A5]);
+    assert!(a.pending.is_empty(), "{:?}", a.pending);
+    // D lets go: A4 holds on the notice alone.
+    d.close();
+    a.event(WatchKind::NodeDeleted, D);
+    assert!(a.take_notices().contains(&elected(14)));
+    assert!(a.pending.is_empty(), "{:?}", a.pending);
+    assert_eq!(a.c.stats().commands, 6, "the re-queue's five and one listing");
+}
+
+#[test]
+fn a_waiter_in_the_middle_giving_up_makes_the_one_behind_list_not_hold() {
+    // D watches C (nearest) and B. C gives up while B stands: D's books do
+    // not prove B's going, and B is still there: a listing, no takeover.
+    let mut d = waiter("d", Takeover::OnNotification, D, 13, &[A, B, C, D]);
+    reads(&mut d, &[(C, 12), (B, 11)]);
+    d.take_notices();
+    d.event(WatchKind::NodeDeleted, C);
+    assert_eq!(d.c.role(), Role::Follower);
+    assert!(!d.take_notices().contains(&elected(13)));
+    assert_eq!(verbs(&d), [Verb::GetChildren]);
+    // B's watch is kept across the listing; A, new among the two nearest,
+    // is read.
+    d.children(&[A, B, D]);
+    assert_eq!(d.c.watched(), [B, A]);
+    assert_eq!(verbs(&d), [Verb::GetData]);
+    reads(&mut d, &[(A, 10)]);
+    // A stale notice about C (a watch set twice reports once, but a late
+    // one must do no harm) is ignored.
+    d.event(WatchKind::NodeDeleted, C);
+    assert!(d.pending.is_empty(), "{:?}", d.pending);
+    assert_eq!(d.c.role(), Role::Follower);
+    // The listing showed A and B alone below, both watched: B going
+    // first (a second waiter gave up) leaves exact books, no listing.
+    d.event(WatchKind::NodeDeleted, B);
+    assert_eq!(d.c.role(), Role::Follower);
+    assert!(d.pending.is_empty(), "{:?}", d.pending);
+    d.event(WatchKind::NodeDeleted, A);
+    assert!(d.take_notices().contains(&elected(13)));
+    assert_eq!(d.c.stats().zero_rtt_takeovers, 1);
+}
+
+#[test]
+fn an_operator_deleting_a_waiters_node_stops_its_takeover() {
+    // C listed A and B below: exact books. An operator deletes C's node:
+    // its own-node watch fires first (set before the watches below), and
+    // the notices of A and B that follow must not elect it.
+    let mut c = waiter("c", Takeover::OnNotification, C, 12, &[A, B, C]);
+    reads(&mut c, &[(B, 11), (A, 10)]);
+    c.take_notices();
+    c.event(WatchKind::NodeDeleted, C);
+    assert!(c.has_pending(Verb::GetChildren), "{:?}", c.pending);
+    assert!(!c.has_pending(Verb::GetData), "{:?}", c.pending);
+    c.event(WatchKind::NodeDeleted, A);
+    c.event(WatchKind::NodeDeleted, B);
+    assert!(!c.take_notices().contains(&elected(12)));
+    assert_eq!(c.c.role(), Role::Follower);
+    // The listing confirms: our node is gone; rejoin at the back.
+    c.children(&[D]);
+    assert_eq!(c.c.node(), None);
+    assert!(c.has_pending(Verb::Create), "{:?}", c.pending);
 }
 
 #[test]
@@ -162,32 +256,10 @@ fn a_waiter_revoked_unseen_under_relist_lists_and_is_not_elected() {
 }
 
 #[test]
-fn a_holder_alone_marks_nothing_and_a_later_waiter_still_takes_over_on_the_notice() {
-    let mut a = Driver::in_queue(config("a"), A, 10, &[A]);
-    assert!(a.c.role().is_leader());
-    assert!(!a.has_pending(Verb::SetData));
-    // A listing showing a node above does not bring the marker back: that
-    // node listed after A's listing, and saw below A what A saw.
-    a.session(SessionEvent::Disconnected);
-    a.connect(SID);
-    a.children(&[A, B]);
-    assert!(a.c.role().is_leader());
-    assert!(!a.has_pending(Verb::SetData), "{:?}", a.pending);
-    assert_eq!(a.c.stats().marks_written, 0);
-    // B listed after A held: only A below, so A's deletion elects it.
-    let mut b = waiter("b", Takeover::OnNotification, B, 11, &[A, B]);
-    pred_read(&mut b, A, 10, 0, "a");
-    b.event(WatchKind::NodeDeleted, A);
-    assert!(b.take_notices().contains(&elected(11)));
-    assert_eq!(b.c.stats().zero_rtt_takeovers, 1);
-}
-
-#[test]
 fn a_holder_by_its_listing_watches_its_node_at_its_first_probe_tick_and_hears_a_revocation_then() {
     let mut a = Driver::in_queue(config("a"), A, 10, &[A, B]);
     assert!(a.c.role().is_leader());
-    let mark = a.take(Verb::SetData);
-    a.reply(mark.op, Ok(Reply::Set(stat(10, SID))));
+    assert!(a.pending.is_empty(), "nothing written: {:?}", a.pending);
     assert!(!a.own_watch_pending(A));
     // An operator deletes A's node before A watches it: A learns it when it
     // sets the watch, at its first probe tick (well inside the grace a
@@ -314,86 +386,86 @@ fn a_young_holder_that_reconnects_sets_its_own_node_watch_at_once() {
 #[test]
 fn after_a_reconnect_a_waiter_sets_its_watches_again_and_still_takes_over_on_the_notice() {
     let mut c = waiter("c", Takeover::OnNotification, C, 12, &[A, B, C]);
-    pred_read(&mut c, B, 11, 0, "b");
-    // B took over and marked while C was cut off: C never heard of it.
+    reads(&mut c, &[(B, 11), (A, 10)]);
+    // C is cut off; A went meanwhile (the notice lost with the connection).
     c.session(SessionEvent::Disconnected);
     c.connect(SID);
     // C lists (after a sync), sets its own-node watch again (the client may
-    // have lost it) and its predecessor's read, which now shows the marker.
+    // have lost it) and its watch on B, alone below now.
     c.children(&[B, C]);
     let own = c.take_own_watch(C);
     c.answer_own_watch(&own, 12);
-    pred_read(&mut c, B, 11, 1, "b");
-    assert!(c.pending.is_empty(), "{:?}", c.pending);
+    reads(&mut c, &[(B, 11)]);
     c.event(WatchKind::NodeDeleted, B);
     assert!(c.take_notices().contains(&elected(12)));
     assert_eq!(c.c.stats().zero_rtt_takeovers, 1);
     // Where the connection names no session, the own node's owner is read
-    // (a data read), and the takeover is as good.
+    // (a data read), and the takeover is as good; here A is still there
+    // after the reconnect, so both watches are set again.
     let mut d = waiter("c", Takeover::OnNotification, C, 12, &[A, B, C]);
-    pred_read(&mut d, B, 11, 0, "b");
+    reads(&mut d, &[(B, 11), (A, 10)]);
     d.session(SessionEvent::Disconnected);
     d.input(Input::Session(SessionEvent::Connected {
         session_id: None,
         timeout: TIMEOUT,
     }));
-    d.children(&[B, C]);
+    d.children(&[A, B, C]);
     let own = d.take_own_watch(C);
     assert_eq!(own.request.kind(), Verb::GetData, "the owner is read");
     d.answer_own_watch(&own, 12);
-    pred_read(&mut d, B, 11, 1, "b");
+    reads(&mut d, &[(B, 11), (A, 10)]);
+    d.event(WatchKind::NodeDeleted, A);
+    assert!(d.pending.is_empty(), "exact books: {:?}", d.pending);
     d.event(WatchKind::NodeDeleted, B);
     assert!(d.take_notices().contains(&elected(12)));
 }
 
 #[test]
-fn a_marker_lost_to_a_connection_fault_is_sent_again_and_its_successor_lists_meanwhile() {
-    let mut b = waiter("b", Takeover::OnNotification, B, 11, &[A, B, C]);
-    pred_read(&mut b, A, 10, 1, "a");
-    let mut c = waiter("c", Takeover::OnNotification, C, 12, &[A, B, C]);
-    pred_read(&mut c, B, 11, 0, "b");
-    // B holds on A's deletion (A had marked); its marker is lost with the
-    // connection.
-    b.event(WatchKind::NodeDeleted, A);
-    assert!(b.take_notices().contains(&elected(11)));
-    let mark = b.take(Verb::SetData);
-    b.session(SessionEvent::Disconnected);
-    b.reply(mark.op, Err(ZkCode::ConnectionLoss));
-    assert!(!b.has_pending(Verb::SetData), "not on a dead connection");
-    b.connect(SID);
-    b.children(&[B, C]);
-    assert!(b.c.role().is_leader());
-    let again = b.take(Verb::SetData);
-    assert_eq!(again.request.path(), format!("{PATH}/{B}"));
-    // C heard nothing from B; were B to go before its marker landed, C lists
-    // first (its listing showed A below B) and only then holds.
-    c.event(WatchKind::NodeDeleted, B);
-    assert!(!c.c.role().is_leader());
-    assert_eq!(verbs(&c), [Verb::GetChildren]);
-    c.children(&[C]);
-    assert!(c.take_notices().contains(&elected(12)));
-    assert_eq!(c.c.stats().zero_rtt_takeovers, 0);
+fn a_listing_lost_to_a_connection_fault_is_sent_again_and_the_takeover_waits_for_it() {
+    // D watches C and B; its listing showed A below B too. B goes: D lists,
+    // and that listing is lost with the connection.
+    let mut d = waiter("d", Takeover::OnNotification, D, 13, &[A, B, C, D]);
+    reads(&mut d, &[(C, 12), (B, 11)]);
+    d.event(WatchKind::NodeDeleted, B);
+    let list = d.take(Verb::GetChildren);
+    d.session(SessionEvent::Disconnected);
+    d.reply(list.op, Err(ZkCode::ConnectionLoss));
+    assert!(d.pending.is_empty(), "not on a dead connection: {:?}", d.pending);
+    // C goes while D is cut off, before D knows A is gone: no notice, and
+    // nothing may elect D but a listing.
+    d.connect(SID);
+    assert_eq!(d.c.role(), Role::Follower);
+    d.children(&[A, C, D]);
+    let own = d.take_own_watch(D);
+    d.answer_own_watch(&own, 13);
+    reads(&mut d, &[(C, 12), (A, 10)]);
+    // C's deletion: A stands below it (the listing said so, and it is
+    // watched), so D neither holds nor needs to list.
+    d.event(WatchKind::NodeDeleted, C);
+    assert_eq!(d.c.role(), Role::Follower, "A still holds");
+    assert!(d.pending.is_empty(), "{:?}", d.pending);
+    // A goes: D's books name A alone below, watched: it holds on the notice.
+    d.event(WatchKind::NodeDeleted, A);
+    assert!(d.take_notices().contains(&elected(13)));
+    assert_eq!(d.c.stats().zero_rtt_takeovers, 1);
 }
 
 #[test]
-fn a_marker_lost_for_good_leaves_the_successor_listing_once_and_correct() {
-    // The marker refused (someone wrote the node first): not sent again,
-    // and the successor, taught nothing, lists on B's deletion.
-    let mut b = waiter("b", Takeover::OnNotification, B, 11, &[A, B, C]);
-    pred_read(&mut b, A, 10, 1, "a");
-    b.event(WatchKind::NodeDeleted, A);
-    let mark = b.take(Verb::SetData);
-    b.reply(mark.op, Err(ZkCode::BadVersion));
-    b.age_node();
-    assert!(!b.has_pending(Verb::SetData));
-    let mut c = waiter("c", Takeover::OnNotification, C, 12, &[A, B, C]);
-    pred_read(&mut c, B, 11, 0, "b");
-    // The operator's write fired C's watch: read, not taken for a marker.
-    c.event(WatchKind::NodeDataChanged, B);
-    c.data_at(B, 11, 1, b"touched");
-    assert_eq!(c.c.stats().marks_seen, 0);
-    c.event(WatchKind::NodeDeleted, B);
-    assert_eq!(verbs(&c), [Verb::GetChildren]);
-    c.children(&[A, C]);
-    assert!(!c.c.role().is_leader(), "A is still there");
+fn a_notice_from_the_farther_node_while_a_listing_is_out_is_safe() {
+    // D's farther watch (B) fires; while its listing is out, the nearest (C)
+    // goes too: the books (A below B, unseen) do not prove D holds, so it
+    // lists again, and holds by that listing.
+    let mut d = waiter("d", Takeover::OnNotification, D, 13, &[A, B, C, D]);
+    reads(&mut d, &[(C, 12), (B, 11)]);
+    d.event(WatchKind::NodeDeleted, B);
+    let first = d.take(Verb::GetChildren);
+    d.event(WatchKind::NodeDeleted, C);
+    assert_eq!(d.c.role(), Role::Follower);
+    assert_eq!(verbs(&d), [Verb::GetChildren], "a listing newer than the notice");
+    // The first listing's answer (sent before C went) is stale: ignored.
+    d.reply(first.op, Ok(Reply::Children(vec![C.into(), D.into()])));
+    assert_eq!(d.c.role(), Role::Follower);
+    d.children(&[D]);
+    assert!(d.c.role().is_leader());
+    assert_eq!(d.c.stats().zero_rtt_takeovers, 0, "it took a listing");
 }

@@ -57,7 +57,7 @@ fn a_mutex_is_handed_over_in_join_order_on_the_notification_alone() {
     let mut a = joined_as("a", Rule::Mutex, "m_0000000000", 10, &["m_0000000000"]);
     assert_eq!(a.c.role(), Role::Leader(FencingToken(10)));
     assert!(a.take_notices().contains(&elected(10)));
-    // b and c queue behind, each watching its predecessor only.
+    // b and c queue behind: b watches a, c watches b and a (the two-watch).
     let mut b = joined_as("b", Rule::Mutex, "m_0000000001", 11, &[M0, "m_0000000001"]);
     let mut c = joined_as(
         "c",
@@ -68,19 +68,20 @@ fn a_mutex_is_handed_over_in_join_order_on_the_notification_alone() {
     );
     b.data_ok(M0, 10);
     c.data_ok(M1, 11);
+    c.data_ok(M0, 10);
     assert_eq!(b.c.watched(), [M0]);
-    assert_eq!(c.c.watched(), [M1]);
+    assert_eq!(c.c.watched(), [M1, M0]);
     assert_eq!((b.c.role(), c.c.role()), (Role::Follower, Role::Follower));
     // a releases: b holds at once, c is untouched.
     a.resign(false);
     b.event(WatchKind::NodeDeleted, M0);
     assert_eq!(b.c.role(), Role::Leader(FencingToken(11)));
     assert!(!b.has_pending(Verb::GetChildren), "{:?}", b.pending);
+    // c hears of M0's going too: its books (M0 and M1 listed below) now
+    // name M1 alone, watched; b releases: c holds, again without a listing.
+    c.event(WatchKind::NodeDeleted, M0);
     assert_eq!(c.c.role(), Role::Follower);
-    // b marks its node as it takes the lock, which tells c that M0 is gone
-    // for good; b releases: c holds, again without a listing.
-    c.event(WatchKind::NodeDataChanged, M1);
-    c.data_at(M1, 11, 1, b"");
+    assert!(c.pending.is_empty(), "{:?}", c.pending);
     c.event(WatchKind::NodeDeleted, M1);
     assert_eq!(c.c.role(), Role::Leader(FencingToken(12)));
     assert!(!c.has_pending(Verb::GetChildren), "{:?}", c.pending);
@@ -88,7 +89,7 @@ fn a_mutex_is_handed_over_in_join_order_on_the_notification_alone() {
 }
 
 #[test]
-fn without_the_marker_the_third_in_line_looks_again_before_holding() {
+fn a_waiter_whose_nearest_gives_up_first_waits_for_the_one_below() {
     let mut c = joined_as(
         "c",
         Rule::Mutex,
@@ -97,19 +98,18 @@ fn without_the_marker_the_third_in_line_looks_again_before_holding() {
         &[M0, M1, "m_0000000002"],
     );
     c.data_ok(M1, 11);
-    // M1 goes first (it gave up waiting): M0 may still hold.
+    c.data_ok(M0, 10);
+    // M1 goes first (it gave up waiting): M0 still holds, and is watched.
     c.event(WatchKind::NodeDeleted, M1);
     assert_eq!(c.c.role(), Role::Follower);
-    c.children(&[M0, "m_0000000002"]);
-    c.data_ok(M0, 10);
+    assert!(c.pending.is_empty(), "{:?}", c.pending);
     c.event(WatchKind::NodeDeleted, M0);
     assert_eq!(c.c.role(), Role::Leader(FencingToken(12)));
 }
 
 #[test]
-fn a_mutex_holder_marks_its_node_and_the_next_in_line_learns_from_it() {
-    // c listed while M0 held and M1 waited; M0 went unseen, M1 took the
-    // lock and marked its node.
+fn a_mutex_waiter_watches_its_two_nearest_and_takes_over_on_the_nearests_deletion() {
+    // c listed M0 and M1 below: it watches both (the two-watch takeover).
     let mut c = joined_as(
         "c",
         Rule::Mutex,
@@ -118,17 +118,17 @@ fn a_mutex_holder_marks_its_node_and_the_next_in_line_learns_from_it() {
         &[M0, M1, "m_0000000002"],
     );
     c.data_at(M1, 11, 0, b"b");
-    c.event(WatchKind::NodeDataChanged, M1);
-    c.data_at(M1, 11, 1, b"b");
-    assert_eq!(c.c.stats().marks_seen, 1);
+    c.data_at(M0, 10, 0, b"a");
+    assert_eq!(c.c.watched(), [M1, M0]);
+    // M0 lets go: c's books name M1 alone below, watched: nothing to ask.
+    c.event(WatchKind::NodeDeleted, M0);
+    assert!(c.pending.is_empty(), "{:?}", c.pending);
+    // M1 lets go: c holds on the notice alone, and writes nothing.
     c.event(WatchKind::NodeDeleted, M1);
     assert_eq!(c.c.role(), Role::Leader(FencingToken(12)));
-    assert!(!c.has_pending(Verb::GetChildren), "{:?}", c.pending);
-    // And c marks its own node in turn.
-    assert!(c.has_pending(Verb::SetData), "{:?}", c.pending);
+    assert!(c.pending.is_empty(), "{:?}", c.pending);
+    assert_eq!(c.c.stats().zero_rtt_takeovers, 1);
 }
-
-// ----- semaphore -------------------------------------------------------------------
 
 #[test]
 fn a_semaphore_of_three_gives_permits_to_the_three_oldest() {
@@ -243,33 +243,36 @@ fn a_weighted_semaphore_serves_mixed_weights_in_arrival_order() {
 
 #[test]
 fn a_weighted_waiter_whose_watched_node_goes_looks_again_when_more_may_block_it() {
-    // Permits 4; we ask for 2 (room 3); below: x (1), y (1), z (2).
-    let x = sem(0x1, 1, 0);
-    let y = sem(0x2, 1, 1);
-    let z = sem(0x3, 2, 2);
-    let mut d = weighted(
-        "d",
-        4,
-        2,
-        "s_w2_0000000003",
-        13,
-        &[&x, &y, &z, "s_w2_0000000003"],
-    );
+    // Permits 4; we ask for 2 (room 3); below: w (1), x (1), y (1), z (2).
+    let w = sem(0x4, 1, 0);
+    let x = sem(0x1, 1, 1);
+    let y = sem(0x2, 1, 2);
+    let z = sem(0x3, 2, 3);
+    let own = "s_w2_0000000004";
+    let mut d = weighted("d", 4, 2, own, 14, &[&w, &x, &y, &z, own]);
     assert_eq!(d.c.role(), Role::Follower);
-    // z (2) and y (1) fill the room of 3: x is not watched.
-    d.data_ok(&z, 12);
-    d.data_ok(&y, 11);
-    assert_eq!(d.c.watched(), [z.as_str(), y.as_str()]);
+    // z (2) and y (1) fill the room of 3; x is watched beside them (the
+    // two-watch's spare), w is not.
+    d.data_ok(&z, 13);
+    d.data_ok(&y, 12);
+    d.data_ok(&x, 11);
+    assert_eq!(d.c.watched(), [z.as_str(), y.as_str(), x.as_str()]);
     assert!(!d.has_pending(Verb::GetData), "{:?}", d.pending);
-    // y goes: x and z (3) may still block: list again, no guess.
+    // y goes: w, x and z (4) may still block, and w is not watched: list
+    // again, no guess. The watches on z and x stand; w is read.
     d.event(WatchKind::NodeDeleted, &y);
     assert_eq!(d.c.role(), Role::Follower);
-    d.children(&[&x, &z, "s_w2_0000000003"]);
-    d.data_ok(&z, 12);
-    d.data_ok(&x, 10);
-    // x goes: z's 2 below leaves room for our 2.
+    d.children(&[&w, &x, &z, own]);
+    d.data_ok(&w, 10);
+    assert_eq!(d.c.watched(), [z.as_str(), x.as_str(), w.as_str()]);
+    assert!(d.pending.is_empty(), "{:?}", d.pending);
+    // x goes: w and z (3) still fill the room, both watched: no listing.
     d.event(WatchKind::NodeDeleted, &x);
-    assert_eq!(d.c.role(), Role::Leader(FencingToken(13)));
+    assert_eq!(d.c.role(), Role::Follower);
+    assert!(d.pending.is_empty(), "{:?}", d.pending);
+    // w goes: z's 2 below leaves room for our 2.
+    d.event(WatchKind::NodeDeleted, &w);
+    assert_eq!(d.c.role(), Role::Leader(FencingToken(14)));
 }
 
 // ----- read-write lock ---------------------------------------------------------------
@@ -281,7 +284,6 @@ fn readers_share_the_lock() {
     let second = joined_as("b", Rule::Read, "r_0000000001", 11, &[R0, "r_0000000001"]);
     assert_eq!(second.c.role(), Role::Leader(FencingToken(11)));
     assert!(second.c.watched().is_empty());
-    // A reader's marker teaches nobody: it is not written.
     assert!(!second.has_pending(Verb::SetData), "{:?}", second.pending);
 }
 
@@ -296,12 +298,12 @@ fn a_writer_waits_for_every_earlier_reader() {
     );
     assert_eq!(w.c.role(), Role::Follower);
     w.data_ok(R1, 11);
-    assert_eq!(w.c.watched(), [R1]);
-    // The nearer reader goes: R0 may still hold, so look again.
+    w.data_ok(R0, 10);
+    assert_eq!(w.c.watched(), [R1, R0]);
+    // The nearer reader goes: R0 may still hold, and is watched.
     w.event(WatchKind::NodeDeleted, R1);
     assert_eq!(w.c.role(), Role::Follower);
-    w.children(&[R0, "w_0000000002"]);
-    w.data_ok(R0, 10);
+    assert!(w.pending.is_empty(), "{:?}", w.pending);
     assert_eq!(w.c.watched(), [R0]);
     // The last reader goes: the writer holds on the notification alone.
     w.event(WatchKind::NodeDeleted, R0);
@@ -331,7 +333,7 @@ fn a_reader_queues_behind_a_writer_and_watches_only_it() {
 }
 
 #[test]
-fn a_reader_behind_two_writers_watches_the_nearest_and_learns_from_its_marker() {
+fn a_reader_behind_two_writers_watches_both_and_holds_on_the_nearests_deletion() {
     let mut r = joined_as(
         "r",
         Rule::Read,
@@ -339,21 +341,21 @@ fn a_reader_behind_two_writers_watches_the_nearest_and_learns_from_its_marker() 
         13,
         &[W0, W1, R2, "r_0000000003"],
     );
+    // Its blockers are the writers below it: the nearest two of them.
     r.data_at(W1, 11, 0, b"w1");
-    assert_eq!(r.c.watched(), [W1]);
-    // W1 holds (so W0 is gone) and marks its node: no writer is below it.
-    r.event(WatchKind::NodeDataChanged, W1);
-    r.data_at(W1, 11, 1, b"w1");
-    assert_eq!(r.c.stats().marks_seen, 1);
+    r.data_at(W0, 10, 0, b"w0");
+    assert_eq!(r.c.watched(), [W1, W0]);
+    r.event(WatchKind::NodeDeleted, W0);
+    assert!(r.pending.is_empty(), "{:?}", r.pending);
     r.event(WatchKind::NodeDeleted, W1);
     assert_eq!(r.c.role(), Role::Leader(FencingToken(13)));
     assert!(!r.has_pending(Verb::GetChildren), "{:?}", r.pending);
 }
 
 #[test]
-fn a_writer_learns_nothing_from_a_readers_version_1() {
-    // Were a reader's rewrite taken as a marker, the writer would count no
-    // one below R1 and hold beside R0.
+fn a_writer_learns_nothing_from_a_write_into_a_reader_it_watches() {
+    // A data change proves nothing: the writer reads the node again and
+    // still counts R0 below R1.
     let mut w = joined_as(
         "w",
         Rule::Write,
@@ -362,12 +364,14 @@ fn a_writer_learns_nothing_from_a_readers_version_1() {
         &[R0, R1, "w_0000000002"],
     );
     w.data_at(R1, 11, 0, b"r1");
+    w.data_at(R0, 10, 0, b"r0");
     w.event(WatchKind::NodeDataChanged, R1);
     w.data_at(R1, 11, 1, b"r1");
-    assert_eq!(w.c.stats().marks_seen, 0);
+    assert!(w.pending.is_empty(), "{:?}", w.pending);
     w.event(WatchKind::NodeDeleted, R1);
     assert_eq!(w.c.role(), Role::Follower, "R0 may still hold");
-    w.take(Verb::GetChildren);
+    w.event(WatchKind::NodeDeleted, R0);
+    assert_eq!(w.c.role(), Role::Leader(FencingToken(12)));
 }
 
 #[test]
@@ -456,21 +460,12 @@ fn a_writer_downgrades_in_place_readers_behind_join_it_and_writers_behind_still_
     // W0 holds; R1 (a reader) and W2 (a writer) queue behind it.
     let own = "_c_000000000000b000-w_0000000000";
     let r1 = "_c_000000000000b001-r_0000000001";
-    // Its listing shows R1 above it already, so it marks its node.
     let mut w = joined_as("w", Rule::Write, own, 10, &[own, "r_0000000001"]);
     assert!(w.c.role().is_leader());
-    // Its leader marker lands first (version 1).
-    answer_set(
-        &mut w,
-        own,
-        Ok(Reply::Set(Stat {
-            version: 1,
-            ..stat(10, SID)
-        })),
-    );
+    assert!(!w.has_pending(Verb::SetData), "nothing written: {:?}", w.pending);
     let mut r = joined_as("r", Rule::Read, "r_0000000001", 11, &[own, "r_0000000001"]);
     assert_eq!(r.c.role(), Role::Follower);
-    r.data_at(own, 10, 1, b"w");
+    r.data_at(own, 10, 0, b"w");
     let mut w2 = joined_as(
         "x",
         Rule::Write,
@@ -499,7 +494,7 @@ fn a_writer_downgrades_in_place_readers_behind_join_it_and_writers_behind_still_
         Ok(Reply::Data {
             data: b"w".to_vec(),
             stat: Stat {
-                version: 1,
+                version: 0,
                 ..stat(10, SID)
             },
         }),
@@ -508,20 +503,20 @@ fn a_writer_downgrades_in_place_readers_behind_join_it_and_writers_behind_still_
         &mut w,
         own,
         Ok(Reply::Set(Stat {
-            version: 2,
+            version: 1,
             ..stat(10, SID)
         })),
     );
     let Request::SetData { data, version, .. } = &write.request else {
         unreachable!()
     };
-    assert_eq!(*version, Some(1));
+    assert_eq!(*version, Some(0));
     assert_eq!(data, &[config::DOWNGRADED, b"w"].concat());
     assert!(w.take_notices().contains(&Notice::Downgraded));
     assert!(w.c.role().is_leader(), "it still holds, as a reader");
     // R1's watch on W0 fires: it reads the mark and holds beside W0.
     r.event(WatchKind::NodeDataChanged, own);
-    r.data_at(own, 10, 2, data);
+    r.data_at(own, 10, 1, data);
     assert_eq!(r.c.role(), Role::Leader(FencingToken(11)));
     // W2 still waits: W0's node is below it, whatever it says.
     assert_eq!(w2.c.role(), Role::Follower);
@@ -538,7 +533,6 @@ fn a_downgrade_written_over_reads_first_so_a_revocation_request_is_heard() {
     w.answer_probes();
     w.created(own, 10);
     w.own_watch_ok(own, 10);
-    // A node above it in its listing: it writes a leader marker.
     w.children(&[own, "_c_000000000000b001-w_0000000001"]);
     assert!(w.act(Candidate::downgrade));
     let read = w.take_data(own);
@@ -552,15 +546,8 @@ fn a_downgrade_written_over_reads_first_so_a_revocation_request_is_heard() {
             },
         }),
     );
-    // The leader marker and the mark both expect version 0: the marker won.
-    answer_set(
-        &mut w,
-        own,
-        Ok(Reply::Set(Stat {
-            version: 1,
-            ..stat(10, SID)
-        })),
-    );
+    // Someone else's write (an operator's) landed first: the mark,
+    // expecting version 0, is refused.
     answer_set(&mut w, own, Err(ZkCode::BadVersion));
     // Read again: a revocation request came meanwhile; it is heard, then
     // written over with the mark expecting its version.

@@ -139,7 +139,7 @@ impl Candidate {
         }
         match result {
             Ok(_) => self.downgraded(),
-            // Written meanwhile (a revocation request, the leader marker):
+            // Written meanwhile (a revocation request, an operator):
             // read it, then write again.
             Err(ZkCode::BadVersion) => self.set_downgrade(Downgrade::Due),
             Err(code) => self.downgrade_failed(Some(code)),

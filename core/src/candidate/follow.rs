@@ -1,5 +1,5 @@
-//! Following and leading: the watches on the nodes below and on our own, the
-//! leader marker, contact and the lease, leadership won and lost, and the
+//! Following and leading: the watches on the nodes below and on our own,
+//! contact and the lease, leadership won and lost, and the
 //! watch and session events that drive them.
 
 use super::state::*;
@@ -30,9 +30,8 @@ impl Candidate {
 
     /// Whether the own-node watch is a child watch. A child watch on our node
     /// fires when the node is deleted, as a data watch does, but not when its
-    /// data changes: the leader's own marker (or anyone's write) then leaves
-    /// it set, which saves setting it again (a request, and a notice) on
-    /// every election. It reads no stat, so it is used only where the
+    /// data changes: anyone's write (an operator's, the application's) then
+    /// leaves it set, which saves setting it again (a request, and a notice). It reads no stat, so it is used only where the
     /// stat's checks are moot: protected names (always on) make the node
     /// bearing our name the one we created, and the connection has shown
     /// which session owns it (the create's or a read's stat on this
@@ -40,41 +39,6 @@ impl Candidate {
     /// where a move to another session is caught; else [`OwnWatch::Recheck`]).
     pub(super) fn own_watch_by_children(&self) -> bool {
         self.session.own_watch != OwnWatch::Recheck && !self.config.revocable()
-    }
-
-    /// A leader marks its node once (see the theory of operation): the same
-    /// bytes, so the application's data in the node (and what Curator or
-    /// `zkelect status` read as the id) is untouched, and expecting version 0,
-    /// so a node someone else already wrote is left alone, unmarked.
-    pub(super) fn send_marker(&mut self) {
-        if !self.config.leader_marker()
-            || self.step != Step::Lead
-            || !matches!(self.leadership, Leadership::Active(_))
-            || self
-                .in_flight_for(|p| matches!(p, Purpose::Mark(_)))
-                .is_some()
-        {
-            return;
-        }
-        let Some(own) = self
-            .session
-            .own
-            .as_ref()
-            .filter(|o| o.mark == Mark::Unwritten)
-        else {
-            return;
-        };
-        let name = own.name.to_string();
-        let path = self.child_path(&name);
-        let data = self.config.node_payload();
-        self.emit(
-            Purpose::Mark(name),
-            Request::SetData {
-                path,
-                data,
-                version: Some(0),
-            },
-        );
     }
 
     pub(super) fn send_probe(&mut self) {
@@ -375,18 +339,7 @@ impl Candidate {
                     Some(own) if !self.may_be_newer_below(&pred) => own.token.0,
                     _ => i64::MAX,
                 };
-                let data_seen = if self.config.rule() == crate::Rule::Read {
-                    data.clone()
-                } else {
-                    Vec::new()
-                };
-                let limits = self.limits();
-                let proves = self.learns_from_marker_on(&pred);
-                let Some(tightened) = self
-                    .session
-                    .standing
-                    .learn(&pred, data, stat, own_czxid, limits, proves)
-                else {
+                if !self.session.standing.learn(&pred, stat, own_czxid) {
                     // Another node bears the name now, created after ours: the
                     // path was deleted and recreated, and our node with it, or
                     // ours is not what we think. Look again, and check ours,
@@ -397,11 +350,8 @@ impl Candidate {
                     self.set_step(Step::List);
                     self.session.round = Round::Contradicted;
                     return self.retry_later();
-                };
-                if tightened {
-                    self.stats.marks_seen += 1;
                 }
-                if self.reads_past(&pred, &data_seen) {
+                if self.reads_past(&pred, &data) {
                     // A writer that downgraded: it reads now, so it blocks
                     // a reader no more. Left out of the standing until an
                     // event about it says to read it again.
@@ -469,14 +419,35 @@ impl Candidate {
             return self.set_step(Step::List);
         }
         let limits = self.limits();
-        if self.session.standing.below(limits) < limits.room {
+        if self.session.standing.below() < limits.room {
             return self.lead_unlisted(zero_rtt);
+        }
+        if limits.spare > 0 && zero_rtt {
+            // Told by its notice (a read that found a node gone takes the
+            // path below: its listing settles what else went unseen).
+            return self.spare_gone();
         }
         // Nodes below may have gone unseen since the listing (only the watched
         // ones report): list again, one round trip however stale the listing is,
         // instead of probing remembered names one by one (found by the benchmark:
         // at N = 50 a follower walked through up to 8 dead names).
         self.set_step(Step::List);
+    }
+
+    /// Under the two-watch takeover, a watched node went and the room is
+    /// still full. Where every node that can still be below ours is named
+    /// and watched, the books stay exact with no listing (the farther of
+    /// two went first, the nearest stands: its deletion will elect us).
+    /// Otherwise list again, keeping the watches that stand: a listing
+    /// shows what is left below, and each name still among the nearest is
+    /// the node watched (a protected name is never given twice), its watch
+    /// still set on the server (a notice from it would have come first).
+    pub(super) fn spare_gone(&mut self) {
+        if self.session.standing.exact() {
+            return self.watch_next_lower();
+        }
+        self.stats.second_relists += 1;
+        self.relist_keeping_reads();
     }
 
     /// The books say we hold, without a listing since they last changed:
@@ -500,37 +471,6 @@ impl Candidate {
             self.supersede_main();
         }
         self.watch_next_lower();
-    }
-
-    /// Our node needs no marker: no one could learn from it (see the caller).
-    /// One not yet written is given up; one in flight is left to its reply.
-    pub(super) fn marker_needless(&mut self) {
-        if let Some(own) = self
-            .session
-            .own
-            .as_mut()
-            .filter(|o| matches!(o.mark, Mark::Unwritten | Mark::AwaitProof))
-        {
-            own.mark = Mark::Done;
-        }
-    }
-
-    /// The answer to the leader marker. Anything but a connection fault ends
-    /// the attempt: the marker only saves a successor a round trip, and a node
-    /// someone else wrote (BadVersion) or that is gone (the own-node watch will
-    /// tell) is not worth another.
-    pub(super) fn on_mark(&mut self, name: &str, result: Result<Reply, ZkCode>) {
-        let Some(own) = self.session.own.as_mut().filter(|o| *o.name == *name) else {
-            return;
-        };
-        match result {
-            Err(code) if code.is_connection_fault() => own.mark = Mark::AwaitProof,
-            Ok(_) => {
-                own.mark = Mark::Done;
-                self.stats.marks_written += 1;
-            }
-            Err(_) => own.mark = Mark::Done,
-        }
     }
 
     /// Our node reads `data` at `version`: a revocation request there is
@@ -632,8 +572,8 @@ impl Candidate {
                 // however late it comes.
                 self.pred_gone(&name, true);
             } else {
-                // The watch is spent (a data change: the leader marker, or an
-                // operator), or the deletion may be of an older node of the same
+                // The watch is spent (a data change: the application's, an
+                // operator's or a revocation request), or the deletion may be of an older node of the same
                 // name (the path deleted and recreated, the event late): read
                 // the node again rather than wait forever or trust the event.
                 self.reread_watched(&name);

@@ -100,7 +100,6 @@ impl Candidate {
             Purpose::List { again } => self.on_list(result, again),
             Purpose::WatchPred(pred) => self.on_watch_pred(pred, result),
             Purpose::WatchOwn { name, spent } => self.on_watch_own(name, spent, result),
-            Purpose::Mark(name) => self.on_mark(&name, result),
             Purpose::DowngradeRead(name) => self.on_downgrade_read(&name, result),
             Purpose::DowngradeWrite(name) => self.on_downgrade_write(&name, result),
             Purpose::Delete(_) => self.on_delete(result),
@@ -116,9 +115,6 @@ impl Candidate {
             self.session.own_watch = self.own_watch_lost();
         }
         if let Some(own) = self.session.own.as_mut() {
-            if own.mark == Mark::AwaitProof {
-                own.mark = Mark::Unwritten;
-            }
             if own.downgrade == Downgrade::AwaitProof {
                 own.downgrade = Downgrade::Due;
             }
@@ -191,7 +187,6 @@ impl Candidate {
                 self.session.own = Some(Own {
                     name: name.as_str().into(),
                     token: FencingToken(stat.czxid),
-                    mark: Mark::Unwritten,
                     downgrade: Downgrade::No,
                     revoke_seen: NO_REQUEST,
                     unwatched_since: Some(self.session.last_ack.unwrap_or(self.now)),
@@ -333,7 +328,6 @@ impl Candidate {
                 self.session.own = Some(Own {
                     name: name.as_str().into(),
                     token: FencingToken(stat.czxid),
-                    mark: Mark::Unwritten,
                     downgrade: Downgrade::No,
                     revoke_seen: NO_REQUEST,
                     unwatched_since: None,
@@ -466,7 +460,7 @@ impl Candidate {
             self.config.prefix(),
             self.config.interop(),
             self.config.rule(),
-            KEPT_PER_WATCH * limits.room,
+            KEPT_PER_WATCH * limits.room + limits.spare,
             self.session.standing.persistent(),
         );
         self.stats.ignored_children += standing.ignored as u64;
@@ -486,12 +480,6 @@ impl Candidate {
         }
         self.own_node_seen();
         if standing.weight < limits.room as u64 {
-            if !standing.newer {
-                // No node above ours: every node that could watch ours lists
-                // after this listing and sees below ours what it saw, so no
-                // one could learn from a marker.
-                self.marker_needless();
-            }
             return self.become_leader(false);
         }
         if self.watches_own_node_early() {

@@ -8,8 +8,8 @@
 //!   `now`, randomness as the configured seed, the world as [`Input`]s.
 //! - A reply is acted on only if its [`OpId`] is still in flight (`session.ops`);
 //!   anything else is stale and counted, never acted on.
-//! - The main lane has at most one request in flight; the own-node watch, the
-//!   leader marker and the liveness probe each have a lane of their own. The
+//! - The main lane has at most one request in flight; the own-node watch, a
+//!   writer's downgrade and the liveness probe each have a lane of their own. The
 //!   in-flight map (`ops`, by [`OpId`], each with its `Purpose`) is the one
 //!   place that says what is in flight; a lane's state says only what the map
 //!   cannot (armed, waiting for proof of contact). So a candidate
@@ -62,26 +62,25 @@
 //! a reader whose watched writer was the only blocking node its listing showed
 //! holds on that writer's `NodeDeleted`.
 //!
-//! The leader marker: a new leader rewrites its node's data unchanged
-//! (`setData` expecting version 0). Its successor's data watch fires, the
-//! successor reads the node again and finds data version 1 with the bytes it
-//! read at version 0 of the same czxid: the node has led, so fewer than k
-//! nodes are below it, for good. A follower that listed before its predecessor
-//! led (in a rotation, always) thereby learns that its standing is as good as
-//! a fresh listing would show, and the predecessor's deletion elects it on the
-//! notification alone. Under the other rules the marker says "this node has
-//! held": fewer than k of the nodes blocking *it* were below it, for good. That
-//! bounds the nodes blocking *us* only if every node that blocks us blocks it
-//! too: true of every exclusive node, and of a reader for a reader (no writer
-//! below it, ever), but not of a reader for a writer (readers below it block the
-//! writer in any number), so a writer reads a reader's marker past and a reader,
-//! watched only by writers, writes none.
+//! The two-watch takeover ([`Takeover::OnNotification`], where
+//! [`Config::two_watch`] holds): a waiter watches the k nearest nodes below
+//! its own and the next one below them too (with k = 1, its predecessor and
+//! the node behind it). When that farther node goes, the waiter lists again
+//! unless its books already name every node that can be below it, each
+//! watched (the listing showed just those); the listing keeps the watches
+//! that stand and shows what is left, and a new farther node is watched if
+//! there is one. So when one of the k nearest goes, the books prove in the
+//! common case that fewer than k are left below, and the waiter holds on
+//! the notification alone; where they do not (a waiter in the middle gave
+//! up), it lists. Nothing is written and no one's cooperation is needed:
+//! the books stay what they are under `Relist`, an upper bound on the nodes
+//! below that only the server's answers and notices lower.
 //!
 //! # What a takeover on the notification costs
 //!
 //! [`Takeover::OnNotification`] (the default) pays for the round trip it
 //! saves; [`Takeover::Relist`] does not take it. Per hand-off of a lock in a
-//! rotation (H holds, S waits behind it, T behind S, every one of them queued
+//! rotation (H holds, S waits behind it, T behind S, U behind T, each queued
 //! at the back, so each listing showed nodes below), counted by the server
 //! (bench/README.md lists every request of every change, measured):
 //!
@@ -91,56 +90,51 @@
 //! | S hears of it | | 1 |
 //! | Relist: S lists the children, and the answer (the other libraries do the same) | 1 | 1 |
 //! | OnNotification: H hears of its own delete (its own-node watch) | | 1 |
-//! | OnNotification: S's marker, and its answer | 1 | 1 |
-//! | OnNotification: T hears of it | | 1 |
-//! | OnNotification: T reads S's node again (its watch set again), and the answer | 1 | 1 |
-//! | **Relist: 2 in, 3 out; OnNotification: 3 in, 6 out** | | |
+//! | OnNotification: T hears of it (H was the farther node it watched) | | 1 |
+//! | OnNotification: T lists the children (its listing showed more below it than H and S), and the answer | 1 | 1 |
+//! | **Relist: 2 in, 3 out; OnNotification: 2 in, 5 out** | | |
 //!
-//! That is the least a hand-off can cost where the waiter learns that
-//! nothing is left below from a write on the node it watches, for three
-//! reasons, each a way to be wrong that the simulator draws (counted per
-//! cycle, queueing to release, any takeover on the notification costs at
-//! least one request and three packets out more than listing again; this
-//! scheme pays one of each above that: bench/README.md gives the argument,
-//! and the scheme that would trade a hand-off's request for a re-queue's):
+//! Per re-queue the two-watch pays 5 and 5 (create, listing, own-node
+//! watch, two watches below), `Relist` 3 and 3; per cycle (queueing to
+//! release) 7 in and 10 out against 5 and 6. The least any takeover on the
+//! notification can cost is 6 and 9 per cycle, for two reasons, each a way
+//! to be wrong that the simulator draws:
 //!
-//! - *T must learn, before S's node goes, that no node below it is left.*
-//!   Its listing showed nodes below S, and it hears only of the nodes it
-//!   watches; watching all of them is the herd. So a write made after the
-//!   last of them went must reach T as a notice: one request, its answer, the
-//!   notice. The one process that knows when that is, is S, once it holds:
-//!   the marker. (H's delete cannot be it: T would have to know that nothing
-//!   was below H either, which is the same question one step down.)
-//! - *T must hear of S's node going after that.* A notice spends the watch
-//!   that brought it, so T sets it again: a request and its answer. That read
-//!   is also what tells S's marker (version 1, S's own bytes) from anyone
-//!   else's write of that node (an operator's, or a revocation request):
-//!   taken unread, such a write would make T take over beside a holder. A
-//!   second watch set at queueing (a child watch, which a data change leaves
-//!   standing) would only move that request to the queueing, and leave the
-//!   notice unchecked. A persistent watch (`addWatch`, ZooKeeper 3.6+) stays
-//!   set after its node is gone, for the life of the session: one leaked
-//!   watch on the server per hand-off and waiter, unless removed, which is a
-//!   request again.
 //! - *S must know its own node is still there when it takes over without a
 //!   listing.* An operator may have deleted it while S waited; T was then
 //!   told, listed, and watches H too, and when H goes both would hold. So a
-//!   waiter that may take over on a notification watches its own node, and
-//!   that watch fires once in the node's life: at the release (H's own delete
-//!   tells H), or at the marker if it were a data watch.
+//!   waiter that may take over on a notification watches its own node (a
+//!   child watch, which no write spends), set before the watches below so
+//!   that its deletion reports first; it fires once in the node's life, at
+//!   the release (H's own delete tells H): 1 in, 2 out per cycle.
+//! - *S must learn, before H's node goes, that no other node is left below
+//!   it.* Its listing showed nodes below H, and it hears only of the nodes
+//!   it watches; watching all of them is the herd. So a notice of an event
+//!   after the last of them went must reach it: a watch set for it and the
+//!   notice, at least 1 in and 2 out.
 //!
-//! So the marker's scheme costs one request and three notices more than
-//! listing on the notification. It writes nothing where no one can learn
-//! from it: a holder whose own listing showed no node above its own marks
-//! nothing (every node that could watch it lists after that listing, and
-//! sees below it what that listing saw). And the own-node watch is set early
-//! only by a waiter under `OnNotification`, which needs it; a holder by its
-//! own listing, and every node under `Relist`, sets it two probe ticks on
-//! (a holder at its first tick), for revocation's sake, so that a short
-//! hold or wait never pays for it (see [`OwnWatch`]); until then a holder
-//! leads on its node only until the node's lapse (see *A leader's own
-//! node* below). A failover (the leader's session closes) costs 3 in
-//! and 4 out, under `Relist` 2 and 2 as zookeeper-async's `LeaderLatch`,
+//! The listing after the notice (1 in, 1 out) goes: 5 and 6 plus 2 and 4,
+//! less 1 and 1. The two-watch pays 1 in and 1 out above that floor: the
+//! farther node's notice comes when it goes, and nodes may remain below it
+//! (a listing then says so) unless the listing showed just two. The leader
+//! marker it replaced (a new holder's `setData` of its node, which the node
+//! behind it watched, then read again to re-arm and to tell the marker from
+//! anyone's write) cost the same 7 and 10 per cycle, but one of them a
+//! write: a quorum's proposal and a disk flush on every member of the
+//! ensemble, where the two-watch's extra watch and listing are reads that
+//! the one server the session is on answers alone. A persistent watch
+//! (`addWatch`, ZooKeeper 3.6+) would save a watch only by leaving one on
+//! the server for every deleted node, for the life of the session, unless
+//! removed: a request again.
+//!
+//! The own-node watch is set early only by a waiter under `OnNotification`,
+//! which needs it; a holder by its own listing, and every node under
+//! `Relist`, sets it two probe ticks on (a holder at its first tick), for
+//! revocation's sake, so that a short hold or wait never pays for it (see
+//! [`OwnWatch`]); until then a holder leads on its node only until the
+//! node's lapse (see *A leader's own node* below). A failover (the
+//! leader's session closes) costs 2 in and 3 out (close; S told, holds; T
+//! told, lists), under `Relist` 2 and 2 as zookeeper-async's `LeaderLatch`,
 //! where the closing client hangs up without waiting (zookeeper-async); a
 //! zookeeper-client close waits, and the server sends it the close's answer
 //! and, under `OnNotification`, its own node's notice as well: 2 out more.
@@ -203,7 +197,7 @@
 //! - `lease.rs`: the pure rules of contact and leadership over time
 //!   (`link_ok`, `session_may_live`, the lease's expiry and next deadline).
 //! - `standing.rs`: a follower's books on the nodes below its own (the last
-//!   listing, the markers seen, the watched and armed nodes) and the rule of
+//!   listing, the watched and armed nodes) and the rule of
 //!   how many can be below it now.
 //! - `candidate/state.rs`: the state, laid out so that impossible
 //!   combinations cannot be written down: each side lane is an enum, the
@@ -212,7 +206,7 @@
 //! - `candidate/join.rs`: joining and leaving the queue (the parents, the
 //!   protected create and its recovery, the listing, our node's delete).
 //! - `candidate/follow.rs`: following and leading (the watches below and on
-//!   our own node, the marker, contact and the lease, watch and session
+//!   our own node, contact and the lease, watch and session
 //!   events).
 //! - Here: the machine's public face (getters, intents, inputs, outputs) and
 //!   the main lane's bookkeeping (`emit`, `advance`, `issue_step`).
@@ -244,11 +238,13 @@ pub use state::Stats;
 use state::*;
 
 /// How many of the nearest lower nodes a follower remembers from a listing,
-/// per node it watches: those it watches, and as many to fall back to without
-/// listing again. Only a persistent look-alike read in place of a watched node
-/// falls back (a watched node that goes costs a listing anyway: others may
-/// have gone unseen), so one spare per watch is plenty; each name kept costs
-/// every idle follower 16 bytes (packed: `standing.rs`), 56 if not ours.
+/// per node of its room: those it watches, and as many to fall back to
+/// without listing again. Only a persistent look-alike read in place of a
+/// watched node falls back (a watched node that goes costs a listing unless
+/// the books name every node left), so one spare per watch is plenty, and
+/// the two-watch's farther node is kept beside them with none of its own;
+/// each name kept costs every idle follower 16 bytes (packed: `standing.rs`),
+/// 56 if not ours.
 const KEPT_PER_WATCH: usize = 2;
 
 /// How many past sessions' nonces a candidate remembers, to clear their nodes.
@@ -683,21 +679,8 @@ impl Candidate {
     fn limits(&self) -> Limits {
         Limits {
             room: self.config.room() as usize,
-            permits: self.config.rule().limit(),
+            spare: usize::from(self.config.two_watch()),
         }
-    }
-
-    /// Whether a holder marker on the watched node `pred` would bound the
-    /// nodes blocking ours (see [`Rule`]'s `learns_from_holder`).
-    fn learns_from_marker_on(&self, pred: &str) -> bool {
-        let rule = self.config.rule();
-        name::access_of(
-            pred,
-            self.config.prefix(),
-            self.config.interop(),
-            rule.recipe(),
-        )
-        .is_some_and(|access| rule.learns_from_holder(access))
     }
 
     /// `PATH/name`, built without the formatting machinery (a path is built
@@ -778,7 +761,6 @@ impl Candidate {
         };
         count(Purpose::is_main) <= 1
             && count(|p| matches!(p, Purpose::WatchOwn { .. })) <= 1
-            && count(|p| matches!(p, Purpose::Mark(_))) <= 1
             && count(|p| matches!(p, Purpose::DowngradeRead(_) | Purpose::DowngradeWrite(_))) <= 1
             && count(|p| matches!(p, Purpose::Probe { .. })) <= 1
             && (matches!(
@@ -968,7 +950,6 @@ impl Candidate {
             if !self.main_in_flight() && !self.timers.is_set(Timer::Retry) {
                 self.issue_step();
             }
-            self.send_marker();
             self.send_downgrade();
             if self.config.probe()
                 && !self.timers.is_set(Timer::Probe)

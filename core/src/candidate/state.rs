@@ -28,10 +28,10 @@ pub struct Stats {
     pub listings: u64,
     /// Lost creates found again by their nonce.
     pub recovered_creates: u64,
-    /// Leader markers written on this candidate's own node.
-    pub marks_written: u64,
-    /// Leader markers found on a watched node that tightened this follower's standing.
-    pub marks_seen: u64,
+    /// Listings sent because the farther of the two nodes a waiter watches
+    /// went while its books did not show what is left below (the two-watch
+    /// takeover, [`Takeover::OnNotification`](crate::Takeover::OnNotification)).
+    pub second_relists: u64,
     /// Persistent look-alike children found and skipped (counted once per name).
     pub persistent_skipped: u64,
     /// New nodes of this candidate whose token was below the node it held
@@ -62,8 +62,7 @@ pub(super) struct Counters {
     pub(super) zero_rtt_takeovers: StatU32,
     pub(super) listings: StatU32,
     pub(super) recovered_creates: StatU32,
-    pub(super) marks_written: StatU32,
-    pub(super) marks_seen: StatU32,
+    pub(super) second_relists: StatU32,
     pub(super) persistent_skipped: StatU32,
     pub(super) tokens_regressed: StatU32,
 }
@@ -79,8 +78,7 @@ impl Counters {
             zero_rtt_takeovers: self.zero_rtt_takeovers.0.into(),
             listings: self.listings.0.into(),
             recovered_creates: self.recovered_creates.0.into(),
-            marks_written: self.marks_written.0.into(),
-            marks_seen: self.marks_seen.0.into(),
+            second_relists: self.second_relists.0.into(),
             persistent_skipped: self.persistent_skipped.0.into(),
             tokens_regressed: self.tokens_regressed.0.into(),
         }
@@ -169,8 +167,6 @@ pub(super) enum Purpose {
         /// reply arms nothing (that watch is already spent).
         spent: bool,
     },
-    /// The leader marker's `setData`.
-    Mark(String),
     /// A downgrading writer's read of its own node (its data version).
     DowngradeRead(String),
     /// A downgrading writer's `setData` of [`DOWNGRADED`](crate::config::DOWNGRADED),
@@ -282,17 +278,6 @@ impl OwnWatch {
     pub(super) const LATER: Self = Self::Later { ticks: 2 };
 }
 
-/// The leader marker on our own node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) enum Mark {
-    /// Not written yet: write it once leading (unless in flight).
-    Unwritten,
-    /// The last attempt failed on the connection: wait for proof it works again.
-    AwaitProof,
-    /// Written, or not worth trying again.
-    Done,
-}
-
 /// A writer's downgrade to a reader (the read lock taken by the write
 /// holder, the write lock then let go, as Curator allows), done in place:
 /// the node's data says so, and readers behind it read that. The states
@@ -337,7 +322,6 @@ pub(super) struct Own {
     /// Boxed: it never changes, and every machine holds one.
     pub(super) name: Box<str>,
     pub(super) token: FencingToken,
-    pub(super) mark: Mark,
     /// A writer's downgrade to a reader.
     pub(super) downgrade: Downgrade,
     /// The data version at which a revocation request was last reported
