@@ -452,7 +452,7 @@ async fn demotion_is_published_before_the_next_command_is_performed() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_new_holder_hears_of_its_hold_before_the_requests_that_follow_it_go_out() {
+async fn a_new_holder_hears_of_its_hold_and_writes_nothing_for_it() {
     let order = Arc::new(Mutex::new(Vec::<String>::new()));
     let log = Arc::clone(&order);
     let created = Arc::new(Mutex::new(String::new()));
@@ -467,9 +467,8 @@ async fn a_new_holder_hears_of_its_hold_before_the_requests_that_follow_it_go_ou
                     stat: stat(TOKEN),
                 })
             }
-            // The lock's queue holds our node and a newer one (which may
-            // have listed before ours held: the marker is worth writing);
-            // our node has no children.
+            // The lock's queue holds our node and a newer one; our node
+            // has no children.
             Request::GetChildren { path, .. } => Ok(Reply::Children(
                 created
                     .strip_prefix(&format!("{path}/"))
@@ -481,7 +480,7 @@ async fn a_new_holder_hears_of_its_hold_before_the_requests_that_follow_it_go_ou
             )),
             other => {
                 if matches!(other, Request::SetData { .. }) {
-                    log.lock().unwrap().push("marker performed".into());
+                    log.lock().unwrap().push("write performed".into());
                 }
                 answer(other)
             }
@@ -500,8 +499,8 @@ async fn a_new_holder_hears_of_its_hold_before_the_requests_that_follow_it_go_ou
     let order = order.lock().unwrap().clone();
     assert_eq!(
         order,
-        ["acquired", "marker performed"],
-        "the holder's acquire returns before the marker that follows its election goes out"
+        ["acquired"],
+        "the holder's acquire returns, and its hold writes nothing (no leader marker)"
     );
     drop(guard);
     session.close().await;
@@ -752,8 +751,7 @@ async fn one_probe_per_session_keeps_every_lease() {
         elections.push(election);
     }
     // Let the start-up's own requests settle: the own-node watches a holder
-    // by its listing sets at its first probe tick (no markers: each holds
-    // alone).
+    // by its listing sets at its first probe tick (each holds alone).
     tokio::time::sleep(timeout).await;
     let (probes_before, others_before) =
         (probes.load(Ordering::SeqCst), others.load(Ordering::SeqCst));

@@ -68,7 +68,7 @@ type Counter = fn(&Metrics) -> u64;
 /// Every counter series: its name, and its value in [`Metrics`]. Their
 /// handles are fetched when a value moves, not kept: 16 bytes a handle
 /// would cost every idle machine more than a fetch costs a busy one.
-const COUNTERS: [(&str, Counter); 15] = [
+const COUNTERS: [(&str, Counter); 14] = [
     ("zkelect_elections_total", |m| m.elections),
     ("zkelect_demotions_total", |m| m.demotions),
     ("zkelect_failovers_total", |m| m.failovers),
@@ -79,8 +79,7 @@ const COUNTERS: [(&str, Counter); 15] = [
     ("zkelect_stale_replies_total", |m| m.stale_replies),
     ("zkelect_zero_rtt_takeovers_total", |m| m.zero_rtt_takeovers),
     ("zkelect_recovered_creates_total", |m| m.recovered_creates),
-    ("zkelect_marks_written_total", |m| m.marks_written),
-    ("zkelect_marks_seen_total", |m| m.marks_seen),
+    ("zkelect_second_relists_total", |m| m.second_relists),
     ("zkelect_persistent_skipped_total", |m| m.persistent_skipped),
     ("zkelect_tokens_regressed_total", |m| m.tokens_regressed),
     ("zkelect_revocations_requested_total", |m| {

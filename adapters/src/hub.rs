@@ -20,7 +20,8 @@
 //!   an election that a subscriber may be waiting on holds the requests it
 //!   led to until the pump has yielded once, so the tasks it woke run first
 //!   (zombie-proofing for a demotion; for an election, speed: the new
-//!   holder's `acquire` returns before its marker goes out).
+//!   holder's `acquire` returns before any request its election leads to
+//!   goes out).
 //! - **The metrics facade** is told on the pump's next turn, never on the
 //!   path between an input and the requests it leads to.
 

@@ -450,7 +450,8 @@
 //! numbers until the parent's counter passes 2^31 − 1; from there a shared
 //! queue is refused with
 //! [`CandidateError::SequenceWrapped`].
-//! The leader marker is off with interop.
+//! The two-watch takeover (a waiter watching the node below its nearest
+//! too) is off with interop: a waiter watches its nearest only.
 //!
 //! ## Persistent look-alikes
 //!

@@ -42,10 +42,10 @@ pub struct Metrics {
     pub zero_rtt_takeovers: u64,
     /// Creates whose reply was lost and whose node was found again by its nonce.
     pub recovered_creates: u64,
-    /// Leader markers this candidate wrote on its node on being elected.
-    pub marks_written: u64,
-    /// Leader markers found on a watched node, each sparing a later listing.
-    pub marks_seen: u64,
+    /// Listings sent because the farther of the two nodes a waiter watches
+    /// went and its books did not name all that was left below (the
+    /// two-watch takeover).
+    pub second_relists: u64,
     /// Persistent children named like contenders, skipped (once per name).
     pub persistent_skipped: u64,
     /// New nodes whose fencing token was below the last node this candidate
@@ -433,8 +433,7 @@ fn mirror(m: &mut Metrics, stats: &Stats, traffic: &Traffic) {
     m.stale_replies = stats.stale_replies;
     m.zero_rtt_takeovers = stats.zero_rtt_takeovers;
     m.recovered_creates = stats.recovered_creates;
-    m.marks_written = stats.marks_written;
-    m.marks_seen = stats.marks_seen;
+    m.second_relists = stats.second_relists;
     m.persistent_skipped = stats.persistent_skipped;
     m.tokens_regressed = stats.tokens_regressed;
     m.ops = traffic.requests;

@@ -1057,8 +1057,8 @@ fn markdown(
          just before the round (nothing but the idle sessions' pings and zkelect's liveness probes, which come in bursts \
          at large N as the sessions started together), scaled to the round's window. \
          *watches fired*: watchers the server triggered in the window (`zk_sum_node_*_watch_count`). \
-         zkelect/predecessor's packets include, after the takeover, its leader marker: the new leader's `setData` \
-         on its own node, its successor's re-read of that node, and the new leader's own-node watch set again \
+         zkelect/predecessor's packets include, after the takeover, the two-watch's listing: the node two above \
+         the old leader watched it too, and lists unless its books name all that is left below \
          (what lets the next failover take over on the notification alone).",
         args.quiet_ms
     );

@@ -168,8 +168,8 @@ async fn mntr_value(monitor: &Monitor, key: &str) -> Result<u64> {
 }
 
 /// Requests the server received since `start` (less one probe), ÷ n. A
-/// request still in flight after the N-th holds (a leader's marker) may be
-/// counted or not.
+/// request still in flight after the N-th holds (a waiter's second watch)
+/// may be counted or not.
 async fn requests_per_start(monitor: &Monitor, start: &Sample, n: usize) -> Result<f64> {
     let end = monitor.sample().await?;
     let (received, _) = delta(start, &end)?;

@@ -548,15 +548,21 @@ impl Config {
     /// two-watch takeover of [`Takeover::OnNotification`]): with the
     /// `Predecessor` strategy (the `Parent` strategy's waiters watch no
     /// node below), protected names (a name still listed after a relisting
-    /// must be the node watched, its watch still set) and without interop
+    /// must be the node watched, its watch still set), without interop
     /// (a Curator reader may be created below a writer's node after it, and
     /// other libraries' names may be unprotected: the books are then not
-    /// the shrinking set the scheme counts on).
+    /// the shrinking set the scheme counts on), and for every rule but a
+    /// reader's. A reader's blockers are the writers below it; its second
+    /// watch would be on the writer below the nearest, so every reader
+    /// queued between two writers would list when the lower one goes: a
+    /// herd as long as that run of readers, where one writer's deletion
+    /// now wakes only the readers right above it (and they hold on it).
     pub fn two_watch(&self) -> bool {
         self.takeover == Takeover::OnNotification
             && self.strategy == WatchStrategy::Predecessor
             && self.protected_create
             && self.interop == Interop::None
+            && self.rule.access() == crate::name::Access::Exclusive
     }
 
     /// Whether the holder hears of revocation requests written into its
@@ -1378,8 +1384,7 @@ mod tests {
             Rule::Election { leaders: 2 }
         );
         // The two-watch takeover needs no cooperation from the nodes
-        // watched: every rule's waiters take it (a reader's blockers, the
-        // writers below it, only shrink as anyone's do).
+        // watched, but a reader's would herd (see `two_watch`).
         let two = |rule, takeover| {
             Config::builder("/e", "a")
                 .rule(rule)
@@ -1388,10 +1393,11 @@ mod tests {
                 .unwrap()
                 .two_watch()
         };
-        for rule in [Rule::Read, Rule::Write, Rule::Mutex] {
+        for rule in [Rule::Write, Rule::Mutex, Rule::Semaphore { permits: 3 }] {
             assert!(two(rule, Takeover::OnNotification));
             assert!(!two(rule, Takeover::Relist));
         }
+        assert!(!two(Rule::Read, Takeover::OnNotification));
     }
 
     #[test]

@@ -30,7 +30,6 @@ fn elected(token: i64) -> Notice {
 const A: &str = "_c_000000000000a000-n_0000000000";
 const B: &str = "_c_000000000000b000-n_0000000001";
 const C: &str = "_c_000000000000c000-n_0000000002";
-const A2: &str = "_c_000000000000a001-n_0000000003";
 
 /// The requests a candidate has pending, by kind, in order.
 fn verbs(d: &Driver) -> Vec<Verb> {

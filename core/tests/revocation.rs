@@ -62,7 +62,8 @@ fn requested(d: &mut Driver) -> usize {
 #[test]
 fn a_request_reaches_the_holder_once_per_write_and_it_may_ignore_it() {
     let mut d = holder(true);
-    // The marker's own write fires the data watch: read again, nothing asked.
+    // Anyone's other write (the application's own bytes again) fires the
+    // data watch: read again, nothing asked.
     d.event(WatchKind::NodeDataChanged, OWN);
     own_reads(&mut d, b"h", 1);
     assert_eq!(requested(&mut d), 0);

@@ -25,7 +25,7 @@ use zkelect_core::name::{self, Access};
 use zkelect_core::{
     Candidate, Command, Config, ConnectionPolicy, CreateMode, Input, Interop, Notice, OpId, Recipe,
     Reply, Request, Role, Rule, SessionEvent, SessionId, Stat, Timestamp, WatchEvent, WatchKind,
-    WatchStrategy, ZkCode,
+    Takeover, WatchStrategy, ZkCode,
 };
 
 use crate::read::Bytes;
@@ -83,7 +83,7 @@ pub(crate) fn config_at(b: &mut Bytes<'_>, path: Option<&str>, id: &str) -> Conf
             ConnectionPolicy::Standard
         })
         .nonce_seed(b.u64())
-        .leader_marker(b.bool())
+        .takeover(if b.bool() { Takeover::OnNotification } else { Takeover::Relist })
         .rejoin_on_revoke(b.bool())
         .create_parents(b.bool())
         .container_parent(b.bool())

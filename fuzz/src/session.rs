@@ -27,7 +27,7 @@ use std::time::Duration;
 use zkelect_core::{
     Candidate, Command, Config, ConnectionPolicy, Input, Machine, MachineId, Observer,
     ObserverConfig, Recipe, Request, Rule, Sender, Session, SessionConfig, SessionEvent, SessionId,
-    Timestamp, Verb, WatchEvent, WatchStrategy, ZkCode,
+    Takeover, Timestamp, Verb, WatchEvent, WatchStrategy, ZkCode,
 };
 use zkelect_sim::zk::{ZkModel, ZkSettings};
 
@@ -56,7 +56,7 @@ const SPIN: usize = 5_000;
 const REACTIONS: usize = 4;
 
 /// Writes each machine may cause at one instant (its node, a stale node's
-/// delete, a marker, a parent, a release, a rejoin), with a wide margin: a
+/// delete, a downgrade, a parent, a release, a rejoin), with a wide margin: a
 /// loop that keeps writing is a stall too.
 const WRITES_PER_MACHINE: usize = 16;
 
@@ -89,7 +89,7 @@ fn machine(b: &mut Bytes<'_>, n: u64) -> Machine {
         } else {
             ConnectionPolicy::Standard
         })
-        .leader_marker(b.bool())
+        .takeover(if b.bool() { Takeover::OnNotification } else { Takeover::Relist })
         .nonce_seed(b.u64())
         .backoff(min, min * (1 + u32::from(b.u8() % 32)))
         .build()

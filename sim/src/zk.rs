@@ -626,8 +626,8 @@ impl ZkModel {
         }
     }
 
-    /// `setData` from `session` at `now` (zkelect's leader marker, or an
-    /// operator's write): checks WRITE on the node and the version
+    /// `setData` from `session` at `now` (a writer's downgrade, a revocation
+    /// request, or an operator's write): checks WRITE on the node and the version
     /// (`None` = any), bumps the version and mzxid, and fires the data watches
     /// with `NodeDataChanged`.
     pub fn set_data(

@@ -349,7 +349,7 @@ fn every_drawn_option_is_drawn_and_builds() {
         }
     }
     // Stated rates: prefix 1/4, path by the world 1/5, Parent 1/4 × (25, 50,
-    // 100 %), marker off 1/4 × (50, 100 %), no rejoin 1/4 × (30, 100 %), data
+    // 100 %), Relist 1/4 × (50, 100 %), no rejoin 1/4 × (30, 100 %), data
     // 1/3, backoff 1/3.
     let rates = [
         0.25,

@@ -54,10 +54,10 @@ const LOOK_ALIKES: &[(&str, Interop)] = &[
 const LEAD_WITHIN: Duration = Duration::from_secs(3);
 
 /// "A handful" of requests, without the look-alikes' reads: the path's
-/// `exists`, the create, one listing and the read of its own node, plus up
-/// to two for the leader marker (written, then its node watched again; on
-/// only without interop). The look-alikes add one read each and nothing
-/// more: no listing again after a skip.
+/// `exists`, the create, one listing and the read of its own node, plus two
+/// to spare (a read still in flight as it leads, its own node's watch at its
+/// first probe tick). The look-alikes add one read each and nothing more: no
+/// listing again after a skip.
 const BASE_OPS: u64 = 6;
 
 /// What a look-alike looks like from outside.

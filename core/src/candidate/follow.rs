@@ -414,6 +414,11 @@ impl Candidate {
     /// nodes left below, this candidate leads now (they can only have shrunk).
     /// `zero_rtt`: learned from the notification itself, not from a read.
     pub(super) fn pred_gone(&mut self, pred: &str, zero_rtt: bool) {
+        #[cfg(feature = "planted")]
+        if self.beside_second && zero_rtt && self.watching() == Some(pred) {
+            self.session.standing.remove(pred);
+            return self.lead_unlisted(true);
+        }
         self.session.standing.remove(pred);
         if !self.trusts_deletion_of(pred) {
             return self.set_step(Step::List);
@@ -432,6 +437,13 @@ impl Candidate {
         // instead of probing remembered names one by one (found by the benchmark:
         // at N = 50 a follower walked through up to 8 dead names).
         self.set_step(Step::List);
+    }
+
+    /// Plants [`Planted::TakeoverBesideSecond`](crate::Planted) in this
+    /// machine (only with the `planted` feature, a simulator's).
+    #[cfg(feature = "planted")]
+    pub(crate) fn plant_takeover_beside_second(&mut self) {
+        self.beside_second = true;
     }
 
     /// Under the two-watch takeover, a watched node went and the room is

@@ -329,6 +329,10 @@ pub struct Candidate {
     /// Notices and commands waiting to be polled.
     outbox: Outbox,
     stats: Counters,
+    /// A planted bug ([`Planted::TakeoverBesideSecond`](crate::Planted)):
+    /// hold on the nearest's notice whatever else the books show below.
+    #[cfg(feature = "planted")]
+    beside_second: bool,
 }
 
 impl Candidate {
@@ -356,6 +360,8 @@ impl Candidate {
             backoff,
             outbox: Outbox::default(),
             stats: Counters::default(),
+            #[cfg(feature = "planted")]
+            beside_second: false,
         }
     }
 

@@ -139,6 +139,15 @@ impl Machine {
         }
     }
 
+    /// The candidate, if this is one, to plant a bug in.
+    #[cfg(feature = "planted")]
+    pub(super) fn candidate_mut(&mut self) -> Option<&mut Candidate> {
+        match &mut self.kind {
+            Kind::Election(c) | Kind::Lock { candidate: c, .. } => Some(c),
+            Kind::Observer(_) | Kind::Revoker(_) => None,
+        }
+    }
+
     /// The observer, if this is one.
     pub fn as_observer(&self) -> Option<&Observer> {
         match &self.kind {

@@ -48,6 +48,16 @@ pub use window::{Sender, OPENING};
 /// input's handful; a burst's buffer is given back).
 const EVENTS_KEPT: usize = 64;
 
+/// Plants `bug` in `machine`, where it is a bug of one machine.
+#[cfg(feature = "planted")]
+fn plant_in(machine: &mut Machine, bug: Planted) {
+    if bug == Planted::TakeoverBesideSecond {
+        if let Some(candidate) = machine.candidate_mut() {
+            candidate.plant_takeover_beside_second();
+        }
+    }
+}
+
 /// The earlier of two optional deadlines (either, if only one is set).
 fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
     match (a, b) {
@@ -218,6 +228,9 @@ impl Session {
     #[cfg(feature = "planted")]
     pub fn plant(&mut self, bug: Planted) {
         self.planted = Some(bug);
+        for slot in self.slots.values_mut() {
+            plant_in(&mut slot.machine, bug);
+        }
     }
 
     // ----- getters ------------------------------------------------------------
@@ -327,6 +340,12 @@ impl Session {
     /// machine is told the last `Connected` at once, as the others were; if
     /// it is closing, the machine is closed at once.
     pub fn add(&mut self, now: Timestamp, machine: Machine) -> MachineId {
+        #[cfg(feature = "planted")]
+        let mut machine = machine;
+        #[cfg(feature = "planted")]
+        if let Some(bug) = self.planted {
+            plant_in(&mut machine, bug);
+        }
         self.enter(now);
         self.last_id += 1;
         let id = MachineId(self.last_id);

@@ -35,4 +35,10 @@ pub enum Planted {
     /// sorted (Curator's way): two given the same paths in opposite orders
     /// deadlock. A simulator's `multi-lock` liveness check catches it.
     MultiLockInGivenOrder,
+    /// A candidate holds on its nearest watched node's deletion notice
+    /// whatever its books show below it: the two-watch takeover without its
+    /// condition (the farther node gone, or the listing showing the nearest
+    /// alone). A waiter between a holder and us that gives up hands us the
+    /// lock beside the holder. A simulator's `safety` catches it.
+    TakeoverBesideSecond,
 }

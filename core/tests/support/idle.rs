@@ -40,8 +40,7 @@ pub fn idle_follower(i: usize, rule: Rule) -> Candidate {
     c
 }
 
-/// A machine that holds (alone in its queue), its leader marker written and
-/// every request answered: what a held lock or an elected leader keeps.
+/// A machine that holds (alone in its queue), every request answered: what a held lock or an elected leader keeps.
 pub fn idle_holder(i: usize, rule: Rule) -> Candidate {
     let c = idle_in_queue(i, rule, 0);
     assert!(c.role().is_leader(), "{rule:?}");

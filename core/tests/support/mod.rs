@@ -260,7 +260,7 @@ impl Driver {
     }
 
     /// Removes and returns the pending own-node watch on `name`: a child
-    /// watch (the node's own marker must not spend it), a data watch only
+    /// watch (no write into the node may spend it), a data watch only
     /// to read the node's owner after a reconnect that named no session.
     pub fn take_own_watch(&mut self, name: &str) -> Command {
         let path = format!("{PATH}/{name}");

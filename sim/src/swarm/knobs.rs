@@ -173,10 +173,10 @@ pub struct Options {
     /// (`WatchStrategy::Parent`), by a hash of seed and pid.
     pub parent: u8,
     /// How many in a hundred processes take over as the other libraries do,
-    /// listing again on the notification (`Takeover::Relist`: no leader
-    /// marker, and a node's own watch set only once it is two probe ticks
-    /// old); the others take over on the notification alone
-    /// (`Takeover::OnNotification`, the default).
+    /// listing again on the notification (`Takeover::Relist`: the nearest
+    /// node below watched only, and a node's own watch set only once it is
+    /// two probe ticks old); the others take over on the notification alone
+    /// (`Takeover::OnNotification`, the default: the two-watch takeover).
     pub relist: u8,
     /// How many in a hundred processes run with `rejoin_on_revoke(false)`:
     /// revoked, they stay out (idle) for good.
