@@ -211,7 +211,8 @@ impl Liveness {
 }
 
 /// One server change wakes at most k followers (the predecessor recipe: each
-/// node is watched by the k nodes above it), judged by what the server sees:
+/// node is watched by the k nodes above it, and by one more under the
+/// two-watch takeover), judged by what the server sees:
 /// reads sent on waking from a watch event of that change that reach it. A
 /// candidate's own-node watch does not count (the change was to its own node),
 /// nor does the watch of a candidate whose node an operator deleted and which
@@ -257,7 +258,17 @@ impl Invariant<View> for NoHerd {
         }
         let woken = self.woken.entry(cause).or_default();
         woken.insert(pid);
-        let k = allowed.max(world.leaders_of(world.process(pid).queue) as usize);
+        // A two-watch waiter (its own configuration says, not the draw: a
+        // canary may run another) watches one node beyond its k nearest, so
+        // a change may wake one reader more where one of them runs it.
+        let spare = woken.iter().any(|&p| {
+            world
+                .process(p)
+                .config
+                .is_some_and(zkelect_core::Config::two_watch)
+        });
+        let k = allowed.max(world.leaders_of(world.process(pid).queue) as usize)
+            + usize::from(spare);
         if woken.len() > k {
             return Err(format!(
                 "one server change (#{cause}) made {} candidates read (at most {k}): {:?}",

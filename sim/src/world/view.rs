@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use zkelect_core::name::Access;
 use zkelect_core::{
-    Candidate, Config, FencingToken, Interop, Recipe, Request, SessionId, Timestamp, WatchEvent,
+    Candidate, Config, FencingToken, Recipe, Request, SessionId, Timestamp, WatchEvent,
 };
 
 use crate::canary::Canary;
@@ -418,20 +418,11 @@ impl View {
     /// predecessor recipe: k is the bound there too. Persistent look-alikes
     /// are left out, as the candidates leave them out.
     ///
-    /// Where the two-watch takeover may be drawn (a process taking over on
-    /// the notification, without interop), each waiter of an exclusive
-    /// rule watches one node more (below its k nearest), so one more may
-    /// read: the bound is one higher.
+    /// A waiter under the two-watch takeover watches one node more, below
+    /// its k nearest: `no-herd` allows one more reader where one of those
+    /// it counts runs it.
     pub fn herd_bound(&self, event: &WatchEvent) -> usize {
         let q = self.queue_of_path(&event.path).unwrap_or(0);
-        let spare = usize::from(
-            self.knobs().options.relist < 100 && self.queues[q].scheme.interop() == Interop::None,
-        );
-        self.herd_bound_of_one(q, event) + spare
-    }
-
-    /// [`Self::herd_bound`] where each waiter watches its k nearest only.
-    fn herd_bound_of_one(&self, q: usize, event: &WatchEvent) -> usize {
         let spec = &self.queues[q];
         let path = spec.path.as_str();
         let k = spec.leaders as usize;
