@@ -469,7 +469,11 @@ mod tests {
             for g in gone {
                 s.remove(g);
             }
-            assert_eq!(s.below(), below, "case {i}: rank={rank} kept={kept} gone={gone:?}");
+            assert_eq!(
+                s.below(),
+                below,
+                "case {i}: rank={rank} kept={kept} gone={gone:?}"
+            );
         }
     }
 
@@ -628,7 +632,10 @@ mod tests {
         // Our node has czxid 100.
         let mut s = standing(5, 3);
         assert!(s.learn("n2", read(50), 100), "the node the listing showed");
-        assert!(s.learn("n2", read(50), 100), "read again, and its data changed");
+        assert!(
+            s.learn("n2", read(50), 100),
+            "read again, and its data changed"
+        );
         assert!(!s.learn("n2", read(60), 100), "another node of that name");
         let mut s = standing(5, 3);
         assert!(!s.learn("n2", read(100), 100), "created after ours");

@@ -55,7 +55,12 @@ fn waiter(id: &str, mode: Takeover, own: &str, czxid: i64, children: &[&str]) ->
 /// (one at a time: the next is sent on the answer to the last).
 fn reads(d: &mut Driver, names: &[(&str, i64)]) {
     for &(name, czxid) in names {
-        assert_eq!(verbs(d), [Verb::GetData], "one read at a time: {:?}", d.pending);
+        assert_eq!(
+            verbs(d),
+            [Verb::GetData],
+            "one read at a time: {:?}",
+            d.pending
+        );
         pred_read(d, name, czxid, 0, "x");
     }
     assert!(d.pending.is_empty(), "{:?}", d.pending);
@@ -106,7 +111,11 @@ fn a_rotation_under_on_notification_costs_two_requests_a_hand_off_and_five_a_req
     );
     a.own_watch_ok(A4, 14);
     reads(&mut a, &[(D, 13), (C, 12)]);
-    assert_eq!(a.c.stats().commands, 5, "create, list, own watch, two reads");
+    assert_eq!(
+        a.c.stats().commands,
+        5,
+        "create, list, own watch, two reads"
+    );
     // B lets go: its delete; C holds on the notice alone; D hears of it as
     // its farther node and lists (it listed A below B, unseen since): two
     // requests in all, the delete and D's listing.
@@ -141,7 +150,11 @@ fn a_rotation_under_on_notification_costs_two_requests_a_hand_off_and_five_a_req
     a.event(WatchKind::NodeDeleted, D);
     assert!(a.take_notices().contains(&elected(14)));
     assert!(a.pending.is_empty(), "{:?}", a.pending);
-    assert_eq!(a.c.stats().commands, 6, "the re-queue's five and one listing");
+    assert_eq!(
+        a.c.stats().commands,
+        6,
+        "the re-queue's five and one listing"
+    );
 }
 
 #[test]
@@ -429,7 +442,11 @@ fn a_listing_lost_to_a_connection_fault_is_sent_again_and_the_takeover_waits_for
     let list = d.take(Verb::GetChildren);
     d.session(SessionEvent::Disconnected);
     d.reply(list.op, Err(ZkCode::ConnectionLoss));
-    assert!(d.pending.is_empty(), "not on a dead connection: {:?}", d.pending);
+    assert!(
+        d.pending.is_empty(),
+        "not on a dead connection: {:?}",
+        d.pending
+    );
     // C goes while D is cut off, before D knows A is gone: no notice, and
     // nothing may elect D but a listing.
     d.connect(SID);
@@ -460,7 +477,11 @@ fn a_notice_from_the_farther_node_while_a_listing_is_out_is_safe() {
     let first = d.take(Verb::GetChildren);
     d.event(WatchKind::NodeDeleted, C);
     assert_eq!(d.c.role(), Role::Follower);
-    assert_eq!(verbs(&d), [Verb::GetChildren], "a listing newer than the notice");
+    assert_eq!(
+        verbs(&d),
+        [Verb::GetChildren],
+        "a listing newer than the notice"
+    );
     // The first listing's answer (sent before C went) is stale: ignored.
     d.reply(first.op, Ok(Reply::Children(vec![C.into(), D.into()])));
     assert_eq!(d.c.role(), Role::Follower);

@@ -464,7 +464,11 @@ fn a_writer_downgrades_in_place_readers_behind_join_it_and_writers_behind_still_
     let r1 = "_c_000000000000b001-r_0000000001";
     let mut w = joined_as("w", Rule::Write, own, 10, &[own, "r_0000000001"]);
     assert!(w.c.role().is_leader());
-    assert!(!w.has_pending(Verb::SetData), "nothing written: {:?}", w.pending);
+    assert!(
+        !w.has_pending(Verb::SetData),
+        "nothing written: {:?}",
+        w.pending
+    );
     let mut r = joined_as("r", Rule::Read, "r_0000000001", 11, &[own, "r_0000000001"]);
     assert_eq!(r.c.role(), Role::Follower);
     r.data_at(own, 10, 0, b"w");

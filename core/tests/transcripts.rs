@@ -127,7 +127,11 @@ fn deleted_predecessor_with_lower_nodes_left_reverifies_the_next_one() {
     assert_eq!(d.c.watched(), [P1, P0]);
     d.event(WatchKind::NodeDeleted, P1);
     assert_eq!(d.c.role(), Role::Follower, "P0 may still lead");
-    assert!(!listing_pending(&d), "P0 alone can be below: {:?}", d.pending);
+    assert!(
+        !listing_pending(&d),
+        "P0 alone can be below: {:?}",
+        d.pending
+    );
     d.data_ok(P0, 10);
     d.event(WatchKind::NodeDeleted, P0);
     assert_eq!(d.c.role(), Role::Leader(FencingToken(12)));

@@ -24,8 +24,8 @@ use std::time::Duration;
 use zkelect_core::name::{self, Access};
 use zkelect_core::{
     Candidate, Command, Config, ConnectionPolicy, CreateMode, Input, Interop, Notice, OpId, Recipe,
-    Reply, Request, Role, Rule, SessionEvent, SessionId, Stat, Timestamp, WatchEvent, WatchKind,
-    Takeover, WatchStrategy, ZkCode,
+    Reply, Request, Role, Rule, SessionEvent, SessionId, Stat, Takeover, Timestamp, WatchEvent,
+    WatchKind, WatchStrategy, ZkCode,
 };
 
 use crate::read::Bytes;
@@ -83,7 +83,11 @@ pub(crate) fn config_at(b: &mut Bytes<'_>, path: Option<&str>, id: &str) -> Conf
             ConnectionPolicy::Standard
         })
         .nonce_seed(b.u64())
-        .takeover(if b.bool() { Takeover::OnNotification } else { Takeover::Relist })
+        .takeover(if b.bool() {
+            Takeover::OnNotification
+        } else {
+            Takeover::Relist
+        })
         .rejoin_on_revoke(b.bool())
         .create_parents(b.bool())
         .container_parent(b.bool())

@@ -89,7 +89,11 @@ fn machine(b: &mut Bytes<'_>, n: u64) -> Machine {
         } else {
             ConnectionPolicy::Standard
         })
-        .takeover(if b.bool() { Takeover::OnNotification } else { Takeover::Relist })
+        .takeover(if b.bool() {
+            Takeover::OnNotification
+        } else {
+            Takeover::Relist
+        })
         .nonce_seed(b.u64())
         .backoff(min, min * (1 + u32::from(b.u8() % 32)))
         .build()
