@@ -562,7 +562,7 @@ impl Config {
             && self.strategy == WatchStrategy::Predecessor
             && self.protected_create
             && self.interop == Interop::None
-            && self.rule.access() == crate::name::Access::Exclusive
+            && self.rule != Rule::Read
     }
 
     /// Whether the holder hears of revocation requests written into its
