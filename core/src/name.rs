@@ -379,12 +379,6 @@ pub struct Standing {
     /// A participant whose sequence is negative (the parent's counter passed
     /// 2^31 − 1), if any: the order other libraries see differs from ours there.
     pub negative: Option<String>,
-    /// Whether the listing shows any child that may be newer than the node:
-    /// every child but the node itself and the participants older than it
-    /// (children that do not parse count, whatever they are). Without one,
-    /// every node that could ever watch ours was created after this
-    /// listing, so its own listing sees below ours only what this one saw.
-    pub newer: bool,
 }
 
 /// Finds `own` in `children` in one pass, without sorting the whole listing,
@@ -454,7 +448,6 @@ pub fn standing_under(
     for child in children {
         let Some((seq, _, access, weight)) = scan(child, &stems) else {
             out.ignored += 1;
-            out.newer |= child != own;
             continue;
         };
         if seq < 0 && out.negative.is_none() {
@@ -475,7 +468,6 @@ pub fn standing_under(
             out.found = true;
             continue;
         }
-        out.newer |= own_seq.is_none() || here > (0, own);
         if own_seq.is_some() && here < (0, own) && rule.blocked_by(access) {
             out.rank += 1;
             out.weight += u64::from(weight);
@@ -977,8 +969,6 @@ mod tests {
             for child in &children {
                 let Some((seq, _, access, _)) = scan(child, &stems) else {
                     want.ignored += 1;
-                    // Whatever it is, it may be newer.
-                    want.newer |= child != &own;
                     continue;
                 };
                 if seq < 0 && want.negative.is_none() {
@@ -998,8 +988,6 @@ mod tests {
                 } else if older && rule.blocked_by(access) {
                     lower.push((rel, child));
                 }
-                // Anyone but us that is not older may be newer.
-                want.newer |= child != &own && !older;
             }
             want.rank = lower.len();
             want.weight = lower.len() as u64;
