@@ -565,3 +565,83 @@ fn a_wiped_server_lowers_the_tokens_and_each_candidate_that_held_a_node_says_so(
     assert!(world.stats().fenced_rejections > refused);
     assert_eq!(world.resource_max(), Some(before));
 }
+
+/// An operator deletes a leader's node while the follower its session talks
+/// to lags (ZooKeeper lets a follower fall `syncLimit` ticks behind the
+/// leader). That follower has not applied the deletion: it answers the
+/// leader's probe after it, its watch cannot fire yet, and the leader is then
+/// cut off before the follower applies it. Nothing could have told the
+/// leader sooner; under `SessionAware` its lease, from that last answer, stops it within a
+/// session timeout of the moment its server applied the deletion, which is
+/// past a session timeout from the deletion at the ensemble's leader.
+#[test]
+fn a_leader_on_a_lagging_follower_stops_within_a_session_timeout_of_its_server_applying_the_deletion(
+) {
+    use zkelect_sim::server::{EnsembleSpec, MemberFault};
+    let t = Duration::from_secs(2);
+    let lag_at = at(3_000);
+    let world_of = |seed| {
+        let mut swarm = swarm(1, vec![]);
+        swarm.session_timeout = t;
+        // A leader that keeps leading through a disconnect while its lease
+        // lasts (under `Standard` the disconnect alone stops it).
+        swarm.policy = ConnectionPolicy::SessionAware;
+        // Both followers lag, so the leader's session is on a lagging one
+        // unless it is on the ensemble's leader (member 0).
+        swarm.env.ensemble = Some(EnsembleSpec {
+            servers: 3,
+            faults: [1, 2]
+                .map(|server| (lag_at, MemberFault::Lag { server, ms: 1_000 }))
+                .to_vec(),
+            down_at_start: None,
+        });
+        World::new(seed, swarm, None, true)
+    };
+    let member = |w: &World| {
+        let session = w.process(0).session_id?;
+        w.server().member_of(session)
+    };
+    let lagging = |w: &World| {
+        member(w).is_some_and(|m| w.server().ensemble().is_some_and(|e| e.is_lagging(m)))
+    };
+    // A world whose candidate leads from a follower when the lag starts.
+    let (seed, mut world) = (0..40)
+        .map(|seed| (seed, world_of(seed)))
+        .find_map(|(seed, mut world)| {
+            assert!(world
+                .run_until(lag_at + Duration::from_millis(10))
+                .is_none());
+            (world.process(0).agent.role().is_leader() && lagging(&world)).then_some((seed, world))
+        })
+        .expect("a leader on a follower within 40 seeds");
+    world.inject(Fault::Revoke { pid: 0 });
+    let deleted = world.now();
+    // Its server answers after the deletion, more than a tenth of the
+    // timeout after it (the margin a lease leaves), and has not applied it.
+    let answered = deleted + t / 10 + Duration::from_millis(50);
+    until(&mut world, deleted + t, |w| {
+        w.process(0)
+            .candidate
+            .and_then(|c| c.last_contact())
+            .is_some_and(|c| c > answered)
+    });
+    assert!(lagging(&world), "seed {seed}: the follower caught up first");
+    assert!(world.process(0).agent.role().is_leader(), "seed {seed}");
+    world.inject(Fault::Partition {
+        pid: 0,
+        ms: 3 * t.as_millis() as u64,
+    });
+    let applied = until(&mut world, deleted + t, |w| !lagging(w));
+    let stopped = until(&mut world, applied + t, |w| {
+        !w.process(0).agent.role().is_leader()
+    });
+    assert!(
+        stopped > deleted + t,
+        "seed {seed}: stopped at {stopped}, deleted at {deleted}: not the case this is about"
+    );
+    assert!(
+        world.run().is_none(),
+        "seed {seed}: {:?}",
+        world.violation()
+    );
+}

@@ -142,8 +142,10 @@
 //! # A leader's own node
 //!
 //! An operator may delete a holder's node (a revocation); the holder must
-//! stop within a session timeout of the deletion, as its session's expiry
-//! would make it. Contact does not tell it: the server answers a session
+//! stop within a session timeout of the deletion reaching the server its
+//! session is on, as its session's expiry would make it (a follower that
+//! lags applies it late, and until then answers as if the node stood: no
+//! client of it can know sooner). Contact does not tell it: the server answers a session
 //! whose node is gone. One rule covers it, whatever the holder's watch,
 //! strategy or mode: **a leader leads on its node for at most nine tenths
 //! of the session timeout after the last moment the server vouched for the

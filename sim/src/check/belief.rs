@@ -21,10 +21,13 @@ pub const REQUEST_GRACE: u32 = 2;
 
 /// Whether `p` is a candidate whose node an operator deleted, which has not
 /// learned it yet and is still within its grace: [`REVOKE_GRACE`](super::REVOKE_GRACE) session
-/// timeouts of its own awake time since the deletion.
+/// timeouts of its own awake time since the deletion reached it (see
+/// [`Process::revoke_reached`]): a client cannot hear of a deletion before
+/// the server it talks to has applied it.
 pub(crate) fn revoked_in_grace(world: &View, p: &Process<'_>) -> bool {
     p.revoked_at.is_some_and(|at| {
-        let since = at.max(p.resumed_at);
+        let reached = p.revoke_reached.map_or(at, |r| r.max(at));
+        let since = reached.max(p.resumed_at);
         p.paused || world.now() < since + p.session_timeout * REVOKE_GRACE
     })
 }

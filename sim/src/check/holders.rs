@@ -128,7 +128,9 @@ impl Safety {
 
 /// A candidate whose node an operator deleted does not lead for more than
 /// [`REVOKE_GRACE`](super::REVOKE_GRACE) session timeouts of its own awake time after the deletion
-/// (a paused process cannot learn anything).
+/// reached it (a paused process cannot learn anything, nor a client whose
+/// server has not applied the deletion yet: see
+/// [`Process::revoke_reached`](crate::world::Process::revoke_reached)).
 #[derive(Debug, Default)]
 pub struct Revocation;
 

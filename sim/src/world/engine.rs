@@ -303,6 +303,9 @@ impl World {
         self.view.now = at;
         self.view.stats.steps += 1;
         self.deliver(ev);
+        if !self.view.revoked.is_empty() {
+            self.view.revocations_behind();
+        }
         if cfg!(debug_assertions) {
             self.view.check_census();
         }

@@ -13,7 +13,7 @@ use zkelect_core::{
 use super::engine::World;
 use super::ev::Ev;
 use super::hosting::Intent;
-use super::proc::{agent, Conn};
+use super::proc::{agent, Conn, Revoked};
 use super::spec::Phase;
 use super::text::short;
 use crate::canary::Canary;
@@ -291,11 +291,7 @@ impl World {
         });
         if let Some(Ok(_)) = deleted {
             self.view.stats.revocations += 1;
-            let own = agent(&self.view.procs, pid).token();
-            self.view.procs[pid].revoked = Some((node, own, self.view.now));
-            if let Err(at) = self.view.revoked.binary_search(&pid) {
-                self.view.revoked.insert(at, pid);
-            }
+            self.mark_revoked(pid, node);
             self.trace.note(self.view.now, Some(pid), 'R', || {
                 format!("operator deleted {}", short(&path))
             });
@@ -376,14 +372,27 @@ impl World {
                 Role::Leader(t) => Some(t),
                 _ => None,
             };
-            let own = agent(&self.view.procs, pid).token();
-            self.view.procs[pid].revoked = Some((node, own, self.view.now));
-            if let Err(at) = self.view.revoked.binary_search(&pid) {
-                self.view.revoked.insert(at, pid);
-            }
+            self.mark_revoked(pid, node);
             self.view.recount(pid);
             self.observe(&Event::Revoked { pid, token });
         }
+    }
+
+    /// Records that an operator deleted `node`, the node process `pid`
+    /// believes is its own, just now.
+    fn mark_revoked(&mut self, pid: usize, node: String) {
+        let now = self.view.now;
+        self.view.procs[pid].revoked = Some(Revoked {
+            node,
+            token: agent(&self.view.procs, pid).token(),
+            at: now,
+            zxid: self.view.zk.zxid(),
+            reached: now,
+        });
+        if let Err(at) = self.view.revoked.binary_search(&pid) {
+            self.view.revoked.insert(at, pid);
+        }
+        self.view.revoked_behind(pid);
     }
 
     /// The live process whose own node this is: a zkelect candidate knows

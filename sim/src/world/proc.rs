@@ -132,9 +132,9 @@ pub(super) struct Proc {
     pub(super) timer_at: Option<Timestamp>,
     pub(super) session_closed: bool,
     pub(super) writing: bool,
-    /// The node an operator deleted (its name and czxid: a recreated
-    /// container parent can give a new node the same name), and when.
-    pub(super) revoked: Option<(String, Option<FencingToken>, Timestamp)>,
+    /// The node an operator deleted, while the process may still believe
+    /// it is its own.
+    pub(super) revoked: Option<Revoked>,
     /// How many permits it asks for (its semaphore's drawn weight, else 1):
     /// what `safety` counts it as while it holds.
     pub(super) weight: u32,
@@ -217,11 +217,35 @@ pub(super) fn agent(procs: &[Proc], pid: usize) -> Agent<'_> {
     }
 }
 
+/// An operator's deletion of a process's node.
+#[derive(Debug, Clone)]
+pub(super) struct Revoked {
+    /// The node's name and czxid (a recreated container parent can give a
+    /// new node the same name).
+    pub(super) node: String,
+    pub(super) token: Option<FencingToken>,
+    /// When the ensemble committed it.
+    pub(super) at: Timestamp,
+    /// The newest zxid the operator's act committed: a member that has not
+    /// applied it still shows the node, and answers as if it stood.
+    pub(super) zxid: i64,
+    /// The last moment the process's session was on a member that had not
+    /// applied it (`at` while none was behind).
+    pub(super) reached: Timestamp,
+}
+
+/// The deletion of the node process `pid` still believes is its own
+/// ([`Process::revoked_at`](super::Process::revoked_at)).
+pub(super) fn revoked(procs: &[Proc], pid: usize) -> Option<&Revoked> {
+    // Most processes were never revoked: the agent is looked up only then.
+    let revoked = procs[pid].revoked.as_ref()?;
+    let agent = agent(procs, pid);
+    (agent.node() == Some(revoked.node.as_str()) && agent.token() == revoked.token)
+        .then_some(revoked)
+}
+
 /// When an operator deleted the node process `pid` still believes is its
 /// own ([`Process::revoked_at`](super::Process::revoked_at)).
 pub(super) fn revoked_at(procs: &[Proc], pid: usize) -> Option<Timestamp> {
-    // Most processes were never revoked: the agent is looked up only then.
-    let (node, token, at) = procs[pid].revoked.as_ref()?;
-    let agent = agent(procs, pid);
-    (agent.node() == Some(node) && agent.token() == *token).then_some(*at)
+    revoked(procs, pid).map(|r| r.at)
 }

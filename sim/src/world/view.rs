@@ -17,7 +17,7 @@ use crate::zk::ZkModel;
 
 use super::agent::Agent;
 use super::census::{Census, Counts};
-use super::proc::{agent, revoked_at, Proc};
+use super::proc::{agent, revoked, revoked_at, Proc};
 use super::spec::{Phase, QueueSpec, PATH};
 use super::stats::RunStats;
 
@@ -58,6 +58,11 @@ pub struct Process<'a> {
     /// (`None` once it learned, or if it never happened). A foreign model never
     /// learns: its recipe does not watch its own node.
     pub revoked_at: Option<Timestamp>,
+    /// The last moment that deletion could not have reached it: when the
+    /// member of the ensemble its session is on had not applied it yet (a
+    /// lagging follower still shows the node, answers as if it stood, and
+    /// fires its watch only once it applies it), else the deletion itself.
+    pub revoke_reached: Option<Timestamp>,
     /// How many permits it asks for: its drawn weight in a semaphore, 1
     /// otherwise (what `safety` counts it as).
     pub weight: u32,
@@ -225,9 +230,42 @@ impl View {
             session_closed: h.session_closed,
             session_timeout: h.timeout,
             revoked_at: self.revoked_at(pid),
+            revoke_reached: revoked(&self.procs, pid).map(|r| r.reached),
             weight: p.weight,
             revocable: p.revocable,
             asked: p.asked.as_ref().map(|(node, at)| (node.as_str(), *at)),
+        }
+    }
+
+    /// Moves [`Process::revoke_reached`] of every process that still
+    /// believes in a node an operator deleted to now while the member its
+    /// session is on has not applied the deletion (after every step of a
+    /// run on an ensemble: one server applies it at once).
+    pub(super) fn revocations_behind(&mut self) {
+        if self.zk.ensemble().is_none() {
+            return;
+        }
+        for i in 0..self.revoked.len() {
+            self.revoked_behind(self.revoked[i]);
+        }
+    }
+
+    /// [`Self::revocations_behind`] for process `pid`.
+    pub(super) fn revoked_behind(&mut self, pid: usize) {
+        let Some(ensemble) = self.zk.ensemble() else {
+            return;
+        };
+        let Some(zxid) = revoked(&self.procs, pid).map(|r| r.zxid) else {
+            return;
+        };
+        let session = self.procs[self.procs[pid].host].session_id;
+        let behind = session
+            .and_then(|s| self.zk.member_of(s))
+            .is_some_and(|m| ensemble.last_zxid(m) < zxid);
+        if behind {
+            if let Some(r) = self.procs[pid].revoked.as_mut() {
+                r.reached = self.now;
+            }
         }
     }
 
