@@ -4,7 +4,7 @@
 //!
 //! | defect | workaround |
 //! |---|---|
-//! | `connect()` spins forever on a dead server | [`ZkAsyncTransport::connect`] runs the whole set-up (TCP, session, credentials, a first `exists("/")`) under one deadline, [`SessionOptions::connect_timeout`], and uses `connect_with_retry_time` so a dead server is retried every [`SessionOptions::reconnect_delay`] instead of in a busy loop |
+//! | `connect()` spins forever on a dead server | [`ZkAsyncTransport::connect`] runs the whole set-up (TCP, session, credentials) under one deadline; the session is proven by the client's own report of it or by the credentials' answer, at no request of its own (`set_up`), [`SessionOptions::connect_timeout`], and uses `connect_with_retry_time` so a dead server is retried every [`SessionOptions::reconnect_delay`] instead of in a busy loop |
 //! | a session timeout under 1.5 s makes it reconnect in a storm | refused: [`SessionError::SessionTimeoutTooShort`], for the requested timeout and for the smallest negotiated one |
 //! | the negotiated session timeout is not exposed (a server clamps the request into its `[minSessionTimeout, maxSessionTimeout]`, 2 and 20 ticks by default) | before connecting, every server is asked at once, each with a deadline of its own, with a ConnectRequest on a connection of ours whose session is closed at once, at most once per process, server and requested timeout (`startup`); the core's start-up machine decides when the answers suffice (all in, or 250 ms after the first), which servers the client gets (answered, then refusing; silent ones left out) and the bound (the smallest listed answer), reported on every `Connected`, never the requested value. With no answer before [`SessionOptions::connect_timeout`], `connect` fails with [`SessionError::Connect`] naming each server's failure |
 //! | a watch set with a callback (`*_w`) keeps its boxed callback until its path fires, even after the watch is gone with a reconnect, and can fire it with a new watch's event; one per call, so a path watched again and again that never changes (a leader's node, read by every follower that comes to stand behind it) keeps one per read for good (measured: 521 B per watch event on a leader with followers churning behind it) | no callbacks: watch requests are plain `watch = true` reads and the client's default watcher (`Forward`) queues every event; the server keeps one watch per session, path and kind, and the client keeps nothing per request (measured after: 0.00 B per event, `tests/tests/soak.rs`). An event from a watch set before a reconnect is still passed on: it reports what happened, and the core acts on events as facts, never counting them against the watches it set. Every non-`Connected` state records a connection change (`ConnectionChanges`): a watch request that straddled a reconnect answers `ConnectionLoss` (`straddled`) so the core sets it again, and after the reconnect the core re-lists and re-arms every watch on `Connected` |
@@ -70,6 +70,16 @@ pub const SESSION_TIMEOUT_MIN: Duration = Duration::from_millis(1_500);
 
 /// How long to wait before replaying credentials again after a failed replay.
 const REPLAY_RETRY: Duration = Duration::from_millis(200);
+
+/// How long the set-up waits to hear from the client that its session is
+/// up before it asks the server instead (see `set_up`): long enough that a
+/// handshake with a server under load is heard, so the request is rarely
+/// sent, and short enough that a report missed by the listener costs a start
+/// little.
+const SESSION_PROOF_FALLBACK: Duration = Duration::from_millis(200);
+
+/// The pause before the set-up tries again after a lost connection.
+const SET_UP_RETRY: Duration = Duration::from_millis(50);
 
 /// How to reach the servers with the zookeeper-async transport: the shared
 /// [`SessionOptions`] with this client's one setting of its own,
@@ -257,8 +267,8 @@ impl zka::Watcher for Forward {
 
 impl ZkAsyncTransport {
     /// Learns the session timeout the servers negotiate (see the module
-    /// docs), connects on the servers that answered, authenticates, proves
-    /// the session answers, and returns the transport with its event stream
+    /// docs), connects on the servers that answered, waits for the session
+    /// and authenticates (no request of its own: see `set_up`), and returns the transport with its event stream
     /// (which starts with `Connected`, carrying the bound).
     ///
     /// Everything is bounded by [`SessionOptions::connect_timeout`]. Errors:
@@ -342,10 +352,18 @@ impl ZkAsyncTransport {
         // The listener runs on the client's I/O task under the client's
         // listener lock: it only records a connection change, closes the auth gate
         // and forwards the state. The pump task does the rest.
+        // Whether the client has reported its session up: the set-up's
+        // proof of the session, which costs no request (see `set_up`).
+        let (up_tx, up) = watch::channel(false);
+        let up_listener = zk.add_listener(move |state| {
+            if is_connected(state) {
+                up_tx.send_replace(true);
+            }
+        });
         let listener = Arc::clone(&shared);
         zk.add_listener(move |state| listener.on_state(state));
-        let failure = match tokio::time::timeout_at(deadline, set_up(&zk, &shared, &options)).await
-        {
+        let set_up = set_up(&zk, &shared, &options, up);
+        let failure = match tokio::time::timeout_at(deadline, set_up).await {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(e),
             Err(_) => Some(options.fail(
@@ -356,6 +374,7 @@ impl ZkAsyncTransport {
                 ),
             )),
         };
+        zk.remove_listener(up_listener);
         // Every listed server that has not answered is asked again now that
         // the client is connected, before the bound is reported.
         driver.client_connected();
@@ -585,28 +604,31 @@ fn close_in_background(zk: Arc<zka::ZooKeeper>) {
     }
 }
 
-/// Proves the session answers, then adds the credentials; retried through
-/// connection loss (the first connection fails requests issued before the
-/// session is up). The caller bounds it.
+/// Waits until the session is up and the credentials are on the
+/// connection; retried through connection loss (a request issued before the
+/// session is up fails if the first connection drops). The caller bounds
+/// it. No request of its own is sent for this:
+///
+/// - With credentials, their answer is the proof: the server reads nothing
+///   a client sends after its ConnectRequest before the session exists, and
+///   the credentials must be on the connection before any request anyway.
+/// - Without, the client's own report of the session (`up`, from a state
+///   listener) is. The listener can only be added once the client exists,
+///   when its I/O task may already have read the ConnectResponse (the
+///   client has no state getter): if nothing is heard within
+///   `SESSION_PROOF_FALLBACK`, an `exists("/")` proves the session
+///   instead, at one request, and no later than the session allows (it
+///   waits behind the handshake on the same connection).
 async fn set_up(
     zk: &zka::ZooKeeper,
     shared: &ListenerState,
     options: &ZkAsyncOptions,
+    up: watch::Receiver<bool>,
 ) -> Result<(), SessionError> {
+    if options.auth.is_empty() {
+        return session_up(zk, options, up).await;
+    }
     loop {
-        match zk.exists("/", false).await {
-            Ok(_) => {}
-            Err(zka::ZkError::ConnectionLoss) => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-            Err(e) => {
-                return Err(options.fail(
-                    ConnectFailure::Session,
-                    format!("the first request failed: {e}"),
-                ))
-            }
-        }
         let before = shared.shell.connection_changes.mark();
         match replay(zk, &options.auth).await {
             Ok(()) => {
@@ -619,7 +641,7 @@ async fn set_up(
             }
             Err(zka::ZkError::AuthFailed) => return Err(options.rejected()),
             Err(zka::ZkError::ConnectionLoss) => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                tokio::time::sleep(SET_UP_RETRY).await;
             }
             Err(e) => {
                 return Err(options.fail(
@@ -628,6 +650,40 @@ async fn set_up(
                 ))
             }
         }
+    }
+}
+
+/// The session is up: the client said so (`up`), or, if it has not within
+/// `SESSION_PROOF_FALLBACK`, an `exists("/")` was answered.
+async fn session_up(
+    zk: &zka::ZooKeeper,
+    options: &ZkAsyncOptions,
+    mut up: watch::Receiver<bool>,
+) -> Result<(), SessionError> {
+    let heard = async move {
+        if up.wait_for(|up| *up).await.is_err() {
+            // The listener is gone with the client: only the request can tell.
+            std::future::pending::<()>().await;
+        }
+    };
+    let asked = async {
+        tokio::time::sleep(SESSION_PROOF_FALLBACK).await;
+        loop {
+            match zk.exists("/", false).await {
+                Ok(_) => return Ok(()),
+                Err(zka::ZkError::ConnectionLoss) => tokio::time::sleep(SET_UP_RETRY).await,
+                Err(e) => {
+                    return Err(options.fail(
+                        ConnectFailure::Session,
+                        format!("the first request failed: {e}"),
+                    ))
+                }
+            }
+        }
+    };
+    tokio::select! {
+        () = heard => Ok(()),
+        proved = asked => proved,
     }
 }
 
