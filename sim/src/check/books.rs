@@ -197,7 +197,9 @@ impl Invariant<View> for OneAnswer {
 }
 
 /// A reply to a request the candidate no longer waits for does not change its
-/// role (compared with the same candidate given only the time).
+/// role (compared with the same machine given only the time: its whole
+/// session, whose own deadlines, such as a close given up on, act at the
+/// same moment whatever input comes).
 #[derive(Debug, Default)]
 pub struct StaleReply;
 

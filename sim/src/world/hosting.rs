@@ -20,6 +20,7 @@ use zkelect_core::{
     WatchEvent, ZkCode,
 };
 
+use super::agent::Agent;
 use super::engine::World;
 use super::ev::Ev;
 use super::proc::{agent, Member};
@@ -243,7 +244,7 @@ impl World {
             }
             _ => result,
         };
-        let Some(before) = self.stale_and_role(h, machine, own) else {
+        let Some(before) = self.stale_and_role(h, pid, machine, own) else {
             // The machine has gone: the session drops the answer.
             return self.feed(h, Input::Reply { op, result }, &Woken::default(), text);
         };
@@ -264,11 +265,18 @@ impl World {
         self.drain_rest(h, told, &Woken::default(), text);
     }
 
-    /// Whether machine `id` of host `h`'s session no longer waits for its
-    /// op `own`, and the role it would have at this moment without the
-    /// answer; `None` once it has left the session.
-    fn stale_and_role(&self, h: usize, id: MachineId, own: OpId) -> Option<(bool, Role)> {
-        let machine = self.view.procs[h].session.as_ref()?.machine(id)?;
+    /// Whether machine `id` of host `h`'s session (process `pid`) no
+    /// longer waits for its op `own`, and the role it would have at this
+    /// moment without the answer; `None` once it has left the session.
+    fn stale_and_role(
+        &self,
+        h: usize,
+        pid: usize,
+        id: MachineId,
+        own: OpId,
+    ) -> Option<(bool, Role)> {
+        let session = self.view.procs[h].session.as_ref()?;
+        let machine = session.machine(id)?;
         let Some(candidate) = machine.as_candidate() else {
             // An observer keeps no role a late reply could change.
             let observer = machine.as_observer()?;
@@ -277,9 +285,37 @@ impl World {
         if candidate.in_flight().any(|o| o == own) {
             return Some((false, candidate.role()));
         }
-        let mut twin = candidate.clone();
+        // The twin is the whole session given only the time, not the
+        // candidate alone: the session acts on its own deadlines at the
+        // top of every input, the reply's too, and a close it gives up on
+        // at this very moment (its close timeout) stops the machine
+        // whichever input comes first. A candidate twin knew nothing of
+        // that deadline and blamed the stop on the stale reply that
+        // happened to arrive at the same millisecond.
+        if let Member::Zkelect {
+            exit: Some(exit), ..
+        } = self.view.procs[pid].member
+        {
+            // Given up on already (detached): it closes out of sight, and
+            // its driver knows it only as stopped.
+            return Some((true, Agent::Stopped(exit).role()));
+        }
+        let mut twin = session.clone();
         twin.handle_timeout(self.view.now);
-        Some((true, twin.role()))
+        let mut stopped = None;
+        while let Some(event) = twin.poll_event() {
+            if let zkelect_core::Event::Stopped { machine, exit, .. } = event {
+                if machine == id {
+                    stopped = Some(exit);
+                }
+            }
+        }
+        let role = match (stopped, twin.machine(id)) {
+            (Some(exit), _) => Agent::Stopped(exit).role(),
+            (None, Some(machine)) => machine.role(),
+            (None, None) => Role::Closed,
+        };
+        Some((true, role))
     }
 
     /// Drains host `h`'s session after it took an input: its notices and

@@ -1,0 +1,33 @@
+//! `stale-reply`: a reply to a request a candidate no longer waits for
+//! changes nothing, judged against the same machine given only the time.
+//!
+//! "Only the time" is the session's time, not the candidate's alone: the
+//! session acts on its own deadlines (a close it gives up on, its close
+//! timeout run out) at the top of every input, and a stale reply that
+//! arrives at that very millisecond must not be blamed for the stop.
+
+use zkelect_sim::swarm::{Overrides, Swarm};
+use zkelect_sim::world::{Planted, World};
+
+fn run(seed: u64, planted: Option<Planted>) -> Option<(&'static str, String)> {
+    let swarm = Swarm::from_seed(seed, Overrides::default());
+    let mut world = World::new(seed, swarm, None, false);
+    if let Some(bug) = planted {
+        world.plant(bug);
+    }
+    world.run().map(|v| (v.invariant, v.detail))
+}
+
+/// Seed 703642: an election's candidate, asked to close with a close
+/// timeout of 500 ms, had a listing out from before its delete (sent to
+/// re-verify its suspended leadership). The session gave the close up at
+/// 500 ms, in the same millisecond the listing's late answer arrived; the
+/// session's deadline, acted on at the top of that input, stopped the
+/// machine, and the candidate ignored the answer. Judged against the
+/// candidate alone, the stop looked like the reply's doing.
+#[test]
+fn a_close_given_up_on_as_a_stale_reply_arrives_is_not_the_replys_doing() {
+    for seed in [703_642] {
+        assert_eq!(run(seed, None), None, "seed {seed}");
+    }
+}
