@@ -4,7 +4,11 @@
 //! "Only the time" is the session's time, not the candidate's alone: the
 //! session acts on its own deadlines (a close it gives up on, its close
 //! timeout run out) at the top of every input, and a stale reply that
-//! arrives at that very millisecond must not be blamed for the stop.
+//! arrives at that very millisecond must not be blamed for the stop. And
+//! the checker still catches what it is for: a closing candidate that ends
+//! its close on the late answer of a listing it sent before its delete
+//! (`Planted::CloseOnStaleListing`) is caught in ordinary seeds, which
+//! pass without the bug.
 
 use zkelect_sim::swarm::{Overrides, Swarm};
 use zkelect_sim::world::{Planted, World};
@@ -30,4 +34,25 @@ fn a_close_given_up_on_as_a_stale_reply_arrives_is_not_the_replys_doing() {
     for seed in [703_642] {
         assert_eq!(run(seed, None), None, "seed {seed}");
     }
+}
+
+#[test]
+fn a_close_ended_by_a_stale_listing_is_caught() {
+    let mut caught = Vec::new();
+    for seed in 0..100 {
+        if let Some((invariant, detail)) = run(seed, Some(Planted::CloseOnStaleListing)) {
+            assert_eq!(run(seed, None), None, "seed {seed} fails without the bug");
+            caught.push((seed, invariant, detail));
+        }
+    }
+    let stale = caught
+        .iter()
+        .filter(|(_, inv, _)| *inv == "stale-reply")
+        .count();
+    println!(
+        "caught in {} of 100 seeds ({stale} by stale-reply): {:?}",
+        caught.len(),
+        caught.iter().map(|(s, i, _)| (*s, *i)).collect::<Vec<_>>()
+    );
+    assert!(stale >= 3, "caught: {caught:?}");
 }

@@ -415,7 +415,10 @@ impl Candidate {
     /// `zero_rtt`: learned from the notification itself, not from a read.
     pub(super) fn pred_gone(&mut self, pred: &str, zero_rtt: bool) {
         #[cfg(feature = "planted")]
-        if self.beside_second && zero_rtt && self.watching() == Some(pred) {
+        if self.planted == Some(crate::Planted::TakeoverBesideSecond)
+            && zero_rtt
+            && self.watching() == Some(pred)
+        {
             self.session.standing.remove(pred);
             return self.lead_unlisted(true);
         }
@@ -439,11 +442,12 @@ impl Candidate {
         self.set_step(Step::List);
     }
 
-    /// Plants [`Planted::TakeoverBesideSecond`](crate::Planted) in this
-    /// machine (only with the `planted` feature, a simulator's).
+    /// Plants `bug`, one of the [`Planted`](crate::Planted) bugs of a
+    /// candidate, in this machine (only with the `planted` feature, a
+    /// simulator's).
     #[cfg(feature = "planted")]
-    pub(crate) fn plant_takeover_beside_second(&mut self) {
-        self.beside_second = true;
+    pub(crate) fn plant(&mut self, bug: crate::Planted) {
+        self.planted = Some(bug);
     }
 
     /// Under the two-watch takeover, a watched node went and the room is

@@ -49,6 +49,13 @@ impl Candidate {
     pub(super) fn on_reply(&mut self, op: OpId, result: Result<Reply, ZkCode>) {
         let Some(flight) = self.session.ops.remove(op) else {
             self.stats.stale_replies += 1;
+            #[cfg(feature = "planted")]
+            if self.planted == Some(crate::Planted::CloseOnStaleListing)
+                && self.goal == Goal::Close
+                && matches!(result, Ok(Reply::Children(_)))
+            {
+                self.finish_leaving();
+            }
             return;
         };
         let answered = !matches!(

@@ -331,10 +331,9 @@ pub struct Candidate {
     /// Notices and commands waiting to be polled.
     outbox: Outbox,
     stats: Counters,
-    /// A planted bug ([`Planted::TakeoverBesideSecond`](crate::Planted)):
-    /// hold on the nearest's notice whatever else the books show below.
+    /// A bug planted in this machine ([`Planted`](crate::Planted)), if any.
     #[cfg(feature = "planted")]
-    beside_second: bool,
+    planted: Option<crate::Planted>,
 }
 
 impl Candidate {
@@ -363,7 +362,7 @@ impl Candidate {
             outbox: Outbox::default(),
             stats: Counters::default(),
             #[cfg(feature = "planted")]
-            beside_second: false,
+            planted: None,
         }
     }
 

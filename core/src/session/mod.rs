@@ -51,9 +51,12 @@ const EVENTS_KEPT: usize = 64;
 /// Plants `bug` in `machine`, where it is a bug of one machine.
 #[cfg(feature = "planted")]
 fn plant_in(machine: &mut Machine, bug: Planted) {
-    if bug == Planted::TakeoverBesideSecond {
+    if matches!(
+        bug,
+        Planted::TakeoverBesideSecond | Planted::CloseOnStaleListing
+    ) {
         if let Some(candidate) = machine.candidate_mut() {
-            candidate.plant_takeover_beside_second();
+            candidate.plant(bug);
         }
     }
 }

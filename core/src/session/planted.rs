@@ -3,7 +3,8 @@
 //! `planted` feature (the simulator's); a session has none unless one is
 //! planted with [`Session::plant`](super::Session::plant).
 
-/// A bug planted in a session's routing or in how it runs an observer.
+/// A bug planted in a session's routing, in how it runs an observer, or in
+/// one of its candidates.
 // rustdoc marks a gated item with its feature (`doc_cfg`) only in the crate
 // it documents under `--cfg docsrs`; where this item is shown from another
 // crate's docs (`zkelect::core`), the sentence says it instead.
@@ -41,4 +42,10 @@ pub enum Planted {
     /// alone). A waiter between a holder and us that gives up hands us the
     /// lock beside the holder. A simulator's `safety` catches it.
     TakeoverBesideSecond,
+    /// A closing candidate ends its close on the late answer to a listing
+    /// it sent before its delete (superseded by the delete, so stale): the
+    /// listing proves nothing about the node after the delete went out,
+    /// yet the machine stops as if the delete had been answered. A
+    /// simulator's `stale-reply` catches it.
+    CloseOnStaleListing,
 }
