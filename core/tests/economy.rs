@@ -489,3 +489,41 @@ fn a_notice_from_the_farther_node_while_a_listing_is_out_is_safe() {
     assert!(d.c.role().is_leader());
     assert_eq!(d.c.stats().zero_rtt_takeovers, 0, "it took a listing");
 }
+
+#[test]
+fn a_close_while_a_second_watch_listing_is_out_ends_on_the_delete_not_the_listing() {
+    // D's farther watch (B) fires and D lists again; D is closed while that
+    // listing is out. The listing went out before the delete, so its answer
+    // comes first on the connection and proves nothing about D's node since
+    // the delete: whether it shows the node or not, the close ends on the
+    // delete's answer alone (a close ended early would stop awaiting a
+    // delete that may still fail, and leave the node behind).
+    for shows_own in [true, false] {
+        let mut d = waiter("d", Takeover::OnNotification, D, 13, &[A, B, C, D]);
+        reads(&mut d, &[(C, 12), (B, 11)]);
+        d.event(WatchKind::NodeDeleted, B);
+        let list = d.take(Verb::GetChildren);
+        assert_eq!(d.c.stats().second_relists, 1);
+        d.close();
+        let del = d.take(Verb::Delete);
+        assert!(d.pending.is_empty(), "{:?}", d.pending);
+        let shown: &[&str] = if shows_own { &[A, C, D] } else { &[A, C] };
+        d.reply(
+            list.op,
+            Ok(Reply::Children(
+                shown.iter().map(|s| s.to_string()).collect(),
+            )),
+        );
+        assert_eq!(d.c.stats().stale_replies, 1, "shows own: {shows_own}");
+        assert!(!d.c.is_closed(), "shows own: {shows_own}");
+        assert_eq!(d.c.role(), Role::Follower);
+        assert!(
+            d.c.in_flight().any(|op| op == del.op),
+            "the delete is still awaited"
+        );
+        assert!(d.pending.is_empty(), "{:?}", d.pending);
+        d.reply(del.op, Ok(Reply::Deleted));
+        assert!(d.c.is_closed());
+        assert_eq!(d.c.role(), Role::Closed);
+    }
+}

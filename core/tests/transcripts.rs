@@ -1222,6 +1222,128 @@ fn close_after_expiry_needs_no_delete() {
     assert!(d.pending.is_empty());
 }
 
+/// A main-lane request a candidate may have out when it is closed.
+#[derive(Debug, Clone, Copy)]
+enum OutAtClose {
+    /// The read (and watch) of a node below.
+    Read,
+    /// The `sync` before a listing, after a reconnect.
+    Sync,
+    /// The listing after it.
+    Listing { shows_own: bool },
+}
+
+/// The node-name stem of each rule's nodes.
+fn stem(rule: Rule) -> &'static str {
+    match rule {
+        Rule::Election { .. } => "n_",
+        Rule::Mutex => "m_",
+        Rule::Semaphore { .. } => "s_",
+        Rule::Read => "r_",
+        Rule::Write => "w_",
+    }
+}
+
+#[test]
+fn a_close_ends_on_its_deletes_answer_not_on_a_late_answer_to_an_earlier_request() {
+    // Whatever a waiter of any rule has out on its main lane when it is
+    // closed (a read below, a sync, a listing), the delete supersedes it:
+    // sent before the delete, its answer comes first on the connection and
+    // proves nothing about the node since. Each is answered the way that
+    // would mislead a machine acting on it (the node below gone: a
+    // takeover; a listing of our node alone: a hold; a listing without it:
+    // a revocation, which would end the close on the spot). The close ends
+    // on the delete's answer alone.
+    let other = SessionId(0x200);
+    for rule in [
+        Rule::Election { leaders: 1 },
+        Rule::Election { leaders: 2 },
+        Rule::Mutex,
+        Rule::Semaphore { permits: 2 },
+        Rule::Read,
+        Rule::Write,
+    ] {
+        // A reader is blocked by writers only.
+        let below_stem = if rule == Rule::Read { "w_" } else { stem(rule) };
+        let below: Vec<String> = (0..3)
+            .map(|i| format!("_c_{:016x}-{below_stem}{i:010}", 0xa000 + i))
+            .collect();
+        let own = format!("_c_{:016x}-{}{:010}", 0xd000, stem(rule), 3);
+        for out in [
+            OutAtClose::Read,
+            OutAtClose::Sync,
+            OutAtClose::Listing { shows_own: true },
+            OutAtClose::Listing { shows_own: false },
+        ] {
+            let what = format!("{rule:?}, {out:?}");
+            let mut children: Vec<&str> = below.iter().map(String::as_str).collect();
+            children.push(&own);
+            let mut d = Driver::in_queue(config("a").rule(rule), &own, 20, &children);
+            assert_eq!(d.c.role(), Role::Follower, "{what}");
+            let (early, answer) = match out {
+                OutAtClose::Read => (d.take(Verb::GetData), Err(ZkCode::NoNode)),
+                OutAtClose::Sync | OutAtClose::Listing { .. } => {
+                    // Settled first: every node below read as a live node
+                    // of another session, older than ours.
+                    while let Some(read) = d.try_take(Verb::GetData) {
+                        d.reply(
+                            read.op,
+                            Ok(Reply::Data {
+                                data: Vec::new(),
+                                stat: stat(10, other),
+                            }),
+                        );
+                    }
+                    d.session(SessionEvent::Disconnected);
+                    d.connect(SID);
+                    if d.own_watch_pending(&own) {
+                        d.own_watch_ok(&own, 20);
+                    }
+                    let sync = d.take(Verb::Sync);
+                    match out {
+                        OutAtClose::Listing { shows_own } => {
+                            d.reply(sync.op, Ok(Reply::Synced));
+                            let i = d
+                                .pending
+                                .iter()
+                                .position(|c| {
+                                    matches!(&c.request, Request::GetChildren { path, .. } if path == PATH)
+                                })
+                                .unwrap_or_else(|| panic!("{what}: no listing: {:?}", d.pending));
+                            let list = d.pending.remove(i);
+                            let shown = if shows_own {
+                                vec![own.clone()]
+                            } else {
+                                below.clone()
+                            };
+                            (list, Ok(Reply::Children(shown)))
+                        }
+                        _ => (sync, Ok(Reply::Synced)),
+                    }
+                }
+            };
+            d.close();
+            let del = d.take(Verb::Delete);
+            d.reply(early.op, answer);
+            assert!(!d.c.is_closed(), "{what}");
+            assert_eq!(d.c.role(), Role::Follower, "{what}");
+            assert!(
+                d.c.in_flight().any(|op| op == del.op),
+                "{what}: the delete is still awaited"
+            );
+            assert!(
+                [Verb::Create, Verb::Delete, Verb::GetChildren, Verb::Sync]
+                    .iter()
+                    .all(|v| !d.has_pending(*v)),
+                "{what}: {:?}",
+                d.pending
+            );
+            d.reply(del.op, Ok(Reply::Deleted));
+            assert!(d.c.is_closed(), "{what}");
+        }
+    }
+}
+
 // ----- parents ------------------------------------------------------------------------------
 
 /// Takes the next create, checks its path and mode, and answers it.
