@@ -41,8 +41,8 @@ pub use machine::{Machine, MachineId};
 pub use planted::Planted;
 pub use watches::WatchClass;
 use watches::{disarm, Armings, Watches};
-pub use window::Sender;
-use window::Window;
+use window::{Line, Window};
+pub use window::{Sender, OPENING};
 
 /// How many events' room the session keeps once they are polled (an
 /// input's handful; a burst's buffer is given back).
@@ -97,6 +97,10 @@ struct Slot {
     /// driver was told it stopped, and the session goes on closing it out
     /// of sight, so its node does not outlive it in a queue.
     detached: bool,
+    /// Whether it has had an answer, and how many of its requests wait in
+    /// the window's starting line: which line its next request joins.
+    answered: bool,
+    starting_waiting: u32,
 }
 
 /// One ZooKeeper session and every machine on it, as one sans-IO machine.
@@ -123,7 +127,10 @@ struct Slot {
 ///   fed to every machine.
 /// - **The request window**: at most
 ///   [`SessionConfig::with_requests_out`] requests out at once, the rest
-///   queued in order; the probe never waits.
+///   queued in order, machines under way (answered before) ahead of those
+///   starting; the window opens at [`OPENING`] and widens by one per answer
+///   (so a burst's first answers, a missing parent path, are learned before
+///   the burst is sent); the probe never waits.
 /// - **Closing**: a machine's close may take its close
 ///   timeout; past it the driver is told the machine stopped
 ///   ([`Exit::Abandoned`]), and an open session goes on closing it out of
@@ -166,11 +173,13 @@ struct Slot {
 ///     session_id: Some(SessionId(1)),
 ///     timeout: Duration::from_secs(10),
 /// }));
-/// // Each machine's first requests go out under session-wide op ids.
+/// // Each machine's requests go out under session-wide op ids. The window
+/// // opens at one request: a's create goes first, b's waits for an answer.
 /// let commands: Vec<Command> = std::iter::from_fn(|| session.poll_command()).collect();
-/// assert!(commands.iter().any(|c| c.request.path().starts_with("/svc/a/")));
-/// assert!(commands.iter().any(|c| c.request.path().starts_with("/svc/b/")));
+/// assert_eq!(commands.len(), OPENING);
+/// assert!(commands[0].request.path().starts_with("/svc/a/"));
 /// assert_eq!(session.sender(commands[0].op).and_then(|s| s.machine()), Some(a));
+/// assert_eq!(session.requests_waiting(), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -353,6 +362,8 @@ impl Session {
                 tally: Tally::default(),
                 group: None,
                 detached: false,
+                answered: false,
+                starting_waiting: 0,
             }),
         );
         if self.is_closing() {
@@ -477,9 +488,12 @@ impl Session {
     /// then the machines' in order, while the window has room.
     #[must_use]
     pub fn poll_command(&mut self) -> Option<Command> {
-        let command = self.window.poll(self.now, self.contact.span())?;
+        let (command, line) = self.window.poll(self.now, self.contact.span())?;
         if let Some(Sender::Machine { machine, .. }) = self.window.sender(command.op) {
             if let Some(slot) = self.slots.get_mut(&machine) {
+                if line == Some(Line::Starting) {
+                    slot.starting_waiting = slot.starting_waiting.saturating_sub(1);
+                }
                 let arms = self
                     .watches
                     .arming(machine, &mut slot.armed, &command.request);
@@ -689,6 +703,9 @@ impl Session {
             Err(ZkCode::ConnectionLoss | ZkCode::OperationTimeout | ZkCode::SessionExpired)
         );
         self.contact.answered(flight.span, flight.sent_at, contact);
+        if contact {
+            self.window.widen();
+        }
         if contact && flight.span == self.contact.span() {
             let changed = self.link.answered(self.now, flight.sent_at);
             self.link_changed(changed);
@@ -712,6 +729,7 @@ impl Session {
         if let Err(code) = &result {
             slot.tally.failed(*code == ZkCode::OperationTimeout);
         }
+        slot.answered = true;
         self.feed(id, Input::Reply { op: own, result });
     }
 
@@ -769,8 +787,14 @@ impl Session {
                 (_, request) => request,
             };
             slot.tally.sent();
+            let line = if slot.answered && slot.starting_waiting == 0 {
+                Line::UnderWay
+            } else {
+                slot.starting_waiting += 1;
+                Line::Starting
+            };
             self.window
-                .submit(Sender::Machine { machine: id, op }, request);
+                .submit(Sender::Machine { machine: id, op }, request, line);
         }
         if !slot.detached {
             self.events.push_back(Event::Updated(id));

@@ -542,13 +542,18 @@ fn adversarial(
                     result,
                     Err(ZkCode::ConnectionLoss | ZkCode::OperationTimeout)
                 );
-                let before = w.sent.len();
+                // What went out before (a request sent now may have been
+                // queued earlier, under a lower op id).
+                let before: BTreeSet<u64> = w.sent.keys().copied().collect();
                 w.s.handle(w.now, Input::Reply { op: cmd.op, result });
                 w.drain();
                 if failed {
                     // No input is answered by its own retry at once.
-                    let again = w.sent.values().skip(before).any(|(s, r)| {
-                        *s == sender && r.kind() == request.kind() && r.path() == request.path()
+                    let again = w.sent.iter().any(|(op, (s, r))| {
+                        !before.contains(op)
+                            && *s == sender
+                            && r.kind() == request.kind()
+                            && r.path() == request.path()
                     });
                     if again {
                         return Err(format!(

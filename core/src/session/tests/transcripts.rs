@@ -465,8 +465,8 @@ fn a_lock_that_loses_its_hold_leaves_the_queue() {
 }
 
 #[test]
-fn the_window_holds_back_requests_in_order() {
-    let mut h = Harness::new(SessionConfig::new(1).with_requests_out(2));
+fn the_window_opens_at_one_widens_per_answer_and_lets_machines_under_way_first() {
+    let mut h = Harness::new(SessionConfig::new(1).with_requests_out(3));
     h.connect();
     h.answering = false;
     let ids: Vec<MachineId> = (0..4)
@@ -476,25 +476,34 @@ fn the_window_holds_back_requests_in_order() {
         h.s.join(h.now, *id).expect("runs");
     }
     h.pump();
-    // Four machines' creates: two out, two waiting, in the order asked.
-    assert_eq!(h.held.len(), 2);
-    assert_eq!((h.s.requests_out(), h.s.requests_waiting()), (2, 2));
+    // Four machines' creates, no answer yet: the window opens at one.
+    assert_eq!(OPENING, 1);
+    assert_eq!(h.held.len(), 1);
+    assert_eq!((h.s.requests_out(), h.s.requests_waiting()), (1, 3));
     let order = |h: &Harness| -> Vec<MachineId> {
         h.sent.iter().filter_map(|(_, s)| s.machine()).collect()
     };
-    assert_eq!(order(&h), ids[..2]);
+    assert_eq!(order(&h), ids[..1]);
     // The probe never waits for a place.
     h.now = Timestamp::ZERO + TIMEOUT * 3 / 10;
     h.s.handle_timeout(h.now);
     h.pump();
-    assert_eq!(h.held.len(), 3);
     assert_eq!(h.sent.last().map(|(_, s)| *s), Some(Sender::Probe));
-    // Each answer lets the next waiting request out, in order.
+    assert_eq!(h.held.len(), 2);
+    // The first create's answer (its path is missing) widens the window to
+    // two, and the machine, under way now, goes before those not started:
+    // its parent's create, then the next machine's create.
     let first = h.held.remove(0);
     h.answer(first);
     h.pump();
-    assert_eq!(order(&h)[..3], [ids[0], ids[1], ids[2]]);
-    assert!(h.s.requests_out() <= 3);
+    assert_eq!(order(&h), [ids[0], ids[0], ids[1]]);
+    assert_eq!(h.s.requests_waiting(), 2);
+    // Every answer widens it by one, up to the limit of three.
+    for c in std::mem::take(&mut h.held) {
+        h.answer(c);
+    }
+    h.pump();
+    assert_eq!(h.s.requests_out(), 3, "the limit, not the four answers");
     h.answering = true;
     for c in std::mem::take(&mut h.held) {
         h.answer(c);
@@ -503,6 +512,61 @@ fn the_window_holds_back_requests_in_order() {
     assert!(ids
         .iter()
         .all(|id| matches!(h.role(*id), Some(Role::Leader(_)))));
+    // Each machine's requests went out in the order it made them: create,
+    // the parent's create, create, list.
+    for id in &ids {
+        let verbs: Vec<&str> = h
+            .sent
+            .iter()
+            .filter(|(_, s)| s.machine() == Some(*id))
+            .map(|(c, _)| c.request.verb())
+            .collect();
+        assert_eq!(
+            verbs[..4],
+            ["create", "create", "create", "children"],
+            "{id:?}"
+        );
+    }
+}
+
+#[test]
+fn a_burst_under_a_missing_parent_learns_it_from_its_first_answers() {
+    // Two hundred elections under one missing path, all joining at once,
+    // answered a round trip at a time: the first machine's answers teach
+    // the rest, so nearly every start costs the four requests it must
+    // (create, its own path's create, create, list), not six (a create and
+    // the shared parent's create more, for every machine whose path's
+    // create reached the server before the shared parent was made).
+    const N: usize = 200;
+    let mut h = Harness::new(SessionConfig::new(1).with_requests_out(50));
+    h.connect();
+    h.answering = false;
+    let ids: Vec<MachineId> = (0..N)
+        .map(|i| h.add(election(&format!("/burst/e{i}"), "a", i as u64)))
+        .collect();
+    for id in &ids {
+        h.s.join(h.now, *id).expect("runs");
+    }
+    h.pump();
+    let mut trips = 0;
+    while !h.held.is_empty() {
+        trips += 1;
+        assert!(trips < 1_000, "the burst ends");
+        for c in std::mem::take(&mut h.held) {
+            h.answer(c);
+        }
+        h.pump();
+    }
+    assert!(ids
+        .iter()
+        .all(|id| matches!(h.role(*id), Some(Role::Leader(_)))));
+    let requests = h.sent.iter().filter(|(_, s)| s.machine().is_some()).count();
+    // The first machine pays two more (the shared parent); the few whose
+    // path's create was out before the parent was made pay two more each.
+    assert!(
+        requests <= 4 * N + 2 + 2 * 4,
+        "{requests} requests for {N} starts"
+    );
 }
 
 #[test]
