@@ -1,10 +1,10 @@
 //! The friendly API: build, join, watch the role, lead, resign, close.
 
 use std::future::Future;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, watch, OnceCell};
 use tokio::time::Instant;
 use zkelect_core::{
     Acl, Candidate, CandidateError, Config, ConfigBuilder, ConnectionPolicy, DemotionReason,
@@ -230,7 +230,6 @@ impl ElectionBuilder {
         };
         let outputs = Outputs::new();
         let board = Board::metered(Arc::clone(&outputs), config.path());
-        let roster = Arc::new(Roster::of(&config));
         let mut machine =
             Machine::election(Candidate::new(config)).with_close_timeout(self.close_timeout);
         if owned {
@@ -240,15 +239,14 @@ impl ElectionBuilder {
         // Just added: it runs.
         let _ = link.intent(|session, now, id| session.join(now, id));
         Ok(Election {
-            roster,
-            writer: Writer {
-                transport: session.transport(),
-            },
-            link: Arc::new(link),
-            outputs,
-            session: owned.then_some(session),
-            join_timeout: self.join_timeout,
-            close_timeout: self.close_timeout,
+            shared: Arc::new(Shared {
+                link,
+                outputs,
+                owns_session: owned,
+                join_timeout: self.join_timeout,
+                close_timeout: self.close_timeout,
+                roster: OnceLock::new(),
+            }),
         })
     }
 
@@ -282,27 +280,35 @@ pub enum LeadOutcome<T> {
 /// handle is dropped.
 #[derive(Debug, Clone)]
 pub struct Election {
-    /// Its machine on the session; the last clone closes it.
-    link: Arc<Link>,
-    outputs: Arc<Outputs>,
-    /// The session, when it is this election's own (it closes with it).
-    session: Option<Session>,
-    join_timeout: Duration,
-    close_timeout: Duration,
-    writer: Writer,
-    /// The queue's observer behind [`Election::participants`], once asked.
-    roster: Arc<Roster>,
+    /// What every clone shares: one allocation per election, as an idle
+    /// election of a large session keeps it.
+    shared: Arc<Shared>,
 }
 
-/// What [`Election::participants`] observes, and its observer once started.
+/// An election's handle state, shared by its clones.
 #[derive(Debug)]
+struct Shared {
+    /// Its machine on the session; dropped with the last clone, which
+    /// closes it.
+    link: Link,
+    outputs: Arc<Outputs>,
+    /// The session is this election's own: it closes with it.
+    owns_session: bool,
+    join_timeout: Duration,
+    close_timeout: Duration,
+    /// The queue's observer behind [`Election::participants`], once asked:
+    /// one pointer until then (most elections are never asked).
+    roster: OnceLock<Box<OnceCell<Observation>>>,
+}
+
+/// What the observer behind [`Election::participants`] must know of the
+/// election, read from its machine's configuration.
 struct Roster {
     path: String,
     leaders: u32,
     interop: Interop,
     /// A prefix of its own (without interop), which the observer must know.
     prefix: Option<String>,
-    observation: tokio::sync::OnceCell<Observation>,
 }
 
 impl Roster {
@@ -313,7 +319,6 @@ impl Roster {
             leaders: config.leaders(),
             interop: config.interop(),
             prefix: own.then(|| config.prefix().to_owned()),
-            observation: tokio::sync::OnceCell::new(),
         }
     }
 }
@@ -456,7 +461,7 @@ impl Election {
     /// # }
     /// ```
     pub fn status(&self) -> watch::Receiver<Status> {
-        self.outputs.status()
+        self.shared.outputs.status()
     }
 
     /// The current role, and every change to it (the role of
@@ -471,7 +476,7 @@ impl Election {
     /// # }
     /// ```
     pub fn changes(&self) -> watch::Receiver<Role> {
-        self.outputs.role()
+        self.shared.outputs.role()
     }
 
     /// The current role, as the clock has it: `Leader` only while the
@@ -480,14 +485,14 @@ impl Election {
     /// its lease — GC pause, SIGSTOP, a VM migration — answers from the
     /// moment it resumes, when the pump may not have run yet).
     pub fn role(&self) -> Role {
-        self.outputs.read(role_now)
+        self.shared.outputs.read(role_now)
     }
 
     /// Every notice from now on (`Elected`, `Demoted`, `Suspended`,
     /// `LeaderChanged`, …), published before the driver performs the next
     /// request. A slow receiver that lags 256 notices behind loses the oldest.
     pub fn notices(&self) -> broadcast::Receiver<Notice> {
-        self.outputs.notices()
+        self.shared.outputs.notices()
     }
 
     /// While leading: when leadership lapses unless the server answers again.
@@ -498,7 +503,7 @@ impl Election {
     /// out even while the value is still there, as it is until the pump
     /// runs again after a freeze; [`role`](Self::role) does so.
     pub fn lease(&self) -> watch::Receiver<Option<Instant>> {
-        self.outputs.lease()
+        self.shared.outputs.lease()
     }
 
     /// Every candidate of this election, oldest node first, with who leads
@@ -542,24 +547,30 @@ impl Election {
         Ok(self.observation().await?.leader())
     }
 
-    /// The observer of this election's queue, started at the first call.
+    /// The observer of this election's queue, started at the first call
+    /// (on the election's configuration, read from its machine: a closed
+    /// election starts none).
     async fn observation(&self) -> Result<&Observation, ObserveError> {
-        let roster = &self.roster;
-        roster
-            .observation
+        let link = &self.shared.link;
+        self.shared
+            .roster
+            .get_or_init(Box::default)
             .get_or_try_init(|| async {
-                let mut builder = self
-                    .link
+                let roster = link
+                    .read(|m| m.as_candidate().map(|c| Roster::of(c.config())))
+                    .flatten()
+                    .ok_or(ObserveError::Closed)?;
+                let mut builder = link
                     .session()
                     .observe(
-                        roster.path.clone(),
+                        roster.path,
                         Recipe::Election {
                             leaders: roster.leaders,
                         },
                     )
                     .interop(roster.interop);
-                if let Some(prefix) = &roster.prefix {
-                    builder = builder.prefix(prefix.clone());
+                if let Some(prefix) = roster.prefix {
+                    builder = builder.prefix(prefix);
                 }
                 builder.start().await
             })
@@ -568,17 +579,17 @@ impl Election {
 
     /// This candidate's node name (not the full path), once known.
     pub fn node(&self) -> Option<String> {
-        self.outputs.read(|s| s.node.clone())
+        self.shared.outputs.read(|s| s.node.clone())
     }
 
     /// The counters so far.
     pub fn metrics(&self) -> Metrics {
-        self.outputs.read(|s| s.stats)
+        self.shared.outputs.read(|s| s.stats)
     }
 
     /// The error that stopped the election, if one did.
     pub fn error(&self) -> Option<CandidateError> {
-        self.outputs.read(|s| s.error.clone())
+        self.shared.outputs.read(|s| s.error.clone())
     }
 
     fn fatal(&self) -> ElectionError {
@@ -599,7 +610,7 @@ impl Election {
     /// [`close`](Self::close) it, and the node is deleted even if its create
     /// was still on its way.
     pub async fn wait_joined(&self) -> Result<(), ElectionError> {
-        let mut status = self.outputs.wait();
+        let mut status = self.shared.outputs.wait();
         let wait = async {
             loop {
                 {
@@ -617,9 +628,11 @@ impl Election {
                 }
             }
         };
-        tokio::time::timeout(self.join_timeout, wait)
+        tokio::time::timeout(self.shared.join_timeout, wait)
             .await
-            .map_err(|_| ElectionError::Timeout(self.join_timeout, "the node to be created"))?
+            .map_err(|_| {
+                ElectionError::Timeout(self.shared.join_timeout, "the node to be created")
+            })?
     }
 
     /// Waits until this candidate leads and returns its fencing token.
@@ -628,7 +641,7 @@ impl Election {
     /// `NoAuth`), [`ElectionError::Session`] (rejected credentials) or [`ElectionError::Closed`].
     /// Cancellation-safe.
     pub async fn wait_leader(&self) -> Result<FencingToken, ElectionError> {
-        let mut status = self.outputs.wait();
+        let mut status = self.shared.outputs.wait();
         loop {
             // Not past the lease: that is a leader who does not know yet.
             let role = role_now(&status.borrow_and_update());
@@ -715,7 +728,8 @@ impl Election {
             Role::Closed => LeadOutcome::Demoted(DemotionReason::Closed),
             Role::Failed => LeadOutcome::Demoted(DemotionReason::Failed),
             _ => LeadOutcome::Demoted(
-                self.outputs
+                self.shared
+                    .outputs
                     .read(|s| s.last_demotion)
                     .unwrap_or(DemotionReason::Lost),
             ),
@@ -727,7 +741,8 @@ impl Election {
     /// once the demotion is published (the role is no longer `Leader`); the
     /// deletion goes on in the background. Idempotent.
     pub async fn resign(&self, rejoin: bool) -> Result<(), ElectionError> {
-        self.link
+        self.shared
+            .link
             .intent(|session, now, id| session.resign(now, id, rejoin))
             .map_err(|_| ElectionError::Closed)
     }
@@ -736,7 +751,8 @@ impl Election {
     /// once the session has taken the intent (use [`changes`](Self::changes) or
     /// [`wait_leader`](Self::wait_leader) to follow what happens next).
     pub async fn join(&self) -> Result<(), ElectionError> {
-        self.link
+        self.shared
+            .link
             .intent(|session, now, id| session.join(now, id))
             .map_err(|_| ElectionError::Closed)
     }
@@ -749,7 +765,7 @@ impl Election {
         if let Role::Suspended(_) = self.role() {
             return Err(GuardedWriteError::NotHolding);
         }
-        let read = self.link.read(|m| match (m.role(), m.own_path()) {
+        let read = self.shared.link.read(|m| match (m.role(), m.own_path()) {
             (Role::Leader(token), Some(own)) => Ok((token, own)),
             (Role::Closed | Role::Failed, _) => Err(GuardedWriteError::Closed),
             _ => Err(GuardedWriteError::NotHolding),
@@ -793,7 +809,10 @@ impl Election {
         ops: Vec<MultiOp>,
     ) -> Result<Vec<MultiOpResult>, GuardedWriteError> {
         let (token, own) = self.leading_node()?;
-        self.writer.guarded(token, own, ops).await
+        let writer = Writer {
+            transport: self.shared.link.session().transport(),
+        };
+        writer.guarded(token, own, ops).await
     }
 
     /// Sets the data of `path` only if this candidate still leads (see
@@ -831,16 +850,16 @@ impl Election {
     /// [`Session::election`] leaves the session open. Idempotent, and safe to
     /// call from several clones at once.
     pub async fn close(&self) {
-        if let Some(wait) = self.link.close() {
+        if let Some(wait) = self.shared.link.close() {
             // The session bounds the deletion; this outer bound only matters
             // if its pump is stuck, which would be a bug.
-            let bound = self.close_timeout * 2 + Duration::from_secs(1);
+            let bound = self.shared.close_timeout * 2 + Duration::from_secs(1);
             if tokio::time::timeout(bound, wait).await.is_err() {
                 tracing::warn!("close: the session did not answer in time");
             }
         }
-        if let Some(session) = &self.session {
-            session.close().await;
+        if self.shared.owns_session {
+            self.shared.link.session().close().await;
         }
     }
 }
