@@ -183,19 +183,115 @@ struct Views {
 }
 
 /// The status, as a value or, while anyone subscribes, in a channel.
-// The large variant is the idle machine's, the one to keep small in all:
-// boxing it would add an allocation to save nothing.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 enum Published {
-    Plain(Status),
+    Plain(Packed),
     Watched(watch::Sender<Status>),
+}
+
+/// A [`Status`] as an idle machine keeps it while nobody subscribes: the
+/// same fields in half the bytes (the rare error boxed, the node's name
+/// without spare capacity, the counters in 32 bits, saturating, as the core
+/// keeps them). Unpacked, in place and without copying the name, for every
+/// read and change.
+#[derive(Debug)]
+struct Packed {
+    role: Role,
+    node: Option<Box<str>>,
+    lease: Option<Instant>,
+    last_demotion: Option<DemotionReason>,
+    error: Option<Box<CandidateError>>,
+    counters: [u32; 14],
+}
+
+impl Default for Packed {
+    fn default() -> Self {
+        Self::pack(Status::default())
+    }
+}
+
+impl Packed {
+    /// Applies `f` to the status this is.
+    fn with<R>(&mut self, f: impl FnOnce(&mut Status) -> R) -> R {
+        let mut status = std::mem::take(self).unpack();
+        let out = f(&mut status);
+        *self = Self::pack(status);
+        out
+    }
+
+    fn pack(status: Status) -> Self {
+        let Status {
+            role,
+            node,
+            lease,
+            last_demotion,
+            error,
+            stats,
+        } = status;
+        let narrow = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        Self {
+            role,
+            node: node.map(String::into_boxed_str),
+            lease,
+            last_demotion,
+            error: error.map(Box::new),
+            counters: counters(&stats).map(narrow),
+        }
+    }
+
+    fn unpack(self) -> Status {
+        let [elections, demotions, failovers, leader_changes, ops, op_errors, op_timeouts, stale_replies, zero_rtt_takeovers, recovered_creates, second_relists, persistent_skipped, tokens_regressed, revocations_requested] =
+            self.counters.map(u64::from);
+        Status {
+            role: self.role,
+            node: self.node.map(String::from),
+            lease: self.lease,
+            last_demotion: self.last_demotion,
+            error: self.error.map(|e| *e),
+            stats: Metrics {
+                elections,
+                demotions,
+                failovers,
+                leader_changes,
+                ops,
+                op_errors,
+                op_timeouts,
+                stale_replies,
+                zero_rtt_takeovers,
+                recovered_creates,
+                second_relists,
+                persistent_skipped,
+                tokens_regressed,
+                revocations_requested,
+            },
+        }
+    }
+}
+
+/// Every counter of `m`, in [`Packed::unpack`]'s order.
+fn counters(m: &Metrics) -> [u64; 14] {
+    [
+        m.elections,
+        m.demotions,
+        m.failovers,
+        m.leader_changes,
+        m.ops,
+        m.op_errors,
+        m.op_timeouts,
+        m.stale_replies,
+        m.zero_rtt_takeovers,
+        m.recovered_creates,
+        m.second_relists,
+        m.persistent_skipped,
+        m.tokens_regressed,
+        m.revocations_requested,
+    ]
 }
 
 impl Outputs {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self {
-            status: std::sync::Mutex::new(Published::Plain(Status::default())),
+            status: std::sync::Mutex::new(Published::Plain(Packed::default())),
             views: OnceLock::new(),
             #[cfg(test)]
             sent: std::sync::Mutex::default(),
@@ -217,8 +313,8 @@ impl Outputs {
 
     /// Reads the status now.
     pub(crate) fn read<R>(&self, f: impl FnOnce(&Status) -> R) -> R {
-        match &*self.lock() {
-            Published::Plain(status) => f(status),
+        match &mut *self.lock() {
+            Published::Plain(packed) => packed.with(|status| f(status)),
             Published::Watched(tx) => f(&tx.borrow()),
         }
     }
@@ -226,14 +322,14 @@ impl Outputs {
     /// The status now, and every change to it.
     pub(crate) fn status(&self) -> watch::Receiver<Status> {
         let mut published = self.lock();
-        if let Published::Plain(status) = &mut *published {
-            let status = std::mem::take(status);
+        if let Published::Plain(packed) = &mut *published {
+            let status = std::mem::take(packed).unpack();
             *published = Published::Watched(watch::channel(status).0);
         }
-        match &*published {
+        match &mut *published {
             Published::Watched(tx) => tx.subscribe(),
             // Made a channel just above.
-            Published::Plain(status) => watch::channel(status.clone()).1,
+            Published::Plain(packed) => watch::channel(packed.with(|s| s.clone())).1,
         }
     }
 
@@ -255,7 +351,7 @@ impl Outputs {
         if let Published::Watched(tx) = &*published {
             if tx.is_closed() {
                 let status = tx.borrow().clone();
-                *published = Published::Plain(status);
+                *published = Published::Plain(Packed::pack(status));
             }
         }
     }
@@ -334,11 +430,11 @@ impl Outputs {
             }
         };
         match &mut *published {
-            Published::Plain(status) => {
+            Published::Plain(packed) => packed.with(|status| {
                 if change(status) {
                     views(status);
                 }
-            }
+            }),
             Published::Watched(tx) => {
                 tx.send_if_modified(|status| {
                     let changed = change(status);
