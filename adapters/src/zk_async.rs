@@ -626,7 +626,7 @@ async fn set_up(
     up: watch::Receiver<bool>,
 ) -> Result<(), SessionError> {
     if options.auth.is_empty() {
-        return session_up(zk, options, up).await;
+        return session_up(up, || prove(zk, options)).await;
     }
     loop {
         let before = shared.shell.connection_changes.mark();
@@ -654,12 +654,13 @@ async fn set_up(
 }
 
 /// The session is up: the client said so (`up`), or, if it has not within
-/// `SESSION_PROOF_FALLBACK`, an `exists("/")` was answered.
-async fn session_up(
-    zk: &zka::ZooKeeper,
-    options: &ZkAsyncOptions,
-    mut up: watch::Receiver<bool>,
-) -> Result<(), SessionError> {
+/// `SESSION_PROOF_FALLBACK`, `prove` (an `exists("/")`, see `prove`) said so.
+/// `prove` is not even started when the client's report comes first.
+async fn session_up<P, F>(mut up: watch::Receiver<bool>, prove: P) -> Result<(), SessionError>
+where
+    P: FnOnce() -> F,
+    F: Future<Output = Result<(), SessionError>>,
+{
     let heard = async move {
         if up.wait_for(|up| *up).await.is_err() {
             // The listener is gone with the client: only the request can tell.
@@ -668,22 +669,28 @@ async fn session_up(
     };
     let asked = async {
         tokio::time::sleep(SESSION_PROOF_FALLBACK).await;
-        loop {
-            match zk.exists("/", false).await {
-                Ok(_) => return Ok(()),
-                Err(zka::ZkError::ConnectionLoss) => tokio::time::sleep(SET_UP_RETRY).await,
-                Err(e) => {
-                    return Err(options.fail(
-                        ConnectFailure::Session,
-                        format!("the first request failed: {e}"),
-                    ))
-                }
-            }
-        }
+        prove().await
     };
     tokio::select! {
         () = heard => Ok(()),
         proved = asked => proved,
+    }
+}
+
+/// The session answers a request: `exists("/")`, tried again through
+/// connection loss (the caller bounds it).
+async fn prove(zk: &zka::ZooKeeper, options: &ZkAsyncOptions) -> Result<(), SessionError> {
+    loop {
+        match zk.exists("/", false).await {
+            Ok(_) => return Ok(()),
+            Err(zka::ZkError::ConnectionLoss) => tokio::time::sleep(SET_UP_RETRY).await,
+            Err(e) => {
+                return Err(options.fail(
+                    ConnectFailure::Session,
+                    format!("the first request failed: {e}"),
+                ))
+            }
+        }
     }
 }
 
@@ -1446,6 +1453,67 @@ mod tests {
         );
         assert_eq!(*p.calls.lock().unwrap(), 3, "two failures, then success");
         p.task.abort();
+    }
+
+    /// A proof that counts its starts and answers `answer`.
+    fn counted_proof(
+        starts: &std::sync::atomic::AtomicUsize,
+        answer: Result<(), SessionError>,
+    ) -> impl FnOnce() -> std::future::Ready<Result<(), SessionError>> + '_ {
+        move || {
+            starts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::future::ready(answer)
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_session_the_client_reports_up_costs_no_request() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        // Up before the set-up looks, and up while it waits.
+        for delay in [None, Some(Duration::from_millis(150))] {
+            let starts = AtomicUsize::new(0);
+            let (tx, up) = watch::channel(delay.is_none());
+            let started = Instant::now();
+            let reporter = tokio::spawn(async move {
+                if let Some(delay) = delay {
+                    tokio::time::sleep(delay).await;
+                    tx.send_replace(true);
+                }
+                // Kept alive: a closed channel is not a report.
+                tokio::time::sleep(Duration::from_secs(10)).await;
+            });
+            let proof = counted_proof(&starts, Err(SessionError::Auth("never asked".into())));
+            session_up(up, proof).await.unwrap();
+            assert_eq!(started.elapsed(), delay.unwrap_or_default());
+            assert_eq!(starts.load(Ordering::SeqCst), 0, "no request was sent");
+            reporter.abort();
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_report_missed_by_the_listener_is_made_up_for_by_one_request() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        for answer in [
+            Ok(()),
+            Err(SessionError::Auth("the first request failed".into())),
+        ] {
+            let starts = AtomicUsize::new(0);
+            let (tx, up) = watch::channel(false);
+            let started = Instant::now();
+            let got = session_up(up, counted_proof(&starts, answer.clone())).await;
+            assert_eq!(got.is_ok(), answer.is_ok(), "{got:?}");
+            assert_eq!(started.elapsed(), SESSION_PROOF_FALLBACK);
+            assert_eq!(starts.load(Ordering::SeqCst), 1);
+            drop(tx);
+        }
+        // A listener gone with the client: the request alone decides.
+        let starts = AtomicUsize::new(0);
+        let (tx, up) = watch::channel(false);
+        drop(tx);
+        session_up(up, counted_proof(&starts, Ok(())))
+            .await
+            .unwrap();
+        assert_eq!(starts.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test(start_paused = true)]
