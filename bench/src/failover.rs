@@ -141,6 +141,13 @@ pub struct ConfigReport {
     pub setup: Setup,
     /// Milliseconds to start all N contenders.
     pub startup_ms: f64,
+    /// CPU milliseconds this process (every thread; not the server's) spent
+    /// meanwhile, to 10 ms (`/proc/self/stat`; `null` where there is none):
+    /// on a crowded machine a steadier figure of the clients' own work than
+    /// the wall clock.
+    pub startup_cpu_ms: Option<f64>,
+    /// Minor page faults this process took meanwhile (`null` where unknown).
+    pub startup_page_faults: Option<u64>,
 }
 
 /// One configuration (implementation, strategy, N) with its contenders
@@ -172,12 +179,20 @@ impl Config {
         settings: &RoundSettings,
     ) -> Result<Config> {
         let board = LeaderBoard::new();
+        let cpu_before = process_cpu_ms();
+        let faults_before = process_page_faults();
         let started = Instant::now();
         let contenders = start_all(&implementation, path, settings, &board).await?;
         let report = ConfigReport {
             kind: "config",
             setup: Setup::of(implementation.as_ref(), settings.candidates),
             startup_ms: round_to_tenth(started.elapsed().as_secs_f64() * 1e3),
+            startup_cpu_ms: process_cpu_ms()
+                .zip(cpu_before)
+                .map(|(after, before)| after - before),
+            startup_page_faults: process_page_faults()
+                .zip(faults_before)
+                .map(|(after, before)| after.saturating_sub(before)),
         };
         Ok(Config {
             implementation,
@@ -367,6 +382,33 @@ pub async fn run(
     let report = config.report().clone();
     config.shutdown().await;
     outcome.map(|()| (report, records))
+}
+
+/// The CPU time this process has used (user and system, every thread), in
+/// milliseconds, from `/proc/self/stat` (Linux; clock ticks of 10 ms).
+fn process_cpu_ms() -> Option<f64> {
+    let [utime, stime] = proc_self_stat([13, 14])?;
+    // USER_HZ is 100 on every Linux this runs on.
+    Some((utime + stime) as f64 * 10.0)
+}
+
+/// The minor page faults this process has taken (every thread).
+fn process_page_faults() -> Option<u64> {
+    proc_self_stat([9]).map(|[faults]| faults)
+}
+
+/// Numeric fields of `/proc/self/stat`, by their 0-based position on the
+/// line (`proc(5)` numbers them from 1).
+fn proc_self_stat<const N: usize>(positions: [usize; N]) -> Option<[u64; N]> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name, field 1, is in parentheses and may hold spaces:
+    // count from the field after it (the state, at 0-based position 2).
+    let rest: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    let mut out = [0; N];
+    for (slot, position) in out.iter_mut().zip(positions) {
+        *slot = rest.get(position.checked_sub(2)?)?.parse().ok()?;
+    }
+    Some(out)
 }
 
 /// Starts `settings.candidates` contenders, a few at a time.
