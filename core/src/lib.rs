@@ -127,23 +127,25 @@
 //! assert_eq!(c.watching(), Some(name(&b_path).as_str())); // c waits for b first
 //!
 //! // c watches the two nearest nodes below its own: b, and a behind it (a
-//! // read of each sets its watch; its own node is watched too).
+//! // read of b sets a data watch; on a, the farther, only its deletion
+//! // matters, so a child watch; its own node is watched too).
 //! let node_at = |czxid| Reply::Data { data: b"x".to_vec(),
 //!     stat: Stat { czxid, ephemeral_owner: 2, ..Stat::default() } };
 //! let read = next(&mut c, Verb::GetData);                   // c reads b, setting its watch
 //! assert_eq!(read.request.path(), b_path);
 //! c.handle(t, Input::Reply { op: read.op, result: Ok(node_at(101)) });
-//! let read = next(&mut c, Verb::GetData);                   // then a
+//! let read = next(&mut c, Verb::GetChildren);               // then a
 //! assert_eq!(read.request.path(), a_path);
-//! c.handle(t, Input::Reply { op: read.op, result: Ok(node_at(100)) });
+//! c.handle(t, Input::Reply { op: read.op, result: Ok(Reply::Children(vec![])) });
 //! assert_eq!(c.watched(), [name(&b_path), name(&a_path)]);
 //!
 //! // a releases: its node is deleted, and b's watch alone hands b the lock.
 //! a.resign(t, false);
 //! b.handle(t, Input::Watch(WatchEvent { kind: WatchKind::NodeDeleted, path: a_path.clone() }));
 //! assert_eq!(b.role(), Role::Leader(FencingToken(101)));
-//! // c hears of it too: its books now name all that is left below it (b
-//! // alone, watched), so it asks nothing.
+//! // c hears of it too (after b: the server fires a node's data watches
+//! // before its child watches): its books now name all that is left below
+//! // it (b alone, watched), so it asks nothing.
 //! c.handle(t, Input::Watch(WatchEvent { kind: WatchKind::NodeDeleted, path: a_path }));
 //! assert_eq!(c.poll_command(), None);
 //! assert_eq!(c.role(), Role::Follower);

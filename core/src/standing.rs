@@ -12,17 +12,34 @@ use std::collections::BTreeSet;
 
 use crate::kept::{KeptName, Probe};
 use crate::zk::Stat;
+use crate::zk::WatchClass;
 
 /// What a follower knows of a node it watches, beside its name (kept once, in
 /// [`Standing::watched`]: a session's idle followers each hold one of these per
 /// watch).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 struct Note {
-    /// The server confirmed the watch (under the Parent strategy, whose reads
-    /// set no watch: the read found a live node older than ours).
-    armed: bool,
+    /// Whether the server confirmed a watch, and of which table (under the
+    /// Parent strategy, whose reads set no watch: the read found a live node
+    /// older than ours).
+    armed: Arming,
     /// What the last read of it said, once read while it was watched.
     read: Option<Read>,
+}
+
+/// Whether a watched node's watch is set, and how.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+enum Arming {
+    /// Not confirmed yet, or fired since.
+    #[default]
+    Unarmed,
+    /// A data read set it (or, under the Parent strategy, checked the node):
+    /// its stat was read.
+    Data,
+    /// A child watch set it on the two-watch's farther node: its deletion
+    /// fires it, no write does, and it read no stat (so the node is not
+    /// known to be a contender's: read before it counts among the nearest).
+    Children,
 }
 
 /// What a follower read of a node it watches.
@@ -65,8 +82,13 @@ pub(crate) enum Next {
     Lead,
     /// Too few of the nearest are known (or nodes may have gone unseen): list again.
     List,
-    /// Set a data watch on this node (the nearest not yet armed).
-    Watch(String),
+    /// Set a watch on this node (the nearest not yet armed): a data watch
+    /// on one of the nearest, which reads its stat too; a child watch on
+    /// the two-watch's farther node, whose deletion alone matters (no
+    /// write spends it, and the server tells the nearest node's waiters of
+    /// a deletion, by their data watches, before it tells anyone by a child
+    /// watch).
+    Watch(String, WatchClass),
     /// Every watch is armed: wait for one to fire.
     Wait,
 }
@@ -291,15 +313,18 @@ impl Standing {
         &mut self.notes[i]
     }
 
-    /// The server confirmed the watch on `name`.
-    pub(crate) fn armed(&mut self, name: &str) {
-        self.note(name).armed = true;
+    /// The server confirmed the watch on `name`, set by a read of `class`.
+    pub(crate) fn armed(&mut self, name: &str, class: WatchClass) {
+        self.note(name).armed = match class {
+            WatchClass::Data => Arming::Data,
+            WatchClass::Child => Arming::Children,
+        };
     }
 
     /// The watch on `name` fired (or may have): it must be set again.
     pub(crate) fn disarm(&mut self, name: &str) {
         if let Some(i) = self.position(name) {
-            self.notes[i].armed = false;
+            self.notes[i].armed = Arming::Unarmed;
         }
     }
 
@@ -391,10 +416,26 @@ impl Standing {
             self.notes = notes;
         }
         self.synced = true;
+        // The nearest `covering` need a read stat (a child watch set while
+        // one was farther is read again: it may be an operator's persistent
+        // look-alike, or a newer node under an old name); the spare beyond
+        // them needs only its deletion told.
         self.notes
             .iter()
-            .position(|n| !n.armed)
-            .map_or(Next::Wait, |i| Next::Watch(self.watched[i].clone()))
+            .enumerate()
+            .position(|(i, n)| match n.armed {
+                Arming::Unarmed => true,
+                Arming::Data => false,
+                Arming::Children => i < covering,
+            })
+            .map_or(Next::Wait, |i| {
+                let class = if i < covering {
+                    WatchClass::Data
+                } else {
+                    WatchClass::Child
+                };
+                Next::Watch(self.watched[i].clone(), class)
+            })
     }
 
     /// Checks a read of the watched node `name` against our node (`own_czxid`)
@@ -483,6 +524,8 @@ mod tests {
         Lead,
         List,
         Watch(&'static str),
+        /// A child watch on the farther node.
+        Farther(&'static str),
         Wait,
     }
 
@@ -514,7 +557,7 @@ mod tests {
         (Limits::count(1), 3, 3, &["n0"], Want::Watch("n2"), &["n2"]),
         // The two-watch: the nearest and the next, nearest first.
         (two(1), 3, 3, &[], Want::Watch("n2"), &["n2", "n1"]),
-        (two(1), 3, 3, &["n2"], Want::Watch("n1"), &["n2", "n1"]),
+        (two(1), 3, 3, &["n2"], Want::Farther("n1"), &["n2", "n1"]),
         (two(1), 3, 3, &["n2", "n1"], Want::Wait, &["n2", "n1"]),
         (two(2), 5, 4, &[], Want::Watch("n3"), &["n3", "n2", "n1"]),
         // The predecessor alone below: nothing more to watch.
@@ -528,12 +571,13 @@ mod tests {
         for (i, &(limits, rank, kept, armed, want, watched)) in NEXT.iter().enumerate() {
             let mut s = standing(rank, kept);
             for a in armed {
-                s.armed(a);
+                s.armed(a, WatchClass::Data);
             }
             let expected = match want {
                 Want::Lead => Next::Lead,
                 Want::List => Next::List,
-                Want::Watch(name) => Next::Watch(name.to_owned()),
+                Want::Watch(name) => Next::Watch(name.to_owned(), WatchClass::Data),
+                Want::Farther(name) => Next::Watch(name.to_owned(), WatchClass::Child),
                 Want::Wait => Next::Wait,
             };
             assert_eq!(s.next(limits), expected, "case {i}");
@@ -548,10 +592,10 @@ mod tests {
         // Listed two below, both watched: exact; the farther goes, still
         // exact (the nearest alone, watched).
         let mut s = standing(2, 2);
-        assert_eq!(s.next(two(1)), Next::Watch("n1".into()));
+        assert_eq!(s.next(two(1)), Next::Watch("n1".into(), WatchClass::Data));
         assert!(s.exact());
-        s.armed("n1");
-        s.armed("n0");
+        s.armed("n1", WatchClass::Data);
+        s.armed("n0", WatchClass::Data);
         assert_eq!(s.next(two(1)), Next::Wait);
         s.remove("n0");
         assert!(s.exact());
@@ -562,35 +606,75 @@ mod tests {
         // Listed three below: the farther watched goes, one below it may
         // remain: not exact (a listing must say).
         let mut s = standing(3, 3);
-        s.armed("n2");
-        s.armed("n1");
+        s.armed("n2", WatchClass::Data);
+        s.armed("n1", WatchClass::Data);
         assert_eq!(s.next(two(1)), Next::Wait);
         assert!(!s.exact());
         s.remove("n1");
         assert!(!s.exact());
         // More below than kept: never exact.
         let mut s = standing(9, 2);
-        s.armed("n1");
-        s.armed("n0");
+        s.armed("n1", WatchClass::Data);
+        s.armed("n0", WatchClass::Data);
         assert!(!s.exact());
+    }
+
+    #[test]
+    fn the_farther_node_is_watched_by_children_and_read_once_among_the_nearest() {
+        let mut s = standing(3, 3);
+        assert_eq!(s.next(two(1)), Next::Watch("n2".into(), WatchClass::Data));
+        s.armed("n2", WatchClass::Data);
+        assert_eq!(s.next(two(1)), Next::Watch("n1".into(), WatchClass::Child));
+        s.armed("n1", WatchClass::Child);
+        assert_eq!(s.next(two(1)), Next::Wait);
+        // The nearest goes first: the farther is the nearest now, and its
+        // stat was never read (it may be a persistent look-alike): read it,
+        // then watch n0 as the farther.
+        s.remove("n2");
+        assert_eq!(s.next(two(1)), Next::Watch("n1".into(), WatchClass::Data));
+        s.armed("n1", WatchClass::Data);
+        assert_eq!(s.next(two(1)), Next::Watch("n0".into(), WatchClass::Child));
+        // The farther goes first: the nearest's read stands, and the next
+        // farther gets a child watch.
+        let mut s = standing(3, 3);
+        s.armed("n2", WatchClass::Data);
+        s.armed("n1", WatchClass::Child);
+        s.remove("n1");
+        assert_eq!(s.next(two(1)), Next::Watch("n0".into(), WatchClass::Child));
+        // Without a spare every watch is a data watch.
+        let mut s = standing(3, 3);
+        s.armed("n2", WatchClass::Child);
+        assert_eq!(
+            s.next(Limits::count(1)),
+            Next::Watch("n2".into(), WatchClass::Data)
+        );
     }
 
     #[test]
     fn a_watch_keeps_its_note_when_a_nearer_one_goes() {
         let mut s = standing(3, 3);
-        assert_eq!(s.next(Limits::count(2)), Next::Watch("n2".into()));
-        s.armed("n2");
+        assert_eq!(
+            s.next(Limits::count(2)),
+            Next::Watch("n2".into(), WatchClass::Data)
+        );
+        s.armed("n2", WatchClass::Data);
         assert!(s.learn("n1", read(5), 100));
-        s.armed("n1");
+        s.armed("n1", WatchClass::Data);
         assert_eq!(s.next(Limits::count(2)), Next::Wait);
         s.remove("n2");
         // n1 stays armed and read; n0 is new among the two nearest.
-        assert_eq!(s.next(Limits::count(2)), Next::Watch("n0".into()));
+        assert_eq!(
+            s.next(Limits::count(2)),
+            Next::Watch("n0".into(), WatchClass::Data)
+        );
         assert_eq!(s.watched(), ["n1", "n0"]);
         assert!(!s.learn("n1", read(6), 100), "another node");
         s.disarm("n1");
-        s.armed("n0");
-        assert_eq!(s.next(Limits::count(2)), Next::Watch("n1".into()));
+        s.armed("n0", WatchClass::Data);
+        assert_eq!(
+            s.next(Limits::count(2)),
+            Next::Watch("n1".into(), WatchClass::Data)
+        );
         assert_eq!(s.notes.len(), s.watched.len());
     }
 
@@ -600,23 +684,35 @@ mod tests {
         // listing of the herd, and a two-watch waiter keep the watch on its
         // nearest across the listing its farther node's deletion asks for.
         let mut s = standing(4, 4);
-        assert_eq!(s.next(Limits::count(2)), Next::Watch("n3".into()));
-        s.armed("n3");
-        assert_eq!(s.next(Limits::count(2)), Next::Watch("n2".into()));
-        s.armed("n2");
+        assert_eq!(
+            s.next(Limits::count(2)),
+            Next::Watch("n3".into(), WatchClass::Data)
+        );
+        s.armed("n3", WatchClass::Data);
+        assert_eq!(
+            s.next(Limits::count(2)),
+            Next::Watch("n2".into(), WatchClass::Data)
+        );
+        s.armed("n2", WatchClass::Data);
         assert_eq!(s.next(Limits::count(2)), Next::Wait);
         // n0 went: n3 and n2 stay the two nearest, nothing to read.
         s.listed(3, ["n1", "n2", "n3"].map(String::from).to_vec(), Vec::new());
         assert_eq!(s.next(Limits::count(2)), Next::Wait);
         // n3 went: n2 is kept, n1 is new among the two nearest.
         s.listed(2, ["n1", "n2"].map(String::from).to_vec(), Vec::new());
-        assert_eq!(s.next(Limits::count(2)), Next::Watch("n1".into()));
+        assert_eq!(
+            s.next(Limits::count(2)),
+            Next::Watch("n1".into(), WatchClass::Data)
+        );
         assert_eq!(s.watched(), ["n2", "n1"]);
-        s.armed("n1");
+        s.armed("n1", WatchClass::Data);
         assert_eq!(s.next(Limits::count(2)), Next::Wait);
         // Forgotten, every name is read again.
         s.forget_watched();
-        assert_eq!(s.next(Limits::count(2)), Next::Watch("n2".into()));
+        assert_eq!(
+            s.next(Limits::count(2)),
+            Next::Watch("n2".into(), WatchClass::Data)
+        );
     }
 
     fn read(czxid: i64) -> Stat {
@@ -655,12 +751,12 @@ mod tests {
         let (mut s, limits) = weighted();
         assert_eq!(s.below(), 7);
         // n3 (1) + n2 (2) = 3 < 4; with n1 (1): 4. Three watches.
-        assert_eq!(s.next(limits), Next::Watch("n3".into()));
+        assert_eq!(s.next(limits), Next::Watch("n3".into(), WatchClass::Data));
         assert_eq!(s.watched(), ["n3", "n2", "n1"]);
         // n2 goes: 5 below, and n3 + n1 + n0 (3) fill the room again.
         s.remove("n2");
         assert_eq!(s.below(), 5);
-        assert_eq!(s.next(limits), Next::Watch("n3".into()));
+        assert_eq!(s.next(limits), Next::Watch("n3".into(), WatchClass::Data));
         assert_eq!(s.watched(), ["n3", "n1", "n0"]);
         // n0 goes: 2 below fits in the room of 4: hold.
         s.remove("n0");
@@ -672,7 +768,7 @@ mod tests {
         assert_eq!(s.next(limits), Next::List);
         // With the spare, one more than fill the room: n0 too.
         let (mut s, _) = weighted();
-        assert_eq!(s.next(two(4)), Next::Watch("n3".into()));
+        assert_eq!(s.next(two(4)), Next::Watch("n3".into(), WatchClass::Data));
         assert_eq!(s.watched(), ["n3", "n2", "n1", "n0"]);
         assert!(s.exact());
     }

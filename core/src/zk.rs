@@ -384,3 +384,34 @@ pub struct WatchEvent {
     /// To which path.
     pub path: String,
 }
+
+/// Which of the server's two watch tables a request arms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WatchClass {
+    /// `exists`, `getData`: fired by a create, a delete, a data change.
+    Data,
+    /// `getChildren`: fired by a child change and by the node's deletion.
+    Child,
+}
+
+impl WatchClass {
+    /// The table `request` arms, if it sets a watch.
+    pub fn of(request: &Request) -> Option<Self> {
+        match request {
+            Request::GetChildren { watch: true, .. } => Some(Self::Child),
+            Request::GetData { watch: true, .. } | Request::Exists { watch: true, .. } => {
+                Some(Self::Data)
+            }
+            _ => None,
+        }
+    }
+
+    /// The tables an event fires, as the server does.
+    pub fn fired_by(kind: WatchKind) -> &'static [Self] {
+        match kind {
+            WatchKind::NodeCreated | WatchKind::NodeDataChanged => &[Self::Data],
+            WatchKind::NodeChildrenChanged => &[Self::Child],
+            WatchKind::NodeDeleted => &[Self::Data, Self::Child],
+        }
+    }
+}

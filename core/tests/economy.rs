@@ -52,7 +52,8 @@ fn waiter(id: &str, mode: Takeover, own: &str, czxid: i64, children: &[&str]) ->
 
 /// Answers the pending reads of `names` (nearest first) as live nodes of
 /// another session, each created at its `czxid`, in the order they go out
-/// (one at a time: the next is sent on the answer to the last).
+/// (one at a time: the next is sent on the answer to the last), leaving
+/// the farther node's child watch, if one is sent, to [`farther`].
 fn reads(d: &mut Driver, names: &[(&str, i64)]) {
     for &(name, czxid) in names {
         assert_eq!(
@@ -62,6 +63,32 @@ fn reads(d: &mut Driver, names: &[(&str, i64)]) {
             d.pending
         );
         pred_read(d, name, czxid, 0, "x");
+    }
+    // Nothing else, but the farther node's child watch (see `farther`).
+    assert!(
+        d.pending.len() <= 1
+            && d.pending.iter().all(|c| matches!(
+                &c.request,
+                Request::GetChildren { path, watch: true } if path != PATH
+            )),
+        "{:?}",
+        d.pending
+    );
+}
+
+/// Answers the pending watch on the two-watch's farther node `name`: a
+/// child watch (its deletion fires it after every data watch on the node,
+/// so the nearest node's waiter hears first; no write fires it), the same
+/// one request and one notice as a data read.
+fn farther(d: &mut Driver, name: &str) {
+    let path = format!("{PATH}/{name}");
+    match d.pending.as_slice() {
+        [cmd] if cmd.request == Request::GetChildren { path, watch: true } => {
+            let op = cmd.op;
+            d.pending.clear();
+            d.reply(op, Ok(Reply::Children(Vec::new())));
+        }
+        _ => panic!("one child watch on {name}: {:?}", d.pending),
     }
     assert!(d.pending.is_empty(), "{:?}", d.pending);
 }
@@ -82,10 +109,12 @@ fn a_rotation_under_on_notification_costs_two_requests_a_hand_off_and_five_a_req
     let mut b = waiter("b", Takeover::OnNotification, B, 11, &[A, B]);
     reads(&mut b, &[(A, 10)]);
     let mut c = waiter("c", Takeover::OnNotification, C, 12, &[A, B, C]);
-    reads(&mut c, &[(B, 11), (A, 10)]);
+    reads(&mut c, &[(B, 11)]);
+    farther(&mut c, A);
     assert_eq!(c.c.watched(), [B, A]);
     let mut d = waiter("d", Takeover::OnNotification, D, 13, &[A, B, C, D]);
-    reads(&mut d, &[(C, 12), (B, 11)]);
+    reads(&mut d, &[(C, 12)]);
+    farther(&mut d, B);
     // A lets go: one delete. B holds on the notice alone (only A was below
     // it); C hears of it as its farther node, and its books (it listed A
     // and B below) name all that is left: B, watched. No request.
@@ -110,7 +139,8 @@ fn a_rotation_under_on_notification_costs_two_requests_a_hand_off_and_five_a_req
         "the own-node watch goes before the watches below"
     );
     a.own_watch_ok(A4, 14);
-    reads(&mut a, &[(D, 13), (C, 12)]);
+    reads(&mut a, &[(D, 13)]);
+    farther(&mut a, C);
     assert_eq!(
         a.c.stats().commands,
         5,
@@ -162,27 +192,34 @@ fn a_waiter_in_the_middle_giving_up_makes_the_one_behind_list_not_hold() {
     // D watches C (nearest) and B. C gives up while B stands: D's books do
     // not prove B's going, and B is still there: a listing, no takeover.
     let mut d = waiter("d", Takeover::OnNotification, D, 13, &[A, B, C, D]);
-    reads(&mut d, &[(C, 12), (B, 11)]);
+    reads(&mut d, &[(C, 12)]);
+    farther(&mut d, B);
     d.take_notices();
     d.event(WatchKind::NodeDeleted, C);
     assert_eq!(d.c.role(), Role::Follower);
     assert!(!d.take_notices().contains(&elected(13)));
     assert_eq!(verbs(&d), [Verb::GetChildren]);
-    // B's watch is kept across the listing; A, new among the two nearest,
-    // is read.
+    // B's child watch is kept across the listing, but B is the nearest
+    // now, and that watch read no stat (B may be an operator's persistent
+    // look-alike, which no deletion would ever report): B is read, and A,
+    // the new farther node, gets the child watch.
     d.children(&[A, B, D]);
     assert_eq!(d.c.watched(), [B, A]);
     assert_eq!(verbs(&d), [Verb::GetData]);
-    reads(&mut d, &[(A, 10)]);
+    reads(&mut d, &[(B, 11)]);
+    farther(&mut d, A);
     // A stale notice about C (a watch set twice reports once, but a late
     // one must do no harm) is ignored.
     d.event(WatchKind::NodeDeleted, C);
     assert!(d.pending.is_empty(), "{:?}", d.pending);
     assert_eq!(d.c.role(), Role::Follower);
     // The listing showed A and B alone below, both watched: B going
-    // first (a second waiter gave up) leaves exact books, no listing.
+    // first (a second waiter gave up) leaves exact books, no listing; A,
+    // the nearest now, is read (its child watch read no stat).
     d.event(WatchKind::NodeDeleted, B);
     assert_eq!(d.c.role(), Role::Follower);
+    assert_eq!(d.c.stats().listings, 2, "the queueing's and C's");
+    reads(&mut d, &[(A, 10)]);
     assert!(d.pending.is_empty(), "{:?}", d.pending);
     d.event(WatchKind::NodeDeleted, A);
     assert!(d.take_notices().contains(&elected(13)));
@@ -195,7 +232,8 @@ fn an_operator_deleting_a_waiters_node_stops_its_takeover() {
     // its own-node watch fires first (set before the watches below), and
     // the notices of A and B that follow must not elect it.
     let mut c = waiter("c", Takeover::OnNotification, C, 12, &[A, B, C]);
-    reads(&mut c, &[(B, 11), (A, 10)]);
+    reads(&mut c, &[(B, 11)]);
+    farther(&mut c, A);
     c.take_notices();
     c.event(WatchKind::NodeDeleted, C);
     assert!(c.has_pending(Verb::GetChildren), "{:?}", c.pending);
@@ -398,7 +436,8 @@ fn a_young_holder_that_reconnects_sets_its_own_node_watch_at_once() {
 #[test]
 fn after_a_reconnect_a_waiter_sets_its_watches_again_and_still_takes_over_on_the_notice() {
     let mut c = waiter("c", Takeover::OnNotification, C, 12, &[A, B, C]);
-    reads(&mut c, &[(B, 11), (A, 10)]);
+    reads(&mut c, &[(B, 11)]);
+    farther(&mut c, A);
     // C is cut off; A went meanwhile (the notice lost with the connection).
     c.session(SessionEvent::Disconnected);
     c.connect(SID);
@@ -415,7 +454,8 @@ fn after_a_reconnect_a_waiter_sets_its_watches_again_and_still_takes_over_on_the
     // (a data read), and the takeover is as good; here A is still there
     // after the reconnect, so both watches are set again.
     let mut d = waiter("c", Takeover::OnNotification, C, 12, &[A, B, C]);
-    reads(&mut d, &[(B, 11), (A, 10)]);
+    reads(&mut d, &[(B, 11)]);
+    farther(&mut d, A);
     d.session(SessionEvent::Disconnected);
     d.input(Input::Session(SessionEvent::Connected {
         session_id: None,
@@ -425,7 +465,8 @@ fn after_a_reconnect_a_waiter_sets_its_watches_again_and_still_takes_over_on_the
     let own = d.take_own_watch(C);
     assert_eq!(own.request.kind(), Verb::GetData, "the owner is read");
     d.answer_own_watch(&own, 12);
-    reads(&mut d, &[(B, 11), (A, 10)]);
+    reads(&mut d, &[(B, 11)]);
+    farther(&mut d, A);
     d.event(WatchKind::NodeDeleted, A);
     assert!(d.pending.is_empty(), "exact books: {:?}", d.pending);
     d.event(WatchKind::NodeDeleted, B);
@@ -437,7 +478,8 @@ fn a_listing_lost_to_a_connection_fault_is_sent_again_and_the_takeover_waits_for
     // D watches C and B; its listing showed A below B too. B goes: D lists,
     // and that listing is lost with the connection.
     let mut d = waiter("d", Takeover::OnNotification, D, 13, &[A, B, C, D]);
-    reads(&mut d, &[(C, 12), (B, 11)]);
+    reads(&mut d, &[(C, 12)]);
+    farther(&mut d, B);
     d.event(WatchKind::NodeDeleted, B);
     let list = d.take(Verb::GetChildren);
     d.session(SessionEvent::Disconnected);
@@ -454,11 +496,15 @@ fn a_listing_lost_to_a_connection_fault_is_sent_again_and_the_takeover_waits_for
     d.children(&[A, C, D]);
     let own = d.take_own_watch(D);
     d.answer_own_watch(&own, 13);
-    reads(&mut d, &[(C, 12), (A, 10)]);
+    reads(&mut d, &[(C, 12)]);
+    farther(&mut d, A);
     // C's deletion: A stands below it (the listing said so, and it is
-    // watched), so D neither holds nor needs to list.
+    // watched), so D neither holds nor needs to list; it reads A, the
+    // nearest now, whose child watch read no stat.
     d.event(WatchKind::NodeDeleted, C);
     assert_eq!(d.c.role(), Role::Follower, "A still holds");
+    assert!(!d.has_pending(Verb::GetChildren), "{:?}", d.pending);
+    reads(&mut d, &[(A, 10)]);
     assert!(d.pending.is_empty(), "{:?}", d.pending);
     // A goes: D's books name A alone below, watched: it holds on the notice.
     d.event(WatchKind::NodeDeleted, A);
@@ -472,7 +518,8 @@ fn a_notice_from_the_farther_node_while_a_listing_is_out_is_safe() {
     // goes too: the books (A below B, unseen) do not prove D holds, so it
     // lists again, and holds by that listing.
     let mut d = waiter("d", Takeover::OnNotification, D, 13, &[A, B, C, D]);
-    reads(&mut d, &[(C, 12), (B, 11)]);
+    reads(&mut d, &[(C, 12)]);
+    farther(&mut d, B);
     d.event(WatchKind::NodeDeleted, B);
     let first = d.take(Verb::GetChildren);
     d.event(WatchKind::NodeDeleted, C);
@@ -500,7 +547,8 @@ fn a_close_while_a_second_watch_listing_is_out_ends_on_the_delete_not_the_listin
     // delete that may still fail, and leave the node behind).
     for shows_own in [true, false] {
         let mut d = waiter("d", Takeover::OnNotification, D, 13, &[A, B, C, D]);
-        reads(&mut d, &[(C, 12), (B, 11)]);
+        reads(&mut d, &[(C, 12)]);
+        farther(&mut d, B);
         d.event(WatchKind::NodeDeleted, B);
         let list = d.take(Verb::GetChildren);
         assert_eq!(d.c.stats().second_relists, 1);
@@ -526,4 +574,46 @@ fn a_close_while_a_second_watch_listing_is_out_ends_on_the_delete_not_the_listin
         assert!(d.c.is_closed());
         assert_eq!(d.c.role(), Role::Closed);
     }
+}
+
+#[test]
+fn the_farther_watch_is_a_child_watch_and_its_deletion_decides_as_a_data_watch_did() {
+    // C listed A and B below: B (the nearest) by a data read, A (the
+    // farther) by a child watch. A leaf has no children, so only A's
+    // deletion fires it (no write into A does: an operator's setData, a
+    // revocation request), and the server fires it after every data
+    // watch on A: B's waiter, the new holder, is told first.
+    let mut c = waiter("c", Takeover::OnNotification, C, 12, &[A, B, C]);
+    reads(&mut c, &[(B, 11)]);
+    assert_eq!(
+        c.pending.iter().map(|p| &p.request).collect::<Vec<_>>(),
+        [&Request::GetChildren {
+            path: format!("{PATH}/{A}"),
+            watch: true
+        }]
+    );
+    farther(&mut c, A);
+    assert_eq!(c.c.watched(), [B, A]);
+    // A goes: the books name B alone below, watched: no request.
+    c.event(WatchKind::NodeDeleted, A);
+    assert!(c.pending.is_empty(), "{:?}", c.pending);
+    assert_eq!(c.c.watched(), [B]);
+    assert_eq!(c.c.stats().second_relists, 0);
+    c.event(WatchKind::NodeDeleted, B);
+    assert!(c.take_notices().contains(&elected(12)));
+    // D listed A below B and C: B's going (its farther) leaves A unseen,
+    // so it lists, as it did when B's watch was a data watch.
+    let mut d = waiter("d", Takeover::OnNotification, D, 13, &[A, B, C, D]);
+    reads(&mut d, &[(C, 12)]);
+    farther(&mut d, B);
+    d.event(WatchKind::NodeDeleted, B);
+    assert_eq!(verbs(&d), [Verb::GetChildren]);
+    assert_eq!(d.c.stats().second_relists, 1);
+    // A missing farther node answers NoNode, as a data read does: a listing.
+    let mut e = waiter("e", Takeover::OnNotification, D, 13, &[A, B, C, D]);
+    reads(&mut e, &[(C, 12)]);
+    let watch = e.take(Verb::GetChildren);
+    e.reply(watch.op, Err(ZkCode::NoNode));
+    assert_eq!(verbs(&e), [Verb::GetChildren]);
+    assert_eq!(e.c.role(), Role::Follower);
 }

@@ -99,9 +99,13 @@ fn a_waiter_whose_nearest_gives_up_first_waits_for_the_one_below() {
     );
     c.data_ok(M1, 11);
     c.data_ok(M0, 10);
-    // M1 goes first (it gave up waiting): M0 still holds, and is watched.
+    // M1 goes first (it gave up waiting): M0 still holds, and is watched;
+    // its watch as the farther node (a child watch) read no stat, so it
+    // is read now that it is the nearest.
     c.event(WatchKind::NodeDeleted, M1);
     assert_eq!(c.c.role(), Role::Follower);
+    assert!(!c.has_pending(Verb::GetChildren), "{:?}", c.pending);
+    c.data_ok(M0, 10);
     assert!(c.pending.is_empty(), "{:?}", c.pending);
     c.event(WatchKind::NodeDeleted, M0);
     assert_eq!(c.c.role(), Role::Leader(FencingToken(12)));
@@ -259,16 +263,31 @@ fn a_weighted_waiter_whose_watched_node_goes_looks_again_when_more_may_block_it(
     assert_eq!(d.c.watched(), [z.as_str(), y.as_str(), x.as_str()]);
     assert!(!d.has_pending(Verb::GetData), "{:?}", d.pending);
     // y goes: w, x and z (4) may still block, and w is not watched: list
-    // again, no guess. The watches on z and x stand; w is read.
+    // again, no guess. The watches on z and x stand; x, among the nearest
+    // now, is read (its watch as the spare, a child watch, read no stat),
+    // and w gets the spare's child watch.
     d.event(WatchKind::NodeDeleted, &y);
     assert_eq!(d.c.role(), Role::Follower);
     d.children(&[&w, &x, &z, own]);
+    let read_x = Request::GetData {
+        path: format!("{PATH}/{x}"),
+        watch: true,
+    };
+    assert!(
+        d.pending.iter().any(|c| c.request == read_x),
+        "{:?}",
+        d.pending
+    );
+    d.data_ok(&x, 11);
     d.data_ok(&w, 10);
     assert_eq!(d.c.watched(), [z.as_str(), x.as_str(), w.as_str()]);
     assert!(d.pending.is_empty(), "{:?}", d.pending);
-    // x goes: w and z (3) still fill the room, both watched: no listing.
+    // x goes: w and z (3) still fill the room, both watched: no listing;
+    // w, among the nearest now, is read.
     d.event(WatchKind::NodeDeleted, &x);
     assert_eq!(d.c.role(), Role::Follower);
+    assert!(!d.has_pending(Verb::GetChildren), "{:?}", d.pending);
+    d.data_ok(&w, 10);
     assert!(d.pending.is_empty(), "{:?}", d.pending);
     // w goes: z's 2 below leaves room for our 2.
     d.event(WatchKind::NodeDeleted, &w);
@@ -300,9 +319,12 @@ fn a_writer_waits_for_every_earlier_reader() {
     w.data_ok(R1, 11);
     w.data_ok(R0, 10);
     assert_eq!(w.c.watched(), [R1, R0]);
-    // The nearer reader goes: R0 may still hold, and is watched.
+    // The nearer reader goes: R0 may still hold, and is watched (and read,
+    // the nearest now: its child watch as the farther node read no stat).
     w.event(WatchKind::NodeDeleted, R1);
     assert_eq!(w.c.role(), Role::Follower);
+    assert!(!w.has_pending(Verb::GetChildren), "{:?}", w.pending);
+    w.data_ok(R0, 10);
     assert!(w.pending.is_empty(), "{:?}", w.pending);
     assert_eq!(w.c.watched(), [R0]);
     // The last reader goes: the writer holds on the notification alone.

@@ -303,9 +303,16 @@ impl Candidate {
         match self.session.standing.next(self.limits()) {
             Next::Lead => self.lead_unlisted(true),
             Next::List => self.set_step(Step::List),
-            Next::Watch(pred) => {
-                if !self.is_watching(&pred) {
-                    self.set_step(Step::Watch { pred: pred.into() });
+            Next::Watch(pred, class) => {
+                // The same node by another table (a farther node's child
+                // watch answered, and it is among the nearest now): send
+                // the read the books ask for.
+                if !matches!(&self.step, Step::Watch { pred: p, class: c } if **p == *pred && *c == class)
+                {
+                    self.set_step(Step::Watch {
+                        pred: pred.into(),
+                        class,
+                    });
                 }
             }
             Next::Wait => {
@@ -359,11 +366,16 @@ impl Candidate {
                     self.session.standing.remove(&pred);
                     return self.watch_next_lower();
                 }
-                self.session.standing.armed(&pred);
+                self.session.standing.armed(&pred, WatchClass::Data);
+                self.watch_next_lower();
+            }
+            // The farther node's child watch: set, and its stat unread.
+            Ok(Reply::Children(_)) => {
+                self.session.standing.armed(&pred, WatchClass::Child);
                 self.watch_next_lower();
             }
             Ok(_) => {
-                self.session.standing.armed(&pred);
+                self.session.standing.armed(&pred, WatchClass::Data);
                 self.watch_next_lower();
             }
             // Gone since the listing: one listing settles it, at once. A

@@ -65,7 +65,15 @@
 //! The two-watch takeover ([`Takeover::OnNotification`], where
 //! [`Config::two_watch`] holds): a waiter watches the k nearest nodes below
 //! its own and the next one below them too (with k = 1, its predecessor and
-//! the node behind it). When that farther node goes, the waiter lists again
+//! the node behind it). The nearest are watched by a data read (its stat
+//! shows a contender's node), the farther one by a child watch: only its
+//! deletion matters, a leaf has no children, so no write into it (an
+//! operator's, a revocation request) spends the watch, and the server fires
+//! a node's child watches after its data watches, so on a hand-off the new
+//! holder, watching the node by data, is told before the waiter behind it,
+//! whose listing would otherwise run beside the takeover. A farther node
+//! that becomes one of the nearest (a nearer one went first) is read then.
+//! When that farther node goes, the waiter lists again
 //! unless its books already name every node that can be below it, each
 //! watched (the listing showed just those); the listing keeps the watches
 //! that stand and shows what is left, and a new farther node is watched if
@@ -228,6 +236,7 @@ use crate::outbox::Outbox;
 use crate::standing::{Limits, Next, Standing};
 use crate::time::Timestamp;
 use crate::timer::{Backoff, Timer, TimerTable};
+use crate::zk::WatchClass;
 use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
 
 mod downgrade;
@@ -910,7 +919,7 @@ impl Candidate {
     /// Whether the main lane is on `Step::Watch { pred }` (compared without
     /// building that step).
     fn is_watching(&self, pred: &str) -> bool {
-        matches!(&self.step, Step::Watch { pred: p } if **p == *pred)
+        matches!(&self.step, Step::Watch { pred: p, .. } if **p == *pred)
     }
 
     fn set_step(&mut self, step: Step) {
@@ -1054,15 +1063,23 @@ impl Candidate {
                     Request::GetChildren { path, watch },
                 )
             }
-            Step::Watch { pred } => {
+            Step::Watch { pred, class } => {
                 let path = self.child_path(&pred);
                 // Under Parent the read only checks the node (the parent's
                 // watch wakes us), so it sets no watch of its own.
                 let watch = self.config.strategy() == WatchStrategy::Predecessor;
-                (
-                    Purpose::WatchPred(pred.into()),
-                    Request::GetData { path, watch },
-                )
+                let request = match class {
+                    WatchClass::Data => Request::GetData { path, watch },
+                    // The two-watch's farther node: only its deletion
+                    // matters, which fires a child watch (a leaf's only
+                    // child event), after every data watch on the node:
+                    // the nearest node's waiter, the new holder, is told
+                    // first. No write spends it (a revocation request, an
+                    // operator's setData), and a missing node answers
+                    // `NoNode` as a data read does.
+                    WatchClass::Child => Request::GetChildren { path, watch },
+                };
+                (Purpose::WatchPred(pred.into()), request)
             }
             Step::Delete => match &self.session.own {
                 Some(own) => (

@@ -118,8 +118,10 @@ pub(super) enum Step {
     Adopt { name: Box<str> },
     /// Listing the children to learn the queue.
     List,
-    /// Setting a data watch on the predecessor.
-    Watch { pred: Box<str> },
+    /// Setting a watch on a node below: a data watch on one of the nearest
+    /// (under the Parent strategy a read with none), a child watch on the
+    /// two-watch's farther node ([`Next::Watch`](crate::standing::Next)).
+    Watch { pred: Box<str>, class: WatchClass },
     /// Waiting for a watch to fire (a follower).
     Wait,
     /// Leading: nothing to do on the main lane.

@@ -27,6 +27,7 @@ use crate::time::Timestamp;
 use crate::zk::Request;
 use crate::zk::{WatchEvent, ZkCode};
 
+pub use crate::zk::WatchClass;
 pub use config::{SessionConfig, REQUESTS_OUT};
 use contact::{Contact, ProbeDue};
 use deadlines::{Close, Deadlines};
@@ -39,7 +40,6 @@ use link::Link;
 pub use machine::{Machine, MachineId};
 #[cfg(feature = "planted")]
 pub use planted::Planted;
-pub use watches::WatchClass;
 use watches::{disarm, Armings, Watches};
 use window::{Line, Window};
 pub use window::{Sender, OPENING};

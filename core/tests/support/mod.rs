@@ -220,41 +220,63 @@ impl Driver {
         cmd
     }
 
-    /// Answers the pending getData on `name` (with owner `SID`).
+    /// Answers the pending read of `name` (with owner `SID`; see
+    /// [`Self::take_data`]).
     pub fn data_ok(&mut self, name: &str, czxid: i64) -> Command {
         let cmd = self.take_data(name);
-        self.reply(
-            cmd.op,
-            Ok(Reply::Data {
+        let reply = Self::read_reply(
+            &cmd,
+            Reply::Data {
                 data: Vec::new(),
                 stat: stat(czxid, SID),
-            }),
+            },
         );
+        self.reply(cmd.op, Ok(reply));
         cmd
     }
 
-    /// Answers the pending getData on `name` with this data version and data.
+    /// Answers the pending read of `name` with this data version and data
+    /// (see [`Self::take_data`]).
     pub fn data_at(&mut self, name: &str, czxid: i64, version: i32, data: &[u8]) -> Command {
         let cmd = self.take_data(name);
-        self.reply(
-            cmd.op,
-            Ok(Reply::Data {
+        let reply = Self::read_reply(
+            &cmd,
+            Reply::Data {
                 data: data.to_vec(),
                 stat: Stat {
                     version,
                     ..stat(czxid, SessionId(0x999))
                 },
-            }),
+            },
         );
+        self.reply(cmd.op, Ok(reply));
         cmd
     }
 
+    /// `data` for a data read; for the farther node's child watch, the
+    /// children of a leaf (none).
+    fn read_reply(cmd: &Command, data: Reply) -> Reply {
+        match cmd.request {
+            Request::GetChildren { .. } => Reply::Children(Vec::new()),
+            _ => data,
+        }
+    }
+
+    /// Removes and returns the pending read of `name`: a getData, or, on the
+    /// two-watch's farther node, a child watch (only its deletion matters).
     pub fn take_data(&mut self, name: &str) -> Command {
         let path = format!("{PATH}/{name}");
         let i = self
             .pending
             .iter()
             .position(|c| matches!(&c.request, Request::GetData { path: p, .. } if *p == path))
+            .or_else(|| {
+                let own = self.c.node().map(|own| format!("{PATH}/{own}"));
+                self.pending.iter().position(|c| {
+                    matches!(&c.request, Request::GetChildren { path: p, watch: true }
+                        if *p == path && Some(p) != own.as_ref())
+                })
+            })
             .unwrap_or_else(|| panic!("no getData on {name}; pending: {:#?}", self.pending));
         self.pending.remove(i)
     }
