@@ -500,8 +500,16 @@ impl ZkModel {
                 s.ephemerals.remove(path);
             }
         }
+        // As the real server's deleteNode: the data watches first, then the
+        // child watches of the sessions not told already (one notice per
+        // session; its client hands it to every watcher of the path).
         let mut fired = self.fire(Table::Data, path, WatchKind::NodeDeleted);
-        fired.extend(self.fire(Table::Child, path, WatchKind::NodeDeleted));
+        let told: BTreeSet<SessionId> = fired.iter().map(|f| f.session).collect();
+        fired.extend(
+            self.fire(Table::Child, path, WatchKind::NodeDeleted)
+                .into_iter()
+                .filter(|f| !told.contains(&f.session)),
+        );
         let mut container_empty = None;
         if let Some(parent_path) = parent_of(path) {
             let zxid = self.zxid;

@@ -613,6 +613,41 @@ fn a_child_watch_fires_node_deleted_when_its_node_goes_and_children_changed_for_
 }
 
 #[test]
+fn a_delete_tells_data_watchers_before_child_watchers_and_each_session_once() {
+    // As the real server's deleteNode: the data watches fire first, then
+    // the child watches of the sessions not told yet. The child watcher's
+    // session is the oldest, so no session order explains the result.
+    let mut zk = ZkModel::default();
+    let owner = session(&mut zk);
+    let by_children = session(&mut zk);
+    let by_data = session(&mut zk);
+    let by_both = session(&mut zk);
+    zk.apply(T0, owner, &create("/e", CreateMode::Persistent))
+        .0
+        .unwrap();
+    zk.apply(T0, owner, &create("/e/x", CreateMode::Ephemeral))
+        .0
+        .unwrap();
+    let children = Request::GetChildren {
+        path: "/e/x".into(),
+        watch: true,
+    };
+    zk.apply(T0, by_children, &children).0.unwrap();
+    zk.apply(T0, by_data, &get_data("/e/x", true)).0.unwrap();
+    zk.apply(T0, by_both, &children).0.unwrap();
+    zk.apply(T0, by_both, &get_data("/e/x", true)).0.unwrap();
+    let (_, fired) = zk.apply(T0, owner, &delete("/e/x", None));
+    assert_eq!(
+        kinds(&fired),
+        [
+            (by_data, WatchKind::NodeDeleted, "/e/x"),
+            (by_both, WatchKind::NodeDeleted, "/e/x"),
+            (by_children, WatchKind::NodeDeleted, "/e/x"),
+        ]
+    );
+}
+
+#[test]
 fn an_exists_watch_fires_node_created_on_a_missing_node_and_acts_as_a_data_watch_on_an_existing_one(
 ) {
     let mut zk = ZkModel::default();
