@@ -1284,15 +1284,24 @@ fn a_close_ends_on_its_deletes_answer_not_on_a_late_answer_to_an_earlier_request
                 OutAtClose::Read => (d.take(Verb::GetData), Err(ZkCode::NoNode)),
                 OutAtClose::Sync | OutAtClose::Listing { .. } => {
                     // Settled first: every node below read as a live node
-                    // of another session, older than ours.
-                    while let Some(read) = d.try_take(Verb::GetData) {
-                        d.reply(
-                            read.op,
-                            Ok(Reply::Data {
+                    // of another session, older than ours (the two-watch's
+                    // farther node: its child watch set).
+                    let below_paths: Vec<String> =
+                        below.iter().map(|b| format!("{PATH}/{b}")).collect();
+                    while let Some(i) = d.pending.iter().position(|c| match &c.request {
+                        Request::GetData { .. } => true,
+                        Request::GetChildren { path, watch: true } => below_paths.contains(path),
+                        _ => false,
+                    }) {
+                        let read = d.pending.remove(i);
+                        let reply = match read.request.kind() {
+                            Verb::GetData => Reply::Data {
                                 data: Vec::new(),
                                 stat: stat(10, other),
-                            }),
-                        );
+                            },
+                            _ => Reply::Children(Vec::new()),
+                        };
+                        d.reply(read.op, Ok(reply));
                     }
                     d.session(SessionEvent::Disconnected);
                     d.connect(SID);
