@@ -15,6 +15,24 @@ impl World {
     pub fn new(seed: u64, swarm: Swarm, canary: Option<Canary>, keep_trace: bool) -> Self {
         Self::with_invariants(seed, swarm, canary, keep_trace, check::standard())
     }
+
+    /// Runs `seed`'s own swarm (nothing overridden) with `planted`, a bug
+    /// planted in the real core's machines, if any: the first invariant
+    /// broken. What a canary test asks of each seed, caught planted and
+    /// passing clean.
+    #[cfg(feature = "planted")]
+    pub fn run_planted(seed: u64, planted: Option<crate::world::Planted>) -> Option<Violation> {
+        let mut world = Self::new(
+            seed,
+            Swarm::from_seed(seed, Overrides::default()),
+            None,
+            false,
+        );
+        if let Some(bug) = planted {
+            world.plant(bug);
+        }
+        world.run()
+    }
 }
 
 /// What to run.

@@ -10,16 +10,10 @@
 //! (`Planted::CloseOnStaleListing`) is caught in ordinary seeds, which
 //! pass without the bug.
 
-use zkelect_sim::swarm::{Overrides, Swarm};
 use zkelect_sim::world::{Planted, World};
 
 fn run(seed: u64, planted: Option<Planted>) -> Option<(&'static str, String)> {
-    let swarm = Swarm::from_seed(seed, Overrides::default());
-    let mut world = World::new(seed, swarm, None, false);
-    if let Some(bug) = planted {
-        world.plant(bug);
-    }
-    world.run().map(|v| (v.invariant, v.detail))
+    World::run_planted(seed, planted).map(|v| (v.invariant, v.detail))
 }
 
 /// Seeds whose stale reply arrived as the session gave a close up; more

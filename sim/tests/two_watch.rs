@@ -3,16 +3,10 @@
 //! show below it (`Planted::TakeoverBesideSecond`) is caught by the
 //! simulator's `safety` in ordinary seeds, which pass without the bug.
 
-use zkelect_sim::swarm::{Overrides, Swarm};
 use zkelect_sim::world::{Planted, World};
 
 fn run(seed: u64, planted: Option<Planted>) -> Option<(&'static str, String)> {
-    let swarm = Swarm::from_seed(seed, Overrides::default());
-    let mut world = World::new(seed, swarm, None, false);
-    if let Some(bug) = planted {
-        world.plant(bug);
-    }
-    world.run().map(|v| (v.invariant, v.detail))
+    World::run_planted(seed, planted).map(|v| (v.invariant, v.detail))
 }
 
 #[test]
