@@ -33,6 +33,56 @@ impl World {
         }
         world.run()
     }
+
+    /// Runs every seed of `seeds` with `bug` planted, and again without it
+    /// wherever a checker caught it: what a canary test needs to show that
+    /// its checker can fail, and fails for the bug alone.
+    #[cfg(feature = "planted")]
+    pub fn catches(bug: crate::world::Planted, seeds: std::ops::Range<u64>) -> Catches {
+        let mut catches = Catches::default();
+        for seed in seeds {
+            if let Some(caught) = Self::run_planted(seed, Some(bug)) {
+                if let Some(unplanted) = Self::run_planted(seed, None) {
+                    catches.unplanted.push((seed, unplanted));
+                }
+                catches.caught.push((seed, caught));
+            }
+        }
+        catches
+    }
+}
+
+/// What a planted bug did over a range of seeds ([`World::catches`]).
+#[cfg(feature = "planted")]
+#[derive(Debug, Default)]
+pub struct Catches {
+    /// Each seed whose planted run broke an invariant, with the first broken.
+    pub caught: Vec<(u64, Violation)>,
+    /// Each of those seeds that fails with no bug planted too: a checker
+    /// that would blame the bug for what the seed does anyway.
+    pub unplanted: Vec<(u64, Violation)>,
+}
+
+#[cfg(feature = "planted")]
+impl Catches {
+    /// How many seeds checker `invariant` caught.
+    pub fn by(&self, invariant: &str) -> usize {
+        self.caught
+            .iter()
+            .filter(|(_, v)| v.invariant == invariant)
+            .count()
+    }
+}
+
+#[cfg(feature = "planted")]
+impl fmt::Display for Catches {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "caught in {} seeds:", self.caught.len())?;
+        for (seed, v) in &self.caught {
+            write!(f, " {seed} ({})", v.invariant)?;
+        }
+        Ok(())
+    }
 }
 
 /// What to run.

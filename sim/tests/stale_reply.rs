@@ -12,10 +12,6 @@
 
 use zkelect_sim::world::{Planted, World};
 
-fn run(seed: u64, planted: Option<Planted>) -> Option<(&'static str, String)> {
-    World::run_planted(seed, planted).map(|v| (v.invariant, v.detail))
-}
-
 /// Seeds whose stale reply arrived as the session gave a close up; more
 /// join as sweeps find them.
 const GIVEN_UP_AS_A_STALE_REPLY_ARRIVES: &[u64] = &[703_642];
@@ -30,27 +26,18 @@ const GIVEN_UP_AS_A_STALE_REPLY_ARRIVES: &[u64] = &[703_642];
 #[test]
 fn a_close_given_up_on_as_a_stale_reply_arrives_is_not_the_replys_doing() {
     for &seed in GIVEN_UP_AS_A_STALE_REPLY_ARRIVES {
-        assert_eq!(run(seed, None), None, "seed {seed}");
+        assert_eq!(World::run_planted(seed, None), None, "seed {seed}");
     }
 }
 
 #[test]
 fn a_close_ended_by_a_stale_listing_is_caught() {
-    let mut caught = Vec::new();
-    for seed in 0..100 {
-        if let Some((invariant, detail)) = run(seed, Some(Planted::CloseOnStaleListing)) {
-            assert_eq!(run(seed, None), None, "seed {seed} fails without the bug");
-            caught.push((seed, invariant, detail));
-        }
-    }
-    let stale = caught
-        .iter()
-        .filter(|(_, inv, _)| *inv == "stale-reply")
-        .count();
-    println!(
-        "caught in {} of 100 seeds ({stale} by stale-reply): {:?}",
-        caught.len(),
-        caught.iter().map(|(s, i, _)| (*s, *i)).collect::<Vec<_>>()
+    let catches = World::catches(Planted::CloseOnStaleListing, 0..100);
+    assert!(
+        catches.unplanted.is_empty(),
+        "fail without the bug: {:?}",
+        catches.unplanted
     );
-    assert!(stale >= 3, "caught: {caught:?}");
+    println!("{catches}");
+    assert!(catches.by("stale-reply") >= 3, "{catches}");
 }

@@ -5,24 +5,14 @@
 
 use zkelect_sim::world::{Planted, World};
 
-fn run(seed: u64, planted: Option<Planted>) -> Option<(&'static str, String)> {
-    World::run_planted(seed, planted).map(|v| (v.invariant, v.detail))
-}
-
 #[test]
 fn a_takeover_beside_the_second_watched_node_is_caught() {
-    let mut caught = Vec::new();
-    for seed in 0..100 {
-        if let Some((invariant, detail)) = run(seed, Some(Planted::TakeoverBesideSecond)) {
-            assert_eq!(run(seed, None), None, "seed {seed} fails without the bug");
-            caught.push((seed, invariant, detail));
-        }
-    }
-    let safety = caught.iter().filter(|(_, inv, _)| *inv == "safety").count();
-    println!(
-        "caught in {} of 100 seeds ({safety} by safety): {:?}",
-        caught.len(),
-        caught.iter().map(|(s, i, _)| (*s, *i)).collect::<Vec<_>>()
+    let catches = World::catches(Planted::TakeoverBesideSecond, 0..100);
+    assert!(
+        catches.unplanted.is_empty(),
+        "fail without the bug: {:?}",
+        catches.unplanted
     );
-    assert!(safety >= 3, "caught: {caught:?}");
+    println!("{catches}");
+    assert!(catches.by("safety") >= 3, "{catches}");
 }
