@@ -943,4 +943,29 @@ mod tests {
             assert_eq!(guard_error(from, t), to, "{from:?}");
         }
     }
+
+    /// The observer behind `participants` and `leader` starts at the first
+    /// call, on the machine's configuration: after the election closed there
+    /// is none to read, and the call says so rather than watch a queue the
+    /// election has left.
+    #[tokio::test(start_paused = true)]
+    async fn a_first_look_at_the_queue_after_close_is_refused() {
+        let zk = crate::testkit::TestZk::new();
+        let (transport, events) = zk.connect(Duration::from_secs(3));
+        let session = Session::from_transport(transport, events);
+        let looked = session.election("/e").id("looked").join().await.unwrap();
+        let unlooked = session.election("/e").id("unlooked").join().await.unwrap();
+        assert_eq!(looked.participants().await.unwrap().len(), 2);
+        unlooked.close().await;
+        assert!(
+            matches!(unlooked.participants().await, Err(ObserveError::Closed)),
+            "participants after close"
+        );
+        assert!(
+            matches!(unlooked.leader().await, Err(ObserveError::Closed)),
+            "leader after close"
+        );
+        looked.close().await;
+        session.close().await;
+    }
 }
