@@ -298,7 +298,7 @@ pub use rule::{Recipe, Rule};
 pub use session::Planted;
 pub use session::{
     ConnectionState, Event, Exit, Gone, GroupGone, GroupId, Machine, MachineId, Sender, Session,
-    SessionConfig, Traffic, WatchClass, OPENING, REQUESTS_OUT,
+    SessionConfig, Traffic, WatchClass, OPENING, REQUESTS_OUT, STARTING_EVERY,
 };
 pub use time::Timestamp;
 pub use zk::{CreateMode, Reply, Request, SessionId, Stat, Verb, WatchEvent, WatchKind, ZkCode};

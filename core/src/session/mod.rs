@@ -42,7 +42,7 @@ pub use machine::{Machine, MachineId};
 pub use planted::Planted;
 use watches::{disarm, Armings, Watches};
 use window::{Line, Window};
-pub use window::{Sender, OPENING};
+pub use window::{Sender, OPENING, STARTING_EVERY};
 
 /// How many events' room the session keeps once they are polled (an
 /// input's handful; a burst's buffer is given back).
@@ -130,7 +130,10 @@ struct Slot {
 ///   queued in order, machines under way (answered before) ahead of those
 ///   starting; the window opens at [`OPENING`] and widens by one per answer
 ///   (so a burst's first answers, a missing parent path, are learned before
-///   the burst is sent); the probe never waits.
+///   the burst is sent); while a starting machine's request waits, one in
+///   every [`STARTING_EVERY`] sent is a starting machine's (so machines
+///   under way that keep the window full cannot hold a start back for
+///   ever); the probe never waits.
 /// - **Closing**: a machine's close may take its close
 ///   timeout; past it the driver is told the machine stopped
 ///   ([`Exit::Abandoned`]), and an open session goes on closing it out of

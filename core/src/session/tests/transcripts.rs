@@ -529,6 +529,79 @@ fn the_window_opens_at_one_widens_per_answer_and_lets_machines_under_way_first()
     }
 }
 
+/// A change under `/q` made behind the session's back (a persistent child
+/// named `x{n}`): every observer of the queue lists it again.
+fn change(h: &mut Harness, n: usize) {
+    h.zk.apply(&Request::Create {
+        path: format!("/q/x{n}"),
+        data: Vec::new(),
+        mode: crate::zk::CreateMode::Persistent,
+        acl: crate::acl::Acl::Open,
+    })
+    .expect("made");
+    h.fired();
+    h.pump();
+}
+
+#[test]
+fn a_start_goes_within_its_share_while_machines_under_way_keep_the_window_full() {
+    // Six observers of a busy queue, under way, and a window of two: every
+    // change under the queue brings six listings, and the changes keep
+    // coming, so the line under way never empties. Under way first alone
+    // would hold a machine starting now back for as long as that lasts.
+    let mut h = Harness::new(SessionConfig::new(1).with_requests_out(2));
+    h.connect();
+    let a = h.add(election("/q", "a", 1));
+    h.join(a);
+    let observers: Vec<MachineId> = (0..6).map(|_| h.add(observer("/q"))).collect();
+    h.answering = false;
+    let mut changes = 0;
+    change(&mut h, changes);
+    assert_eq!(h.s.requests_out(), 2);
+    assert!(h.s.requests_waiting() >= 3);
+    let b = h.add(election("/other", "b", 2));
+    h.s.join(h.now, b).expect("runs");
+    let before = h.sent.len();
+    h.pump();
+    assert_eq!(h.sent.len(), before, "the window is full");
+    let mut answers = 0;
+    while !h.sent[before..].iter().any(|(_, s)| s.machine() == Some(b)) {
+        if h.s.requests_waiting() < 3 {
+            changes += 1;
+            change(&mut h, changes);
+        }
+        let c = h.held.remove(0);
+        h.answer(c);
+        h.pump();
+        answers += 1;
+        assert!(answers <= STARTING_EVERY, "b's create still waits");
+    }
+    // Three listings under way, then b's create: it waited behind three,
+    // with requests under way still waiting when it went.
+    assert_eq!(STARTING_EVERY, 4);
+    let line: Vec<Option<MachineId>> = h.sent[before..].iter().map(|(_, s)| s.machine()).collect();
+    assert_eq!(line.len(), STARTING_EVERY, "{line:?}");
+    assert!(line[..3]
+        .iter()
+        .all(|m| m.is_some_and(|m| observers.contains(&m))));
+    assert_eq!(line[3], Some(b));
+    assert!(h.s.requests_waiting() > 0, "b overtook machines under way");
+    // Under way now, b goes on among the listings and leads, while the
+    // changes never stop.
+    while !matches!(h.role(b), Some(Role::Leader(_))) {
+        if h.s.requests_waiting() < 3 {
+            changes += 1;
+            change(&mut h, changes);
+        }
+        let c = h.held.remove(0);
+        h.answer(c);
+        h.pump();
+        answers += 1;
+        assert!(answers <= 100, "b leads");
+    }
+    assert!(h.s.requests_waiting() > 0, "the observers are still busy");
+}
+
 #[test]
 fn a_burst_under_a_missing_parent_learns_it_from_its_first_answers() {
     // Two hundred elections under one missing path, all joining at once,
