@@ -10,6 +10,12 @@ use serde::Serialize;
 use zkelect_core::name::{self, Access, Origin};
 use zkelect_core::{Interop, ObserverConfig, Participant, Recipe};
 
+/// What the text shows for an id a revocation request wrote over.
+const UNKNOWN: &str = "(id unknown)";
+
+/// What the text says of a node whose data is a revocation request.
+const REQUESTED: &str = "revocation requested";
+
 /// One node in the queue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Entry {
@@ -25,10 +31,15 @@ pub(crate) struct Entry {
     pub(crate) access: &'static str,
     /// The permits it asks for (a weighted semaphore's weight, 1 otherwise).
     pub(crate) weight: u32,
-    /// The candidate's id (the node's data up to the first newline).
-    pub(crate) id: String,
+    /// The candidate's id (the node's data up to the first newline); `None`
+    /// (`null`) once a revocation request was written over it.
+    pub(crate) id: Option<String>,
     /// The candidate's extra data, if any.
     pub(crate) data: Option<String>,
+    /// A cooperative revocation request (`__REVOKE__`, `revoke --ask` or
+    /// Curator's `Revoker`) replaced the node's data: its id is unknown, the
+    /// node is still its owner's until it lets go.
+    pub(crate) revocation_requested: bool,
     /// Which library wrote it: zkelect, curator, kazoo.
     pub(crate) origin: &'static str,
     /// The nearest node this one watches (its predecessor), if it follows.
@@ -84,9 +95,10 @@ impl QueueView {
                         Access::Shared => "shared",
                     },
                     weight: p.weight,
-                    id: p.id.clone(),
+                    id: (!p.revocation_requested).then(|| p.id.clone()),
                     data: (!p.data.is_empty())
                         .then(|| String::from_utf8_lossy(&p.data).into_owned()),
+                    revocation_requested: p.revocation_requested,
                     origin: match parsed.map(|n| n.origin) {
                         Some(Origin::Curator) => "curator",
                         Some(Origin::Kazoo) => "kazoo",
@@ -142,7 +154,10 @@ impl QueueView {
         let words = self.words();
         let name = |e: &Entry| {
             let reader = if e.access == "shared" { "read " } else { "" };
-            format!("{reader}{} ({})", e.id, e.node)
+            match &e.id {
+                Some(id) => format!("{reader}{id} ({})", e.node),
+                None => format!("{reader}{UNKNOWN} ({}, {REQUESTED})", e.node),
+            }
         };
         let leaders: Vec<String> = self.queue.iter().filter(|e| e.leader).map(name).collect();
         let followers: Vec<String> = self.queue.iter().filter(|e| !e.leader).map(name).collect();
@@ -199,7 +214,7 @@ impl QueueView {
             } else {
                 words.waiting
             };
-            let id = &e.id;
+            let id = e.id.as_deref().unwrap_or(UNKNOWN);
             let watches = if e.watched.is_empty() {
                 String::new()
             } else {
@@ -215,6 +230,11 @@ impl QueueView {
                 format!("  [{}]", e.origin)
             };
             let access = if e.access == "shared" { "  (read)" } else { "" };
+            let requested = if e.revocation_requested {
+                format!("  {REQUESTED}")
+            } else {
+                String::new()
+            };
             let weight = if e.weight == 1 {
                 String::new()
             } else {
@@ -222,8 +242,8 @@ impl QueueView {
             };
             let _ = writeln!(
                 out,
-                "  {:>3}  {:<8} {:<24} {}{}{}{}{}{}",
-                e.position, role, id, e.node, access, weight, watches, data, origin
+                "  {:>3}  {:<8} {:<24} {}{}{}{}{}{}{}",
+                e.position, role, id, e.node, access, weight, requested, watches, data, origin
             );
         }
         out
@@ -283,11 +303,42 @@ mod tests {
             owner: SessionId(0x10 + i64::from(seq)),
             holds,
             access,
+            revocation_requested: false,
         }
     }
 
     fn election(k: u32) -> ObserverConfig {
         ObserverConfig::election("/svc", k)
+    }
+
+    #[test]
+    fn a_holder_asked_to_let_go_shows_its_node_and_the_request_with_no_id() {
+        let mut holder = p("m_0000000001", "", true, Access::Exclusive);
+        holder.revocation_requested = true;
+        let waiter = p("m_0000000002", "node-b", false, Access::Exclusive);
+        let mutex = ObserverConfig::new("/locks/x", Recipe::Mutex);
+        let view = QueueView::of(&mutex, &[holder, waiter]);
+        assert_eq!(view.queue[0].id, None);
+        assert!(view.queue[0].revocation_requested && !view.queue[1].revocation_requested);
+        assert_eq!(
+            view.line(),
+            "2 node(s); holder(s): (id unknown) (m_0000000001, revocation requested); \
+             waiters: node-b (m_0000000002)"
+        );
+        let text = view.render();
+        let first = text.lines().nth(1).unwrap_or_default();
+        assert!(
+            first.contains("HOLDER")
+                && first.contains("(id unknown)")
+                && first.contains("m_0000000001  revocation requested"),
+            "{text}"
+        );
+        assert!(!text.contains("__REVOKE__"), "{text}");
+        let json = serde_json::to_value(&view).unwrap();
+        assert_eq!(json["queue"][0]["id"], serde_json::Value::Null);
+        assert_eq!(json["queue"][0]["revocation_requested"], true);
+        assert_eq!(json["queue"][1]["id"], "node-b");
+        assert_eq!(json["queue"][1]["revocation_requested"], false);
     }
 
     #[test]
@@ -302,7 +353,7 @@ mod tests {
         );
         let view = QueueView::of(&election(1), &[a, b]);
         assert_eq!(view.queue.len(), 2);
-        assert_eq!(view.queue[0].id, "node-a");
+        assert_eq!(view.queue[0].id.as_deref(), Some("node-a"));
         assert_eq!(view.queue[0].data.as_deref(), Some("10.0.0.1:80"));
         assert_eq!(view.queue[0].sequence, 3);
         assert!(view.queue[0].leader && !view.queue[1].leader);
@@ -470,7 +521,13 @@ mod tests {
                 ephemeral_owner: owner,
                 ..Stat::default()
             };
-            let data = format!("id{seq}\nhost-{seq}").into_bytes();
+            // Node 8's holder was asked to let go: the request replaced
+            // its data.
+            let data = if seq == 8 {
+                b"__REVOKE__".to_vec()
+            } else {
+                format!("id{seq}\nhost-{seq}").into_bytes()
+            };
             o.handle(
                 t,
                 Input::Reply {
@@ -491,16 +548,16 @@ mod tests {
             .iter()
             .map(|e| {
                 format!(
-                    "{} {} {} {} {} {:?}",
-                    e.node, e.id, e.leader, e.session, e.token, e.data
+                    "{} {:?} {} {} {} {:?} {}",
+                    e.node, e.id, e.leader, e.session, e.token, e.data, e.revocation_requested
                 )
             })
             .collect();
         assert_eq!(
             shown,
             [
-                r#"n_0000000007 id7 true 0x47 70 Some("host-7")"#,
-                r#"n_0000000008 id8 false 0x48 80 Some("host-8")"#,
+                r#"n_0000000007 Some("id7") true 0x47 70 Some("host-7") false"#,
+                "n_0000000008 None false 0x48 80 None true",
             ]
         );
         assert_eq!(view.queue[1].watched, ["n_0000000007"]);

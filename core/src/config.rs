@@ -1051,6 +1051,11 @@ fn validate_id(id: &str) -> Result<(), ConfigError> {
     if id == "." || id == ".." {
         return bad("'.' and '..' are not valid znode names");
     }
+    if id.as_bytes() == REVOKE_MESSAGE {
+        // A node whose data is exactly this reads as a revocation request
+        // (Curator's and ours), not as a participant of that id.
+        return bad("is the revocation request's text (`__REVOKE__`); a node carrying it reads as a request, not an id");
+    }
     if let Some(reason) = bad_chars(id) {
         return bad(reason);
     }
@@ -1212,7 +1217,7 @@ mod tests {
     #[test]
     fn ids_must_fit_a_node_name() {
         assert!(validate_id("node-a").is_ok());
-        for bad in ["", "a/b", ".", "..", "a\0b", "tab\tid"] {
+        for bad in ["", "a/b", ".", "..", "a\0b", "tab\tid", "__REVOKE__"] {
             assert!(validate_id(bad).is_err(), "{bad:?}");
         }
         assert!(validate_id(&"x".repeat(ID_LEN_MAX)).is_ok());

@@ -263,12 +263,22 @@ impl Role {
 pub struct Participant {
     /// The participant's id: its node's data up to the first `\n` (zkelect
     /// writes `id\ndata`; Curator's LeaderLatch and kazoo's Election write the
-    /// id alone).
+    /// id alone). Empty when a revocation request was written over it
+    /// ([`revocation_requested`](Self::revocation_requested)): the id is
+    /// then unknown.
     pub id: String,
     /// The application data the participant stored after its id
-    /// (`ConfigBuilder::data`, e.g. its address); empty if none, and for
-    /// Curator's and kazoo's nodes.
+    /// (`ConfigBuilder::data`, e.g. its address); empty if none, for
+    /// Curator's and kazoo's nodes, and once a revocation request was
+    /// written over it.
     pub data: Vec<u8>,
+    /// The node's data is a cooperative revocation request
+    /// ([`REVOKE_MESSAGE`](crate::config::REVOKE_MESSAGE), `__REVOKE__`, as
+    /// Curator's `Revoker` and [`Revoker`](crate::Revoker) write it): the
+    /// request replaced the id and data the participant stored, so both are
+    /// unknown (`id` and `data` are empty). The node is still its owner's
+    /// ([`owner`](Self::owner)) until it lets go.
+    pub revocation_requested: bool,
     /// How many permits it asks for: its weight in a weighted semaphore,
     /// 1 otherwise.
     pub weight: u32,

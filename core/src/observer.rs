@@ -57,7 +57,8 @@ use std::time::Duration;
 
 use crate::command::{Command, OpId};
 use crate::config::{
-    is_downgraded, split_payload, validate_path, validate_prefix, ConfigError, Interop, LEADERS_MAX,
+    is_downgraded, split_payload, validate_path, validate_prefix, ConfigError, Interop,
+    LEADERS_MAX, REVOKE_MESSAGE,
 };
 use crate::input::{Input, SessionEvent};
 use crate::name::{self, Access, NodeName};
@@ -264,6 +265,9 @@ enum Slot {
         owner: SessionId,
         /// Its data says its writer downgraded to a reader.
         downgraded: bool,
+        /// Its data is a revocation request, written over its id and data
+        /// (both empty here).
+        revocation_requested: bool,
     },
     /// Persistent (`ephemeralOwner` 0): a look-alike no process holds; skipped.
     Persistent,
@@ -279,6 +283,7 @@ struct Live<'a> {
     token: FencingToken,
     owner: SessionId,
     access: Access,
+    revocation_requested: bool,
 }
 
 /// What a request in flight was for.
@@ -794,14 +799,23 @@ impl Observer {
         if stat.ephemeral_owner == 0 {
             Slot::Persistent
         } else {
+            // A revocation request replaces the whole payload: what was the
+            // id is gone, and reading the request as one would name a
+            // participant `__REVOKE__`.
+            let revocation_requested = data == REVOKE_MESSAGE;
             let downgraded = is_downgraded(data);
-            let (id, data) = split_payload(data);
+            let (id, data) = if revocation_requested {
+                (String::new(), Vec::new())
+            } else {
+                split_payload(data)
+            };
             Slot::Live {
                 id,
                 data,
                 token: FencingToken(stat.czxid),
                 owner: SessionId(stat.ephemeral_owner),
                 downgraded,
+                revocation_requested,
             }
         }
     }
@@ -889,6 +903,7 @@ impl Observer {
                     token,
                     owner,
                     downgraded,
+                    revocation_requested,
                 }) => Some(Live {
                     node,
                     id,
@@ -896,6 +911,7 @@ impl Observer {
                     token: *token,
                     owner: *owner,
                     access: access(node, *downgraded),
+                    revocation_requested: *revocation_requested,
                 }),
                 _ => None,
             })
@@ -925,6 +941,7 @@ impl Observer {
                             && p.owner == l.owner
                             && p.holds == holds
                             && p.access == l.access
+                            && p.revocation_requested == l.revocation_requested
                     })
         });
         if same {
@@ -943,6 +960,7 @@ impl Observer {
                 owner: l.owner,
                 holds,
                 access: l.access,
+                revocation_requested: l.revocation_requested,
             })
             .collect();
         self.changed = false;

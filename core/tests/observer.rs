@@ -441,6 +441,53 @@ fn a_writer_that_downgrades_after_it_was_read_is_shown_shared() {
 }
 
 #[test]
+fn a_revocation_request_written_over_a_node_is_reported_with_no_id() {
+    let mut d = Obs::new(ObserverConfig::new(PATH, Recipe::Mutex));
+    d.list(&["m_0000000001", "m_0000000002"]);
+    d.read("m_0000000001", "a\nhost-a", 1);
+    d.read("m_0000000002", "b", 2);
+    assert_eq!(d.lists().len(), 1);
+    let seen = |d: &Obs| -> Vec<(String, Vec<u8>, bool, bool)> {
+        d.o.participants()
+            .iter()
+            .map(|p| {
+                (
+                    p.id.clone(),
+                    p.data.clone(),
+                    p.holds,
+                    p.revocation_requested,
+                )
+            })
+            .collect()
+    };
+    // Someone asks the holder to let go: the request replaces its data,
+    // read again at the next change of the queue.
+    d.children_changed();
+    d.list(&["m_0000000001", "m_0000000002"]);
+    d.read("m_0000000001", "__REVOKE__", 1);
+    d.read("m_0000000002", "b", 2);
+    assert_eq!(d.lists().len(), 1, "the change is news");
+    // Still the holder, its id unknown: not a participant named
+    // `__REVOKE__`.
+    assert_eq!(
+        seen(&d),
+        [
+            (String::new(), Vec::new(), true, true),
+            ("b".to_owned(), Vec::new(), false, false)
+        ]
+    );
+    // Text that merely starts with the request is an id like any other.
+    d.children_changed();
+    d.list(&["m_0000000001", "m_0000000002"]);
+    d.read("m_0000000001", "__REVOKE__", 1);
+    d.read("m_0000000002", "__REVOKE__\ndata", 2);
+    assert_eq!(
+        seen(&d)[1],
+        ("__REVOKE__".to_owned(), b"data".to_vec(), false, false)
+    );
+}
+
+#[test]
 fn persistent_look_alikes_are_skipped_and_reported_once() {
     let mut d = Obs::new(ObserverConfig::election(PATH, 1));
     d.list(&["n_0000000001", "n_0000000002"]);

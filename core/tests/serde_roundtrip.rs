@@ -75,6 +75,7 @@ fn participant() -> Participant {
         owner: SessionId(0x0100_0a2b_3c4d_5e6f),
         holds: true,
         access: Access::Shared,
+        revocation_requested: false,
     }
 }
 

@@ -617,7 +617,9 @@ fn wait_child(child: &mut std::process::Child, what: &str) -> Option<i32> {
 /// command as SIGUSR1, which exits 0 by its own choice, and `zkelect lock`
 /// exits with that status; the next holder gets in. Without `--on-revoke`
 /// the lock is not revocable: the request is delivered (exit 0) and goes
-/// unheard, the command runs on. A request to an id with no node is exit 10.
+/// unheard, the command runs on, and `status` shows its node with the
+/// request and no id (text and JSON). A request to an id with no node is
+/// exit 10.
 fn revocation_requests_reach_the_command(transport: &str) {
     let server = server();
     let zk = server.connect_string();
@@ -689,6 +691,43 @@ fn revocation_requests_reach_the_command(transport: &str) {
     // The request is written into the node as Curator's (`__REVOKE__`),
     // where it stays while b holds.
     assert_eq!(lock_ids(&zk, path), ["__REVOKE__"]);
+    // `status` shows the holder by its node, the request, and no id: the
+    // request replaced the id the node held.
+    let status = |extra: &[&str]| {
+        let mut args = vec![
+            "status",
+            "--connect",
+            &zk,
+            "--path",
+            path,
+            "--recipe",
+            "mutex",
+            "--transport",
+            transport,
+        ];
+        args.extend_from_slice(extra);
+        let out = zkelect(&args, START);
+        assert_exit("status", out.code(), 0, &out.stderr, &[]);
+        out.stdout
+    };
+    let table = status(&[]);
+    let row = table.lines().nth(1).unwrap_or_default();
+    assert!(
+        row.contains("HOLDER")
+            && row.contains("(id unknown)")
+            && row.contains("revocation requested"),
+        "{table}"
+    );
+    assert!(!table.contains("__REVOKE__"), "{table}");
+    let view: serde_json::Value = serde_json::from_str(status(&["--json"]).trim()).expect("JSON");
+    let holder = &view["queue"][0];
+    assert_eq!(holder["leader"], true, "{view}");
+    assert_eq!(holder["id"], serde_json::Value::Null, "{view}");
+    assert_eq!(holder["revocation_requested"], true, "{view}");
+    assert!(
+        holder["node"].as_str().is_some_and(|n| row.contains(n)),
+        "{view}\n{table}"
+    );
     let out = ask("nobody");
     assert_exit(
         "revoke --ask of an unknown id",
