@@ -481,17 +481,20 @@ pub(crate) enum RecipeArg {
 pub(crate) struct RevokeArgs {
     #[command(flatten)]
     pub(crate) conn: ConnectArgs,
-    /// The id of the process to force out, as `status` shows it.
-    #[arg(long)]
-    pub(crate) id: String,
+    /// The id of the process to force out, as `status` shows it. May be
+    /// left out with --node: a node whose data a revocation request
+    /// replaced carries no id any more (`status` shows "(id unknown)").
+    #[arg(long, required_unless_present = "node")]
+    pub(crate) id: Option<String>,
     /// Ids are not unique: when several nodes carry the id, revoke them all
     /// (without this, or --node, several are refused with exit 10).
     #[arg(long, conflicts_with = "node")]
     pub(crate) all: bool,
-    /// Revoke only this node, which must carry the id: its full name as
-    /// `status` shows it, or a suffix of it unique among the id's nodes (its
-    /// sequence, e.g. `n_0000000007` or `0000000007`). Tells apart processes
-    /// that share an id.
+    /// Revoke only this node, which must carry the id (when --id is given):
+    /// its full name as `status` shows it, or a suffix of it unique among the
+    /// id's nodes (its sequence, e.g. `n_0000000007` or `0000000007`). Tells
+    /// apart processes that share an id; without --id, names any node a
+    /// process holds.
     #[arg(long, value_name = "NAME")]
     pub(crate) node: Option<String>,
     /// Ask instead of force: write a cooperative revocation request into the

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use zkelect::{Election, Observation, ObserveError, Transport};
-use zkelect_core::config::{split_payload, validate_path};
+use zkelect_core::config::{split_payload, validate_path, REVOKE_MESSAGE};
 use zkelect_core::{
     CandidateError, Config, ObserverConfig, Recipe, Reply, Request, Role, Rule, ZkCode,
 };
@@ -227,7 +227,7 @@ pub(crate) async fn revoke(args: RevokeArgs) -> Result<(), Failure> {
             })
             .await
         {
-            Ok(_) | Err(ZkCode::NoNode) => eprintln!("revoked {name} (id {})", args.id),
+            Ok(_) | Err(ZkCode::NoNode) => eprintln!("revoked {name} ({})", whose(&args)),
             Err(code) => return Err(zk_failure(&format!("deleting {name}"), code)),
         }
     }
@@ -252,8 +252,8 @@ async fn ask(
     for name in targets {
         match session.request_revocation(path, &name).await {
             Ok(()) => eprintln!(
-                "asked {name} (id {}) to let go: the holder decides",
-                args.id
+                "asked {name} ({}) to let go: the holder decides",
+                whose(args)
             ),
             Err(E::Gone { path }) => {
                 result = Err(Failure::new(
@@ -288,10 +288,18 @@ async fn ask(
 /// two processes from joining with the same one), so several matches without
 /// `--all` or `--node` are refused rather than guessed at.
 fn pick(args: &RevokeArgs, info: &BTreeMap<String, NodeInfo>) -> anyhow::Result<Vec<String>> {
-    let matching: Vec<(&String, &NodeInfo)> = info
-        .iter()
-        .filter(|(_, node)| split_payload(&node.data).0 == args.id)
-        .collect();
+    let carries = |node: &NodeInfo| match &args.id {
+        // A revocation request written over a node's data leaves it no id.
+        Some(id) => node.data != REVOKE_MESSAGE && split_payload(&node.data).0 == *id,
+        // By name alone (--node): any node a process holds.
+        None => node.owner != 0,
+    };
+    let of_id = args
+        .id
+        .as_ref()
+        .map_or(String::new(), |id| format!(" of id {id:?}"));
+    let matching: Vec<(&String, &NodeInfo)> =
+        info.iter().filter(|(_, node)| carries(node)).collect();
     let listed = |nodes: &[(&String, &NodeInfo)]| {
         nodes
             .iter()
@@ -308,27 +316,34 @@ fn pick(args: &RevokeArgs, info: &BTreeMap<String, NodeInfo>) -> anyhow::Result<
         return match named.as_slice() {
             [(name, _)] => Ok(vec![(*name).clone()]),
             [] => Err(anyhow::anyhow!(
-                "no node of id {:?} is named {wanted:?} or ends with it",
-                args.id
+                "no node{of_id} is named {wanted:?} or ends with it"
             )),
             several => Err(anyhow::anyhow!(
-                "--node {wanted:?} is ambiguous: {} nodes of id {:?} end with it: {}; give more of the name",
+                "--node {wanted:?} is ambiguous: {} nodes{of_id} end with it: {}; give more of the name",
                 several.len(),
-                args.id,
                 listed(several)
             )),
         };
     }
+    // Without --node the parser asked for --id.
+    let id = args.id.as_deref().unwrap_or_default();
     match matching.len() {
-        0 => Err(anyhow::anyhow!("no node carries the id {:?}", args.id)),
+        0 => Err(anyhow::anyhow!("no node carries the id {id:?}")),
         1 => Ok(vec![matching[0].0.clone()]),
         _ if args.all => Ok(matching.iter().map(|(name, _)| (*name).clone()).collect()),
         n => Err(anyhow::anyhow!(
-            "{n} nodes carry the id {:?}: {}; pick one with --node NAME, or revoke all with --all",
-            args.id,
+            "{n} nodes carry the id {id:?}: {}; pick one with --node NAME, or revoke all with --all",
             listed(&matching)
         )),
     }
+}
+
+/// Whose node `revoke` reached, for its log line: the id it was given, or
+/// none (named by --node alone).
+fn whose(args: &RevokeArgs) -> String {
+    args.id
+        .as_ref()
+        .map_or_else(|| "id not given".to_owned(), |id| format!("id {id}"))
 }
 
 /// Whether `--node wanted` names the node `name`: its full name, or a
@@ -440,6 +455,32 @@ mod tests {
             pick(&revoke_args(&["--id", "node-b"]), &info).expect("one"),
             ["_c_00000000000000cc-n_0000000027"]
         );
+    }
+
+    #[test]
+    fn a_node_whose_id_a_revocation_request_replaced_is_named_by_node_alone() {
+        let info = queue(&[
+            ("_c_00000000000000aa-n_0000000007", "__REVOKE__", 0x10),
+            ("_c_00000000000000bb-n_0000000008", "node-b", 0x11),
+            ("look-alike-n_0000000009", "node-c", 0),
+        ]);
+        // The request carries no id: not even `__REVOKE__`'s.
+        for id in ["__REVOKE__", "node-a"] {
+            assert!(pick(&revoke_args(&["--id", id]), &info).is_err(), "{id}");
+        }
+        assert_eq!(
+            pick(&revoke_args(&["--node", "n_0000000007"]), &info).expect("named"),
+            ["_c_00000000000000aa-n_0000000007"]
+        );
+        // By name alone, still only a node a process holds.
+        let e = pick(&revoke_args(&["--node", "n_0000000009"]), &info)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no node is named"), "{e}");
+        // Neither --id nor --node: a usage error.
+        let base = ["zkelect", "revoke", "--connect", "h:1", "--path", "/l"];
+        assert!(Cli::try_parse_from(base).is_err());
+        assert!(Cli::try_parse_from(base.iter().chain(&["--all"])).is_err());
     }
 
     #[test]
