@@ -115,6 +115,12 @@
 //!     children.push(c.node().unwrap().to_owned());
 //!     let list = next(&mut c, Verb::GetChildren);
 //!     c.handle(t, Input::Reply { op: list.op, result: Ok(Reply::Children(children)) });
+//!     // A waiter watches its own node first (a child watch), and the nodes
+//!     // below once that is answered.
+//!     if let Some(own) = c.poll_command() {
+//!         assert_eq!(own.request, Request::GetChildren { path: path.clone(), watch: true });
+//!         c.handle(t, Input::Reply { op: own.op, result: Ok(Reply::Children(vec![])) });
+//!     }
 //!     Ok((c, path))
 //! };
 //! let name = |path: &str| path.rsplit('/').next().unwrap().to_owned();

@@ -436,6 +436,7 @@ fn a_reader_shares_a_kazoo_read_write_lock_and_waits_for_its_writers() {
     assert!(create.request.path().ends_with("__rlock__"));
     d.children(&[kazoo_writer, kazoo_reader, own]);
     assert_eq!(d.c.role(), Role::Follower);
+    d.own_watch_ok(own, 12);
     d.data_ok(kazoo_writer, 10);
     assert_eq!(d.c.watched(), [kazoo_writer]);
     // kazoo's names are reused across acquisitions: a deletion is confirmed
@@ -455,6 +456,7 @@ fn a_curator_writer_waits_for_curator_readers() {
     d.created(own, 11);
     d.children(&[reader, own]);
     assert_eq!(d.c.role(), Role::Follower);
+    d.own_watch_ok(own, 11);
     d.data_ok(reader, 10);
     d.event(WatchKind::NodeDeleted, reader);
     assert_eq!(d.c.role(), Role::Leader(FencingToken(11)));

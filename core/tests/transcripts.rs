@@ -337,6 +337,7 @@ fn a_late_deletion_of_an_older_node_of_a_reused_name_does_not_elect() {
     d.created("n_0000000001", 31);
     d.own_watch_ok("n_0000000001", 31);
     d.children(&["n_0000000000", "n_0000000001"]);
+    d.own_watch_ok("n_0000000001", 31);
     d.data_ok("n_0000000000", 30);
     d.take_notices();
     // ... and now the old node's deletion arrives.
@@ -644,7 +645,9 @@ fn node_left_behind_by_an_earlier_session_is_deleted_when_seen() {
             version: None
         }
     );
-    // It still counts until it is gone: watched like any predecessor.
+    // It still counts until it is gone: watched like any predecessor, once
+    // the own node's watch is answered.
+    d.own_watch_ok(&own, 12);
     d.take_data(&orphan);
     d.reply(del.op, Ok(Reply::Deleted));
     d.event(WatchKind::NodeDeleted, &orphan);

@@ -807,6 +807,7 @@ impl Candidate {
         self.in_flight_for(|p| matches!(p, Purpose::WatchOwn { .. }))
     }
 
+
     /// The own-node watch fired, or may have: set it again (unless waiting for
     /// proof of contact).
     fn own_watch_spent(&mut self) {
@@ -962,8 +963,28 @@ impl Candidate {
             // The own-node watch before the main lane's request: a watch
             // below set after it can then report nothing that our node's
             // deletion, if any, would not have reported first (FIFO).
+            //
+            // A watch below is not sent in the same turn as the own-node
+            // watch, but once that is answered: the two answers would come
+            // back to back, and a client that reads them in one go may pay
+            // dearly for it (zookeeper-async reserves 2 MiB behind every
+            // frame it reads, so a second frame behind the first makes it
+            // reallocate its buffer, and glibc copy all of it into fresh
+            // pages, once per connection; a start of 300 candidates spent
+            // most of its page faults there). Nothing is lost: a waiter
+            // takes over on a notification only with its own watch
+            // standing, so a watch below answered sooner serves nothing
+            // sooner, and a node below that goes meanwhile shows in the
+            // watch's answer. Only the first watch below after queueing
+            // meets it: later ones find the own watch standing or sent in
+            // an earlier turn.
+            let sent = self.stats.commands;
             self.arm_own_watch();
-            if !self.main_in_flight() && !self.timers.is_set(Timer::Retry) {
+            let own_watch_sent = self.stats.commands != sent;
+            if !self.main_in_flight()
+                && !self.timers.is_set(Timer::Retry)
+                && !(own_watch_sent && matches!(self.step, Step::Watch { .. }))
+            {
                 self.issue_step();
             }
             self.send_downgrade();
