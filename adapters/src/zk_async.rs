@@ -68,8 +68,16 @@ use crate::transport::{EventStream, Transport, TransportEvent};
 /// in a storm.
 pub const SESSION_TIMEOUT_MIN: Duration = Duration::from_millis(1_500);
 
-/// How long to wait before replaying credentials again after a failed replay.
+/// The pause before the first replay of the credentials again after a
+/// failed one; each further pause doubles, up to [`REPLAY_RETRY_MAX`]
+/// (see [`retry_pause`]).
 const REPLAY_RETRY: Duration = Duration::from_millis(200);
+
+/// The longest pause between two replays of the credentials: short of the
+/// shortest session timeout, so a connection whose replay fails for a while
+/// is still tried within one.
+const REPLAY_RETRY_MAX: Duration = Duration::from_millis(1_200);
+const _: () = assert!(REPLAY_RETRY_MAX.as_millis() < SESSION_TIMEOUT_MIN.as_millis());
 
 /// How long the set-up waits to hear from the client that its session is
 /// up before it asks the server instead (see `set_up`): long enough that a
@@ -78,8 +86,21 @@ const REPLAY_RETRY: Duration = Duration::from_millis(200);
 /// little.
 const SESSION_PROOF_FALLBACK: Duration = Duration::from_millis(200);
 
-/// The pause before the set-up tries again after a lost connection.
+/// The pause before the set-up's request (the session's proof, or the
+/// credentials) is sent again after a lost connection; each further pause
+/// doubles, up to [`SET_UP_RETRY_MAX`], all within the connect timeout.
 const SET_UP_RETRY: Duration = Duration::from_millis(50);
+
+/// The longest pause between two tries of the set-up's request.
+const SET_UP_RETRY_MAX: Duration = Duration::from_millis(800);
+
+/// The pause before try `retry + 1` of a request that failed `retry + 1`
+/// times (`retry` counts from 0): `first`, doubled at each retry, never
+/// more than `max`. Every retry of this transport's own requests backs off
+/// this way, so a connection that keeps failing is not met with a storm.
+fn retry_pause(first: Duration, max: Duration, retry: u32) -> Duration {
+    first.saturating_mul(1u32 << retry.min(16)).min(max)
+}
 
 /// How to reach the servers with the zookeeper-async transport: the shared
 /// [`SessionOptions`] with this client's one setting of its own,
@@ -628,6 +649,7 @@ async fn set_up(
     if options.auth.is_empty() {
         return session_up(up, || prove(zk, options)).await;
     }
+    let mut retry = 0;
     loop {
         let before = shared.shell.connection_changes.mark();
         match replay(zk, &options.auth).await {
@@ -641,7 +663,8 @@ async fn set_up(
             }
             Err(zka::ZkError::AuthFailed) => return Err(options.rejected()),
             Err(zka::ZkError::ConnectionLoss) => {
-                tokio::time::sleep(SET_UP_RETRY).await;
+                tokio::time::sleep(retry_pause(SET_UP_RETRY, SET_UP_RETRY_MAX, retry)).await;
+                retry += 1;
             }
             Err(e) => {
                 return Err(options.fail(
@@ -680,10 +703,14 @@ where
 /// The session answers a request: `exists("/")`, tried again through
 /// connection loss (the caller bounds it).
 async fn prove(zk: &zka::ZooKeeper, options: &ZkAsyncOptions) -> Result<(), SessionError> {
+    let mut retry = 0;
     loop {
         match zk.exists("/", false).await {
             Ok(_) => return Ok(()),
-            Err(zka::ZkError::ConnectionLoss) => tokio::time::sleep(SET_UP_RETRY).await,
+            Err(zka::ZkError::ConnectionLoss) => {
+                tokio::time::sleep(retry_pause(SET_UP_RETRY, SET_UP_RETRY_MAX, retry)).await;
+                retry += 1;
+            }
             Err(e) => {
                 return Err(options.fail(
                     ConnectFailure::Session,
@@ -727,6 +754,7 @@ where
     R: Fn() -> F,
     F: Future<Output = Result<(), zka::ZkError>>,
 {
+    let mut retry = 0;
     loop {
         let before = shared.shell.connection_changes.mark();
         let attempt = tokio::time::timeout(op_timeout, replay()).await;
@@ -743,7 +771,8 @@ where
             Ok(Err(e)) => warn!(error = %e, "replaying credentials failed; trying again"),
             Err(_) => warn!(?op_timeout, "replaying credentials timed out; trying again"),
         }
-        let pause = tokio::time::sleep(REPLAY_RETRY);
+        let pause = tokio::time::sleep(retry_pause(REPLAY_RETRY, REPLAY_RETRY_MAX, retry));
+        retry += 1;
         tokio::pin!(pause);
         loop {
             tokio::select! {
@@ -1266,6 +1295,24 @@ mod tests {
             other => panic!("expected a refusal, got {other:?}"),
         }
         assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    #[test]
+    fn retries_back_off_doubling_up_to_their_cap() {
+        let ms = Duration::from_millis;
+        let set_up: Vec<_> = (0..7)
+            .map(|retry| retry_pause(SET_UP_RETRY, SET_UP_RETRY_MAX, retry))
+            .collect();
+        assert_eq!(
+            set_up,
+            [ms(50), ms(100), ms(200), ms(400), ms(800), ms(800), ms(800)]
+        );
+        let replay: Vec<_> = (0..5)
+            .map(|retry| retry_pause(REPLAY_RETRY, REPLAY_RETRY_MAX, retry))
+            .collect();
+        assert_eq!(replay, [ms(200), ms(400), ms(800), ms(1_200), ms(1_200)]);
+        // However many retries, no overflow and never past the cap.
+        assert_eq!(retry_pause(SET_UP_RETRY, SET_UP_RETRY_MAX, u32::MAX), ms(800));
     }
 
     #[test]
