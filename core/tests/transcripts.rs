@@ -440,12 +440,20 @@ fn a_self_contradicting_view_is_listed_again_after_a_growing_backoff() {
     );
     let mut waits = Vec::new();
     for _ in 0..6 {
+        // A listing that contradicts itself sets the own-node watch again;
+        // the read below waits for its answer.
+        if d.own_watch_pending("n_0000000001") {
+            d.own_watch_ok("n_0000000001", 11);
+        }
         d.data_ok("n_0000000000", 40);
         waits.push(listed_after_a_backoff(&mut d));
         d.children(&["n_0000000000", "n_0000000001"]);
     }
     assert!(waits[5] >= 4 * waits[0].max(5), "{waits:?}");
     // A read that agrees: following as ever, and the backoff is over.
+    if d.own_watch_pending("n_0000000001") {
+        d.own_watch_ok("n_0000000001", 11);
+    }
     d.data_ok("n_0000000000", 10);
     assert_eq!(d.c.watching(), Some("n_0000000000"));
     d.event(WatchKind::NodeDataChanged, "n_0000000000");
@@ -914,6 +922,9 @@ fn an_event_on_a_skipped_node_or_a_reconnect_makes_it_read_again() {
     d.session(SessionEvent::Disconnected);
     d.connect(SID);
     d.answer_probes();
+    // The own-node watch, set again at once after the reconnect and sent
+    // before the listing, is answered first (one connection is FIFO).
+    d.own_watch_ok("n_0000000003", 13);
     d.children(&[LOOK_ALIKE, "n_0000000003"]);
     assert_eq!(
         d.c.watching(),
@@ -1081,9 +1092,13 @@ fn follower_rearms_its_watch_after_a_reconnect() {
     d.data_ok("n_0000000000", 10);
     d.session(SessionEvent::Disconnected);
     d.connect(SID);
+    // The own-node watch goes out before the listing, and the watch below
+    // only once it is answered (one connection is FIFO: before the listing).
+    let own = d.take_own_watch("n_0000000001");
     d.children(&["n_0000000000", "n_0000000001"]);
+    assert!(!d.has_pending(Verb::GetData), "{:?}", d.pending);
+    d.answer_own_watch(&own, 11);
     d.take_data("n_0000000000");
-    d.take_own_watch("n_0000000001");
 }
 
 // ----- session expiry ---------------------------------------------------------------------
@@ -2146,10 +2161,11 @@ fn parent_strategy_reads_again_after_a_reconnect_and_on_a_new_session() {
     d.session(SessionEvent::Disconnected);
     d.connect(SID);
     d.answer_probes();
+    // Its own node's watch, wanted at once after a reconnect, and answered
+    // before the listing sent after it; the read waits for it.
+    d.own_watch_ok(own, 30);
     d.children(&["n_0000000002", own]);
     d.data_ok("n_0000000002", 20);
-    // Its own node's watch, wanted at once after a reconnect.
-    d.own_watch_ok(own, 30);
     assert_eq!(reads_below(&d, own), 0, "{:?}", d.pending);
     // A listing in flight across the reconnect forgets the read too.
     d.event(WatchKind::NodeChildrenChanged, "");
@@ -2157,6 +2173,7 @@ fn parent_strategy_reads_again_after_a_reconnect_and_on_a_new_session() {
     d.session(SessionEvent::Disconnected);
     d.connect(SID);
     d.answer_probes();
+    d.own_watch_ok(own, 30);
     d.children(&["n_0000000002", own]);
     d.data_ok("n_0000000002", 20);
     // A new session: a new node of ours, and n_2 read again though it is
@@ -2252,6 +2269,7 @@ fn a_reconnect_syncs_before_the_first_listing_and_a_notification_pays_nothing() 
     let sync = d.take(Verb::Sync);
     assert_eq!(sync.request, Request::Sync { path: PATH.into() });
     d.reply(sync.op, Ok(Reply::Synced));
+    d.own_watch_ok("n_0000000001", 11);
     d.children(&["n_0000000000", "n_0000000001"]);
     assert_eq!(d.c.watching(), Some("n_0000000000"));
     // The predecessor goes: the failover pays no sync.

@@ -807,6 +807,12 @@ impl Candidate {
         self.in_flight_for(|p| matches!(p, Purpose::WatchOwn { .. }))
     }
 
+    /// Whether the main lane's watch below waits for the own-node watch's
+    /// answer (see `advance`).
+    fn watch_waits_for_own(&self) -> bool {
+        matches!(self.step, Step::Watch { .. }) && self.own_watch_in_flight().is_some()
+    }
+
 
     /// The own-node watch fired, or may have: set it again (unless waiting for
     /// proof of contact).
@@ -964,8 +970,8 @@ impl Candidate {
             // below set after it can then report nothing that our node's
             // deletion, if any, would not have reported first (FIFO).
             //
-            // A watch below is not sent in the same turn as the own-node
-            // watch, but once that is answered: the two answers would come
+            // A watch below is not sent while the own-node watch is in
+            // flight, but once that is answered: the two answers would come
             // back to back, and a client that reads them in one go may pay
             // dearly for it (zookeeper-async reserves 2 MiB behind every
             // frame it reads, so a second frame behind the first makes it
@@ -976,14 +982,14 @@ impl Candidate {
             // standing, so a watch below answered sooner serves nothing
             // sooner, and a node below that goes meanwhile shows in the
             // watch's answer. Only the first watch below after queueing
-            // meets it: later ones find the own watch standing or sent in
-            // an earlier turn.
-            let sent = self.stats.commands;
+            // meets it: later ones find the own watch standing, or answered
+            // before their listing (one connection is FIFO). It goes out on
+            // that answer and in no other turn, so no watch event of
+            // another change seems to have woken it.
             self.arm_own_watch();
-            let own_watch_sent = self.stats.commands != sent;
             if !self.main_in_flight()
                 && !self.timers.is_set(Timer::Retry)
-                && !(own_watch_sent && matches!(self.step, Step::Watch { .. }))
+                && !self.watch_waits_for_own()
             {
                 self.issue_step();
             }
