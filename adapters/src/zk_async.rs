@@ -1312,7 +1312,10 @@ mod tests {
             .collect();
         assert_eq!(replay, [ms(200), ms(400), ms(800), ms(1_200), ms(1_200)]);
         // However many retries, no overflow and never past the cap.
-        assert_eq!(retry_pause(SET_UP_RETRY, SET_UP_RETRY_MAX, u32::MAX), ms(800));
+        assert_eq!(
+            retry_pause(SET_UP_RETRY, SET_UP_RETRY_MAX, u32::MAX),
+            ms(800)
+        );
     }
 
     #[test]

@@ -813,7 +813,6 @@ impl Candidate {
         matches!(self.step, Step::Watch { .. }) && self.own_watch_in_flight().is_some()
     }
 
-
     /// The own-node watch fired, or may have: set it again (unless waiting for
     /// proof of contact).
     fn own_watch_spent(&mut self) {
