@@ -43,7 +43,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, info, info_span, warn, Instrument};
-use zkelect_core::Input;
+use zkelect_core::{Input, Reply};
 
 use crate::hop::{self, hop};
 use crate::hub::{Answer, Handoff, Hub, Performing};
@@ -129,7 +129,15 @@ impl Pump {
                 // comes.
                 () = tokio::task::yield_now(), if flush => Wake::Flush,
             };
-            let watched = matches!(wake, Wake::Event(Some(TransportEvent::Watch(_))));
+            let stamp = match &wake {
+                Wake::Event(Some(TransportEvent::Watch(_))) => Some(hop::PUMP_PUBLISHED),
+                Wake::Answer((_, Ok(Reply::Children(_))))
+                | Wake::Handoff(Handoff::Answered((_, Ok(Reply::Children(_))))) => {
+                    hop!(hop::LISTED, self.transport.hop_tag());
+                    Some(hop::LIST_HANDLED)
+                }
+                _ => None,
+            };
             let mut st = hub.lock();
             Hub::flush_metrics(&mut st);
             // One clock reading per turn.
@@ -143,7 +151,7 @@ impl Pump {
                     st.session.handle(now, Input::Session(e));
                 }
                 Wake::Event(Some(TransportEvent::Watch(e))) => {
-                    hop!(hop::PUMP_WOKEN);
+                    hop!(hop::PUMP_WOKEN, self.transport.hop_tag());
                     debug!(kind = ?e.kind, path = e.path, "watch fired");
                     st.session.handle(now, Input::Watch(e));
                 }
@@ -164,8 +172,8 @@ impl Pump {
             }
             hub.turn(&mut st, &mut started);
             drop(st);
-            if watched {
-                hop!(hop::PUMP_PUBLISHED);
+            if let Some(stamp) = stamp {
+                hop!(stamp, self.transport.hop_tag());
             }
             tasks.extend(started.drain(..));
         }

@@ -1,6 +1,11 @@
 //! Stamps along a takeover's path, for the benchmarks: each is a `tracing`
-//! event at `TRACE` level with target [`TARGET`] and one field, `hop`, whose
-//! value is one of the names below.
+//! event at `TRACE` level with target [`TARGET`] and two fields: `hop`, whose
+//! value is one of the names below, and `session`, the tag of the session
+//! that stamped it ([`Transport::hop_tag`](crate::Transport::hop_tag): one
+//! number per transport in the process, 0 for a transport that has none).
+//! One release wakes several sessions of a process at once (the next
+//! holder, the waiter whose farther node it was, the releasing session's
+//! own-node watch), so only the tag tells one session's path from another's.
 //!
 //! Off (no subscriber enables the target, the default), each costs one
 //! cached check of the callsite's interest. A bench that wants the times
@@ -21,6 +26,12 @@
 //!    published what it emitted (the new role, the hold), waking the
 //!    handles;
 //! 7. the handle's task wakes (the application's own stamp).
+//!
+//! And a listing's, wherever it falls: [`LIST_SENT`] (handed to the client
+//! library), [`LISTED`] (the pump has the answer, decoded), [`LIST_HANDLED`]
+//! (the core has handled it and the pump published what it emitted).
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The target of every stamp.
 pub const TARGET: &str = "zkelect::hop";
@@ -38,10 +49,24 @@ pub const PUMP_WOKEN: &str = "pump_woken";
 /// The pump has published what the core emitted for a watch event.
 pub const PUMP_PUBLISHED: &str = "pump_published";
 
-/// Stamps `$name` (one of this module's constants).
+/// A listing (`getChildren`) handed to the client library.
+pub const LIST_SENT: &str = "list_sent";
+/// The pump has a listing's answer in hand.
+pub const LISTED: &str = "listed";
+/// The pump has published what the core emitted for a listing's answer.
+pub const LIST_HANDLED: &str = "list_handled";
+
+/// A new tag for a transport's stamps: distinct within the process, never 0.
+pub(crate) fn next_tag() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Stamps `$name` (one of this module's constants) for the session tagged
+/// `$tag` (evaluated only when a subscriber wants the stamp).
 macro_rules! hop {
-    ($name:expr) => {
-        tracing::trace!(target: $crate::hop::TARGET, hop = $name)
+    ($name:expr, $tag:expr) => {
+        tracing::trace!(target: $crate::hop::TARGET, hop = $name, session = $tag)
     };
 }
 pub(crate) use hop;

@@ -127,6 +127,13 @@ pub trait Transport: Send + Sync + 'static {
 
     /// Closes the session (its ephemeral nodes go at once). Idempotent, bounded in time.
     async fn close(&self);
+
+    /// The tag this transport's and its session's [`hop`](crate::hop)
+    /// stamps carry: distinct per transport within the process; 0 (the
+    /// default) for a transport that stamps nothing of its own.
+    fn hop_tag(&self) -> u64 {
+        0
+    }
 }
 
 #[async_trait]
@@ -142,6 +149,10 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     async fn close(&self) {
         (**self).close().await;
     }
+
+    fn hop_tag(&self) -> u64 {
+        (**self).hop_tag()
+    }
 }
 
 #[async_trait]
@@ -156,6 +167,10 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     async fn close(&self) {
         (**self).close().await;
+    }
+
+    fn hop_tag(&self) -> u64 {
+        (**self).hop_tag()
     }
 }
 

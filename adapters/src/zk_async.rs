@@ -257,6 +257,8 @@ pub struct ZkAsyncTransport {
     zk: Arc<zka::ZooKeeper>,
     shared: Arc<ListenerState>,
     has_auth: bool,
+    /// The tag of this transport's [`hop`] stamps.
+    hop_tag: u64,
     pump_task: tokio::task::JoinHandle<()>,
     /// The start-up machine in the background (see `startup`).
     background: tokio::task::JoinHandle<()>,
@@ -277,11 +279,12 @@ impl std::fmt::Debug for ZkAsyncTransport {
 /// path fires: a leader's node, watched anew by every follower that comes
 /// to stand behind it and never changed, held one per follower, some
 /// hundreds of bytes each, for good.) It only queues the event.
-struct Forward(mpsc::UnboundedSender<Raw>);
+/// The second field is the transport's hop tag.
+struct Forward(mpsc::UnboundedSender<Raw>, u64);
 
 impl zka::Watcher for Forward {
     fn handle(&self, event: zka::WatchedEvent) {
-        hop!(hop::WATCH_CALLBACK);
+        hop!(hop::WATCH_CALLBACK, self.1);
         let _ = self.0.send(Raw::Watch(event));
     }
 }
@@ -317,6 +320,7 @@ impl ZkAsyncTransport {
         };
         // The channel the client's watcher and state listener write to.
         let (raw_tx, raw_rx) = mpsc::unbounded_channel();
+        let hop_tag = hop::next_tag();
         let zk = loop {
             let plan = match driver.next_plan().await {
                 Ok(plan) => plan,
@@ -343,7 +347,7 @@ impl ZkAsyncTransport {
             let connecting = zka::ZooKeeper::connect_with_retry_time(
                 &hosts,
                 options.session_timeout,
-                Forward(raw_tx.clone()),
+                Forward(raw_tx.clone(), hop_tag),
                 options.reconnect_delay,
             );
             // Dropping `connecting` on timeout is clean: the client spawns its
@@ -459,12 +463,14 @@ impl ZkAsyncTransport {
             raw_rx,
             timeout,
             op_timeout,
+            hop_tag,
         ));
         Ok((
             Self {
                 zk,
                 shared,
                 has_auth,
+                hop_tag,
                 pump_task,
                 background,
             },
@@ -508,18 +514,16 @@ impl ZkAsyncTransport {
                     path,
                     stat: map_stat(&stat),
                 }),
-            Request::GetChildren { path, watch: false } => {
-                zk.get_children(&path, false).await.map(Reply::Children)
-            }
-            Request::GetChildren { path, watch: true } => {
-                zk.get_children(&path, true).await.map(Reply::Children)
+            Request::GetChildren { path, watch } => {
+                hop!(hop::LIST_SENT, self.hop_tag);
+                zk.get_children(&path, watch).await.map(Reply::Children)
             }
             Request::GetData { path, watch: false } => zk.get_data(&path, false).await.map(data),
             Request::GetData { path, watch: true } => zk.get_data(&path, true).await.map(data),
             Request::Exists { path, watch: false } => zk.exists(&path, false).await.map(exists),
             Request::Exists { path, watch: true } => zk.exists(&path, true).await.map(exists),
             Request::Delete { path, version } => {
-                hop!(hop::DELETE_SENT);
+                hop!(hop::DELETE_SENT, self.hop_tag);
                 zk.delete(&path, version).await.map(|()| Reply::Deleted)
             }
             Request::SetData {
@@ -571,13 +575,17 @@ impl Transport for ZkAsyncTransport {
         self.shared.shell.perform(self.perform_gated(request)).await
     }
 
+    fn hop_tag(&self) -> u64 {
+        self.hop_tag
+    }
+
     async fn close(&self) {
         if !self.shared.shell.close_once() {
             return;
         }
         self.pump_task.abort();
         self.background.abort();
-        hop!(hop::CLOSE_SENT);
+        hop!(hop::CLOSE_SENT, self.hop_tag);
         match tokio::time::timeout(CLOSE_TIMEOUT, self.zk.close()).await {
             Ok(Ok(())) => info!("session closed"),
             Ok(Err(e)) => debug!(error = %e, "close: the client was already closed"),
@@ -804,6 +812,7 @@ async fn pump<R, F, C, G>(
     mut raw: mpsc::UnboundedReceiver<Raw>,
     timeout: Duration,
     op_timeout: Duration,
+    hop_tag: u64,
 ) where
     R: Fn() -> F,
     F: Future<Output = Result<(), zka::ZkError>>,
@@ -832,7 +841,7 @@ async fn pump<R, F, C, G>(
             // the watches it set (see the module docs).
             Raw::Watch(event) => {
                 if let Some(event) = map_watch(&event) {
-                    hop!(hop::WATCH_FORWARDED);
+                    hop!(hop::WATCH_FORWARDED, hop_tag);
                     shared.shell.watch(event);
                 }
                 continue;
@@ -1369,6 +1378,7 @@ mod tests {
                 raw,
                 T,
                 Duration::from_secs(1),
+                0,
             ));
             Self {
                 shared,

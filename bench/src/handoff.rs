@@ -151,6 +151,11 @@ pub struct HandoffSettings {
     pub hops: bool,
 }
 
+/// With `--hops`, how long after a hand-off its stamps are taken: the
+/// farther waiter's listing may still be on its way when the new holder is
+/// told (outside the timed window; the next round starts later).
+const HOPS_AFTER: Duration = Duration::from_millis(30);
+
 fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
@@ -399,9 +404,10 @@ pub(crate) async fn zkelect_contender(
     mut orders: mpsc::UnboundedReceiver<Order>,
     reports: Reports,
 ) -> Result<JoinHandle<Result<()>>> {
-    let (session, _transport) = zkelect_session(flavour.transport, &settings)
+    let (session, transport) = zkelect_session(flavour.transport, &settings)
         .await
         .with_context(|| format!("zkelect contender {i}: connecting"))?;
+    crate::hops::register(i, transport.hop_tag());
     let before = children(&lister, &path).await?;
     let task = {
         let session = session.clone();
@@ -619,6 +625,7 @@ pub async fn run(
             None
         };
         let (mut zkelect_paths, mut zka_floor_paths) = (Paths::default(), Paths::default());
+        let (mut farther_paths, mut own_paths) = (Paths::default(), Paths::default());
         let mut zkc_holder = zkc_queue.next_holder(settings.timeout).await?.who;
         let mut zkelect_holder = zkelect_queue.next_holder(settings.timeout).await?.who;
         let mut records = Vec::new();
@@ -649,14 +656,37 @@ pub async fn run(
             let (next, zkelect_took) = zkelect_queue
                 .handoff(zkelect_holder, settings.timeout)
                 .await?;
-            zkelect_holder = next.who;
-            let zkelect_path = crate::hops::take(next.at - zkelect_took, next.at);
-            if round >= settings.warmup && settings.hops {
-                zkelect_paths.add(&zkelect_path);
-                if let Some(path) = &zka_floor {
-                    zka_floor_paths.add(path);
+            if settings.hops {
+                // The farther waiter's listing may end after the new holder
+                // is told: its stamps are kept too.
+                tokio::time::sleep(HOPS_AFTER).await;
+                let stamps = crate::hops::take_handoff(
+                    next.at - zkelect_took,
+                    next.at,
+                    crate::hops::tag(zkelect_holder),
+                    crate::hops::tag(next.who),
+                );
+                if round >= settings.warmup {
+                    zkelect_paths.add(&stamps.path);
+                    own_paths.add(&stamps.own);
+                    for &fact in &stamps.in_window {
+                        own_paths.count(fact);
+                    }
+                    if !stamps.farther.is_empty() {
+                        farther_paths.add(&stamps.farther);
+                        if stamps.listing_in_window {
+                            farther_paths.count("listing answered before the holder was told");
+                        }
+                        if stamps.listing_same_thread {
+                            farther_paths.count("listing handled on the holder's pump thread");
+                        }
+                    }
+                    if let Some(path) = &zka_floor {
+                        zka_floor_paths.add(path);
+                    }
                 }
             }
+            zkelect_holder = next.who;
             if round >= settings.warmup {
                 let round = round - settings.warmup;
                 for (side, took, zero_rtt) in [
@@ -687,7 +717,13 @@ pub async fn run(
             let w = settings.waiters;
             vec![
                 zka_floor_paths.summary(format!("hand-off W={w}: floor over zookeeper-async")),
-                zkelect_paths.summary(format!("hand-off W={w}: zkelect")),
+                zkelect_paths.summary(format!("hand-off W={w}: zkelect, the new holder's path")),
+                farther_paths.summary(format!(
+                    "hand-off W={w}: zkelect, the waiter behind it (its farther node went)"
+                )),
+                own_paths.summary(format!(
+                    "hand-off W={w}: zkelect, the releasing session's own-node notice"
+                )),
             ]
         } else {
             Vec::new()
