@@ -522,6 +522,7 @@ async fn floor_sample(
 async fn zka_floor_sample(
     deleter: &Arc<zka::ZooKeeper>,
     watcher: &zka::ZooKeeper,
+    behind: Option<&zka::ZooKeeper>,
     path: &str,
     idle: Duration,
 ) -> Result<Vec<(&'static str, Duration)>> {
@@ -541,6 +542,18 @@ async fn zka_floor_sample(
         })
         .await
         .map_err(|e| anyhow!("get_data_w({path}): {e:?}"))?;
+    if let Some(behind) = behind {
+        // The node watched as a two-watch hand-off's is: by a child watch
+        // of a third session (the waiter behind the next holder) and one of
+        // the deleter's own (its own-node watch), each told of the delete
+        // after the data watch (the server fires data watches first).
+        for (client, who) in [(behind, "behind"), (&**deleter, "deleter")] {
+            client
+                .get_children_w(path, |_| {})
+                .await
+                .map_err(|e| anyhow!("get_children_w({path}) ({who}): {e:?}"))?;
+        }
+    }
     let fired = tokio::spawn(async move {
         let callback = rx.await.ok();
         (callback, Instant::now())
@@ -620,10 +633,12 @@ pub async fn run(
             Some((
                 crate::latch::connect(&settings.connect).await?,
                 crate::latch::connect(&settings.connect).await?,
+                crate::latch::connect(&settings.connect).await?,
             ))
         } else {
             None
         };
+        let mut zka_floor3_paths = Paths::default();
         let (mut zkelect_paths, mut zka_floor_paths) = (Paths::default(), Paths::default());
         let (mut farther_paths, mut own_paths) = (Paths::default(), Paths::default());
         let mut zkc_holder = zkc_queue.next_holder(settings.timeout).await?.who;
@@ -638,15 +653,24 @@ pub async fn run(
             )
             .await?;
             let zka_floor = match &zka_clients {
-                Some((deleter, watcher)) => Some(
+                Some((deleter, watcher, behind)) => Some((
                     zka_floor_sample(
                         deleter,
                         watcher,
+                        None,
                         &format!("{floor_dir}/a-{round}"),
                         settings.idle,
                     )
                     .await?,
-                ),
+                    zka_floor_sample(
+                        deleter,
+                        watcher,
+                        Some(behind),
+                        &format!("{floor_dir}/b-{round}"),
+                        settings.idle,
+                    )
+                    .await?,
+                )),
                 None => None,
             };
             tokio::time::sleep(settings.idle).await;
@@ -681,8 +705,9 @@ pub async fn run(
                             farther_paths.count("listing handled on the holder's pump thread");
                         }
                     }
-                    if let Some(path) = &zka_floor {
+                    if let Some((path, path3)) = &zka_floor {
                         zka_floor_paths.add(path);
+                        zka_floor3_paths.add(path3);
                     }
                 }
             }
@@ -708,15 +733,20 @@ pub async fn run(
         zkc_queue.stop().await;
         zkelect_queue.stop().await;
         drop((deleter, watcher));
-        if let Some((deleter, watcher)) = zka_clients {
+        if let Some((deleter, watcher, behind)) = zka_clients {
             let _ = deleter.close().await;
             let _ = watcher.close().await;
+            let _ = behind.close().await;
         }
         let summary = summarize(settings.waiters, &records)?;
         let hops = if settings.hops {
             let w = settings.waiters;
             vec![
                 zka_floor_paths.summary(format!("hand-off W={w}: floor over zookeeper-async")),
+                zka_floor3_paths.summary(format!(
+                    "hand-off W={w}: floor over zookeeper-async, the node watched as a \
+                     two-watch hand-off's (three sessions told)"
+                )),
                 zkelect_paths.summary(format!("hand-off W={w}: zkelect, the new holder's path")),
                 farther_paths.summary(format!(
                     "hand-off W={w}: zkelect, the waiter behind it (its farther node went)"

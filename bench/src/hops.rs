@@ -150,7 +150,7 @@ pub fn take_handoff(t0: Instant, told: Instant, released: u64, holder: u64) -> H
     let stamps = std::mem::take(&mut *STAMPS.lock().unwrap_or_else(PoisonError::into_inner));
     let first = |session: u64, name: &str, until: Option<Instant>| {
         stamps.iter().find(|s| {
-            s.session == session && s.name == name && s.at >= t0 && until.map_or(true, |u| s.at <= u)
+            s.session == session && s.name == name && s.at >= t0 && until.is_none_or(|u| s.at <= u)
         })
     };
     let since = |s: &Stamp| s.at.duration_since(t0);
