@@ -180,7 +180,9 @@ pub fn take_handoff(t0: Instant, told: Instant, released: u64, holder: u64) -> H
         ..Handoff::default()
     };
     if own_in_window {
-        handoff.in_window.push("own: its notice came before the holder was told");
+        handoff
+            .in_window
+            .push("own: its notice came before the holder was told");
     }
     let farther = stamps.iter().find(|s| {
         s.name == hop::WATCH_CALLBACK && s.at >= t0 && s.session != released && s.session != holder
@@ -195,14 +197,19 @@ pub fn take_handoff(t0: Instant, told: Instant, released: u64, holder: u64) -> H
         let listed = first(farther, hop::LISTED, None);
         handoff.listing_in_window = listed.is_some_and(|s| s.at <= told);
         if first(farther, hop::WATCH_CALLBACK, Some(told)).is_some() {
-            handoff.in_window.push("farther: its notice came before the holder was told");
+            handoff
+                .in_window
+                .push("farther: its notice came before the holder was told");
         }
         if first(farther, hop::LIST_SENT, Some(told)).is_some() {
-            handoff.in_window.push("farther: its listing went out before the holder was told");
+            handoff
+                .in_window
+                .push("farther: its listing went out before the holder was told");
         }
         let woken = first(holder, hop::PUMP_WOKEN, Some(told));
         let handled = first(farther, hop::LIST_HANDLED, None);
-        handoff.listing_same_thread = matches!((woken, handled), (Some(w), Some(h)) if w.thread == h.thread);
+        handoff.listing_same_thread =
+            matches!((woken, handled), (Some(w), Some(h)) if w.thread == h.thread);
     }
     handoff
 }
