@@ -65,8 +65,10 @@ fn two_rounds_at_three_waiters_print_every_side_as_json() {
     assert_eq!(quarters.len(), 2, "{stdout}");
     assert!(quarters.iter().all(|q| q.as_f64().is_some_and(|r| r > 0.0)));
     // `--hops`: where each side's time went, zkelect's hop by hop.
+    // The two floors, then zkelect's new holder, the waiter behind it and
+    // the releasing session's own-node notice, each kept by its session.
     let hops: Vec<&Value> = lines.iter().filter(|v| v["type"] == "hops").collect();
-    assert_eq!(hops.len(), 2, "{stdout}");
+    assert_eq!(hops.len(), 5, "{stdout}");
     let names = |record: &Value| -> Vec<String> {
         record["hops"]
             .as_array()
@@ -76,10 +78,18 @@ fn two_rounds_at_three_waiters_print_every_side_as_json() {
             .collect()
     };
     assert_eq!(names(hops[0]), ["watch_callback", "told"], "{stdout}");
-    let zkelect = names(hops[1]);
+    assert_eq!(names(hops[1]), ["watch_callback", "told"], "{stdout}");
+    let zkelect = names(hops[2]);
     for hop in ["delete_sent", "watch_callback", "pump_woken", "told"] {
         assert!(zkelect.iter().any(|h| h == hop), "{hop}: {stdout}");
     }
+    // At W = 3 the waiter behind the new holder listed three nodes below
+    // it when it queued: the farther node's deletion makes it list.
+    let farther = names(hops[3]);
+    for hop in ["watch_callback", "pump_woken", "list_sent"] {
+        assert!(farther.iter().any(|h| h == hop), "{hop}: {stdout}");
+    }
+    assert_eq!(names(hops[4])[0], "watch_callback", "{stdout}");
     assert!(
         stderr.contains("| waiters |"),
         "the table goes to stderr: {stderr}"
