@@ -108,7 +108,7 @@ commands+=("$(show "${shown[@]}") > handoff.jsonl")
 # One process per side: VmRSS is the whole process's, and a side run after
 # another could reuse what the first freed.
 : > "$work/many.jsonl"
-for side in zookeeper-client zkelect-zookeeper-client zkelect-zookeeper-async; do
+for side in zookeeper-client zkelect-zookeeper-client zkelect-zookeeper-async floor-zookeeper-client floor-zookeeper-async; do
     many=("$bench_bin" many "${server_args[@]}" --elections "$([[ $quick -eq 1 ]] && echo 1000 || echo 10000)"
           --sides "$side" --warm-up --json --markdown "$work/many-$side.md")
     log "$(show "${many[@]}")"

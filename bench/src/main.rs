@@ -156,6 +156,12 @@ enum ManySide {
     ZkelectZookeeperClient,
     /// zkelect's `Session` over its zookeeper-async transport.
     ZkelectZookeeperAsync,
+    /// zookeeper-client alone doing the requests of zkelect's starts: the
+    /// floor of the start-up on that library.
+    FloorZookeeperClient,
+    /// zookeeper-async alone doing the requests of zkelect's starts: the
+    /// floor of the start-up on that library.
+    FloorZookeeperAsync,
 }
 
 #[derive(Args)]
@@ -443,6 +449,19 @@ fn many_command(args: &ManyArgs) -> Result<()> {
                         transport.side()
                     );
                     many::zkelect(&settings, &monitor, transport).await?
+                }
+                ManySide::FloorZookeeperClient | ManySide::FloorZookeeperAsync => {
+                    let library = if *side == ManySide::FloorZookeeperClient {
+                        many::FloorLibrary::ZookeeperClient
+                    } else {
+                        many::FloorLibrary::ZookeeperAsync
+                    };
+                    eprintln!(
+                        "{} starts' requests, {} ...",
+                        args.elections,
+                        library.side()
+                    );
+                    many::floor(&settings, &monitor, library).await?
                 }
             };
             emit(args.json, &record)?;

@@ -63,24 +63,27 @@ pub struct ManyRecord {
     /// the N-th held, ÷ N: what the start-up costs the server, whatever the
     /// load on the machine (the times are not).
     pub requests_per_start: f64,
-    /// Resident-set growth per queued (idle) waiter, bytes.
-    pub bytes_per_idle_recipe: f64,
-    /// Live-heap growth per queued (idle) waiter, bytes.
-    pub heap_per_idle_recipe: f64,
+    /// Resident-set growth per queued (idle) waiter, bytes. `None` on a
+    /// library's floor, which starts and stops.
+    pub bytes_per_idle_recipe: Option<f64>,
+    /// Live-heap growth per queued (idle) waiter, bytes. `None` on a
+    /// library's floor.
+    pub heap_per_idle_recipe: Option<f64>,
     /// Of that, the client library's: the live-heap growth of a fresh raw
     /// client of the side's library while it holds the two watches an idle
     /// waiter sets (a child watch on its own node and a data watch on its
     /// predecessor, set as the transport sets them), ÷ N, bytes. `None` on
-    /// the baseline, which is the library itself.
+    /// the baseline, which is the library itself, and on a library's floor.
     pub client_watches_per_idle_recipe: Option<f64>,
     /// The rest: `heap_per_idle_recipe` less the client library's two
     /// watches, bytes (zkelect's own state per idle recipe). `None` on the
-    /// baseline.
+    /// baseline and on a library's floor.
     pub own_heap_per_idle_recipe: Option<f64>,
-    /// Session close to all N failed over, ms.
-    pub failover_all_ms: f64,
-    /// Server packets (received + sent) in the failover window ÷ N.
-    pub packets_per_failover: f64,
+    /// Session close to all N failed over, ms. `None` on a library's floor.
+    pub failover_all_ms: Option<f64>,
+    /// Server packets (received + sent) in the failover window ÷ N. `None`
+    /// on a library's floor.
+    pub packets_per_failover: Option<f64>,
 }
 
 /// What a run does.
@@ -313,12 +316,12 @@ pub async fn zookeeper_client(settings: &ManySettings, monitor: &Monitor) -> Res
             elections: n,
             startup_ms: (startup.as_secs_f64() * 1e4).round() / 10.0,
             requests_per_start: requests,
-            bytes_per_idle_recipe: rss,
-            heap_per_idle_recipe: heap,
+            bytes_per_idle_recipe: Some(rss),
+            heap_per_idle_recipe: Some(heap),
             client_watches_per_idle_recipe: None,
             own_heap_per_idle_recipe: None,
-            failover_all_ms: (failover.as_secs_f64() * 1e4).round() / 10.0,
-            packets_per_failover: (packets / n as f64 * 100.0).round() / 100.0,
+            failover_all_ms: Some((failover.as_secs_f64() * 1e4).round() / 10.0),
+            packets_per_failover: Some((packets / n as f64 * 100.0).round() / 100.0),
         })
     }
     .await;
@@ -500,12 +503,12 @@ pub async fn zkelect(
             elections: n,
             startup_ms: (startup.as_secs_f64() * 1e4).round() / 10.0,
             requests_per_start: requests,
-            bytes_per_idle_recipe: rss,
-            heap_per_idle_recipe: heap,
+            bytes_per_idle_recipe: Some(rss),
+            heap_per_idle_recipe: Some(heap),
             client_watches_per_idle_recipe: Some(library),
             own_heap_per_idle_recipe: Some(heap - library),
-            failover_all_ms: (failover.as_secs_f64() * 1e4).round() / 10.0,
-            packets_per_failover: (packets / n as f64 * 100.0).round() / 100.0,
+            failover_all_ms: Some((failover.as_secs_f64() * 1e4).round() / 10.0),
+            packets_per_failover: Some((packets / n as f64 * 100.0).round() / 100.0),
         })
     }
     .await;
@@ -514,6 +517,176 @@ pub async fn zkelect(
     let _ = tokio::time::timeout(bound, b.close()).await;
     let _ = tokio::time::timeout(bound, a.close()).await;
     let _ = delete_tree(&admin, &settings.dir).await;
+    result
+}
+
+/// Which client library a [`floor`] run drives directly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloorLibrary {
+    /// zookeeper-client's `Client`.
+    ZookeeperClient,
+    /// zookeeper-async's `ZooKeeper`.
+    ZookeeperAsync,
+}
+
+impl FloorLibrary {
+    /// The row's name in the records.
+    pub fn side(self) -> &'static str {
+        match self {
+            FloorLibrary::ZookeeperClient => "floor: zookeeper-client alone",
+            FloorLibrary::ZookeeperAsync => "floor: zookeeper-async alone",
+        }
+    }
+}
+
+/// The four requests of one zkelect start, as its election sends them on a
+/// path whose parent is missing: the protected create (`NoNode`), the
+/// parent's create, the create again, and the listing.
+fn floor_paths(dir: &str, i: usize) -> (String, String) {
+    let parent = format!("{dir}/e{i}");
+    let node = format!("{parent}/_c_{i:016x}-n_");
+    (parent, node)
+}
+
+/// A client library alone doing the requests of N zkelect starts: per
+/// election, the four requests zkelect's start sends (see [`floor_paths`]),
+/// one after the other, at most [`RAW_WINDOW`] elections at once (the
+/// ceiling of zkelect's request window), from a raw client of the library
+/// on one session. Start-up is from the first request to the N-th listing
+/// answered. What no recipe on that library can beat by more than its own
+/// bookkeeping: the reference for zkelect's start-up over each transport.
+///
+/// # Errors
+///
+/// When the client cannot connect, a request fails, or the run takes longer
+/// than `settings.timeout`.
+pub async fn floor(
+    settings: &ManySettings,
+    monitor: &Monitor,
+    library: FloorLibrary,
+) -> Result<ManyRecord> {
+    let n = settings.elections;
+    let dir = settings.dir.clone();
+    let admin = zkc_connect(&settings.connect).await?;
+    admin
+        .create(
+            &dir,
+            b"",
+            &zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all()),
+        )
+        .await
+        .map_err(zk_err(format!("create({dir})")))?;
+    let window = std::sync::Arc::new(tokio::sync::Semaphore::new(RAW_WINDOW));
+    let mut starts: JoinSet<Result<Instant>> = JoinSet::new();
+    // zookeeper-async's client does not close its session when dropped.
+    let mut to_close = None;
+    let result = async {
+        let (start, t0) = match library {
+            FloorLibrary::ZookeeperClient => {
+                let client = zkc_connect(&settings.connect).await?;
+                let start = monitor.sample().await?;
+                let t0 = Instant::now();
+                for i in 0..n {
+                    let client = client.clone();
+                    let (parent, node) = floor_paths(&dir, i);
+                    let window = std::sync::Arc::clone(&window);
+                    starts.spawn(async move {
+                        let _out = window.acquire_owned().await?;
+                        let persistent =
+                            zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all());
+                        let ephemeral =
+                            zkc::CreateMode::EphemeralSequential.with_acls(zkc::Acls::anyone_all());
+                        match client.create(&node, b"", &ephemeral).await {
+                            Err(zkc::Error::NoNode) => {}
+                            other => return Err(anyhow!("create({node}) first: {other:?}")),
+                        }
+                        client
+                            .create(&parent, b"", &persistent)
+                            .await
+                            .map_err(zk_err(format!("create({parent})")))?;
+                        client
+                            .create(&node, b"", &ephemeral)
+                            .await
+                            .map_err(zk_err(format!("create({node})")))?;
+                        client
+                            .list_children(&parent)
+                            .await
+                            .map_err(zk_err(format!("list_children({parent})")))?;
+                        Ok(Instant::now())
+                    });
+                }
+                (start, t0)
+            }
+            FloorLibrary::ZookeeperAsync => {
+                let zk = crate::latch::connect(&settings.connect).await?;
+                to_close = Some(std::sync::Arc::clone(&zk));
+                let start = monitor.sample().await?;
+                let t0 = Instant::now();
+                for i in 0..n {
+                    let zk = std::sync::Arc::clone(&zk);
+                    let (parent, node) = floor_paths(&dir, i);
+                    let window = std::sync::Arc::clone(&window);
+                    starts.spawn(async move {
+                        use zookeeper_async::{Acl, CreateMode, ZkError};
+                        let _out = window.acquire_owned().await?;
+                        let open = || Acl::open_unsafe().clone();
+                        match zk
+                            .create2(&node, Vec::new(), open(), CreateMode::EphemeralSequential)
+                            .await
+                        {
+                            Err(ZkError::NoNode) => {}
+                            other => return Err(anyhow!("create({node}) first: {other:?}")),
+                        }
+                        zk.create2(&parent, Vec::new(), open(), CreateMode::Persistent)
+                            .await
+                            .with_context(|| format!("create({parent})"))?;
+                        zk.create2(&node, Vec::new(), open(), CreateMode::EphemeralSequential)
+                            .await
+                            .with_context(|| format!("create({node})"))?;
+                        zk.get_children(&parent, false)
+                            .await
+                            .with_context(|| format!("get_children({parent})"))?;
+                        Ok(Instant::now())
+                    });
+                }
+                (start, t0)
+            }
+        };
+        let mut last = t0;
+        let by = tokio::time::Instant::now() + settings.timeout;
+        while let Some(done) = tokio::time::timeout_at(by, starts.join_next())
+            .await
+            .map_err(|_| {
+                anyhow!(
+                    "the floor's {n} starts took longer than {:?}",
+                    settings.timeout
+                )
+            })?
+        {
+            last = last.max(done.map_err(|e| anyhow!("a start task failed: {e}"))??);
+        }
+        let startup = last.duration_since(t0);
+        let requests = requests_per_start(monitor, &start, n).await?;
+        Ok(ManyRecord {
+            kind: "many",
+            side: library.side(),
+            elections: n,
+            startup_ms: (startup.as_secs_f64() * 1e4).round() / 10.0,
+            requests_per_start: requests,
+            bytes_per_idle_recipe: None,
+            heap_per_idle_recipe: None,
+            client_watches_per_idle_recipe: None,
+            own_heap_per_idle_recipe: None,
+            failover_all_ms: None,
+            packets_per_failover: None,
+        })
+    }
+    .await;
+    starts.abort_all();
+    let _ = delete_tree(&admin, &dir).await;
+    if let Some(zk) = to_close {
+        let _ = tokio::time::timeout(settings.timeout, zk.close()).await;
+    }
     result
 }
 
@@ -673,9 +846,14 @@ async fn delete_tree(client: &zkc::Client, path: &str) -> Result<()> {
 }
 
 /// `1234 B`, or `–` where a side has no such figure (the baseline is the
-/// library itself).
+/// library itself; a library's floor only starts).
 fn bytes_or_dash(bytes: Option<f64>) -> String {
-    bytes.map_or_else(|| "–".to_owned(), |b| format!("{b:.0} B"))
+    or_dash(bytes, |b| format!("{b:.0} B"))
+}
+
+/// The figure as `show` has it, or `–` where a side has none.
+fn or_dash(figure: Option<f64>, show: impl FnOnce(f64) -> String) -> String {
+    figure.map_or_else(|| "–".to_owned(), show)
 }
 
 /// The records as a Markdown table.
@@ -687,17 +865,17 @@ pub fn markdown(records: &[ManyRecord]) -> String {
     for r in records {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.0} ms | {:.2} | {:.0} B | {} | {} | {:.0} B | {:.0} ms | {:.2} |",
+            "| {} | {} | {:.0} ms | {:.2} | {} | {} | {} | {} | {} | {} |",
             r.side,
             r.elections,
             r.startup_ms,
             r.requests_per_start,
-            r.heap_per_idle_recipe,
+            bytes_or_dash(r.heap_per_idle_recipe),
             bytes_or_dash(r.client_watches_per_idle_recipe),
             bytes_or_dash(r.own_heap_per_idle_recipe),
-            r.bytes_per_idle_recipe,
-            r.failover_all_ms,
-            r.packets_per_failover
+            bytes_or_dash(r.bytes_per_idle_recipe),
+            or_dash(r.failover_all_ms, |ms| format!("{ms:.0} ms")),
+            or_dash(r.packets_per_failover, |p| format!("{p:.2}")),
         );
     }
     out
