@@ -549,12 +549,12 @@ fn floor_paths(dir: &str, i: usize) -> (String, String) {
 }
 
 /// A client library alone doing the requests of N zkelect starts: per
-/// election, the four requests zkelect's start sends (see [`floor_paths`]),
-/// one after the other, at most [`RAW_WINDOW`] elections at once (the
+/// election, the four requests zkelect's start sends (see `floor_paths`),
+/// one after the other, at most `RAW_WINDOW` (1,000) elections at once (the
 /// ceiling of zkelect's request window), from a raw client of the library
 /// on one session. Start-up is from the first request to the N-th listing
-/// answered. What no recipe on that library can beat by more than its own
-/// bookkeeping: the reference for zkelect's start-up over each transport.
+/// answered. A recipe over that library that sends these requests can only
+/// add to it: the reference for zkelect's start-up over each transport.
 ///
 /// # Errors
 ///
