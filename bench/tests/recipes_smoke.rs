@@ -144,3 +144,54 @@ fn twenty_elections_on_one_session_print_their_figures_as_json() {
         }
     }
 }
+
+/// The floors of twenty starts: each library alone sends the four requests
+/// of a zkelect start per election, and has no idle or failover figures.
+#[test]
+fn the_libraries_floors_send_four_requests_per_start() {
+    let output = Command::new(env!("CARGO_BIN_EXE_zkelect-bench"))
+        .args([
+            "many",
+            "--embedded",
+            "--elections",
+            "20",
+            "--session-timeout-ms",
+            "4000",
+            "--sides",
+            "floor-zookeeper-client,floor-zookeeper-async",
+            "--json",
+        ])
+        .output()
+        .expect("run zkelect-bench");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "zkelect-bench failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let sides: Vec<&str> = lines.iter().filter_map(|l| l["side"].as_str()).collect();
+    assert_eq!(
+        sides,
+        [
+            "floor: zookeeper-client alone",
+            "floor: zookeeper-async alone"
+        ],
+        "{stdout}"
+    );
+    for line in &lines {
+        assert!(
+            line["startup_ms"].as_f64().is_some_and(|x| x > 0.0),
+            "{line}"
+        );
+        let requests = line["requests_per_start"].as_f64().unwrap_or(0.0);
+        assert!((3.9..=4.1).contains(&requests), "{line}");
+        for field in ["failover_all_ms", "heap_per_idle_recipe"] {
+            assert!(line[field].is_null(), "{field}: {line}");
+        }
+    }
+}
