@@ -21,7 +21,7 @@
 //! | [`world`] | [`World`](world::World): the event heap, the processes, the fenced resource, the phases; its client libraries (`world/client.rs`) and faults (`world/faults.rs`) |
 //! | [`invariant`] | [`Event`](invariant::Event), [`Invariant`](invariant::Invariant), [`Violation`](invariant::Violation): what the world reports and checkers judge |
 //! | [`check`] | the checkers run after every step (with [`server`]'s `single-system-image`) |
-//! | [`trace`] | one fixed-column line per step, FNV-1a hashed |
+//! | [`trace`] | one fixed-column line per step, hashed a word at a time |
 //! | [`run`] | [`run_seed`](run::run_seed), sweeps, the failure report with its replay lines, the plan minimiser |
 //!
 //! ```
