@@ -553,10 +553,7 @@ impl ZkModel {
                 }
                 let children = node.children.iter().cloned().collect();
                 if *watch {
-                    self.child_watches
-                        .entry(path.clone())
-                        .or_default()
-                        .insert(session);
+                    arm(&mut self.child_watches, path, session);
                 }
                 (Ok(Reply::Children(children)), Vec::new())
             }
@@ -578,10 +575,7 @@ impl ZkModel {
                     stat: node.stat,
                 };
                 if *watch {
-                    self.data_watches
-                        .entry(path.clone())
-                        .or_default()
-                        .insert(session);
+                    arm(&mut self.data_watches, path, session);
                 }
                 (Ok(reply), Vec::new())
             }
@@ -593,7 +587,7 @@ impl ZkModel {
                     } else {
                         &mut self.exist_watches
                     };
-                    table.entry(path.clone()).or_default().insert(session);
+                    arm(table, path, session);
                 }
                 (Ok(Reply::Exists(stat)), Vec::new())
             }
@@ -698,21 +692,18 @@ impl ZkModel {
         {
             return (Err(ZkCode::BadArguments), Vec::new());
         }
-        let Some(parent_path) = parent_of(path).map(str::to_owned) else {
+        let Some(parent_path) = parent_of(path) else {
             return (Err(ZkCode::BadArguments), Vec::new());
         };
         // The server's order (`pRequest2TxnCreate`): path, ACL (InvalidACL),
         // parent (NoNode), CREATE on the parent (NoAuth), the name (NodeExists),
         // an ephemeral parent (NoChildrenForEphemerals).
-        let identities = self
-            .sessions
-            .get(&session)
-            .map(|s| s.identities.clone())
-            .unwrap_or_default();
-        let Some(acl) = fixup_acl(acl, &identities) else {
+        let none = BTreeSet::new();
+        let identities = self.sessions.get(&session).map_or(&none, |s| &s.identities);
+        let Some(acl) = fixup_acl(acl, identities) else {
             return (Err(ZkCode::InvalidAcl), Vec::new());
         };
-        let Some(parent) = self.nodes.get(&parent_path) else {
+        let Some(parent) = self.nodes.get(parent_path) else {
             return (Err(ZkCode::NoNode), Vec::new());
         };
         if !self.allowed(parent, session, CREATE) {
@@ -757,15 +748,28 @@ impl ZkModel {
             }
         }
         let zxid = self.zxid;
-        if let Some(parent) = self.nodes.get_mut(&parent_path) {
+        if let Some(parent) = self.nodes.get_mut(parent_path) {
             parent.children.insert(name_of(&path).to_owned());
             parent.stat.cversion = parent.stat.cversion.wrapping_add(1);
             parent.stat.num_children = parent.children.len() as i32;
             parent.stat.pzxid = zxid;
         }
         let mut fired = self.fire(Table::Exist, &path, WatchKind::NodeCreated);
-        fired.extend(self.fire(Table::Child, &parent_path, WatchKind::NodeChildrenChanged));
+        fired.extend(self.fire(Table::Child, parent_path, WatchKind::NodeChildrenChanged));
         (Ok(Reply::Created { path, stat }), fired)
+    }
+}
+
+/// Sets `session`'s watch on `path` in `table`; the path is copied only
+/// for the path's first watch (a watch set again costs no allocation).
+fn arm(table: &mut BTreeMap<String, BTreeSet<SessionId>>, path: &str, session: SessionId) {
+    match table.get_mut(path) {
+        Some(sessions) => {
+            sessions.insert(session);
+        }
+        None => {
+            table.insert(path.to_owned(), BTreeSet::from([session]));
+        }
     }
 }
 

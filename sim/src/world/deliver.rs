@@ -257,10 +257,14 @@ impl World {
         if let Some(entry) = self.view.procs[pid].on_wire.get_mut(&op) {
             entry.arrived = true;
             from = entry.from.unwrap_or(pid);
-            arms = entry.arms.clone();
+            // Lent, not copied: it goes back to the entry below.
+            arms = entry.arms.take();
         }
         if let Some(entry) = &arms {
             self.armed_applied(from, entry);
+            if let Some(wire) = self.view.procs[pid].on_wire.get_mut(&op) {
+                wire.arms = arms;
+            }
         }
         self.observe(&Event::Request {
             host: pid,
