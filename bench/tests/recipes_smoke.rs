@@ -3,42 +3,32 @@
 //! and twenty elections on one session. The JSON lines parse; no timing is
 //! asserted beyond "it took some time".
 
-use std::process::Command;
+mod common;
 
 use serde_json::Value;
 
 #[test]
 fn two_rounds_at_three_waiters_print_every_side_as_json() {
-    let output = Command::new(env!("CARGO_BIN_EXE_zkelect-bench"))
-        .args([
-            "handoff",
-            "--embedded",
-            "--waiters",
-            "3",
-            "--rounds",
-            "2",
-            "--warmup",
-            "0",
-            "--idle-ms",
-            "10",
-            "--session-timeout-ms",
-            "4000",
-            "--json",
-            "--hops",
-        ])
-        .output()
-        .expect("run zkelect-bench");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "zkelect-bench failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        output.status
-    );
-    let lines: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
+    let common::Ran {
+        stdout,
+        stderr,
+        lines,
+    } = common::run_bench(&[
+        "handoff",
+        "--embedded",
+        "--waiters",
+        "3",
+        "--rounds",
+        "2",
+        "--warmup",
+        "0",
+        "--idle-ms",
+        "10",
+        "--session-timeout-ms",
+        "4000",
+        "--json",
+        "--hops",
+    ]);
     for side in ["floor", "zookeeper-client", "zkelect"] {
         let rounds: Vec<&Value> = lines
             .iter()
@@ -100,29 +90,15 @@ fn two_rounds_at_three_waiters_print_every_side_as_json() {
 /// and positive.
 #[test]
 fn twenty_elections_on_one_session_print_their_figures_as_json() {
-    let output = Command::new(env!("CARGO_BIN_EXE_zkelect-bench"))
-        .args([
-            "many",
-            "--embedded",
-            "--elections",
-            "20",
-            "--session-timeout-ms",
-            "4000",
-            "--json",
-        ])
-        .output()
-        .expect("run zkelect-bench");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "zkelect-bench failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        output.status
-    );
-    let lines: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
+    let common::Ran { stdout, lines, .. } = common::run_bench(&[
+        "many",
+        "--embedded",
+        "--elections",
+        "20",
+        "--session-timeout-ms",
+        "4000",
+        "--json",
+    ]);
     let sides: Vec<&str> = lines.iter().filter_map(|l| l["side"].as_str()).collect();
     assert_eq!(
         sides,
@@ -149,31 +125,17 @@ fn twenty_elections_on_one_session_print_their_figures_as_json() {
 /// of a zkelect start per election, and has no idle or failover figures.
 #[test]
 fn the_libraries_floors_send_four_requests_per_start() {
-    let output = Command::new(env!("CARGO_BIN_EXE_zkelect-bench"))
-        .args([
-            "many",
-            "--embedded",
-            "--elections",
-            "20",
-            "--session-timeout-ms",
-            "4000",
-            "--sides",
-            "floor-zookeeper-client,floor-zookeeper-async",
-            "--json",
-        ])
-        .output()
-        .expect("run zkelect-bench");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "zkelect-bench failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        output.status
-    );
-    let lines: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
+    let common::Ran { stdout, lines, .. } = common::run_bench(&[
+        "many",
+        "--embedded",
+        "--elections",
+        "20",
+        "--session-timeout-ms",
+        "4000",
+        "--sides",
+        "floor-zookeeper-client,floor-zookeeper-async",
+        "--json",
+    ]);
     let sides: Vec<&str> = lines.iter().filter_map(|l| l["side"].as_str()).collect();
     assert_eq!(
         sides,

@@ -2,48 +2,33 @@
 //! lines parse and carry what BENCHMARKS.md is built from. No timing is
 //! asserted beyond "a failover took some time".
 
-use std::process::Command;
+mod common;
 
 use serde_json::Value;
 
 #[test]
 fn one_round_at_three_candidates_prints_parsable_json() {
-    let output = Command::new(env!("CARGO_BIN_EXE_zkelect-bench"))
-        .args([
-            "failover",
-            "--embedded",
-            "--candidates",
-            "3",
-            "--rounds",
-            "1",
-            "--warmup",
-            "0",
-            "--impl",
-            "both",
-            "--json",
-            "--session-timeout-ms",
-            "4000",
-            "--exists-samples",
-            "20",
-            "--notify-samples",
-            "5",
-            "--close-samples",
-            "2",
-        ])
-        .output()
-        .expect("run zkelect-bench");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "zkelect-bench failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        output.status
-    );
-
-    let lines: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
+    let common::Ran { stdout, lines, .. } = common::run_bench(&[
+        "failover",
+        "--embedded",
+        "--candidates",
+        "3",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--impl",
+        "both",
+        "--json",
+        "--session-timeout-ms",
+        "4000",
+        "--exists-samples",
+        "20",
+        "--notify-samples",
+        "5",
+        "--close-samples",
+        "2",
+    ]);
     let of_type = |t: &'static str| lines.iter().filter(move |v| v["type"] == t);
 
     let rounds: Vec<&Value> = of_type("round").collect();
