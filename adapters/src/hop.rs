@@ -31,8 +31,6 @@
 //! library), [`LISTED`] (the pump has the answer, decoded), [`LIST_HANDLED`]
 //! (the core has handled it and the pump published what it emitted).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 /// The target of every stamp.
 pub const TARGET: &str = "zkelect::hop";
 
@@ -57,7 +55,11 @@ pub const LISTED: &str = "listed";
 pub const LIST_HANDLED: &str = "list_handled";
 
 /// A new tag for a transport's stamps: distinct within the process, never 0.
+/// Only the zookeeper-async transport tags its stamps so far (the others
+/// stamp with the trait's default, 0), so without it nothing calls this.
+#[cfg(feature = "zookeeper-async")]
 pub(crate) fn next_tag() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
