@@ -86,8 +86,10 @@ fn two_rounds_at_three_waiters_print_every_side_as_json() {
     );
 }
 
-/// Twenty elections on one session, every side: the figures are printed
-/// and positive.
+/// Twenty elections on one session, every side in one run: the recipes'
+/// figures are printed and positive; each library alone (a floor) sends the
+/// four requests of a zkelect start per election and has no idle or
+/// failover figures.
 #[test]
 fn twenty_elections_on_one_session_print_their_figures_as_json() {
     let common::Ran { stdout, lines, .. } = common::run_bench(&[
@@ -97,6 +99,9 @@ fn twenty_elections_on_one_session_print_their_figures_as_json() {
         "20",
         "--session-timeout-ms",
         "4000",
+        "--sides",
+        "zookeeper-client,zkelect-zookeeper-client,zkelect-zookeeper-async,\
+         floor-zookeeper-client,floor-zookeeper-async",
         "--json",
     ]);
     let sides: Vec<&str> = lines.iter().filter_map(|l| l["side"].as_str()).collect();
@@ -105,55 +110,36 @@ fn twenty_elections_on_one_session_print_their_figures_as_json() {
         [
             "zookeeper-client",
             "zkelect (zookeeper-client)",
-            "zkelect (zookeeper-async)"
-        ],
-        "{stdout}"
-    );
-    for line in &lines {
-        assert_eq!(line["type"], "many");
-        assert_eq!(line["elections"], 20);
-        for field in ["startup_ms", "failover_all_ms", "packets_per_failover"] {
-            assert!(
-                line[field].as_f64().is_some_and(|x| x > 0.0),
-                "{field}: {line}"
-            );
-        }
-    }
-}
-
-/// The floors of twenty starts: each library alone sends the four requests
-/// of a zkelect start per election, and has no idle or failover figures.
-#[test]
-fn the_libraries_floors_send_four_requests_per_start() {
-    let common::Ran { stdout, lines, .. } = common::run_bench(&[
-        "many",
-        "--embedded",
-        "--elections",
-        "20",
-        "--session-timeout-ms",
-        "4000",
-        "--sides",
-        "floor-zookeeper-client,floor-zookeeper-async",
-        "--json",
-    ]);
-    let sides: Vec<&str> = lines.iter().filter_map(|l| l["side"].as_str()).collect();
-    assert_eq!(
-        sides,
-        [
+            "zkelect (zookeeper-async)",
             "floor: zookeeper-client alone",
             "floor: zookeeper-async alone"
         ],
         "{stdout}"
     );
     for line in &lines {
+        assert_eq!(line["type"], "many");
+        assert_eq!(line["elections"], 20);
         assert!(
             line["startup_ms"].as_f64().is_some_and(|x| x > 0.0),
             "{line}"
         );
-        let requests = line["requests_per_start"].as_f64().unwrap_or(0.0);
-        assert!((3.9..=4.1).contains(&requests), "{line}");
-        for field in ["failover_all_ms", "heap_per_idle_recipe"] {
-            assert!(line[field].is_null(), "{field}: {line}");
+        let floor = line["side"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("floor"));
+        for field in ["failover_all_ms", "packets_per_failover"] {
+            if floor {
+                assert!(line[field].is_null(), "{field}: {line}");
+            } else {
+                assert!(
+                    line[field].as_f64().is_some_and(|x| x > 0.0),
+                    "{field}: {line}"
+                );
+            }
+        }
+        if floor {
+            assert!(line["heap_per_idle_recipe"].is_null(), "{line}");
+            let requests = line["requests_per_start"].as_f64().unwrap_or(0.0);
+            assert!((3.9..=4.1).contains(&requests), "{line}");
         }
     }
 }
