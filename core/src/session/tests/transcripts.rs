@@ -564,15 +564,19 @@ fn a_start_goes_within_its_share_while_machines_under_way_keep_the_window_full()
     let before = h.sent.len();
     h.pump();
     assert_eq!(h.sent.len(), before, "the window is full");
-    let mut answers = 0;
-    while !h.sent[before..].iter().any(|(_, s)| s.machine() == Some(b)) {
+    // One answer, the queue kept changing so that listings keep waiting.
+    let busy_answer = |h: &mut Harness, changes: &mut usize| {
         if h.s.requests_waiting() < 3 {
-            changes += 1;
-            change(&mut h, changes);
+            *changes += 1;
+            change(h, *changes);
         }
         let c = h.held.remove(0);
         h.answer(c);
         h.pump();
+    };
+    let mut answers = 0;
+    while !h.sent[before..].iter().any(|(_, s)| s.machine() == Some(b)) {
+        busy_answer(&mut h, &mut changes);
         answers += 1;
         assert!(answers <= STARTING_EVERY, "b's create still waits");
     }
@@ -589,13 +593,7 @@ fn a_start_goes_within_its_share_while_machines_under_way_keep_the_window_full()
     // Under way now, b goes on among the listings and leads, while the
     // changes never stop.
     while !matches!(h.role(b), Some(Role::Leader(_))) {
-        if h.s.requests_waiting() < 3 {
-            changes += 1;
-            change(&mut h, changes);
-        }
-        let c = h.held.remove(0);
-        h.answer(c);
-        h.pump();
+        busy_answer(&mut h, &mut changes);
         answers += 1;
         assert!(answers <= 100, "b leads");
     }
