@@ -181,6 +181,35 @@ pub(crate) fn zk_err(
     move |e| anyhow::anyhow!("{what}: {e}")
 }
 
+/// Creates the persistent node `path` with an open ACL (every directory and
+/// parent the bench makes), with an error that names the path.
+pub(crate) async fn create_dir(client: &zookeeper_client::Client, path: &str) -> Result<()> {
+    let options =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    client
+        .create(path, b"", &options)
+        .await
+        .map(drop)
+        .map_err(zk_err(format!("create({path})")))
+}
+
+/// Deletes `path` and everything under it (children first); a node already
+/// gone is no error.
+pub(crate) async fn delete_tree(client: &zookeeper_client::Client, path: &str) -> Result<()> {
+    let children = match client.list_children(path).await {
+        Ok(children) => children,
+        Err(zookeeper_client::Error::NoNode) => return Ok(()),
+        Err(e) => return Err(zk_err(format!("list_children({path})"))(e)),
+    };
+    for child in children {
+        Box::pin(delete_tree(client, &format!("{path}/{child}"))).await?;
+    }
+    match client.delete(path, None).await {
+        Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+        Err(e) => Err(zk_err(format!("delete({path})"))(e)),
+    }
+}
+
 /// A zookeeper-client session for the baselines of the recipe benchmarks,
 /// within the settings' connect timeout.
 pub(crate) async fn zkc_connect(settings: &ConnectSettings) -> Result<zookeeper_client::Client> {

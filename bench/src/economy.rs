@@ -46,7 +46,8 @@ use zkelect::Takeover;
 use zookeeper_client as zkc;
 
 use crate::contender::{
-    zk_err, zkc_connect, ConnectSettings, Contender, Implementation, LeaderBoard, Strategy,
+    delete_tree, zk_err, zkc_connect, ConnectSettings, Contender, Implementation, LeaderBoard,
+    Strategy,
 };
 use crate::failover::{settle_from, sole_leader};
 use crate::handoff::{self, Flavour, Order, Queue};
@@ -313,7 +314,7 @@ async fn make_dir(settings: &EconomySettings, dir: &str) -> Result<()> {
 /// Deletes `dir` and everything under it, with a session of its own.
 async fn clear_dir(settings: &EconomySettings, dir: &str) {
     if let Ok(admin) = zkc_connect(&settings.connect).await {
-        let _ = handoff::delete_tree(&admin, dir).await;
+        let _ = delete_tree(&admin, dir).await;
     }
 }
 

@@ -46,7 +46,7 @@ use zkelect::Takeover;
 use zookeeper_async as zka;
 use zookeeper_client as zkc;
 
-use crate::contender::{zk_err, zkc_connect, ConnectSettings};
+use crate::contender::{create_dir, delete_tree, zk_err, zkc_connect, ConnectSettings};
 use crate::hops::{HopsRecord, Paths};
 use crate::many::{zkelect_session, ZkelectTransport};
 use crate::stats::Summary;
@@ -488,11 +488,7 @@ async fn floor_sample(
     path: &str,
     idle: Duration,
 ) -> Result<Duration> {
-    let options = zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all());
-    deleter
-        .create(path, b"", &options)
-        .await
-        .map_err(zk_err(format!("create({path})")))?;
+    create_dir(deleter, path).await?;
     let (_, _, watch) = watcher
         .get_and_watch_data(path)
         .await
@@ -816,22 +812,6 @@ fn summarize(waiters: usize, records: &[HandoffRecord]) -> Result<HandoffSummary
             .filter(|r| r.side == Side::Zkelect && r.zero_rtt == Some(true))
             .count(),
     })
-}
-
-/// Deletes `path` and everything under it (children first).
-pub(crate) async fn delete_tree(client: &zkc::Client, path: &str) -> Result<()> {
-    let children = match client.list_children(path).await {
-        Ok(children) => children,
-        Err(zkc::Error::NoNode) => return Ok(()),
-        Err(e) => return Err(zk_err(format!("list_children({path})"))(e)),
-    };
-    for child in children {
-        Box::pin(delete_tree(client, &format!("{path}/{child}"))).await?;
-    }
-    match client.delete(path, None).await {
-        Ok(()) | Err(zkc::Error::NoNode) => Ok(()),
-        Err(e) => Err(zk_err(format!("delete({path})"))(e)),
-    }
 }
 
 /// The summaries as a Markdown table, with the target's verdict per row.

@@ -32,7 +32,7 @@ use zookeeper_client as zkc;
 use zkelect::zk_client::ZkClientOptions;
 use zkelect::{Connect, Election, Session, Transport, ZkAsyncOptions};
 
-use crate::contender::{zk_err, zkc_connect, ConnectSettings};
+use crate::contender::{create_dir, delete_tree, zk_err, zkc_connect, ConnectSettings};
 use crate::mntr::{delta, Monitor, Sample};
 
 /// Every allocation of this binary goes through a counter of the bytes live
@@ -568,14 +568,7 @@ pub async fn floor(
     let n = settings.elections;
     let dir = settings.dir.clone();
     let admin = zkc_connect(&settings.connect).await?;
-    admin
-        .create(
-            &dir,
-            b"",
-            &zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all()),
-        )
-        .await
-        .map_err(zk_err(format!("create({dir})")))?;
+    create_dir(&admin, &dir).await?;
     let window = std::sync::Arc::new(tokio::sync::Semaphore::new(RAW_WINDOW));
     let mut starts: JoinSet<Result<Instant>> = JoinSet::new();
     // zookeeper-async's client does not close its session when dropped.
@@ -592,18 +585,13 @@ pub async fn floor(
                     let window = std::sync::Arc::clone(&window);
                     starts.spawn(async move {
                         let _out = window.acquire_owned().await?;
-                        let persistent =
-                            zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all());
                         let ephemeral =
                             zkc::CreateMode::EphemeralSequential.with_acls(zkc::Acls::anyone_all());
                         match client.create(&node, b"", &ephemeral).await {
                             Err(zkc::Error::NoNode) => {}
                             other => return Err(anyhow!("create({node}) first: {other:?}")),
                         }
-                        client
-                            .create(&parent, b"", &persistent)
-                            .await
-                            .map_err(zk_err(format!("create({parent})")))?;
+                        create_dir(&client, &parent).await?;
                         client
                             .create(&node, b"", &ephemeral)
                             .await
@@ -718,25 +706,14 @@ async fn client_watches(
     let owner = zkc_connect(&settings.connect).await?;
     let path = |i: usize, k: usize| format!("{dir}/e{i}/n_{k:010}");
     // The run's own parent first, then per waiter `…/e{i}` and its two nodes.
-    owner
-        .create(
-            &dir,
-            b"",
-            &zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all()),
-        )
-        .await
-        .map_err(zk_err(format!("create({dir})")))?;
+    create_dir(&owner, &dir).await?;
     let mut creates: JoinSet<Result<()>> = JoinSet::new();
     for i in 0..n {
         let owner = owner.clone();
         let (parent, own, predecessor) = (format!("{dir}/e{i}"), path(i, 1), path(i, 0));
         creates.spawn(async move {
-            let persistent = zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all());
             let ephemeral = zkc::CreateMode::Ephemeral.with_acls(zkc::Acls::anyone_all());
-            owner
-                .create(&parent, b"", &persistent)
-                .await
-                .map_err(zk_err(format!("create({parent})")))?;
+            create_dir(&owner, &parent).await?;
             for node in [predecessor, own] {
                 owner
                     .create(&node, b"", &ephemeral)
@@ -827,22 +804,6 @@ async fn client_watches(
     };
     drop(owner);
     Ok((result as f64 / n as f64).round())
-}
-
-/// Deletes `path` and everything under it.
-async fn delete_tree(client: &zkc::Client, path: &str) -> Result<()> {
-    let children = match client.list_children(path).await {
-        Ok(children) => children,
-        Err(zkc::Error::NoNode) => return Ok(()),
-        Err(e) => return Err(zk_err(format!("list_children({path})"))(e)),
-    };
-    for child in children {
-        Box::pin(delete_tree(client, &format!("{path}/{child}"))).await?;
-    }
-    match client.delete(path, None).await {
-        Ok(()) | Err(zkc::Error::NoNode) => Ok(()),
-        Err(e) => Err(zk_err(format!("delete({path})"))(e)),
-    }
 }
 
 /// `1234 B`, or `–` where a side has no such figure (the baseline is the
