@@ -1,12 +1,14 @@
-//! Node names a machine keeps only to tell whether a later name is the same,
-//! packed into 16 bytes with no allocation when zkelect named them.
+//! Node names a machine keeps to tell whether a later name is the same, or to
+//! print now and then, packed into 16 bytes with no allocation when zkelect
+//! named them.
 //!
-//! A session runs thousands of idle machines, and each keeps names it never
-//! hands out again (the leader it last reported, for one). A name zkelect
-//! made is `_c_<nonce>-<stem><sequence>`: 32 bytes of text, and as a boxed
-//! string 48 bytes with its pointer, for a nonce, a sequence and a stem that
-//! fit in 16. Such a name is kept packed; any other (a foreign scheme's, a
-//! custom prefix's) is kept as it is.
+//! A session runs thousands of idle machines, and each keeps names it rarely
+//! or never hands out again (the leader it last reported, the nodes it
+//! watches). A name zkelect made is `_c_<nonce>-<stem><sequence>`: 32 bytes
+//! of text, and as a string 56 bytes with its header, for a nonce, a
+//! sequence and a stem that fit in 16. Such a name is kept packed and
+//! printed into a [`NameText`] when asked for; any other (a foreign
+//! scheme's, a custom prefix's) is kept as it is.
 
 use crate::name::{NONCE_LEN, PROTECTED_MARKER};
 
@@ -73,10 +75,14 @@ impl KeptName {
 
     /// The name kept, as text.
     pub(crate) fn to_name(&self) -> String {
+        self.text().to_string()
+    }
+
+    /// The name kept, as text, printed without an allocation.
+    pub(crate) fn text(&self) -> NameText<'_> {
         match self {
             Self::Protected { nonce, seq, stem } => {
-                const LEN: usize = 3 + NONCE_LEN + 1 + 2 + SEQ_LEN;
-                let mut name = [0u8; LEN];
+                let mut name = [0u8; PACKED_LEN];
                 name[..3].copy_from_slice(PROTECTED_MARKER.as_bytes());
                 name[3..11].copy_from_slice(&hex_text((nonce >> 32) as u32));
                 name[11..19].copy_from_slice(&hex_text(*nonce as u32));
@@ -87,11 +93,9 @@ impl KeptName {
                     *digit = b'0' + (rest % 10) as u8;
                     rest /= 10;
                 }
-                // Every byte was written as ASCII above, so this is the text
-                // (never the empty fallback).
-                String::from(std::str::from_utf8(&name).unwrap_or_default())
+                NameText(Text::Printed(name))
             }
-            Self::Other(name) => name.to_string(),
+            Self::Other(name) => NameText(Text::Kept(name)),
         }
     }
 
@@ -128,6 +132,83 @@ impl KeptName {
         }
         let seq = u32::try_from(crate::name::parse_sequence(digits)?).ok()?;
         Some(Self::Protected { nonce, seq, stem })
+    }
+}
+
+/// The length of a name zkelect made: `_c_`, the nonce, `-`, a stem, the
+/// sequence.
+const PACKED_LEN: usize = 3 + NONCE_LEN + 1 + 2 + SEQ_LEN;
+
+/// A node's name as text, as a machine keeps it (see
+/// [`Candidate::watching`](crate::Candidate::watching)): a name zkelect
+/// made is kept packed in 16 bytes and printed into this value when asked
+/// for, without an allocation; any other is borrowed. Reads as a `&str`.
+#[derive(Clone, Copy)]
+pub struct NameText<'a>(Text<'a>);
+
+/// Where a [`NameText`]'s text is.
+#[derive(Clone, Copy)]
+enum Text<'a> {
+    /// Printed from its packed form: ASCII, every byte written.
+    Printed([u8; PACKED_LEN]),
+    /// Kept as text.
+    Kept(&'a str),
+}
+
+impl std::ops::Deref for NameText<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match &self.0 {
+            // Only ASCII is printed into it, so this is the text (never the
+            // empty fallback).
+            Text::Printed(name) => std::str::from_utf8(name).unwrap_or_default(),
+            Text::Kept(name) => name,
+        }
+    }
+}
+
+impl<'a> From<&'a str> for NameText<'a> {
+    fn from(name: &'a str) -> Self {
+        Self(Text::Kept(name))
+    }
+}
+
+impl AsRef<str> for NameText<'_> {
+    fn as_ref(&self) -> &str {
+        self
+    }
+}
+
+impl std::fmt::Display for NameText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
+}
+
+impl std::fmt::Debug for NameText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl PartialEq for NameText<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for NameText<'_> {}
+
+impl PartialEq<str> for NameText<'_> {
+    fn eq(&self, other: &str) -> bool {
+        &**self == other
+    }
+}
+
+impl PartialEq<&str> for NameText<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        &**self == *other
     }
 }
 

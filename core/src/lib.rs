@@ -63,7 +63,7 @@
 //! let list = next(&mut b, Verb::GetChildren);
 //! b.handle(t, Input::Reply { op: list.op, result: Ok(Reply::Children(vec![
 //!     b.node().unwrap().to_owned(), a_name.clone()])) });
-//! assert_eq!(b.watching(), Some(a_name.as_str()));
+//! assert_eq!(b.watching().as_deref(), Some(a_name.as_str()));
 //! assert_eq!(b.role(), Role::Follower);
 //!
 //! // a resigns: it is demoted before its delete is even sent.
@@ -129,8 +129,8 @@
 //! assert_eq!(a.role(), Role::Leader(FencingToken(100)));   // a holds the lock
 //! let (mut b, b_path) = join("b", 1, &[name(&a_path)])?;
 //! let (mut c, _) = join("c", 2, &[name(&a_path), name(&b_path)])?;
-//! assert_eq!(b.watching(), Some(name(&a_path).as_str())); // b waits for a
-//! assert_eq!(c.watching(), Some(name(&b_path).as_str())); // c waits for b first
+//! assert_eq!(b.watching().as_deref(), Some(name(&a_path).as_str())); // b waits for a
+//! assert_eq!(c.watching().as_deref(), Some(name(&b_path).as_str())); // c waits for b first
 //!
 //! // c watches the two nearest nodes below its own: b, and a behind it (a
 //! // read of b sets a data watch; on a, the farther, only its deletion
@@ -291,6 +291,7 @@ pub use config::{
 };
 pub use input::{Input, SessionEvent};
 pub use interop::Interop;
+pub use kept::NameText;
 pub use multilock::{GroupNotice, MultiLock, MultiLockError};
 pub use name::Access;
 pub use notice::{

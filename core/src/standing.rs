@@ -10,13 +10,20 @@
 
 use std::collections::BTreeSet;
 
-use crate::kept::{KeptName, Probe};
+use crate::kept::{KeptName, NameText, Probe};
 use crate::zk::Stat;
 use crate::zk::WatchClass;
 
-/// What a follower knows of a node it watches, beside its name (kept once, in
-/// [`Standing::watched`]: a session's idle followers each hold one of these per
-/// watch).
+/// A node a follower watches: its name, packed ([`KeptName`]: 16 bytes and
+/// no allocation for a name zkelect made), and what the follower knows of it.
+/// A session's idle followers each hold one of these per watch.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Watched {
+    name: KeptName,
+    note: Note,
+}
+
+/// What a follower knows of a node it watches, beside its name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 struct Note {
     /// Whether the server confirmed a watch, and of which table (under the
@@ -116,14 +123,12 @@ pub(crate) struct Standing {
     /// own (with k = 1, just the predecessor), and under the two-watch
     /// takeover the next one too ([`Limits::spare`]). Its standing can only
     /// change when one of the k goes — deletions further down leave k nodes
-    /// below it.
-    watched: Vec<String>,
-    /// For each of `watched` (the same length, in the same order): whether the
-    /// server confirmed its watch, and what the replies said of it. A listing
-    /// keeps the notes of the names still among the k nearest ([`Self::next`]);
-    /// the machine forgets them all where the watches may be lost (and, under
-    /// the Predecessor strategy, on every listing).
-    notes: Vec<Note>,
+    /// below it. With each, whether the server confirmed its watch, and what
+    /// the replies said of it: a listing keeps the notes of the names still
+    /// among the k nearest ([`Self::next`]); the machine forgets them all
+    /// where the watches may be lost (and, under the Predecessor strategy, on
+    /// every listing).
+    watched: Vec<Watched>,
     /// What few followers need: boxed, so the rest pay 8 bytes for it.
     rare: Option<Box<Rare>>,
 }
@@ -262,7 +267,7 @@ impl Standing {
             && self
                 .lower
                 .iter()
-                .all(|kept| self.watched.iter().any(|w| kept.is(w)))
+                .all(|kept| self.watched.iter().any(|w| w.name == *kept))
     }
 
     /// Forgets the last listing's view of the nodes below ours.
@@ -278,13 +283,17 @@ impl Standing {
         // Assigned, not cleared: a leader (of thousands on one session) keeps
         // no buffer from the time it followed.
         self.watched = Vec::new();
-        self.notes = Vec::new();
         self.synced = false;
     }
 
     /// The nodes watched, nearest first.
-    pub(crate) fn watched(&self) -> &[String] {
-        &self.watched
+    pub(crate) fn watched(&self) -> Vec<String> {
+        self.watched.iter().map(|w| w.name.to_name()).collect()
+    }
+
+    /// The nearest node watched (the predecessor), if any.
+    pub(crate) fn nearest(&self) -> Option<NameText<'_>> {
+        self.watched.first().map(|w| w.name.text())
     }
 
     /// Whether `name` is one of the watched nodes.
@@ -293,7 +302,8 @@ impl Standing {
     }
 
     fn position(&self, name: &str) -> Option<usize> {
-        self.watched.iter().position(|w| w == name)
+        let probe = Probe::new(name);
+        self.watched.iter().position(|w| w.name.matches(&probe))
     }
 
     /// The note on the watched node `name`. The machine reads only nodes
@@ -304,13 +314,18 @@ impl Standing {
         let i = match self.position(name) {
             Some(i) => i,
             None => {
-                push_small(&mut self.watched, name.to_owned());
+                push_small(
+                    &mut self.watched,
+                    Watched {
+                        name: KeptName::new(name),
+                        note: Note::default(),
+                    },
+                );
                 self.synced = false;
-                push_small(&mut self.notes, Note::default());
                 self.watched.len() - 1
             }
         };
-        &mut self.notes[i]
+        &mut self.watched[i].note
     }
 
     /// The server confirmed the watch on `name`, set by a read of `class`.
@@ -324,7 +339,7 @@ impl Standing {
     /// The watch on `name` fired (or may have): it must be set again.
     pub(crate) fn disarm(&mut self, name: &str) {
         if let Some(i) = self.position(name) {
-            self.notes[i].armed = Arming::Unarmed;
+            self.watched[i].note.armed = Arming::Unarmed;
         }
     }
 
@@ -342,7 +357,6 @@ impl Standing {
         if let Some(i) = self.position(name) {
             self.watched.remove(i);
             self.synced = false;
-            self.notes.remove(i);
         }
     }
 
@@ -398,32 +412,34 @@ impl Standing {
         let want = self.lower[self.lower.len() - k..].iter().rev();
         let synced = self.synced && self.watched.len() == k;
         if !synced
-            && (self.watched.len() != k || !want.clone().zip(&self.watched).all(|(n, w)| n.is(w)))
+            && (self.watched.len() != k
+                || !want.clone().zip(&self.watched).all(|(n, w)| *n == w.name))
         {
-            // Exactly k: the lists live as long as the follower waits.
+            // Exactly k: the list lives as long as the follower waits.
             let mut watched = Vec::with_capacity(k);
-            let mut notes = Vec::with_capacity(k);
             for kept in want {
-                let name = kept.to_name();
                 let note = self
-                    .position(&name)
-                    .map(|i| std::mem::take(&mut self.notes[i]))
+                    .watched
+                    .iter_mut()
+                    .find(|w| w.name == *kept)
+                    .map(|w| std::mem::take(&mut w.note))
                     .unwrap_or_default();
-                watched.push(name);
-                notes.push(note);
+                watched.push(Watched {
+                    name: kept.clone(),
+                    note,
+                });
             }
             self.watched = watched;
-            self.notes = notes;
         }
         self.synced = true;
         // The nearest `covering` need a read stat (a child watch set while
         // one was farther is read again: it may be an operator's persistent
         // look-alike, or a newer node under an old name); the spare beyond
         // them needs only its deletion told.
-        self.notes
+        self.watched
             .iter()
             .enumerate()
-            .position(|(i, n)| match n.armed {
+            .position(|(i, w)| match w.note.armed {
                 Arming::Unarmed => true,
                 Arming::Data => false,
                 Arming::Children => i < covering,
@@ -434,7 +450,7 @@ impl Standing {
                 } else {
                     WatchClass::Child
                 };
-                Next::Watch(self.watched[i].clone(), class)
+                Next::Watch(self.watched[i].name.to_name(), class)
             })
     }
 
@@ -675,7 +691,6 @@ mod tests {
             s.next(Limits::count(2)),
             Next::Watch("n1".into(), WatchClass::Data)
         );
-        assert_eq!(s.notes.len(), s.watched.len());
     }
 
     #[test]

@@ -29,7 +29,7 @@ fn a_follower_resuming_after_silence_lists_before_it_takes_over_on_a_held_deleti
     let mut d = Driver::in_queue(config("b"), "n_0000000001", 11, &[P0, "n_0000000001"]);
     d.data_ok(P0, 10);
     d.take_notices();
-    assert_eq!(d.c.watching(), Some(P0));
+    assert_eq!(d.c.watching().as_deref(), Some(P0));
 
     // Silence: the probes get through, their answers are held.
     d.sleep(1_000);

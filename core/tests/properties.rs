@@ -331,7 +331,10 @@ impl World {
                 let path = match target {
                     Target::Own => format!("{PATH}/{}", self.c.node().unwrap_or("n_0000000000")),
                     Target::Pred => {
-                        format!("{PATH}/{}", self.c.watching().unwrap_or("n_0000000001"))
+                        format!(
+                            "{PATH}/{}",
+                            self.c.watching().as_deref().unwrap_or("n_0000000001")
+                        )
                     }
                     Target::Parent => PATH.to_owned(),
                     Target::Child(seq) => format!("{PATH}/{}", plain(self.c.config(), *seq)),

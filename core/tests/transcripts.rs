@@ -42,7 +42,7 @@ fn follower_watches_only_its_predecessor_with_get_data() {
             watch: true
         }
     );
-    assert_eq!(d.c.watching(), Some("n_0000000001"));
+    assert_eq!(d.c.watching().as_deref(), Some("n_0000000001"));
     assert!(
         d.pending.is_empty(),
         "nothing else: no exists-watch, no child watch: {:?}",
@@ -64,7 +64,7 @@ fn predecessor_already_gone_lists_again_at_once() {
     // n_0 may still be below: one listing settles it, however stale the last one was.
     d.children(&["n_0000000000", "n_0000000002"]);
     d.take_data("n_0000000000");
-    assert_eq!(d.c.watching(), Some("n_0000000000"));
+    assert_eq!(d.c.watching().as_deref(), Some("n_0000000000"));
     assert_eq!(d.c.role(), Role::Follower);
 }
 
@@ -351,7 +351,7 @@ fn a_late_deletion_of_an_older_node_of_a_reused_name_does_not_elect() {
     // A read settles it: the node watched now is alive, and watched again.
     d.data_ok("n_0000000000", 30);
     assert_eq!(d.c.role(), Role::Follower);
-    assert_eq!(d.c.watching(), Some("n_0000000000"));
+    assert_eq!(d.c.watching().as_deref(), Some("n_0000000000"));
     // Its own deletion, confirmed the same way, elects.
     d.event(WatchKind::NodeDeleted, "n_0000000000");
     let confirm = d.take_data("n_0000000000");
@@ -455,7 +455,7 @@ fn a_self_contradicting_view_is_listed_again_after_a_growing_backoff() {
         d.own_watch_ok("n_0000000001", 11);
     }
     d.data_ok("n_0000000000", 10);
-    assert_eq!(d.c.watching(), Some("n_0000000000"));
+    assert_eq!(d.c.watching().as_deref(), Some("n_0000000000"));
     d.event(WatchKind::NodeDataChanged, "n_0000000000");
     d.data_ok("n_0000000000", 40);
     assert!(listed_after_a_backoff(&mut d) <= 50);
@@ -484,7 +484,7 @@ fn a_node_listed_again_and_again_but_gone_is_listed_after_a_growing_backoff() {
     d.children(&queue);
     d.data_ok("n_0000000001", 11);
     d.data_ok("n_0000000000", 10);
-    assert_eq!(d.c.watching(), Some("n_0000000001"));
+    assert_eq!(d.c.watching().as_deref(), Some("n_0000000001"));
     // Agreeing again: the next departure is listed at once.
     d.event(WatchKind::NodeDataChanged, "n_0000000001");
     let read = d.take_data("n_0000000001");
@@ -719,7 +719,7 @@ fn curator_nodes_queue_with_ours_by_sequence_and_kazoo_nodes_do_not() {
     let mut d = Driver::in_queue(config("a").interop(Interop::Curator), own, 13, &children);
     assert_eq!(d.c.role(), Role::Follower);
     assert_eq!(
-        d.c.watching(),
+        d.c.watching().as_deref(),
         Some(curator),
         "kazoo's node is not in Curator's queue"
     );
@@ -748,7 +748,7 @@ fn kazoo_nodes_queue_with_ours_and_their_deletion_is_confirmed_by_a_read() {
     let mut d = Driver::in_queue(config("a").interop(Interop::Kazoo), own, 13, &children);
     assert_eq!(d.c.role(), Role::Follower);
     assert_eq!(
-        d.c.watching(),
+        d.c.watching().as_deref(),
         Some(kazoo),
         "Curator's node is not in kazoo's queue"
     );
@@ -840,7 +840,7 @@ fn a_persistent_look_alike_is_skipped_within_one_round_trip_and_reported_once() 
         13,
         &[LOOK_ALIKE, "n_0000000003"],
     );
-    assert_eq!(d.c.watching(), Some(LOOK_ALIKE));
+    assert_eq!(d.c.watching().as_deref(), Some(LOOK_ALIKE));
     d.take_notices();
     persistent(&mut d, LOOK_ALIKE, 1);
     assert!(
@@ -872,7 +872,7 @@ fn persistent_nodes_are_skipped_one_by_one_down_to_a_live_predecessor() {
     let mut d = Driver::in_queue(config("a"), "n_0000000003", 13, &children);
     persistent(&mut d, "n_0000000002", 2);
     assert_eq!(
-        d.c.watching(),
+        d.c.watching().as_deref(),
         Some("n_0000000001"),
         "the next lower, no new listing"
     );
@@ -927,7 +927,7 @@ fn an_event_on_a_skipped_node_or_a_reconnect_makes_it_read_again() {
     d.own_watch_ok("n_0000000003", 13);
     d.children(&[LOOK_ALIKE, "n_0000000003"]);
     assert_eq!(
-        d.c.watching(),
+        d.c.watching().as_deref(),
         Some(LOOK_ALIKE),
         "read again after the reconnect"
     );
@@ -2271,7 +2271,7 @@ fn a_reconnect_syncs_before_the_first_listing_and_a_notification_pays_nothing() 
     d.reply(sync.op, Ok(Reply::Synced));
     d.own_watch_ok("n_0000000001", 11);
     d.children(&["n_0000000000", "n_0000000001"]);
-    assert_eq!(d.c.watching(), Some("n_0000000000"));
+    assert_eq!(d.c.watching().as_deref(), Some("n_0000000000"));
     // The predecessor goes: the failover pays no sync.
     let commands = d.c.stats().commands;
     d.event(WatchKind::NodeDeleted, "n_0000000000");

@@ -450,7 +450,10 @@ impl World {
                 let path = match target {
                     Target::Own => format!("{path}/{}", self.c.node().unwrap_or("n_0000000000")),
                     Target::Watched => {
-                        format!("{path}/{}", self.c.watching().unwrap_or("n_0000000001"))
+                        format!(
+                            "{path}/{}",
+                            self.c.watching().as_deref().unwrap_or("n_0000000001")
+                        )
                     }
                     Target::Parent => path,
                     Target::Child(seq) => format!("{path}/{}", self.plain(*seq)),

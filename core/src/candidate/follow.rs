@@ -429,7 +429,7 @@ impl Candidate {
         #[cfg(feature = "planted")]
         if self.planted == Some(crate::Planted::TakeoverBesideSecond)
             && zero_rtt
-            && self.watching() == Some(pred)
+            && self.watching().as_deref() == Some(pred)
         {
             self.session.standing.remove(pred);
             return self.lead_unlisted(true);

@@ -227,7 +227,7 @@ use std::time::Duration;
 use crate::command::{Command, OpId};
 use crate::config::{Config, Interop, Takeover, WatchStrategy, REVOKE_MESSAGE};
 use crate::input::{Input, SessionEvent};
-use crate::kept::KeptName;
+use crate::kept::{KeptName, NameText};
 use crate::lease::{Connection, Contact, Leadership};
 use crate::name::{self, NodeName, Origin};
 use crate::notice::{CandidateError, DemotionReason, FencingToken, NamespaceFault, Notice, Role};
@@ -415,13 +415,15 @@ impl Candidate {
         self.session.own.as_ref().map(|o| o.token)
     }
 
-    /// The nearest node this candidate watches (its predecessor), if any.
-    pub fn watching(&self) -> Option<&str> {
-        self.session.standing.watched().first().map(String::as_str)
+    /// The nearest node this candidate watches (its predecessor), if any:
+    /// its name as text, printed from the packed form the machine keeps
+    /// (see [`NameText`]), without an allocation.
+    pub fn watching(&self) -> Option<NameText<'_>> {
+        self.session.standing.nearest()
     }
 
     /// Every node this candidate watches, nearest first (k of them with k leaders).
-    pub fn watched(&self) -> &[String] {
+    pub fn watched(&self) -> Vec<String> {
         self.session.standing.watched()
     }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::candidate::{Candidate, Stats};
 use crate::command::Command;
 use crate::input::Input;
+use crate::kept::NameText;
 use crate::notice::{Notice, Role};
 use crate::observer::Observer;
 use crate::revoker::Revoker;
@@ -202,7 +203,7 @@ impl Machine {
     }
 
     /// The nearest node it watches, if any.
-    pub fn watching(&self) -> Option<&str> {
+    pub fn watching(&self) -> Option<NameText<'_>> {
         self.as_candidate().and_then(Candidate::watching)
     }
 

@@ -2,7 +2,7 @@
 //! `Session`, one that has left its session, or a model of another
 //! library's recipe.
 
-use zkelect_core::{Candidate, Exit, FencingToken, Machine, Observer, Role};
+use zkelect_core::{Candidate, Exit, FencingToken, Machine, NameText, Observer, Role};
 
 use crate::foreign::{Foreign, Scheme};
 
@@ -75,11 +75,11 @@ impl<'a> Agent<'a> {
     }
 
     /// The node it watches to know when to move up.
-    pub fn watching(self) -> Option<&'a str> {
+    pub fn watching(self) -> Option<NameText<'a>> {
         match self {
             Self::Machine(m) => m.watching(),
             Self::Stopped(_) => None,
-            Self::Foreign(f) => f.watching(),
+            Self::Foreign(f) => f.watching().map(NameText::from),
         }
     }
 }

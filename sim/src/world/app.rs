@@ -43,7 +43,7 @@ impl World {
             pid,
             agent.role(),
             agent.node(),
-            agent.watching(),
+            agent.watching().as_deref(),
             &verbs,
             || format!("{scheme}: {}", text()),
             &notices,

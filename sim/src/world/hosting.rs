@@ -416,7 +416,7 @@ impl World {
                     *pid,
                     agent.role(),
                     agent.node(),
-                    agent.watching(),
+                    agent.watching().as_deref(),
                     &verbs,
                     || text.clone(),
                     notices,

@@ -436,7 +436,7 @@ impl View {
             rule: config.map_or_else(Default::default, |c| c.rule()),
             own,
             prefix: config.map_or_else(String::new, |c| c.prefix().to_owned()),
-            watching: c.watching().map(str::to_owned),
+            watching: c.watching().map(|name| name.to_string()),
             predecessor,
         }
     }
