@@ -85,6 +85,9 @@ impl Pump {
         let mut tasks: FuturesUnordered<Performing> = FuturesUnordered::new();
         let mut started = Vec::new();
         let mut events_open = true;
+        // The session's deadline, and the one sleep that waits for it.
+        let mut armed: Option<Instant> = None;
+        let mut sleep = std::pin::pin!(tokio::time::sleep_until(Instant::now()));
         loop {
             let (deadline, finished, told, flush) = {
                 let st = hub.lock();
@@ -117,9 +120,19 @@ impl Pump {
                 tasks.extend(started.drain(..));
             }
             let wake_at = deadline.map(|t| hub.clock().instant(t));
+            if wake_at != armed {
+                // Moved only when the deadline moves: a turn that leaves it
+                // where it was (most answers of a burst) keeps its place in
+                // the runtime's timer, where a new sleep each turn took one
+                // and gave it back.
+                if let Some(at) = wake_at {
+                    sleep.as_mut().reset(at);
+                }
+                armed = wake_at;
+            }
             let wake = tokio::select! {
                 biased;
-                () = sleep_until(wake_at), if wake_at.is_some() => Wake::Deadline,
+                () = &mut sleep, if armed.is_some() => Wake::Deadline,
                 e = self.events.recv(), if events_open => Wake::Event(e),
                 Some(answer) = tasks.next(), if !tasks.is_empty() => Wake::Answer(answer),
                 Some(h) = self.handoffs.recv() => Wake::Handoff(h),
@@ -190,12 +203,5 @@ impl Pump {
             let _ = done.send(());
         }
         info!("session closed");
-    }
-}
-
-async fn sleep_until(wake: Option<Instant>) {
-    match wake {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
