@@ -79,26 +79,24 @@ impl Safety {
                 && !revoked_foreign(p)
                 && (!pauses || holds_by_lease(world, p))
         };
-        let holders = world.believed_leaders().filter(counted).count();
-        let weight: usize = world
-            .believed_leaders()
-            .filter(counted)
-            .map(|p| p.weight as usize)
-            .sum();
+        // One pass over the queue's live believed leaders (the count runs
+        // on every step while a paused holder's successor leads).
+        let (mut holders, mut weight, mut any_exclusive) = (0usize, 0usize, false);
+        for p in world.live_leaders_of(q).filter(counted) {
+            holders += 1;
+            weight += p.weight as usize;
+            any_exclusive |= rw && exclusive(&p);
+        }
         // Shared holders (readers) may be any number, but never beside a
         // writer; everyone else: at most k (1 for a mutex or a writer).
         let broken = if rw {
-            holders > 1
-                && world
-                    .believed_leaders()
-                    .filter(counted)
-                    .any(|p| exclusive(&p))
+            holders > 1 && any_exclusive
         } else {
             weight > k
         };
         if broken {
             let leaders: Vec<_> = world
-                .believed_leaders()
+                .live_leaders_of(q)
                 .filter(counted)
                 .map(|p| {
                     format!(

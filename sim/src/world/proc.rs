@@ -240,7 +240,9 @@ pub(super) fn revoked(procs: &[Proc], pid: usize) -> Option<&Revoked> {
     // Most processes were never revoked: the agent is looked up only then.
     let revoked = procs[pid].revoked.as_ref()?;
     let agent = agent(procs, pid);
-    (agent.node() == Some(revoked.node.as_str()) && agent.token() == revoked.token)
+    // The token first: an integer, and it differs whenever the node does
+    // but for a recreated parent's namesake (so the name is compared too).
+    (agent.token() == revoked.token && agent.node() == Some(revoked.node.as_str()))
         .then_some(revoked)
 }
 

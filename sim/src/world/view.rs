@@ -17,7 +17,7 @@ use crate::zk::ZkModel;
 
 use super::agent::Agent;
 use super::census::{Census, Counts};
-use super::proc::{agent, revoked, revoked_at, Proc};
+use super::proc::{agent, revoked, Proc};
 use super::spec::{Phase, QueueSpec, PATH};
 use super::stats::RunStats;
 
@@ -209,6 +209,7 @@ impl View {
         let p = &self.procs[pid];
         let h = &self.procs[p.host];
         let agent = agent(&self.procs, pid);
+        let revoked = revoked(&self.procs, pid);
         Process {
             pid,
             agent,
@@ -229,8 +230,8 @@ impl View {
             session_id: h.session_id,
             session_closed: h.session_closed,
             session_timeout: h.timeout,
-            revoked_at: self.revoked_at(pid),
-            revoke_reached: revoked(&self.procs, pid).map(|r| r.reached),
+            revoked_at: revoked.map(|r| r.at),
+            revoke_reached: revoked.map(|r| r.reached),
             weight: p.weight,
             revocable: p.revocable,
             asked: p.asked.as_ref().map(|(node, at)| (node.as_str(), *at)),
@@ -255,24 +256,21 @@ impl View {
         let Some(ensemble) = self.zk.ensemble() else {
             return;
         };
-        let Some(zxid) = revoked(&self.procs, pid).map(|r| r.zxid) else {
+        // The cheap tests first (this runs after every step): whether the
+        // member is behind the deletion, and only then whether the process
+        // still believes in the deleted node (which compares its name).
+        let Some(zxid) = self.procs[pid].revoked.as_ref().map(|r| r.zxid) else {
             return;
         };
         let session = self.procs[self.procs[pid].host].session_id;
         let behind = session
             .and_then(|s| self.zk.member_of(s))
             .is_some_and(|m| ensemble.last_zxid(m) < zxid);
-        if behind {
+        if behind && revoked(&self.procs, pid).is_some() {
             if let Some(r) = self.procs[pid].revoked.as_mut() {
                 r.reached = self.now;
             }
         }
-    }
-
-    /// When an operator deleted process `pid`'s current node, if one did
-    /// ([`Process::revoked_at`]).
-    pub(super) fn revoked_at(&self, pid: usize) -> Option<Timestamp> {
-        revoked_at(&self.procs, pid)
     }
 
     /// The requests the process's client has sent on its current connection
@@ -304,6 +302,20 @@ impl View {
     pub fn believed_leaders(&self) -> impl Iterator<Item = Process<'_>> + '_ {
         (0..self.procs.len())
             .filter(|&pid| agent(&self.procs, pid).role().is_leader())
+            .map(|pid| self.process(pid))
+    }
+
+    /// The processes of queue `q` that believe they lead right now and have
+    /// not crashed, in pid order: the safety checker's full count, which
+    /// builds a view of only these.
+    pub fn live_leaders_of(&self, q: usize) -> impl Iterator<Item = Process<'_>> + '_ {
+        (0..self.procs.len())
+            .filter(move |&pid| {
+                let p = &self.procs[pid];
+                p.queue == q
+                    && !self.procs[p.host].crashed
+                    && agent(&self.procs, pid).role().is_leader()
+            })
             .map(|pid| self.process(pid))
     }
 
