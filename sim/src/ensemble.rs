@@ -220,6 +220,16 @@ impl Ensemble {
         self.members.get(server).map_or(0, |m| m.tree.zxid())
     }
 
+    /// The oldest zxid any member has applied: a change committed at or
+    /// before it is on every member.
+    pub fn slowest_zxid(&self) -> i64 {
+        self.members
+            .iter()
+            .map(|m| m.tree.zxid())
+            .min()
+            .unwrap_or(0)
+    }
+
     /// Whether `server` is cut off from the quorum.
     pub fn is_cut_off(&self, server: usize) -> bool {
         self.members.get(server).is_some_and(|m| m.cut_off)

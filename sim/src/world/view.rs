@@ -243,11 +243,21 @@ impl View {
     /// session is on has not applied the deletion (after every step of a
     /// run on an ensemble: one server applies it at once).
     pub(super) fn revocations_behind(&mut self) {
-        if self.zk.ensemble().is_none() {
+        let Some(ensemble) = self.zk.ensemble() else {
             return;
-        }
+        };
+        // A deletion every member has applied leaves no one behind: most
+        // steps look up no session's member.
+        let slowest = ensemble.slowest_zxid();
         for i in 0..self.revoked.len() {
-            self.revoked_behind(self.revoked[i]);
+            let pid = self.revoked[i];
+            if self.procs[pid]
+                .revoked
+                .as_ref()
+                .is_some_and(|r| r.zxid > slowest)
+            {
+                self.revoked_behind(pid);
+            }
         }
     }
 
