@@ -317,7 +317,8 @@ impl View {
 
     /// The processes of queue `q` that believe they lead right now and have
     /// not crashed, in pid order: the safety checker's full count, which
-    /// builds a view of only these.
+    /// builds a view of only these. The walk stops at the last of them (the
+    /// census counts them; it is kept exact after every step).
     pub fn live_leaders_of(&self, q: usize) -> impl Iterator<Item = Process<'_>> + '_ {
         (0..self.procs.len())
             .filter(move |&pid| {
@@ -326,6 +327,7 @@ impl View {
                     && !self.procs[p.host].crashed
                     && agent(&self.procs, pid).role().is_leader()
             })
+            .take(self.counts.per_queue[q].leading)
             .map(|pid| self.process(pid))
     }
 
