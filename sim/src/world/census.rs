@@ -137,6 +137,11 @@ impl Counts {
 
     /// Counts machine `pid` alone again (when nothing of its session
     /// changed, only its own agent).
+    /// Whether process `pid` leads and has not crashed, as last counted.
+    pub(super) fn leads(&self, pid: usize) -> bool {
+        self.shares.get(pid).is_some_and(|s| s.leading > 0)
+    }
+
     pub(super) fn recount_one(&mut self, procs: &[Proc], zk: &Server, pid: usize) {
         if self.shares.len() <= pid {
             self.shares.resize(pid + 1, Census::default());

@@ -317,16 +317,11 @@ impl View {
 
     /// The processes of queue `q` that believe they lead right now and have
     /// not crashed, in pid order: the safety checker's full count, which
-    /// builds a view of only these. The walk stops at the last of them (the
-    /// census counts them; it is kept exact after every step).
+    /// builds a view of only these. They are read from the census (kept
+    /// exact after every step), and the walk stops at the last of them.
     pub fn live_leaders_of(&self, q: usize) -> impl Iterator<Item = Process<'_>> + '_ {
         (0..self.procs.len())
-            .filter(move |&pid| {
-                let p = &self.procs[pid];
-                p.queue == q
-                    && !self.procs[p.host].crashed
-                    && agent(&self.procs, pid).role().is_leader()
-            })
+            .filter(move |&pid| self.procs[pid].queue == q && self.counts.leads(pid))
             .take(self.counts.per_queue[q].leading)
             .map(|pid| self.process(pid))
     }
