@@ -34,6 +34,23 @@ pub(super) struct Armed(u64, u64);
 /// fires, and an idle machine of a large session keeps it.
 pub(super) type Armings = Box<[Armed]>;
 
+/// A path hashed under both of a table's keys, to be finished per table
+/// ([`PathHashed::of`]): the digest of `(path, class)` is the path's
+/// bytes then the class, hashed in that order.
+#[derive(Clone)]
+struct PathHashed(std::hash::DefaultHasher, std::hash::DefaultHasher);
+
+impl PathHashed {
+    fn of(&self, class: WatchClass) -> Armed {
+        let one = |hashed: &std::hash::DefaultHasher| {
+            let mut h = hashed.clone();
+            class.hash(&mut h);
+            h.finish()
+        };
+        Armed(one(&self.0), one(&self.1))
+    }
+}
+
 /// The session's watch table.
 #[derive(Debug, Clone)]
 pub(super) struct Watches {
@@ -60,14 +77,21 @@ impl Watches {
     }
 
     fn digest(&self, path: &str, class: WatchClass) -> Armed {
+        self.path_hashed(path).of(class)
+    }
+
+    /// The two keyed hashers with `path` hashed: a watch event's path is
+    /// digested under each table it fires (two for a deletion) from one
+    /// pass over its bytes per key.
+    fn path_hashed(&self, path: &str) -> PathHashed {
         let one = |key: u64| {
             // Fixed hasher (the same in every run), keyed by the seed.
             let mut h = std::hash::DefaultHasher::new();
             key.hash(&mut h);
-            (path, class).hash(&mut h);
-            h.finish()
+            path.hash(&mut h);
+            h
         };
-        Armed(one(self.keys.0), one(self.keys.1))
+        PathHashed(one(self.keys.0), one(self.keys.1))
     }
 
     /// Machine `machine` sends `request`: if it arms a watch, one more of
@@ -108,8 +132,9 @@ impl Watches {
     ) -> (BTreeSet<MachineId>, Vec<(MachineId, Armed)>) {
         let mut to = BTreeSet::new();
         let mut spent = Vec::new();
+        let hashed = self.path_hashed(&event.path);
         for class in WatchClass::fired_by(event.kind) {
-            let entry = self.digest(&event.path, *class);
+            let entry = hashed.of(*class);
             let hit: Vec<(MachineId, u32)> = self
                 .table
                 .range((entry, MachineId(0))..=(entry, MachineId(u64::MAX)))
@@ -178,10 +203,11 @@ impl Watches {
 
     /// The machines `event` would reach now, without firing anything.
     pub(super) fn would_reach(&self, event: &WatchEvent) -> BTreeSet<MachineId> {
+        let hashed = self.path_hashed(&event.path);
         WatchClass::fired_by(event.kind)
             .iter()
-            .flat_map(|class| {
-                let entry = self.digest(&event.path, *class);
+            .flat_map(move |class| {
+                let entry = hashed.of(*class);
                 self.table
                     .range((entry, MachineId(0))..=(entry, MachineId(u64::MAX)))
                     .map(|(&(_, m), _)| m)
