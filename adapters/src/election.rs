@@ -399,7 +399,7 @@ impl Election {
     /// let observation = Election::observe(server.settings(Duration::from_secs(4)), "/svc/leader")
     ///     .start()
     ///     .await?;
-    /// assert_eq!(observation.wait_leader().await?.id, "node-a");
+    /// assert_eq!(observation.wait_leader().await?.id(), Some("node-a"));
     /// observation.close().await;
     /// a.close().await;
     /// # Ok(())
@@ -528,10 +528,10 @@ impl Election {
     /// let a = session.election("/svc/leader").id("a").join().await?;
     /// let b = session.election("/svc/leader").id("b").join().await?;
     /// a.wait_leader().await?;
-    /// let ids: Vec<(String, bool)> =
-    ///     b.participants().await?.into_iter().map(|p| (p.id, p.holds)).collect();
-    /// assert_eq!(ids, [("a".into(), true), ("b".into(), false)]);
-    /// assert_eq!(b.leader().await?.map(|p| p.id).as_deref(), Some("a"));
+    /// let list = b.participants().await?;
+    /// let ids: Vec<(Option<&str>, bool)> = list.iter().map(|p| (p.id(), p.holds)).collect();
+    /// assert_eq!(ids, [(Some("a"), true), (Some("b"), false)]);
+    /// assert_eq!(b.leader().await?.as_ref().and_then(|p| p.id()), Some("a"));
     /// # session.close().await;
     /// # Ok(())
     /// # }

@@ -302,7 +302,7 @@
 //! let election = session.election("/svc/leader").id("node-a").join().await?;
 //! election.wait_leader().await?;
 //! let leader = election.leader().await?;
-//! assert_eq!(leader.map(|p| p.id).as_deref(), Some("node-a"));
+//! assert_eq!(leader.as_ref().and_then(|p| p.id()), Some("node-a"));
 //! println!("{} candidates", election.participants().await?.len());
 //! # session.close().await;
 //! # Ok(())

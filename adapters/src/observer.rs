@@ -46,9 +46,9 @@ impl Session {
     ///     workers.push(session.election("/svc/workers").id(id).leaders(2).join().await?);
     /// }
     /// let observation = session.observe("/svc/workers", Recipe::Election { leaders: 2 }).start().await?;
-    /// let ids: Vec<(String, bool)> =
-    ///     observation.participants().into_iter().map(|p| (p.id, p.holds)).collect();
-    /// assert_eq!(ids, [("a".into(), true), ("b".into(), true), ("c".into(), false)]);
+    /// let list = observation.participants();
+    /// let ids: Vec<(Option<&str>, bool)> = list.iter().map(|p| (p.id(), p.holds)).collect();
+    /// assert_eq!(ids, [(Some("a"), true), (Some("b"), true), (Some("c"), false)]);
     /// session.close().await;
     /// # Ok(())
     /// # }
@@ -256,7 +256,9 @@ impl Observation {
     /// # async fn example(observation: zkelect::Observation) {
     /// let mut queue = observation.changes();
     /// while queue.changed().await.is_ok() {
-    ///     let ids: Vec<String> = queue.borrow_and_update().iter().map(|p| p.id.clone()).collect();
+    ///     // A node whose id a revocation request replaced has none.
+    ///     let ids: Vec<Option<String>> =
+    ///         queue.borrow_and_update().iter().map(|p| p.id().map(str::to_owned)).collect();
     ///     println!("queue: {ids:?}");
     /// }
     /// # }
@@ -343,7 +345,9 @@ mod tests {
     const SESSION: Duration = Duration::from_secs(4);
 
     fn ids(list: &[Participant]) -> Vec<(&str, bool)> {
-        list.iter().map(|p| (p.id.as_str(), p.holds)).collect()
+        list.iter()
+            .map(|p| (p.id().unwrap_or_default(), p.holds))
+            .collect()
     }
 
     #[tokio::test(start_paused = true)]
@@ -371,7 +375,10 @@ mod tests {
             ids(&o.participants()),
             [("a", true), ("b", true), ("c", false)]
         );
-        assert_eq!(o.leader().map(|p| p.id), Some("a".into()));
+        assert_eq!(
+            o.leader().and_then(|p| p.id().map(str::to_owned)),
+            Some("a".into())
+        );
         assert_eq!(o.holders().len(), 2);
         // Tokens are the nodes' czxids: they grow in queue order.
         let tokens: Vec<i64> = o.participants().iter().map(|p| p.token.0).collect();
@@ -383,7 +390,7 @@ mod tests {
             .wait_for(|l| ids(l) == [("b", true), ("c", true)])
             .await
             .unwrap();
-        assert_eq!(o.wait_leader().await.unwrap().id, "b");
+        assert_eq!(o.wait_leader().await.unwrap().id(), Some("b"));
         o.close().await;
         // Its last list still names b, but a stopped observation knows no leader.
         assert!(matches!(o.wait_leader().await, Err(ObserveError::Closed)));
@@ -449,7 +456,7 @@ mod tests {
             .join()
             .await
             .unwrap();
-        assert_eq!(waiting.await.unwrap().unwrap().id, "h");
+        assert_eq!(waiting.await.unwrap().unwrap().id(), Some("h"));
         holder.close().await;
         // Nobody holds again; a waiter is told when the observation stops.
         let waiting = tokio::spawn({

@@ -31,15 +31,11 @@ pub(crate) struct Entry {
     pub(crate) access: &'static str,
     /// The permits it asks for (a weighted semaphore's weight, 1 otherwise).
     pub(crate) weight: u32,
-    /// The candidate's id (the node's data up to the first newline); `None`
-    /// (`null`) once a revocation request was written over it.
-    pub(crate) id: Option<String>,
-    /// The candidate's extra data, if any.
-    pub(crate) data: Option<String>,
-    /// A cooperative revocation request (`__REVOKE__`, `revoke --ask` or
-    /// Curator's `Revoker`) replaced the node's data: its id is unknown, the
-    /// node is still its owner's until it lets go.
-    pub(crate) revocation_requested: bool,
+    /// Who the node says it is. In JSON its fields sit in the entry itself:
+    /// `"identity": "known"` with `id` and `data`, or `"identity":
+    /// "revocation_request"` with neither.
+    #[serde(flatten)]
+    pub(crate) identity: Identity,
     /// Which library wrote it: zkelect, curator, kazoo.
     pub(crate) origin: &'static str,
     /// The nearest node this one watches (its predecessor), if it follows.
@@ -53,6 +49,42 @@ pub(crate) struct Entry {
     pub(crate) session: String,
     /// Its fencing token (the node's czxid).
     pub(crate) token: i64,
+}
+
+/// Who a node says it is: the id and data its owner wrote, or a
+/// cooperative revocation request (`__REVOKE__`, `revoke --ask` or Curator's
+/// `Revoker`) that replaced them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "identity", rename_all = "snake_case")]
+pub(crate) enum Identity {
+    /// The id and data the candidate stored.
+    Known {
+        /// The candidate's id (the node's data up to the first newline).
+        id: String,
+        /// The candidate's extra data, if any.
+        data: Option<String>,
+    },
+    /// A revocation request replaced the node's data: its id is unknown,
+    /// and the node is still its owner's until it lets go.
+    RevocationRequest,
+}
+
+impl Entry {
+    /// The candidate's id, unless a revocation request replaced it.
+    pub(crate) fn id(&self) -> Option<&str> {
+        match &self.identity {
+            Identity::Known { id, .. } => Some(id),
+            Identity::RevocationRequest => None,
+        }
+    }
+
+    /// The candidate's extra data, if any is known.
+    pub(crate) fn data(&self) -> Option<&str> {
+        match &self.identity {
+            Identity::Known { data, .. } => data.as_deref(),
+            Identity::RevocationRequest => None,
+        }
+    }
 }
 
 /// The whole picture of one election or lock.
@@ -95,10 +127,14 @@ impl QueueView {
                         Access::Shared => "shared",
                     },
                     weight: p.weight,
-                    id: (!p.revocation_requested).then(|| p.id.clone()),
-                    data: (!p.data.is_empty())
-                        .then(|| String::from_utf8_lossy(&p.data).into_owned()),
-                    revocation_requested: p.revocation_requested,
+                    identity: match &p.identity {
+                        zkelect_core::Identity::Known { id, data } => Identity::Known {
+                            id: id.clone(),
+                            data: (!data.is_empty())
+                                .then(|| String::from_utf8_lossy(data).into_owned()),
+                        },
+                        zkelect_core::Identity::RevocationRequest => Identity::RevocationRequest,
+                    },
                     origin: match parsed.map(|n| n.origin) {
                         Some(Origin::Curator) => "curator",
                         Some(Origin::Kazoo) => "kazoo",
@@ -154,7 +190,7 @@ impl QueueView {
         let words = self.words();
         let name = |e: &Entry| {
             let reader = if e.access == "shared" { "read " } else { "" };
-            match &e.id {
+            match e.id() {
                 Some(id) => format!("{reader}{id} ({})", e.node),
                 None => format!("{reader}{UNKNOWN} ({}, {REQUESTED})", e.node),
             }
@@ -214,23 +250,20 @@ impl QueueView {
             } else {
                 words.waiting
             };
-            let id = e.id.as_deref().unwrap_or(UNKNOWN);
+            let id = e.id().unwrap_or(UNKNOWN);
             let watches = if e.watched.is_empty() {
                 String::new()
             } else {
                 format!("  watches {}", e.watched.join(", "))
             };
-            let data = e
-                .data
-                .as_deref()
-                .map_or(String::new(), |d| format!("  data={d:?}"));
+            let data = e.data().map_or(String::new(), |d| format!("  data={d:?}"));
             let origin = if e.origin == "zkelect" {
                 String::new()
             } else {
                 format!("  [{}]", e.origin)
             };
             let access = if e.access == "shared" { "  (read)" } else { "" };
-            let requested = if e.revocation_requested {
+            let requested = if e.identity == Identity::RevocationRequest {
                 format!("  {REQUESTED}")
             } else {
                 String::new()
@@ -295,15 +328,16 @@ mod tests {
     fn p(node: &str, id: &str, holds: bool, access: Access) -> Participant {
         let seq = name::split_sequence(node).map_or(0, |(_, s)| s);
         Participant {
-            id: id.into(),
-            data: Vec::new(),
+            identity: zkelect_core::Identity::Known {
+                id: id.into(),
+                data: Vec::new(),
+            },
             weight: 1,
             node: node.into(),
             token: FencingToken(100 + i64::from(seq)),
             owner: SessionId(0x10 + i64::from(seq)),
             holds,
             access,
-            revocation_requested: false,
         }
     }
 
@@ -314,12 +348,13 @@ mod tests {
     #[test]
     fn a_holder_asked_to_let_go_shows_its_node_and_the_request_with_no_id() {
         let mut holder = p("m_0000000001", "", true, Access::Exclusive);
-        holder.revocation_requested = true;
+        holder.identity = zkelect_core::Identity::RevocationRequest;
         let waiter = p("m_0000000002", "node-b", false, Access::Exclusive);
         let mutex = ObserverConfig::new("/locks/x", Recipe::Mutex);
         let view = QueueView::of(&mutex, &[holder, waiter]);
-        assert_eq!(view.queue[0].id, None);
-        assert!(view.queue[0].revocation_requested && !view.queue[1].revocation_requested);
+        assert_eq!(view.queue[0].id(), None);
+        assert_eq!(view.queue[0].identity, Identity::RevocationRequest);
+        assert_eq!(view.queue[1].id(), Some("node-b"));
         assert_eq!(
             view.line(),
             "2 node(s); holder(s): (id unknown) (m_0000000001, revocation requested); \
@@ -335,16 +370,22 @@ mod tests {
         );
         assert!(!text.contains("__REVOKE__"), "{text}");
         let json = serde_json::to_value(&view).unwrap();
-        assert_eq!(json["queue"][0]["id"], serde_json::Value::Null);
-        assert_eq!(json["queue"][0]["revocation_requested"], true);
+        // A request carries no id and no data: the keys are absent, not null.
+        assert_eq!(json["queue"][0]["identity"], "revocation_request");
+        assert_eq!(json["queue"][0].get("id"), None);
+        assert_eq!(json["queue"][0].get("data"), None);
+        assert_eq!(json["queue"][1]["identity"], "known");
         assert_eq!(json["queue"][1]["id"], "node-b");
-        assert_eq!(json["queue"][1]["revocation_requested"], false);
+        assert_eq!(json["queue"][1]["data"], serde_json::Value::Null);
     }
 
     #[test]
     fn view_shows_the_reported_order_leaders_watchers_owners_and_data() {
         let mut a = p("n_0000000003", "node-a", true, Access::Exclusive);
-        a.data = b"10.0.0.1:80".to_vec();
+        a.identity = zkelect_core::Identity::Known {
+            id: "node-a".into(),
+            data: b"10.0.0.1:80".to_vec(),
+        };
         let b = p(
             "_c_00000000000000bb-n_0000000007",
             "node-b",
@@ -353,8 +394,8 @@ mod tests {
         );
         let view = QueueView::of(&election(1), &[a, b]);
         assert_eq!(view.queue.len(), 2);
-        assert_eq!(view.queue[0].id.as_deref(), Some("node-a"));
-        assert_eq!(view.queue[0].data.as_deref(), Some("10.0.0.1:80"));
+        assert_eq!(view.queue[0].id(), Some("node-a"));
+        assert_eq!(view.queue[0].data(), Some("10.0.0.1:80"));
         assert_eq!(view.queue[0].sequence, 3);
         assert!(view.queue[0].leader && !view.queue[1].leader);
         assert_eq!(view.queue[0].watches, None, "a leader watches nobody");
@@ -548,8 +589,14 @@ mod tests {
             .iter()
             .map(|e| {
                 format!(
-                    "{} {:?} {} {} {} {:?} {}",
-                    e.node, e.id, e.leader, e.session, e.token, e.data, e.revocation_requested
+                    "{} {:?} {} {} {} {:?} {:?}",
+                    e.node,
+                    e.id(),
+                    e.leader,
+                    e.session,
+                    e.token,
+                    e.data(),
+                    e.identity == Identity::RevocationRequest
                 )
             })
             .collect();

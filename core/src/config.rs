@@ -4,6 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::acl::{Acl, AclEntry, AclError};
+use crate::notice::Identity;
 use crate::rule::Rule;
 
 pub use crate::interop::Interop;
@@ -603,6 +604,74 @@ pub const DOWNGRADED: &[u8] = b"\0read\n";
 /// ```
 pub fn is_downgraded(payload: &[u8]) -> bool {
     payload.starts_with(DOWNGRADED)
+}
+
+/// Whether `payload` (a node's data) is a cooperative revocation request:
+/// [`REVOKE_MESSAGE`] alone, as every revoker writes it, or after a
+/// downgraded writer's mark ([`downgrade_mark`] keeps both).
+///
+/// The request itself stays exactly Curator's bytes: a Curator holder
+/// compares its node's data with them byte for byte (`Arrays.equals` in
+/// `LockInternals`), so a request written any other way would never reach
+/// it. The marked form is written only by a zkelect writer that downgraded,
+/// into its own node, which no Curator holder reads.
+///
+/// ```
+/// use zkelect_core::config::{is_downgraded, is_revocation_request, DOWNGRADED, REVOKE_MESSAGE};
+/// assert!(is_revocation_request(REVOKE_MESSAGE));
+/// let marked = [DOWNGRADED, REVOKE_MESSAGE].concat();
+/// assert!(is_revocation_request(&marked) && is_downgraded(&marked));
+/// assert!(!is_revocation_request(b"__REVOKE__\ndata"));
+/// ```
+pub fn is_revocation_request(payload: &[u8]) -> bool {
+    payload.strip_prefix(DOWNGRADED).unwrap_or(payload) == REVOKE_MESSAGE
+}
+
+/// What a downgraded writer writes into its node, whose data is now
+/// `current`: the mark, then its own payload (`own`,
+/// [`Config::node_payload`]), or the revocation request `current` carries.
+///
+/// Anyone's write over the node replaces the mark (a revoker's request is
+/// Curator's bytes alone, written blind: it cannot know the node was
+/// marked), and without the mark a reader behind, a listing after a
+/// reconnect and an observer see an exclusive writer again. So the writer
+/// writes its mark back; over a request it keeps the request too, so that
+/// an observer still shows the request, and readers still read past.
+///
+/// ```
+/// use zkelect_core::config::{downgrade_mark, is_revocation_request, split_payload, REVOKE_MESSAGE};
+/// let over_request = downgrade_mark(REVOKE_MESSAGE, b"w\nx");
+/// assert!(is_revocation_request(&over_request));
+/// let over_other = downgrade_mark(b"an operator's bytes", b"w\nx");
+/// assert_eq!(split_payload(&over_other), ("w".to_owned(), b"x".to_vec()));
+/// ```
+pub fn downgrade_mark(current: &[u8], own: &[u8]) -> Vec<u8> {
+    let kept = if is_revocation_request(current) {
+        REVOKE_MESSAGE
+    } else {
+        own
+    };
+    [DOWNGRADED, kept].concat()
+}
+
+/// What a node's data says of its participant, as an observer reads it:
+/// a revocation request ([`is_revocation_request`]), which leaves nothing
+/// of the id behind, or the id and data [`split_payload`] finds.
+///
+/// ```
+/// use zkelect_core::config::identity_of;
+/// use zkelect_core::Identity;
+/// assert_eq!(identity_of(b"__REVOKE__"), Identity::RevocationRequest);
+/// assert_eq!(identity_of(b"\0read\n__REVOKE__"), Identity::RevocationRequest);
+/// assert_eq!(identity_of(b"a\nx"), Identity::Known { id: "a".into(), data: b"x".to_vec() });
+/// ```
+pub fn identity_of(payload: &[u8]) -> Identity {
+    if is_revocation_request(payload) {
+        Identity::RevocationRequest
+    } else {
+        let (id, data) = split_payload(payload);
+        Identity::Known { id, data }
+    }
 }
 
 /// Splits a node payload written by [`Config::node_payload`] into id and data.

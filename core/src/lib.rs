@@ -295,7 +295,7 @@ pub use kept::NameText;
 pub use multilock::{GroupNotice, MultiLock, MultiLockError};
 pub use name::Access;
 pub use notice::{
-    CandidateError, DemotionReason, FencingToken, NamespaceFault, Notice, Participant,
+    CandidateError, DemotionReason, FencingToken, Identity, NamespaceFault, Notice, Participant,
     RevocationError, Role,
 };
 pub use observer::{Observer, ObserverConfig, ObserverStats};

@@ -261,24 +261,9 @@ impl Role {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Participant {
-    /// The participant's id: its node's data up to the first `\n` (zkelect
-    /// writes `id\ndata`; Curator's LeaderLatch and kazoo's Election write the
-    /// id alone). Empty when a revocation request was written over it
-    /// ([`revocation_requested`](Self::revocation_requested)): the id is
-    /// then unknown.
-    pub id: String,
-    /// The application data the participant stored after its id
-    /// (`ConfigBuilder::data`, e.g. its address); empty if none, for
-    /// Curator's and kazoo's nodes, and once a revocation request was
-    /// written over it.
-    pub data: Vec<u8>,
-    /// The node's data is a cooperative revocation request
-    /// ([`REVOKE_MESSAGE`](crate::config::REVOKE_MESSAGE), `__REVOKE__`, as
-    /// Curator's `Revoker` and [`Revoker`](crate::Revoker) write it): the
-    /// request replaced the id and data the participant stored, so both are
-    /// unknown (`id` and `data` are empty). The node is still its owner's
-    /// ([`owner`](Self::owner)) until it lets go.
-    pub revocation_requested: bool,
+    /// Who the node says it is: the id and data its owner stored, or a
+    /// revocation request written over them.
+    pub identity: Identity,
     /// How many permits it asks for: its weight in a weighted semaphore,
     /// 1 otherwise.
     pub weight: u32,
@@ -295,6 +280,58 @@ pub struct Participant {
     /// Shared (a read lock's reader, or a writer that downgraded to one) or
     /// exclusive (every other node).
     pub access: Access,
+}
+
+impl Participant {
+    /// The participant's id, unless a revocation request hid it
+    /// ([`Identity::RevocationRequest`]).
+    pub fn id(&self) -> Option<&str> {
+        match &self.identity {
+            Identity::Known { id, .. } => Some(id),
+            Identity::RevocationRequest => None,
+        }
+    }
+
+    /// The application data the participant stored after its id; empty if
+    /// none, and when a revocation request hid it.
+    pub fn data(&self) -> &[u8] {
+        match &self.identity {
+            Identity::Known { data, .. } => data,
+            Identity::RevocationRequest => &[],
+        }
+    }
+
+    /// Whether a revocation request was written over the node
+    /// ([`Identity::RevocationRequest`]).
+    pub fn is_revocation_requested(&self) -> bool {
+        self.identity == Identity::RevocationRequest
+    }
+}
+
+/// What a participant's node data says of it: its id and data, or a
+/// revocation request that replaced them. One or the other: a request
+/// leaves nothing of the id behind, so there is no id to carry beside it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Identity {
+    /// The id and data the participant stored.
+    Known {
+        /// The participant's id: its node's data up to the first `\n`
+        /// (zkelect writes `id\ndata`; Curator's LeaderLatch and kazoo's
+        /// Election write the id alone).
+        id: String,
+        /// The application data the participant stored after its id
+        /// (`ConfigBuilder::data`, e.g. its address); empty if none, and for
+        /// Curator's and kazoo's nodes.
+        data: Vec<u8>,
+    },
+    /// The node's data is a cooperative revocation request
+    /// ([`REVOKE_MESSAGE`](crate::config::REVOKE_MESSAGE), `__REVOKE__`, as
+    /// Curator's `Revoker` and [`Revoker`](crate::Revoker) write it): the
+    /// request replaced the id and data the participant stored, so both are
+    /// unknown. The node is still its owner's ([`Participant::owner`]) until
+    /// it lets go.
+    RevocationRequest,
 }
 
 /// Why a revocation request was not delivered.

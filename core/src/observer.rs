@@ -46,7 +46,7 @@
 //!     o.handle(t, Input::Reply { op: read.op, result: Ok(Reply::Data { data: id.into(), stat }) });
 //! }
 //! let Some(Notice::Participants(list)) = o.poll_notice() else { panic!("no list") };
-//! assert_eq!(list[0].id, "a");
+//! assert_eq!(list[0].id(), Some("a"));
 //! assert!(list[0].holds && !list[1].holds);
 //! assert_eq!(o.leader().map(|p| p.token), Some(FencingToken(70)));
 //! # Ok::<(), ConfigError>(())
@@ -57,13 +57,12 @@ use std::time::Duration;
 
 use crate::command::{Command, OpId};
 use crate::config::{
-    is_downgraded, split_payload, validate_path, validate_prefix, ConfigError, Interop,
-    LEADERS_MAX, REVOKE_MESSAGE,
+    identity_of, is_downgraded, validate_path, validate_prefix, ConfigError, Interop, LEADERS_MAX,
 };
 use crate::input::{Input, SessionEvent};
 use crate::name::{self, Access, NodeName};
 pub use crate::notice::Participant;
-use crate::notice::{CandidateError, FencingToken, Notice};
+use crate::notice::{CandidateError, FencingToken, Identity, Notice};
 use crate::rule::Recipe;
 use crate::time::Timestamp;
 use crate::timer::Backoff;
@@ -258,16 +257,12 @@ enum Slot {
     Reading { op: Option<OpId> },
     /// Read: a live participant.
     Live {
-        id: String,
-        data: Vec<u8>,
+        identity: Identity,
         token: FencingToken,
         /// The session that owns it (its `ephemeralOwner`).
         owner: SessionId,
         /// Its data says its writer downgraded to a reader.
         downgraded: bool,
-        /// Its data is a revocation request, written over its id and data
-        /// (both empty here).
-        revocation_requested: bool,
     },
     /// Persistent (`ephemeralOwner` 0): a look-alike no process holds; skipped.
     Persistent,
@@ -278,12 +273,10 @@ enum Slot {
 /// A listed node read as live, while the list is judged.
 struct Live<'a> {
     node: &'a NodeName,
-    id: &'a String,
-    data: &'a Vec<u8>,
+    identity: &'a Identity,
     token: FencingToken,
     owner: SessionId,
     access: Access,
-    revocation_requested: bool,
 }
 
 /// What a request in flight was for.
@@ -799,23 +792,11 @@ impl Observer {
         if stat.ephemeral_owner == 0 {
             Slot::Persistent
         } else {
-            // A revocation request replaces the whole payload: what was the
-            // id is gone, and reading the request as one would name a
-            // participant `__REVOKE__`.
-            let revocation_requested = data == REVOKE_MESSAGE;
-            let downgraded = is_downgraded(data);
-            let (id, data) = if revocation_requested {
-                (String::new(), Vec::new())
-            } else {
-                split_payload(data)
-            };
             Slot::Live {
-                id,
-                data,
+                identity: identity_of(data),
                 token: FencingToken(stat.czxid),
                 owner: SessionId(stat.ephemeral_owner),
-                downgraded,
-                revocation_requested,
+                downgraded: is_downgraded(data),
             }
         }
     }
@@ -898,20 +879,16 @@ impl Observer {
             .iter()
             .filter_map(|node| match self.slots.get(&node.name) {
                 Some(Slot::Live {
-                    id,
-                    data,
+                    identity,
                     token,
                     owner,
                     downgraded,
-                    revocation_requested,
                 }) => Some(Live {
                     node,
-                    id,
-                    data,
+                    identity,
                     token: *token,
                     owner: *owner,
                     access: access(node, *downgraded),
-                    revocation_requested: *revocation_requested,
                 }),
                 _ => None,
             })
@@ -933,15 +910,13 @@ impl Observer {
                     .zip(&live)
                     .zip(&holds)
                     .all(|((p, l), &holds)| {
-                        p.id == *l.id
-                            && p.data == *l.data
+                        p.identity == *l.identity
                             && p.weight == l.node.weight
                             && p.node == l.node.name
                             && p.token == l.token
                             && p.owner == l.owner
                             && p.holds == holds
                             && p.access == l.access
-                            && p.revocation_requested == l.revocation_requested
                     })
         });
         if same {
@@ -952,15 +927,13 @@ impl Observer {
             .iter()
             .zip(holds)
             .map(|(l, holds)| Participant {
-                id: l.id.clone(),
-                data: l.data.clone(),
+                identity: l.identity.clone(),
                 weight: l.node.weight,
                 node: l.node.name.clone(),
                 token: l.token,
                 owner: l.owner,
                 holds,
                 access: l.access,
-                revocation_requested: l.revocation_requested,
             })
             .collect();
         self.changed = false;

@@ -138,7 +138,14 @@ impl Obs {
             .filter_map(|n| match n {
                 Notice::Participants(list) => Some(
                     list.iter()
-                        .map(|p| (p.id.clone(), p.node.clone(), p.token.0, p.holds))
+                        .map(|p| {
+                            (
+                                p.id().unwrap_or_default().to_owned(),
+                                p.node.clone(),
+                                p.token.0,
+                                p.holds,
+                            )
+                        })
                         .collect(),
                 ),
                 _ => None,
@@ -180,7 +187,7 @@ fn lists_reads_each_node_and_reports_the_queue_with_k_holders() {
             p("c", "_c_00000000000000cc-n_0000000003", 30, false),
         ]]
     );
-    assert_eq!(d.o.leader().map(|p| p.id.as_str()), Some("a"));
+    assert_eq!(d.o.leader().and_then(|p| p.id()), Some("a"));
     assert!(d.pending.is_empty());
 }
 
@@ -285,12 +292,12 @@ fn after_the_sequence_wrap_the_oldest_node_leads_not_the_newest() {
     d.read("n_2147483647", "second", 20);
     d.read("n_-2147483648", "third", 30);
     d.read("n_-2147483647", "newest", 40);
-    assert_eq!(d.o.leader().map(|p| p.id.as_str()), Some("second"));
+    assert_eq!(d.o.leader().and_then(|p| p.id()), Some("second"));
     d.children_changed();
     d.list(&["n_-2147483647", "n_-2147483648"]);
     d.read("n_-2147483648", "third", 30);
     d.read("n_-2147483647", "newest", 40);
-    assert_eq!(d.o.leader().map(|p| p.id.as_str()), Some("third"));
+    assert_eq!(d.o.leader().and_then(|p| p.id()), Some("third"));
 }
 
 /// Lists `nodes` (name, id, czxid), answers each read, returns who holds with which access.
@@ -308,7 +315,7 @@ fn holders_of(config: ObserverConfig, nodes: &[(&str, &str, i64)]) -> Vec<(Strin
     assert_eq!(d.lists().len(), 1);
     d.o.participants()
         .iter()
-        .map(|p| (p.id.clone(), p.holds, p.access))
+        .map(|p| (p.id().unwrap_or_default().to_owned(), p.holds, p.access))
         .collect()
 }
 
@@ -407,7 +414,7 @@ fn a_writer_that_downgrades_after_it_was_read_is_shown_shared() {
     let holds = |d: &Obs| -> Vec<(String, bool, Access)> {
         d.o.participants()
             .iter()
-            .map(|p| (p.id.clone(), p.holds, p.access))
+            .map(|p| (p.id().unwrap_or_default().to_owned(), p.holds, p.access))
             .collect()
     };
     assert_eq!(d.lists().len(), 1);
@@ -447,18 +454,15 @@ fn a_revocation_request_written_over_a_node_is_reported_with_no_id() {
     d.read("m_0000000001", "a\nhost-a", 1);
     d.read("m_0000000002", "b", 2);
     assert_eq!(d.lists().len(), 1);
-    let seen = |d: &Obs| -> Vec<(String, Vec<u8>, bool, bool)> {
+    let seen = |d: &Obs| -> Vec<(Identity, bool)> {
         d.o.participants()
             .iter()
-            .map(|p| {
-                (
-                    p.id.clone(),
-                    p.data.clone(),
-                    p.holds,
-                    p.revocation_requested,
-                )
-            })
+            .map(|p| (p.identity.clone(), p.holds))
             .collect()
+    };
+    let known = |id: &str, data: &[u8]| Identity::Known {
+        id: id.into(),
+        data: data.to_vec(),
     };
     // Someone asks the holder to let go: the request replaces its data,
     // read again at the next change of the queue.
@@ -472,8 +476,8 @@ fn a_revocation_request_written_over_a_node_is_reported_with_no_id() {
     assert_eq!(
         seen(&d),
         [
-            (String::new(), Vec::new(), true, true),
-            ("b".to_owned(), Vec::new(), false, false)
+            (Identity::RevocationRequest, true),
+            (known("b", b""), false)
         ]
     );
     // Text that merely starts with the request is an id like any other.
@@ -481,10 +485,7 @@ fn a_revocation_request_written_over_a_node_is_reported_with_no_id() {
     d.list(&["m_0000000001", "m_0000000002"]);
     d.read("m_0000000001", "__REVOKE__", 1);
     d.read("m_0000000002", "__REVOKE__\ndata", 2);
-    assert_eq!(
-        seen(&d)[1],
-        ("__REVOKE__".to_owned(), b"data".to_vec(), false, false)
-    );
+    assert_eq!(seen(&d)[1], (known("__REVOKE__", b"data"), false));
 }
 
 #[test]
@@ -1312,7 +1313,14 @@ fn settles(start: i32, k: u32, absent: bool, acts: Vec<Act>) -> Result<(), TestC
         w.d.o
             .participants()
             .iter()
-            .map(|p| (p.id.clone(), p.node.clone(), p.token.0, p.holds))
+            .map(|p| {
+                (
+                    p.id().unwrap_or_default().to_owned(),
+                    p.node.clone(),
+                    p.token.0,
+                    p.holds,
+                )
+            })
             .collect();
     prop_assert_eq!(got, want);
     Ok(())

@@ -15,7 +15,7 @@ use serde::Serialize;
 use zkelect_core::name::{NodeName, Origin};
 use zkelect_core::{
     Access, Acl, AclEntry, AclScheme, CandidateError, Command, ConnectionPolicy, ConnectionState,
-    CreateMode, DemotionReason, Exit, FencingToken, GroupId, GroupNotice, Input, Interop,
+    CreateMode, DemotionReason, Exit, FencingToken, GroupId, GroupNotice, Identity, Input, Interop,
     MachineId, NamespaceFault, Notice, ObserverConfig, ObserverStats, OpId, Participant, Perms,
     Recipe, Reply, Request, RevocationError, Role, Rule, SessionEvent, SessionId, Stat, Takeover,
     Timestamp, Traffic, Verb, WatchEvent, WatchKind, WatchStrategy, ZkCode,
@@ -67,15 +67,16 @@ fn name() -> NodeName {
 
 fn participant() -> Participant {
     Participant {
-        id: "node-a".into(),
-        data: b"10.0.0.7:8080".to_vec(),
+        identity: Identity::Known {
+            id: "node-a".into(),
+            data: b"10.0.0.7:8080".to_vec(),
+        },
         weight: 2,
         node: "_c_0123abcd-n_0000000042".into(),
         token: FencingToken(0x1_0000_0001),
         owner: SessionId(0x0100_0a2b_3c4d_5e6f),
         holds: true,
         access: Access::Shared,
-        revocation_requested: false,
     }
 }
 
@@ -393,7 +394,13 @@ fn covered() -> BTreeSet<&'static str> {
             Origin::Curator,
             Origin::Kazoo,
         ]),
-        round_trip([participant()]),
+        round_trip([
+            participant(),
+            Participant {
+                identity: Identity::RevocationRequest,
+                ..participant()
+            },
+        ]),
         round_trip([
             Recipe::Election { leaders: 3 },
             Recipe::Mutex,

@@ -116,7 +116,7 @@ async fn lock_data_is_stored_and_observed(client: Client) {
         .expect("observe");
     let holder = observation.leader().expect("a holder");
     assert_eq!(
-        (holder.id.as_str(), holder.data.as_slice()),
+        (holder.id().unwrap_or_default(), holder.data()),
         ("worker-1", &b"10.0.0.7:8080"[..])
     );
     let permit = s1
@@ -133,7 +133,7 @@ async fn lock_data_is_stored_and_observed(client: Client) {
         .expect("observe the semaphore");
     let p = &slots.participants()[0];
     assert_eq!(
-        (p.id.as_str(), p.data.as_slice(), p.holds),
+        (p.id().unwrap_or_default(), p.data(), p.holds),
         ("encoder", &b"gpu0"[..], true)
     );
     drop((guard, permit));
@@ -220,7 +220,9 @@ async fn an_election_lists_its_participants_and_leader(client: Client) {
         .await
         .expect("c joins");
     let ids = |ps: Vec<zkelect::Participant>| -> Vec<(String, bool)> {
-        ps.into_iter().map(|p| (p.id, p.holds)).collect()
+        ps.into_iter()
+            .map(|p| (p.id().unwrap_or_default().to_owned(), p.holds))
+            .collect()
     };
     let listed = ids(b.participants().await.expect("participants"));
     assert_eq!(
@@ -228,15 +230,23 @@ async fn an_election_lists_its_participants_and_leader(client: Client) {
         [("a".into(), true), ("b".into(), false), ("c".into(), false)]
     );
     let from_c = c.participants().await.expect("participants");
-    assert_eq!(from_c[2].data, b"c-data");
+    assert_eq!(from_c[2].data(), b"c-data");
     assert_eq!(
-        c.leader().await.expect("leader").map(|p| p.id).as_deref(),
+        c.leader()
+            .await
+            .expect("leader")
+            .as_ref()
+            .and_then(|p| p.id()),
         Some("a")
     );
     a.close().await;
     let mut next = None;
     for _ in 0..300 {
-        next = c.leader().await.expect("leader").map(|p| p.id);
+        next = c
+            .leader()
+            .await
+            .expect("leader")
+            .and_then(|p| p.id().map(str::to_owned));
         if next.as_deref() == Some("b") {
             break;
         }

@@ -22,7 +22,9 @@ use harness::{children, raw, retry, start_server, Client, SESSION, SETTLE};
 const PATH: &str = "/observed/workers";
 
 fn ids(list: &[Participant]) -> Vec<(String, bool)> {
-    list.iter().map(|p| (p.id.clone(), p.holds)).collect()
+    list.iter()
+        .map(|p| (p.id().unwrap_or_default().to_owned(), p.holds))
+        .collect()
 }
 
 fn expect(pairs: &[(&str, bool)]) -> Vec<(String, bool)> {
@@ -81,7 +83,10 @@ async fn two_leaders_and_an_observer(client: Client) {
             assert_eq!(cand.role(), Role::Leader(p.token), "{p:?}");
         }
     }
-    assert_eq!(observation.leader().map(|p| p.id), Some("a".into()));
+    assert_eq!(
+        observation.leader().and_then(|p| p.id().map(str::to_owned)),
+        Some("a".into())
+    );
     assert_eq!(observation.holders().len(), 2);
 
     // A session-level observation of the same queue agrees.
@@ -102,7 +107,10 @@ async fn two_leaders_and_an_observer(client: Client) {
     .await
     .expect("the observation sees b and c lead")
     .expect("the observation runs");
-    assert_eq!(observation.leader().map(|p| p.id), Some("b".into()));
+    assert_eq!(
+        observation.leader().and_then(|p| p.id().map(str::to_owned)),
+        Some("b".into())
+    );
     let b_token = observation.leader().map(|p| p.token);
     assert!(b_token > list.first().map(|p| p.token), "tokens only grow");
 
@@ -133,7 +141,7 @@ async fn two_leaders_and_an_observer(client: Client) {
         .expect("wait_leader returns once d leads")
         .expect("the task")
         .expect("a leader");
-    assert_eq!(leader.id, "d");
+    assert_eq!(leader.id(), Some("d"));
     // The observer may see d at the front before d's own machine has read
     // its listing: d's own belief is awaited, and its token must agree.
     let token = tokio::time::timeout(SETTLE, d.wait_leader())

@@ -14,7 +14,11 @@ fn participants(h: &Harness, id: MachineId) -> Vec<Vec<String>> {
     h.notices_of(id)
         .into_iter()
         .filter_map(|n| match n {
-            Notice::Participants(list) => Some(list.into_iter().map(|p| p.id).collect()),
+            Notice::Participants(list) => Some(
+                list.iter()
+                    .map(|p| p.id().unwrap_or_default().to_owned())
+                    .collect(),
+            ),
             _ => None,
         })
         .collect()
