@@ -601,14 +601,109 @@ fn a_downgrade_written_over_reads_first_so_a_revocation_request_is_heard() {
             ..stat(10, SID)
         })),
     );
-    assert!(matches!(
-        write.request,
-        Request::SetData {
-            version: Some(2),
-            ..
-        }
-    ));
+    // The request is kept under the mark: an observer still shows it.
+    let Request::SetData { data, version, .. } = &write.request else {
+        unreachable!()
+    };
+    assert_eq!(*version, Some(2));
+    assert_eq!(data, &[config::DOWNGRADED, REVOKE_MESSAGE].concat());
     assert!(w.take_notices().contains(&Notice::Downgraded));
+}
+
+#[test]
+fn a_downgraded_writer_asked_to_let_go_writes_its_mark_back_and_readers_still_read_past() {
+    // W0 holds and downgrades; R1 waits behind it. Not revocable: a
+    // request still reaches its node (anyone may write it), and takes the
+    // mark away.
+    let own = "_c_000000000000b000-w_0000000000";
+    let mut w = joined_as("w", Rule::Write, own, 10, &[own, "r_0000000001"]);
+    assert!(w.c.role().is_leader());
+    // A holder sets its own-node watch once its node has aged.
+    w.age_node();
+    assert!(w.act(Candidate::downgrade));
+    let read = w.take_data(own);
+    w.reply(
+        read.op,
+        Ok(Reply::Data {
+            data: b"w".to_vec(),
+            stat: Stat {
+                version: 0,
+                ..stat(10, SID)
+            },
+        }),
+    );
+    answer_set(
+        &mut w,
+        own,
+        Ok(Reply::Set(Stat {
+            version: 1,
+            ..stat(10, SID)
+        })),
+    );
+    assert_eq!(w.take_notices().last(), Some(&Notice::Downgraded));
+    // A writer's own-node watch is a data watch: its mark fired it. Read
+    // again, the node carries the mark: nothing to write.
+    w.event(WatchKind::NodeDataChanged, own);
+    let again = w.take_own_watch(own);
+    assert!(matches!(
+        again.request,
+        Request::GetData { watch: true, .. }
+    ));
+    let marked = [config::DOWNGRADED, b"w"].concat();
+    w.reply(
+        again.op,
+        Ok(Reply::Data {
+            data: marked,
+            stat: Stat {
+                version: 1,
+                ..stat(10, SID)
+            },
+        }),
+    );
+    assert!(!w.has_pending(Verb::SetData), "{:?}", w.pending);
+    // A revoker writes Curator's request over the node, blind.
+    w.event(WatchKind::NodeDataChanged, own);
+    let again = w.take_own_watch(own);
+    w.reply(
+        again.op,
+        Ok(Reply::Data {
+            data: REVOKE_MESSAGE.to_vec(),
+            stat: Stat {
+                version: 2,
+                ..stat(10, SID)
+            },
+        }),
+    );
+    assert!(w.c.is_downgraded(), "still a reader meanwhile");
+    assert_eq!(w.c.access(), Access::Shared);
+    // The mark goes back over the request, expecting the request's version;
+    // the application was told once, and is not told again.
+    let write = answer_set(
+        &mut w,
+        own,
+        Ok(Reply::Set(Stat {
+            version: 3,
+            ..stat(10, SID)
+        })),
+    );
+    let Request::SetData { data, version, .. } = &write.request else {
+        unreachable!()
+    };
+    assert_eq!(*version, Some(2));
+    let kept = [config::DOWNGRADED, REVOKE_MESSAGE].concat();
+    assert_eq!(data, &kept);
+    assert!(config::is_revocation_request(data) && config::is_downgraded(data));
+    assert_eq!(
+        w.take_notices(),
+        [],
+        "no second Downgraded, no request heard"
+    );
+    assert!(w.c.is_downgraded() && w.c.role().is_leader());
+    // A reader that comes now reads the node and holds beside W0.
+    let mut r = joined_as("r", Rule::Read, "r_0000000001", 11, &[own, "r_0000000001"]);
+    assert_eq!(r.c.role(), Role::Follower);
+    r.data_at(own, 10, 3, &kept);
+    assert_eq!(r.c.role(), Role::Leader(FencingToken(11)));
 }
 
 #[test]

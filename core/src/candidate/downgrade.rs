@@ -16,6 +16,14 @@
 //! reader. Atomic (no moment without a hold), and nothing is ever added
 //! below anyone.
 //!
+//! The mark lives in data anyone may write. A revocation request is
+//! Curator's bytes alone, written blind, and an operator may write too: the
+//! write takes the mark away, and a reader that comes later, a listing after
+//! a reconnect and an observer would see an exclusive writer again. So a
+//! writer's own-node watch is a data watch, and a downgraded writer that
+//! reads its node unmarked writes the mark back, with the request kept
+//! (`config::downgrade_mark`); the request was heard from the read first.
+//!
 //! Stricter than Curator: its readers (and kazoo's) do not read our nodes'
 //! data, so behind a downgraded zkelect writer they wait until it leaves,
 //! and a Curator reader's downgrade is not honoured by zkelect writers'
@@ -23,7 +31,7 @@
 
 use super::state::*;
 use super::*;
-use crate::config::{is_downgraded, DOWNGRADED};
+use crate::config::{downgrade_mark, is_downgraded};
 use crate::name::Access;
 
 impl Candidate {
@@ -47,18 +55,23 @@ impl Candidate {
         if !writes || !holds || own.downgrade != Downgrade::No {
             return false;
         }
-        own.downgrade = Downgrade::Due;
+        own.downgrade = Downgrade::Due { told: false };
         self.advance();
         true
     }
 
     /// Whether this writer's downgrade is done: its node says it reads
-    /// (once [`Notice::Downgraded`] is out).
+    /// (once [`Notice::Downgraded`] is out; also while a write over the
+    /// mark is being undone).
     pub fn is_downgraded(&self) -> bool {
-        self.session
-            .own
-            .as_ref()
-            .is_some_and(|o| o.downgrade == Downgrade::Done)
+        self.session.own.as_ref().is_some_and(|o| {
+            matches!(
+                o.downgrade,
+                Downgrade::Done
+                    | Downgrade::Due { told: true }
+                    | Downgrade::AwaitProof { told: true }
+            )
+        })
     }
 
     /// Whether the server refused this writer's downgrade
@@ -86,7 +99,7 @@ impl Candidate {
             .session
             .own
             .as_ref()
-            .filter(|o| o.downgrade == Downgrade::Due)
+            .filter(|o| matches!(o.downgrade, Downgrade::Due { .. }))
         else {
             return;
         };
@@ -117,17 +130,7 @@ impl Candidate {
                 if is_downgraded(&data) {
                     return self.downgraded();
                 }
-                let path = self.child_path(name);
-                let mut marked = DOWNGRADED.to_vec();
-                marked.extend_from_slice(&self.config.node_payload());
-                self.emit(
-                    Purpose::DowngradeWrite(name.to_owned()),
-                    Request::SetData {
-                        path,
-                        data: marked,
-                        version: Some(stat.version),
-                    },
-                );
+                self.write_mark(name, &data, stat.version);
             }
             other => self.downgrade_failed(other.err()),
         }
@@ -141,21 +144,71 @@ impl Candidate {
             Ok(_) => self.downgraded(),
             // Written meanwhile (a revocation request, an operator):
             // read it, then write again.
-            Err(ZkCode::BadVersion) => self.set_downgrade(Downgrade::Due),
+            Err(ZkCode::BadVersion) => self.downgrade_due(),
             Err(code) => self.downgrade_failed(Some(code)),
         }
     }
 
-    fn downgraded(&mut self) {
+    /// Writes the mark over the node's `data`, read at `version`
+    /// ([`downgrade_mark`]: a revocation request there is kept).
+    fn write_mark(&mut self, name: &str, data: &[u8], version: i32) {
+        let path = self.child_path(name);
+        let marked = downgrade_mark(data, &self.config.node_payload());
+        self.emit(
+            Purpose::DowngradeWrite(name.to_owned()),
+            Request::SetData {
+                path,
+                data: marked,
+                version: Some(version),
+            },
+        );
+    }
+
+    /// Our node, downgraded, reads `data` at `version`: a write over it (a
+    /// revocation request, which a revoker writes blind, or an operator's)
+    /// took the mark away, and readers behind would wait for an exclusive
+    /// writer again. Write the mark back, expecting that version; a write
+    /// meanwhile fails it, and the read that follows tries again.
+    pub(super) fn keep_mark(&mut self, data: &[u8], version: i32) {
+        let Some(own) = self.session.own.as_mut() else {
+            return;
+        };
+        if own.downgrade != Downgrade::Done || is_downgraded(data) || self.step == Step::Delete {
+            return;
+        }
+        own.downgrade = Downgrade::Due { told: true };
+        let name = own.name.to_string();
         if self
-            .session
-            .own
-            .as_ref()
-            .is_some_and(|o| o.downgrade != Downgrade::Done)
+            .in_flight_for(|p| matches!(p, Purpose::DowngradeRead(_) | Purpose::DowngradeWrite(_)))
+            .is_none()
         {
-            self.set_downgrade(Downgrade::Done);
+            self.write_mark(&name, data, version);
+        }
+    }
+
+    fn downgraded(&mut self) {
+        let told = match self.session.own.as_ref().map(|o| o.downgrade) {
+            Some(Downgrade::Done) | None => return,
+            Some(Downgrade::Due { told } | Downgrade::AwaitProof { told }) => told,
+            Some(Downgrade::No | Downgrade::Refused) => false,
+        };
+        self.set_downgrade(Downgrade::Done);
+        if !told {
             self.outbox.notice(Notice::Downgraded);
         }
+    }
+
+    /// Tries the mark again (read, then write), keeping whether the
+    /// application was told it is done.
+    fn downgrade_due(&mut self) {
+        let told = self.is_downgraded();
+        self.set_downgrade(Downgrade::Due { told });
+    }
+
+    /// Tries the mark again once the connection proves it works.
+    fn downgrade_awaits_proof(&mut self) {
+        let told = self.is_downgraded();
+        self.set_downgrade(Downgrade::AwaitProof { told });
     }
 
     fn downgrade_failed(&mut self, code: Option<ZkCode>) {
@@ -168,7 +221,7 @@ impl Candidate {
             }
             // Lost to the connection (a write may have landed: the next
             // read tells), or an answer of the wrong kind.
-            _ => self.set_downgrade(Downgrade::AwaitProof),
+            _ => self.downgrade_awaits_proof(),
         }
     }
 

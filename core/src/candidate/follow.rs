@@ -37,8 +37,14 @@ impl Candidate {
     /// which session owns it (the create's or a read's stat on this
     /// connection, or a transport that reports session ids on connecting,
     /// where a move to another session is caught; else [`OwnWatch::Recheck`]).
+    ///
+    /// Not a writer's either: a writer that downgrades marks its node's
+    /// data, and must see a write that takes the mark away (see
+    /// [`keep_mark`](Self::keep_mark)).
     pub(super) fn own_watch_by_children(&self) -> bool {
-        self.session.own_watch != OwnWatch::Recheck && !self.config.revocable()
+        self.session.own_watch != OwnWatch::Recheck
+            && !self.config.revocable()
+            && self.config.rule() != crate::Rule::Write
     }
 
     pub(super) fn send_probe(&mut self) {
@@ -544,6 +550,7 @@ impl Candidate {
                 }
                 self.learn_session(stat);
                 self.check_revocation(&data, stat.version);
+                self.keep_mark(&data, stat.version);
                 // An event that overtook this reply already spent the watch.
                 if !spent {
                     self.own_watch_armed();

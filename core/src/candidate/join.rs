@@ -122,8 +122,8 @@ impl Candidate {
             self.session.own_watch = self.own_watch_lost();
         }
         if let Some(own) = self.session.own.as_mut() {
-            if own.downgrade == Downgrade::AwaitProof {
-                own.downgrade = Downgrade::Due;
+            if let Downgrade::AwaitProof { told } = own.downgrade {
+                own.downgrade = Downgrade::Due { told };
             }
         }
     }

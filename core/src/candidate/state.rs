@@ -289,10 +289,13 @@ pub(super) enum Downgrade {
     /// Not asked for.
     No,
     /// Asked for: read the node (its version, and any revocation request in
-    /// it), then write the marker expecting that version.
-    Due,
+    /// it), then write the marker expecting that version. `told` once
+    /// [`Notice::Downgraded`](crate::Notice::Downgraded) is out: the marker
+    /// was written, and a write over it (a revocation request, an
+    /// operator's) took it away, so it is written again.
+    Due { told: bool },
     /// The last attempt failed on the connection: wait for proof it works.
-    AwaitProof,
+    AwaitProof { told: bool },
     /// Written: readers behind may hold.
     Done,
     /// The server refused the write (no write permission on the node): the

@@ -331,9 +331,10 @@ impl Driver {
     /// Whether an own-node watch on `name` is pending.
     pub fn own_watch_pending(&self, name: &str) -> bool {
         let path = format!("{PATH}/{name}");
-        self.pending.iter().any(
-            |c| matches!(&c.request, Request::GetChildren { path: p, watch: true } if *p == path),
-        )
+        self.pending.iter().any(|c| {
+            matches!(&c.request, Request::GetChildren { path: p, watch: true }
+                | Request::GetData { path: p, watch: true } if *p == path)
+        })
     }
 
     /// Moves the clock through the probe ticks after which a node's own
