@@ -574,24 +574,63 @@ impl Observer {
             self.relist();
             return;
         }
-        // A read-write lock's nodes carry a data watch of ours: a writer
-        // that downgrades says so in its data, which the listing does not
-        // show. A listing reads every node again.
-        if event.kind == WatchKind::NodeDataChanged
-            && self.watches_data()
-            && event
-                .path
-                .strip_prefix(self.config.path.as_str())
-                .is_some_and(|rest| rest.starts_with('/'))
-        {
-            self.relist();
+        // A data watch of ours fired (see `watches_data`): read that node
+        // again, which sets the watch again. The queue is as it was: its
+        // changes come by the child watch.
+        if event.kind != WatchKind::NodeDataChanged {
+            return;
+        }
+        let Some(name) = event
+            .path
+            .strip_prefix(self.config.path.as_str())
+            .and_then(|rest| rest.strip_prefix('/'))
+        else {
+            return;
+        };
+        if let Some(slot) = self.slots.get_mut(name) {
+            if *slot != Slot::Persistent {
+                *slot = Slot::Reading { op: None };
+                self.unsent = true;
+                self.changed = true;
+            }
         }
     }
 
-    /// Whether its reads set data watches: in a read-write lock, where a
-    /// writer's data changes when it downgrades to a reader.
-    fn watches_data(&self) -> bool {
-        self.config.recipe == Recipe::ReadWrite
+    /// The nodes whose reads set a data watch (`None`: every node), so that
+    /// what their data says is reported when it changes, not at the next
+    /// change of the queue.
+    ///
+    /// In a read-write lock, every node: a writer that downgrades says so
+    /// in its data. In the other recipes, the holders only (the head of the
+    /// queue as the listing orders it, persistent look-alikes left out): a
+    /// revocation request is written into a holder's node. A node that
+    /// holds there holds until it goes, so its watch is set at the read
+    /// after the listing that shows it holds. What it costs the server per
+    /// observer: one watch entry per holding node (one for a mutex or an
+    /// election of one leader, k or the permits at most), one notification
+    /// per write into a holder's node (a request), and one more when a
+    /// holder goes (its data watch fires beside the parent's child watch).
+    fn watches_data(&self) -> Option<BTreeSet<String>> {
+        if self.config.recipe == Recipe::ReadWrite {
+            return None;
+        }
+        let Some(queue) = &self.queue else {
+            return Some(BTreeSet::new());
+        };
+        let candidates: Vec<&NodeName> = queue
+            .iter()
+            .filter(|n| !self.persistent_reported.contains(&n.name))
+            .collect();
+        let heads = self
+            .config
+            .recipe
+            .holders_of(candidates.iter().map(|n| (n.access, n.weight)));
+        Some(
+            heads
+                .into_iter()
+                .map(|i| candidates[i].name.clone())
+                .collect(),
+        )
     }
 
     fn on_reply(&mut self, op: OpId, result: Result<Reply, ZkCode>) {
@@ -769,6 +808,12 @@ impl Observer {
                     self.notices.push_back(Notice::PersistentSkipped {
                         node: name.to_owned(),
                     });
+                    // It may have been counted among the holders whose data
+                    // is watched, and a node behind it may hold unwatched:
+                    // a new listing leaves the look-alike out (once per one).
+                    if self.config.recipe != Recipe::ReadWrite {
+                        self.relist();
+                    }
                 }
             }
             Err(ZkCode::NoNode) => *slot = Slot::Gone,
@@ -837,10 +882,15 @@ impl Observer {
             } else {
                 Vec::new()
             };
+            let watched = if unread.is_empty() {
+                Some(BTreeSet::new())
+            } else {
+                self.watches_data()
+            };
             for name in unread {
                 self.stats.reads += 1;
                 let path = self.child_path(&name);
-                let watch = self.watches_data();
+                let watch = watched.as_ref().is_none_or(|heads| heads.contains(&name));
                 let op = self.send(Request::GetData { path, watch }, Op::Read(name.clone()));
                 if let Some(slot) = self.slots.get_mut(&name) {
                     *slot = Slot::Reading { op: Some(op) };

@@ -75,10 +75,9 @@ impl Obs {
             .pending
             .iter()
             .position(|c| {
-                matches!(&c.request, Request::GetData { path: p, watch }
-                    // A read-write lock's reads watch the data (a writer
-                    // downgrades in it); the others' do not.
-                    if *p == path && *watch == (self.o.config().recipe() == Recipe::ReadWrite))
+                // Whether it watches the data is the observer's rule,
+                // checked where it matters.
+                matches!(&c.request, Request::GetData { path: p, .. } if *p == path)
             })
             .unwrap_or_else(|| panic!("no read of {name} pending in {:?}", self.pending));
         self.pending.remove(at)
@@ -426,17 +425,25 @@ fn a_writer_that_downgrades_after_it_was_read_is_shown_shared() {
         ]
     );
     // The writer downgrades: its data changes, which its read watched.
+    // That node alone is read again (the queue is as it was).
     d.feed(Input::Watch(WatchEvent {
         kind: WatchKind::NodeDataChanged,
         path: format!("{PATH}/w_0000000001"),
     }));
-    d.list(&["w_0000000001", "r_0000000002"]);
-    d.read("w_0000000001", "\0read\nw", 1);
-    assert!(
-        d.lists().is_empty(),
-        "nothing until every node is read again"
+    assert!(d.pending.iter().all(|c| c.request.kind() == Verb::GetData));
+    let again = d.take_read("w_0000000001");
+    assert!(matches!(
+        again.request,
+        Request::GetData { watch: true, .. }
+    ));
+    assert!(d.pending.is_empty(), "{:?}", d.pending);
+    d.answer(
+        &again,
+        Ok(Reply::Data {
+            data: b"\0read\nw".to_vec(),
+            stat: live(1),
+        }),
     );
-    d.read("r_0000000002", "r", 2);
     assert_eq!(d.lists().len(), 1);
     assert_eq!(
         holds(&d),
@@ -486,6 +493,122 @@ fn a_revocation_request_written_over_a_node_is_reported_with_no_id() {
     d.read("m_0000000001", "__REVOKE__", 1);
     d.read("m_0000000002", "__REVOKE__\ndata", 2);
     assert_eq!(seen(&d)[1], (known("__REVOKE__", b"data"), false));
+}
+
+#[test]
+fn a_revocation_request_is_reported_when_made_by_a_data_watch_on_the_holders_only() {
+    // A semaphore of 2 permits: the two oldest hold, the third waits.
+    let mut d = Obs::new(ObserverConfig::new(PATH, Recipe::Semaphore { permits: 2 }));
+    let nodes = ["s_0000000001", "s_0000000002", "s_0000000003"];
+    d.list(&nodes);
+    let watches: Vec<bool> = nodes
+        .iter()
+        .map(|n| {
+            let cmd = d.take_read(n);
+            let Request::GetData { watch, .. } = cmd.request else {
+                unreachable!()
+            };
+            let seq = i64::from(n.as_bytes()[n.len() - 1] - b'0');
+            d.answer(
+                &cmd,
+                Ok(Reply::Data {
+                    data: format!("id{seq}").into_bytes(),
+                    stat: live(seq),
+                }),
+            );
+            watch
+        })
+        .collect();
+    // The holders' data is watched, the waiter's is not.
+    assert_eq!(watches, [true, true, false]);
+    assert_eq!(d.lists().len(), 1);
+    // A request is written into the second holder's node: its watch fires,
+    // and that node alone is read again (watching again), at once.
+    d.feed(Input::Watch(WatchEvent {
+        kind: WatchKind::NodeDataChanged,
+        path: format!("{PATH}/s_0000000002"),
+    }));
+    let again = d.take_read("s_0000000002");
+    assert!(matches!(
+        again.request,
+        Request::GetData { watch: true, .. }
+    ));
+    assert!(d.pending.is_empty(), "no listing: {:?}", d.pending);
+    d.answer(
+        &again,
+        Ok(Reply::Data {
+            data: REVOKE_MESSAGE.to_vec(),
+            stat: live(2),
+        }),
+    );
+    assert_eq!(d.lists().len(), 1, "the request is news");
+    let identities: Vec<Identity> =
+        d.o.participants()
+            .iter()
+            .map(|p| p.identity.clone())
+            .collect();
+    assert_eq!(identities[1], Identity::RevocationRequest);
+    assert!(d.o.participants()[1].holds);
+    // A data event for a node not listed (late, or of another queue's
+    // node) reads nothing.
+    d.feed(Input::Watch(WatchEvent {
+        kind: WatchKind::NodeDataChanged,
+        path: format!("{PATH}/s_0000000009"),
+    }));
+    assert!(d.pending.is_empty(), "{:?}", d.pending);
+    // The first holder goes: the waiter holds now, and the read after
+    // the listing watches its data.
+    d.children_changed();
+    d.list(&nodes[1..]);
+    let second = d.take_read("s_0000000002");
+    let third = d.take_read("s_0000000003");
+    assert!(matches!(
+        second.request,
+        Request::GetData { watch: true, .. }
+    ));
+    assert!(matches!(
+        third.request,
+        Request::GetData { watch: true, .. }
+    ));
+}
+
+#[test]
+fn a_persistent_look_alike_at_the_head_is_listed_again_so_the_holder_behind_is_watched() {
+    let mut d = Obs::new(ObserverConfig::new(PATH, Recipe::Mutex));
+    d.list(&["m_0000000001", "m_0000000002"]);
+    let first = d.take_read("m_0000000001");
+    assert!(matches!(
+        first.request,
+        Request::GetData { watch: true, .. }
+    ));
+    let second = d.take_read("m_0000000002");
+    assert!(matches!(
+        second.request,
+        Request::GetData { watch: false, .. }
+    ));
+    // The head is a persistent node: nobody's. The node behind holds.
+    d.answer(
+        &first,
+        Ok(Reply::Data {
+            data: Vec::new(),
+            stat: Stat::default(),
+        }),
+    );
+    d.answer(
+        &second,
+        Ok(Reply::Data {
+            data: b"b".to_vec(),
+            stat: live(2),
+        }),
+    );
+    // A listing again, which leaves the look-alike out: now the holder's
+    // read watches its data.
+    d.list(&["m_0000000001", "m_0000000002"]);
+    let second = d.take_read("m_0000000002");
+    assert!(matches!(
+        second.request,
+        Request::GetData { watch: true, .. }
+    ));
 }
 
 #[test]

@@ -37,9 +37,10 @@ struct Watch {
 }
 
 impl Watch {
-    fn start(zk: &str, path: &str, transport: &str, dir: &Path) -> Watch {
-        let out = dir.join(format!("watch-{transport}.out"));
-        let err = dir.join(format!("watch-{transport}.err"));
+    fn start(zk: &str, path: &str, transport: &str, dir: &Path, extra: &[&str]) -> Watch {
+        let name = path.replace('/', "_");
+        let out = dir.join(format!("watch-{transport}{name}.out"));
+        let err = dir.join(format!("watch-{transport}{name}.err"));
         let child = Command::new(zkelect_bin())
             .args([
                 "status",
@@ -54,6 +55,7 @@ impl Watch {
                 "--watch",
                 "--json",
             ])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(fs::File::create(&out).expect("watch.out"))
             .stderr(fs::File::create(err).expect("watch.err"))
@@ -83,6 +85,19 @@ impl Watch {
     /// Waits for line `n` (1-based) and returns the ids of its queue, oldest
     /// first, each with whether it leads.
     fn line(&self, n: usize) -> Vec<(String, bool)> {
+        self.entries(n)
+            .iter()
+            .map(|e| {
+                (
+                    e["id"].as_str().expect("an id").to_owned(),
+                    e["leader"].as_bool().expect("leader"),
+                )
+            })
+            .collect()
+    }
+
+    /// Waits for line `n` (1-based) and returns its queue's entries.
+    fn entries(&self, n: usize) -> Vec<serde_json::Value> {
         let line = wait_for(
             &format!("line {n} of status --watch --json"),
             WITHIN,
@@ -97,14 +112,7 @@ impl Watch {
         line["queue"]
             .as_array()
             .unwrap_or_else(|| panic!("no queue in {line}"))
-            .iter()
-            .map(|e| {
-                (
-                    e["id"].as_str().expect("an id").to_owned(),
-                    e["leader"].as_bool().expect("leader"),
-                )
-            })
-            .collect()
+            .clone()
     }
 }
 
@@ -157,6 +165,12 @@ impl Plain {
         self.create(&format!("{path}/n_"), id, CreateMode::EphemeralSequential)
     }
 
+    fn set_data(&self, path: &str, data: &[u8]) {
+        self.rt
+            .block_on(self.zk.set_data(path, data.to_vec(), None))
+            .unwrap_or_else(|e| panic!("set_data {path}: {e:?}"));
+    }
+
     fn delete(&self, path: &str) {
         self.rt
             .block_on(self.zk.delete(path, None))
@@ -189,7 +203,7 @@ fn status_watch_json_prints_one_line_per_change_through_the_paths_death() {
         let root = format!("/watched-{transport}");
         let path = format!("{root}/svc");
         // Started before the path (or its parent) exists: the empty queue.
-        let watch = Watch::start(&zk, &path, transport, dir.path());
+        let watch = Watch::start(&zk, &path, transport, dir.path(), &[]);
         assert_eq!(watch.line(1), ids(&[]), "{}", watch.text());
         // The path is made: nobody's standing changes, no line.
         plain.create(&root, "", CreateMode::Persistent);
@@ -222,5 +236,57 @@ fn status_watch_json_prints_one_line_per_change_through_the_paths_death() {
             watch.text()
         );
         println!("{transport}:\n{}", watch.text());
+    }
+}
+
+/// A revocation request written into a mutex holder's node is a line of
+/// `status --watch` when it is made, not at the next change of the queue:
+/// the observer watches the holder's data (and only the holder's: a
+/// request written into a waiter's node shows at the next change).
+#[test]
+fn status_watch_shows_a_revocation_request_when_it_is_made() {
+    let server = ZkServer::start().unwrap_or_else(|e| panic!("cannot start ZooKeeper: {e}"));
+    let zk = server.connect_string();
+    let dir = tempfile::Builder::new()
+        .prefix("zkelect-status-watch-revoke-test-")
+        .tempdir()
+        .expect("a temporary directory");
+    let plain = Plain::connect(&zk);
+    for transport in ["zookeeper-async", "zookeeper-client"] {
+        let path = format!("/revoked-{transport}");
+        plain.create(&path, "", CreateMode::Persistent);
+        let mutex = format!("{path}/m_");
+        let a = plain.create(&mutex, "a", CreateMode::EphemeralSequential);
+        plain.create(&mutex, "b", CreateMode::EphemeralSequential);
+        let watch = Watch::start(&zk, &path, transport, dir.path(), &["--recipe", "mutex"]);
+        assert_eq!(
+            watch.line(1),
+            ids(&[("a", true), ("b", false)]),
+            "{}",
+            watch.text()
+        );
+        // Someone asks the holder to let go (Curator's bytes, as
+        // `revoke --ask` writes them): the next line shows it, the queue
+        // otherwise as it was.
+        plain.set_data(&a, b"__REVOKE__");
+        let entries = watch.entries(2);
+        assert_eq!(entries.len(), 2, "{}", watch.text());
+        assert_eq!(
+            entries[0]["identity"],
+            "revocation_request",
+            "{}",
+            watch.text()
+        );
+        assert_eq!(entries[0]["leader"], true, "{}", watch.text());
+        assert_eq!(entries[0].get("id"), None, "{}", watch.text());
+        assert_eq!(entries[1]["id"], "b", "{}", watch.text());
+        // Nothing more happened: no line may follow.
+        std::thread::sleep(QUIET);
+        assert_eq!(
+            watch.lines().len(),
+            2,
+            "{transport}: one line per change\n{}",
+            watch.text()
+        );
     }
 }
