@@ -8,7 +8,11 @@
 //! does not say which node it is, see [`Observer`]), orders the queue as
 //! serial numbers ([`name::order`], so the order stays right after the
 //! parent's sequence counter wraps past 2^31 − 1) and reports the whole list
-//! as [`Notice::Participants`] whenever it changes — and only then.
+//! as [`Notice::Participants`] whenever it changes — and only then. Its
+//! reads of the holders' nodes (of every node in a read-write lock) set a
+//! data watch, so a revocation request written into a holder's node (or a
+//! writer's downgrade) is reported when it is made: that node alone is
+//! read again.
 //!
 //! It follows the queue's path through its absence: a path that does not
 //! exist yet, or that is deleted (an operator's `deleteall`, a redeploy),
