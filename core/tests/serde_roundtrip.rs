@@ -401,6 +401,7 @@ fn covered() -> BTreeSet<&'static str> {
                 ..participant()
             },
         ]),
+        round_trip([participant().identity, Identity::RevocationRequest]),
         round_trip([
             Recipe::Election { leaders: 3 },
             Recipe::Mutex,
