@@ -481,6 +481,24 @@ fn answer_set(d: &mut Driver, name: &str, result: Result<Reply, ZkCode>) -> Comm
     cmd
 }
 
+/// Answers the writer's `setData` of its mark on `name` as written at
+/// `written` (the node's new version), and gives the mark's bytes and the
+/// version the write expected.
+fn answer_mark(d: &mut Driver, name: &str, written: i32) -> (Vec<u8>, Option<i32>) {
+    let write = answer_set(
+        d,
+        name,
+        Ok(Reply::Set(Stat {
+            version: written,
+            ..stat(10, SID)
+        })),
+    );
+    match write.request {
+        Request::SetData { data, version, .. } => (data, version),
+        other => panic!("not a setData: {other:?}"),
+    }
+}
+
 #[test]
 fn a_writer_downgrades_in_place_readers_behind_join_it_and_writers_behind_still_wait() {
     // W0 holds; R1 (a reader) and W2 (a writer) queue behind it.
@@ -529,24 +547,14 @@ fn a_writer_downgrades_in_place_readers_behind_join_it_and_writers_behind_still_
             },
         }),
     );
-    let write = answer_set(
-        &mut w,
-        own,
-        Ok(Reply::Set(Stat {
-            version: 1,
-            ..stat(10, SID)
-        })),
-    );
-    let Request::SetData { data, version, .. } = &write.request else {
-        unreachable!()
-    };
-    assert_eq!(*version, Some(0));
-    assert_eq!(data, &[config::DOWNGRADED, b"w"].concat());
+    let (data, version) = answer_mark(&mut w, own, 1);
+    assert_eq!(version, Some(0));
+    assert_eq!(data, [config::DOWNGRADED, b"w"].concat());
     assert!(w.take_notices().contains(&Notice::Downgraded));
     assert!(w.c.role().is_leader(), "it still holds, as a reader");
     // R1's watch on W0 fires: it reads the mark and holds beside W0.
     r.event(WatchKind::NodeDataChanged, own);
-    r.data_at(own, 10, 1, data);
+    r.data_at(own, 10, 1, &data);
     assert_eq!(r.c.role(), Role::Leader(FencingToken(11)));
     // W2 still waits: W0's node is below it, whatever it says.
     assert_eq!(w2.c.role(), Role::Follower);
@@ -593,20 +601,10 @@ fn a_downgrade_written_over_reads_first_so_a_revocation_request_is_heard() {
         }),
     );
     assert!(w.take_notices().contains(&Notice::RevocationRequested));
-    let write = answer_set(
-        &mut w,
-        own,
-        Ok(Reply::Set(Stat {
-            version: 3,
-            ..stat(10, SID)
-        })),
-    );
     // The request is kept under the mark: an observer still shows it.
-    let Request::SetData { data, version, .. } = &write.request else {
-        unreachable!()
-    };
-    assert_eq!(*version, Some(2));
-    assert_eq!(data, &[config::DOWNGRADED, REVOKE_MESSAGE].concat());
+    let (data, version) = answer_mark(&mut w, own, 3);
+    assert_eq!(version, Some(2));
+    assert_eq!(data, [config::DOWNGRADED, REVOKE_MESSAGE].concat());
     assert!(w.take_notices().contains(&Notice::Downgraded));
 }
 
@@ -678,21 +676,11 @@ fn a_downgraded_writer_asked_to_let_go_writes_its_mark_back_and_readers_still_re
     assert_eq!(w.c.access(), Access::Shared);
     // The mark goes back over the request, expecting the request's version;
     // the application was told once, and is not told again.
-    let write = answer_set(
-        &mut w,
-        own,
-        Ok(Reply::Set(Stat {
-            version: 3,
-            ..stat(10, SID)
-        })),
-    );
-    let Request::SetData { data, version, .. } = &write.request else {
-        unreachable!()
-    };
-    assert_eq!(*version, Some(2));
+    let (data, version) = answer_mark(&mut w, own, 3);
+    assert_eq!(version, Some(2));
     let kept = [config::DOWNGRADED, REVOKE_MESSAGE].concat();
-    assert_eq!(data, &kept);
-    assert!(config::is_revocation_request(data) && config::is_downgraded(data));
+    assert_eq!(data, kept);
+    assert!(config::is_revocation_request(&data) && config::is_downgraded(&data));
     assert_eq!(
         w.take_notices(),
         [],
