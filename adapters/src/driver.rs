@@ -29,8 +29,10 @@
 //!    then answers, a transport failing fast) is this one.
 //! 2. read the clock once;
 //! 3. feed the input to the core;
-//! 4. publish what it says, then start the requests it emitted (they go
-//!    out in the next `select!`).
+//! 4. publish what it says, then start the requests it emitted: each is
+//!    polled once at once, which hands it to the client library, so all of
+//!    a turn's requests are on their way before the pump waits again; the
+//!    next `select!` polls them to their answers.
 //!
 //! Deadlines are checked against the clock by the core, not trusted from
 //! the sleep having fired (quinn's `drive_timer` lesson), so a spurious or

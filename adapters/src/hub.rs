@@ -391,10 +391,23 @@ impl Hub {
 
     /// The requests held back by a published demotion or election, once
     /// the pump has yielded.
+    ///
+    /// Each is polled once here, with a no-op waker, as a handle's are: that
+    /// first poll hands it to the client library, so every request of the
+    /// turn is on its way before the pump waits again (polled first in its
+    /// `select!`, they went out one by one behind the answers already
+    /// woken, while the server could idle). The pump's set polls each again
+    /// at once, so no wake-up is lost; one that answered at once is kept as
+    /// its answer, in its place.
     pub(crate) fn start(&self, st: &mut State, tasks: &mut Vec<Performing>) {
         st.told = false;
+        let mut noop = Context::from_waker(Waker::noop());
         while let Some(command) = st.session.poll_command() {
-            tasks.push(self.perform(command));
+            let mut request = self.perform(command);
+            if let Poll::Ready(answer) = request.as_mut().poll(&mut noop) {
+                request = Box::pin(std::future::ready(answer));
+            }
+            tasks.push(request);
         }
     }
 
