@@ -499,6 +499,21 @@ fn answer_mark(d: &mut Driver, name: &str, written: i32) -> (Vec<u8>, Option<i32
     }
 }
 
+/// Answers `read`, a read of our own node (created at czxid 10 by this
+/// session), with `data` at data `version`.
+fn answer_own_read(d: &mut Driver, read: &Command, data: &[u8], version: i32) {
+    d.reply(
+        read.op,
+        Ok(Reply::Data {
+            data: data.to_vec(),
+            stat: Stat {
+                version,
+                ..stat(10, SID)
+            },
+        }),
+    );
+}
+
 #[test]
 fn a_writer_downgrades_in_place_readers_behind_join_it_and_writers_behind_still_wait() {
     // W0 holds; R1 (a reader) and W2 (a writer) queue behind it.
@@ -537,16 +552,7 @@ fn a_writer_downgrades_in_place_readers_behind_join_it_and_writers_behind_still_
             watch: false
         }
     );
-    w.reply(
-        read.op,
-        Ok(Reply::Data {
-            data: b"w".to_vec(),
-            stat: Stat {
-                version: 0,
-                ..stat(10, SID)
-            },
-        }),
-    );
+    answer_own_read(&mut w, &read, b"w", 0);
     let (data, version) = answer_mark(&mut w, own, 1);
     assert_eq!(version, Some(0));
     assert_eq!(data, [config::DOWNGRADED, b"w"].concat());
@@ -574,32 +580,14 @@ fn a_downgrade_written_over_reads_first_so_a_revocation_request_is_heard() {
     w.children(&[own, "_c_000000000000b001-w_0000000001"]);
     assert!(w.act(Candidate::downgrade));
     let read = w.take_data(own);
-    w.reply(
-        read.op,
-        Ok(Reply::Data {
-            data: b"w".to_vec(),
-            stat: Stat {
-                version: 0,
-                ..stat(10, SID)
-            },
-        }),
-    );
+    answer_own_read(&mut w, &read, b"w", 0);
     // Someone else's write (an operator's) landed first: the mark,
     // expecting version 0, is refused.
     answer_set(&mut w, own, Err(ZkCode::BadVersion));
     // Read again: a revocation request came meanwhile; it is heard, then
     // written over with the mark expecting its version.
     let read = w.take_data(own);
-    w.reply(
-        read.op,
-        Ok(Reply::Data {
-            data: REVOKE_MESSAGE.to_vec(),
-            stat: Stat {
-                version: 2,
-                ..stat(10, SID)
-            },
-        }),
-    );
+    answer_own_read(&mut w, &read, REVOKE_MESSAGE, 2);
     assert!(w.take_notices().contains(&Notice::RevocationRequested));
     // The request is kept under the mark: an observer still shows it.
     let (data, version) = answer_mark(&mut w, own, 3);
@@ -620,58 +608,23 @@ fn a_downgraded_writer_asked_to_let_go_writes_its_mark_back_and_readers_still_re
     w.age_node();
     assert!(w.act(Candidate::downgrade));
     let read = w.take_data(own);
-    w.reply(
-        read.op,
-        Ok(Reply::Data {
-            data: b"w".to_vec(),
-            stat: Stat {
-                version: 0,
-                ..stat(10, SID)
-            },
-        }),
-    );
-    answer_set(
-        &mut w,
-        own,
-        Ok(Reply::Set(Stat {
-            version: 1,
-            ..stat(10, SID)
-        })),
-    );
+    answer_own_read(&mut w, &read, b"w", 0);
+    let (marked, _) = answer_mark(&mut w, own, 1);
     assert_eq!(w.take_notices().last(), Some(&Notice::Downgraded));
-    // A writer's own-node watch is a data watch: its mark fired it. Read
-    // again, the node carries the mark: nothing to write.
-    w.event(WatchKind::NodeDataChanged, own);
+    // Its own-node watch was a child watch, which its mark did not fire;
+    // from now on it must hear a write over the mark: a data watch is set.
+    // Its read shows the node carries the mark: nothing to write.
     let again = w.take_own_watch(own);
     assert!(matches!(
         again.request,
         Request::GetData { watch: true, .. }
     ));
-    let marked = [config::DOWNGRADED, b"w"].concat();
-    w.reply(
-        again.op,
-        Ok(Reply::Data {
-            data: marked,
-            stat: Stat {
-                version: 1,
-                ..stat(10, SID)
-            },
-        }),
-    );
+    answer_own_read(&mut w, &again, &marked, 1);
     assert!(!w.has_pending(Verb::SetData), "{:?}", w.pending);
     // A revoker writes Curator's request over the node, blind.
     w.event(WatchKind::NodeDataChanged, own);
     let again = w.take_own_watch(own);
-    w.reply(
-        again.op,
-        Ok(Reply::Data {
-            data: REVOKE_MESSAGE.to_vec(),
-            stat: Stat {
-                version: 2,
-                ..stat(10, SID)
-            },
-        }),
-    );
+    answer_own_read(&mut w, &again, REVOKE_MESSAGE, 2);
     assert!(w.c.is_downgraded(), "still a reader meanwhile");
     assert_eq!(w.c.access(), Access::Shared);
     // The mark goes back over the request, expecting the request's version;
@@ -692,6 +645,168 @@ fn a_downgraded_writer_asked_to_let_go_writes_its_mark_back_and_readers_still_re
     assert_eq!(r.c.role(), Role::Follower);
     r.data_at(own, 10, 3, &kept);
     assert_eq!(r.c.role(), Role::Leader(FencingToken(11)));
+}
+
+/// One hand-off of `rule`'s lock, the server modelled by the watches each
+/// request set: `h` holds by its listing and, its node aged, watches it;
+/// `w` queues behind (its own node watched, `h`'s node read); someone
+/// writes into `h`'s node (an operator, or a revoker's request, which
+/// anyone may write into a lock that is not revocable); `h` lets go and
+/// `w` holds on the notice. Gives, for `h` then `w`, the requests it sent
+/// and the notices the server sent it.
+fn hand_off(r: Rule, h_node: &str, w_node: &str) -> [(u64, u32); 2] {
+    let mut h = joined_as("h", r, h_node, 10, &[h_node]);
+    assert!(h.c.role().is_leader());
+    // Its own-node watch goes out at its first probe tick.
+    let mut h_watch = None;
+    for _ in 0..3 {
+        h.sleep(TIMEOUT.as_millis() as u64 / 3);
+        h.answer_probes();
+        if h.own_watch_pending(h_node) {
+            let cmd = h.take_own_watch(h_node);
+            h.answer_own_watch(&cmd, 10);
+            h_watch = Some(cmd.request.kind());
+        }
+    }
+    let mut w = Driver::joined(rule("w", r));
+    w.answer_probes();
+    w.created(w_node, 11);
+    w.children(&[h_node, w_node]);
+    w.own_watch_ok(w_node, 11);
+    w.data_ok(h_node, 10);
+    assert_eq!(w.c.role(), Role::Follower);
+    let mut notices = [0, 0];
+    // The write fires the data watches on h's node: w's read set one, and
+    // h's own watch is one if it is a getData's.
+    if h_watch == Some(Verb::GetData) {
+        notices[0] += 1;
+        h.event(WatchKind::NodeDataChanged, h_node);
+        h.own_watch_ok(h_node, 10);
+    }
+    notices[1] += 1;
+    w.event(WatchKind::NodeDataChanged, h_node);
+    w.data_at(h_node, 10, 1, b"x");
+    // h lets go: its delete fires both watches on its node.
+    h.close();
+    let delete = h.take(Verb::Delete);
+    notices[0] += 1;
+    h.event(WatchKind::NodeDeleted, h_node);
+    h.reply(delete.op, Ok(Reply::Deleted));
+    notices[1] += 1;
+    w.event(WatchKind::NodeDeleted, h_node);
+    assert_eq!(w.c.role(), Role::Leader(FencingToken(11)));
+    assert!(h.pending.is_empty() && w.pending.is_empty());
+    [
+        (h.c.stats().commands, notices[0]),
+        (w.c.stats().commands, notices[1]),
+    ]
+}
+
+#[test]
+fn a_write_lock_hand_off_costs_what_a_mutex_hand_off_costs() {
+    // A writer that never downgrades watches its own node as a mutex
+    // holder does (a child watch): a write into its node costs it nothing.
+    let mutex = hand_off(
+        Rule::Mutex,
+        "_c_000000000000b000-m_0000000000",
+        "_c_000000000000b001-m_0000000001",
+    );
+    let write = hand_off(
+        Rule::Write,
+        "_c_000000000000b000-w_0000000000",
+        "_c_000000000000b001-w_0000000001",
+    );
+    assert_eq!(write, mutex);
+    // h: create, listing, own-node watch, delete (and its probes); w:
+    // create, listing, own-node watch, read, re-read. h is told of its
+    // node's deletion only; w of the write and the deletion.
+    assert_eq!((mutex[0].1, mutex[1]), (1, (5, 2)), "{mutex:?}");
+}
+
+#[test]
+fn a_writer_watches_its_node_by_children_until_its_mark_is_answered_then_by_data() {
+    let own = "_c_000000000000b000-w_0000000000";
+    let mut w = joined_as("w", Rule::Write, own, 10, &[own, "r_0000000001"]);
+    assert!(w.c.role().is_leader());
+    w.take_notices();
+    // At its first probe tick the holder sets its own-node watch: a child
+    // watch, as a mutex's. Its answer is still out when it downgrades.
+    w.sleep(TIMEOUT.as_millis() as u64 / 3);
+    w.answer_probes();
+    let child = w.take_own_watch(own);
+    assert!(
+        matches!(child.request, Request::GetChildren { watch: true, .. }),
+        "{child:?}"
+    );
+    assert!(w.act(Candidate::downgrade));
+    let read = w.take_data(own);
+    answer_own_read(&mut w, &read, b"w", 0);
+    let (marked, _) = answer_mark(&mut w, own, 1);
+    assert_eq!(w.take_notices(), [Notice::Downgraded]);
+    // The child watch's answer comes: it stands, and a data watch is set
+    // beside it (the server tells a session of the deletion once).
+    w.answer_own_watch(&child, 10);
+    let data = w.take_own_watch(own);
+    assert!(
+        matches!(data.request, Request::GetData { watch: true, .. }),
+        "{data:?}"
+    );
+    answer_own_read(&mut w, &data, &marked, 1);
+    assert!(w.pending.is_empty(), "{:?}", w.pending);
+    // After a reconnect the state says which watch: a data watch again.
+    w.session(SessionEvent::Disconnected);
+    w.connect(SID);
+    let again = w.take_own_watch(own);
+    assert!(
+        matches!(again.request, Request::GetData { watch: true, .. }),
+        "{again:?}"
+    );
+    // A write over the mark that came while the connection was down is
+    // heard in that read, and undone.
+    answer_own_read(&mut w, &again, REVOKE_MESSAGE, 2);
+    let (data, version) = answer_mark(&mut w, own, 3);
+    assert_eq!(version, Some(2));
+    assert_eq!(data, [config::DOWNGRADED, REVOKE_MESSAGE].concat());
+    // The drop suspended it (it resumes once a listing confirms it holds);
+    // it was not told of its downgrade again.
+    assert_eq!(w.take_notices(), [Notice::Suspended]);
+}
+
+#[test]
+fn a_downgraded_writer_whose_mark_cannot_be_written_back_is_told_nothing_new() {
+    let own = "_c_000000000000b000-w_0000000000";
+    let mut w = joined_as("w", Rule::Write, own, 10, &[own, "r_0000000001"]);
+    w.age_node();
+    w.take_notices();
+    assert!(w.act(Candidate::downgrade));
+    let read = w.take_data(own);
+    answer_own_read(&mut w, &read, b"w", 0);
+    let (marked, _) = answer_mark(&mut w, own, 1);
+    let watch = w.take_own_watch(own);
+    answer_own_read(&mut w, &watch, &marked, 1);
+    assert_eq!(w.take_notices(), [Notice::Downgraded]);
+    // A request is written over the mark, and the node's ACL no longer
+    // lets its owner write: the mark cannot go back.
+    w.event(WatchKind::NodeDataChanged, own);
+    let watch = w.take_own_watch(own);
+    answer_own_read(&mut w, &watch, REVOKE_MESSAGE, 2);
+    answer_set(&mut w, own, Err(ZkCode::NoAuth));
+    // The application was told it reads, and it still does; the queue sees
+    // a writer again (readers behind wait for it: safe). No
+    // `DowngradeRefused` after `Downgraded`.
+    assert_eq!(w.take_notices(), []);
+    assert!(w.c.is_downgraded() && !w.c.is_downgrade_refused());
+    assert_eq!(w.c.access(), Access::Shared);
+    assert!(w.c.role().is_leader());
+    // No more tries, and no more reason to hear writes: the own-node watch
+    // is set again as a child watch.
+    w.event(WatchKind::NodeDataChanged, own);
+    let watch = w.take_own_watch(own);
+    assert!(
+        matches!(watch.request, Request::GetChildren { watch: true, .. }),
+        "{watch:?}"
+    );
+    assert!(w.pending.is_empty(), "{:?}", w.pending);
 }
 
 #[test]

@@ -19,10 +19,15 @@
 //! The mark lives in data anyone may write. A revocation request is
 //! Curator's bytes alone, written blind, and an operator may write too: the
 //! write takes the mark away, and a reader that comes later, a listing after
-//! a reconnect and an observer would see an exclusive writer again. So a
-//! writer's own-node watch is a data watch, and a downgraded writer that
-//! reads its node unmarked writes the mark back, with the request kept
+//! a reconnect and an observer would see an exclusive writer again. So once
+//! its mark is written a writer's own-node watch is a data watch (until
+//! then a child watch, as a mutex holder's: a writer that never downgrades
+//! pays for no write into its node), and a downgraded writer that reads its
+//! node unmarked writes the mark back, with the request kept
 //! (`config::downgrade_mark`); the request was heard from the read first.
+//! Should the server refuse that write (the node's ACL changed), the
+//! application, told it reads, is told nothing more: it still reads, and
+//! the queue sees a writer, which only makes readers behind wait.
 //!
 //! Stricter than Curator: its readers (and kazoo's) do not read our nodes'
 //! data, so behind a downgraded zkelect writer they wait until it leaves,
@@ -62,16 +67,16 @@ impl Candidate {
 
     /// Whether this writer's downgrade is done: its node says it reads
     /// (once [`Notice::Downgraded`] is out; also while a write over the
-    /// mark is being undone).
+    /// mark is being undone, and after the server refused to write it back,
+    /// where the queue sees a writer again: the application was told it
+    /// reads, and it still does, which is safe).
     pub fn is_downgraded(&self) -> bool {
-        self.session.own.as_ref().is_some_and(|o| {
-            matches!(
-                o.downgrade,
-                Downgrade::Done
-                    | Downgrade::Due { told: true }
-                    | Downgrade::AwaitProof { told: true }
-            )
-        })
+        self.keeps_mark()
+            || self
+                .session
+                .own
+                .as_ref()
+                .is_some_and(|o| o.downgrade == Downgrade::Unkept)
     }
 
     /// Whether the server refused this writer's downgrade
@@ -186,16 +191,35 @@ impl Candidate {
         }
     }
 
+    /// Whether our node carries a downgrade mark this machine wrote, or
+    /// should (one written over is being written back): its own-node watch
+    /// must then hear every write of the node's data.
+    pub(super) fn keeps_mark(&self) -> bool {
+        self.session.own.as_ref().is_some_and(|o| {
+            matches!(
+                o.downgrade,
+                Downgrade::Done
+                    | Downgrade::Due { told: true }
+                    | Downgrade::AwaitProof { told: true }
+            )
+        })
+    }
+
     fn downgraded(&mut self) {
         let told = match self.session.own.as_ref().map(|o| o.downgrade) {
             Some(Downgrade::Done) | None => return,
             Some(Downgrade::Due { told } | Downgrade::AwaitProof { told }) => told,
-            Some(Downgrade::No | Downgrade::Refused) => false,
+            Some(Downgrade::No | Downgrade::Refused | Downgrade::Unkept) => false,
         };
         self.set_downgrade(Downgrade::Done);
         if !told {
             self.outbox.notice(Notice::Downgraded);
         }
+        // From now on a write over the mark must be heard: a child watch on
+        // our node (a writer's until now) gives way to a data watch. Its
+        // read shows the node as it is after the mark, so a write that
+        // landed since (a revocation request) is heard there.
+        self.own_watch_suits();
     }
 
     /// Tries the mark again (read, then write), keeping whether the
@@ -215,6 +239,15 @@ impl Candidate {
         match code {
             // The node is gone: the own-node watch or a listing says so.
             Some(ZkCode::NoNode) => self.set_downgrade(Downgrade::Done),
+            // The mark was written, and the application told it reads;
+            // writing it back over a write that took it away is refused
+            // (its node's ACL changed since). Nothing new to tell: it
+            // still holds, and still reads only; the queue sees a writer
+            // again, so readers behind wait for it, which is safe.
+            // `DowngradeRefused` would contradict the `Downgraded` it had.
+            Some(code) if code.is_fatal() && self.keeps_mark() => {
+                self.set_downgrade(Downgrade::Unkept);
+            }
             Some(code) if code.is_fatal() => {
                 self.set_downgrade(Downgrade::Refused);
                 self.outbox.notice(Notice::DowngradeRefused { code });

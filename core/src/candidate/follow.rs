@@ -20,31 +20,64 @@ impl Candidate {
         let Some(own) = &self.session.own else { return };
         let name = own.name.to_string();
         let path = self.child_path(&name);
-        let request = if self.own_watch_by_children() {
-            Request::GetChildren { path, watch: true }
-        } else {
-            Request::GetData { path, watch: true }
+        let request = match self.own_watch_kind() {
+            OwnWatchKind::Children => Request::GetChildren { path, watch: true },
+            OwnWatchKind::Data => Request::GetData { path, watch: true },
         };
         self.emit(Purpose::WatchOwn { name, spent: false }, request);
     }
 
-    /// Whether the own-node watch is a child watch. A child watch on our node
-    /// fires when the node is deleted, as a data watch does, but not when its
-    /// data changes: anyone's write (an operator's, the application's) then
-    /// leaves it set, which saves setting it again (a request, and a notice). It reads no stat, so it is used only where the
-    /// stat's checks are moot: protected names (always on) make the node
-    /// bearing our name the one we created, and the connection has shown
-    /// which session owns it (the create's or a read's stat on this
-    /// connection, or a transport that reports session ids on connecting,
-    /// where a move to another session is caught; else [`OwnWatch::Recheck`]).
+    /// Which watch our own node needs now. A child watch where it can do:
+    /// it fires when the node is deleted, as a data watch does, but not
+    /// when its data changes, so anyone's write (an operator's, the
+    /// application's, a revocation request nobody here listens for) leaves
+    /// it set, which saves setting it again (a request, and a notice). It
+    /// reads no stat, so it is used only where the stat's checks are moot:
+    /// protected names (always on) make the node bearing our name the one
+    /// we created, and the connection has shown which session owns it (the
+    /// create's or a read's stat on this connection, or a transport that
+    /// reports session ids on connecting, where a move to another session is
+    /// caught; else [`OwnWatch::Recheck`]).
     ///
-    /// Not a writer's either: a writer that downgrades marks its node's
-    /// data, and must see a write that takes the mark away (see
-    /// [`keep_mark`](Self::keep_mark)).
-    pub(super) fn own_watch_by_children(&self) -> bool {
-        self.session.own_watch != OwnWatch::Recheck
-            && !self.config.revocable()
-            && self.config.rule() != crate::Rule::Write
+    /// A data watch where a write must be heard: a revocable machine's (a
+    /// request is a write), and a writer's once its downgrade mark is
+    /// written (a write over it takes the mark away, and it writes it back:
+    /// see [`keep_mark`](Self::keep_mark)). Until then a writer's is a child
+    /// watch, as a mutex's: one that never downgrades pays for no write
+    /// into its node. Decided from the state each time the watch is set, so
+    /// a reconnect sets the kind the state calls for.
+    pub(super) fn own_watch_kind(&self) -> OwnWatchKind {
+        if self.session.own_watch == OwnWatch::Recheck
+            || self.config.revocable()
+            || self.keeps_mark()
+        {
+            OwnWatchKind::Data
+        } else {
+            OwnWatchKind::Children
+        }
+    }
+
+    /// The watch the server set on our node, of `kind`: armed, unless the
+    /// state now calls for a data watch where this is a child watch (a
+    /// downgrade mark answered while it was in flight): then set that
+    /// one too. The child watch stays on the server, and harmless: the
+    /// server tells a session of a deletion once, whichever of its watches
+    /// it fires.
+    pub(super) fn own_watch_set(&mut self, kind: OwnWatchKind) {
+        self.own_watch_armed(kind);
+        self.own_watch_suits();
+    }
+
+    /// If the own-node watch armed is a child watch and the state now calls
+    /// for a data watch, set one (see [`own_watch_kind`](Self::own_watch_kind)).
+    /// The child watch still reports the deletion meanwhile, so the node
+    /// does not count as unwatched.
+    pub(super) fn own_watch_suits(&mut self) {
+        if self.session.own_watch == OwnWatch::Armed(OwnWatchKind::Children)
+            && self.own_watch_kind() == OwnWatchKind::Data
+        {
+            self.session.own_watch = OwnWatch::Unarmed;
+        }
     }
 
     pub(super) fn send_probe(&mut self) {
@@ -553,13 +586,13 @@ impl Candidate {
                 self.keep_mark(&data, stat.version);
                 // An event that overtook this reply already spent the watch.
                 if !spent {
-                    self.own_watch_armed();
+                    self.own_watch_set(OwnWatchKind::Data);
                 } else {
                     self.own_node_seen();
                 }
             }
-            // A child watch on our node (see `own_watch_by_children`).
-            Ok(Reply::Children(_)) if !spent => self.own_watch_armed(),
+            // A child watch on our node (see `own_watch_kind`).
+            Ok(Reply::Children(_)) if !spent => self.own_watch_set(OwnWatchKind::Children),
             Ok(_) => self.own_node_seen(),
             Err(ZkCode::NoNode) if self.step != Step::Delete => {
                 self.own_gone(DemotionReason::Revoked)

@@ -340,7 +340,7 @@ impl Candidate {
                     unwatched_since: None,
                 });
                 // The adopting getData left a data watch on the node.
-                self.session.own_watch = OwnWatch::Armed;
+                self.session.own_watch = OwnWatch::Armed(OwnWatchKind::Data);
                 if self.leaving() {
                     self.set_step(Step::Delete);
                 } else {

@@ -818,7 +818,7 @@ impl Candidate {
     /// The own-node watch fired, or may have: set it again (unless waiting for
     /// proof of contact).
     fn own_watch_spent(&mut self) {
-        if self.session.own_watch == OwnWatch::Armed {
+        if let OwnWatch::Armed(_) = self.session.own_watch {
             self.session.own_watch = OwnWatch::Unarmed;
         }
         self.own_node_unwatched();
@@ -835,8 +835,8 @@ impl Candidate {
 
     /// The server set the own-node watch: from here on, while the connection
     /// holds, a deletion of our node is reported.
-    fn own_watch_armed(&mut self) {
-        self.session.own_watch = OwnWatch::Armed;
+    fn own_watch_armed(&mut self, kind: OwnWatchKind) {
+        self.session.own_watch = OwnWatch::Armed(kind);
         if let Some(own) = self.session.own.as_mut() {
             own.unwatched_since = None;
         }
@@ -905,7 +905,7 @@ impl Candidate {
     /// (while it has not fired the follower is not listing again, and an
     /// answer that reaches it while it lists is stale).
     fn own_watch_stands(&self) -> bool {
-        self.session.own_watch == OwnWatch::Armed
+        matches!(self.session.own_watch, OwnWatch::Armed(_))
             || self.own_watch_in_flight().is_some()
             || self.config.strategy() == WatchStrategy::Parent
     }

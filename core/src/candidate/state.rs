@@ -162,7 +162,8 @@ pub(super) enum Purpose {
     WatchPred(String),
     Delete(String),
     // Side lanes (at most one each in flight).
-    /// The data watch on our own node.
+    /// The watch on our own node (a child watch or a data watch: see
+    /// `Candidate::own_watch_kind`).
     WatchOwn {
         name: String,
         /// An event on our node arrived while this request was in flight: its
@@ -268,11 +269,22 @@ pub(super) enum OwnWatch {
     /// with a read of the node's stat, which tells a silent move to another
     /// session.
     Recheck,
-    /// Set, and not yet fired.
-    Armed,
+    /// Set, and not yet fired: a child watch, or a data watch.
+    Armed(OwnWatchKind),
     /// The last request failed on the connection: wait for proof the
     /// connection works (any answer, or a new connection) before trying again.
     AwaitProof,
+}
+
+/// What a watch on our own node reports (see
+/// `Candidate::own_watch_kind`): both report its deletion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum OwnWatchKind {
+    /// A child watch: no write of the node's data fires it.
+    Children,
+    /// A data watch: every write of the node's data fires it too, and the
+    /// read that sets it shows the node's stat and data.
+    Data,
 }
 
 impl OwnWatch {
@@ -301,6 +313,10 @@ pub(super) enum Downgrade {
     /// The server refused the write (no write permission on the node): the
     /// machine reads only, but the queue still sees a writer.
     Refused,
+    /// The mark was written (and [`Notice::Downgraded`](crate::Notice::Downgraded)
+    /// told), a write over it took it away, and the server refused to write
+    /// it back: the machine reads only, the queue sees a writer again.
+    Unkept,
 }
 
 /// What the application was told about contact with the server.
