@@ -135,6 +135,10 @@ impl Candidate {
                 if is_downgraded(&data) {
                     return self.downgraded();
                 }
+                #[cfg(feature = "planted")]
+                if self.planted == Some(crate::Planted::DowngradeWithoutMark) {
+                    return self.downgraded();
+                }
                 self.write_mark(name, &data, stat.version);
             }
             other => self.downgrade_failed(other.err()),

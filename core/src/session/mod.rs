@@ -53,7 +53,9 @@ const EVENTS_KEPT: usize = 64;
 fn plant_in(machine: &mut Machine, bug: Planted) {
     if matches!(
         bug,
-        Planted::TakeoverBesideSecond | Planted::CloseOnStaleListing
+        Planted::TakeoverBesideSecond
+            | Planted::CloseOnStaleListing
+            | Planted::DowngradeWithoutMark
     ) {
         if let Some(candidate) = machine.candidate_mut() {
             candidate.plant(bug);

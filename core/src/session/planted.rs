@@ -48,4 +48,9 @@ pub enum Planted {
     /// yet the machine stops as if the delete had been answered. A
     /// simulator's `stale-reply` catches it.
     CloseOnStaleListing,
+    /// A writer's downgrade reads its node and tells the application
+    /// `Downgraded` without writing its mark: it reads and believes the
+    /// queue knows, but readers behind still see a writer and wait for it
+    /// (as do observers). A simulator's `read-mark` catches it.
+    DowngradeWithoutMark,
 }

@@ -31,6 +31,7 @@
 //! | [`Safety`] `safety` | more than k processes believe they lead at once (in a weighted semaphore: the permits they were drawn to ask for add up to more than k; in a read-write lock a writer that downgraded counts as the reader it believes it is): zkelect candidates holding [`Role::Leader`](zkelect_core::Role::Leader) and foreign models whose recipe says they hold (in runs with pauses only while their lease holds too; a candidate whose node an operator deleted is not counted until it learns, for at most [`REVOKE_GRACE`] session timeouts from the moment the deletion reached the server its session is on; a foreign model so revoked is not counted, it never learns) |
 //! | [`Revocation`] `revocation` | a candidate whose node an operator deleted still leads one session timeout (of its own awake time) after the deletion reached it: after the ensemble committed it, or, while its session is on a lagging follower that has not applied it, after that follower did (the follower answers as if the node stood and fires its watch only then: nothing can tell the client sooner) |
 //! | [`RevocationHeard`] `revocation-heard` | a candidate drawn revocable still holds the node a cooperative revocation request was written into (and nothing wrote over it since), [`REQUEST_GRACE`] session timeouts (of its own awake time) later, without having heard it |
+//! | [`ReadMark`] `read-mark` | a writer that told its application it downgraded to a reader (its own belief) has no read mark on its node as the server holds it: never written since its create, or written over by someone else and not written back within [`MARK_GRACE`] session timeouts (of its own awake time) |
 //! | [`Fencing`] `fencing` | (k = 1) the fenced resource accepts a write from a leader elected before the leader of a write it had already received (a revoked leader's term ends at the deletion) |
 //! | [`TokensGrow`] `tokens-grow` | (k = 1) an `Elected` token is lower than the one before it, or equal but for another candidate (a revoked candidate's elections before it learns are not counted) |
 //! | [`MultiLockProgress`] `multi-lock` | a liveness bound after the faults stop, a multi-lock (on a live session) is still acquiring or releasing: deadlocked, or a part stuck in its queue |
@@ -43,7 +44,7 @@
 
 //!
 //! The checkers live by concept: `holders` (`safety`, `revocation`,
-//! `fencing`, `tokens-grow`), `progress` (`liveness`, `no-herd`,
+//! `fencing`, `tokens-grow`), `marks` (`read-mark`), `progress` (`liveness`, `no-herd`,
 //! `no-storm`), `books` (`no-leaks`, `one-answer`, `stale-reply`,
 //! `no-error`), `observers`, `image` (`single-system-image`); `belief`
 //! holds what they share.
@@ -53,6 +54,7 @@ mod books;
 mod groups;
 mod holders;
 mod image;
+mod marks;
 mod observers;
 mod progress;
 
@@ -63,6 +65,7 @@ pub use books::{NoError, NoLeaks, OneAnswer, StaleReply};
 pub use groups::MultiLockProgress;
 pub use holders::{Fencing, Revocation, RevocationHeard, Safety, TokensGrow};
 pub use image::SingleSystemImage;
+pub use marks::{ReadMark, MARK_GRACE};
 pub use observers::Observers;
 pub use progress::{
     Liveness, NoHerd, NoStorm, STORM_PER_MACHINE, STORM_PER_OBSERVED, STORM_WINDOW,
@@ -78,6 +81,7 @@ pub fn standard() -> Vec<Checker> {
         // safety, and the more specific report is the useful one.
         Box::new(Revocation),
         Box::new(RevocationHeard),
+        Box::new(ReadMark::default()),
         Box::new(Safety),
         Box::new(Fencing::default()),
         Box::new(TokensGrow::default()),
