@@ -51,15 +51,22 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 use zkelect_core::connect_string::ConnectString;
+use zkelect_core::setup::{
+    Goal, SetUp, SetUpCommand, SetUpConfig, SetUpEnd, SetUpError, SetUpNotice, SetUpOutcome,
+    SetUpRequest, REPLAY_RETRY_MAX,
+};
 use zkelect_core::startup::{Learn, StartupConfig};
 use zkelect_core::{
     Acl, CreateMode, Reply, Request, SessionEvent, Stat, WatchEvent, WatchKind, ZkCode,
 };
 use zookeeper_async as zka;
 
+use crate::clock::Clock;
 use crate::error::{ConnectFailure, SessionError};
 use crate::hop::{self, hop};
-use crate::shell::{ClientState, Reporter, SessionOptions, Shell, CLOSE_TIMEOUT};
+use crate::shell::{
+    ClientState, ConnectionChanges, Reporter, SessionOptions, Shell, CLOSE_TIMEOUT,
+};
 use crate::startup::{self, Driver};
 use crate::transport::{EventStream, Transport, TransportEvent};
 
@@ -68,39 +75,9 @@ use crate::transport::{EventStream, Transport, TransportEvent};
 /// in a storm.
 pub const SESSION_TIMEOUT_MIN: Duration = Duration::from_millis(1_500);
 
-/// The pause before the first replay of the credentials again after a
-/// failed one; each further pause doubles, up to [`REPLAY_RETRY_MAX`]
-/// (see [`retry_pause`]).
-const REPLAY_RETRY: Duration = Duration::from_millis(200);
-
-/// The longest pause between two replays of the credentials: short of the
-/// shortest session timeout, so a connection whose replay fails for a while
-/// is still tried within one.
-const REPLAY_RETRY_MAX: Duration = Duration::from_millis(1_200);
+// The replay's longest pause must be short of the shortest session timeout,
+// so a connection whose replay fails for a while is still tried within one.
 const _: () = assert!(REPLAY_RETRY_MAX.as_millis() < SESSION_TIMEOUT_MIN.as_millis());
-
-/// How long the set-up waits to hear from the client that its session is
-/// up before it asks the server instead (see `set_up`): long enough that a
-/// handshake with a server under load is heard, so the request is rarely
-/// sent, and short enough that a report missed by the listener costs a start
-/// little.
-const SESSION_PROOF_FALLBACK: Duration = Duration::from_millis(200);
-
-/// The pause before the set-up's request (the session's proof, or the
-/// credentials) is sent again after a lost connection; each further pause
-/// doubles, up to [`SET_UP_RETRY_MAX`], all within the connect timeout.
-const SET_UP_RETRY: Duration = Duration::from_millis(50);
-
-/// The longest pause between two tries of the set-up's request.
-const SET_UP_RETRY_MAX: Duration = Duration::from_millis(800);
-
-/// The pause before try `retry + 1` of a request that failed `retry + 1`
-/// times (`retry` counts from 0): `first`, doubled at each retry, never
-/// more than `max`. Every retry of this transport's own requests backs off
-/// this way, so a connection that keeps failing is not met with a storm.
-fn retry_pause(first: Duration, max: Duration, retry: u32) -> Duration {
-    first.saturating_mul(1u32 << retry.min(16)).min(max)
-}
 
 /// How to reach the servers with the zookeeper-async transport: the shared
 /// [`SessionOptions`] with this client's one setting of its own,
@@ -387,18 +364,8 @@ impl ZkAsyncTransport {
         });
         let listener = Arc::clone(&shared);
         zk.add_listener(move |state| listener.on_state(state));
-        let set_up = set_up(&zk, &shared, &options, up);
-        let failure = match tokio::time::timeout_at(deadline, set_up).await {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e),
-            Err(_) => Some(options.fail(
-                ConnectFailure::Session,
-                format!(
-                    "a server accepted the connection but no usable session came within {:?}",
-                    options.connect_timeout
-                ),
-            )),
-        };
+        let within = deadline.saturating_duration_since(Instant::now());
+        let failure = set_up(&zk, &shared, &options, up, within).await.err();
         zk.remove_listener(up_listener);
         // Every listed server that has not answered is asked again now that
         // the client is connected, before the bound is reported.
@@ -634,9 +601,10 @@ fn close_in_background(zk: Arc<zka::ZooKeeper>) {
 }
 
 /// Waits until the session is up and the credentials are on the
-/// connection; retried through connection loss (a request issued before the
-/// session is up fails if the first connection drops). The caller bounds
-/// it. No request of its own is sent for this:
+/// connection, within `within` (the connect timeout left). The core's
+/// [`SetUp`] machine decides which request to send, when to send it again
+/// and when to give up (see [`zkelect_core::setup`]); this sends them and
+/// sleeps. No request of its own is sent for this:
 ///
 /// - With credentials, their answer is the proof: the server reads nothing
 ///   a client sends after its ConnectRequest before the session exists, and
@@ -645,86 +613,132 @@ fn close_in_background(zk: Arc<zka::ZooKeeper>) {
 ///   listener) is. The listener can only be added once the client exists,
 ///   when its I/O task may already have read the ConnectResponse (the
 ///   client has no state getter): if nothing is heard within
-///   `SESSION_PROOF_FALLBACK`, an `exists("/")` proves the session
-///   instead, at one request, and no later than the session allows (it
-///   waits behind the handshake on the same connection).
+///   [`REPORT_WAIT`](zkelect_core::setup::REPORT_WAIT), an `exists("/")`
+///   proves the session instead, at one request, and no later than the
+///   session allows (it waits behind the handshake on the same connection).
 async fn set_up(
     zk: &zka::ZooKeeper,
     shared: &ListenerState,
     options: &ZkAsyncOptions,
     up: watch::Receiver<bool>,
+    within: Duration,
 ) -> Result<(), SessionError> {
-    if options.auth.is_empty() {
-        return session_up(up, || prove(zk, options)).await;
-    }
-    let mut retry = 0;
-    loop {
-        let before = shared.shell.connection_changes.mark();
-        match replay(zk, &options.auth).await {
-            Ok(()) => {
-                if !shared.shell.connection_changes.changed_since(before) {
-                    shared.authenticated.send_replace(true);
-                }
-                // Otherwise the connection changed meanwhile: the pump task
-                // replays the credentials before it reports `Connected`.
-                return Ok(());
-            }
-            Err(zka::ZkError::AuthFailed) => return Err(options.rejected()),
-            Err(zka::ZkError::ConnectionLoss) => {
-                tokio::time::sleep(retry_pause(SET_UP_RETRY, SET_UP_RETRY_MAX, retry)).await;
-                retry += 1;
-            }
-            Err(e) => {
-                return Err(options.fail(
-                    ConnectFailure::Session,
-                    format!("adding credentials failed: {e}"),
-                ))
-            }
+    let config = if options.auth.is_empty() {
+        SetUpConfig::prove(within)
+    } else {
+        SetUpConfig::authenticate(within)
+    };
+    let send = |request| async move {
+        match request {
+            SetUpRequest::Credentials => outcome(replay(zk, &options.auth).await),
+            SetUpRequest::Probe => outcome(zk.exists("/", false).await.map(drop)),
         }
+    };
+    match run_set_up(config, up, &shared.shell.connection_changes, send).await {
+        SetUpEnd::Done { credentials_on } => {
+            // Not on: the connection changed meanwhile, and the pump task
+            // replays the credentials before it reports `Connected`.
+            if credentials_on {
+                shared.authenticated.send_replace(true);
+            }
+            Ok(())
+        }
+        // A set-up is never superseded: the pump task handles what
+        // happened to the connection meanwhile.
+        SetUpEnd::Superseded => Ok(()),
+        SetUpEnd::Failed(SetUpError::Rejected) => Err(options.rejected()),
+        SetUpEnd::Failed(SetUpError::TimedOut { .. }) => Err(options.fail(
+            ConnectFailure::Session,
+            format!(
+                "a server accepted the connection but no usable session came within {:?}",
+                options.connect_timeout
+            ),
+        )),
+        SetUpEnd::Failed(e) => Err(options.fail(ConnectFailure::Session, e.to_string())),
     }
 }
 
-/// The session is up: the client said so (`up`), or, if it has not within
-/// `SESSION_PROOF_FALLBACK`, `prove` (an `exists("/")`, see `prove`) said so.
-/// `prove` is not even started when the client's report comes first.
-async fn session_up<P, F>(mut up: watch::Receiver<bool>, prove: P) -> Result<(), SessionError>
+/// How a request of the set-up or the replay ended, as the machine reads it.
+fn outcome(result: Result<(), zka::ZkError>) -> SetUpOutcome {
+    match result {
+        Ok(()) => SetUpOutcome::Ok,
+        Err(zka::ZkError::ConnectionLoss) => SetUpOutcome::ConnectionLoss,
+        Err(zka::ZkError::AuthFailed) => SetUpOutcome::AuthFailed,
+        Err(e) => SetUpOutcome::Failed(e.to_string()),
+    }
+}
+
+/// Sleeps until `at`, or for ever.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Logs what the machine says, in order.
+fn log_set_up(machine: &mut SetUp, what: &str) {
+    while let Some(SetUpNotice::Retrying { cause, pause, .. }) = machine.poll_notice() {
+        warn!(error = %cause, ?pause, "{what} failed; trying again");
+    }
+}
+
+/// Runs a set-up machine ([`Goal::Prove`] or [`Goal::Authenticate`]):
+/// `send` sends a request, `up` is the client's report that the session is
+/// up (heard by a proof only; a closed channel is no report), `changes`
+/// the connection changes.
+async fn run_set_up<S, F>(
+    config: SetUpConfig,
+    mut up: watch::Receiver<bool>,
+    changes: &ConnectionChanges,
+    send: S,
+) -> SetUpEnd
 where
-    P: FnOnce() -> F,
-    F: Future<Output = Result<(), SessionError>>,
+    S: Fn(SetUpRequest) -> F,
+    F: Future<Output = SetUpOutcome>,
 {
-    let heard = async move {
-        if up.wait_for(|up| *up).await.is_err() {
-            // The listener is gone with the client: only the request can tell.
-            std::future::pending::<()>().await;
-        }
-    };
-    let asked = async {
-        tokio::time::sleep(SESSION_PROOF_FALLBACK).await;
-        prove().await
-    };
-    tokio::select! {
-        () = heard => Ok(()),
-        proved = asked => proved,
-    }
-}
-
-/// The session answers a request: `exists("/")`, tried again through
-/// connection loss (the caller bounds it).
-async fn prove(zk: &zka::ZooKeeper, options: &ZkAsyncOptions) -> Result<(), SessionError> {
-    let mut retry = 0;
+    let listens = config.goal == Goal::Prove;
+    let clock = Clock::new();
+    let mut machine = SetUp::new(clock.now(), config);
     loop {
-        match zk.exists("/", false).await {
-            Ok(_) => return Ok(()),
-            Err(zka::ZkError::ConnectionLoss) => {
-                tokio::time::sleep(retry_pause(SET_UP_RETRY, SET_UP_RETRY_MAX, retry)).await;
-                retry += 1;
+        log_set_up(&mut machine, "the session's set-up");
+        if let Some(end) = machine.end() {
+            return end.clone();
+        }
+        let wake = machine.poll_timeout().map(|t| clock.instant(t));
+        let heard = async {
+            if !listens || up.wait_for(|up| *up).await.is_err() {
+                // The listener is gone with the client: only a request can tell.
+                std::future::pending::<()>().await;
             }
-            Err(e) => {
-                return Err(options.fail(
-                    ConnectFailure::Session,
-                    format!("the first request failed: {e}"),
-                ))
+        };
+        let Some(SetUpCommand::Send {
+            request, attempt, ..
+        }) = machine.poll_command()
+        else {
+            tokio::select! {
+                () = heard => machine.reported_up(clock.now()),
+                () = sleep_until(wake) => machine.handle_timeout(clock.now()),
             }
+            continue;
+        };
+        let before = changes.mark();
+        // The report wins over a request still out: it is dropped.
+        let answer = tokio::select! {
+            () = heard => {
+                machine.reported_up(clock.now());
+                continue;
+            }
+            answer = send(request) => Some(answer),
+            () = sleep_until(wake) => None,
+        };
+        let now = clock.now();
+        if changes.changed_since(before) {
+            machine.connection_changed(now);
+        }
+        match answer {
+            Some(answer) => machine.answered(now, attempt, answer),
+            None => machine.handle_timeout(now),
         }
     }
 }
@@ -749,8 +763,10 @@ enum Replayed {
 }
 
 /// Replays the credentials until they are on the current connection, the
-/// server rejects them, or the connection changes again. Watch events that
-/// arrive meanwhile are kept in `held`, in order.
+/// server rejects them, or the connection changes again: the core's
+/// [`SetUp`] machine ([`Goal::Replay`]) decides when to try again and when
+/// the replay is over; this sends and sleeps. Watch events that arrive
+/// during a pause are kept in `held`, in order.
 async fn replay_until_done<R, F>(
     replay: &R,
     shared: &ListenerState,
@@ -762,38 +778,49 @@ where
     R: Fn() -> F,
     F: Future<Output = Result<(), zka::ZkError>>,
 {
-    let mut retry = 0;
+    let changes = &shared.shell.connection_changes;
+    let clock = Clock::new();
+    let mut machine = SetUp::new(clock.now(), SetUpConfig::replay(op_timeout));
     loop {
-        let before = shared.shell.connection_changes.mark();
-        let attempt = tokio::time::timeout(op_timeout, replay()).await;
-        if shared.shell.connection_changes.changed_since(before) {
-            // The listener queued the new state; the pump decides.
-            return Replayed::Superseded;
-        }
-        match attempt {
-            Ok(Ok(())) => {
+        log_set_up(&mut machine, "replaying credentials");
+        match machine.end() {
+            Some(SetUpEnd::Done { .. }) => {
                 shared.authenticated.send_replace(true);
                 return Replayed::Done;
             }
-            Ok(Err(zka::ZkError::AuthFailed)) => return Replayed::Rejected,
-            Ok(Err(e)) => warn!(error = %e, "replaying credentials failed; trying again"),
-            Err(_) => warn!(?op_timeout, "replaying credentials timed out; trying again"),
+            // A replay gives up only on rejected credentials.
+            Some(SetUpEnd::Failed(_)) => return Replayed::Rejected,
+            // The listener queued the new state; the pump decides.
+            Some(SetUpEnd::Superseded) => return Replayed::Superseded,
+            None => {}
         }
-        let pause = tokio::time::sleep(retry_pause(REPLAY_RETRY, REPLAY_RETRY_MAX, retry));
-        retry += 1;
-        tokio::pin!(pause);
-        loop {
-            tokio::select! {
-                item = raw.recv() => match item {
-                    Some(state @ Raw::State(_)) => {
-                        held.push_back(state);
-                        return Replayed::Superseded;
-                    }
-                    Some(watch) => held.push_back(watch),
-                    None => return Replayed::Ended,
-                },
-                () = &mut pause => break,
+        let wake = machine.poll_timeout().map(|t| clock.instant(t));
+        if let Some(SetUpCommand::Send { attempt, .. }) = machine.poll_command() {
+            let before = changes.mark();
+            let answer = tokio::select! {
+                answer = replay() => Some(outcome(answer)),
+                () = sleep_until(wake) => None,
+            };
+            let now = clock.now();
+            if changes.changed_since(before) {
+                machine.connection_changed(now);
             }
+            match answer {
+                Some(answer) => machine.answered(now, attempt, answer),
+                None => machine.handle_timeout(now),
+            }
+            continue;
+        }
+        tokio::select! {
+            item = raw.recv() => match item {
+                Some(state @ Raw::State(_)) => {
+                    held.push_back(state);
+                    machine.connection_changed(clock.now());
+                }
+                Some(watch) => held.push_back(watch),
+                None => return Replayed::Ended,
+            },
+            () = sleep_until(wake) => machine.handle_timeout(clock.now()),
         }
     }
 }
@@ -1032,6 +1059,7 @@ pub(crate) fn map_mode(mode: CreateMode) -> zka::CreateMode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zkelect_core::setup::REPORT_WAIT;
 
     const T: Duration = Duration::from_secs(4);
 
@@ -1306,25 +1334,28 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(3));
     }
 
-    #[test]
-    fn retries_back_off_doubling_up_to_their_cap() {
-        let ms = Duration::from_millis;
-        let set_up: Vec<_> = (0..7)
-            .map(|retry| retry_pause(SET_UP_RETRY, SET_UP_RETRY_MAX, retry))
-            .collect();
+    #[tokio::test(start_paused = true)]
+    async fn a_set_up_backs_off_through_lost_connections_and_ends_at_its_deadline() {
+        let tries = std::sync::Mutex::new(Vec::new());
+        let started = Instant::now();
+        let (_tx, up) = watch::channel(false);
+        let changes = ConnectionChanges::default();
+        let send = |request| {
+            assert_eq!(request, SetUpRequest::Credentials);
+            tries.lock().unwrap().push(started.elapsed().as_millis());
+            std::future::ready(SetUpOutcome::ConnectionLoss)
+        };
+        let config = SetUpConfig::authenticate(Duration::from_secs(2));
+        let end = run_set_up(config, up, &changes, send).await;
         assert_eq!(
-            set_up,
-            [ms(50), ms(100), ms(200), ms(400), ms(800), ms(800), ms(800)]
+            end,
+            SetUpEnd::Failed(SetUpError::TimedOut {
+                within: Duration::from_secs(2)
+            })
         );
-        let replay: Vec<_> = (0..5)
-            .map(|retry| retry_pause(REPLAY_RETRY, REPLAY_RETRY_MAX, retry))
-            .collect();
-        assert_eq!(replay, [ms(200), ms(400), ms(800), ms(1_200), ms(1_200)]);
-        // However many retries, no overflow and never past the cap.
-        assert_eq!(
-            retry_pause(SET_UP_RETRY, SET_UP_RETRY_MAX, u32::MAX),
-            ms(800)
-        );
+        // Pauses of 50, 100, 200, 400, 800, 800 ms; none past the deadline.
+        assert_eq!(*tries.lock().unwrap(), [0, 50, 150, 350, 750, 1_550]);
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
     }
 
     #[test]
@@ -1518,13 +1549,29 @@ mod tests {
     /// A proof that counts its starts and answers `answer`.
     fn counted_proof(
         starts: &std::sync::atomic::AtomicUsize,
-        answer: Result<(), SessionError>,
-    ) -> impl FnOnce() -> std::future::Ready<Result<(), SessionError>> + '_ {
-        move || {
+        answer: SetUpOutcome,
+    ) -> impl Fn(SetUpRequest) -> std::future::Ready<SetUpOutcome> + '_ {
+        move |request| {
+            assert_eq!(request, SetUpRequest::Probe);
             starts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            std::future::ready(answer)
+            std::future::ready(answer.clone())
         }
     }
+
+    /// Proves a session as `connect` does, within 10 s.
+    async fn session_up<S, F>(up: watch::Receiver<bool>, prove: S) -> SetUpEnd
+    where
+        S: Fn(SetUpRequest) -> F,
+        F: Future<Output = SetUpOutcome>,
+    {
+        let changes = ConnectionChanges::default();
+        let config = SetUpConfig::prove(Duration::from_secs(10));
+        run_set_up(config, up, &changes, prove).await
+    }
+
+    const PROVED: SetUpEnd = SetUpEnd::Done {
+        credentials_on: false,
+    };
 
     #[tokio::test(start_paused = true)]
     async fn a_session_the_client_reports_up_costs_no_request() {
@@ -1542,8 +1589,8 @@ mod tests {
                 // Kept alive: a closed channel is not a report.
                 tokio::time::sleep(Duration::from_secs(10)).await;
             });
-            let proof = counted_proof(&starts, Err(SessionError::Auth("never asked".into())));
-            session_up(up, proof).await.unwrap();
+            let proof = counted_proof(&starts, SetUpOutcome::Failed("never asked".into()));
+            assert_eq!(session_up(up, proof).await, PROVED);
             assert_eq!(started.elapsed(), delay.unwrap_or_default());
             assert_eq!(starts.load(Ordering::SeqCst), 0, "no request was sent");
             reporter.abort();
@@ -1553,16 +1600,23 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_report_missed_by_the_listener_is_made_up_for_by_one_request() {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        for answer in [
-            Ok(()),
-            Err(SessionError::Auth("the first request failed".into())),
-        ] {
+        for answer in [SetUpOutcome::Ok, SetUpOutcome::Failed("NoNode".into())] {
             let starts = AtomicUsize::new(0);
             let (tx, up) = watch::channel(false);
             let started = Instant::now();
             let got = session_up(up, counted_proof(&starts, answer.clone())).await;
-            assert_eq!(got.is_ok(), answer.is_ok(), "{got:?}");
-            assert_eq!(started.elapsed(), SESSION_PROOF_FALLBACK);
+            if answer == SetUpOutcome::Ok {
+                assert_eq!(got, PROVED);
+            } else {
+                assert_eq!(
+                    got,
+                    SetUpEnd::Failed(SetUpError::Failed {
+                        request: SetUpRequest::Probe,
+                        reason: "NoNode".into()
+                    })
+                );
+            }
+            assert_eq!(started.elapsed(), REPORT_WAIT);
             assert_eq!(starts.load(Ordering::SeqCst), 1);
             drop(tx);
         }
@@ -1570,9 +1624,8 @@ mod tests {
         let starts = AtomicUsize::new(0);
         let (tx, up) = watch::channel(false);
         drop(tx);
-        session_up(up, counted_proof(&starts, Ok(())))
-            .await
-            .unwrap();
+        let got = session_up(up, counted_proof(&starts, SetUpOutcome::Ok)).await;
+        assert_eq!(got, PROVED);
         assert_eq!(starts.load(Ordering::SeqCst), 1);
     }
 

@@ -277,6 +277,7 @@ mod outbox;
 mod revoker;
 mod rule;
 mod session;
+pub mod setup;
 mod standing;
 pub mod startup;
 mod time;
