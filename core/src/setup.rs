@@ -807,7 +807,7 @@ mod tests {
                     if let Some(SetUpCommand::Send { attempt, deadline: try_by, .. }) =
                         s.poll_command()
                     {
-                        prop_assert!(last_try.map_or(true, |t| t < now), "two tries at {now:?}");
+                        prop_assert!(last_try.is_none_or(|t| t < now), "two tries at {now:?}");
                         last_try = Some(now);
                         if let Some(d) = deadline {
                             prop_assert!(now < d, "a try at {now:?}, deadline {d:?}");
@@ -829,7 +829,7 @@ mod tests {
                         let timeout = s.poll_timeout();
                         let answer_at = step.delay.map(|d| now + Duration::from_millis(d));
                         let late = match (timeout, answer_at) {
-                            (Some(t), a) => a.map_or(true, |a| t <= a),
+                            (Some(t), a) => a.is_none_or(|a| t <= a),
                             (None, _) => false,
                         };
                         if let (true, Some(t)) = (late, timeout) {
@@ -863,7 +863,10 @@ mod tests {
                     while let Some(SetUpNotice::Retrying { pause, .. }) = s.poll_notice() {
                         prop_assert!(pause <= config.retry_max.max(Duration::from_millis(1)));
                         prop_assert!(pause >= config.retry_first.min(config.retry_max));
-                        prop_assert!(last_pause.map_or(true, |p| p <= pause), "{last_pause:?} then {pause:?}");
+                        prop_assert!(
+                            last_pause.is_none_or(|p| p <= pause),
+                            "{last_pause:?} then {pause:?}"
+                        );
                         last_pause = Some(pause);
                     }
                 }
