@@ -578,10 +578,16 @@ pub fn queue(
 /// ```
 pub fn nonce(seed: u64, session: u64, create: u64) -> String {
     let x = splitmix64(seed ^ session.wrapping_mul(0xA076_1D64_78BD_642F));
-    format!(
-        "{:016x}",
-        splitmix64(x ^ create.wrapping_mul(0xE703_7ED1_A0B4_28DB))
-    )
+    let value = splitmix64(x ^ create.wrapping_mul(0xE703_7ED1_A0B4_28DB));
+    // `{:016x}` by hand: one per create, and the formatting machinery cost
+    // a simulated run more than the rest of the create's naming.
+    let mut out = String::with_capacity(16);
+    for shift in (0..16).rev() {
+        // A nibble: always below 16, so a hex digit.
+        let nibble = ((value >> (shift * 4)) & 0xf) as u32;
+        out.push(char::from_digit(nibble, 16).unwrap_or('0'));
+    }
+    out
 }
 
 /// Whether a child name is never given to a second node: a protected name
@@ -615,18 +621,47 @@ pub(crate) fn nonce_of(name: &str) -> Option<&str> {
 
 /// The name prefix a candidate creates: `_c_<nonce>-<prefix>` or just `<prefix>`.
 pub fn create_prefix(prefix: &str, nonce: Option<&str>) -> String {
-    match nonce {
-        Some(n) => format!("{PROTECTED_MARKER}{n}-{prefix}"),
-        None => prefix.to_owned(),
-    }
+    create_prefix_weighted(prefix, nonce, 1)
 }
 
 /// [`create_prefix`] of a node asking for `weight` permits: the weight
 /// follows the stem ([`weight_token`]).
 pub fn create_prefix_weighted(prefix: &str, nonce: Option<&str>, weight: u32) -> String {
-    let mut out = create_prefix(prefix, nonce);
-    out.push_str(&weight_token(weight));
+    // Pushed piece by piece into one buffer, not formatted: a create's
+    // name is made once per create, and `format!` was most of its cost.
+    let nonce_len = nonce.map_or(0, |n| PROTECTED_MARKER.len() + n.len() + 1);
+    let mut out = String::with_capacity(nonce_len + prefix.len() + 12);
+    if let Some(n) = nonce {
+        out.push_str(PROTECTED_MARKER);
+        out.push_str(n);
+        out.push('-');
+    }
+    out.push_str(prefix);
+    if weight > 1 {
+        out.push('w');
+        push_decimal(&mut out, u64::from(weight));
+        out.push('_');
+    }
     out
+}
+
+/// Appends `n` in decimal, as `{n}` writes it.
+fn push_decimal(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        // A remainder by ten: one decimal digit.
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        out.push(char::from(d));
+    }
 }
 
 /// SplitMix64: a tiny, well-mixed, deterministic generator step.
@@ -642,6 +677,28 @@ mod tests {
     use super::*;
 
     const ELECTION: Recipe = Recipe::Election { leaders: 1 };
+
+    #[test]
+    fn hand_written_names_are_what_format_writes() {
+        for (seed, session, create) in [(0_u64, 0_u64, 0_u64), (7, 3, 2), (u64::MAX, 1, u64::MAX)] {
+            let x = splitmix64(seed ^ session.wrapping_mul(0xA076_1D64_78BD_642F));
+            let value = splitmix64(x ^ create.wrapping_mul(0xE703_7ED1_A0B4_28DB));
+            assert_eq!(nonce(seed, session, create), format!("{value:016x}"));
+        }
+        for weight in [0, 1, 2, 9, 10, 255, u32::MAX] {
+            for n in [None, Some("00000000000000aa")] {
+                let unweighted = match n {
+                    Some(n) => format!("{PROTECTED_MARKER}{n}-s_"),
+                    None => "s_".to_owned(),
+                };
+                assert_eq!(create_prefix("s_", n), unweighted);
+                assert_eq!(
+                    create_prefix_weighted("s_", n, weight),
+                    format!("{unweighted}{}", weight_token(weight))
+                );
+            }
+        }
+    }
 
     fn names(children: &[&str], interop: Interop) -> Vec<String> {
         let owned: Vec<String> = children.iter().map(|s| s.to_string()).collect();
