@@ -14,8 +14,6 @@ mod planted;
 mod watches;
 mod window;
 
-#[cfg(feature = "planted")]
-use std::collections::BTreeSet;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 
@@ -287,11 +285,9 @@ impl Session {
     /// The machines `event` would reach now (the session's watch table;
     /// nothing fires).
     pub fn reaches(&self, event: &WatchEvent) -> Vec<MachineId> {
-        self.watches
-            .would_reach(event)
-            .into_iter()
-            .filter(|id| self.machine(*id).is_some())
-            .collect()
+        let mut to = self.watches.would_reach(event);
+        to.retain(|id| self.machine(*id).is_some());
+        to
     }
 
     /// The span now: how many session events the session has had.
@@ -663,7 +659,7 @@ impl Session {
     fn planted_routing(
         &mut self,
         event: &WatchEvent,
-        to: &mut BTreeSet<MachineId>,
+        to: &mut Vec<MachineId>,
         spent: &mut Vec<(MachineId, watches::Armed)>,
     ) {
         match self.planted {
@@ -683,6 +679,7 @@ impl Session {
                 };
                 let (more, more_spent) = self.watches.fire_by_table(event, other);
                 to.extend(more);
+                watches::sort_ids(to);
                 spent.extend(more_spent);
             }
             _ => {}

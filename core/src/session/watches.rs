@@ -18,7 +18,7 @@
 //! (harmless) and disarm both (the other pair's next event would then reach
 //! nobody).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
 use crate::name::splitmix64;
@@ -126,29 +126,31 @@ impl Watches {
     /// The machines `event` reaches, in id order, and the armings the
     /// firing spent (every machine's but those whose arming is
     /// unanswered), to be taken off their machines' lists with [`disarm`].
-    pub(super) fn fire(
-        &mut self,
-        event: &WatchEvent,
-    ) -> (BTreeSet<MachineId>, Vec<(MachineId, Armed)>) {
-        let mut to = BTreeSet::new();
+    /// A sorted list, not a set: it is almost always one machine, and a
+    /// set's node and an intermediate list were a watch event's
+    /// allocations.
+    pub(super) fn fire(&mut self, event: &WatchEvent) -> (Vec<MachineId>, Vec<(MachineId, Armed)>) {
+        let mut to = Vec::new();
         let mut spent = Vec::new();
         let hashed = self.path_hashed(&event.path);
         for class in WatchClass::fired_by(event.kind) {
             let entry = hashed.of(*class);
-            let hit: Vec<(MachineId, u32)> = self
+            let first_spent = spent.len();
+            for (&(_, machine), &pending) in self
                 .table
                 .range((entry, MachineId(0))..=(entry, MachineId(u64::MAX)))
-                .map(|(&(_, m), &pending)| (m, pending))
-                .collect();
-            for (machine, pending) in hit {
-                to.insert(machine);
+            {
+                to.push(machine);
                 if pending == 0 {
-                    self.table.remove(&(entry, machine));
-                    self.unclass(entry);
                     spent.push((machine, entry));
                 }
             }
+            for &(machine, entry) in &spent[first_spent..] {
+                self.table.remove(&(entry, machine));
+                self.unclass(entry);
+            }
         }
+        sort_ids(&mut to);
         (to, spent)
     }
 
@@ -202,9 +204,10 @@ impl Watches {
     }
 
     /// The machines `event` would reach now, without firing anything.
-    pub(super) fn would_reach(&self, event: &WatchEvent) -> BTreeSet<MachineId> {
+    /// In id order, each once.
+    pub(super) fn would_reach(&self, event: &WatchEvent) -> Vec<MachineId> {
         let hashed = self.path_hashed(&event.path);
-        WatchClass::fired_by(event.kind)
+        let mut to: Vec<MachineId> = WatchClass::fired_by(event.kind)
             .iter()
             .flat_map(move |class| {
                 let entry = hashed.of(*class);
@@ -212,7 +215,9 @@ impl Watches {
                     .range((entry, MachineId(0))..=(entry, MachineId(u64::MAX)))
                     .map(|(&(_, m), _)| m)
             })
-            .collect()
+            .collect();
+        sort_ids(&mut to);
+        to
     }
 
     /// The session expired or closed: the server dropped every watch of
@@ -244,6 +249,12 @@ impl Watches {
     pub(super) fn len(&self) -> usize {
         self.table.len()
     }
+}
+
+/// Puts machine ids in order, each once (as a set would hold them).
+pub(super) fn sort_ids(ids: &mut Vec<MachineId>) {
+    ids.sort_unstable();
+    ids.dedup();
 }
 
 /// Takes a spent arming off a machine's list.
