@@ -134,12 +134,23 @@ impl Judges {
 
     /// Runs the checkers of `event`'s kind against `view`; what failed goes
     /// to `failed`.
+    ///
+    /// A checker of steps that also judges `event` may have changed what its
+    /// next pass of a step reads (a notice that starts a watch): its last
+    /// pass, and with it the step's shortcut, no longer holds.
     pub(super) fn event(&mut self, view: &View, event: &Event<'_>, failed: &mut Vec<Failure>) {
         if let Some(list) = self.by_kind.get(event.kind().index()) {
             for &i in list {
                 if let Some(invariant) = self.invariants.get_mut(i) {
                     if let Err(detail) = invariant.check(view, event) {
                         failed.push((invariant.name(), detail));
+                    }
+                    if invariant.kinds().contains(Kinds::STEP) {
+                        if let Some(held) = self.held.get_mut(i) {
+                            *held = None;
+                        }
+                        self.all_held = None;
+                        self.counts_held = None;
                     }
                 }
             }
