@@ -55,7 +55,8 @@ pub enum SessionError {
         reason: String,
     },
     /// The server rejected the session's credentials (at connect, or later:
-    /// then every recipe on the session stops with this).
+    /// then every recipe on the session stops with this; later also when
+    /// they could not be put back on the connection after a reconnect).
     #[error("authentication failed: {0}")]
     Auth(String),
     /// TLS could not be set up, or the server's certificate was not accepted.
@@ -77,9 +78,14 @@ impl SessionError {
     }
 
     /// The error a recipe reports when its session's credentials are
-    /// rejected after it started.
+    /// rejected after it started, or could not be put back on the
+    /// connection after a reconnect (the transport logs which, and why).
     pub(crate) fn rejected_later() -> Self {
-        Self::Auth("the server rejected this session's credentials".into())
+        Self::Auth(
+            "the server rejected this session's credentials, or they could not be put back \
+             on its connection after a reconnect (the log says which)"
+                .into(),
+        )
     }
 }
 

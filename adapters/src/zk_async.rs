@@ -8,7 +8,7 @@
 //! | a session timeout under 1.5 s makes it reconnect in a storm | refused: [`SessionError::SessionTimeoutTooShort`], for the requested timeout and for the smallest negotiated one |
 //! | the negotiated session timeout is not exposed (a server clamps the request into its `[minSessionTimeout, maxSessionTimeout]`, 2 and 20 ticks by default) | before connecting, every server is asked at once, each with a deadline of its own, with a ConnectRequest on a connection of ours whose session is closed at once, at most once per process, server and requested timeout (`startup`); the core's start-up machine decides when the answers suffice (all in, or 250 ms after the first), which servers the client gets (answered, then refusing; silent ones left out) and the bound (the smallest listed answer), reported on every `Connected`, never the requested value. With no answer before [`SessionOptions::connect_timeout`], `connect` fails with [`SessionError::Connect`] naming each server's failure |
 //! | a watch set with a callback (`*_w`) keeps its boxed callback until its path fires, even after the watch is gone with a reconnect, and can fire it with a new watch's event; one per call, so a path watched again and again that never changes (a leader's node, read by every follower that comes to stand behind it) keeps one per read for good (measured: 521 B per watch event on a leader with followers churning behind it) | no callbacks: watch requests are plain `watch = true` reads and the client's default watcher (`Forward`) queues every event; the server keeps one watch per session, path and kind, and the client keeps nothing per request (measured after: 0.00 B per event, `tests/tests/soak.rs`). An event from a watch set before a reconnect is still passed on: it reports what happened, and the core acts on events as facts, never counting them against the watches it set. Every non-`Connected` state records a connection change (`ConnectionChanges`): a watch request that straddled a reconnect answers `ConnectionLoss` (`straddled`) so the core sets it again, and after the reconnect the core re-lists and re-arms every watch on `Connected` |
-//! | digest credentials are lost on every reconnect | the pump task replays them before it reports `Connected`; until then requests wait (bounded) at a gate, and a `NoAuth` from a request that straddled a reconnect answers `ConnectionLoss` |
+//! | digest credentials are lost on every reconnect | the pump task replays them before it reports `Connected`, backing off, for at most the session timeout (the core's `SetUp` machine): a replay that cannot finish by then ends in `SessionEvent::AuthFailed` and an error log naming the last try's failure, never a silent loop; until then requests wait (bounded) at a gate, and a `NoAuth` from a request that straddled a reconnect answers `ConnectionLoss` |
 //! | session expiry shows only as the deprecated `ZkState::NotConnected`, then a new session opens silently | `map_state`: `NotConnected` → `Expired`, the next `Connected` → `Connected { session_id: None }`, which the core treats as a new session; the core learns the session id from its node's `ephemeralOwner` and re-checks it after every reconnect |
 //! | a dead server is noticed only after 2× the session timeout | the core probes every third of the session timeout and suspends after two thirds; here every request is bounded ([`SessionOptions::op_timeout`]) and answers `OperationTimeout` |
 //! | `CreateMode::Container` silently creates a persistent node | mapped to `Persistent` on purpose (`map_mode`), so nothing pretends otherwise |
@@ -49,7 +49,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 use zkelect_core::connect_string::ConnectString;
 use zkelect_core::setup::{
     Goal, SetUp, SetUpCommand, SetUpConfig, SetUpEnd, SetUpError, SetUpNotice, SetUpOutcome,
@@ -722,24 +722,53 @@ where
             }
             continue;
         };
-        let before = changes.mark();
         // The report wins over a request still out: it is dropped.
-        let answer = tokio::select! {
-            () = heard => {
-                machine.reported_up(clock.now());
-                continue;
-            }
-            answer = send(request) => Some(answer),
-            () = sleep_until(wake) => None,
+        let tried = Try {
+            attempt,
+            wake,
+            clock: &clock,
+            changes,
         };
-        let now = clock.now();
-        if changes.changed_since(before) {
+        if !tried.feed(&mut machine, send(request), heard).await {
+            machine.reported_up(clock.now());
+        }
+    }
+}
+
+/// One try of a set-up or replay machine that the adapter sent, and how it
+/// ends: its answer, or the machine's wake-up (`wake`) first.
+struct Try<'a> {
+    attempt: u32,
+    wake: Option<Instant>,
+    clock: &'a Clock,
+    changes: &'a ConnectionChanges,
+}
+
+impl Try<'_> {
+    /// Waits for `answer` or the wake-up, and feeds the machine what came
+    /// first, after the connection change since the try went out, if any
+    /// (a replay then ends; credentials then are not on the connection in
+    /// use). False, and nothing fed, when `interrupt` came first.
+    async fn feed<A, I>(self, machine: &mut SetUp, answer: A, interrupt: I) -> bool
+    where
+        A: Future<Output = SetUpOutcome>,
+        I: Future<Output = ()>,
+    {
+        let before = self.changes.mark();
+        let answer = tokio::select! {
+            () = interrupt => return false,
+            answer = answer => Some(answer),
+            () = sleep_until(self.wake) => None,
+        };
+        let now = self.clock.now();
+        if self.changes.changed_since(before) {
             machine.connection_changed(now);
         }
         match answer {
-            Some(answer) => machine.answered(now, attempt, answer),
+            Some(answer) => machine.answered(now, self.attempt, answer),
             None => machine.handle_timeout(now),
         }
+        true
     }
 }
 
@@ -754,8 +783,10 @@ async fn replay(zk: &zka::ZooKeeper, auth: &[(String, Vec<u8>)]) -> Result<(), z
 enum Replayed {
     /// The credentials are on the current connection.
     Done,
-    /// The server rejected them.
-    Rejected,
+    /// They are not, and will not be on this connection: the server
+    /// rejected them, or they could not be put back within the session
+    /// timeout ([`SetUpError::ReplayTimedOut`]).
+    Failed(SetUpError),
     /// The connection changed meanwhile; its state is queued.
     Superseded,
     /// The client is gone.
@@ -763,16 +794,18 @@ enum Replayed {
 }
 
 /// Replays the credentials until they are on the current connection, the
-/// server rejects them, or the connection changes again: the core's
-/// [`SetUp`] machine ([`Goal::Replay`]) decides when to try again and when
-/// the replay is over; this sends and sleeps. Watch events that arrive
-/// during a pause are kept in `held`, in order.
+/// server rejects them, the connection changes again, or `within` (the
+/// session timeout) has passed: the core's [`SetUp`] machine
+/// ([`Goal::Replay`]) decides when to try again and when the replay is
+/// over; this sends and sleeps. Watch events that arrive during a pause
+/// are kept in `held`, in order.
 async fn replay_until_done<R, F>(
     replay: &R,
     shared: &ListenerState,
     raw: &mut mpsc::UnboundedReceiver<Raw>,
     held: &mut VecDeque<Raw>,
     op_timeout: Duration,
+    within: Duration,
 ) -> Replayed
 where
     R: Fn() -> F,
@@ -780,7 +813,7 @@ where
 {
     let changes = &shared.shell.connection_changes;
     let clock = Clock::new();
-    let mut machine = SetUp::new(clock.now(), SetUpConfig::replay(op_timeout));
+    let mut machine = SetUp::new(clock.now(), SetUpConfig::replay(op_timeout, within));
     loop {
         log_set_up(&mut machine, "replaying credentials");
         match machine.end() {
@@ -788,27 +821,24 @@ where
                 shared.authenticated.send_replace(true);
                 return Replayed::Done;
             }
-            // A replay gives up only on rejected credentials.
-            Some(SetUpEnd::Failed(_)) => return Replayed::Rejected,
+            // Rejected, or not back within the session timeout.
+            Some(SetUpEnd::Failed(e)) => return Replayed::Failed(e.clone()),
             // The listener queued the new state; the pump decides.
             Some(SetUpEnd::Superseded) => return Replayed::Superseded,
             None => {}
         }
         let wake = machine.poll_timeout().map(|t| clock.instant(t));
         if let Some(SetUpCommand::Send { attempt, .. }) = machine.poll_command() {
-            let before = changes.mark();
-            let answer = tokio::select! {
-                answer = replay() => Some(outcome(answer)),
-                () = sleep_until(wake) => None,
+            let tried = Try {
+                attempt,
+                wake,
+                clock: &clock,
+                changes,
             };
-            let now = clock.now();
-            if changes.changed_since(before) {
-                machine.connection_changed(now);
-            }
-            match answer {
-                Some(answer) => machine.answered(now, attempt, answer),
-                None => machine.handle_timeout(now),
-            }
+            let answer = async { outcome(replay().await) };
+            tried
+                .feed(&mut machine, answer, std::future::pending())
+                .await;
             continue;
         }
         tokio::select! {
@@ -894,10 +924,19 @@ async fn pump<R, F, C, G>(
                 timeout,
             };
         }
-        if matches!(event, SessionEvent::Connected { .. }) && shared.has_auth {
-            match replay_until_done(&replay, &shared, &mut raw, &mut held, op_timeout).await {
+        if let (SessionEvent::Connected { timeout, .. }, true) = (event, shared.has_auth) {
+            let replayed =
+                replay_until_done(&replay, &shared, &mut raw, &mut held, op_timeout, timeout).await;
+            match replayed {
                 Replayed::Done => {}
-                Replayed::Rejected => event = SessionEvent::AuthFailed,
+                // The session cannot be used without its credentials: every
+                // machine on it stops with `AuthFailed`, and the requests at
+                // the gate (shut until a reconnect replays them) answer
+                // `OperationTimeout` at their bound.
+                Replayed::Failed(e) => {
+                    error!(error = %e, "the session's credentials are not on its connection; reporting AuthFailed");
+                    event = SessionEvent::AuthFailed;
+                }
                 // Not reported: the core still believes what it last heard.
                 Replayed::Superseded => continue,
                 Replayed::Ended => return,
@@ -1642,6 +1681,37 @@ mod tests {
             ]
         );
         assert!(!*p.shared.authenticated.borrow());
+        p.task.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_replay_that_cannot_finish_ends_at_the_session_timeout_as_auth_failed() {
+        // Every replay's connection is lost under it, and no new state
+        // comes: the connection stays, the credentials never get on.
+        let lost = vec![Err(zka::ZkError::ConnectionLoss); 100];
+        let mut p = Pump::start(true, lost, None);
+        p.shared.on_state(zka::ZkState::Connecting);
+        p.shared.on_state(zka::ZkState::Connected);
+        let started = Instant::now();
+        p.watch("/e/b");
+        tokio::time::sleep(T - Duration::from_millis(1)).await;
+        assert_eq!(
+            std::iter::from_fn(|| p.events.try_recv().ok()).collect::<Vec<_>>(),
+            [session(SessionEvent::Disconnected)],
+            "nothing more before the session timeout"
+        );
+        // Tries at 0, 200, 600, 1,400, 2,600, 3,800 ms; none after.
+        assert_eq!(*p.calls.lock().unwrap(), 6);
+        assert_eq!(
+            p.drain().await,
+            [session(SessionEvent::AuthFailed), deleted("/e/b")]
+        );
+        assert_eq!(
+            started.elapsed(),
+            T + Duration::from_secs(2) - Duration::from_millis(1)
+        );
+        assert_eq!(*p.calls.lock().unwrap(), 6, "no try after the end");
+        assert!(!*p.shared.authenticated.borrow(), "the gate stays shut");
         p.task.abort();
     }
 

@@ -42,7 +42,9 @@ pub enum SessionEvent {
     Disconnected,
     /// The session is gone; so are its ephemeral nodes and watches.
     Expired,
-    /// The server refused the session's credentials.
+    /// The server refused the session's credentials, or a transport that
+    /// must put them back on every new connection could not within the
+    /// session timeout: either way the session cannot be used with them.
     AuthFailed,
     /// The client was closed by the application.
     Closed,

@@ -89,8 +89,13 @@ pub enum CandidateError {
         /// Which.
         fault: NamespaceFault,
     },
-    /// The server rejected the session's credentials.
-    #[error("authentication failed: the server rejected this session's credentials")]
+    /// The session's credentials are not on its connection and will not
+    /// be: the server rejected them, or (a transport that must put them
+    /// back after a reconnect) they could not be put back within the
+    /// session timeout ([`SessionEvent::AuthFailed`](crate::SessionEvent::AuthFailed)).
+    #[error(
+        "authentication failed: the server rejected this session's credentials, or they could not be put back on its connection after a reconnect"
+    )]
     AuthFailed,
     /// A queue shared with another library ([`Interop`](crate::Interop)) holds a
     /// node whose sequence is negative: the parent's counter passed 2^31 − 1,

@@ -23,9 +23,13 @@
 //! - [`Goal::Replay`]: the credentials again after a reconnect, before the
 //!   core hears `Connected`. Each try is bounded
 //!   ([`SetUpConfig::try_timeout`]); a new connection state ends the replay
-//!   ([`SetUpEnd::Superseded`]: that state decides what comes next). No
-//!   overall deadline: a connection that stays broken long enough ends in
-//!   such a state (the session expires at worst).
+//!   ([`SetUpEnd::Superseded`]: that state decides what comes next). The
+//!   whole replay is bounded too ([`SetUpConfig::within`], the session
+//!   timeout): a connection that stays up but cannot take the credentials
+//!   (every `addAuth` lost or failing) changes no state, and would
+//!   otherwise be tried for as long as it lasts while the application's
+//!   requests wait. At the bound it ends in
+//!   [`SetUpError::ReplayTimedOut`], naming the last try's failure.
 //!
 //! # Giving up
 //!
@@ -35,12 +39,13 @@
 //! | credentials rejected | [`SetUpError::Rejected`] (authenticate) | [`SetUpError::Rejected`] |
 //! | any other error | [`SetUpError::Failed`] | try again after a pause |
 //! | no answer in time | [`SetUpError::TimedOut`] at [`SetUpConfig::within`] | try again after a pause |
+//! | none of these by [`SetUpConfig::within`] | [`SetUpError::TimedOut`] | [`SetUpError::ReplayTimedOut`] |
 //!
 //! The pause before retry `n` (from 0) is `retry_first × 2ⁿ`, capped at
 //! `retry_max` (never zero: two tries never share an instant). With a
 //! deadline, a pause that would end past it ends there instead, and the
-//! set-up fails: a persistent failure ends at the connect timeout, never
-//! in a loop.
+//! set-up fails: a persistent failure ends at the connect timeout (a
+//! replay: at the session timeout), never in a loop.
 //!
 //! ```
 //! use std::time::Duration;
@@ -107,8 +112,10 @@ pub struct SetUpConfig {
     pub retry_first: Duration,
     /// The longest pause between two tries.
     pub retry_max: Duration,
-    /// Give up ([`SetUpError::TimedOut`]) this long after the start: the
-    /// connect timeout left. `None`: never (a replay).
+    /// Give up ([`SetUpError::TimedOut`], a replay
+    /// [`SetUpError::ReplayTimedOut`]) this long after the start: the
+    /// connect timeout left, or for a replay the session timeout. `None`:
+    /// never.
     pub within: Option<Duration>,
     /// How long one try may take before it counts as failed and is tried
     /// again. `None`: until [`within`](Self::within).
@@ -140,13 +147,24 @@ impl SetUpConfig {
     }
 
     /// Replaying the credentials after a reconnect, each try bounded by
-    /// `try_timeout` (the request timeout).
-    pub fn replay(try_timeout: Duration) -> Self {
+    /// `try_timeout` (the request timeout), the whole replay by `within`.
+    ///
+    /// `within` should be the session timeout the core was told. Why that
+    /// bound: while the replay runs, the client keeps the session alive
+    /// (its pings need no credentials), so the session's ephemeral nodes —
+    /// a leader's among them — stay and block every other candidate, while
+    /// this one's core, still told `Disconnected`, has suspended itself
+    /// and its requests wait. A replay that cannot finish within the
+    /// session timeout thus ends no later than the session would expire
+    /// had the client gone silent when the replay began; a shorter bound
+    /// would give up on a connection a busy server only answers slowly
+    /// (each try already has the request timeout, by default the same).
+    pub fn replay(try_timeout: Duration, within: Duration) -> Self {
         Self {
             goal: Goal::Replay,
             retry_first: REPLAY_RETRY,
             retry_max: REPLAY_RETRY_MAX,
-            within: None,
+            within: Some(within),
             try_timeout: Some(try_timeout),
             report_wait: Duration::ZERO,
         }
@@ -213,6 +231,18 @@ pub enum SetUpError {
     TimedOut {
         /// The bound.
         within: Duration,
+    },
+    /// [`Goal::Replay`]: the credentials were not back on the connection
+    /// within [`SetUpConfig::within`] (the session timeout).
+    #[error(
+        "the credentials could not be put back on the connection within {within:?} after a reconnect ({})",
+        last.as_ref().map_or_else(|| "the first try was never answered".to_owned(), |c| format!("last try: {c}"))
+    )]
+    ReplayTimedOut {
+        /// The bound.
+        within: Duration,
+        /// Why the last try failed; `None`: the first was still out.
+        last: Option<RetryCause>,
     },
 }
 
@@ -293,6 +323,8 @@ pub struct SetUp {
     attempts: u32,
     /// Pauses taken so far (the next one's doubling).
     retries: u32,
+    /// Why the last try failed, for [`SetUpError::ReplayTimedOut`].
+    last_cause: Option<RetryCause>,
     /// The connection changed during the try out.
     changed: bool,
     command: Option<SetUpCommand>,
@@ -309,6 +341,7 @@ impl SetUp {
             phase: Phase::Ended(SetUpEnd::Superseded),
             attempts: 0,
             retries: 0,
+            last_cause: None,
             changed: false,
             command: None,
             notices: Vec::new(),
@@ -371,9 +404,15 @@ impl SetUp {
         }
         if self.deadline.is_some_and(|d| now >= d) {
             self.command = None;
-            self.phase = Phase::Ended(SetUpEnd::Failed(SetUpError::TimedOut {
-                within: self.config.within.unwrap_or_default(),
-            }));
+            let within = self.config.within.unwrap_or_default();
+            let error = match self.config.goal {
+                Goal::Replay => SetUpError::ReplayTimedOut {
+                    within,
+                    last: self.last_cause.take(),
+                },
+                Goal::Prove | Goal::Authenticate => SetUpError::TimedOut { within },
+            };
+            self.phase = Phase::Ended(SetUpEnd::Failed(error));
             return;
         }
         match self.phase {
@@ -493,6 +532,7 @@ impl SetUp {
     fn retry(&mut self, now: Timestamp, attempt: u32, cause: RetryCause) {
         let pause = self.pause();
         self.retries = self.retries.saturating_add(1);
+        self.last_cause = Some(cause.clone());
         self.notices.push(SetUpNotice::Retrying {
             attempt,
             cause,
@@ -525,7 +565,7 @@ mod tests {
     fn rejected_credentials_end_the_set_up_at_once_with_their_error() {
         for config in [
             SetUpConfig::authenticate(Duration::from_secs(10)),
-            SetUpConfig::replay(Duration::from_secs(1)),
+            SetUpConfig::replay(Duration::from_secs(1), Duration::from_secs(60)),
         ] {
             let mut s = SetUp::new(ms(0), config);
             let (request, attempt) = sent(&mut s);
@@ -568,7 +608,10 @@ mod tests {
 
     #[test]
     fn a_replay_backs_off_from_its_own_first_pause_to_its_cap() {
-        let mut s = SetUp::new(ms(0), SetUpConfig::replay(Duration::from_secs(1)));
+        let mut s = SetUp::new(
+            ms(0),
+            SetUpConfig::replay(Duration::from_secs(1), Duration::from_secs(60)),
+        );
         let mut now = ms(0);
         let mut pauses = Vec::new();
         for outcome in [
@@ -632,6 +675,94 @@ mod tests {
     }
 
     #[test]
+    fn a_persistent_connection_loss_ends_a_replay_at_its_deadline_not_before_never_after() {
+        let within = Duration::from_millis(4_000);
+        let mut s = SetUp::new(ms(0), SetUpConfig::replay(Duration::from_secs(1), within));
+        let mut now = ms(0);
+        let mut tries = Vec::new();
+        while s.end().is_none() {
+            if let Some(SetUpCommand::Send {
+                attempt, deadline, ..
+            }) = s.poll_command()
+            {
+                assert!(now < ms(4_000), "a try at {now:?}, past the deadline");
+                assert!(deadline.is_some_and(|d| d <= ms(4_000)));
+                tries.push(now.as_millis());
+                s.answered(now, attempt, SetUpOutcome::ConnectionLoss);
+            }
+            // Not before: every wake-up short of the deadline leaves it going.
+            assert!(s.end().is_none() || now == ms(4_000), "ended at {now:?}");
+            now = s.poll_timeout().expect("a deadline while not ended");
+            s.handle_timeout(now);
+        }
+        // Pauses 200, 400, 800, 1,200; the next try would be at 3,800 + 1,200.
+        assert_eq!(tries, [0, 200, 600, 1_400, 2_600, 3_800]);
+        assert_eq!(now, ms(4_000), "ends at the deadline");
+        let Some(SetUpEnd::Failed(e)) = s.end() else {
+            panic!("{:?}", s.end())
+        };
+        assert_eq!(
+            *e,
+            SetUpError::ReplayTimedOut {
+                within,
+                last: Some(RetryCause::ConnectionLoss)
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "the credentials could not be put back on the connection within 4s after a \
+             reconnect (last try: the connection was lost)"
+        );
+        assert_eq!(s.poll_timeout(), None, "never after");
+        assert_eq!(s.poll_command(), None);
+        // A first try that never answers ends there too.
+        let mut s = SetUp::new(ms(0), SetUpConfig::replay(within, within));
+        let (_, attempt) = sent(&mut s);
+        assert_eq!(s.poll_timeout(), Some(ms(4_000)));
+        s.handle_timeout(ms(3_999));
+        assert_eq!(s.end(), None);
+        s.handle_timeout(ms(4_000));
+        assert_eq!(
+            s.end(),
+            Some(&SetUpEnd::Failed(SetUpError::ReplayTimedOut {
+                within,
+                last: None
+            }))
+        );
+        s.answered(ms(4_001), attempt, SetUpOutcome::Ok);
+        assert!(matches!(s.end(), Some(SetUpEnd::Failed(_))), "too late");
+    }
+
+    #[test]
+    fn a_replay_that_succeeds_just_before_its_deadline_is_kept() {
+        let within = Duration::from_millis(1_000);
+        let mut s = SetUp::new(ms(0), SetUpConfig::replay(Duration::from_secs(5), within));
+        let (_, attempt) = sent(&mut s);
+        s.answered(
+            ms(10),
+            attempt,
+            SetUpOutcome::Failed("operation timeout".into()),
+        );
+        s.handle_timeout(ms(210));
+        let (_, attempt) = sent(&mut s);
+        assert_eq!(
+            s.poll_timeout(),
+            Some(ms(1_000)),
+            "the try is cut at the deadline"
+        );
+        s.answered(ms(999), attempt, SetUpOutcome::Ok);
+        assert_eq!(
+            s.end(),
+            Some(&SetUpEnd::Done {
+                credentials_on: true
+            })
+        );
+        s.handle_timeout(ms(1_000));
+        assert!(matches!(s.end(), Some(SetUpEnd::Done { .. })), "kept");
+        assert_eq!(s.poll_timeout(), None);
+    }
+
+    #[test]
     fn any_other_error_fails_a_set_up_at_once_naming_its_request() {
         let mut s = SetUp::new(ms(0), SetUpConfig::authenticate(Duration::from_secs(5)));
         let (_, attempt) = sent(&mut s);
@@ -653,12 +784,18 @@ mod tests {
 
     #[test]
     fn a_new_connection_state_supersedes_a_replay_in_a_try_or_a_pause() {
-        let mut s = SetUp::new(ms(0), SetUpConfig::replay(Duration::from_secs(1)));
+        let mut s = SetUp::new(
+            ms(0),
+            SetUpConfig::replay(Duration::from_secs(1), Duration::from_secs(60)),
+        );
         let (_, attempt) = sent(&mut s);
         s.connection_changed(ms(5));
         s.answered(ms(6), attempt, SetUpOutcome::Ok);
         assert_eq!(s.end(), Some(&SetUpEnd::Superseded));
-        let mut s = SetUp::new(ms(0), SetUpConfig::replay(Duration::from_secs(1)));
+        let mut s = SetUp::new(
+            ms(0),
+            SetUpConfig::replay(Duration::from_secs(1), Duration::from_secs(60)),
+        );
         let (_, attempt) = sent(&mut s);
         s.answered(ms(6), attempt, SetUpOutcome::ConnectionLoss);
         s.connection_changed(ms(100));
@@ -773,11 +910,18 @@ mod tests {
                 })
         }
 
-        fn config() -> impl Strategy<Value = SetUpConfig> {
-            (0..3u8, 1u64..5_000, 1u64..2_000).prop_map(|(goal, within, try_ms)| match goal {
-                0 => SetUpConfig::prove(Duration::from_millis(within)),
-                1 => SetUpConfig::authenticate(Duration::from_millis(within)),
-                _ => SetUpConfig::replay(Duration::from_millis(try_ms)),
+        /// A configuration and the bound it was given (asserted against as
+        /// given, not as the configuration says: a goal that dropped its
+        /// bound would go unnoticed otherwise).
+        fn config() -> impl Strategy<Value = (SetUpConfig, Duration)> {
+            (0..3u8, 1u64..5_000, 1u64..2_000).prop_map(|(goal, within, try_ms)| {
+                let within = Duration::from_millis(within);
+                let config = match goal {
+                    0 => SetUpConfig::prove(within),
+                    1 => SetUpConfig::authenticate(within),
+                    _ => SetUpConfig::replay(Duration::from_millis(try_ms), within),
+                };
+                (config, within)
             })
         }
 
@@ -785,17 +929,18 @@ mod tests {
             /// Over any answers at any times: no two tries at one instant,
             /// no try at or past the set-up's deadline, every pause at
             /// least the one before (up to the cap) and within the
-            /// bounds, and the machine always ends: a set-up by its
-            /// deadline, a replay at its first terminal answer or
-            /// connection change (here: once the steps run out).
+            /// bounds, and the machine always ends, at or before its
+            /// deadline (a replay too: else at its first terminal answer
+            /// or connection change; here one once the steps run out),
+            /// and by giving up only at the deadline itself.
             #[test]
             fn tries_are_spaced_and_the_set_up_always_ends(
-                config in config(),
+                (config, within) in config(),
                 start in 0u64..1_000_000,
                 steps in proptest::collection::vec(step(), 0..40),
             ) {
                 let mut s = SetUp::new(ms(start), config);
-                let deadline = config.within.map(|w| ms(start) + w);
+                let deadline = Some(ms(start) + within);
                 let mut now = ms(start);
                 let mut steps = steps.into_iter();
                 let mut last_try: Option<Timestamp> = None;
@@ -872,6 +1017,12 @@ mod tests {
                 }
                 if let Some(d) = deadline {
                     prop_assert!(now <= d, "ended at {now:?}, past {d:?}");
+                    if let Some(SetUpEnd::Failed(
+                        SetUpError::TimedOut { .. } | SetUpError::ReplayTimedOut { .. },
+                    )) = s.end()
+                    {
+                        prop_assert_eq!(now, d, "gave up before the deadline");
+                    }
                 }
                 prop_assert!(s.end().is_some());
                 prop_assert_eq!(s.poll_command(), None);
