@@ -226,6 +226,18 @@ pub trait Invariant<W: ?Sized> {
         let _ = world;
         Ok(Holds::UntilCountsChange)
     }
+
+    /// For a checker of [`Event::Step`] that also judges other kinds:
+    /// whether judging `event` ([`check`](Self::check), just called) may
+    /// have changed what its next pass of a step reads (a notice that
+    /// starts a watch), so that the world asks it again after the next step
+    /// even where its last pass still holds. The default says yes; a
+    /// checker that keeps such state from a few events only says which,
+    /// and spares the world a pass after every other one.
+    fn restep_after(&self, event: &Event<'_>) -> bool {
+        let _ = event;
+        true
+    }
 }
 
 /// How long a checker's pass of [`Event::Step`] holds

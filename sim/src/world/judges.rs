@@ -11,6 +11,8 @@ use super::view::View;
 pub(super) struct Judges {
     invariants: Vec<Box<dyn Invariant<View>>>,
     by_kind: Vec<Vec<usize>>,
+    /// Per checker, whether it judges steps (asked once, as `by_kind`).
+    of_steps: Vec<bool>,
     /// Per checker, the key under which its last pass of a step holds
     /// ([`Holds::UntilChange`], [`Holds::UntilCountsChange`]).
     held: Vec<Option<Held>>,
@@ -66,8 +68,13 @@ impl Judges {
                     .collect()
             })
             .collect();
+        let of_steps = invariants
+            .iter()
+            .map(|i| i.kinds().contains(Kinds::STEP))
+            .collect();
         Self {
             held: vec![None; invariants.len()],
+            of_steps,
             all_held: None,
             counts_held: None,
             invariants,
@@ -137,7 +144,8 @@ impl Judges {
     ///
     /// A checker of steps that also judges `event` may have changed what its
     /// next pass of a step reads (a notice that starts a watch): its last
-    /// pass, and with it the step's shortcut, no longer holds.
+    /// pass, and with it the step's shortcut, no longer holds, if it says
+    /// so ([`Invariant::restep_after`]; most events change nothing of it).
     pub(super) fn event(&mut self, view: &View, event: &Event<'_>, failed: &mut Vec<Failure>) {
         if let Some(list) = self.by_kind.get(event.kind().index()) {
             for &i in list {
@@ -145,7 +153,9 @@ impl Judges {
                     if let Err(detail) = invariant.check(view, event) {
                         failed.push((invariant.name(), detail));
                     }
-                    if invariant.kinds().contains(Kinds::STEP) {
+                    if self.of_steps.get(i).copied().unwrap_or(true)
+                        && invariant.restep_after(event)
+                    {
                         if let Some(held) = self.held.get_mut(i) {
                             *held = None;
                         }
