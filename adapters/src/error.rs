@@ -112,7 +112,8 @@ pub enum ElectionError {
     Config(#[from] ConfigError),
     /// The election's session could not be opened
     /// ([`Election::connect`](crate::Election::connect)), or the server
-    /// rejected its credentials later.
+    /// rejected its credentials later (or they could not be put back on its
+    /// connection after a reconnect).
     #[error(transparent)]
     Session(#[from] SessionError),
     /// The election stopped with a fatal error (for example `NoAuth` on its
@@ -147,7 +148,8 @@ pub enum ObserveError {
     Config(#[from] ConfigError),
     /// The observation's session could not be opened
     /// ([`Election::observe`](crate::Election::observe)), or the server
-    /// rejected its credentials later.
+    /// rejected its credentials later (or they could not be put back on its
+    /// connection after a reconnect).
     #[error(transparent)]
     Session(#[from] SessionError),
     /// The observation stopped with a fatal error (for example `NoAuth` on

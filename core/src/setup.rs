@@ -235,14 +235,15 @@ pub enum SetUpError {
     /// [`Goal::Replay`]: the credentials were not back on the connection
     /// within [`SetUpConfig::within`] (the session timeout).
     #[error(
-        "the credentials could not be put back on the connection within {within:?} after a reconnect ({})",
-        last.as_ref().map_or_else(|| "the first try was never answered".to_owned(), |c| format!("last try: {c}"))
+        "the credentials could not be put back on the connection within {within:?} after a reconnect (last try: {})",
+        last
     )]
     ReplayTimedOut {
         /// The bound.
         within: Duration,
-        /// Why the last try failed; `None`: the first was still out.
-        last: Option<RetryCause>,
+        /// Why the last try failed: a try still out at the bound failed by
+        /// taking that long.
+        last: RetryCause,
     },
 }
 
@@ -302,9 +303,11 @@ pub enum SetUpNotice {
 enum Phase {
     /// [`Goal::Prove`]: waiting for the client's report until then.
     Awaiting(Timestamp),
-    /// A try is out; its answer is no longer awaited after `until`.
+    /// A try is out since `since`; its answer is no longer awaited after
+    /// `until`.
     Trying {
         attempt: u32,
+        since: Timestamp,
         until: Option<Timestamp>,
     },
     /// Pausing before the next try.
@@ -408,7 +411,13 @@ impl SetUp {
             let error = match self.config.goal {
                 Goal::Replay => SetUpError::ReplayTimedOut {
                     within,
-                    last: self.last_cause.take(),
+                    last: match (&self.phase, self.last_cause.take()) {
+                        (Phase::Trying { since, .. }, _) => {
+                            RetryCause::TimedOut(now.saturating_since(*since))
+                        }
+                        // A pause follows a failed try: its cause is known.
+                        (_, last) => last.unwrap_or(RetryCause::TimedOut(within)),
+                    },
                 },
                 Goal::Prove | Goal::Authenticate => SetUpError::TimedOut { within },
             };
@@ -420,6 +429,7 @@ impl SetUp {
             Phase::Trying {
                 attempt,
                 until: Some(until),
+                ..
             } if now >= until => {
                 let after = self.config.try_timeout.unwrap_or_default();
                 self.retry(now, attempt, RetryCause::TimedOut(after));
@@ -510,6 +520,7 @@ impl SetUp {
         };
         self.phase = Phase::Trying {
             attempt: self.attempts,
+            since: now,
             until,
         };
         self.command = Some(SetUpCommand::Send {
@@ -705,7 +716,7 @@ mod tests {
             *e,
             SetUpError::ReplayTimedOut {
                 within,
-                last: Some(RetryCause::ConnectionLoss)
+                last: RetryCause::ConnectionLoss
             }
         );
         assert_eq!(
@@ -715,20 +726,30 @@ mod tests {
         );
         assert_eq!(s.poll_timeout(), None, "never after");
         assert_eq!(s.poll_command(), None);
-        // A first try that never answers ends there too.
+        // A try still out at the deadline ends there too, named as the
+        // last try: no answer for as long as it was out.
         let mut s = SetUp::new(ms(0), SetUpConfig::replay(within, within));
+        let (_, attempt) = sent(&mut s);
+        s.answered(ms(10), attempt, SetUpOutcome::ConnectionLoss);
+        s.handle_timeout(ms(210));
         let (_, attempt) = sent(&mut s);
         assert_eq!(s.poll_timeout(), Some(ms(4_000)));
         s.handle_timeout(ms(3_999));
         assert_eq!(s.end(), None);
         s.handle_timeout(ms(4_000));
+        let Some(SetUpEnd::Failed(e)) = s.end() else {
+            panic!("{:?}", s.end())
+        };
         assert_eq!(
-            s.end(),
-            Some(&SetUpEnd::Failed(SetUpError::ReplayTimedOut {
+            *e,
+            SetUpError::ReplayTimedOut {
                 within,
-                last: None
-            }))
+                last: RetryCause::TimedOut(Duration::from_millis(3_790))
+            }
         );
+        assert!(e
+            .to_string()
+            .ends_with("(last try: no answer within 3.79s)"));
         s.answered(ms(4_001), attempt, SetUpOutcome::Ok);
         assert!(matches!(s.end(), Some(SetUpEnd::Failed(_))), "too late");
     }
