@@ -255,7 +255,7 @@ impl Invariant<View> for Fencing {
         else {
             return Ok(());
         };
-        let q = world.process(pid).queue;
+        let q = world.queue_of(pid);
         if world.leaders_of(q) != 1 {
             return Ok(());
         }
@@ -352,7 +352,7 @@ impl Invariant<View> for TokensGrow {
         else {
             return Ok(());
         };
-        let q = world.process(pid).queue;
+        let q = world.queue_of(pid);
         if world.leaders_of(q) != 1 || world.process(pid).revoked_at.is_some() {
             return Ok(());
         }

@@ -267,8 +267,7 @@ impl Invariant<View> for NoHerd {
                 .config
                 .is_some_and(zkelect_core::Config::two_watch)
         });
-        let k =
-            allowed.max(world.leaders_of(world.process(pid).queue) as usize) + usize::from(spare);
+        let k = allowed.max(world.leaders_of(world.queue_of(pid)) as usize) + usize::from(spare);
         if woken.len() > k {
             return Err(format!(
                 "one server change (#{cause}) made {} candidates read (at most {k}): {:?}",

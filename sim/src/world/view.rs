@@ -182,6 +182,12 @@ impl View {
         &self.queues
     }
 
+    /// The queue process `pid` is in ([`Process::queue`]), without building
+    /// its whole view: the checkers of events ask it of every notice.
+    pub fn queue_of(&self, pid: usize) -> usize {
+        self.procs[pid].queue
+    }
+
     /// Queue `q`'s k.
     pub fn leaders_of(&self, q: usize) -> u32 {
         self.queues[q].leaders
