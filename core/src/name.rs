@@ -639,29 +639,10 @@ pub fn create_prefix_weighted(prefix: &str, nonce: Option<&str>, weight: u32) ->
     out.push_str(prefix);
     if weight > 1 {
         out.push('w');
-        push_decimal(&mut out, u64::from(weight));
+        out.push_str(itoa::Buffer::new().format(weight));
         out.push('_');
     }
     out
-}
-
-/// Appends `n` in decimal, as `{n}` writes it.
-fn push_decimal(out: &mut String, n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        // A remainder by ten: one decimal digit.
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &d in &digits[i..] {
-        out.push(char::from(d));
-    }
 }
 
 /// SplitMix64: a tiny, well-mixed, deterministic generator step.

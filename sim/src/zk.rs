@@ -850,37 +850,23 @@ fn fixup_acl(acl: &Acl, identities: &BTreeSet<String>) -> Option<Vec<Grant>> {
 
 /// `path` with the parent's `cversion` appended as ZooKeeper writes a
 /// sequence (`%010d`: ten digits, zero-padded after any sign), as
-/// `format!("{path}{cversion:010}")` writes it, by hand: one per sequential
+/// `format!("{path}{cversion:010}")` writes it, without `format!`: one per sequential
 /// create, where the formatting machinery was a measurable share of a run.
 fn sequential_name(path: &str, cversion: i32) -> String {
+    let mut digits = itoa::Buffer::new();
+    let magnitude = digits.format(cversion.unsigned_abs());
     let mut out = String::with_capacity(path.len() + 11);
     out.push_str(path);
-    let magnitude = cversion.unsigned_abs();
-    let mut digits = [0u8; 10];
-    let mut i = digits.len();
-    let mut n = magnitude;
-    loop {
-        i -= 1;
-        // A remainder by ten: one decimal digit.
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let used = digits.len() - i;
     let width = if cversion < 0 {
         out.push('-');
         9
     } else {
         10
     };
-    for _ in used..width {
+    for _ in magnitude.len()..width {
         out.push('0');
     }
-    for &d in &digits[i..] {
-        out.push(char::from(d));
-    }
+    out.push_str(magnitude);
     out
 }
 
