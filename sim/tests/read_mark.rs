@@ -44,3 +44,30 @@ fn a_downgrade_that_writes_no_mark_is_caught() {
     println!("read-mark caught seeds {caught:?}; other checkers {other:?}");
     assert!(caught.len() >= 3, "caught {caught:?}, other {other:?}");
 }
+
+/// Seeds of the mixed sweep (300,000 seeds) where a downgraded writer's
+/// node was written over while the writer was cut off from the server for
+/// longer than the grace: its lease ran out, so it no longer believed it
+/// held, and could not write the mark back until it was in touch again.
+/// Readers waiting meanwhile is safe; the checker counts the grace only
+/// while the writer believes it holds, and these seeds pass.
+#[test]
+fn a_writer_cut_off_past_its_lease_is_not_held_to_the_grace() {
+    use zkelect_sim::run::{run_seed, RunOptions};
+    use zkelect_sim::swarm::FaultMix;
+    for seed in [265_901, 275_657, 282_802, 298_386] {
+        let options = RunOptions {
+            overrides: Overrides {
+                faults: FaultMix::Standard,
+                ..Overrides::default()
+            },
+            ..RunOptions::default()
+        };
+        let report = run_seed(seed, options);
+        assert!(
+            report.stats.downgrades > 0,
+            "seed {seed} no longer downgrades: {report}"
+        );
+        assert!(report.violation.is_none(), "{report}");
+    }
+}

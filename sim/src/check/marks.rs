@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use zkelect_core::config::is_downgraded;
-use zkelect_core::{Notice, SessionId, Timestamp};
+use zkelect_core::{Notice, Role, SessionId, Timestamp};
 
 use crate::invariant::{Event, Holds, Invariant, Kinds};
 use crate::world::View;
@@ -94,6 +94,16 @@ impl Invariant<View> for ReadMark {
             let Some(c) = p.candidate.filter(|c| c.is_downgraded() && !p.crashed) else {
                 return false;
             };
+            // Out of touch with the server for long enough, a holder stops
+            // believing it holds (its lease ran out), and it cannot write
+            // the mark back until it is in touch again: its node unmarked
+            // then keeps readers waiting, which is safe. The grace counts
+            // while it believes it holds, as for hearing a revocation
+            // request (`revocation-heard`).
+            if !matches!(p.agent.role(), Role::Leader(_)) {
+                *written_over = None;
+                return true;
+            }
             if result.is_err() {
                 return true;
             }
