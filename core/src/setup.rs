@@ -114,9 +114,10 @@ pub struct SetUpConfig {
     pub retry_max: Duration,
     /// Give up ([`SetUpError::TimedOut`], a replay
     /// [`SetUpError::ReplayTimedOut`]) this long after the start: the
-    /// connect timeout left, or for a replay the session timeout. `None`:
-    /// never.
-    pub within: Option<Duration>,
+    /// connect timeout left, or for a replay the session timeout. Always
+    /// set: a set-up that could go on for ever would hold the
+    /// application's requests at the gate without a word.
+    pub within: Duration,
     /// How long one try may take before it counts as failed and is tried
     /// again. `None`: until [`within`](Self::within).
     pub try_timeout: Option<Duration>,
@@ -132,7 +133,7 @@ impl SetUpConfig {
             goal: Goal::Prove,
             retry_first: SET_UP_RETRY,
             retry_max: SET_UP_RETRY_MAX,
-            within: Some(within),
+            within,
             try_timeout: None,
             report_wait: REPORT_WAIT,
         }
@@ -164,7 +165,7 @@ impl SetUpConfig {
             goal: Goal::Replay,
             retry_first: REPLAY_RETRY,
             retry_max: REPLAY_RETRY_MAX,
-            within: Some(within),
+            within,
             try_timeout: Some(try_timeout),
             report_wait: Duration::ZERO,
         }
@@ -190,9 +191,9 @@ pub enum SetUpCommand {
         /// Which try this is (from 1).
         attempt: u32,
         /// The machine stops waiting for the answer then (its
-        /// [`poll_timeout`](SetUp::poll_timeout) says so too); `None`: no
-        /// bound.
-        deadline: Option<Timestamp>,
+        /// [`poll_timeout`](SetUp::poll_timeout) says so too): the try's
+        /// own bound, or the whole set-up's if that comes first.
+        deadline: Timestamp,
     },
 }
 
@@ -320,7 +321,7 @@ enum Phase {
 pub struct SetUp {
     config: SetUpConfig,
     /// When the set-up gives up.
-    deadline: Option<Timestamp>,
+    deadline: Timestamp,
     phase: Phase,
     /// Tries made so far.
     attempts: u32,
@@ -340,7 +341,7 @@ impl SetUp {
     pub fn new(now: Timestamp, config: SetUpConfig) -> Self {
         let mut setup = Self {
             config,
-            deadline: config.within.map(|within| now + within),
+            deadline: now + config.within,
             phase: Phase::Ended(SetUpEnd::Superseded),
             attempts: 0,
             retries: 0,
@@ -377,18 +378,15 @@ impl SetUp {
         }
     }
 
-    /// When [`handle_timeout`](Self::handle_timeout) is next due; `None`
-    /// once ended, or while an unbounded try is out.
+    /// When [`handle_timeout`](Self::handle_timeout) is next due (at the
+    /// latest the set-up's bound); `None` once ended.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         let own = match self.phase {
             Phase::Awaiting(at) | Phase::Pausing(at) => Some(at),
             Phase::Trying { until, .. } => until,
             Phase::Ended(_) => return None,
         };
-        match (own, self.deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        Some(own.map_or(self.deadline, |own| own.min(self.deadline)))
     }
 
     /// How the set-up ended, once it has.
@@ -405,9 +403,9 @@ impl SetUp {
         if matches!(self.phase, Phase::Ended(_)) {
             return;
         }
-        if self.deadline.is_some_and(|d| now >= d) {
+        if now >= self.deadline {
             self.command = None;
-            let within = self.config.within.unwrap_or_default();
+            let within = self.config.within;
             let error = match self.config.goal {
                 Goal::Replay => SetUpError::ReplayTimedOut {
                     within,
@@ -514,10 +512,7 @@ impl SetUp {
         self.attempts += 1;
         self.changed = false;
         let until = self.config.try_timeout.map(|t| now + t);
-        let deadline = match (until, self.deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let deadline = until.map_or(self.deadline, |until| until.min(self.deadline));
         self.phase = Phase::Trying {
             attempt: self.attempts,
             since: now,
@@ -668,7 +663,7 @@ mod tests {
             }) = s.poll_command()
             {
                 assert!(now < ms(1_000), "a try at {now:?}, past the deadline");
-                assert_eq!(deadline, Some(ms(1_000)));
+                assert_eq!(deadline, ms(1_000));
                 tries += 1;
                 s.answered(now, attempt, SetUpOutcome::ConnectionLoss);
             }
@@ -697,7 +692,7 @@ mod tests {
             }) = s.poll_command()
             {
                 assert!(now < ms(4_000), "a try at {now:?}, past the deadline");
-                assert!(deadline.is_some_and(|d| d <= ms(4_000)));
+                assert!(deadline <= ms(4_000));
                 tries.push(now.as_millis());
                 s.answered(now, attempt, SetUpOutcome::ConnectionLoss);
             }
@@ -961,7 +956,7 @@ mod tests {
                 steps in proptest::collection::vec(step(), 0..40),
             ) {
                 let mut s = SetUp::new(ms(start), config);
-                let deadline = Some(ms(start) + within);
+                let d = ms(start) + within;
                 let mut now = ms(start);
                 let mut steps = steps.into_iter();
                 let mut last_try: Option<Timestamp> = None;
@@ -975,10 +970,8 @@ mod tests {
                     {
                         prop_assert!(last_try.is_none_or(|t| t < now), "two tries at {now:?}");
                         last_try = Some(now);
-                        if let Some(d) = deadline {
-                            prop_assert!(now < d, "a try at {now:?}, deadline {d:?}");
-                            prop_assert!(try_by.is_some_and(|t| t <= d));
-                        }
+                        prop_assert!(now < d, "a try at {now:?}, deadline {d:?}");
+                        prop_assert!(try_by <= d);
                         let step = match steps.next() {
                             Some(step) => step,
                             None if config.goal == Goal::Replay => {
@@ -1036,14 +1029,12 @@ mod tests {
                         last_pause = Some(pause);
                     }
                 }
-                if let Some(d) = deadline {
-                    prop_assert!(now <= d, "ended at {now:?}, past {d:?}");
-                    if let Some(SetUpEnd::Failed(
-                        SetUpError::TimedOut { .. } | SetUpError::ReplayTimedOut { .. },
-                    )) = s.end()
-                    {
-                        prop_assert_eq!(now, d, "gave up before the deadline");
-                    }
+                prop_assert!(now <= d, "ended at {now:?}, past {d:?}");
+                if let Some(SetUpEnd::Failed(
+                    SetUpError::TimedOut { .. } | SetUpError::ReplayTimedOut { .. },
+                )) = s.end()
+                {
+                    prop_assert_eq!(now, d, "gave up before the deadline");
                 }
                 prop_assert!(s.end().is_some());
                 prop_assert_eq!(s.poll_command(), None);
