@@ -23,12 +23,15 @@ step() {
     step_started=$SECONDS
     printf '\n==> %s (at %ds)\n' "$*" $((SECONDS - started))
 }
+# On every exit, a failure too: CI keeps a run's output only when it fails.
 report_durations() {
-    step "done"
+    local status=$?
+    step "$( ((status == 0)) && echo done || echo "stopped: exit $status")"
     printf '\n==> time per step\n'
     printf '%s\n' "${durations[@]}"
     printf '%6ds  in all\n' $((SECONDS - started))
 }
+trap report_durations EXIT
 
 step "dependencies"
 bash scripts/test-deps.sh
@@ -94,4 +97,3 @@ bash scripts/msrv.sh
 
 step "tests (unit, property, simulator, real ZooKeeper servers)"
 cargo test --workspace
-report_durations
