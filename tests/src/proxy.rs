@@ -141,6 +141,17 @@ impl Proxy {
     ///
     /// [`FixtureError::Io`] when the port or the runtime cannot be set up.
     pub fn start(target: SocketAddr) -> Result<Proxy> {
+        Proxy::start_on(Ipv4Addr::LOCALHOST, target)
+    }
+
+    /// Starts a proxy on `<listen>:<free port>` forwarding to `target`: a
+    /// server reached under another loopback address than its own, e.g. a
+    /// TLS server at an address its certificate does not name.
+    ///
+    /// # Errors
+    ///
+    /// [`FixtureError::Io`] when the port or the runtime cannot be set up.
+    pub fn start_on(listen: Ipv4Addr, target: SocketAddr) -> Result<Proxy> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("zkelect-proxy")
@@ -148,7 +159,7 @@ impl Proxy {
             .enable_time()
             .build()
             .map_err(|e| FixtureError::io("cannot build the proxy runtime", e))?;
-        let std_listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        let std_listener = std::net::TcpListener::bind((listen, 0))
             .map_err(|e| FixtureError::io("cannot bind the proxy port", e))?;
         std_listener
             .set_nonblocking(true)

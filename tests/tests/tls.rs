@@ -3,11 +3,12 @@
 //! leader is elected and a successor takes over; a client that trusts
 //! another CA, or talks plain TCP to the TLS port, fails with a clear error.
 
-use std::time::Duration;
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
 
 use zkelect::zk_client::{TlsSettings, ZkClientOptions, ZkClientTransport};
 use zkelect::{Election, ElectionError, Role, SessionError, TlsError};
-use zkelect_tests::{ClientAuth, TestPki, ZkServer};
+use zkelect_tests::{ClientAuth, Proxy, TestPki, ZkServer};
 
 const SESSION: Duration = Duration::from_secs(4);
 const SETTLE: Duration = Duration::from_secs(30);
@@ -119,21 +120,30 @@ async fn settings_that_cannot_work_fail_before_or_at_the_handshake() {
         "{empty:?}"
     );
     // The right CA, but the certificate names 127.0.0.1 and localhost only:
-    // a host it does not name is rejected.
-    let port = server
+    // the same server reached at 127.0.0.2 (through a proxy listening there)
+    // is rejected by name, at the handshake, long before the connect timeout.
+    let secure = server
         .secure_connect_string()
-        .and_then(|h| h.rsplit_once(':').map(|(_, p)| p.to_owned()))
-        .expect("the TLS port");
-    let trust = TlsSettings::from_ca_pem(pki.ca_pem());
-    let other_name = ZkClientOptions::new(format!("127.0.0.2:{port}"))
+        .and_then(|h| h.parse().ok())
+        .expect("the TLS address");
+    let other = Proxy::start_on(Ipv4Addr::new(127, 0, 0, 2), secure).expect("a proxy on 127.0.0.2");
+    let other_name = ZkClientOptions::new(other.connect_string())
         .session_timeout(SESSION)
         .connect_timeout(Duration::from_secs(60))
-        .tls(trust.clone());
-    match ZkClientTransport::connect(other_name).await {
-        // The server listens on 127.0.0.1 only; 127.0.0.2 may not answer at all.
-        Err(SessionError::Tls(TlsError::Rejected { .. }) | SessionError::Connect { .. }) => {}
-        other => panic!("expected a rejected name or no server, got {other:?}"),
-    }
+        .tls(TlsSettings::from_ca_pem(pki.ca_pem()));
+    let started = Instant::now();
+    let rejected = ZkClientTransport::connect(other_name).await;
+    assert!(
+        matches!(rejected, Err(SessionError::Tls(TlsError::Rejected { .. }))),
+        "expected the name to be rejected, got {rejected:?}"
+    );
+    // Not a timing bound: a rejection that only came with the connect
+    // timeout (60 s) would be a retry loop, not a handshake failure.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the rejection waited for the connect timeout: {:?}",
+        started.elapsed()
+    );
     // Plain TCP to the TLS port: no session.
     let plain = ZkClientTransport::connect(
         ZkClientOptions::new(server.secure_connect_string().expect("the TLS port"))
