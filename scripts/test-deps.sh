@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the end-to-end tests (crate zkelect-tests) need:
+# Installs what the tests need: cargo-nextest, the runner scripts/test.sh
+# uses; and what the end-to-end tests (crate zkelect-tests) need:
 #   * real ZooKeeper servers: Debian's `zookeeper` package (3.8, its jars under
 #     /usr/share/java) and a Java runtime;
 #   * the foreign contenders of the interop tests (tests/interop/): Apache
@@ -40,6 +41,17 @@ KAZOO_PACKAGE=python3-kazoo
 KRB5_HEADER=/usr/include/gssapi/gssapi.h
 KRB5_PACKAGE=libkrb5-dev
 LIBCLANG_PACKAGE=libclang-dev
+
+# The test runner of scripts/test.sh (.config/nextest.toml says why): when
+# missing, built from crates.io with Cargo, at the version the suite was
+# tested with and with the dependencies its own lock file pins (--locked).
+NEXTEST_VERSION=0.9.143
+if ! cargo nextest --version >/dev/null 2>&1; then
+    log "cargo-nextest missing: installing cargo-nextest $NEXTEST_VERSION with cargo install (a few minutes)"
+    cargo install --locked --quiet "cargo-nextest@$NEXTEST_VERSION" \
+        || die "cargo install cargo-nextest@$NEXTEST_VERSION failed"
+    cargo nextest --version >/dev/null 2>&1 || die "cargo-nextest installed but 'cargo nextest' does not run"
+fi
 
 have_java() {
     if [[ -n "${ZKELECT_JAVA:-}" && -x "${ZKELECT_JAVA}" ]]; then return 0; fi

@@ -96,4 +96,9 @@ step "minimum Rust version: the published crates check on the rust-version they 
 bash scripts/msrv.sh
 
 step "tests (unit, property, simulator, real ZooKeeper servers)"
-cargo test --workspace
+# Nextest runs the tests of every binary from one queue (.config/nextest.toml
+# says why); it does not run doc tests, which the next step does.
+cargo nextest run --workspace
+
+step "doc tests"
+cargo test --workspace --doc
