@@ -72,7 +72,7 @@ async fn a_client_trusting_another_ca_fails_with_a_certificate_error() {
     let pki = TestPki::generate().expect("test certificates");
     let server = tls_server(&pki, ClientAuth::None);
     let wrong = TlsSettings::from_ca_pem(TestPki::unrelated_ca_pem().expect("another CA"));
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let result = ZkClientTransport::connect(options(&server, wrong.clone())).await;
     // Printed, not asserted: how quickly the wrong CA is reported.
     println!(
