@@ -4,15 +4,20 @@
 //!
 //! An idle recipe keeps two watches pending for as long as it waits, so
 //! what this module keeps per pending watch is most of what the transport
-//! costs an idle recipe: the client's `changed()` future, alone, in one
-//! set, and a 16-byte digest of the path and kind in the set of armed
-//! watches. No copy of the path is kept.
+//! costs an idle recipe: the client's `changed()` future, alone, in a slot
+//! of a group that shares one waker, and a 16-byte digest of the path and
+//! kind in the set of armed watches. No copy of the path is kept.
 
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
 use std::sync::{Arc, PoisonError};
 
-use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+
+use futures_util::task::AtomicWaker;
 use tokio::sync::mpsc;
 use tracing::debug;
 use zkelect_core::{Request, Verb, WatchEvent, WatchKind};
@@ -151,43 +156,202 @@ impl Watches {
     }
 }
 
+/// How many pending watchers share one waker (and one allocation of
+/// slots): a wake-up polls the few dozen futures of its group, not every
+/// pending watcher, and a watcher costs its future and a slot, not a waker
+/// and a node of a set of futures of its own.
+const GROUP: usize = 32;
+
+/// The groups a wake-up has marked, and the forwarder task to wake.
+#[derive(Default)]
+struct Woken {
+    groups: std::sync::Mutex<Vec<u32>>,
+    task: AtomicWaker,
+}
+
+/// One group's waker: marks its group (once until the group is polled)
+/// and wakes the forwarder.
+struct GroupWake {
+    group: u32,
+    queued: AtomicBool,
+    woken: Arc<Woken>,
+}
+
+impl Wake for GroupWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.queued.swap(true, Ordering::AcqRel) {
+            self.woken
+                .groups
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(self.group);
+            self.woken.task.wake();
+        }
+    }
+}
+
+/// [`GROUP`] slots for pending watchers' futures, and their shared waker.
+struct Group<F> {
+    wake: Arc<GroupWake>,
+    waker: Waker,
+    slots: [Option<Pin<Box<F>>>; GROUP],
+}
+
+/// The pending watchers' futures: the client's `changed()`, each alone in
+/// a slot of a group (see [`GROUP`]). A set of futures (`FuturesUnordered`)
+/// keeps each in a node of its own with a waker's worth of links and
+/// flags: 64 bytes a watch on top of the future, where a slot is 8.
+struct Pending<F> {
+    groups: Vec<Group<F>>,
+    /// Empty slots (group × [`GROUP`] + index), the last one used first.
+    free: Vec<u32>,
+    /// Futures in the slots.
+    count: usize,
+    woken: Arc<Woken>,
+}
+
+impl<F: Future> Pending<F> {
+    fn new() -> Self {
+        Self {
+            groups: Vec::new(),
+            free: Vec::new(),
+            count: 0,
+            woken: Arc::default(),
+        }
+    }
+
+    /// Adds a watcher's future; it is polled on the next [`fired`](Self::fired).
+    fn push(&mut self, future: F) {
+        let slot = match self.free.pop() {
+            Some(slot) => slot as usize,
+            None => {
+                let group = self.groups.len();
+                let Ok(id) = u32::try_from(group) else {
+                    // Four billion pending watches: the process is out of
+                    // memory long before; nothing to watch with.
+                    return;
+                };
+                let wake = Arc::new(GroupWake {
+                    group: id,
+                    queued: AtomicBool::new(false),
+                    woken: Arc::clone(&self.woken),
+                });
+                self.groups.push(Group {
+                    waker: Waker::from(Arc::clone(&wake)),
+                    wake,
+                    slots: std::array::from_fn(|_| None),
+                });
+                // The group's other slots, lowest used first.
+                let first = id.saturating_mul(GROUP as u32);
+                self.free.extend((first + 1..first + GROUP as u32).rev());
+                first as usize
+            }
+        };
+        let group = &mut self.groups[slot / GROUP];
+        group.slots[slot % GROUP] = Some(Box::pin(future));
+        self.count += 1;
+        // Polled once, so that its waker is registered.
+        group.wake.wake_by_ref();
+    }
+
+    /// Ready once a group has been woken.
+    fn poll_woken(&self, cx: &mut Context<'_>) -> Poll<()> {
+        self.woken.task.register(cx.waker());
+        let any = !self
+            .woken
+            .groups
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty();
+        if any {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+
+    /// Polls every future of the woken groups: the events of those that
+    /// fired, in slot order.
+    fn fired(&mut self) -> Vec<F::Output> {
+        let woken = std::mem::take(
+            &mut *self
+                .woken
+                .groups
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        let mut events = Vec::new();
+        for id in woken {
+            // A group dropped since (all slots emptied) was woken late.
+            let Some(group) = self.groups.get_mut(id as usize) else {
+                continue;
+            };
+            // Unmarked before the polls: a wake-up during them marks it again.
+            group.wake.queued.store(false, Ordering::Release);
+            let mut cx = Context::from_waker(&group.waker);
+            for (i, slot) in group.slots.iter_mut().enumerate() {
+                let Some(future) = slot else { continue };
+                if let Poll::Ready(event) = future.as_mut().poll(&mut cx) {
+                    *slot = None;
+                    self.free.push(id * GROUP as u32 + i as u32);
+                    self.count -= 1;
+                    events.push(event);
+                }
+            }
+        }
+        if self.count == 0 {
+            // Nothing pending (a session ended, or every watch fired): give
+            // the groups and the free list back.
+            self.groups = Vec::new();
+            self.free = Vec::new();
+        }
+        events
+    }
+}
+
 /// Forwards every watch's event into the stream, from one task per
-/// transport: each pending watcher is a future in one set, not a task of
-/// its own (a tokio task and its `JoinSet` entry cost an idle recipe some
-/// hundreds of bytes per watch). The future is the client's `changed()`
-/// alone: its event names the path and type, which say which watches it
-/// spent (an `async` block pairing it with its key would keep a second
-/// slot for the watcher and the key: 248 bytes a watch against 168). Ends
-/// when the transport is gone, or is aborted on close (the pending
-/// watchers are dropped with it).
+/// transport: each pending watcher is a future in a slot of [`Pending`],
+/// not a task of its own (a tokio task and its `JoinSet` entry cost an idle
+/// recipe some hundreds of bytes per watch). The future is the client's
+/// `changed()` alone: its event names the path and type, which say which
+/// watches it spent (an `async` block pairing it with its key would keep a
+/// second slot for the watcher and the key: 248 bytes a watch against
+/// 168). Ends when the transport is gone, or is aborted on close (the
+/// pending watchers are dropped with it).
 async fn forward_watches(
     mut watchers: mpsc::UnboundedReceiver<zkc::OneshotWatcher>,
     armed: Arc<std::sync::Mutex<BTreeSet<Armed>>>,
     digests: Digests,
     events: mpsc::UnboundedSender<TransportEvent>,
 ) {
-    let mut pending = FuturesUnordered::new();
+    let mut pending = Pending::new();
     loop {
         tokio::select! {
             watcher = watchers.recv() => match watcher {
                 Some(watcher) => pending.push(watcher.changed()),
                 None => return,
             },
-            Some(event) = pending.next(), if !pending.is_empty() => {
-                // Out of the set before the event goes on: the reads it
-                // prompts set the watch again.
-                let mut set = armed.lock().unwrap_or_else(PoisonError::into_inner);
-                if event.event_type == zkc::EventType::Session {
-                    // The client's session ended: its watchers are all
-                    // spent, each with this event, which names no path.
-                    set.clear();
-                } else {
-                    for key in digests.spent(&event.path, event.event_type) {
-                        set.remove(&key);
+            () = std::future::poll_fn(|cx| pending.poll_woken(cx)) => {
+                for event in pending.fired() {
+                    // Out of the set before the event goes on: the reads it
+                    // prompts set the watch again.
+                    let mut set = armed.lock().unwrap_or_else(PoisonError::into_inner);
+                    if event.event_type == zkc::EventType::Session {
+                        // The client's session ended: its watchers are all
+                        // spent, each with this event, which names no path.
+                        set.clear();
+                    } else {
+                        for key in digests.spent(&event.path, event.event_type) {
+                            set.remove(&key);
+                        }
                     }
+                    drop(set);
+                    forward_one(&events, &event);
                 }
-                drop(set);
-                forward_one(&events, &event);
             }
         }
     }
@@ -260,6 +424,51 @@ mod tests {
         assert_eq!(spent(T::NodeCreated), [data, exists]);
         assert_eq!(spent(T::NodeDeleted), [children, data, exists]);
         assert_eq!(spent(T::Session), []);
+    }
+
+    fn is_woken<F: Future>(pending: &Pending<F>) -> bool {
+        let mut cx = Context::from_waker(Waker::noop());
+        pending.poll_woken(&mut cx).is_ready()
+    }
+
+    #[tokio::test]
+    async fn pending_futures_are_polled_by_group_and_their_slots_given_back() {
+        use tokio::sync::oneshot;
+        let mut pending = Pending::new();
+        let mut senders = Vec::new();
+        let watcher = |i: usize, rx: oneshot::Receiver<usize>| async move {
+            rx.await.map_or(usize::MAX, |v| v * 1000 + i)
+        };
+        // More than one group.
+        for i in 0..(GROUP + 8) {
+            let (tx, rx) = oneshot::channel::<usize>();
+            senders.push(Some(tx));
+            pending.push(watcher(i, rx));
+        }
+        assert_eq!((pending.groups.len(), pending.count), (2, GROUP + 8));
+        assert!(is_woken(&pending), "a new future is polled once");
+        assert_eq!(pending.fired(), Vec::<usize>::new());
+        assert!(!is_woken(&pending), "nothing woke since");
+        // One in each group fires: both groups are woken, the rest stay.
+        for i in [3, GROUP + 5] {
+            senders[i].take().map(|tx| tx.send(7));
+        }
+        assert!(is_woken(&pending));
+        assert_eq!(pending.fired(), [7003, 7000 + GROUP + 5]);
+        assert_eq!(pending.count, GROUP + 6);
+        // A freed slot is used again before a new group is made.
+        let (tx, rx) = oneshot::channel::<usize>();
+        pending.push(watcher(0, rx));
+        assert_eq!((pending.groups.len(), pending.count), (2, GROUP + 7));
+        let _ = pending.fired();
+        // Once every future has fired, the groups are given back.
+        let _ = tx.send(1);
+        senders.clear();
+        assert!(is_woken(&pending));
+        let fired = pending.fired();
+        assert_eq!(fired.len(), GROUP + 7);
+        assert_eq!(pending.count, 0);
+        assert!(pending.groups.is_empty() && pending.free.is_empty());
     }
 
     #[tokio::test]
