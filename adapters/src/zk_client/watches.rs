@@ -230,11 +230,15 @@ impl<F: Future> Pending<F> {
             Some(slot) => slot as usize,
             None => {
                 let group = self.groups.len();
-                let Ok(id) = u32::try_from(group) else {
-                    // Four billion pending watches: the process is out of
-                    // memory long before; nothing to watch with.
+                // Slots are numbered in a u32: 130 million groups of them,
+                // 700 GB of pending futures, are out of memory long before.
+                let (Ok(id), Ok(end)) = (
+                    u32::try_from(group),
+                    u32::try_from(group.saturating_add(1).saturating_mul(GROUP)),
+                ) else {
                     return;
                 };
+                let first = end - GROUP as u32;
                 let wake = Arc::new(GroupWake {
                     group: id,
                     queued: AtomicBool::new(false),
@@ -246,8 +250,7 @@ impl<F: Future> Pending<F> {
                     slots: std::array::from_fn(|_| None),
                 });
                 // The group's other slots, lowest used first.
-                let first = id.saturating_mul(GROUP as u32);
-                self.free.extend((first + 1..first + GROUP as u32).rev());
+                self.free.extend((first + 1..end).rev());
                 first as usize
             }
         };
