@@ -782,3 +782,60 @@ async fn one_probe_per_session_keeps_every_lease() {
     }
     session.close().await;
 }
+
+/// Refused credentials end the session: every recipe on it reports the
+/// credentials, the transport is closed without the application asking
+/// (so the server drops the session's ephemeral nodes at once), no delete
+/// is tried, the session's state says why, and a recipe started on it
+/// later fails the same way.
+#[tokio::test(start_paused = true)]
+async fn refused_credentials_close_the_session_by_themselves() {
+    let transport = Scripted::default();
+    let (log, closes) = (Arc::clone(&transport.log), Arc::clone(&transport.closes));
+    let (tx, rx) = events();
+    let session = crate::Session::from_transport(transport, rx);
+    let leader = session.election(PATH).id("a").join().await.unwrap();
+    let other = session.election("/svc/other").id("b").join().await.unwrap();
+    leader.wait_leader().await.unwrap();
+    tx.send(TransportEvent::Session(SessionEvent::AuthFailed))
+        .unwrap();
+    let mut states = session.states();
+    let state = states
+        .wait_for(|s| *s == crate::ConnectionState::AuthFailed)
+        .await
+        .map(|s| *s)
+        .ok();
+    assert_eq!(state, Some(crate::ConnectionState::AuthFailed));
+    // The pump ends and closes the transport; give it a turn or two.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(closes.load(Ordering::SeqCst), 1, "closed without a close()");
+    for e in [&leader, &other] {
+        let err = e.wait_leader().await.unwrap_err();
+        assert!(
+            matches!(err, ElectionError::Session(crate::SessionError::Auth(_))),
+            "{err:?}"
+        );
+        assert_eq!(e.role(), Role::Failed);
+    }
+    assert_eq!(
+        *session.states().borrow(),
+        crate::ConnectionState::AuthFailed,
+        "not overwritten by Closed"
+    );
+    let late = session.election("/svc/late").id("c").join().await;
+    assert!(
+        matches!(
+            late,
+            Err(ElectionError::Session(crate::SessionError::Auth(_)))
+        ),
+        "{late:?}"
+    );
+    let log = log.lock().unwrap().clone();
+    assert!(
+        !log.iter().any(|l| l.starts_with("issued delete")),
+        "{log:?}"
+    );
+    session.close().await;
+    leader.close().await;
+    assert_eq!(closes.load(Ordering::SeqCst), 1);
+}

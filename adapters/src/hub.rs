@@ -426,10 +426,16 @@ impl Hub {
     pub(crate) fn ended(st: &mut State) -> Vec<oneshot::Sender<()>> {
         st.ended = true;
         // The pump has gone: the session is closed, whether or not its
-        // transport said so before it went.
+        // transport said so before it went; one that ended because its
+        // credentials were refused keeps saying so.
         st.states.send_if_modified(|state| {
-            let changed = *state != ConnectionState::Closed;
-            *state = ConnectionState::Closed;
+            let changed = !matches!(
+                *state,
+                ConnectionState::Closed | ConnectionState::AuthFailed
+            );
+            if changed {
+                *state = ConnectionState::Closed;
+            }
             changed
         });
         std::mem::take(&mut st.closers)

@@ -159,7 +159,13 @@ impl Session {
     /// when the same session answers again;
     /// [`Expired`](ConnectionState::Expired) when the server said it is
     /// gone (a new session follows with `Connected`);
-    /// [`Closed`](ConnectionState::Closed) once it is closed. It starts at
+    /// [`Closed`](ConnectionState::Closed) once it is closed;
+    /// [`AuthFailed`](ConnectionState::AuthFailed) when the server refused
+    /// its credentials or they could not be put back after a reconnect:
+    /// every recipe on it stopped with
+    /// [`SessionError::Auth`](crate::SessionError::Auth), and the session
+    /// closed itself (its ephemeral nodes go with it; it stays in that
+    /// state, and a recipe started on it later fails the same way). It starts at
     /// [`Connecting`](ConnectionState::Connecting). A `watch` keeps the
     /// latest state: a reader that looks late sees where it is now, not
     /// every step on the way.

@@ -267,6 +267,7 @@ fn covered() -> BTreeSet<&'static str> {
             ConnectionState::Reconnected,
             ConnectionState::Expired,
             ConnectionState::Closed,
+            ConnectionState::AuthFailed,
         ]),
         round_trip([GroupId(0), GroupId(u64::MAX)]),
         round_trip(

@@ -15,6 +15,7 @@
 //! | `Reconnected` | an answer (or a new connection) on the same session after `Suspended` or `Lost` |
 //! | `Expired` | the server said the session is gone (a new one follows with `Connected`) |
 //! | `Closed` | the session was closed |
+//! | `AuthFailed` | its credentials were refused (or could not be put back after a reconnect): it closed itself |
 //!
 //! Contact is the send time of the newest request the server answered (the
 //! server cannot expire the session before it plus the timeout), or the
@@ -46,6 +47,13 @@ pub enum ConnectionState {
     Expired,
     /// The session was closed.
     Closed,
+    /// The server refused the session's credentials, or a transport that
+    /// puts them back on every new connection could not within the session
+    /// timeout: every machine on it stopped
+    /// ([`CandidateError::AuthFailed`](crate::CandidateError::AuthFailed)),
+    /// and the session closed itself, so its ephemeral nodes go with it.
+    /// The last state: the closed session stays here, not `Closed`.
+    AuthFailed,
 }
 
 impl ConnectionState {
@@ -105,6 +113,11 @@ impl Link {
         event: SessionEvent,
         new_session: bool,
     ) -> Option<ConnectionState> {
+        if self.state == ConnectionState::AuthFailed {
+            // The session ended there: what its transport says while it
+            // closes (its `Closed`) changes nothing the application sees.
+            return None;
+        }
         match event {
             SessionEvent::Connected { timeout, .. } => {
                 self.up = true;
@@ -140,8 +153,12 @@ impl Link {
                 self.set_contact(None);
                 self.set(ConnectionState::Closed)
             }
-            // The machines stop on it; the connection is as it was.
-            SessionEvent::AuthFailed => None,
+            // The machines stop on it, and the session ends.
+            SessionEvent::AuthFailed => {
+                self.up = false;
+                self.set_contact(None);
+                self.set(ConnectionState::AuthFailed)
+            }
         }
     }
 
@@ -263,6 +280,24 @@ mod tests {
             Some(ConnectionState::Closed)
         );
         assert_eq!(l.next(), None);
+    }
+
+    /// A refusal is the last state: the transport's `Closed` as it closes
+    /// does not hide why the session ended.
+    #[test]
+    fn a_refusal_is_the_last_state() {
+        let mut l = Link::new();
+        l.session_event(at(0), connected(), true);
+        assert_eq!(
+            l.session_event(at(100), SessionEvent::AuthFailed, false),
+            Some(ConnectionState::AuthFailed)
+        );
+        assert!(!l.state().is_connected());
+        assert_eq!(l.next(), None);
+        assert_eq!(l.tick(at(99_000)), None);
+        assert_eq!(l.session_event(at(200), SessionEvent::Closed, false), None);
+        assert_eq!(l.session_event(at(300), connected(), false), None);
+        assert_eq!(l.state(), ConnectionState::AuthFailed);
     }
 
     #[test]

@@ -203,6 +203,9 @@ pub struct Session {
     link: Link,
     events: VecDeque<Event>,
     phase: Phase,
+    /// The session's credentials were refused (or could not be put back):
+    /// it closed itself, and a machine added later stops as the others did.
+    auth_failed: bool,
     #[cfg(feature = "planted")]
     planted: Option<Planted>,
 }
@@ -224,6 +227,7 @@ impl Session {
             link: Link::new(),
             events: VecDeque::new(),
             phase: Phase::Open,
+            auth_failed: false,
             #[cfg(feature = "planted")]
             planted: None,
         }
@@ -367,7 +371,11 @@ impl Session {
                 starting_waiting: 0,
             }),
         );
-        if self.is_closing() {
+        if self.auth_failed {
+            // It could do no more than those that stopped on the refusal:
+            // it stops the same way, and its handle says why.
+            self.feed(id, Input::Session(SessionEvent::AuthFailed));
+        } else if self.is_closing() {
             self.close_machine(id);
         } else if let Some(connected) = self.contact.connected() {
             self.feed(id, Input::Session(connected));
@@ -629,10 +637,39 @@ impl Session {
         if matches!(event, SessionEvent::Expired | SessionEvent::Closed) {
             self.watches.dropped();
         }
+        // Known before the machines hear it: one that ends the session
+        // must not start a close of the others before they have heard it.
+        self.auth_failed |= event == SessionEvent::AuthFailed;
         let ids: Vec<MachineId> = self.slots.keys().copied().collect();
         for id in ids {
             self.feed(id, Input::Session(event));
         }
+        if event == SessionEvent::AuthFailed {
+            self.end_refused();
+        }
+    }
+
+    /// The session's credentials were refused, or could not be put back on
+    /// a new connection: nothing on it can be done as its owner, so it
+    /// ends, as ZooKeeper's own client ends on `AUTH_FAILED`. Every machine
+    /// has stopped on the event itself (a candidate, an observer and a
+    /// revocation request each fail with it, sending nothing); one that had
+    /// not is given up on at once rather than closed: its node's delete
+    /// may need the very credentials refused, and the transport's close of
+    /// the session takes every ephemeral node of it anyway, where kept
+    /// alive it would block every other candidate behind a node whose
+    /// owner has stopped. Nothing waiting is sent: the close is the last
+    /// request.
+    fn end_refused(&mut self) {
+        if self.phase == Phase::Open {
+            self.phase = Phase::Closing { deadline: self.now };
+        }
+        let ids: Vec<MachineId> = self.slots.keys().copied().collect();
+        for id in ids {
+            self.finish(id, Exit::Abandoned);
+        }
+        self.window.drop_waiting();
+        self.check_finished();
     }
 
     fn watch(&mut self, event: WatchEvent) {
@@ -896,7 +933,9 @@ impl Session {
             stats: Box::new(machine.stats()),
             traffic: tally.widen(),
         });
-        if machine.ends_session() {
+        // After a refusal the session ends once every machine has heard it
+        // (`end_refused`), not at the first to stop.
+        if machine.ends_session() && !self.auth_failed {
             self.start_closing();
         }
         if let Some(gid) = group {

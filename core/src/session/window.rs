@@ -273,6 +273,19 @@ impl Window {
         Some(flight)
     }
 
+    /// Drops every request still waiting for a place, the probe's too: a
+    /// session that ended by itself sends nothing more (what is out is
+    /// still answered, and dropped then).
+    pub(super) fn drop_waiting(&mut self) {
+        let waiting = self.under_way.drain(..).chain(self.starting.drain(..));
+        for (op, _) in waiting.chain(self.probe.take()) {
+            self.table.remove(&op);
+        }
+        self.under_way = VecDeque::new();
+        self.starting = VecDeque::new();
+        self.passed = 0;
+    }
+
     /// Who sent `op`, while it is unanswered.
     pub(super) fn sender(&self, op: OpId) -> Option<Sender> {
         self.table.get(&op.0).map(|f| f.sender)

@@ -2,6 +2,7 @@
 //! random and adversarial interleavings of inputs.
 
 mod properties;
+mod refused;
 mod transcripts;
 mod zk;
 
