@@ -43,6 +43,7 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -183,6 +184,9 @@ struct ListenerState {
     /// Whether the current connection carries the credentials (always true
     /// without credentials).
     authenticated: watch::Sender<bool>,
+    /// The credentials could not be put back (`AuthFailed` was reported):
+    /// the close must first reach the server on a connection of its own.
+    refused: AtomicBool,
 }
 
 impl ListenerState {
@@ -197,6 +201,7 @@ impl ListenerState {
             raw,
             has_auth,
             authenticated: watch::channel(!has_auth).0,
+            refused: AtomicBool::new(false),
         }
     }
 
@@ -552,6 +557,9 @@ impl Transport for ZkAsyncTransport {
         }
         self.pump_task.abort();
         self.background.abort();
+        if self.shared.refused.load(Ordering::SeqCst) {
+            reach_after_refusal(&self.zk).await;
+        }
         hop!(hop::CLOSE_SENT, self.hop_tag);
         match tokio::time::timeout(CLOSE_TIMEOUT, self.zk.close()).await {
             Ok(Ok(())) => info!("session closed"),
@@ -569,6 +577,32 @@ impl Drop for ZkAsyncTransport {
         if self.shared.shell.close_once() {
             close_in_background(Arc::clone(&self.zk));
         }
+    }
+}
+
+/// Waits, for at most [`CLOSE_TIMEOUT`], until a request of the client is
+/// answered after its credentials were refused. A server that refuses
+/// credentials drops that connection; zookeeper-async answers a close as
+/// soon as it has written it, so a close written there would be lost and
+/// the session, with its ephemeral nodes, would stay until it expires. The
+/// client reconnects by itself, without the credentials (closing a session
+/// needs none); an answer proves the close will reach the server. Tries
+/// back off from 50 ms to 400 ms.
+async fn reach_after_refusal(zk: &zka::ZooKeeper) {
+    let deadline = Instant::now() + CLOSE_TIMEOUT;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, zk.exists("/", false)).await {
+            Ok(Ok(_)) => return,
+            Ok(Err(e)) => debug!(error = %e, "close: not on a connection yet"),
+            Err(_) => return,
+        }
+        if Instant::now() + pause >= deadline {
+            return;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(400));
     }
 }
 
@@ -935,6 +969,7 @@ async fn pump<R, F, C, G>(
                 // `OperationTimeout` at their bound.
                 Replayed::Failed(e) => {
                     error!(error = %e, "the session's credentials are not on its connection; reporting AuthFailed");
+                    shared.refused.store(true, Ordering::SeqCst);
                     event = SessionEvent::AuthFailed;
                 }
                 // Not reported: the core still believes what it last heard.

@@ -16,6 +16,7 @@
 //! | the server paused shorter / longer than the session | `pause_*` |
 //! | standalone restart; ensemble follower then leader killed | `standalone_restart_*`, `ensemble_*` |
 //! | digest credentials and creator-only ACLs | `digest_*`, `wrong_credentials_*`, `unknown_auth_scheme_*` |
+//! | credentials refused at a reconnect: the session closes itself | `refused_credentials_*` |
 //!
 //! Every test starts its own server(s) (about half a second each), so tests
 //! share nothing and may run in parallel. Waits poll a condition until a
@@ -1152,6 +1153,65 @@ async fn unknown_auth_scheme_fails_to_connect_with_an_auth_error(client: Client)
     assert!(took < SESSION, "failing took {} ms", ms(took));
 }
 
+/// A leader whose credentials the server refuses at a reconnect (the
+/// server restarted without its digest provider, so the credentials put
+/// back on the new connection are answered `AuthFailed`) stops with
+/// `SessionError::Auth`, and its session closes itself: its node goes, and
+/// the other candidate (no credentials) leads, because the session was
+/// closed, not because it expired. The leader's session is the longest the
+/// server allows, and the server's log must not say it expired.
+async fn refused_credentials_at_a_reconnect_close_the_leaders_session(client: Client) {
+    let server = harness::start_server();
+    let hosts = server.connect_string();
+    let path = "/e2e/refused/leader";
+    let (t, events) = client
+        .settings(&hosts, harness::MAX_SESSION, Some(CREDENTIALS))
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("{client:?}: connect with credentials: {e}"));
+    let a = Cand::join("a", Election::builder(t, events).path(path).id("a")).await;
+    wait_settled(&[&a], &hosts, path, SETTLE).await;
+    let (t, events) = transport(client, &hosts, None).await;
+    let b = Cand::join("b", Election::builder(t, events).path(path).id("b")).await;
+    let before = wait_settled(&[&a, &b], &hosts, path, SETTLE).await;
+    assert_eq!(before.leader, 0, "a joined first");
+    let own = format!("{path}/{}", before.queue[0]);
+    let owner = stat(&hosts, &own)
+        .await
+        .map(|s| s.ephemeral_owner)
+        .expect("the leader's node");
+
+    // Unknown keys of zoo.cfg become `zookeeper.*` system properties.
+    let cfg = server.dir().join("zoo.cfg");
+    let mut text = std::fs::read_to_string(&cfg).expect("read zoo.cfg");
+    text.push_str("\nDigestAuthenticationProvider.enabled=false\n");
+    std::fs::write(&cfg, text).expect("write zoo.cfg");
+    server.restart().expect("restart the server");
+
+    wait_for(
+        "a to stop on the refusal",
+        SETTLE,
+        || (a.role() == Role::Failed).then_some(()),
+        || describe(&[&a, &b]),
+    )
+    .await;
+    let err = a.election.wait_leader().await.unwrap_err();
+    assert!(
+        matches!(err, ElectionError::Session(SessionError::Auth(_))),
+        "{err:?}"
+    );
+    let after = wait_settled(&[&b], &hosts, path, SETTLE).await;
+    assert_eq!(after.queue, before.queue[1..], "a's node went");
+    let expired = format!("Expiring session 0x{owner:x}");
+    let log = std::fs::read_to_string(server.log_path()).unwrap_or_default();
+    assert!(
+        !log.contains(&expired),
+        "a's session expired rather than closed:\n{}",
+        server.log_tail(40)
+    );
+    close_all(&[&a, &b]).await;
+}
+
 // ----- every scenario on every client ---------------------------------------------
 
 /// Every real-server scenario, on `$client`.
@@ -1173,6 +1233,7 @@ macro_rules! every_scenario_on {
                 digest_creator_all_acl_hides_the_election_from_clients_without_the_credentials,
                 wrong_credentials_fail_to_join_quickly_with_no_auth,
                 unknown_auth_scheme_fails_to_connect_with_an_auth_error,
+                refused_credentials_at_a_reconnect_close_the_leaders_session,
             ]
         );
     };

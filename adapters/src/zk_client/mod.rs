@@ -95,6 +95,8 @@ use watches::Watches;
 /// ```
 pub struct ZkClientTransport {
     inner: Arc<Inner>,
+    /// What closes a session whose credentials were refused (see `close`).
+    opener: Opener,
     session_task: tokio::task::JoinHandle<()>,
     forwarder: tokio::task::JoinHandle<()>,
 }
@@ -154,11 +156,16 @@ impl ZkClientTransport {
         });
         info!(hosts = options.hosts, event = ?connected, "connected");
         inner.shell.session(connected);
-        let session_task =
-            tokio::spawn(run_session(Arc::clone(&inner), opener, watcher, connected));
+        let session_task = tokio::spawn(run_session(
+            Arc::clone(&inner),
+            opener.clone(),
+            watcher,
+            connected,
+        ));
         Ok((
             Self {
                 inner,
+                opener,
                 session_task,
                 forwarder,
             },
@@ -275,6 +282,16 @@ impl Transport for ZkClientTransport {
         self.inner.shell.connection_changes.record();
         if let Some(current) = current {
             let mut state = current.client.state_watcher();
+            if state.peek_state() == zkc::SessionState::AuthFailed {
+                // The client stopped at the refusal without closing the
+                // session (it cannot: the server dropped that connection).
+                let session = current.client.session().clone();
+                drop(current);
+                self.opener.close_refused(session, CLOSE_TIMEOUT).await;
+                self.forwarder.abort();
+                self.inner.shell.session(SessionEvent::Closed);
+                return;
+            }
             // The session closes once the last clone of the client is gone.
             drop(current);
             let closed = async {

@@ -61,6 +61,50 @@ impl Opener {
         connector.connect(hosts).await
     }
 
+    /// Ends `session`, whose credentials the server refused: the client
+    /// that held it has stopped for good (`AuthFailed` is terminal to
+    /// it) and sent no close, so the session and its ephemeral nodes would
+    /// stay until it expires. A client on the same session without the
+    /// credentials (closing a session needs none) ends it now. Bounded by
+    /// `within`; past it the session expires on its own.
+    pub(super) async fn close_refused(&self, session: zkc::SessionInfo, within: Duration) {
+        let mut connector = zkc::Client::connector()
+            .with_session_timeout(self.options.session_timeout)
+            .with_session(session);
+        #[cfg(feature = "zookeeper-client-tls")]
+        if let Some(tls) = &self.tls {
+            connector = connector.with_tls(tls.clone());
+        }
+        let hosts = &self.options.hosts;
+        let closed = async {
+            #[cfg(feature = "zookeeper-client-tls")]
+            let client = if self.tls.is_some() {
+                connector.secure_connect(hosts).await
+            } else {
+                connector.connect(hosts).await
+            };
+            #[cfg(not(feature = "zookeeper-client-tls"))]
+            let client = connector.connect(hosts).await;
+            let client = client?;
+            let mut state = client.state_watcher();
+            // Its last clone dropped, the client closes the session.
+            drop(client);
+            while !state.peek_state().is_terminated() {
+                state.changed().await;
+            }
+            Ok::<(), zkc::Error>(())
+        };
+        match tokio::time::timeout(within, closed).await {
+            Ok(Ok(())) => debug!("the refused session is closed"),
+            Ok(Err(e)) => {
+                warn!(error = %e, "close: the refused session could not be closed; it will expire on its own")
+            }
+            Err(_) => warn!(
+                "close: the server did not answer; the refused session will expire on its own"
+            ),
+        }
+    }
+
     /// How each server is asked whether it answers: a ConnectRequest that
     /// makes no session, or a TLS handshake for a TLS server.
     fn asker(&self) -> Asker {
