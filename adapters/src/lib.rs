@@ -501,6 +501,15 @@
 //! only while holding), [`RevocationRequestError`] (asking a holder to let
 //! go). Everything else (connection loss, expiry,
 //! revocation) is a [`Notice`] and a [`Role`] change, handled by the core.
+//!
+//! Credentials refused after the session started (the server rejects them
+//! when they are put back on a new connection, or zookeeper-async cannot put
+//! them back within the session timeout) end the session: every recipe on
+//! it stops and reports [`SessionError::Auth`] (a recipe started on it later
+//! too), [`Session::states`] ends at [`ConnectionState::AuthFailed`],
+//! and the session closes itself on the server, so its ephemeral nodes go
+//! at once and nobody waits behind a holder that has stopped, as ZooKeeper's
+//! own client treats `AUTH_FAILED` as the end.
 // Links to items behind a feature (zk_async, zk_client, memory, testkit) are
 // relative HTML links, not intra-doc links, here and in the modules: `cargo
 // doc` with any set of features, none included, must not warn

@@ -139,7 +139,12 @@ struct Slot {
 ///   ([`Exit::Abandoned`]), and an open session goes on closing it out of
 ///   sight, so its node does not block a queue while the session lives.
 ///   The session closes when its machines are done (or its own close
-///   timeout passes), or when a machine that ends it is done.
+///   timeout passes), or when a machine that ends it is done; and at once
+///   when its credentials are refused ([`SessionEvent::AuthFailed`]: every
+///   machine stops with it, nothing more is sent, not even a delete that
+///   could need those credentials, and [`ConnectionState::AuthFailed`]
+///   says why), so that its driver closes it and its nodes do not block
+///   others behind owners that have stopped.
 /// - **Recipe rules**: a lock's candidate leaves the queue once its hold is
 ///   lost ([`Machine::lock`]), and its release — its close — sends its
 ///   node's delete in the same step.
