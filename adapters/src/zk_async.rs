@@ -1627,7 +1627,7 @@ mod tests {
     ) -> impl Fn(SetUpRequest) -> std::future::Ready<SetUpOutcome> + '_ {
         move |request| {
             assert_eq!(request, SetUpRequest::Probe);
-            starts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            starts.fetch_add(1, Ordering::SeqCst);
             std::future::ready(answer.clone())
         }
     }
