@@ -68,13 +68,14 @@ impl Opener {
     /// credentials (closing a session needs none) ends it now. Bounded by
     /// `within`; past it the session expires on its own.
     pub(super) async fn close_refused(&self, session: zkc::SessionInfo, within: Duration) {
-        let mut connector = zkc::Client::connector()
+        let connector = zkc::Client::connector()
             .with_session_timeout(self.options.session_timeout)
             .with_session(session);
         #[cfg(feature = "zookeeper-client-tls")]
-        if let Some(tls) = &self.tls {
-            connector = connector.with_tls(tls.clone());
-        }
+        let connector = match &self.tls {
+            Some(tls) => connector.with_tls(tls.clone()),
+            None => connector,
+        };
         let hosts = &self.options.hosts;
         let closed = async {
             #[cfg(feature = "zookeeper-client-tls")]
