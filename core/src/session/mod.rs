@@ -79,6 +79,11 @@ enum Phase {
     },
     /// Every machine is done: the driver closes the transport.
     Finished,
+    /// The session's credentials were refused (or could not be put back
+    /// after a reconnect): every machine stopped on it and the session
+    /// ended at once; a machine added later stops the same way. Finished,
+    /// for the driver.
+    Refused,
 }
 
 /// One machine on the session, and the session's books on it.
@@ -208,9 +213,6 @@ pub struct Session {
     link: Link,
     events: VecDeque<Event>,
     phase: Phase,
-    /// The session's credentials were refused (or could not be put back):
-    /// it closed itself, and a machine added later stops as the others did.
-    auth_failed: bool,
     #[cfg(feature = "planted")]
     planted: Option<Planted>,
 }
@@ -232,7 +234,6 @@ impl Session {
             link: Link::new(),
             events: VecDeque::new(),
             phase: Phase::Open,
-            auth_failed: false,
             #[cfg(feature = "planted")]
             planted: None,
         }
@@ -327,9 +328,10 @@ impl Session {
         !matches!(self.phase, Phase::Open)
     }
 
-    /// Closed and every machine done: the driver closes its transport.
+    /// Closed and every machine done, or ended by refused credentials: the
+    /// driver closes its transport.
     pub fn is_finished(&self) -> bool {
-        self.phase == Phase::Finished
+        matches!(self.phase, Phase::Finished | Phase::Refused)
     }
 
     /// Requests out now (polled and unanswered), the probe included.
@@ -376,7 +378,7 @@ impl Session {
                 starting_waiting: 0,
             }),
         );
-        if self.auth_failed {
+        if self.phase == Phase::Refused {
             // It could do no more than those that stopped on the refusal:
             // it stops the same way, and its handle says why.
             self.feed(id, Input::Session(SessionEvent::AuthFailed));
@@ -525,7 +527,7 @@ impl Session {
         // the comparisons.
         let next = earliest(self.deadlines.first(), self.groups_due());
         let next = match self.phase {
-            Phase::Finished => return next,
+            Phase::Finished | Phase::Refused => return next,
             Phase::Closing { deadline } => earliest(next, Some(deadline)),
             Phase::Open => next,
         };
@@ -565,7 +567,7 @@ impl Session {
         self.deadlines.give_back(due);
         self.link_changed(None);
         self.groups_at(now);
-        if self.phase == Phase::Finished {
+        if self.is_finished() {
             return;
         }
         self.probe_if_due();
@@ -643,8 +645,11 @@ impl Session {
             self.watches.dropped();
         }
         // Known before the machines hear it: one that ends the session
-        // must not start a close of the others before they have heard it.
-        self.auth_failed |= event == SessionEvent::AuthFailed;
+        // must not start a close of the others before they have heard it
+        // (`start_closing` does nothing once the session is not open).
+        if event == SessionEvent::AuthFailed {
+            self.phase = Phase::Refused;
+        }
         let ids: Vec<MachineId> = self.slots.keys().copied().collect();
         for id in ids {
             self.feed(id, Input::Session(event));
@@ -666,15 +671,11 @@ impl Session {
     /// owner has stopped. Nothing waiting is sent: the close is the last
     /// request.
     fn end_refused(&mut self) {
-        if self.phase == Phase::Open {
-            self.phase = Phase::Closing { deadline: self.now };
-        }
         let ids: Vec<MachineId> = self.slots.keys().copied().collect();
         for id in ids {
             self.finish(id, Exit::Abandoned);
         }
         self.window.drop_waiting();
-        self.check_finished();
     }
 
     fn watch(&mut self, event: WatchEvent) {
@@ -939,8 +940,9 @@ impl Session {
             traffic: tally.widen(),
         });
         // After a refusal the session ends once every machine has heard it
-        // (`end_refused`), not at the first to stop.
-        if machine.ends_session() && !self.auth_failed {
+        // (`end_refused`), not at the first to stop: the phase is no longer
+        // open, so this starts no close.
+        if machine.ends_session() {
             self.start_closing();
         }
         if let Some(gid) = group {
