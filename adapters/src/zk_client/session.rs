@@ -35,15 +35,21 @@ pub(super) struct Opener {
 }
 
 impl Opener {
-    fn connector(&self) -> zkc::Connector {
-        let mut connector =
-            zkc::Client::connector().with_session_timeout(self.options.session_timeout);
-        for (scheme, bytes) in &self.options.auth {
-            connector = connector.with_auth(scheme, bytes);
-        }
+    /// What every client of this transport connects with: the session
+    /// timeout and the TLS settings, no credentials.
+    fn bare_connector(&self) -> zkc::Connector {
+        let connector = zkc::Client::connector().with_session_timeout(self.options.session_timeout);
         #[cfg(feature = "zookeeper-client-tls")]
         if let Some(tls) = &self.tls {
-            connector = connector.with_tls(tls.clone());
+            return connector.with_tls(tls.clone());
+        }
+        connector
+    }
+
+    fn connector(&self) -> zkc::Connector {
+        let mut connector = self.bare_connector();
+        for (scheme, bytes) in &self.options.auth {
+            connector = connector.with_auth(scheme, bytes);
         }
         #[cfg(any(feature = "zookeeper-client-sasl", feature = "zookeeper-client-gssapi"))]
         if let Some(sasl) = &self.options.client.sasl {
@@ -52,13 +58,21 @@ impl Opener {
         connector
     }
 
-    async fn open(&self, hosts: &str) -> Result<zkc::Client, zkc::Error> {
-        let connector = self.connector();
+    /// Connects over TLS when the transport has TLS settings.
+    async fn connect(
+        &self,
+        connector: zkc::Connector,
+        hosts: &str,
+    ) -> Result<zkc::Client, zkc::Error> {
         #[cfg(feature = "zookeeper-client-tls")]
         if self.tls.is_some() {
             return connector.secure_connect(hosts).await;
         }
         connector.connect(hosts).await
+    }
+
+    async fn open(&self, hosts: &str) -> Result<zkc::Client, zkc::Error> {
+        self.connect(self.connector(), hosts).await
     }
 
     /// Ends `session`, whose credentials the server refused: the client
@@ -68,25 +82,10 @@ impl Opener {
     /// credentials (closing a session needs none) ends it now. Bounded by
     /// `within`; past it the session expires on its own.
     pub(super) async fn close_refused(&self, session: zkc::SessionInfo, within: Duration) {
-        let connector = zkc::Client::connector()
-            .with_session_timeout(self.options.session_timeout)
-            .with_session(session);
-        #[cfg(feature = "zookeeper-client-tls")]
-        let connector = match &self.tls {
-            Some(tls) => connector.with_tls(tls.clone()),
-            None => connector,
-        };
+        let connector = self.bare_connector().with_session(session);
         let hosts = &self.options.hosts;
         let closed = async {
-            #[cfg(feature = "zookeeper-client-tls")]
-            let client = if self.tls.is_some() {
-                connector.secure_connect(hosts).await
-            } else {
-                connector.connect(hosts).await
-            };
-            #[cfg(not(feature = "zookeeper-client-tls"))]
-            let client = connector.connect(hosts).await;
-            let client = client?;
+            let client = self.connect(connector, hosts).await?;
             let mut state = client.state_watcher();
             // Its last clone dropped, the client closes the session.
             drop(client);
