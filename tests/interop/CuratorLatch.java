@@ -1,4 +1,4 @@
-// A foreign contender for zkelect's interop tests (tests/tests/interop.rs):
+// A foreign contender for zkelect's interop tests (tests/tests/e2e/interop.rs):
 // one Apache Curator 5.4 LeaderLatch, run as it is documented, that reports
 // its OWN belief of leadership on stdout. Compiled and started by
 // tests/src/foreign.rs; not part of any shipped artifact.

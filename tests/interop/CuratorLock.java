@@ -1,5 +1,5 @@
 // A foreign lock holder for zkelect's lock interop tests
-// (tests/tests/curator_locks.rs): Apache Curator 5.4's InterProcessMutex
+// (tests/tests/e2e/curator_locks.rs): Apache Curator 5.4's InterProcessMutex
 // (made revocable), InterProcessMultiLock and Revoker, run as they are
 // documented, driven by commands on stdin, reporting its OWN belief of
 // holding on stdout. Compiled and started by tests/src/foreign.rs; not part

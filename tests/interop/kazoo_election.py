@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A foreign contender for zkelect's interop tests (tests/tests/interop.rs).
+"""A foreign contender for zkelect's interop tests (tests/tests/e2e/interop.rs).
 
 One kazoo 2.8 ``Election``, run as it is documented, that reports its OWN
 belief of leadership on stdout. Started by tests/src/foreign.rs with Debian's

@@ -22,9 +22,6 @@
 //! share nothing and may run in parallel. Waits poll a condition until a
 //! generous deadline; timing is asserted only as the order of recorded events.
 
-#[macro_use]
-mod harness;
-
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -40,7 +37,7 @@ use zkelect::{
 use zkelect_tests::{Proxy, ZkEnsemble, ZkServer};
 use zookeeper_async::{Acl as ZkAcl, CreateMode as ZkMode, ZkError, ZooKeeperExt};
 
-use harness::{
+use crate::harness::{
     assert_terms_disjoint, assert_tokens_grow, children, close_all, describe, join_each, raw, stat,
     transport, wait_for, wait_settled, wait_settled_with, Cand, Client, Credentials, Event,
     Settled, SESSION, SETTLE,
@@ -140,7 +137,7 @@ where
 }
 
 async fn five_candidates_elect_one_leader_and_the_next_in_sequence_succeeds(client: Client) {
-    let server = harness::start_server();
+    let server = crate::harness::start_server();
     let hosts = server.connect_string();
     let path = "/e2e/five/leader";
     five_candidates_then_the_leader_closes(
@@ -153,7 +150,7 @@ async fn five_candidates_elect_one_leader_and_the_next_in_sequence_succeeds(clie
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_transport_five_candidates_elect_one_leader_and_the_next_succeeds() {
-    harness::init_tracing();
+    crate::harness::init_tracing();
     let server = MemoryServer::new();
     let path = "/e2e/memory/leader";
     five_candidates_then_the_leader_closes(
@@ -180,7 +177,7 @@ async fn leader_behind_a_proxy(
     path: &str,
     policy: ConnectionPolicy,
 ) -> (ZkServer, Proxy, [Cand; 3], Settled) {
-    let server = harness::start_server();
+    let server = crate::harness::start_server();
     let proxy = Proxy::start(server.addr()).expect("start a proxy");
     let hosts = server.connect_string();
     let (t, events) = transport(client, &proxy.connect_string(), None).await;
@@ -435,7 +432,7 @@ impl Transport for LoseCreateReply {
 }
 
 async fn lost_create_reply_leaves_no_orphan_node(client: Client) {
-    let server = harness::start_server();
+    let server = crate::harness::start_server();
     let proxy = Arc::new(Proxy::start(server.addr()).expect("start a proxy"));
     let hosts = server.connect_string();
     let path = "/e2e/lost-reply/leader";
@@ -560,7 +557,7 @@ async fn owner(hosts: &str, path: &str, node: &str) -> i64 {
 /// outlives a short pause with its watches. The proxy's reset forces the
 /// reconnect the scenario is about.
 async fn pause_shorter_than_session_then_leader_closes_and_successor_is_elected(client: Client) {
-    let server = harness::start_server();
+    let server = crate::harness::start_server();
     let proxy = Proxy::start(server.addr()).expect("start a proxy");
     let hosts = server.connect_string();
     let path = "/e2e/pause-short/leader";
@@ -654,7 +651,7 @@ async fn pause_shorter_than_session_then_leader_closes_and_successor_is_elected(
 async fn pause_longer_than_session_suspends_the_leader_before_its_session_could_expire(
     client: Client,
 ) {
-    let server = harness::start_server();
+    let server = crate::harness::start_server();
     let hosts = server.connect_string();
     let path = "/e2e/pause-long/leader";
     let cands = join_each(client, &hosts, path, &["l", "f1", "f2"]).await;
@@ -736,7 +733,7 @@ async fn assert_token_is_czxid(hosts: &str, path: &str, s: &Settled) {
 }
 
 async fn standalone_restart_keeps_one_leader_and_tokens_only_grow(client: Client) {
-    let server = harness::start_server();
+    let server = crate::harness::start_server();
     let hosts = server.connect_string();
     let path = "/e2e/restart/leader";
     let cands = join_each(client, &hosts, path, &["a", "b", "c"]).await;
@@ -776,7 +773,7 @@ async fn standalone_restart_keeps_one_leader_and_tokens_only_grow(client: Client
 async fn ensemble_follower_then_leader_killed_keeps_one_leader_and_tokens_only_grow(
     client: Client,
 ) {
-    let ensemble = harness::start_ensemble();
+    let ensemble = crate::harness::start_ensemble();
     let hosts = ensemble.connect_string();
     let path = "/e2e/ensemble/leader";
     let n = ensemble.len();
@@ -936,7 +933,7 @@ async fn secured_election(
         &[&a, &b],
         || async {
             let zk = raw(hosts, Some(CREDENTIALS)).await;
-            let mut names = harness::retry(|| zk.get_children(path, false)).await;
+            let mut names = crate::harness::retry(|| zk.get_children(path, false)).await;
             let _ = zk.close().await;
             names.sort();
             names
@@ -956,7 +953,7 @@ fn refused<T: std::fmt::Debug>(what: &str, result: Result<T, ZkError>) -> ZkErro
 }
 
 async fn digest_creator_acl_keeps_clients_without_the_credentials_out(client: Client) {
-    let server = harness::start_server();
+    let server = crate::harness::start_server();
     let hosts = server.connect_string();
     let parent = "/e2e/secured";
     let path = "/e2e/secured/leader";
@@ -1042,7 +1039,7 @@ async fn digest_creator_acl_keeps_clients_without_the_credentials_out(client: Cl
 async fn digest_creator_all_acl_hides_the_election_from_clients_without_the_credentials(
     client: Client,
 ) {
-    let server = harness::start_server();
+    let server = crate::harness::start_server();
     let hosts = server.connect_string();
     let path = "/e2e/private/leader";
     let (a, b, s) = secured_election(client, &hosts, path, Acl::CreatorAll).await;
@@ -1071,7 +1068,7 @@ async fn digest_creator_all_acl_hides_the_election_from_clients_without_the_cred
 /// digest, so it is the create that
 /// is refused), and leaves nothing behind.
 async fn wrong_credentials_fail_to_join_quickly_with_no_auth(client: Client) {
-    let server = harness::start_server();
+    let server = crate::harness::start_server();
     let hosts = server.connect_string();
     let path = "/e2e/locked/leader";
     let (a, b, s) = secured_election(client, &hosts, path, Acl::CreatorAll).await;
@@ -1125,18 +1122,22 @@ async fn wrong_credentials_fail_to_join_quickly_with_no_auth(client: Client) {
     let mut listing = zk.get_children(path, false).await.expect("list");
     listing.sort();
     let _ = zk.close().await;
-    assert_eq!(harness::queue(&listing), s.queue, "nothing left behind");
+    assert_eq!(
+        crate::harness::queue(&listing),
+        s.queue,
+        "nothing left behind"
+    );
     close_all(&all).await;
 }
 
 /// Credentials the server rejects outright (an unknown scheme) fail the
 /// connection with `SessionError::Auth`, quickly.
 async fn unknown_auth_scheme_fails_to_connect_with_an_auth_error(client: Client) {
-    let server = harness::start_server();
+    let server = crate::harness::start_server();
     let started = Instant::now();
     let connected = tokio::time::timeout(
         Duration::from_secs(20),
-        harness::connect(
+        crate::harness::connect(
             client,
             &server.connect_string(),
             Some(Credentials::Scheme("bogus", "svc:secret")),
@@ -1161,11 +1162,11 @@ async fn unknown_auth_scheme_fails_to_connect_with_an_auth_error(client: Client)
 /// closed, not because it expired. The leader's session is the longest the
 /// server allows, and the server's log must not say it expired.
 async fn refused_credentials_at_a_reconnect_close_the_leaders_session(client: Client) {
-    let server = harness::start_server();
+    let server = crate::harness::start_server();
     let hosts = server.connect_string();
     let path = "/e2e/refused/leader";
     let (t, events) = client
-        .settings(&hosts, harness::MAX_SESSION, Some(CREDENTIALS))
+        .settings(&hosts, crate::harness::MAX_SESSION, Some(CREDENTIALS))
         .connect()
         .await
         .unwrap_or_else(|e| panic!("{client:?}: connect with credentials: {e}"));

@@ -24,18 +24,14 @@
 //! Run once per real client by `scenarios_on!` (`on_zookeeper_async::…`,
 //! `on_zookeeper_client::…`).
 
-#[macro_use]
-mod harness;
-mod locks;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use zkelect::{RevocationRequestError, Session};
 use zookeeper_async::{Acl, CreateMode};
 
-use harness::{retry, Client};
-use locks::{in_time, wait_count, Bed, Holder, Side, Witness};
+use crate::harness::{retry, Client};
+use crate::locks::{in_time, wait_count, Bed, Holder, Side, Witness};
 
 /// How long the tests watch a waiter that must not be let in yet.
 const QUIET: Duration = Duration::from_millis(600);

@@ -22,16 +22,13 @@
 //! * leaves every look-alike untouched: same czxid, mzxid, version and data
 //!   after it led and closed.
 
-#[macro_use]
-mod harness;
-
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use zkelect::{Election, Interop, Notice};
 use zookeeper_async::{Acl as ZkAcl, CreateMode as ZkMode, ZooKeeperExt};
 
-use harness::{children, raw, retry, transport, Cand, Client, Event, SETTLE};
+use crate::harness::{children, raw, retry, transport, Cand, Client, Event, SETTLE};
 
 /// The look-alikes, each with the interop scheme that counts it (`None` is
 /// zkelect's own default scheme).
@@ -82,7 +79,7 @@ async fn snapshot(zk: &zookeeper_async::ZooKeeper, path: &str) -> Snapshot {
 }
 
 async fn a_lone_candidate_leads_next_to_persistent_look_alikes(client: Client, interop: Interop) {
-    let server = harness::start_server();
+    let server = crate::harness::start_server();
     let hosts = server.connect_string();
     let path = format!("/persistent/{interop:?}/leader").to_lowercase();
 
@@ -116,7 +113,7 @@ async fn a_lone_candidate_leads_next_to_persistent_look_alikes(client: Client, i
             .interop(interop),
     )
     .await;
-    let (elected, _) = harness::wait_for(
+    let (elected, _) = crate::harness::wait_for(
         "the lone candidate's election",
         SETTLE,
         || cand.rec.elections().first().copied(),

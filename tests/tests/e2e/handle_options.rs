@@ -23,10 +23,6 @@
 //! Run once per real client by `scenarios_on!` (`on_zookeeper_async::…`,
 //! `on_zookeeper_client::…`).
 
-#[macro_use]
-mod harness;
-mod locks;
-
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::Duration;
 
@@ -34,8 +30,8 @@ use zkelect::core::Recipe;
 use zkelect::{ConnectionState, LockError, Session};
 use zkelect_tests::Proxy;
 
-use harness::{retry, start_server, wait_for, Client, MAX_SESSION, SETTLE};
-use locks::{children, in_time, session, wait_count, Bed, Side, Witness};
+use crate::harness::{retry, start_server, wait_for, Client, MAX_SESSION, SETTLE};
+use crate::locks::{children, in_time, session, wait_count, Bed, Side, Witness};
 
 /// How long the tests watch a waiter that must not be let in yet.
 const QUIET: Duration = Duration::from_millis(600);

@@ -36,14 +36,12 @@
 //!   `--acl` is 125 and creates nothing;
 //! * a canary: two locks on different paths overlap, and the witness says so.
 
-mod support;
-
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use zkelect_tests::{assert_exit, Proxy, ZkServer};
 
-use support::{
+use crate::support::{
     acls_under, alive, assert_one_at_a_time, child_command, closed_port, mono_ns, ms, node_ids,
     processes_with_env, read_runs, wait_for, zkelect, zkelect_bin, Candidate, ChildKind, Observer,
     BEAT, BEATS_ENV, SESSION_MS,
@@ -339,8 +337,9 @@ fn two_permits_among_three(transport: &str) {
     let permits: &[&str] = &["--permits", "2"];
     let queued = [("a", permits), ("b", permits), ("c", permits)];
     let holders = one_after_another(&zk, path, transport, dir.path(), &queued, 1500);
-    let runs: Vec<support::Run> = holders.iter().map(|h| h.runs()[0]).collect();
-    let overlap = |x: &support::Run, y: &support::Run| x.start < y.last && y.start < x.last;
+    let runs: Vec<crate::support::Run> = holders.iter().map(|h| h.runs()[0]).collect();
+    let overlap =
+        |x: &crate::support::Run, y: &crate::support::Run| x.start < y.last && y.start < x.last;
     assert!(
         overlap(&runs[0], &runs[1]),
         "a and b hold together: {runs:#?}"
@@ -369,7 +368,7 @@ fn readers_share_writers_exclude(transport: &str) {
     let (read, write): (&[&str], &[&str]) = (&["--read"], &["--write"]);
     let queued = [("r1", read), ("r2", read), ("w", write), ("r3", read)];
     let holders = one_after_another(&zk, path, transport, dir.path(), &queued, 1500);
-    let runs: Vec<support::Run> = holders.iter().map(|h| h.runs()[0]).collect();
+    let runs: Vec<crate::support::Run> = holders.iter().map(|h| h.runs()[0]).collect();
     let (r1, r2, w, r3) = (runs[0], runs[1], runs[2], runs[3]);
     assert!(
         r1.start < r2.last && r2.start < r1.last,
@@ -546,7 +545,7 @@ fn weighted_permits_in_arrival_order(transport: &str) {
     let (wa, wb, wc) = (w("3"), w("2"), w("1"));
     let queued = [("a", &wa[..]), ("b", &wb[..]), ("c", &wc[..])];
     let holders = one_after_another(&zk, path, transport, dir.path(), &queued, 1500);
-    let runs: Vec<support::Run> = holders.iter().map(|h| h.runs()[0]).collect();
+    let runs: Vec<crate::support::Run> = holders.iter().map(|h| h.runs()[0]).collect();
     assert!(
         runs[1].start > runs[0].last,
         "b (2) waits for a (3): {runs:#?}"

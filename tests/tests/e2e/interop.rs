@@ -35,16 +35,13 @@
 //! default names) in a queue shared with Curator or kazoo: both libraries'
 //! oldest node leads, which the same witnesses catch (so they can).
 
-#[macro_use]
-mod harness;
-
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use zkelect::{Election, Interop};
 use zkelect_tests::foreign::{Foreign, Library};
 
-use harness::{children, transport, Cand, Client, SETTLE};
+use crate::harness::{children, transport, Cand, Client, SETTLE};
 
 /// How long the single believer must stay the only one before a step counts
 /// as settled: a second leader shows up within a round trip of the change
@@ -394,7 +391,7 @@ async fn close_holders_step_by_step(members: &mut [Member], hosts: &str, path: &
 /// one election path; the holder is closed step by step.
 async fn mixed_fleet(client: Client, library: Library, interop: Interop, shape: &[Side]) {
     require(library).await;
-    let server = harness::start_server();
+    let server = crate::harness::start_server();
     let hosts = server.connect_string();
     let path = format!("/interop/{library}/leader");
     let mut members = join_fleet(client, library, interop, &hosts, &path, shape).await;
@@ -444,7 +441,7 @@ async fn kazoo_interleaved(client: Client) {
 /// too, and the witnesses say so.
 async fn canary_two_leaders(client: Client, library: Library) {
     require(library).await;
-    let server = harness::start_server();
+    let server = crate::harness::start_server();
     let hosts = server.connect_string();
     let path = format!("/interop/canary/{library}");
     let mut members = join_fleet(

@@ -17,9 +17,6 @@
 //! Timing is asserted only as the order of recorded events (one monotonic
 //! clock; see `harness` and `support`).
 
-mod harness;
-mod support;
-
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -28,8 +25,8 @@ use zkelect::{
 };
 use zkelect_tests::{Proxy, ZkServer};
 
-use harness::{describe, wait_for, wait_settled, Cand, Client, Event, SETTLE};
-use support::{mono_ns, ms, queue_ids, ChildKind, Observer};
+use crate::harness::{describe, wait_for, wait_settled, Cand, Client, Event, SETTLE};
+use crate::support::{mono_ns, ms, queue_ids, ChildKind, Observer};
 
 /// What every candidate asks for.
 const REQUESTED: Duration = Duration::from_secs(60);
@@ -39,7 +36,7 @@ const TICK: Duration = Duration::from_millis(200);
 
 /// A standalone server that cuts every request above [`SERVER_MAX`].
 fn clamped_server() -> ZkServer {
-    harness::init_tracing();
+    crate::harness::init_tracing();
     let server = ZkServer::builder()
         .tick_time(TICK)
         .max_session_timeout(SERVER_MAX)
@@ -121,7 +118,7 @@ async fn both_candidates_are_told_the_negotiated_timeout_not_the_requested_one(c
              {SERVER_MAX:?}; the core must be told what the server granted"
         );
     }
-    harness::close_all(&[&a, &b]).await;
+    crate::harness::close_all(&[&a, &b]).await;
 }
 
 async fn blackholed_leader_stops_leading_before_its_successor_is_elected(client: Client) {
@@ -183,7 +180,7 @@ async fn blackholed_leader_stops_leading_before_its_successor_is_elected(client:
         (left.at - elected_at).as_millis(),
         describe(&all)
     );
-    harness::close_all(&all).await;
+    crate::harness::close_all(&all).await;
 }
 
 /// One module of tests per transport.
@@ -327,21 +324,21 @@ fn cli_blackholed_leader_child_is_stopped_before_the_successor_starts(transport:
         .expect("a temporary directory");
     let observer = Observer::start(dir.path());
     let path = "/svc/clamped";
-    let a = support::Candidate::spawn(
+    let a = crate::support::Candidate::spawn(
         dir.path(),
         "a",
         &run_args(&proxy.connect_string(), path, "a", transport),
         ChildKind::Beats,
     );
     a.wait_run(1, START);
-    let b = support::Candidate::spawn(
+    let b = crate::support::Candidate::spawn(
         dir.path(),
         "b",
         &run_args(&zk, path, "b", transport),
         ChildKind::Beats,
     );
     let logs = || format!("{}\n{}", a.log_text(), b.log_text());
-    support::wait_for(
+    crate::support::wait_for(
         "b queued behind a",
         START,
         Duration::from_millis(50),

@@ -16,11 +16,9 @@
 //! clock. The recorder's own delay can only make an event look *later* than
 //! it was published; the scenarios' orderings hold with margins of a third
 //! of the session timeout or more.
-#![allow(dead_code)] // not every test binary uses every helper
 
 /// One module of tests per client: each runs a scenario of the including
 /// file with that client (`scenarios_on!(on_zookeeper_async, Client::ZookeeperAsync, [a, b])`).
-#[allow(unused_macros)] // not every test binary runs scenarios per client
 macro_rules! scenarios_on {
     ($module:ident, $client:expr, [$($scenario:ident),* $(,)?]) => {
         mod $module {

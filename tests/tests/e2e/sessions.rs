@@ -8,16 +8,13 @@
 //! Run once per real client by `scenarios_on!` (`on_zookeeper_async::…`,
 //! `on_zookeeper_client::…`), like the other real-server suites.
 
-#[macro_use]
-mod harness;
-
 use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
 use zkelect::{Election, Role, Session};
 use zkelect_tests::Proxy;
 
-use harness::{raw, retry, start_server, Client, SESSION, SETTLE};
+use crate::harness::{raw, retry, start_server, Client, SESSION, SETTLE};
 
 /// Elections per session (the figure; not shrunk for debug builds).
 const N: usize = 1_000;

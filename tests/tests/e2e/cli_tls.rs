@@ -4,15 +4,13 @@
 //! its exit code. (`run` takes the same connection options, parsed by the
 //! same code; cli/src/args.rs tests their parsing.)
 
-mod support;
-
 use std::time::Duration;
 
 use zkelect::zk_client::{TlsSettings, ZkClientOptions};
 use zkelect::Election;
 use zkelect_tests::{TestPki, ZkServer};
 
-use support::{closed_port, zkelect};
+use crate::support::{closed_port, zkelect};
 
 /// Exit codes of `zkelect` (cli/src/exit.rs).
 const USAGE: i32 = 2;
@@ -22,7 +20,7 @@ const AUTH: i32 = 5;
 const WITHIN: Duration = Duration::from_secs(30);
 const ELECTION: &str = "/cli-tls/leader";
 
-fn run(args: &[&str]) -> support::Outcome {
+fn run(args: &[&str]) -> crate::support::Outcome {
     zkelect(args, WITHIN)
 }
 

@@ -19,14 +19,12 @@
 //! the old leader, once back, rejoins behind its successor and can lead again)
 //! run the same scenario, so that a failure says which of the two broke.
 
-mod support;
-
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use zkelect_tests::{Proxy, ZkServer};
 
-use support::{
+use crate::support::{
     assert_one_at_a_time, mono_ns, ms, queue_ids, run_args, wait_for, Candidate, ChildKind,
     Observer, Run, BEAT, SESSION_MS,
 };

@@ -7,11 +7,6 @@
 //! and a password from a file or the environment, and exits 5 (auth) with a
 //! wrong one, 2 (usage) without one.
 
-#[macro_use]
-#[allow(unused_macros)]
-mod harness;
-mod support;
-
 use std::io::Write;
 use std::time::Duration;
 
@@ -20,7 +15,7 @@ use zkelect::zk_client::ZkClientOptions;
 use zkelect::{Acl, Election, ElectionError, Role, SessionError};
 use zkelect_tests::ZkServer;
 
-use harness::raw;
+use crate::harness::raw;
 
 const SESSION: Duration = Duration::from_secs(4);
 const SETTLE: Duration = Duration::from_secs(30);
@@ -225,7 +220,7 @@ fn cli_reads_the_queue_over_sasl(hosts: &str) {
     for (label, transport, extra, env, want) in cases {
         let mut args = base(transport);
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut cmd = std::process::Command::new(support::zkelect_bin());
+        let mut cmd = std::process::Command::new(crate::support::zkelect_bin());
         cmd.args(&args).env_remove("ZKELECT_SASL_PASSWORD");
         if let Some(password) = env {
             cmd.env("ZKELECT_SASL_PASSWORD", password);

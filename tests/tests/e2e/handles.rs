@@ -1,5 +1,5 @@
-//! The lock handles of a [`Session`] against a real ZooKeeper server (issue
-//! 14, "Tests on real servers"): `session.mutex`, `session.semaphore` and
+//! The lock handles of a [`Session`] against a real ZooKeeper server:
+//! `session.mutex`, `session.semaphore` and
 //! `session.rw_lock`, in process, through the library's own API.
 //!
 //! * a mutex is reentrant on its handle: a second `acquire` on the holding
@@ -23,10 +23,6 @@
 //! Run once per real client by `scenarios_on!` (`on_zookeeper_async::…`,
 //! `on_zookeeper_client::…`).
 
-#[macro_use]
-mod harness;
-mod locks;
-
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,8 +33,8 @@ use zkelect::{
 use zkelect_tests::Proxy;
 use zookeeper_async::{Acl, CreateMode};
 
-use harness::{raw, retry, start_server, Client};
-use locks::{
+use crate::harness::{raw, retry, start_server, Client};
+use crate::locks::{
     children, close, in_time, session, wait_children, wait_count, Bed, Holder, Side, Witness,
 };
 

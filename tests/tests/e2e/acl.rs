@@ -21,16 +21,12 @@
 //! Run once per real client by `scenarios_on!` (`on_zookeeper_async::…`,
 //! `on_zookeeper_client::…`).
 
-#[macro_use]
-mod harness;
-mod locks;
-
 use zkelect::core::{Acl, AclEntry, AclError, ConfigError, Perms};
 use zkelect::{ElectionError, LockError, Session};
 use zookeeper_async::{CreateMode, Permission, ZkError, ZooKeeper};
 
-use harness::{raw, retry, start_server, Client, SESSION, SETTLE};
-use locks::{close, in_time, session};
+use crate::harness::{raw, retry, start_server, Client, SESSION, SETTLE};
+use crate::locks::{close, in_time, session};
 
 /// Digest users as `user:password`, and their ids `user:base64(sha1(user:password))`
 /// as ZooKeeper's `DigestAuthenticationProvider.generateDigest` writes them.
@@ -246,7 +242,7 @@ async fn several_digest_users_share_a_queue(client: Client) {
         .delete(&node, None)
         .await
         .unwrap_or_else(|e| panic!("alice may delete {node}: {e}"));
-    harness::wait_for(
+    crate::harness::wait_for(
         "the holder to see its node gone",
         SETTLE,
         || (!guard.is_held()).then_some(()),

@@ -36,7 +36,6 @@
 //! `/proc/*/environ`, so nothing outlives a test, whatever state it ended in.
 //! zkelect itself is started through `setpriv --pdeathsig KILL`, so it also dies
 //! with the test thread if the test process is killed without unwinding.
-#![allow(dead_code)] // each test binary uses a part of the harness
 
 use std::ffi::OsString;
 use std::fs::{self, File};

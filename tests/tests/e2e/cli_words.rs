@@ -9,13 +9,11 @@
 //! that vanished (or a run that failed for another reason) cannot pass for
 //! one free of "election".
 
-mod support;
-
 use std::time::Duration;
 
 use zkelect_tests::ZkServer;
 
-use support::{closed_port, zkelect, Candidate, ChildKind, SESSION_MS};
+use crate::support::{closed_port, zkelect, Candidate, ChildKind, SESSION_MS};
 
 const WITHIN: Duration = Duration::from_secs(30);
 

@@ -6,14 +6,12 @@
 //! The harness (building the binary, the heartbeat child, its clock, the
 //! process guards) is in `support/mod.rs`; read its docs first.
 
-mod support;
-
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use zkelect_tests::{assert_exit, Proxy, ZkServer};
 
-use support::{
+use crate::support::{
     assert_one_at_a_time, closed_port, mono_ns, ms, queue, queue_ids, run_args, wait_for, zkelect,
     Candidate, ChildKind, Observer, SESSION_MS,
 };
@@ -929,7 +927,7 @@ fn status_with_two_leaders_and_watch_prints_one_line_per_change() {
     a.wait_run(1, START);
 
     let watch_out = dir.path().join("watch.out");
-    let mut watcher = std::process::Command::new(support::zkelect_bin())
+    let mut watcher = std::process::Command::new(crate::support::zkelect_bin())
         .args([
             "status",
             "--connect",

@@ -12,8 +12,6 @@
 //! The frozen member is listed first (zookeeper-async tries servers in the
 //! order given), the unresolvable name too.
 
-mod support;
-
 use std::net::TcpListener;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +23,9 @@ use nix::sys::signal::Signal;
 use zkelect_tests::{TransportKind, ZkEnsemble, ZkServer};
 use zookeeper_async::{Acl, CreateMode, WatchedEvent, ZooKeeper};
 
-use support::{assert_one_at_a_time, mono_ns, queue_ids, wait_for, zkelect, Candidate, ChildKind};
+use crate::support::{
+    assert_one_at_a_time, mono_ns, queue_ids, wait_for, zkelect, Candidate, ChildKind,
+};
 
 /// The bound on a start with a minority down (the machine's grace is 250 ms;
 /// the rest is margin for debug binaries on a loaded 2-core machine).
@@ -388,7 +388,7 @@ impl Ephemeral {
             runtime.block_on(async move {
                 let client = ZooKeeper::connect_with_retry_time(
                     &connect,
-                    Duration::from_millis(support::SESSION_MS),
+                    Duration::from_millis(crate::support::SESSION_MS),
                     |_: WatchedEvent| {},
                     Duration::from_millis(100),
                 )

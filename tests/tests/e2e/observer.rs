@@ -8,16 +8,12 @@
 //! (`deleteall`) and created again, each change reported, the absence as an
 //! empty list.
 
-#[macro_use]
-#[allow(unused_macros)]
-mod harness;
-
 use std::time::Duration;
 
 use zkelect::core::Recipe;
 use zkelect::{Election, ObserveError, Participant, Role, Session};
 
-use harness::{children, raw, retry, start_server, Client, SESSION, SETTLE};
+use crate::harness::{children, raw, retry, start_server, Client, SESSION, SETTLE};
 
 const PATH: &str = "/observed/workers";
 

@@ -11,14 +11,12 @@
 //! `zkelect lock --acl` is checked in `lock_cli.rs`, the library's
 //! `Acl::Custom` in `acl.rs`.
 
-mod support;
-
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use zkelect_tests::{assert_exit, ZkServer};
 
-use support::{acls_under, node_ids, run_args, zkelect, Candidate, ChildKind};
+use crate::support::{acls_under, node_ids, run_args, zkelect, Candidate, ChildKind};
 
 /// `zkelect run`'s exit code for a usage error (cli/src/exit.rs, the README).
 const USAGE: i32 = 2;

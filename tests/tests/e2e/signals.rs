@@ -18,14 +18,12 @@
 //! on one 3-server ensemble (every member in the connect string) that the
 //! phases share.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use zkelect_tests::{Proxy, ZkEnsemble};
 
-use support::{catches, node_ids, wait_for, Candidate, ChildKind, Observer, SESSION_MS};
+use crate::support::{catches, node_ids, wait_for, Candidate, ChildKind, Observer, SESSION_MS};
 
 /// The stopping signals (cli/src/signals.rs).
 const SIGNALS: [Signal; 4] = [

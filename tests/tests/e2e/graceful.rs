@@ -13,13 +13,13 @@
 //! Both `run` and `lock`, on both transports. And a `--grace-ms` that
 //! cannot fit in the lease is refused at start.
 
-mod support;
-
 use std::time::Duration;
 
 use zkelect_tests::{assert_exit, ZkServer};
 
-use support::{mono_ns, ms, run_args, stop_lines, zkelect, Candidate, ChildKind, SESSION_MS};
+use crate::support::{
+    mono_ns, ms, run_args, stop_lines, zkelect, Candidate, ChildKind, SESSION_MS,
+};
 
 const START: Duration = Duration::from_secs(20);
 /// The lease's end at the latest, after the freeze: two thirds of the
@@ -131,7 +131,7 @@ fn under_a_frozen_server_the_command_gets_sigterm_and_finishes_before_the_lease_
 #[test]
 fn a_grace_that_cannot_fit_in_the_lease_is_refused_at_start() {
     // Nothing listens there: the refusal comes before any connection.
-    let nowhere = format!("127.0.0.1:{}", support::closed_port());
+    let nowhere = format!("127.0.0.1:{}", crate::support::closed_port());
     for (verb, want) in [("run", 3), ("lock", 125)] {
         let mut args = run_args(&nowhere, "/graceful/refused", "r");
         args[0] = verb.into();

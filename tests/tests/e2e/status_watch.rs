@@ -12,8 +12,6 @@
 //! that each change happens exactly when the test says and the count of
 //! lines is exact.
 
-mod support;
-
 use std::fs;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -23,7 +21,7 @@ use tokio::runtime::Runtime;
 use zkelect_tests::ZkServer;
 use zookeeper_async::{Acl, CreateMode, WatchedEvent, ZooKeeper};
 
-use support::{wait_for, zkelect_bin, SESSION_MS};
+use crate::support::{wait_for, zkelect_bin, SESSION_MS};
 
 /// Bound for a line to follow its change (debug binaries on 2 cores).
 const WITHIN: Duration = Duration::from_secs(20);

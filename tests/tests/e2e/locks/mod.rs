@@ -7,7 +7,6 @@
 //! holder enters right after its `acquire` returned and leaves right before
 //! it releases, so two entries that overlap in the witness overlapped in
 //! the holders' minds.
-#![allow(dead_code)] // not every test binary uses every helper
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -30,9 +30,6 @@
 //! Run once per real client by `scenarios_on!` (`on_zookeeper_async::…`,
 //! `on_zookeeper_client::…`).
 
-#[macro_use]
-mod harness;
-
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -40,7 +37,7 @@ use std::time::{Duration, Instant};
 use zkelect::{Interop, Session};
 use zkelect_tests::foreign::{Foreign, Kind, FOREIGN_START};
 
-use harness::{raw, retry, start_server, wait_for_async, Client, SESSION, SETTLE};
+use crate::harness::{raw, retry, start_server, wait_for_async, Client, SESSION, SETTLE};
 
 /// How long a holder keeps its hold in the loops.
 const HOLD: Duration = Duration::from_millis(40);
