@@ -7,7 +7,7 @@
 
 use zkelect_core::*;
 
-#[path = "support/idle.rs"]
+#[path = "it/support/idle.rs"]
 mod idle;
 
 use idle::{idle_follower, idle_holder, RULES};

@@ -2,8 +2,8 @@
 //! `Deserialize` comes back equal from JSON, in every variant. A derive
 //! added without a case here fails `every_serde_type_is_covered`.
 //!
-//! `cargo test -p zkelect-core --features serde --test serde_roundtrip`
-//! (scripts/test.sh runs it).
+//! `cargo test -p zkelect-core --features serde --test serde_roundtrip`; the
+//! workspace's test run (scripts/test.sh) has `serde` on and runs it too.
 #![cfg(feature = "serde")]
 
 use std::collections::BTreeSet;

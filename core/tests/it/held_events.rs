@@ -3,9 +3,7 @@
 //! ahead of the events when the client's event thread lags): found by the
 //! simulator's `lag` mix.
 
-mod support;
-
-use support::*;
+use crate::support::*;
 use zkelect_core::*;
 
 const P0: &str = "_c_000000000000a000-n_0000000000";

@@ -1,11 +1,9 @@
 //! Transcript tests: exact inputs in, exact commands and notices out. One or more
 //! per row of the design's behaviour table; names say what they prove.
 
-mod support;
-
 use std::time::Duration;
 
-use support::*;
+use crate::support::*;
 use zkelect_core::*;
 
 fn elected(token: i64) -> Notice {

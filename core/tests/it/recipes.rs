@@ -2,9 +2,7 @@
 //! read-write lock's readers and writers. Exact inputs in, exact commands and
 //! notices out.
 
-mod support;
-
-use support::*;
+use crate::support::*;
 use zkelect_core::*;
 
 fn elected(token: i64) -> Notice {

@@ -1,7 +1,7 @@
 //! A tiny hand-driver for transcript tests: feed inputs, take the commands the
 //! machine emitted by kind ([`Verb`]), answer them, read the notices.
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(unreachable_pub)]
 
 use std::time::Duration;
 

@@ -14,9 +14,7 @@
 //!   successor's notice and read, and the own-node watch's re-arm after
 //!   it: the two-watch takeover learns the same from reads alone.
 
-mod support;
-
-use support::*;
+use crate::support::*;
 use zkelect_core::*;
 
 fn elected(token: i64) -> Notice {

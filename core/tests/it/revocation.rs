@@ -4,9 +4,7 @@
 //! keeps holding), a request heard while waiting. Exact inputs in, exact
 //! commands and notices out.
 
-mod support;
-
-use support::*;
+use crate::support::*;
 use zkelect_core::*;
 
 const OWN: &str = "_c_000000000000b000-m_0000000001";
