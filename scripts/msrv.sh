@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# Proves two things with one check: the four published crates (zkelect-core,
-# zkelect-sim, zkelect with its default features, zkelect-cli) are complete
-# as packaged, and they compile on the minimum Rust version they declare
-# (`rust-version` in Cargo.toml).
+# Proves, with one build, that the four published crates (zkelect-core,
+# zkelect-sim, zkelect, zkelect-cli) are complete as packaged, that they
+# build on the minimum Rust version they declare (`rust-version` in
+# Cargo.toml), and that `cargo install` of the command gives a working
+# `zkelect`.
 #
-# So it checks the packages themselves, not the tree: `cargo package` writes
+# So it works on the packages themselves, not the tree: `cargo package` writes
 # each crate's .crate file as crates.io would get it (the files its manifest
 # includes, and the manifest as rewritten for publishing), this extracts them
-# side by side, points each one's dependency on the others at its extracted
-# package (none is published yet), and checks all four with the minimum
-# toolchain. A file missing from a package, or a feature or an API newer than
-# the declared minimum, fails here. (The packaging step of scripts/test.sh
-# uploads nothing and no longer builds the packages on stable as well: that
-# was a second full build of the dependency graph for what this check proves.)
+# side by side as one workspace, points each one's dependency on the others at
+# its extracted package (none is published yet), and installs zkelect-cli
+# from there with the minimum toolchain, which builds the other three as its
+# dependencies. A file missing from a package, or a feature or an API newer
+# than the declared minimum, fails here; the installed binary must then print
+# its version and pass a short simulation. (One build for what took three:
+# building the packages on stable, checking the tree on the minimum Rust, and
+# installing from the tree.)
 #
 # Our Cargo.lock pins what CI tests on stable, and some of it needs a newer
 # Rust than the crates do; a user on the minimum gets older versions of those
 # from Cargo's MSRV-aware resolver. So this resolves a lock file of its own
-# the same way. Installs the toolchain with rustup when it is missing.
+# the same way, and installs with it (--locked). Installs the toolchain with
+# rustup when it is missing.
 #
 # Usage: scripts/msrv.sh   (honours CARGO_TARGET_DIR)
 set -euo pipefail
@@ -56,8 +60,17 @@ for crate in "${crates[@]}"; do
     echo "$crate = { path = \"$crate-$version\" }" >>"$copy/Cargo.toml"
 done
 
+# Our dev profile (.cargo/config.toml), which a workspace outside the tree
+# would not read (it would build at opt-level 0 with full debug info).
+mkdir -p "$copy/.cargo"
+cp .cargo/config.toml "$copy/.cargo/config.toml"
+
 cd "$copy"
 CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo generate-lockfile --quiet
 export CARGO_TARGET_DIR="$target/msrv"
-cargo "+$msrv" check --quiet --locked --workspace
-echo "msrv.sh: the packages of ${crates[*]} check on Rust $msrv"
+# --debug: the dev profile above (a release build of the same sources would
+# add minutes to every run).
+cargo "+$msrv" install --quiet --debug --locked --path "zkelect-cli-$version" --root "$copy/installed"
+"$copy/installed/bin/zkelect" --version
+"$copy/installed/bin/zkelect" sim --seeds 3 >/dev/null
+echo "msrv.sh: the packages of ${crates[*]} build and install on Rust $msrv"
