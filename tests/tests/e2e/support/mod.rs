@@ -142,8 +142,15 @@ pub(crate) fn child_command(kind: ChildKind) -> Vec<OsString> {
 /// It lives next to this test binary's profile directory
 /// (`<target dir>/debug/zkelect`, so `CARGO_TARGET_DIR` is honoured). Tests
 /// cannot depend on another package's binary, so it is (re)built here with
-/// `cargo build -p zkelect-cli --bin zkelect`: a no-op when it is up to date,
-/// and never a stale binary from an older checkout.
+/// `cargo build --workspace --tests --bin zkelect`: a no-op when it is up to
+/// date, and never a stale binary from an older checkout.
+///
+/// Why the whole workspace and its tests: that resolves every dependency's
+/// features as `cargo test --workspace` (and nextest) does, so the binary is
+/// the very one the test run has just built, and this costs a check (0.3 s).
+/// `-p zkelect-cli` alone resolves fewer features (no dev-dependencies), a
+/// second build of tokio and everything above it: on a cold run that build
+/// fell inside the first command-line tests and took about two minutes.
 pub(crate) fn zkelect_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(build_zkelect)
@@ -165,7 +172,14 @@ fn build_zkelect() -> PathBuf {
     let started = Instant::now();
     let out = Command::new(&cargo)
         .current_dir(workspace)
-        .args(["build", "--quiet", "-p", "zkelect-cli", "--bin", "zkelect"])
+        .args([
+            "build",
+            "--quiet",
+            "--workspace",
+            "--tests",
+            "--bin",
+            "zkelect",
+        ])
         .arg("--target-dir")
         .arg(target_dir)
         .stdin(Stdio::null())
@@ -173,13 +187,13 @@ fn build_zkelect() -> PathBuf {
         .unwrap_or_else(|e| panic!("cannot run {cargo:?} to build the zkelect binary: {e}"));
     assert!(
         out.status.success(),
-        "`cargo build -p zkelect-cli --bin zkelect` failed ({}); these tests run that binary:\n{}",
+        "`cargo build --workspace --tests --bin zkelect` failed ({}); these tests run that binary:\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
         bin.is_file(),
-        "`cargo build -p zkelect-cli --bin zkelect` succeeded but {} does not exist",
+        "`cargo build --workspace --tests --bin zkelect` succeeded but {} does not exist",
         bin.display()
     );
     eprintln!(
