@@ -10,7 +10,7 @@
 
 use zkelect_core::*;
 
-#[path = "../tests/it/support/idle.rs"]
+#[path = "../tests/shared/idle.rs"]
 mod idle;
 
 use idle::{idle_follower, idle_holder, RULES};

@@ -7,7 +7,7 @@
 
 use zkelect_core::*;
 
-#[path = "it/support/idle.rs"]
+#[path = "shared/idle.rs"]
 mod idle;
 
 use idle::{idle_follower, idle_holder, RULES};

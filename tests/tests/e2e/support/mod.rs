@@ -151,6 +151,9 @@ pub(crate) fn child_command(kind: ChildKind) -> Vec<OsString> {
 /// `-p zkelect-cli` alone resolves fewer features (no dev-dependencies), a
 /// second build of tokio and everything above it: on a cold run that build
 /// fell inside the first command-line tests and took about two minutes.
+/// Where the workspace's tests are not built yet (`cargo test -p
+/// zkelect-tests` alone, on a fresh checkout), the first command-line test
+/// builds them, once.
 pub(crate) fn zkelect_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(build_zkelect)
