@@ -63,6 +63,13 @@ pub struct ManyRecord {
     /// the N-th held, ÷ N: what the start-up costs the server, whatever the
     /// load on the machine (the times are not).
     pub requests_per_start: f64,
+    /// This process's CPU time in user mode over the start-up window ÷ N,
+    /// µs: what a start costs the client (the server, another process, gets
+    /// the rest of the cores).
+    pub user_us_per_start: f64,
+    /// This process's CPU time in the kernel over the start-up window ÷ N,
+    /// µs (its sockets, wake-ups, timers).
+    pub sys_us_per_start: f64,
     /// Resident-set growth per queued (idle) waiter, bytes. `None` on a
     /// library's floor, which starts and stops.
     pub bytes_per_idle_recipe: Option<f64>,
@@ -108,6 +115,50 @@ fn rss_bytes() -> Result<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .context("no VmRSS in /proc/self/status")?;
     Ok(kb * 1024)
+}
+
+/// This process's CPU time so far, every thread's, user and kernel apart
+/// (`utime` and `stime` of /proc/self/stat, in clock ticks: 10 ms).
+#[derive(Debug, Clone, Copy)]
+struct Cpu {
+    user: u64,
+    sys: u64,
+}
+
+impl Cpu {
+    /// Clock ticks per second in /proc's figures (`USER_HZ`, 100 on every
+    /// Linux architecture this runs on).
+    const TICKS_PER_SECOND: f64 = 100.0;
+
+    fn now() -> Result<Self> {
+        let stat = std::fs::read_to_string("/proc/self/stat").context("/proc/self/stat")?;
+        // The command name (field 2) is in parentheses and may hold spaces:
+        // count the fields after its closing one. utime and stime are fields
+        // 14 and 15, so the 12th and 13th after it.
+        let rest = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest)
+            .context("no command name in /proc/self/stat")?;
+        let mut fields = rest.split_whitespace().skip(11);
+        let mut next = |name| {
+            fields
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .with_context(|| format!("no {name} in /proc/self/stat"))
+        };
+        Ok(Self {
+            user: next("utime")?,
+            sys: next("stime")?,
+        })
+    }
+
+    /// CPU time since `before` ÷ n, µs: (user, kernel).
+    fn per(self, before: Self, n: usize) -> (f64, f64) {
+        let per = |a: u64, b: u64| {
+            (a.saturating_sub(b) as f64 / Self::TICKS_PER_SECOND * 1e6 / n as f64).round()
+        };
+        (per(self.user, before.user), per(self.sys, before.sys))
+    }
 }
 
 /// Starts one `lock()` per election path on `client`; each task reports
@@ -270,10 +321,12 @@ pub async fn zookeeper_client(settings: &ManySettings, monitor: &Monitor) -> Res
     let mut b_tasks = JoinSet::new();
     let result = async {
         let start = monitor.sample().await?;
+        let cpu = Cpu::now()?;
         let t0 = Instant::now();
         contend(&mut a_tasks, &a, &settings.dir, n, &a_tx, &release_a_rx);
         let last = count_held(&mut a_held, n, settings.timeout, "start-up").await?;
         let startup = last.duration_since(t0);
+        let (user, sys) = Cpu::now()?.per(cpu, n);
         let requests = requests_per_start(monitor, &start, n).await?;
 
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -316,6 +369,8 @@ pub async fn zookeeper_client(settings: &ManySettings, monitor: &Monitor) -> Res
             elections: n,
             startup_ms: (startup.as_secs_f64() * 1e4).round() / 10.0,
             requests_per_start: requests,
+            user_us_per_start: user,
+            sys_us_per_start: sys,
             bytes_per_idle_recipe: Some(rss),
             heap_per_idle_recipe: Some(heap),
             client_watches_per_idle_recipe: None,
@@ -449,11 +504,13 @@ pub async fn zkelect(
     let result = async {
         let watches_at_start = watches(monitor).await?;
         let start = monitor.sample().await?;
+        let cpu = Cpu::now()?;
         let t0 = Instant::now();
         let holders =
             join_elections(&a, &settings.dir, n, "a", Some(&a_tx), settings.timeout).await?;
         let last = count_held(&mut a_held, n, settings.timeout, "start-up").await?;
         let startup = last.duration_since(t0);
+        let (user, sys) = Cpu::now()?.per(cpu, n);
         let requests = requests_per_start(monitor, &start, n).await?;
 
         // A leader sets the watch on its own node at its first probe tick,
@@ -503,6 +560,8 @@ pub async fn zkelect(
             elections: n,
             startup_ms: (startup.as_secs_f64() * 1e4).round() / 10.0,
             requests_per_start: requests,
+            user_us_per_start: user,
+            sys_us_per_start: sys,
             bytes_per_idle_recipe: Some(rss),
             heap_per_idle_recipe: Some(heap),
             client_watches_per_idle_recipe: Some(library),
@@ -574,10 +633,11 @@ pub async fn floor(
     // zookeeper-async's client does not close its session when dropped.
     let mut to_close = None;
     let result = async {
-        let (start, t0) = match library {
+        let (start, t0, cpu) = match library {
             FloorLibrary::ZookeeperClient => {
                 let client = zkc_connect(&settings.connect).await?;
                 let start = monitor.sample().await?;
+                let cpu = Cpu::now()?;
                 let t0 = Instant::now();
                 for i in 0..n {
                     let client = client.clone();
@@ -603,12 +663,13 @@ pub async fn floor(
                         Ok(Instant::now())
                     });
                 }
-                (start, t0)
+                (start, t0, cpu)
             }
             FloorLibrary::ZookeeperAsync => {
                 let zk = crate::latch::connect(&settings.connect).await?;
                 to_close = Some(std::sync::Arc::clone(&zk));
                 let start = monitor.sample().await?;
+                let cpu = Cpu::now()?;
                 let t0 = Instant::now();
                 for i in 0..n {
                     let zk = std::sync::Arc::clone(&zk);
@@ -637,7 +698,7 @@ pub async fn floor(
                         Ok(Instant::now())
                     });
                 }
-                (start, t0)
+                (start, t0, cpu)
             }
         };
         let mut last = t0;
@@ -654,6 +715,7 @@ pub async fn floor(
             last = last.max(done.map_err(|e| anyhow!("a start task failed: {e}"))??);
         }
         let startup = last.duration_since(t0);
+        let (user, sys) = Cpu::now()?.per(cpu, n);
         let requests = requests_per_start(monitor, &start, n).await?;
         Ok(ManyRecord {
             kind: "many",
@@ -661,6 +723,8 @@ pub async fn floor(
             elections: n,
             startup_ms: (startup.as_secs_f64() * 1e4).round() / 10.0,
             requests_per_start: requests,
+            user_us_per_start: user,
+            sys_us_per_start: sys,
             bytes_per_idle_recipe: None,
             heap_per_idle_recipe: None,
             client_watches_per_idle_recipe: None,
@@ -821,16 +885,18 @@ fn or_dash(figure: Option<f64>, show: impl FnOnce(f64) -> String) -> String {
 pub fn markdown(records: &[ManyRecord]) -> String {
     use std::fmt::Write as _;
     let mut out = String::from(
-        "| implementation | elections on one session | start-up (all held) | server requests per start | live heap per idle recipe | of which the client library's two watches | zkelect's own (heap − library) | resident set per idle recipe | failover of all (session closed) | server packets per failover |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| implementation | elections on one session | start-up (all held) | server requests per start | client CPU per start (user + kernel) | live heap per idle recipe | of which the client library's two watches | zkelect's own (heap − library) | resident set per idle recipe | failover of all (session closed) | server packets per failover |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in records {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.0} ms | {:.2} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {:.0} ms | {:.2} | {:.0} + {:.0} µs | {} | {} | {} | {} | {} | {} |",
             r.side,
             r.elections,
             r.startup_ms,
             r.requests_per_start,
+            r.user_us_per_start,
+            r.sys_us_per_start,
             bytes_or_dash(r.heap_per_idle_recipe),
             bytes_or_dash(r.client_watches_per_idle_recipe),
             bytes_or_dash(r.own_heap_per_idle_recipe),
