@@ -19,10 +19,11 @@ default_pages=$(mktemp)
 # cargo run, it also reaches the build scripts of proc-macro2, anyhow and
 # thiserror, which rerun when it changes, so the docs build rebuilt (in check
 # mode) everything above them, and the next cargo command without it did the
-# same again (~2 minutes on two cores for nothing).
+# same again (after a warm lints run, this step and the feature matrix took
+# 35 + 131 s with it, 13 + 3 s without).
 rustdoc_unstable=$(mktemp)
 trap 'rm -f "$default_pages" "$rustdoc_unstable"' EXIT
-printf '#!/bin/sh\nRUSTC_BOOTSTRAP=1 exec %s "$@"\n' "${RUSTDOC:-rustdoc}" >"$rustdoc_unstable"
+printf '#!/bin/sh\nRUSTC_BOOTSTRAP=1 exec "%s" "$@"\n' "${RUSTDOC:-rustdoc}" >"$rustdoc_unstable"
 chmod +x "$rustdoc_unstable"
 
 # rustdoc leaves the pages of an earlier build in place: start from none, so

@@ -132,9 +132,14 @@ impl Cpu {
 
     fn now() -> Result<Self> {
         let stat = std::fs::read_to_string("/proc/self/stat").context("/proc/self/stat")?;
-        // The command name (field 2) is in parentheses and may hold spaces:
-        // count the fields after its closing one. utime and stime are fields
-        // 14 and 15, so the 12th and 13th after it.
+        Self::parse(&stat)
+    }
+
+    /// utime and stime of a /proc/<pid>/stat line.
+    fn parse(stat: &str) -> Result<Self> {
+        // The command name (field 2) is in parentheses and may hold spaces
+        // and parentheses: count the fields after its last closing one.
+        // utime and stime are fields 14 and 15, so the 12th and 13th after it.
         let rest = stat
             .rsplit_once(')')
             .map(|(_, rest)| rest)
@@ -906,4 +911,27 @@ pub fn markdown(records: &[ManyRecord]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_times_are_read_after_a_command_name_with_spaces_and_parentheses() {
+        let stat = "4242 (zk bench (x)) S 1 4242 4242 0 -1 4194304 900 0 0 0 \
+                    731 266 0 0 20 0 5 0 1000 2000000 3000 18446744073709551615";
+        let cpu = Cpu::parse(stat).expect("a well-formed line");
+        assert_eq!((cpu.user, cpu.sys), (731, 266));
+        // 700 ticks of 10 ms (7 s) over 1,000 starts: 7,000 µs each.
+        let before = Cpu { user: 31, sys: 16 };
+        assert_eq!(cpu.per(before, 1000), (7000.0, 2500.0));
+    }
+
+    #[test]
+    fn a_cut_or_garbled_stat_line_is_an_error() {
+        assert!(Cpu::parse("").is_err());
+        assert!(Cpu::parse("4242 (zkelect) S 1 2 3").is_err());
+        assert!(Cpu::parse("4242 (zkelect) S 1 2 3 4 5 6 7 8 9 10 x y").is_err());
+    }
 }

@@ -123,6 +123,14 @@ fn twenty_elections_on_one_session_print_their_figures_as_json() {
             line["startup_ms"].as_f64().is_some_and(|x| x > 0.0),
             "{line}"
         );
+        // The client's CPU per start: counted in 10 ms ticks, so 20 starts
+        // may show none, but never less, and never missing.
+        for field in ["user_us_per_start", "sys_us_per_start"] {
+            assert!(
+                line[field].as_f64().is_some_and(|x| x >= 0.0),
+                "{field}: {line}"
+            );
+        }
         let floor = line["side"]
             .as_str()
             .is_some_and(|s| s.starts_with("floor"));
