@@ -3,8 +3,12 @@
 //! which step), its step and server-operation counts and, unless `--verdicts`
 //! is given, its trace hash are folded into one FNV-1a digest per row.
 //!
-//! Run: `cargo run --release -p zkelect-sim --example fingerprint -- [SEEDS] [--verdicts]`
+//! Run: `cargo run --release -p zkelect-sim --example fingerprint -- [SEEDS] [--verdicts] [--per-seed]`
 //! (SEEDS defaults to 300). Compare the output before and after a change.
+//! With `--per-seed`, each seed's own line (row, seed, trace hash, steps,
+//! server operations, elections, verdict) comes before its row's digest:
+//! a diff of two such outputs names the seeds a change moved, to show that
+//! a new draw moved only the seeds that draw it.
 
 use zkelect_sim::canary::Canary;
 use zkelect_sim::run::{run_seed, RunOptions};
@@ -17,7 +21,7 @@ fn fold(digest: &mut u64, value: u64) {
     }
 }
 
-fn row(label: &str, options: RunOptions, seeds: u64, with_hash: bool) {
+fn row(label: &str, options: RunOptions, seeds: u64, with_hash: bool, per_seed: bool) {
     let mut digest = 0xcbf2_9ce4_8422_2325_u64;
     let mut failures = 0;
     for seed in 0..seeds {
@@ -28,6 +32,19 @@ fn row(label: &str, options: RunOptions, seeds: u64, with_hash: bool) {
         fold(&mut digest, report.stats.steps);
         fold(&mut digest, report.stats.server_ops);
         fold(&mut digest, report.stats.elections);
+        if per_seed {
+            println!(
+                "{label} {seed} {:016x} {} {} {} {}",
+                report.hash,
+                report.stats.steps,
+                report.stats.server_ops,
+                report.stats.elections,
+                report
+                    .violation
+                    .as_ref()
+                    .map_or("-".to_owned(), |v| format!("{}@{}", v.invariant, v.step))
+            );
+        }
         if let Some(v) = &report.violation {
             failures += 1;
             fold(&mut digest, v.step);
@@ -46,6 +63,7 @@ fn main() {
         .find_map(|a| a.parse::<u64>().ok())
         .unwrap_or(300);
     let with_hash = !args.iter().any(|a| a == "--verdicts");
+    let per_seed = args.iter().any(|a| a == "--per-seed");
     for faults in FaultMix::ALL {
         let options = RunOptions {
             overrides: Overrides {
@@ -54,13 +72,13 @@ fn main() {
             },
             ..RunOptions::default()
         };
-        row(faults.flag(), options, seeds, with_hash);
+        row(faults.flag(), options, seeds, with_hash, per_seed);
     }
     for canary in Canary::ALL {
         let options = RunOptions {
             canary: Some(canary),
             ..RunOptions::default()
         };
-        row(canary.flag(), options, seeds / 5, with_hash);
+        row(canary.flag(), options, seeds / 5, with_hash, per_seed);
     }
 }
