@@ -374,6 +374,9 @@ impl<'a> Arbitrary<'a> for FuzzCase {
                 ensemble: None,
                 chroot: None,
                 late_start: late.then(|| Swarm::late_start_of(seed)),
+                // Not drawn from a fuzz entry's bytes (they keep their
+                // meaning); seeds draw it.
+                refusal: None,
             },
         };
         if let Some(root) = chroot_root {

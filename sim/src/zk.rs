@@ -242,6 +242,14 @@ impl ZkModel {
         }
     }
 
+    /// The ephemeral nodes `session` owns (none once it is gone).
+    pub fn ephemerals(&self, session: SessionId) -> impl Iterator<Item = &str> + '_ {
+        self.sessions
+            .get(&session)
+            .into_iter()
+            .flat_map(|s| s.ephemerals.iter().map(String::as_str))
+    }
+
     /// Whether the session is alive.
     pub fn session_alive(&self, session: SessionId) -> bool {
         self.sessions.contains_key(&session)

@@ -127,6 +127,48 @@ impl NoLeaks {
     }
 }
 
+/// A session whose credentials the server refused at a reconnect
+/// ([`Refusal`](crate::swarm::Refusal)) owns no node once the step that
+/// reported the refusal is over: the core's session ends on it, its host
+/// closes the client, and the server's session goes with its nodes. Else
+/// they block the queue until the session expires, or for ever while a
+/// client pings it.
+#[derive(Debug, Default)]
+pub struct RefusedLeavesNothing;
+
+impl Invariant<View> for RefusedLeavesNothing {
+    fn name(&self) -> &'static str {
+        "refused-leaves-nothing"
+    }
+
+    fn kinds(&self) -> Kinds {
+        Kinds::STEP | Kinds::END
+    }
+
+    fn check_step(&mut self, world: &View) -> Result<Holds, String> {
+        // A function of the tree (its zxid), the refusal (which moves the
+        // generation) and the processes.
+        self.check(world, &Event::Step).map(|()| Holds::UntilChange)
+    }
+
+    fn check(&mut self, world: &View, event: &Event<'_>) -> Result<(), String> {
+        if !matches!(event, Event::Step | Event::End) {
+            return Ok(());
+        }
+        let Some(r) = world.refused() else {
+            return Ok(());
+        };
+        let owned: Vec<&str> = world.zk().ephemerals(r.session).collect();
+        if owned.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "p{}'s credentials were refused at {:?} and its session {} still owns {owned:?}",
+            r.host, r.at, r.session
+        ))
+    }
+}
+
 /// Every command is answered exactly once: never twice, never one that was not
 /// emitted, and by the end of the run every command of a process still alive has
 /// its answer.
@@ -232,7 +274,9 @@ impl Invariant<View> for StaleReply {
 }
 
 /// No candidate stops on a fatal error: the simulation gives none a reason to
-/// (every session is authenticated when the ACL needs it, every path is valid).
+/// (every session is authenticated when the ACL needs it, every path is
+/// valid), but a bad chroot, on its sessions, and credentials the server
+/// refused, on that session after the refusal.
 #[derive(Debug, Default)]
 pub struct NoError;
 
@@ -285,6 +329,10 @@ impl Invariant<View> for NoError {
                 {
                     Ok(())
                 }
+                // The server refused its session's credentials (the swarm's
+                // `Refusal`, already drawn and reported): every machine on
+                // that session stops with it, and no other machine may.
+                (_, CandidateError::AuthFailed) if world.on_refused_session(*pid) => Ok(()),
                 _ => Err(format!("p{pid} failed: {e}")),
             },
             // Long before this, every candidate under a bad chroot stopped

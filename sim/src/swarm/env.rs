@@ -43,6 +43,9 @@ pub struct Env {
     /// so that the observers list the queue before its path exists
     /// (`None`: all connect within 50 ms of the start).
     pub late_start: Option<Duration>,
+    /// A session whose credentials the server refuses at one of its
+    /// reconnects ([`Refusal`]; `None`: every session's are accepted).
+    pub refusal: Option<Refusal>,
 }
 
 /// What a bad chroot names ([`BadChroot`]).
@@ -108,6 +111,53 @@ impl BadChroot {
             hosts.push(sessions[i]);
         }
         Some(Self { root, hosts })
+    }
+}
+
+/// A session whose credentials the server refuses when its client
+/// reconnects to it (`SessionEvent::AuthFailed`: a provider gone from the
+/// server, a password changed): drawn in ordinary seeds whose sessions
+/// authenticate ([`Refusal::draw`]). Its client reports `AuthFailed` and
+/// stops there, as both real clients do; the server keeps the session. The
+/// core's session must end on it, and its host close the client, so that
+/// the session's nodes go at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// The session's host: a zkelect candidate of the first queue at the
+    /// start, on a session of its own.
+    pub host: usize,
+    /// Which of its client's reconnects to the same (live) session is
+    /// refused: 1 is the first.
+    pub nth: u32,
+}
+
+impl Refusal {
+    /// Draws it for `seed` from a stream of its own (label 26, so every
+    /// other draw stays put), in seeds whose sessions authenticate
+    /// (`authenticated`: the `acl` knob is `CreatorAllWorldRead` or
+    /// `Digests`): 1 in 8 of them, one host among the first queue's
+    /// candidates that have a session of their own, at its first or second
+    /// reconnect to the same session (evenly).
+    pub fn draw(
+        seed: u64,
+        authenticated: bool,
+        hosting: &Hosting,
+        candidates: usize,
+    ) -> Option<Self> {
+        if !authenticated {
+            return None;
+        }
+        let mut rng = SimRng::new(seed, 26);
+        if !rng.chance(0.125) {
+            return None;
+        }
+        let sessions: Vec<usize> = (0..candidates).filter(|&p| hosting.host(p) == p).collect();
+        let i = rng.range(0, (sessions.len() as u64).checked_sub(1)?) as usize;
+        let nth = rng.range(1, 2) as u32;
+        Some(Self {
+            host: sessions[i],
+            nth,
+        })
     }
 }
 
@@ -230,6 +280,9 @@ impl fmt::Display for Env {
         }
         if let Some(late) = self.late_start {
             write!(f, " late_start={}ms", late.as_millis())?;
+        }
+        if let Some(r) = &self.refusal {
+            write!(f, " refused=p{}@reconnect{}", r.host, r.nth)?;
         }
         match &self.ensemble {
             Some(spec) => write!(f, " {spec}"),

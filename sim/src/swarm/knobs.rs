@@ -133,6 +133,11 @@ impl AclDraw {
         }
     }
 
+    /// Whether sessions authenticate (send credentials a server may refuse).
+    pub fn authenticates(self) -> bool {
+        matches!(self, Self::CreatorAllWorldRead | Self::Digests { .. })
+    }
+
     /// The identity process `pid`'s sessions authenticate as (`scheme:id`),
     /// if any; `None` for `pid` means an operator's session.
     pub fn identity(self, pid: Option<usize>) -> Option<String> {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use zkelect_core::{ConnectionPolicy, Recipe, Timestamp};
 
-use super::env::{BadChroot, Env};
+use super::env::{BadChroot, Env, Refusal};
 use super::hosting::Hosting;
 use super::plan::{Fault, FaultMix};
 use super::recipe::Queue;
@@ -81,6 +81,11 @@ impl Swarm {
         swarm.env.chroot = BadChroot::draw(seed, &swarm.env.hosting, swarm.candidates);
         swarm.observers_through_absence(seed);
         swarm.revocation_requests(seed);
+        // Not in a canary's seeds either; the knobs' own stream says
+        // whether sessions authenticate.
+        let authenticated = super::Knobs::from_seed(seed, false).acl.authenticates();
+        swarm.env.refusal =
+            Refusal::draw(seed, authenticated, &swarm.env.hosting, swarm.candidates);
         swarm
     }
 

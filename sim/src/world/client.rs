@@ -281,9 +281,54 @@ impl World {
             .filter(|_| self.view.procs[pid].config.is_some())
     }
 
+    /// Whether the server refuses host `h`'s credentials at this reconnect
+    /// to its live session: the swarm's [`Refusal`](crate::swarm::Refusal)
+    /// names `h` and this reconnect (counted here), and `h` has some.
+    fn refused_now(&mut self, h: usize) -> bool {
+        let Some(r) = self.view.swarm.env.refusal else {
+            return false;
+        };
+        if r.host != h || self.view.refused.is_some() || self.identity(Some(h)).is_none() {
+            return false;
+        }
+        self.same_reconnects += 1;
+        self.same_reconnects == r.nth
+    }
+
+    /// The server refuses host `h`'s credentials on the connection just
+    /// made to its session (a digest provider gone, a password changed): it
+    /// closes the connection, so the watches it re-armed go and fire
+    /// nothing, while the session lives on until it is closed or expires.
+    /// The client reports `AuthFailed` and stops there, never connecting
+    /// again, as both real clients do; what the session and the application
+    /// do next is theirs (the core's session ends, its host closes the
+    /// client, [`close_if_done`](Self::close_if_done)).
+    fn refuse(&mut self, h: usize) {
+        let _ = self.view.zk.take_fired();
+        let Some(session) = self.view.procs[h].session_id else {
+            return;
+        };
+        self.view.zk.connection_closed(session);
+        self.trace.note(self.view.now, Some(h), 'd', || {
+            format!("credentials refused on reconnecting to session {session}")
+        });
+        self.view.refused = Some(super::view::Refused {
+            host: h,
+            session,
+            at: self.view.now,
+        });
+        // Step checkers read the refusal: a pass from before it no longer holds.
+        self.view.counts.generation += 1;
+        self.session_event(h, SessionEvent::AuthFailed);
+    }
+
     pub(super) fn reconnect(&mut self, pid: usize) {
         let p = &self.view.procs[pid];
-        if p.conn == Conn::Connected || p.session_closed {
+        // A client whose credentials were refused stops there.
+        if p.conn == Conn::Connected
+            || p.session_closed
+            || self.view.refused.is_some_and(|r| r.host == pid)
+        {
             return;
         }
         if !self.reachable(pid) {
@@ -371,6 +416,7 @@ impl World {
             return;
         };
         match connected {
+            Reconnected::Same(_) if self.refused_now(pid) => return self.refuse(pid),
             Reconnected::Same(_) => {}
             Reconnected::Expired { new, timeout } => {
                 // The server expired it while we were away: say so, then start afresh.

@@ -70,6 +70,14 @@ pub struct World {
     /// The client libraries' timing for the last session timeout asked
     /// (the processes of a run mostly share one).
     pub(super) pace: Option<Pace>,
+    /// How many times the host the swarm's
+    /// [`Refusal`](crate::swarm::Refusal) names reconnected to its live
+    /// session so far.
+    pub(super) same_reconnects: u32,
+    /// The host keeps its client open on a session finished by refused
+    /// credentials ([`World::plant_keeps_refused_client`]).
+    #[cfg(feature = "planted")]
+    pub(super) keeps_refused_client: bool,
 }
 
 impl World {
@@ -147,6 +155,7 @@ impl World {
             lookalikes: Vec::new(),
             side_lookalikes: Vec::new(),
             groups: Vec::new(),
+            refused: None,
             swarm,
             knobs,
         };
@@ -174,6 +183,9 @@ impl World {
             planted: None,
             keeper: None,
             pace: None,
+            same_reconnects: 0,
+            #[cfg(feature = "planted")]
+            keeps_refused_client: false,
         };
         if !world.view.knobs.options.create_parents {
             for q in 0..world.view.queues.len() {

@@ -480,9 +480,30 @@ impl World {
         if stopped && !session.is_closing() && session.machines().next().is_none() {
             session.close_session(now);
         }
-        if session.is_finished() {
+        if session.is_finished() && !self.keeps_refused_client(h) {
             self.close_client(h);
         }
+    }
+
+    /// The canary of the application's close: it keeps host `h`'s client
+    /// open though its session finished on refused credentials (with
+    /// nothing sent after, the server keeps the session, and its nodes,
+    /// until it expires).
+    fn keeps_refused_client(&self, h: usize) -> bool {
+        #[cfg(feature = "planted")]
+        if self.keeps_refused_client {
+            return self.view.refused.is_some_and(|r| r.host == h);
+        }
+        let _ = h;
+        false
+    }
+
+    /// Plants the canary of the application's close on refused
+    /// credentials: a host whose session finished on `AuthFailed` keeps
+    /// its client open (before the run). Only with the `planted` feature.
+    #[cfg(feature = "planted")]
+    pub fn plant_keeps_refused_client(&mut self) {
+        self.keeps_refused_client = true;
     }
 
     /// Resigns or closes machine `pid` (an application's intent).

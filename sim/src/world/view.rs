@@ -102,6 +102,21 @@ pub struct View {
     pub(super) counts: Counts,
     /// The multi-locks.
     pub(super) groups: Vec<Group>,
+    /// The session whose credentials the server refused, once it has
+    /// ([`Refusal`](crate::swarm::Refusal)).
+    pub(super) refused: Option<Refused>,
+}
+
+/// A session whose credentials the server refused at a reconnect
+/// ([`Refusal`](crate::swarm::Refusal)), as it happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refused {
+    /// The session's host.
+    pub host: usize,
+    /// The ZooKeeper session (the server keeps it).
+    pub session: SessionId,
+    /// When the client reported `AuthFailed`.
+    pub at: Timestamp,
 }
 
 impl View {
@@ -297,6 +312,18 @@ impl View {
             .values()
             .filter(move |sent| sent.from == Some(pid))
             .map(|sent| &*sent.request)
+    }
+
+    /// The session whose credentials the server refused, once it has.
+    pub fn refused(&self) -> Option<Refused> {
+        self.refused
+    }
+
+    /// Whether process `pid` runs on a session whose credentials the server
+    /// refused (already).
+    pub fn on_refused_session(&self, pid: usize) -> bool {
+        self.refused
+            .is_some_and(|r| self.procs.get(pid).is_some_and(|p| p.host == r.host))
     }
 
     /// What the bad chroot of process `pid`'s session names, if its connect
