@@ -11,25 +11,37 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# CPU seconds (user + system) of every finished child of this shell, from its
+# /proc entry: a step's CPU beside its wall time shows whether it kept both
+# cores busy or waited, which wall time alone on a shared machine cannot.
+ticks=$(getconf CLK_TCK 2>/dev/null || echo 100)
+children_cpu() {
+    awk -v hz="$ticks" '{ sub(/^.*\) /, ""); printf "%d", ($14 + $15) / hz }' "/proc/$$/stat" \
+        2>/dev/null || echo 0
+}
 started=$SECONDS
 step_started=$SECONDS
+step_cpu=$(children_cpu)
 step_name=
 durations=()
 step() {
+    local cpu
+    cpu=$(children_cpu)
     if [[ -n $step_name ]]; then
-        durations+=("$(printf '%6ds  %s' $((SECONDS - step_started)) "$step_name")")
+        durations+=("$(printf '%6ds %6ds  %s' $((SECONDS - step_started)) $((cpu - step_cpu)) "$step_name")")
     fi
     step_name=$*
     step_started=$SECONDS
+    step_cpu=$cpu
     printf '\n==> %s (at %ds)\n' "$*" $((SECONDS - started))
 }
 # On every exit, a failure too: CI keeps a run's output only when it fails.
 report_durations() {
     local status=$?
     step "$( ((status == 0)) && echo done || echo "stopped: exit $status")"
-    printf '\n==> time per step\n'
+    printf '\n==> time per step (wall, CPU)\n'
     printf '%s\n' "${durations[@]}"
-    printf '%6ds  in all\n' $((SECONDS - started))
+    printf '%6ds %6ds  in all\n' $((SECONDS - started)) "$(children_cpu)"
 }
 trap report_durations EXIT
 
