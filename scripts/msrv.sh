@@ -39,9 +39,12 @@ if ! rustup run "$msrv" rustc --version >/dev/null 2>&1; then
     rustup toolchain install "$msrv" --profile minimal
 fi
 
-target=${CARGO_TARGET_DIR:-$PWD/target}
+# A target directory of its own, for the packages too: test.sh runs this
+# beside the lints, whose cargo holds the main target's locks, and its
+# packaging step writes the same .crate files there.
+target=${CARGO_TARGET_DIR:-$PWD/target}/msrv
 # --allow-dirty: a local run with uncommitted changes checks them too.
-cargo package --quiet --no-verify --allow-dirty "${crates[@]/#/-p}"
+CARGO_TARGET_DIR=$target cargo package --quiet --no-verify --allow-dirty "${crates[@]/#/-p}"
 
 copy=$(mktemp -d)
 trap 'rm -rf "$copy"' EXIT
@@ -71,7 +74,7 @@ printf '[profile.dev]\nopt-level = 0\ndebug = false\nincremental = false\n' >"$c
 
 cd "$copy"
 CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo generate-lockfile --quiet
-export CARGO_TARGET_DIR="$target/msrv"
+export CARGO_TARGET_DIR="$target"
 # --debug: the dev profile above (a release build of the same sources would
 # add minutes to every run).
 cargo "+$msrv" install --quiet --debug --locked --path "zkelect-cli-$version" --root "$copy/installed"

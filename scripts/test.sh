@@ -38,6 +38,12 @@ step() {
 # On every exit, a failure too: CI keeps a run's output only when it fails.
 report_durations() {
     local status=$?
+    # A check failed while the minimum-Rust build ran: stop it and its cargo.
+    if [[ -n ${msrv_pid:-} ]]; then
+        kill -- -"$msrv_pid" 2>/dev/null || true
+        wait "$msrv_pid" 2>/dev/null || true
+    fi
+    [[ -n ${msrv_log:-} ]] && rm -f "$msrv_log"
     step "$( ((status == 0)) && echo done || echo "stopped: exit $status")"
     printf '\n==> time per step (wall, CPU)\n'
     printf '%s\n' "${durations[@]}"
@@ -56,6 +62,16 @@ fi
 
 step "format"
 cargo fmt --all -- --check
+
+# The minimum-Rust build (scripts/msrv.sh: its own toolchain, target and
+# packages) shares nothing with the checks below, so it runs beside them and
+# is waited for before the tests; its output is printed when it is done.
+# The checks alone leave a core idle at the ends of their serial chains
+# (core, then sim, then zkelect, then the CLI). Never beside the tests: their
+# real-server bounds are for a machine not also compiling.
+msrv_log=$(mktemp)
+setsid bash scripts/msrv.sh >"$msrv_log" 2>&1 &
+msrv_pid=$!
 
 step "lints"
 cargo clippy --workspace --all-targets -- -D warnings
@@ -88,8 +104,12 @@ step "packaging: the four published crates package and publish (dry run) in depe
 cargo publish --dry-run --no-verify --allow-dirty --quiet \
     -p zkelect-core -p zkelect-sim -p zkelect -p zkelect-cli
 
-step "the packaged crates build on the rust-version they declare, and cargo install of the packaged zkelect-cli gives a working zkelect"
-bash scripts/msrv.sh
+step "the packaged crates build on the rust-version they declare, and cargo install of the packaged zkelect-cli gives a working zkelect (running since the lints)"
+msrv_status=0
+wait "$msrv_pid" || msrv_status=$?
+msrv_pid=
+cat "$msrv_log"
+((msrv_status == 0)) || exit "$msrv_status"
 
 step "tests (unit, property, simulator, real ZooKeeper servers)"
 # Nextest runs the tests of every binary from one queue (.config/nextest.toml
