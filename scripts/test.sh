@@ -4,10 +4,12 @@
 # then runs every check and every test, including the ones against real
 # ZooKeeper servers that the tests start themselves. Nothing is skipped.
 #
-# Each step prints when it starts, and a table of how long each took ends
-# the run. The steps run one after another: the tests overlapping the
-# compiling checks was tried, and a real-server test's bound on a start
-# (2 s for what takes 40 ms) failed under the checks' load.
+# Each step prints when it starts, and a table of how long each took (wall
+# and CPU) ends the run. The steps run one after another, except the
+# minimum-Rust build, which runs beside the checks (below). Nothing runs
+# beside the tests: the tests overlapping the compiling checks was tried,
+# and a real-server test's bound on a start (2 s for what takes 40 ms)
+# failed under the checks' load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
