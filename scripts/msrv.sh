@@ -23,7 +23,7 @@
 # the same way, and installs with it (--locked). Installs the toolchain with
 # rustup when it is missing.
 #
-# Usage: scripts/msrv.sh   (honours CARGO_TARGET_DIR)
+# Usage: scripts/msrv.sh   (builds in $CARGO_TARGET_DIR/msrv, or target/msrv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

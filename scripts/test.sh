@@ -70,7 +70,9 @@ cargo fmt --all -- --check
 # is waited for before the tests; its output is printed when it is done.
 # The checks alone leave a core idle at the ends of their serial chains
 # (core, then sim, then zkelect, then the CLI). Never beside the tests: their
-# real-server bounds are for a machine not also compiling.
+# real-server bounds are for a machine not also compiling. Bash reaps it
+# when it ends, so its CPU counts on the line of the step then running (the
+# lints, mostly), and its own line shows only the wait that was left.
 msrv_log=$(mktemp)
 setsid bash scripts/msrv.sh >"$msrv_log" 2>&1 &
 msrv_pid=$!
