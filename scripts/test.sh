@@ -52,6 +52,13 @@ report_durations() {
     printf '%6ds %6ds  in all\n' $((SECONDS - started)) "$(children_cpu)"
 }
 trap report_durations EXIT
+# A signal ends the run through the EXIT trap with the shell's conventional
+# status (128 + the signal's number), so the table says how the run ended and
+# the caller sees the signal; left to bash, the trap read the status of
+# whatever ran last (1 after an interrupted cargo, sometimes 0: "done").
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 step "dependencies"
 bash scripts/test-deps.sh
