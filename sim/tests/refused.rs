@@ -6,52 +6,28 @@
 //! (`refused-leaves-nothing`), while every other checker holds. A host that
 //! keeps its client open on such a session (the canary) is caught.
 
-use std::cell::RefCell;
-use std::rc::Rc;
+mod support;
 
-use zkelect_core::{CandidateError, Notice};
-use zkelect_sim::check::{self, Event, Invariant, Kinds};
+use zkelect_core::CandidateError;
+use zkelect_sim::check;
 use zkelect_sim::swarm::{FaultMix, Overrides, Refusal, Swarm};
-use zkelect_sim::world::{Refused, View, Violation, World};
+use zkelect_sim::world::{Refused, Violation, World};
 
-/// Records every fatal error a machine reports, with its host.
-struct Errors(Rc<RefCell<Vec<(usize, usize, CandidateError)>>>);
-
-impl Invariant<View> for Errors {
-    fn name(&self) -> &'static str {
-        "errors"
-    }
-
-    fn kinds(&self) -> Kinds {
-        Kinds::NOTICE
-    }
-
-    fn check(&mut self, world: &View, event: &Event<'_>) -> Result<(), String> {
-        if let Event::Notice {
-            pid,
-            notice: Notice::Error(e),
-        } = event
-        {
-            let host = world.process(*pid).host;
-            self.0.borrow_mut().push((*pid, host, e.clone()));
-        }
-        Ok(())
-    }
-}
+use support::{ErrorLog, Reported};
 
 /// What a run of a drawing seed did.
 struct Outcome {
     violation: Option<Violation>,
     refused: Option<Refused>,
-    errors: Vec<(usize, usize, CandidateError)>,
+    errors: Vec<Reported>,
     /// The refused host's client was closed, and the server's session gone.
     closed: bool,
 }
 
 fn run(seed: u64, swarm: Swarm, planted: bool) -> Outcome {
-    let errors = Rc::new(RefCell::new(Vec::new()));
+    let (log, errors) = ErrorLog::new();
     let mut checkers = check::standard();
-    checkers.push(Box::new(Errors(Rc::clone(&errors))));
+    checkers.push(Box::new(log));
     let mut world = World::with_invariants(seed, swarm, None, false, checkers);
     if planted {
         world.plant_keeps_refused_client();
@@ -137,8 +113,8 @@ fn drawing_seeds_pass_every_checker_and_the_refused_session_ends() {
             let auth: Vec<(usize, usize)> = out
                 .errors
                 .iter()
-                .filter(|(_, _, e)| matches!(e, CandidateError::AuthFailed))
-                .map(|&(pid, h, _)| (pid, h))
+                .filter(|r| matches!(r.error, CandidateError::AuthFailed))
+                .map(|r| (r.pid, r.host))
                 .collect();
             let Some(r) = out.refused else {
                 // Its host never came back to the same session that often.

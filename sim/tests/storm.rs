@@ -4,39 +4,16 @@
 //! ordinary seeds draw, under which every machine must stop with the core's
 //! typed error instead of looping.
 
-use std::cell::RefCell;
-use std::rc::Rc;
+mod support;
 
-use zkelect_core::{CandidateError, NamespaceFault, Notice, Role};
+use zkelect_core::{CandidateError, NamespaceFault, Role};
 use zkelect_sim::canary::Canary;
-use zkelect_sim::check::{self, Event, Invariant, Kinds, STORM_PER_MACHINE};
+use zkelect_sim::check::{self, Event, Invariant, STORM_PER_MACHINE};
 use zkelect_sim::run::{run_checked, run_seed, run_swarm, RunOptions};
 use zkelect_sim::swarm::{BadChroot, ChrootRoot, FaultMix, Overrides, Swarm};
-use zkelect_sim::world::{View, World};
+use zkelect_sim::world::World;
 
-/// Records every fatal error a machine reports.
-struct Errors(Rc<RefCell<Vec<(usize, CandidateError)>>>);
-
-impl Invariant<View> for Errors {
-    fn name(&self) -> &'static str {
-        "errors"
-    }
-
-    fn kinds(&self) -> Kinds {
-        Kinds::NOTICE
-    }
-
-    fn check(&mut self, _world: &View, event: &Event<'_>) -> Result<(), String> {
-        if let Event::Notice {
-            pid,
-            notice: Notice::Error(e),
-        } = event
-        {
-            self.0.borrow_mut().push((*pid, e.clone()));
-        }
-        Ok(())
-    }
-}
+use support::{ErrorLog, Reported};
 
 fn standard() -> RunOptions {
     RunOptions {
@@ -112,13 +89,13 @@ fn drawn_bad_chroots_end_in_the_typed_error_and_the_seeds_pass() {
         if bad.hosts.len() == sessions {
             whole_fleet += 1;
         }
-        let errors = Rc::new(RefCell::new(Vec::new()));
+        let (log, errors) = ErrorLog::new();
         let mut checkers = check::standard();
-        checkers.push(Box::new(Errors(Rc::clone(&errors))));
+        checkers.push(Box::new(log));
         let mut world = World::with_invariants(seed, swarm, None, false, checkers);
         let violation = world.run();
         assert!(violation.is_none(), "seed {seed}: {violation:?}");
-        for (pid, e) in errors.take() {
+        for Reported { pid, error: e, .. } in errors.take() {
             // A seed may draw refused credentials too (`tests/refused.rs`).
             if matches!(e, CandidateError::AuthFailed) && world.on_refused_session(pid) {
                 continue;
