@@ -377,6 +377,7 @@ impl<'a> Arbitrary<'a> for FuzzCase {
                 // Not drawn from a fuzz entry's bytes (they keep their
                 // meaning); seeds draw it.
                 refusal: None,
+                acl_change: None,
             },
         };
         if let Some(root) = chroot_root {

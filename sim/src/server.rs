@@ -569,6 +569,23 @@ impl Server {
         }
     }
 
+    /// `setACL` from `session` ([`ZkModel::set_acl`]: it fires no watch).
+    /// One server only: an ensemble's log has no such transaction, and no
+    /// seed of one draws it (`Unimplemented`).
+    pub fn set_acl(
+        &mut self,
+        now: Timestamp,
+        session: SessionId,
+        path: &str,
+        acl: &zkelect_core::Acl,
+        version: Option<i32>,
+    ) -> Result<(), ZkCode> {
+        match self {
+            Server::Single(zk) => zk.set_acl(now, session, path, acl, version),
+            Server::Ensemble(_) => Err(ZkCode::Unimplemented),
+        }
+    }
+
     /// The session tracker (the leader's) expires silent sessions.
     pub fn expire_due(&mut self, now: Timestamp) -> (Vec<SessionId>, Vec<Fired>) {
         match self {

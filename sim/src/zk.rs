@@ -34,6 +34,12 @@ use zkelect_core::{
 /// address (all of them on the loopback).
 pub const CLIENT_IP: &str = "ip:127.0.0.1";
 
+/// The identity of a session that authenticated with the server's super
+/// digest (`zookeeper.DigestAuthenticationProvider.superDigest`): the
+/// server's `checkACL` grants it everything on every node, whatever the
+/// node's ACL (an operator's, who may always change an ACL).
+pub const SUPER: &str = "super:";
+
 /// A watch that fired, and the session it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fired {
@@ -55,6 +61,9 @@ struct Node {
     /// The node's ACL as the server keeps it: `auth` entries replaced by
     /// the creator session's authenticated identities (`fixupACL`).
     acl: Vec<Grant>,
+    /// The ACL's version (`Stat.aversion`, which `zkelect_core::Stat` does
+    /// not carry): bumped by every `setACL`, checked by a versioned one.
+    aversion: i32,
     children: BTreeSet<String>,
     container: bool,
 }
@@ -148,6 +157,7 @@ const READ: u8 = 1;
 const WRITE: u8 = 2;
 const CREATE: u8 = 4;
 const DELETE: u8 = 8;
+const ADMIN: u8 = 16;
 
 impl ZkModel {
     /// A server with only the root node.
@@ -159,6 +169,7 @@ impl ZkModel {
                 data: Vec::new(),
                 stat: Stat::default(),
                 acl: vec![Grant::anyone()],
+                aversion: 0,
                 children: BTreeSet::new(),
                 container: false,
             },
@@ -469,6 +480,9 @@ impl ZkModel {
     /// other scheme: the same id).
     fn allowed(&self, node: &Node, session: SessionId, perm: u8) -> bool {
         let identities = self.sessions.get(&session).map(|s| &s.identities);
+        if identities.is_some_and(|ids| ids.contains(SUPER)) {
+            return true;
+        }
         node.acl.iter().any(|g| {
             g.perms & perm != 0
                 && ((g.scheme == "world" && g.id == "anyone")
@@ -656,6 +670,59 @@ impl ZkModel {
         self.write(session, path, data, version)
     }
 
+    /// `setACL` from `session` at `now` (an operator's, ZooKeeper 3.8's
+    /// order): the list as the server stores it (`InvalidACL`), the node
+    /// (`NoNode`), ADMIN on it (`NoAuth`; a super session has it on every
+    /// node), its ACL version (`None` = any; `BadVersion`). Bumps the
+    /// node's `aversion` and the zxid (a transaction), not its `version`
+    /// or `mzxid`, and fires no watch: the server's `setACL` triggers no
+    /// data or child watch.
+    pub fn set_acl(
+        &mut self,
+        now: Timestamp,
+        session: SessionId,
+        path: &str,
+        acl: &Acl,
+        version: Option<i32>,
+    ) -> Result<(), ZkCode> {
+        if !self.sessions.contains_key(&session) {
+            return Err(ZkCode::SessionExpired);
+        }
+        self.touch(now, session);
+        self.ops += 1;
+        let none = BTreeSet::new();
+        let identities = self.sessions.get(&session).map_or(&none, |s| &s.identities);
+        let Some(acl) = fixup_acl(acl, identities) else {
+            return Err(ZkCode::InvalidAcl);
+        };
+        let Some(node) = self.nodes.get(path) else {
+            return Err(ZkCode::NoNode);
+        };
+        if !self.allowed(node, session, ADMIN) {
+            return Err(ZkCode::NoAuth);
+        }
+        if version.is_some_and(|v| v != node.aversion) {
+            return Err(ZkCode::BadVersion);
+        }
+        self.zxid += 1;
+        let Some(node) = self.nodes.get_mut(path) else {
+            return Err(ZkCode::NoNode);
+        };
+        node.acl = acl;
+        node.aversion = node.aversion.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Whether `session` may write `path`'s data (WRITE on the node, as
+    /// `setData` checks it); false for a missing node or session.
+    pub fn may_write(&self, session: SessionId, path: &str) -> bool {
+        self.sessions.contains_key(&session)
+            && self
+                .nodes
+                .get(path)
+                .is_some_and(|node| self.allowed(node, session, WRITE))
+    }
+
     /// The body of `setData`, for a live session.
     fn write(
         &mut self,
@@ -746,6 +813,7 @@ impl ZkModel {
                 data: data.to_vec(),
                 stat,
                 acl,
+                aversion: 0,
                 children: BTreeSet::new(),
                 container: mode == CreateMode::Container,
             },
@@ -831,7 +899,9 @@ fn fixup_acl(acl: &Acl, identities: &BTreeSet<String>) -> Option<Vec<Grant>> {
     let authenticated: Vec<(&str, &str)> = identities
         .iter()
         .filter_map(|i| i.split_once(':'))
-        .filter(|(scheme, _)| *scheme != "ip")
+        // Nor its super identity: the server has no provider of that
+        // scheme, and `fixupACL` skips an identity without one.
+        .filter(|(scheme, _)| *scheme != "ip" && *scheme != "super")
         .collect();
     let mut out = Vec::new();
     for entry in entries {

@@ -29,8 +29,11 @@ pub const MARK_GRACE: u32 = 2;
 /// so an unmarked node written since its create was written by another.
 /// That is undone within [`MARK_GRACE`] session timeouts of the writer's
 /// awake time. A node never written since its create was never marked: a
-/// violation at once. (The simulator changes no node's ACL, so the server
-/// never refuses the owner's write of the mark back.)
+/// violation at once. A node whose ACL an operator changed so that its
+/// owner cannot write it ([`AclChange`](crate::swarm::AclChange)) is left
+/// out: the owner's write of the mark back is refused, and the core's
+/// documented end (`Unkept`: it reads only, the queue sees a writer again,
+/// readers behind wait) is safe.
 ///
 /// [`Candidate::is_downgraded`]: zkelect_core::Candidate::is_downgraded
 #[derive(Debug, Default)]
@@ -119,6 +122,14 @@ impl Invariant<View> for ReadMark {
                 *written_over = None;
                 return true;
             };
+            // An operator changed the node's ACL so that its owner cannot
+            // write it (`AclChange`): the core's documented end is
+            // `Unkept`, reading only while the queue sees a writer again,
+            // so readers behind wait, which is safe.
+            if p.session_id.is_some_and(|s| !zk.may_write(s, &path)) {
+                *written_over = None;
+                return true;
+            }
             if zk.data(&path).is_some_and(is_downgraded) {
                 *written_over = None;
                 return true;

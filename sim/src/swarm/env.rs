@@ -46,6 +46,10 @@ pub struct Env {
     /// A session whose credentials the server refuses at one of its
     /// reconnects ([`Refusal`]; `None`: every session's are accepted).
     pub refusal: Option<Refusal>,
+    /// An operator who takes write permission on a downgraded writer's node
+    /// away and writes over its read mark ([`AclChange`]; `None`: no node's
+    /// ACL changes after its create).
+    pub acl_change: Option<AclChange>,
 }
 
 /// What a bad chroot names ([`BadChroot`]).
@@ -157,6 +161,49 @@ impl Refusal {
         Some(Self {
             host: sessions[i],
             nth,
+        })
+    }
+}
+
+/// An operator who, some time after the run's first writer told its
+/// application it downgraded to a reader (`Notice::Downgraded`), sets that
+/// writer's node's ACL to `world:anyone` READ only (`setACL`, as the super
+/// user, who may change any node's ACL) and writes over its read mark:
+/// the writer hears the write, and its write of the mark back is refused
+/// (`NoAuth`). The core's documented end (`Unkept`): it reads only, tells
+/// nothing new, and the queue sees a writer again, so readers behind it
+/// wait, which is safe. Drawn in ordinary seeds ([`AclChange::draw`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AclChange {
+    /// How long after the first `Downgraded` notice the operator acts.
+    pub after: Duration,
+}
+
+impl AclChange {
+    /// Draws it for `seed` from a stream of its own (label 27, so every
+    /// other draw stays put), in seeds where it can happen: sessions
+    /// authenticate (`authenticated`: the `acl` knob is
+    /// `CreatorAllWorldRead` or `Digests`, the only ACLs that can refuse a
+    /// node's owner while granting it the create), some process downgrades
+    /// (`downgrades`), some queue is a read-write lock (`read_write`), and
+    /// one server (`single`: an ensemble's log has no `setACL`). Half of
+    /// those, 0 to 3 s after the first downgrade (evenly, in ms).
+    pub fn draw(
+        seed: u64,
+        authenticated: bool,
+        downgrades: bool,
+        read_write: bool,
+        single: bool,
+    ) -> Option<Self> {
+        if !(authenticated && downgrades && read_write && single) {
+            return None;
+        }
+        let mut rng = SimRng::new(seed, 27);
+        if !rng.chance(0.5) {
+            return None;
+        }
+        Some(Self {
+            after: Duration::from_millis(rng.range(0, 3_000)),
         })
     }
 }
@@ -283,6 +330,9 @@ impl fmt::Display for Env {
         }
         if let Some(r) = &self.refusal {
             write!(f, " refused=p{}@reconnect{}", r.host, r.nth)?;
+        }
+        if let Some(c) = &self.acl_change {
+            write!(f, " acl_change=downgraded+{}ms", c.after.as_millis())?;
         }
         match &self.ensemble {
             Some(spec) => write!(f, " {spec}"),

@@ -18,7 +18,7 @@ mod sessions;
 
 pub use crate::foreign::Scheme;
 pub use crate::rng::SimRng;
-pub use env::{BadChroot, ChrootRoot, Env, Refusal, TICK};
+pub use env::{AclChange, BadChroot, ChrootRoot, Env, Refusal, TICK};
 pub use hosting::MultiLockDraw;
 pub use hosting::{Hosting, SideMachine, SideQueue};
 pub use knobs::{AclDraw, Knobs, Options, ProcessOptions, IDENTITY};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use zkelect_core::{ConnectionPolicy, Recipe, Timestamp};
 
-use super::env::{BadChroot, Env, Refusal};
+use super::env::{AclChange, BadChroot, Env, Refusal};
 use super::hosting::Hosting;
 use super::plan::{Fault, FaultMix};
 use super::recipe::Queue;
@@ -86,6 +86,16 @@ impl Swarm {
         let authenticated = super::Knobs::from_seed(seed, false).acl.authenticates();
         swarm.env.refusal =
             Refusal::draw(seed, authenticated, &swarm.env.hosting, swarm.candidates);
+        let read_write = std::iter::once(&swarm.env.queue)
+            .chain(swarm.env.hosting.queues.iter().map(|q| &q.queue))
+            .any(|q| matches!(q, Queue::ReadWrite { .. }));
+        swarm.env.acl_change = AclChange::draw(
+            seed,
+            authenticated,
+            super::Options::draw(seed).downgrade > 0,
+            read_write,
+            swarm.env.ensemble.is_none(),
+        );
         swarm
     }
 

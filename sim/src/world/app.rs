@@ -124,6 +124,13 @@ impl World {
         }
         if let Notice::Downgraded = notice {
             self.view.stats.downgrades += 1;
+            // The first downgrade of the run sets the drawn operator's
+            // clock (the world's own stream is not drawn from: every other
+            // draw of the seed stays put).
+            if let (Some(change), 1) = (self.view.swarm.env.acl_change, self.view.stats.downgrades)
+            {
+                self.push(self.view.now + change.after, Ev::AclChange { pid });
+            }
         }
         if let Notice::Elected { .. } = notice {
             if self.view.procs[pid].weight > 1 {

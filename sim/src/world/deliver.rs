@@ -131,6 +131,7 @@ impl World {
                 }
             }
             Ev::AppWrite { pid } => self.app_write(pid),
+            Ev::AclChange { pid } => self.change_acl(pid),
             Ev::Honour { pid } => {
                 // It honours the revocation request: it resigns (and
                 // queues again); a multi-lock's part releases the whole.

@@ -156,6 +156,7 @@ impl World {
             side_lookalikes: Vec::new(),
             groups: Vec::new(),
             refused: None,
+            acl_changed: None,
             swarm,
             knobs,
         };

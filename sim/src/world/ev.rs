@@ -87,6 +87,10 @@ pub(super) enum Ev {
     /// The application honours a revocation request it heard: it resigns
     /// (and queues again).
     Honour { pid: usize },
+    /// An operator takes write permission on downgraded writer `pid`'s
+    /// node away and writes over its mark
+    /// ([`AclChange`](crate::swarm::AclChange)).
+    AclChange { pid: usize },
     /// The drawn multi-locks are added to their sessions (the run's first
     /// event, so a bug planted before the run is in their sessions).
     AddMultiLocks,

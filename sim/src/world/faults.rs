@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use zkelect_core::{
-    Acl, CreateMode, FencingToken, Reply, Request, Role, SessionId, Stat, Timestamp, REVOKE_MESSAGE,
+    Acl, AclEntry, CreateMode, Perms, FencingToken, Reply, Request, Role, SessionId, Stat, Timestamp, REVOKE_MESSAGE,
 };
 
 use super::engine::World;
@@ -15,6 +15,7 @@ use super::ev::Ev;
 use super::hosting::Intent;
 use super::proc::{agent, Conn, Revoked};
 use super::spec::Phase;
+use super::view::AclChanged;
 use super::text::short;
 use crate::canary::Canary;
 use crate::foreign::{lookalike_stem, Scheme};
@@ -23,7 +24,7 @@ use crate::net::Cut;
 use crate::server::Server;
 use crate::swarm::SideQueue;
 use crate::swarm::{ChrootRoot, Fault};
-use crate::zk::Fired;
+use crate::zk::{Fired, SUPER};
 
 impl World {
     /// An operator's one-off session (zkCli): opened, used, closed.
@@ -31,10 +32,19 @@ impl World {
         &mut self,
         act: impl FnOnce(&mut Server, Timestamp, SessionId) -> (T, Vec<Fired>),
     ) -> Option<T> {
+        let identity = self.identity(None);
+        self.operator_as(identity, act)
+    }
+
+    /// An operator's one-off session authenticated as `identity`.
+    fn operator_as<T>(
+        &mut self,
+        identity: Option<String>,
+        act: impl FnOnce(&mut Server, Timestamp, SessionId) -> (T, Vec<Fired>),
+    ) -> Option<T> {
         if !self.server_up() {
             return None;
         }
-        let identity = self.identity(None);
         let (s, _) = self
             .view
             .zk
@@ -426,6 +436,52 @@ impl World {
         self.operator(|zk, now, s| zk.set_data(now, s, &path, b"touched", None));
         // A revocation request written into the node before is overwritten:
         // nothing is left to hear (seed 14550 of `0..200000 all`).
+        if self.view.procs[pid]
+            .asked
+            .as_ref()
+            .is_some_and(|(asked, _)| *asked == node)
+        {
+            self.view.procs[pid].asked = None;
+            self.view.recount(pid);
+        }
+    }
+
+    /// An operator, as the super user, sets the ACL of downgraded writer
+    /// `pid`'s node to `world:anyone` READ only and writes over its mark
+    /// ([`AclChange`](crate::swarm::AclChange)): its owner may read it but
+    /// no longer write the mark back. Nothing if the writer no longer
+    /// believes it downgraded, or the server is down.
+    pub(super) fn change_acl(&mut self, pid: usize) {
+        let downgraded = agent(&self.view.procs, pid)
+            .candidate()
+            .is_some_and(|c| c.is_downgraded());
+        let node = agent(&self.view.procs, pid).node().map(str::to_owned);
+        let (Some(node), true, false) = (node, downgraded, self.view.acl_changed.is_some())
+        else {
+            return;
+        };
+        let path = format!("{}/{node}", self.path_of(pid));
+        let read_only = Acl::Custom(vec![AclEntry::anyone(Perms::READ)]);
+        let changed = self.operator_as(Some(SUPER.to_owned()), |zk, now, s| {
+            if zk.set_acl(now, s, &path, &read_only, None).is_err() {
+                return (false, Vec::new());
+            }
+            let (written, fired) = zk.set_data(now, s, &path, b"acl changed", None);
+            (written.is_ok(), fired)
+        });
+        if changed != Some(true) {
+            return;
+        }
+        self.tell(format!(
+            "an operator makes p{pid}'s node read-only for everyone and writes over its mark"
+        ));
+        self.view.acl_changed = Some(AclChanged {
+            pid,
+            path,
+            at: self.view.now,
+        });
+        // A revocation request written into the node before is overwritten
+        // (as by `touch_data`).
         if self.view.procs[pid]
             .asked
             .as_ref()

@@ -82,6 +82,6 @@ pub use census::Census;
 pub use engine::World;
 pub use spec::{Phase, QueueSpec, EVENT_LAG_MAX_MS, PATH, SETTLE};
 pub use stats::RunStats;
-pub use view::{Process, Refused, View};
+pub use view::{AclChanged, Process, Refused, View};
 #[cfg(feature = "planted")]
 pub use zkelect_core::Planted;

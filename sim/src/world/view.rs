@@ -105,6 +105,22 @@ pub struct View {
     /// The session whose credentials the server refused, once it has
     /// ([`Refusal`](crate::swarm::Refusal)).
     pub(super) refused: Option<Refused>,
+    /// The downgraded writer's node whose ACL an operator changed, once
+    /// one did ([`AclChange`](crate::swarm::AclChange)).
+    pub(super) acl_changed: Option<AclChanged>,
+}
+
+/// A downgraded writer's node whose ACL an operator set to `world:anyone`
+/// READ only, and whose mark the operator then wrote over
+/// ([`AclChange`](crate::swarm::AclChange)), as it happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AclChanged {
+    /// The writer.
+    pub pid: usize,
+    /// Its node (the whole path).
+    pub path: String,
+    /// When.
+    pub at: Timestamp,
 }
 
 /// A session whose credentials the server refused at a reconnect
@@ -312,6 +328,12 @@ impl View {
             .values()
             .filter(move |sent| sent.from == Some(pid))
             .map(|sent| &*sent.request)
+    }
+
+    /// The downgraded writer's node whose ACL an operator changed, once one
+    /// did ([`AclChange`](crate::swarm::AclChange)).
+    pub fn acl_changed(&self) -> Option<&AclChanged> {
+        self.acl_changed.as_ref()
     }
 
     /// The session whose credentials the server refused, once it has.
