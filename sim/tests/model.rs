@@ -2,8 +2,10 @@
 
 use std::time::Duration;
 
-use zkelect_core::{Acl, CreateMode, Reply, Request, SessionId, Timestamp, WatchKind, ZkCode};
-use zkelect_sim::zk::{ZkModel, ZkSettings};
+use zkelect_core::{
+    Acl, AclEntry, CreateMode, Perms, Reply, Request, SessionId, Timestamp, WatchKind, ZkCode,
+};
+use zkelect_sim::zk::{ZkModel, ZkSettings, SUPER};
 
 const T0: Timestamp = Timestamp::ZERO;
 
@@ -254,6 +256,74 @@ fn creator_acls_refuse_other_identities() {
         )
         .0
         .is_ok());
+}
+
+/// `setACL` as ZooKeeper 3.8 has it: ADMIN on the node (the super user
+/// has it everywhere), the ACL's own version, no watch fired, and the new
+/// list judged at once: a creator's node made `world:anyone` READ only
+/// refuses its creator's write.
+#[test]
+fn set_acl_needs_admin_checks_its_version_and_fires_no_watch() {
+    let mut zk = ZkModel::default();
+    let owner = zk
+        .open_session(T0, Duration::from_secs(4), Some("digest:svc".into()))
+        .0;
+    let stranger = zk
+        .open_session(T0, Duration::from_secs(4), Some("digest:other".into()))
+        .0;
+    let admin = zk
+        .open_session(T0, Duration::from_secs(4), Some(SUPER.into()))
+        .0;
+    zk.apply(
+        T0,
+        owner,
+        &Request::Create {
+            path: "/n".into(),
+            data: vec![],
+            mode: CreateMode::Persistent,
+            acl: Acl::CreatorAllWorldRead,
+        },
+    )
+    .0
+    .unwrap();
+    assert!(zk.apply(T0, owner, &get_data("/n", true)).0.is_ok());
+    let read_only = Acl::Custom(vec![AclEntry::anyone(Perms::READ)]);
+    assert_eq!(
+        zk.set_acl(T0, stranger, "/n", &read_only, None),
+        Err(ZkCode::NoAuth)
+    );
+    assert_eq!(
+        zk.set_acl(T0, admin, "/missing", &read_only, None),
+        Err(ZkCode::NoNode)
+    );
+    assert_eq!(
+        zk.set_acl(T0, admin, "/n", &read_only, Some(1)),
+        Err(ZkCode::BadVersion)
+    );
+    let (zxid, stat) = (zk.zxid(), zk.stat("/n"));
+    assert!(zk.may_write(owner, "/n"));
+    // The super user, whom the ACL does not name.
+    assert_eq!(zk.set_acl(T0, admin, "/n", &read_only, Some(0)), Ok(()));
+    assert_eq!(zk.zxid(), zxid + 1, "a transaction");
+    assert_eq!(zk.stat("/n"), stat, "version and mzxid unchanged");
+    assert!(!zk.may_write(owner, "/n"));
+    assert_eq!(
+        zk.set_data(T0, owner, "/n", b"m", None).0,
+        Err(ZkCode::NoAuth)
+    );
+    assert!(zk.apply(T0, stranger, &get_data("/n", false)).0.is_ok());
+    // Now at ACL version 1; and the super user still writes.
+    assert_eq!(
+        zk.set_acl(T0, admin, "/n", &read_only, Some(0)),
+        Err(ZkCode::BadVersion)
+    );
+    let (written, fired) = zk.set_data(T0, admin, "/n", b"x", None);
+    assert!(written.is_ok());
+    // The owner's data watch fires for the write, not for the setACL.
+    assert_eq!(
+        kinds(&fired),
+        vec![(owner, WatchKind::NodeDataChanged, "/n")]
+    );
 }
 
 #[test]

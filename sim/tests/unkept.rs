@@ -152,7 +152,11 @@ fn drawing_seeds_reach_unkept_and_pass_every_checker() {
             checkers.push(Box::new(Watch(Rc::clone(&seen))));
             let mut world = World::with_invariants(seed, swarm, None, false, checkers);
             let violation = world.run();
-            assert!(violation.is_none(), "{} seed {seed}: {violation:?}", mix.flag());
+            assert!(
+                violation.is_none(),
+                "{} seed {seed}: {violation:?}",
+                mix.flag()
+            );
             let seen = seen.borrow();
             let Some(pid) = seen.changed else {
                 continue;
@@ -167,10 +171,10 @@ fn drawing_seeds_reach_unkept_and_pass_every_checker() {
             if seen.unkept {
                 m_unkept += 1;
                 assert!(
-                    !seen.told_after.iter().any(|n| matches!(
-                        n,
-                        Notice::DowngradeRefused { .. } | Notice::Downgraded
-                    )),
+                    !seen
+                        .told_after
+                        .iter()
+                        .any(|n| matches!(n, Notice::DowngradeRefused { .. } | Notice::Downgraded)),
                     "{} seed {seed}: {:?}",
                     mix.flag(),
                     seen.told_after

@@ -7,7 +7,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use zkelect_core::{
-    Acl, AclEntry, CreateMode, Perms, FencingToken, Reply, Request, Role, SessionId, Stat, Timestamp, REVOKE_MESSAGE,
+    Acl, AclEntry, CreateMode, FencingToken, Perms, Reply, Request, Role, SessionId, Stat,
+    Timestamp, REVOKE_MESSAGE,
 };
 
 use super::engine::World;
@@ -15,8 +16,8 @@ use super::ev::Ev;
 use super::hosting::Intent;
 use super::proc::{agent, Conn, Revoked};
 use super::spec::Phase;
-use super::view::AclChanged;
 use super::text::short;
+use super::view::AclChanged;
 use crate::canary::Canary;
 use crate::foreign::{lookalike_stem, Scheme};
 use crate::invariant::Event;
@@ -456,8 +457,7 @@ impl World {
             .candidate()
             .is_some_and(|c| c.is_downgraded());
         let node = agent(&self.view.procs, pid).node().map(str::to_owned);
-        let (Some(node), true, false) = (node, downgraded, self.view.acl_changed.is_some())
-        else {
+        let (Some(node), true, false) = (node, downgraded, self.view.acl_changed.is_some()) else {
             return;
         };
         let path = format!("{}/{node}", self.path_of(pid));
