@@ -155,17 +155,17 @@ impl Invariant<View> for RefusedLeavesNothing {
         if !matches!(event, Event::Step | Event::End) {
             return Ok(());
         }
-        let Some(r) = world.refused() else {
-            return Ok(());
-        };
-        let owned: Vec<&str> = world.zk().ephemerals(r.session).collect();
-        if owned.is_empty() {
-            return Ok(());
+        // A replay that ran out of time leaves the session as unusable.
+        for r in world.refused().iter().chain(world.lapsed()) {
+            let owned: Vec<&str> = world.zk().ephemerals(r.session).collect();
+            if !owned.is_empty() {
+                return Err(format!(
+                    "p{}'s credentials were refused at {:?} and its session {} still owns {owned:?}",
+                    r.host, r.at, r.session
+                ));
+            }
         }
-        Err(format!(
-            "p{}'s credentials were refused at {:?} and its session {} still owns {owned:?}",
-            r.host, r.at, r.session
-        ))
+        Ok(())
     }
 }
 
@@ -330,8 +330,10 @@ impl Invariant<View> for NoError {
                     Ok(())
                 }
                 // The server refused its session's credentials (the swarm's
-                // `Refusal`, already drawn and reported): every machine on
-                // that session stops with it, and no other machine may.
+                // `Refusal`, already drawn and reported), or zookeeper-async
+                // could not replay them within the replay's bound (the
+                // core's `ReplayTimedOut`, reported): every machine on that
+                // session stops with it, and no other machine may.
                 (_, CandidateError::AuthFailed) if world.on_refused_session(*pid) => Ok(()),
                 _ => Err(format!("p{pid} failed: {e}")),
             },

@@ -38,7 +38,7 @@
 //! | [`Liveness`] `liveness` | from [`View::liveness_bound`] after the faults stop until the candidates are closed, fewer than `min(k, live)` leaders (foreign models counted by their own belief) |
 //! | [`NoHerd`] `no-herd` | one server change (a deletion, a creation, a data change) makes more than k zkelect candidates (those the swarm drew with the `Parent` strategy left out: they herd by design) send a read that reaches the server (own-node watches, not-yet-informed revoked candidates, and machines whose watch the server set after the change — a shared session's older watch fired — excluded) |
 //! | [`NoLeaks`] `no-leaks` | every process is closed or dead with its session gone, and the election path still has children other than the operator's persistent look-alikes |
-//! | [`RefusedLeavesNothing`] `refused-leaves-nothing` | the session whose credentials the server refused at a reconnect ([`Refusal`](crate::swarm::Refusal)) still owns a node after the step that reported the refusal |
+//! | [`RefusedLeavesNothing`] `refused-leaves-nothing` | the session whose credentials the server refused at a reconnect ([`Refusal`](crate::swarm::Refusal)), or that zookeeper-async could not replay within the replay's bound, still owns a node after the step that reported the refusal |
 //! | [`OneAnswer`] `one-answer` | a command is answered twice or never emitted, or (at the end) a live process has a command never answered |
 //! | [`StaleReply`] `stale-reply` | a reply to a request the candidate no longer waits for changes its role |
 //! | [`NoError`] `no-error` | a candidate reports a fatal error (nothing in the simulation should cause one but a bad chroot, on its sessions, and refused credentials, on the refused session after the refusal) |

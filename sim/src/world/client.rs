@@ -265,7 +265,11 @@ impl World {
         p.conn = Conn::Disconnected;
         p.gen += 1;
         let failed = std::mem::take(&mut p.on_wire);
-        self.session_event(pid, SessionEvent::Disconnected);
+        // A replay under way had not reported `Connected`: the core still
+        // holds `Disconnected`, and the transport says nothing again.
+        if !self.end_replay(pid) {
+            self.session_event(pid, SessionEvent::Disconnected);
+        }
         for (op, sent) in failed.into_entries() {
             self.deliver_reply(pid, op, Some(&sent.request), Err(ZkCode::ConnectionLoss));
         }
@@ -337,6 +341,9 @@ impl World {
             return;
         }
         let identity = self.identity(Some(pid));
+        // zookeeper-async replays its credentials on every connection after
+        // its first (its connect does not carry them).
+        let replays = self.view.procs[pid].session_id.is_some() && self.replays(pid);
         let requested = self.view.swarm.session_timeout;
         // zookeeper-async (which does not report session ids either) learns
         // the timeout by a handshake of its own before its first session.
@@ -461,13 +468,15 @@ impl World {
         let reported = self
             .canary_of(pid)
             .map_or(learned, |c| c.reported_timeout(learned, requested));
-        self.session_event(
-            pid,
-            SessionEvent::Connected {
-                session_id,
-                timeout: reported,
-            },
-        );
+        let connected = SessionEvent::Connected {
+            session_id,
+            timeout: reported,
+        };
+        if replays {
+            self.start_replay(pid, connected);
+        } else {
+            self.session_event(pid, connected);
+        }
         // Re-armed watches whose node changed after what the client had seen.
         let fired = self.view.zk.take_fired();
         self.send_fired(fired);
@@ -481,6 +490,7 @@ impl World {
         let p = &mut self.view.procs[pid];
         p.session_closed = true;
         p.conn = Conn::Disconnected;
+        p.replay = None;
         p.gen += 1;
         let pending: Vec<OpId> = std::mem::take(&mut p.on_wire)
             .into_entries()
@@ -525,9 +535,16 @@ impl World {
             let result = Box::new(Ok(Reply::Exists(None)));
             return self.push(self.view.now, Ev::LocalReply { pid: h, op, result });
         }
-        if self.view.procs[h].conn != Conn::Connected || self.view.procs[h].session_closed {
+        if self.view.procs[h].conn != Conn::Connected
+            || self.view.procs[h].session_closed
+            || self.gated(h)
+        {
             // A client that is not connected fails the request at once (as an event,
-            // so a candidate that retries at once cannot recurse without end).
+            // so a candidate that retries at once cannot recurse without end);
+            // so does one replaying its credentials, whose core still holds
+            // `Disconnected` (zookeeper-async's gate holds it until the
+            // replay ends or its request timeout: the core, told nothing
+            // new, takes either as a connection loss).
             return self.push(self.view.now, Ev::LocalFail { pid: h, op });
         }
         // The client library puts its connect string's chroot in front of

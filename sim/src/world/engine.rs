@@ -157,6 +157,8 @@ impl World {
             groups: Vec::new(),
             refused: None,
             acl_changed: None,
+            lapsed: Vec::new(),
+            replayed: 0,
             swarm,
             knobs,
         };

@@ -51,6 +51,13 @@ pub(super) enum Ev {
     Ping { pid: usize, gen: u64 },
     /// The server's answer to a ping reaches the client.
     Pong { pid: usize, gen: u64 },
+    /// Try `attempt` of zookeeper-async's replay of the credentials
+    /// (`addAuth`) reaches the server.
+    AddAuth { pid: usize, gen: u64, attempt: u32 },
+    /// The server's answer to that `addAuth` reaches the client.
+    AuthAnswer { pid: usize, gen: u64, attempt: u32 },
+    /// The replay's machine asked to be woken.
+    ReplayWake { pid: usize, gen: u64 },
     /// The client library's timer: pings and the silence check (only the
     /// one the process last asked for counts, see `Proc::tick_at`).
     ClientTick { pid: usize, gen: u64, at: Timestamp },
@@ -124,6 +131,8 @@ impl Ev {
             Self::Reply { pid, .. }
             | Self::Watch { pid, .. }
             | Self::Pong { pid, .. }
+            | Self::AuthAnswer { pid, .. }
+            | Self::ReplayWake { pid, .. }
             | Self::ClientTick { pid, .. }
             | Self::ReadTimeout { pid, .. }
             | Self::Reconnect { pid }
@@ -143,8 +152,12 @@ impl Ev {
     /// (a held reply keeps its place behind earlier watch events).
     pub(super) fn crossing(&self) -> Option<(usize, Way)> {
         match self {
-            Self::Request { pid, .. } | Self::Ping { pid, .. } => Some((*pid, Way::ToServer)),
-            Self::Reply { pid, .. } => Some((*pid, Way::Reply { overtake: false })),
+            Self::Request { pid, .. } | Self::Ping { pid, .. } | Self::AddAuth { pid, .. } => {
+                Some((*pid, Way::ToServer))
+            }
+            Self::Reply { pid, .. } | Self::AuthAnswer { pid, .. } => {
+                Some((*pid, Way::Reply { overtake: false }))
+            }
             Self::Watch { pid, .. } | Self::Pong { pid, .. } | Self::Closed { pid, .. } => {
                 Some((*pid, Way::ToClient))
             }

@@ -69,6 +69,7 @@ mod hosting;
 mod judges;
 mod multi;
 mod proc;
+mod replay;
 mod spawn;
 mod spec;
 mod stats;

@@ -107,6 +107,9 @@ pub(super) struct Proc {
     pub(super) timeout: Duration,
     /// The timeout the client learned by its own handshake (zookeeper-async).
     pub(super) handshaken: Option<Duration>,
+    /// zookeeper-async's replay of its credentials on the current
+    /// connection, under way (`Connected` not reported yet).
+    pub(super) replay: Option<Box<super::replay::Replay>>,
     /// When its start-up (against an ensemble) made its plan.
     pub(super) started: Option<Timestamp>,
     pub(super) conn: Conn,
@@ -164,6 +167,7 @@ impl Proc {
             session_id: None,
             timeout: Duration::ZERO,
             handshaken: None,
+            replay: None,
             started: None,
             conn: Conn::Disconnected,
             gen: 0,

@@ -108,6 +108,12 @@ pub struct View {
     /// The downgraded writer's node whose ACL an operator changed, once
     /// one did ([`AclChange`](crate::swarm::AclChange)).
     pub(super) acl_changed: Option<AclChanged>,
+    /// The sessions whose credentials zookeeper-async could not replay
+    /// within the replay's bound (the core's `SetUp` machine ended in
+    /// `ReplayTimedOut`: a pause or a cut link outlasted it), as they ended.
+    pub(super) lapsed: Vec<Refused>,
+    /// How many replays of credentials after a reconnect put them back.
+    pub(super) replayed: usize,
 }
 
 /// A downgraded writer's node whose ACL an operator set to `world:anyone`
@@ -341,11 +347,27 @@ impl View {
         self.refused
     }
 
+    /// How many times zookeeper-async put a session's credentials back on
+    /// a new connection (the core's `SetUp` replay ended `Done`).
+    pub fn replayed(&self) -> usize {
+        self.replayed
+    }
+
+    /// The sessions whose credentials could not be replayed after a
+    /// reconnect within the replay's bound, in order.
+    pub fn lapsed(&self) -> &[Refused] {
+        &self.lapsed
+    }
+
     /// Whether process `pid` runs on a session whose credentials the server
-    /// refused (already).
+    /// refused, or could not be replayed in time (already).
     pub fn on_refused_session(&self, pid: usize) -> bool {
-        self.refused
-            .is_some_and(|r| self.procs.get(pid).is_some_and(|p| p.host == r.host))
+        self.procs.get(pid).is_some_and(|p| {
+            self.refused
+                .iter()
+                .chain(&self.lapsed)
+                .any(|r| p.host == r.host)
+        })
     }
 
     /// What the bad chroot of process `pid`'s session names, if its connect

@@ -1,0 +1,74 @@
+//! Credentials replayed after a reconnect: a zookeeper-async session with
+//! credentials gets them back on each new connection through the core's
+//! `SetUp` machine (`Goal::Replay`) before its core hears `Connected`,
+//! while the core's requests are held. Ordinary seeds run it wherever such
+//! a session reconnects; every such seed passes every checker, and a
+//! replay that outlasts its bound ends the session with `AuthFailed` only
+//! there.
+
+mod support;
+
+use zkelect_core::CandidateError;
+use zkelect_sim::check;
+use zkelect_sim::swarm::{FaultMix, Knobs, Overrides, Swarm};
+use zkelect_sim::world::World;
+
+use support::ErrorLog;
+
+/// Seeds 0..300 of each mix that reconnects: the replay runs only on
+/// zookeeper-async sessions with credentials, in a good share of those
+/// seeds, and each seed that runs it passes every checker; an
+/// `AuthFailed` comes only from a session whose replay ran out of time.
+#[test]
+fn replays_run_where_zookeeper_async_sessions_authenticate_and_every_checker_holds() {
+    let mut replaying = 0;
+    let mut replays = 0;
+    let mut lapsed = 0;
+    let mut eligible = 0;
+    for mix in [
+        FaultMix::Standard,
+        FaultMix::WithPauses,
+        FaultMix::WithEventLag,
+    ] {
+        let overrides = Overrides {
+            faults: mix,
+            ..Overrides::default()
+        };
+        for seed in 0..300 {
+            let knobs = Knobs::from_seed(seed, false);
+            let replays_here = !knobs.session_ids && knobs.acl.authenticates();
+            eligible += usize::from(replays_here);
+            let (log, errors) = ErrorLog::new();
+            let mut checkers = check::standard();
+            checkers.push(Box::new(log));
+            let swarm = Swarm::from_seed(seed, overrides);
+            let mut world = World::with_invariants(seed, swarm, None, false, checkers);
+            let violation = world.run();
+            if world.replayed() == 0 && world.lapsed().is_empty() {
+                assert!(violation.is_none(), "{mix:?} seed {seed}: {violation:?}");
+                continue;
+            }
+            assert!(replays_here, "{mix:?} seed {seed}: replayed with {knobs:?}");
+            assert!(violation.is_none(), "{mix:?} seed {seed}: {violation:?}");
+            replaying += 1;
+            replays += world.replayed();
+            lapsed += world.lapsed().len();
+            for e in errors.take() {
+                if matches!(e.error, CandidateError::AuthFailed) {
+                    assert!(
+                        world.lapsed().iter().any(|r| r.host == e.host)
+                            || world.refused().is_some_and(|r| r.host == e.host),
+                        "{mix:?} seed {seed}: p{} AuthFailed off a lapsed session",
+                        e.pid
+                    );
+                }
+            }
+        }
+    }
+    println!(
+        "{replaying} of {eligible} zookeeper-async seeds with credentials replayed \
+         ({replays} replays, {lapsed} past their bound)"
+    );
+    assert!(replaying * 3 > eligible, "{replaying} of {eligible}");
+    assert!(replays >= replaying);
+}
