@@ -109,7 +109,7 @@ pub(super) struct Proc {
     pub(super) handshaken: Option<Duration>,
     /// zookeeper-async's replay of its credentials on the current
     /// connection, under way (`Connected` not reported yet).
-    pub(super) replay: Option<Box<super::replay::Replay>>,
+    pub(super) replay: Option<Box<Replay>>,
     /// When its start-up (against an ensemble) made its plan.
     pub(super) started: Option<Timestamp>,
     pub(super) conn: Conn,
@@ -254,4 +254,17 @@ pub(super) fn revoked(procs: &[Proc], pid: usize) -> Option<&Revoked> {
 /// own ([`Process::revoked_at`](super::Process::revoked_at)).
 pub(super) fn revoked_at(procs: &[Proc], pid: usize) -> Option<Timestamp> {
     revoked(procs, pid).map(|r| r.at)
+}
+
+/// A replay under way on a process's current connection (driven by
+/// `replay.rs`; kept here, with the process that holds it, so that the
+/// process's module imports nothing that imports it back).
+#[derive(Debug, Clone)]
+pub(super) struct Replay {
+    /// The core's machine: it decides when to try again and when to stop.
+    pub(super) machine: zkelect_core::setup::SetUp,
+    /// What is reported to the core when the credentials are back on.
+    pub(super) report: zkelect_core::SessionEvent,
+    /// When the machine asked to be woken (only that wake counts).
+    pub(super) wake: Option<Timestamp>,
 }

@@ -9,18 +9,8 @@ use zkelect_core::SessionEvent;
 
 use super::engine::World;
 use super::ev::Ev;
+use super::proc::Replay;
 use crate::client::Library;
-
-/// A replay under way on a process's current connection.
-#[derive(Debug, Clone)]
-pub(super) struct Replay {
-    /// The core's machine: it decides when to try again and when to stop.
-    machine: SetUp,
-    /// What is reported to the core when the credentials are back on.
-    report: SessionEvent,
-    /// When the machine asked to be woken (only that wake counts).
-    wake: Option<zkelect_core::Timestamp>,
-}
 
 impl World {
     /// Whether host `h`'s client replays credentials when it reconnects:
