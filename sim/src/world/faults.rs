@@ -435,12 +435,17 @@ impl World {
         };
         let path = format!("{}/{node}", self.path_of(pid));
         self.operator(|zk, now, s| zk.set_data(now, s, &path, b"touched", None));
-        // A revocation request written into the node before is overwritten:
-        // nothing is left to hear (seed 14550 of `0..200000 all`).
+        self.request_overwritten(pid, &node);
+    }
+
+    /// An operator wrote over process `pid`'s node `node`: a revocation
+    /// request written into it before is gone, so nothing is left to hear
+    /// (seed 14550 of `0..200000 all`).
+    fn request_overwritten(&mut self, pid: usize, node: &str) {
         if self.view.procs[pid]
             .asked
             .as_ref()
-            .is_some_and(|(asked, _)| *asked == node)
+            .is_some_and(|(asked, _)| asked == node)
         {
             self.view.procs[pid].asked = None;
             self.view.recount(pid);
@@ -480,16 +485,7 @@ impl World {
             path,
             at: self.view.now,
         });
-        // A revocation request written into the node before is overwritten
-        // (as by `touch_data`).
-        if self.view.procs[pid]
-            .asked
-            .as_ref()
-            .is_some_and(|(asked, _)| *asked == node)
-        {
-            self.view.procs[pid].asked = None;
-            self.view.recount(pid);
-        }
+        self.request_overwritten(pid, &node);
     }
 
     /// Process `pid` asks the holder of its lock to let go: a cooperative
