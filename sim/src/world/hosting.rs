@@ -486,13 +486,13 @@ impl World {
     }
 
     /// The canary of the application's close: it keeps host `h`'s client
-    /// open though its session finished on refused credentials (with
-    /// nothing sent after, the server keeps the session, and its nodes,
-    /// until it expires).
+    /// open though its session finished on refused credentials, or on a
+    /// replay of them that ran out of time (with nothing sent after, the
+    /// server keeps the session, and its nodes, until it expires).
     fn keeps_refused_client(&self, h: usize) -> bool {
         #[cfg(feature = "planted")]
         if self.keeps_refused_client {
-            return self.view.refused.is_some_and(|r| r.host == h);
+            return self.view.on_refused_session(h);
         }
         let _ = h;
         false
