@@ -37,10 +37,9 @@ struct Seen {
 }
 
 /// A checker that never fails: it watches the writer whose node's ACL an
-/// operator changed. The core has no public accessor that tells `Unkept`
-/// from a mark being written back (`is_downgraded` is true in both); its
-/// `Debug` shows the state, and only `Unkept` has a downgraded writer stop
-/// writing its mark back for good.
+/// operator changed, and reads the core's own word for its end
+/// (`is_downgrade_unkept`; `is_downgraded` is true while the mark is being
+/// written back too).
 struct Watch(Rc<RefCell<Seen>>);
 
 impl Invariant<View> for Watch {
@@ -78,7 +77,7 @@ impl Invariant<View> for Watch {
         let Some(m) = p.candidate else {
             return Ok(Holds::ThisStep);
         };
-        if format!("{m:?}").contains("downgrade: Unkept") {
+        if m.is_downgrade_unkept() {
             assert!(m.is_downgraded(), "Unkept but not downgraded");
             assert!(!m.is_downgrade_refused());
             let zk = world.zk();

@@ -71,12 +71,7 @@ impl Candidate {
     /// where the queue sees a writer again: the application was told it
     /// reads, and it still does, which is safe).
     pub fn is_downgraded(&self) -> bool {
-        self.keeps_mark()
-            || self
-                .session
-                .own
-                .as_ref()
-                .is_some_and(|o| o.downgrade == Downgrade::Unkept)
+        self.keeps_mark() || self.is_downgrade_unkept()
     }
 
     /// Whether the server refused this writer's downgrade
@@ -87,6 +82,20 @@ impl Candidate {
             .own
             .as_ref()
             .is_some_and(|o| o.downgrade == Downgrade::Refused)
+    }
+
+    /// Whether this writer's mark was taken away after it downgraded and
+    /// the server refused to write it back (its node's ACL changed since):
+    /// the application was told it reads ([`Notice::Downgraded`]) and it
+    /// still does, but the queue sees a writer again, so readers behind
+    /// wait for it. Nothing more is tried; [`is_downgraded`](Self::is_downgraded)
+    /// stays true. It tells this end from a mark still being written back,
+    /// which `is_downgraded` does not.
+    pub fn is_downgrade_unkept(&self) -> bool {
+        self.session
+            .own
+            .as_ref()
+            .is_some_and(|o| o.downgrade == Downgrade::Unkept)
     }
 
     /// What this machine's node asks of the queue now: shared for a reader

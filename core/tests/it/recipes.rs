@@ -788,12 +788,15 @@ fn a_downgraded_writer_whose_mark_cannot_be_written_back_is_told_nothing_new() {
     w.event(WatchKind::NodeDataChanged, own);
     let watch = w.take_own_watch(own);
     answer_own_read(&mut w, &watch, REVOKE_MESSAGE, 2);
+    // Writing it back: downgraded still, not yet unkept.
+    assert!(w.c.is_downgraded() && !w.c.is_downgrade_unkept());
     answer_set(&mut w, own, Err(ZkCode::NoAuth));
     // The application was told it reads, and it still does; the queue sees
     // a writer again (readers behind wait for it: safe). No
     // `DowngradeRefused` after `Downgraded`.
     assert_eq!(w.take_notices(), []);
     assert!(w.c.is_downgraded() && !w.c.is_downgrade_refused());
+    assert!(w.c.is_downgrade_unkept());
     assert_eq!(w.c.access(), Access::Shared);
     assert!(w.c.role().is_leader());
     // No more tries, and no more reason to hear writes: the own-node watch
