@@ -95,6 +95,14 @@ impl Scripted {
     }
 }
 
+/// A mock transport that leaves the request bound to the session's
+/// default (every session asks its transport once, at its start).
+fn mock_transport() -> MockTransport {
+    let mut mock = MockTransport::new();
+    mock.expect_request_timeout().return_const(None);
+    mock
+}
+
 #[async_trait]
 impl Transport for Scripted {
     async fn perform(&self, request: Request) -> Result<Reply, ZkCode> {
@@ -197,7 +205,7 @@ async fn replies_are_correlated_even_when_they_complete_out_of_order() {
 async fn connection_loss_is_retried_after_backoff() {
     let lists = Arc::new(AtomicUsize::new(0));
     let seen = Arc::clone(&lists);
-    let mut mock = MockTransport::new();
+    let mut mock = mock_transport();
     mock.expect_perform()
         .returning(move |request| match request {
             // The first two listings fail with the connection.
@@ -226,7 +234,7 @@ async fn connection_loss_is_retried_after_backoff() {
 async fn a_create_lost_to_a_timeout_is_recovered_then_retried() {
     let creates = Arc::new(AtomicUsize::new(0));
     let seen = Arc::clone(&creates);
-    let mut mock = MockTransport::new();
+    let mut mock = mock_transport();
     mock.expect_perform()
         .returning(move |request| match request {
             // The first create's fate is unknown; the recovery listing finds no
@@ -250,7 +258,7 @@ async fn a_create_lost_to_a_timeout_is_recovered_then_retried() {
 
 #[tokio::test(start_paused = true)]
 async fn no_auth_surfaces_as_an_error_to_join() {
-    let mut mock = MockTransport::new();
+    let mut mock = mock_transport();
     mock.expect_perform().returning(|request| match request {
         Request::Create { .. } => Err(ZkCode::NoAuth),
         other => answer(&other),
@@ -270,7 +278,7 @@ async fn no_auth_surfaces_as_an_error_to_join() {
 
 #[tokio::test(start_paused = true)]
 async fn no_auth_surfaces_as_an_error_to_wait_leader() {
-    let mut mock = MockTransport::new();
+    let mut mock = mock_transport();
     mock.expect_perform().returning(|request| match request {
         // The node is created, but the election path cannot be listed.
         Request::GetChildren { .. } => Err(ZkCode::NoAuth),
@@ -305,7 +313,7 @@ async fn no_auth_surfaces_as_an_error_to_wait_leader() {
 
 #[tokio::test(start_paused = true)]
 async fn rejected_credentials_surface_as_an_auth_error() {
-    let mut mock = MockTransport::new();
+    let mut mock = mock_transport();
     mock.expect_perform().returning(|r| answer(&r));
     mock.expect_close().returning(|| ());
     let (election, events) = join(mock).await;
@@ -324,7 +332,7 @@ async fn rejected_credentials_surface_as_an_auth_error() {
 
 #[tokio::test(start_paused = true)]
 async fn close_deletes_the_node_and_closes_the_session_once() {
-    let mut mock = MockTransport::new();
+    let mut mock = mock_transport();
     mock.expect_perform()
         .withf(|r| matches!(r, Request::Delete { path, .. } if path == &format!("{PATH}/{OWN}")))
         .times(1)
@@ -418,7 +426,7 @@ async fn dropping_every_handle_closes_the_election() {
 async fn demotion_is_published_before_the_next_command_is_performed() {
     let order = Arc::new(Mutex::new(Vec::<String>::new()));
     let log = Arc::clone(&order);
-    let mut mock = MockTransport::new();
+    let mut mock = mock_transport();
     mock.expect_perform().returning(move |request| {
         if matches!(request, Request::Delete { .. }) {
             log.lock().unwrap().push("delete performed".into());
@@ -456,7 +464,7 @@ async fn a_new_holder_hears_of_its_hold_and_writes_nothing_for_it() {
     let order = Arc::new(Mutex::new(Vec::<String>::new()));
     let log = Arc::clone(&order);
     let created = Arc::new(Mutex::new(String::new()));
-    let mut mock = MockTransport::new();
+    let mut mock = mock_transport();
     mock.expect_perform().returning(move |request| {
         let mut created = created.lock().unwrap();
         match &request {
@@ -536,7 +544,7 @@ async fn a_stale_lease_demotes_before_a_queued_event_is_acted_on() {
 
 #[tokio::test(start_paused = true)]
 async fn lead_drops_the_work_the_moment_leadership_is_suspended() {
-    let mut mock = MockTransport::new();
+    let mut mock = mock_transport();
     mock.expect_perform().returning(|r| answer(&r));
     mock.expect_close().returning(|| ());
     let (election, events) = join(mock).await;
@@ -568,7 +576,7 @@ async fn lead_drops_the_work_the_moment_leadership_is_suspended() {
 
 #[tokio::test(start_paused = true)]
 async fn lead_returns_what_the_work_returns_and_reports_why_leadership_ended() {
-    let mut mock = MockTransport::new();
+    let mut mock = mock_transport();
     mock.expect_perform().returning(|r| answer(&r));
     mock.expect_close().returning(|| ());
     let (election, _events) = join(mock).await;
@@ -602,7 +610,7 @@ async fn a_transport_that_panics_still_answers_its_request() {
 
 #[tokio::test(start_paused = true)]
 async fn metrics_count_elections_and_requests() {
-    let mut mock = MockTransport::new();
+    let mut mock = mock_transport();
     mock.expect_perform().returning(|r| answer(&r));
     mock.expect_close().returning(|| ());
     let (election, _events) = join(mock).await;
@@ -621,7 +629,7 @@ async fn metrics_count_elections_and_requests() {
 #[tokio::test(start_paused = true)]
 async fn two_machines_watching_one_path_both_get_its_one_event() {
     // The scripted server gives both the same node, so both watch it.
-    let mut mock = MockTransport::new();
+    let mut mock = mock_transport();
     mock.expect_perform().returning(|request| answer(&request));
     mock.expect_close().returning(|| ());
     let (tx, rx) = events();

@@ -102,6 +102,12 @@ impl Session {
         // The watch table's keys: secret, so no path can be chosen to
         // collide in it.
         let config = SessionConfig::new(random_seed()).with_close_timeout(close_timeout);
+        // The request bound is the session's to keep (unset: the
+        // negotiated session timeout, as the core learns it).
+        let config = match transport.request_timeout() {
+            Some(bound) => config.with_request_timeout(bound),
+            None => config,
+        };
         let (hub, handoffs) = Hub::new(&transport, config);
         let pump = Pump {
             hub: Arc::clone(&hub),

@@ -97,7 +97,9 @@ pub struct SessionOptions<C> {
     /// credentials (default 10 s).
     pub connect_timeout: Duration,
     /// Bound on each request (default: the negotiated session timeout). A
-    /// request that takes longer answers `OperationTimeout`.
+    /// request that takes longer answers `OperationTimeout`: the session
+    /// decides it and answers so itself ([`Transport::request_timeout`](crate::Transport::request_timeout)),
+    /// where the simulator runs the same rule.
     pub op_timeout: Option<Duration>,
     /// Credentials as `(scheme, bytes)`, e.g. `("digest", b"user:pass")`,
     /// added at connect and again after every reconnect.
@@ -344,29 +346,46 @@ impl ConnectionChanges {
 pub(crate) struct Shell {
     events: mpsc::UnboundedSender<TransportEvent>,
     closed: AtomicBool,
+    /// The bound in force at set-up (as set, or the negotiated timeout):
+    /// a multi's commit and zookeeper-async's credential replay wait no
+    /// longer than this.
     op_timeout: Duration,
+    /// The bound as the user set it, for the session to keep.
+    configured: Option<Duration>,
     pub(crate) connection_changes: ConnectionChanges,
 }
 
 impl Shell {
-    pub(crate) fn new(events: mpsc::UnboundedSender<TransportEvent>, op_timeout: Duration) -> Self {
+    pub(crate) fn new(
+        events: mpsc::UnboundedSender<TransportEvent>,
+        op_timeout: Duration,
+        configured: Option<Duration>,
+    ) -> Self {
         Self {
             events,
             closed: AtomicBool::new(false),
             op_timeout,
+            configured,
             connection_changes: ConnectionChanges::default(),
         }
     }
 
-    /// The bound on each request (zookeeper-client's commit of a multi).
-    #[cfg(feature = "zookeeper-client")]
+    /// The request bound the user set, for [`Transport::request_timeout`](crate::Transport::request_timeout).
+    pub(crate) fn configured_timeout(&self) -> Option<Duration> {
+        self.configured
+    }
+
+    /// The bound in force at set-up: zookeeper-client's commit of a multi,
+    /// zookeeper-async's credential replay and its request gate.
     pub(crate) fn op_timeout(&self) -> Duration {
         self.op_timeout
     }
 
     /// Runs one request under the transport's contract: refused with
-    /// `ConnectionLoss` once closed, answered `OperationTimeout` when it
-    /// takes longer than the bound.
+    /// `ConnectionLoss` once closed. Its time is not bounded here: the
+    /// session answers a request out past its bound itself, and drops the
+    /// answer that comes after (a timer per request here cost the pump a
+    /// tenth of its time in a burst of starts).
     pub(crate) async fn perform<T>(
         &self,
         work: impl Future<Output = Result<T, ZkCode>>,
@@ -374,9 +393,7 @@ impl Shell {
         if self.is_closed() {
             return Err(ZkCode::ConnectionLoss);
         }
-        tokio::time::timeout(self.op_timeout, work)
-            .await
-            .unwrap_or(Err(ZkCode::OperationTimeout))
+        work.await
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -580,12 +597,24 @@ mod tests {
         assert_eq!(seen, [SessionEvent::Disconnected, SessionEvent::Expired, c]);
     }
 
-    #[tokio::test]
-    async fn requests_are_bounded_and_refused_once_closed() {
+    #[tokio::test(start_paused = true)]
+    async fn requests_are_refused_once_closed_and_bounded_by_the_session_not_here() {
         let (tx, _rx) = mpsc::unbounded_channel();
-        let shell = Shell::new(tx, Duration::from_millis(10));
+        let shell = Shell::new(
+            tx,
+            Duration::from_millis(10),
+            Some(Duration::from_millis(10)),
+        );
+        assert_eq!(shell.configured_timeout(), Some(Duration::from_millis(10)));
+        // Past the bound, still waiting: the session answers it, not the
+        // transport (the answer that comes later is dropped there).
         let slow = shell.perform(std::future::pending::<Result<(), ZkCode>>());
-        assert_eq!(slow.await, Err(ZkCode::OperationTimeout));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), slow)
+                .await
+                .is_err(),
+            "the transport answered a slow request itself"
+        );
         assert_eq!(shell.perform(async { Ok(1) }).await, Ok(1));
         assert!(shell.close_once());
         assert!(!shell.close_once());

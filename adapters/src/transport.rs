@@ -35,6 +35,7 @@
 //! also uses it directly (for example to close the session from outside).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
@@ -62,12 +63,15 @@ pub type EventStream = mpsc::UnboundedReceiver<TransportEvent>;
 /// A transport is created together with its [`EventStream`]; the driver owns
 /// both. The contract:
 ///
-/// - **Every request is answered exactly once, in bounded time.** An
-///   operation that cannot complete answers `Err(ZkCode::OperationTimeout)`;
-///   one that failed with the connection answers `Err(ZkCode::ConnectionLoss)`.
-///   Either may have been applied on the server (the core recovers creates by
-///   their protected name). A transport needs no liveness probe of its own:
-///   the core probes and keeps the lease.
+/// - **Every request is answered at most once.** One that failed with the
+///   connection answers `Err(ZkCode::ConnectionLoss)`; it may have been
+///   applied on the server (the core recovers creates by their protected
+///   name). A transport need not bound a request's time: the core's session
+///   answers one out past its request timeout `OperationTimeout` itself
+///   ([`request_timeout`](Self::request_timeout) says what the transport was
+///   given; unset, the negotiated session timeout), and a later answer is
+///   dropped. A transport needs no liveness probe of its own either: the
+///   core probes and keeps the lease.
 /// - `Request::Create` is `create2`: the reply carries the node's `Stat`
 ///   (its czxid is the fencing token, its `ephemeralOwner` the session id).
 /// - **Watches.** A request with `watch: true` that succeeds leaves a one-shot
@@ -134,6 +138,15 @@ pub trait Transport: Send + Sync + 'static {
     fn hop_tag(&self) -> u64 {
         0
     }
+
+    /// The bound its session puts on each request, as the user set it on
+    /// the transport's options (`op_timeout`); `None` (the default): the
+    /// session timeout negotiated at the last connection. The session
+    /// decides and keeps it ([`SessionConfig::with_request_timeout`](zkelect_core::SessionConfig::with_request_timeout)),
+    /// so the simulator runs the same rule.
+    fn request_timeout(&self) -> Option<Duration> {
+        None
+    }
 }
 
 #[async_trait]
@@ -153,6 +166,10 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     fn hop_tag(&self) -> u64 {
         (**self).hop_tag()
     }
+
+    fn request_timeout(&self) -> Option<Duration> {
+        (**self).request_timeout()
+    }
 }
 
 #[async_trait]
@@ -171,6 +188,10 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     fn hop_tag(&self) -> u64 {
         (**self).hop_tag()
+    }
+
+    fn request_timeout(&self) -> Option<Duration> {
+        (**self).request_timeout()
     }
 }
 

@@ -10,7 +10,7 @@
 //! | a watch set with a callback (`*_w`) keeps its boxed callback until its path fires, even after the watch is gone with a reconnect, and can fire it with a new watch's event; one per call, so a path watched again and again that never changes (a leader's node, read by every follower that comes to stand behind it) keeps one per read for good (measured: 521 B per watch event on a leader with followers churning behind it) | no callbacks: watch requests are plain `watch = true` reads and the client's default watcher (`Forward`) queues every event; the server keeps one watch per session, path and kind, and the client keeps nothing per request (measured after: 0.00 B per event, `tests/tests/soak.rs`). An event from a watch set before a reconnect is still passed on: it reports what happened, and the core acts on events as facts, never counting them against the watches it set. Every non-`Connected` state records a connection change (`ConnectionChanges`): a watch request that straddled a reconnect answers `ConnectionLoss` (`straddled`) so the core sets it again, and after the reconnect the core re-lists and re-arms every watch on `Connected` |
 //! | digest credentials are lost on every reconnect | the pump task replays them before it reports `Connected`, backing off, for at most the session timeout (the core's `SetUp` machine): a replay that cannot finish by then ends in `SessionEvent::AuthFailed` and an error log naming the last try's failure, never a silent loop; until then requests wait (bounded) at a gate, and a `NoAuth` from a request that straddled a reconnect answers `ConnectionLoss` |
 //! | session expiry shows only as the deprecated `ZkState::NotConnected`, then a new session opens silently | `map_state`: `NotConnected` → `Expired`, the next `Connected` → `Connected { session_id: None }`, which the core treats as a new session; the core learns the session id from its node's `ephemeralOwner` and re-checks it after every reconnect |
-//! | a dead server is noticed only after 2× the session timeout | the core probes every third of the session timeout and suspends after two thirds; here every request is bounded ([`SessionOptions::op_timeout`]) and answers `OperationTimeout` |
+//! | a dead server is noticed only after 2× the session timeout | the core probes every third of the session timeout and suspends after two thirds; here every request is bounded ([`SessionOptions::op_timeout`], kept by the core's session, which answers `OperationTimeout` itself) |
 //! | `CreateMode::Container` silently creates a persistent node | mapped to `Persistent` on purpose (`map_mode`), so nothing pretends otherwise |
 //! | no close on drop: a dropped client keeps pinging, so its session (and ephemeral node) lives on | `Drop` closes the session in the background if [`close`](Transport::close) was not called; so does a `connect` future dropped half-way |
 //! | watch callbacks run on the client's tasks, and a reply can overtake the watch event the server sent first | callbacks and the state listener only `send` into one unbounded channel — never block, never run logic — and one pump task turns it into the event stream in order; the core does not rely on reply/event order |
@@ -195,9 +195,10 @@ impl ListenerState {
         raw: mpsc::UnboundedSender<Raw>,
         has_auth: bool,
         op_timeout: Duration,
+        configured: Option<Duration>,
     ) -> Self {
         Self {
-            shell: Shell::new(events, op_timeout),
+            shell: Shell::new(events, op_timeout, configured),
             raw,
             has_auth,
             authenticated: watch::channel(!has_auth).0,
@@ -354,7 +355,8 @@ impl ZkAsyncTransport {
             planned,
             options.client.assume_session_timeout,
         ));
-        let shared = ListenerState::new(events_tx, raw_tx, has_auth, op_timeout);
+        let shared =
+            ListenerState::new(events_tx, raw_tx, has_auth, op_timeout, options.op_timeout);
         let shared = Arc::new(shared);
         // The listener runs on the client's I/O task under the client's
         // listener lock: it only records a connection change, closes the auth gate
@@ -434,7 +436,6 @@ impl ZkAsyncTransport {
             Arc::clone(&shared),
             raw_rx,
             timeout,
-            op_timeout,
             hop_tag,
         ));
         Ok((
@@ -549,6 +550,10 @@ impl Transport for ZkAsyncTransport {
 
     fn hop_tag(&self) -> u64 {
         self.hop_tag
+    }
+
+    fn request_timeout(&self) -> Option<Duration> {
+        self.shared.shell.configured_timeout()
     }
 
     async fn close(&self) {
@@ -902,7 +907,6 @@ async fn pump<R, F, C, G>(
     shared: Arc<ListenerState>,
     mut raw: mpsc::UnboundedReceiver<Raw>,
     timeout: Duration,
-    op_timeout: Duration,
     hop_tag: u64,
 ) where
     R: Fn() -> F,
@@ -910,6 +914,7 @@ async fn pump<R, F, C, G>(
     C: Fn() -> G,
     G: Future<Output = Duration>,
 {
+    let op_timeout = shared.shell.op_timeout();
     // `connect` reported `Connected` already.
     let mut reporter = Reporter::new(false);
     let connected = SessionEvent::Connected {
@@ -1460,7 +1465,8 @@ mod tests {
         ) -> Self {
             let (events_tx, events) = mpsc::unbounded_channel();
             let (raw_tx, raw) = mpsc::unbounded_channel();
-            let shared = ListenerState::new(events_tx, raw_tx, has_auth, Duration::from_secs(1));
+            let shared =
+                ListenerState::new(events_tx, raw_tx, has_auth, Duration::from_secs(1), None);
             let shared = Arc::new(shared);
             let calls = Arc::new(std::sync::Mutex::new(0_u32));
             let replay = {
@@ -1482,7 +1488,6 @@ mod tests {
                 Arc::clone(&shared),
                 raw,
                 T,
-                Duration::from_secs(1),
                 0,
             ));
             Self {

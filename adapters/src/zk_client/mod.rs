@@ -146,7 +146,7 @@ impl ZkClientTransport {
         let watcher = client.state_watcher();
         let connected = connected(&client);
         let op_timeout = options.op_timeout_or(client.session_timeout());
-        let shell = Shell::new(events, op_timeout);
+        let shell = Shell::new(events, op_timeout, options.op_timeout);
         let (watches, forwarder) = Watches::start(shell.events());
         let swapped_in = shell.connection_changes.mark();
         let inner = Arc::new(Inner {
@@ -266,6 +266,10 @@ impl Transport for ZkClientTransport {
                 straddled(map_error(source, in_doubt(&mut state)), replaced),
             )),
         }
+    }
+
+    fn request_timeout(&self) -> Option<Duration> {
+        self.inner.shell.configured_timeout()
     }
 
     async fn close(&self) {

@@ -14,6 +14,7 @@ pub struct SessionConfig {
     seed: u64,
     requests_out: usize,
     close_timeout: Duration,
+    request_timeout: Option<Duration>,
 }
 
 impl SessionConfig {
@@ -25,6 +26,7 @@ impl SessionConfig {
             seed,
             requests_out: REQUESTS_OUT,
             close_timeout: CLOSE_TIMEOUT,
+            request_timeout: None,
         }
     }
 
@@ -41,6 +43,32 @@ impl SessionConfig {
     pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
         self.close_timeout = timeout;
         self
+    }
+
+    /// How long a request may be out before the session answers it
+    /// `OperationTimeout` itself (the server may still apply it: the
+    /// machines recover as from a lost connection). Unset (the default),
+    /// the session timeout negotiated at the last `Connected`; at least a
+    /// millisecond, the clock's grain, so that no request is due the
+    /// moment it goes out.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zkelect_core::SessionConfig;
+    ///
+    /// let config = SessionConfig::new(7).with_request_timeout(Duration::from_secs(2));
+    /// assert_eq!(config.request_timeout(), Some(Duration::from_secs(2)));
+    /// assert_eq!(SessionConfig::new(7).request_timeout(), None);
+    /// ```
+    #[must_use]
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout.max(Duration::from_millis(1)));
+        self
+    }
+
+    /// The request timeout, if set (else the negotiated session timeout).
+    pub fn request_timeout(&self) -> Option<Duration> {
+        self.request_timeout
     }
 
     /// The seed of the watch table's keys.

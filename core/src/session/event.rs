@@ -85,7 +85,9 @@ pub struct Traffic {
     pub requests: u64,
     /// Requests answered with an error (any, `NoNode` included).
     pub errors: u64,
-    /// Requests answered `OperationTimeout` (the transport's bound).
+    /// Requests answered `OperationTimeout`: past the session's request
+    /// timeout ([`SessionConfig::with_request_timeout`](crate::SessionConfig::with_request_timeout)),
+    /// or so by a transport.
     pub timeouts: u64,
 }
 

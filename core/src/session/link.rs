@@ -100,6 +100,11 @@ impl Link {
         self.lose_at = contact.map(|c| c.plus_fraction(self.timeout, 9, 10));
     }
 
+    /// The session timeout negotiated at the last connection, if any.
+    pub(super) fn timeout(&self) -> Option<Duration> {
+        (!self.timeout.is_zero()).then_some(self.timeout)
+    }
+
     pub(super) fn state(&self) -> ConnectionState {
         self.state
     }

@@ -504,7 +504,8 @@ impl Session {
     /// then the machines' in order, while the window has room.
     #[must_use]
     pub fn poll_command(&mut self) -> Option<Command> {
-        let (command, line) = self.window.poll(self.now, self.contact.span())?;
+        let bound = self.config.request_timeout().or(self.link.timeout());
+        let (command, line) = self.window.poll(self.now, self.contact.span(), bound)?;
         if let Some(Sender::Machine { machine, .. }) = self.window.sender(command.op) {
             if let Some(slot) = self.slots.get_mut(&machine) {
                 if line == Some(Line::Starting) {
@@ -526,11 +527,14 @@ impl Session {
         // after every input, and the iterator's plumbing cost more than
         // the comparisons.
         let next = earliest(self.deadlines.first(), self.groups_due());
+        // A finished or refused session's requests still out can teach no
+        // machine anything: their bound is no deadline of its.
         let next = match self.phase {
             Phase::Finished | Phase::Refused => return next,
             Phase::Closing { deadline } => earliest(next, Some(deadline)),
             Phase::Open => next,
         };
+        let next = earliest(next, self.window.next_due());
         earliest(earliest(next, self.contact.next()), self.link.next())
     }
 
@@ -549,6 +553,16 @@ impl Session {
     fn enter(&mut self, now: Timestamp) {
         self.now = self.now.max(now);
         let now = self.now;
+        // Requests out past their bound are answered first, as a transport
+        // would answer them: lost to the connection, so no contact proven,
+        // and the server may yet apply them (the machines recover as from a
+        // lost connection). Their real answers, if they come, are none.
+        // First, so that what their machines set for now is fired below
+        // (a machine whose own timer came due at this instant may set
+        // another for it on hearing the answer).
+        while let Some(op) = self.window.overdue(now) {
+            self.reply(op, Err(ZkCode::OperationTimeout));
+        }
         let due = self.deadlines.take_due(now);
         for &id in &due {
             let Some(slot) = self.slots.get_mut(&id) else {
@@ -891,9 +905,6 @@ impl Session {
         {
             slot.detached = true;
             slot.close = Close::Unbounded;
-            slot.filed = self
-                .deadlines
-                .file(id, slot.filed, slot.machine.poll_timeout());
             self.events.push_back(Event::Stopped {
                 machine: id,
                 path: slot.machine.path().to_owned(),
@@ -901,6 +912,15 @@ impl Session {
                 stats: Box::new(slot.machine.stats()),
                 traffic: slot.tally.widen(),
             });
+            // Its own timer may be due at this very instant (given up on
+            // at its close deadline, before its timer was looked at): fired
+            // now, or it would be filed for an instant already handled and
+            // the session would be due again at once.
+            let now = self.now;
+            if slot.machine.poll_timeout().is_some_and(|t| t <= now) {
+                slot.machine.handle_timeout(now);
+            }
+            self.after(id);
             return;
         }
         let Some(slot) = self.slots.remove(&id) else {

@@ -5,6 +5,12 @@
 //! op id of its own (the transport sees only those) and answers the
 //! machine that sent it under the machine's id.
 //!
+//! Every request out has a deadline, its send plus the session's request
+//! timeout: past it, the session answers it `OperationTimeout` itself (a
+//! later answer from the transport is then no answer). The bound is the
+//! session's decision, not each transport's, so the simulator runs it and
+//! a driver needs no timer per request, only the session's one deadline.
+//!
 //! At most `limit` requests are out at once; the rest wait here, in order,
 //! as plain requests. A burst (ten thousand elections joining at once)
 //! would otherwise hold a task and a client future for every request until
@@ -52,6 +58,7 @@
 //! create waits at most the one send the share takes.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
 
 use crate::command::{Command, OpId};
 use crate::session::machine::MachineId;
@@ -93,6 +100,10 @@ pub const OPENING: usize = 1;
 /// machines under way.
 pub const STARTING_EVERY: usize = 4;
 
+/// The deadline queue's buffer is kept up to this many entries when it
+/// empties.
+const DUE_KEPT: usize = 64;
+
 /// Which line a machine's request waits in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Line {
@@ -118,6 +129,9 @@ pub(super) struct InFlight {
     pub(super) span: u64,
     /// Polled by the driver (out), or still waiting for a place.
     pub(super) out: bool,
+    /// Past this, the session answers it `OperationTimeout` (set when it
+    /// goes out, if the session knows a request timeout then).
+    pub(super) deadline: Option<Timestamp>,
 }
 
 /// The session's requests.
@@ -142,6 +156,15 @@ pub(super) struct Window {
     /// Requests of machines under way sent in a row while the starting line
     /// waited: at `STARTING_EVERY - 1`, the starting line goes next.
     passed: usize,
+    /// The deadlines of the requests out, earliest first, its front always
+    /// a request still out (answered ones further back are skipped when
+    /// they reach the front). A queue, not a tree: every request shares
+    /// one bound and `now` only grows, so deadlines come in send order and
+    /// each goes on the back; a tree's insert and remove per request were
+    /// 4 % of a simulated run. Only a reconnect to a shorter negotiated
+    /// timeout can make one due before one sent earlier: it is put in its
+    /// place.
+    due: VecDeque<(Timestamp, u64)>,
 }
 
 impl Window {
@@ -157,6 +180,7 @@ impl Window {
             probe: None,
             out: 0,
             passed: 0,
+            due: VecDeque::new(),
         }
     }
 
@@ -170,6 +194,7 @@ impl Window {
                 sent_at: Timestamp::ZERO,
                 span: 0,
                 out: false,
+                deadline: None,
             },
         );
         self.last_op
@@ -209,8 +234,13 @@ impl Window {
     /// line in order, while fewer than the window's opening are out; but
     /// the starting line's turn comes at least once in every
     /// [`STARTING_EVERY`] sends while it waits. `now` and `span` are stamped
-    /// on it.
-    pub(super) fn poll(&mut self, now: Timestamp, span: u64) -> Option<(Command, Option<Line>)> {
+    /// on it, and its deadline, `now + bound`, if there is a bound.
+    pub(super) fn poll(
+        &mut self,
+        now: Timestamp,
+        span: u64,
+        bound: Option<Duration>,
+    ) -> Option<(Command, Option<Line>)> {
         let (op, request, line) = match self.probe.take() {
             Some((op, request)) => (op, request, None),
             None if self.out < self.open => {
@@ -237,6 +267,15 @@ impl Window {
             flight.sent_at = now;
             flight.span = span;
             flight.out = true;
+            flight.deadline = bound.map(|b| now + b);
+            if let Some(deadline) = flight.deadline {
+                if self.due.back().is_none_or(|&(d, _)| d <= deadline) {
+                    self.due.push_back((deadline, op));
+                } else {
+                    let at = self.due.partition_point(|&(d, _)| d <= deadline);
+                    self.due.insert(at, (deadline, op));
+                }
+            }
         }
         Some((
             Command {
@@ -267,6 +306,19 @@ impl Window {
             return None;
         }
         let flight = self.table.remove(&op.0)?;
+        // Keep the front a request still out.
+        while self
+            .due
+            .front()
+            .is_some_and(|(_, o)| !self.table.get(o).is_some_and(|f| f.out))
+        {
+            self.due.pop_front();
+        }
+        if self.due.is_empty() && self.due.capacity() > DUE_KEPT {
+            // Give a burst's buffer back; a small one is kept, as most
+            // sessions have a few requests out at a time.
+            self.due = VecDeque::new();
+        }
         if matches!(flight.sender, Sender::Machine { .. }) {
             self.out = self.out.saturating_sub(1);
         }
@@ -284,6 +336,20 @@ impl Window {
         self.under_way = VecDeque::new();
         self.starting = VecDeque::new();
         self.passed = 0;
+    }
+
+    /// The earliest deadline of a request out.
+    pub(super) fn next_due(&self) -> Option<Timestamp> {
+        self.due.front().map(|&(at, _)| at)
+    }
+
+    /// A request out whose deadline is `now` or before, earliest first; it
+    /// stays out until it is answered ([`answer`](Self::answer)).
+    pub(super) fn overdue(&self, now: Timestamp) -> Option<OpId> {
+        self.due
+            .front()
+            .filter(|&&(at, _)| at <= now)
+            .map(|&(_, op)| OpId(op))
     }
 
     /// Who sent `op`, while it is unanswered.
@@ -327,7 +393,7 @@ mod tests {
     fn sends(window: &mut Window, n: usize) -> String {
         let mut line = String::new();
         for _ in 0..n {
-            let Some((command, sent)) = window.poll(Timestamp::ZERO, 1) else {
+            let Some((command, sent)) = window.poll(Timestamp::ZERO, 1, None) else {
                 break;
             };
             line.push(match sent {
@@ -371,10 +437,10 @@ mod tests {
         for m in 0..3 {
             w.submit(machine(m), request(), Line::Starting);
         }
-        let first = w.poll(Timestamp::ZERO, 1).expect("a request");
+        let first = w.poll(Timestamp::ZERO, 1, None).expect("a request");
         assert_eq!(first.1, Some(Line::Starting));
         // Full (one place): nothing more until the answer.
-        assert!(w.poll(Timestamp::ZERO, 1).is_none());
+        assert!(w.poll(Timestamp::ZERO, 1, None).is_none());
         w.answer(first.0.op).expect("out");
         assert_eq!(sends(&mut w, 5), "SS");
     }
@@ -467,7 +533,7 @@ mod tests {
                     }
                     Step::Poll => {
                         let had = (!under_way.is_empty(), !starting.is_empty());
-                        let Some((command, line)) = w.poll(Timestamp::ZERO, 1) else {
+                        let Some((command, line)) = w.poll(Timestamp::ZERO, 1, None) else {
                             prop_assert!(
                                 w.probe.is_none()
                                     && (machines_out >= opening || (!had.0 && !had.1)),

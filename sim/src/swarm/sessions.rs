@@ -1,9 +1,9 @@
 //! How a library user sets up each zkelect session and each machine on it,
 //! as a seed draws it: the core `SessionConfig` (the request window, the
-//! close timeout) and how each machine is run (`Machine::election` or
-//! `Machine::lock`, its close timeout, whether its session ends with it).
-//! Drawn per process from streams of their own (labels 30 and 31), so
-//! every other draw of a seed stays put.
+//! close timeout, the request timeout) and how each machine is run
+//! (`Machine::election` or `Machine::lock`, its close timeout, whether its
+//! session ends with it). Drawn per process from streams of their own
+//! (labels 29, 30 and 31), so every other draw of a seed stays put.
 
 use std::time::Duration;
 
@@ -25,6 +25,15 @@ const CLOSE_TIMEOUTS: [Duration; 4] = [
     Duration::from_secs(30),
 ];
 
+/// The request timeouts a user may set (the transports' `op_timeout`):
+/// shorter than a partition or a pause the world draws, so requests really
+/// time out while the server may still apply them, up to a few seconds.
+const REQUEST_TIMEOUTS: [Duration; 3] = [
+    Duration::from_millis(300),
+    Duration::from_secs(1),
+    Duration::from_secs(3),
+];
+
 /// One session's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionSettings {
@@ -34,6 +43,10 @@ pub struct SessionSettings {
     /// How long closing the session waits for its machines
     /// ([`SessionConfig::with_close_timeout`]).
     pub close_timeout: Duration,
+    /// How long a request may be out before the session answers it
+    /// `OperationTimeout` ([`SessionConfig::with_request_timeout`]; `None`:
+    /// the negotiated session timeout, the library's default).
+    pub request_timeout: Option<Duration>,
 }
 
 impl Default for SessionSettings {
@@ -42,6 +55,7 @@ impl Default for SessionSettings {
         Self {
             requests_out: REQUESTS_OUT,
             close_timeout: CLOSE_TIMEOUT,
+            request_timeout: None,
         }
     }
 }
@@ -50,7 +64,8 @@ impl SessionSettings {
     /// Draws the settings of the session process `pid` hosts: 1 in 4 a
     /// window of 1–3 requests (the rest wait their turn, in order), else
     /// the default 1,000; 1 in 4 a close timeout of 0, 0.5, 2 or 30 s, else
-    /// the default 5 s.
+    /// the default 5 s; 1 in 4 a request timeout of 0.3, 1 or 3 s, else the
+    /// negotiated session timeout (from a stream of its own, label 29).
     pub fn draw(seed: u64, pid: usize) -> Self {
         let mut rng = SimRng::new(seed ^ (pid as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15), 30);
         let requests_out = if rng.chance(0.25) {
@@ -63,18 +78,27 @@ impl SessionSettings {
         } else {
             CLOSE_TIMEOUT
         };
+        let mut own = SimRng::new(seed ^ (pid as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15), 29);
+        let request_timeout = own
+            .chance(0.25)
+            .then(|| REQUEST_TIMEOUTS[own.range(0, 2) as usize]);
         Self {
             requests_out,
             close_timeout,
+            request_timeout,
         }
     }
 
     /// The core's configuration, with the world's `seed` for the watch
     /// table's keys.
     pub fn config(self, seed: u64) -> SessionConfig {
-        SessionConfig::new(seed)
+        let config = SessionConfig::new(seed)
             .with_requests_out(self.requests_out)
-            .with_close_timeout(self.close_timeout)
+            .with_close_timeout(self.close_timeout);
+        match self.request_timeout {
+            Some(bound) => config.with_request_timeout(bound),
+            None => config,
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use zkelect_core::name::Access;
 use zkelect_core::{
-    Candidate, Config, FencingToken, Recipe, Request, SessionId, Timestamp, WatchEvent,
+    Candidate, Config, FencingToken, Recipe, Request, SessionId, Timestamp, Traffic, WatchEvent,
 };
 
 use crate::canary::Canary;
@@ -324,6 +324,17 @@ impl View {
                 r.reached = self.now;
             }
         }
+    }
+
+    /// The requests of process `pid`'s machine as its session counts them
+    /// (sent, errors, the ones its session answered `OperationTimeout`),
+    /// while it is on its session.
+    pub fn traffic(&self, pid: usize) -> Option<Traffic> {
+        let id = self.procs[pid].machine_id()?;
+        self.procs[self.procs[pid].host]
+            .session
+            .as_ref()?
+            .traffic(id)
     }
 
     /// The requests the process's client has sent on its current connection

@@ -3,6 +3,7 @@
 
 mod properties;
 mod refused;
+mod timeouts;
 mod transcripts;
 mod zk;
 

@@ -149,6 +149,8 @@ struct World {
     out: Vec<Command>,
     /// Session op → (sender, request) as sent.
     sent: BTreeMap<u64, (Sender, Request)>,
+    /// Session op → when it went out.
+    sent_at: BTreeMap<u64, Timestamp>,
     fired: Vec<WatchEvent>,
     table: Table,
     stopped: BTreeSet<MachineId>,
@@ -165,6 +167,7 @@ impl World {
             ids: Vec::new(),
             out: Vec::new(),
             sent: BTreeMap::new(),
+            sent_at: BTreeMap::new(),
             fired: Vec::new(),
             table: Table::default(),
             stopped: BTreeSet::new(),
@@ -220,8 +223,10 @@ impl World {
             let live = sender.machine().filter(|m| self.s.machine(*m).is_some());
             self.table.sent(cmd.op, live, &cmd.request);
             self.sent.insert(cmd.op.0, (sender, cmd.request.clone()));
+            self.sent_at.insert(cmd.op.0, self.now);
             self.out.push(cmd);
         }
+        self.overdue();
         let machines_out = self
             .out
             .iter()
@@ -239,6 +244,45 @@ impl World {
         assert_eq!(self.s.requests_out(), self.out.len());
         if let Some(at) = self.s.poll_timeout() {
             assert!(at > self.now, "due at {at} after a call at {}", self.now);
+        }
+    }
+
+    /// The requests the session answered itself, past their bound (the
+    /// session timeout, unset in the config): each was out for that long
+    /// at least, and its real answer, coming late, is no answer: no
+    /// machine is touched by it.
+    fn overdue(&mut self) {
+        let (gone, out): (Vec<Command>, Vec<Command>) = std::mem::take(&mut self.out)
+            .into_iter()
+            .partition(|c| self.s.sender(c.op).is_none());
+        self.out = out;
+        for cmd in gone {
+            let sent_at = self.sent_at[&cmd.op.0];
+            assert!(
+                self.now >= sent_at + TIMEOUT,
+                "{} answered by the session at {}, sent at {sent_at}",
+                cmd.op,
+                self.now
+            );
+            self.table.answered(cmd.op);
+            let before = self.images();
+            self.s.handle(
+                self.now,
+                Input::Reply {
+                    op: cmd.op,
+                    result: Err(ZkCode::NoNode),
+                },
+            );
+            assert_eq!(
+                self.images(),
+                before,
+                "{}'s late answer touched a machine",
+                cmd.op
+            );
+            assert!(
+                self.s.poll_command().is_none(),
+                "a late answer sent a request"
+            );
         }
     }
 
