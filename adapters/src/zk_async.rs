@@ -1482,14 +1482,7 @@ mod tests {
                     async move { answer }
                 }
             };
-            let task = tokio::spawn(pump(
-                replay,
-                || async { T },
-                Arc::clone(&shared),
-                raw,
-                T,
-                0,
-            ));
+            let task = tokio::spawn(pump(replay, || async { T }, Arc::clone(&shared), raw, T, 0));
             Self {
                 shared,
                 events,
