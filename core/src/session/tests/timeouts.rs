@@ -137,3 +137,73 @@ fn a_timed_out_request_gives_its_place_in_the_window_back_in_order() {
     assert!(fb < fc, "b's first request at {fb}, c's at {fc}");
     assert_eq!(h.s.requests_out(), 1);
 }
+
+/// Closes `a` at once with its delete unanswered, under a request bound
+/// of 1 s and a close timeout of `close` ms: the session times the delete
+/// out at 1 s, and the candidate's own retry timer falls due some backoff
+/// later. Returns the harness at 1 s and the instant of that retry.
+fn closing_past_a_timed_out_delete(close: u64) -> (Harness, MachineId, Timestamp) {
+    let config = SessionConfig::new(1).with_request_timeout(Duration::from_secs(1));
+    let mut h = Harness::new(config);
+    h.connect();
+    let a = h.add(election("/q", "a", 1).with_close_timeout(Duration::from_millis(close)));
+    h.join(a);
+    assert!(
+        matches!(h.role(a), Some(Role::Leader(_))),
+        "{:?}",
+        h.role(a)
+    );
+    h.answering = false;
+    h.s.close(h.now, a).expect("runs");
+    h.pump();
+    let delete = held_of(&h, a);
+    assert!(
+        matches!(delete.request, Request::Delete { .. }),
+        "{delete:?}"
+    );
+    h.until(1_000);
+    assert_eq!(h.s.sender(delete.op), None, "timed out by the session");
+    let retry =
+        h.s.machine(a)
+            .and_then(Machine::poll_timeout)
+            .expect("the candidate retries its delete after a backoff");
+    (h, a, retry)
+}
+
+/// A machine given up on at its close deadline at the very instant its
+/// own timer falls due is detached with that timer fired, not filed for an
+/// instant already handled: the session is never due again at the instant
+/// it was just called at (the harness's pump asserts it after every call),
+/// and the detached machine's retry goes out at that instant.
+#[test]
+fn a_machine_detached_at_the_instant_its_timer_is_due_fires_the_timer_then() {
+    // First learn the instant of the candidate's retry, with a close
+    // timeout long enough not to interfere; the backoff is the seeded
+    // candidate's, so a second run with the same seed retries then too.
+    let (_, _, retry) = closing_past_a_timed_out_delete(60_000);
+    assert!(retry > Timestamp::from_millis(1_000), "{retry}");
+    let close = retry.as_millis();
+    let (mut h, a, again) = closing_past_a_timed_out_delete(close);
+    assert_eq!(again, retry, "the same seed backs off the same");
+    let sent = h.commands_of(a).len();
+    h.until(close);
+    let abandoned = h.events.iter().any(|e| {
+        matches!(
+            e,
+            Event::Stopped { machine, exit: Exit::Abandoned, .. } if *machine == a
+        )
+    });
+    assert!(abandoned, "given up on at its close deadline");
+    assert!(h.s.machine(a).is_none(), "detached: out of sight");
+    let requests = h.commands_of(a);
+    assert_eq!(
+        requests.len(),
+        sent + 1,
+        "its close goes on: its retry went out then"
+    );
+    assert!(
+        matches!(requests.last(), Some(Request::Delete { .. })),
+        "{requests:?}"
+    );
+    assert!(h.s.poll_timeout().is_none_or(|at| at > retry));
+}
