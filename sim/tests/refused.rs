@@ -9,11 +9,11 @@
 mod support;
 
 use zkelect_core::CandidateError;
-use zkelect_sim::check;
+use zkelect_sim::check::Checker;
 use zkelect_sim::swarm::{FaultMix, Overrides, Refusal, Swarm};
-use zkelect_sim::world::{Refused, Violation, World};
+use zkelect_sim::world::{Refused, Violation};
 
-use support::{ErrorLog, Reported};
+use support::{checked_world, ErrorLog, Reported};
 
 /// What a run of a drawing seed did.
 struct Outcome {
@@ -29,9 +29,7 @@ struct Outcome {
 
 fn run(seed: u64, swarm: Swarm, planted: bool) -> Outcome {
     let (log, errors) = ErrorLog::new();
-    let mut checkers = check::standard();
-    checkers.push(Box::new(log));
-    let mut world = World::with_invariants(seed, swarm, None, false, checkers);
+    let mut world = checked_world(seed, swarm, [Box::new(log) as Checker]);
     if planted {
         world.plant_keeps_refused_client();
     }

@@ -9,11 +9,10 @@
 mod support;
 
 use zkelect_core::CandidateError;
-use zkelect_sim::check;
+use zkelect_sim::check::Checker;
 use zkelect_sim::swarm::{FaultMix, Knobs, Overrides, Swarm};
-use zkelect_sim::world::World;
 
-use support::ErrorLog;
+use support::{checked_world, ErrorLog};
 
 /// Seeds 0..300 of each mix that reconnects: the replay runs only on
 /// zookeeper-async sessions with credentials, in a good share of those
@@ -39,10 +38,8 @@ fn replays_run_where_zookeeper_async_sessions_authenticate_and_every_checker_hol
             let replays_here = !knobs.session_ids && knobs.acl.authenticates();
             eligible += usize::from(replays_here);
             let (log, errors) = ErrorLog::new();
-            let mut checkers = check::standard();
-            checkers.push(Box::new(log));
             let swarm = Swarm::from_seed(seed, overrides);
-            let mut world = World::with_invariants(seed, swarm, None, false, checkers);
+            let mut world = checked_world(seed, swarm, [Box::new(log) as Checker]);
             let violation = world.run();
             if world.replayed() == 0 && world.lapsed().is_empty() {
                 assert!(violation.is_none(), "{mix:?} seed {seed}: {violation:?}");
@@ -94,9 +91,7 @@ fn a_replay_past_its_bound_ends_the_session_with_auth_failed() {
     let mut swarm = Swarm::from_seed(SEED, overrides);
     swarm.env.refusal = None;
     let (log, errors) = ErrorLog::new();
-    let mut checkers = check::standard();
-    checkers.push(Box::new(log));
-    let mut world = World::with_invariants(SEED, swarm, None, false, checkers);
+    let mut world = checked_world(SEED, swarm, [Box::new(log) as Checker]);
     let violation = world.run();
     assert!(violation.is_none(), "{violation:?}");
     let lapsed = world.lapsed().to_vec();

@@ -5,14 +5,18 @@
 //! while the server may still apply it. Seeds that draw it time requests
 //! out, and every one of them passes every checker.
 
+mod support;
+
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use zkelect_sim::check::{self, Invariant, Kinds};
+use zkelect_sim::check::{Checker, Invariant, Kinds};
 use zkelect_sim::invariant::Holds;
 use zkelect_sim::swarm::{FaultMix, Overrides, SessionSettings, Swarm};
-use zkelect_sim::world::{View, World};
+use zkelect_sim::world::View;
+
+use support::checked_world;
 
 /// A checker that never fails: the most requests any one process's
 /// session answered `OperationTimeout`, summed over processes, seen so far.
@@ -79,9 +83,8 @@ fn drawn_request_timeouts_time_requests_out_and_every_seed_passes() {
         for seed in 0..300 {
             let swarm = Swarm::from_seed(seed, overrides);
             let seen = Rc::new(RefCell::new(0));
-            let mut checkers = check::standard();
-            checkers.push(Box::new(Timeouts(Rc::clone(&seen))));
-            let mut world = World::with_invariants(seed, swarm, None, false, checkers);
+            let timeouts = Timeouts(Rc::clone(&seen));
+            let mut world = checked_world(seed, swarm, [Box::new(timeouts) as Checker]);
             let violation = world.run();
             assert!(
                 violation.is_none(),

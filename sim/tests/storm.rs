@@ -8,12 +8,12 @@ mod support;
 
 use zkelect_core::{CandidateError, NamespaceFault, Role};
 use zkelect_sim::canary::Canary;
-use zkelect_sim::check::{self, Event, Invariant, STORM_PER_MACHINE};
+use zkelect_sim::check::{self, Checker, Event, Invariant, STORM_PER_MACHINE};
 use zkelect_sim::run::{run_checked, run_seed, run_swarm, RunOptions};
 use zkelect_sim::swarm::{BadChroot, ChrootRoot, FaultMix, Overrides, Swarm};
 use zkelect_sim::world::World;
 
-use support::{ErrorLog, Reported};
+use support::{checked_world, ErrorLog, Reported};
 
 fn standard() -> RunOptions {
     RunOptions {
@@ -46,7 +46,7 @@ fn canary_storming_the_parents_is_caught_by_the_no_storm_checker_within_5_seeds(
     assert_eq!(run_seed(seed, options).violation, Some(v));
     // `no-storm` alone catches it.
     let swarm = Swarm::for_seed(seed, options.overrides, Some(c));
-    let alone: Vec<check::Checker> = vec![Box::new(check::NoStorm::default())];
+    let alone: Vec<Checker> = vec![Box::new(check::NoStorm::default())];
     let report = run_checked(seed, swarm, options, alone);
     assert_eq!(report.violation.map(|v| v.invariant), Some("no-storm"));
 }
@@ -90,9 +90,7 @@ fn drawn_bad_chroots_end_in_the_typed_error_and_the_seeds_pass() {
             whole_fleet += 1;
         }
         let (log, errors) = ErrorLog::new();
-        let mut checkers = check::standard();
-        checkers.push(Box::new(log));
-        let mut world = World::with_invariants(seed, swarm, None, false, checkers);
+        let mut world = checked_world(seed, swarm, [Box::new(log) as Checker]);
         let violation = world.run();
         assert!(violation.is_none(), "seed {seed}: {violation:?}");
         for Reported { pid, error: e, .. } in errors.take() {

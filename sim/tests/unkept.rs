@@ -16,12 +16,12 @@ use std::rc::Rc;
 
 use zkelect_core::config::is_downgraded;
 use zkelect_core::Notice;
-use zkelect_sim::check::{self, Event, Invariant, Kinds};
+use zkelect_sim::check::{Checker, Event, Invariant, Kinds};
 use zkelect_sim::invariant::Holds;
 use zkelect_sim::swarm::{AclChange, FaultMix, Knobs, Options, Overrides, Queue, Swarm};
-use zkelect_sim::world::{View, World};
+use zkelect_sim::world::View;
 
-use support::ErrorLog;
+use support::{checked_world, ErrorLog};
 
 /// What the watcher saw of the writer whose node's ACL changed.
 #[derive(Debug, Default)]
@@ -146,10 +146,9 @@ fn drawing_seeds_reach_unkept_and_pass_every_checker() {
             m_seeds += 1;
             let seen = Rc::new(RefCell::new(Seen::default()));
             let (log, errors) = ErrorLog::new();
-            let mut checkers = check::standard();
-            checkers.push(Box::new(log));
-            checkers.push(Box::new(Watch(Rc::clone(&seen))));
-            let mut world = World::with_invariants(seed, swarm, None, false, checkers);
+            let watch = Watch(Rc::clone(&seen));
+            let checkers: [Checker; 2] = [Box::new(log), Box::new(watch)];
+            let mut world = checked_world(seed, swarm, checkers);
             let violation = world.run();
             assert!(
                 violation.is_none(),

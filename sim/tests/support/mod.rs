@@ -7,8 +7,21 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use zkelect_core::{CandidateError, Notice};
-use zkelect_sim::check::{Event, Invariant, Kinds};
-use zkelect_sim::world::View;
+use zkelect_sim::check::{self, Checker, Event, Invariant, Kinds};
+use zkelect_sim::swarm::Swarm;
+use zkelect_sim::world::{View, World};
+
+/// The world of `seed` under `swarm`, with every standard checker and the
+/// test's own `extra` ones after them (no canary, no trace).
+pub(crate) fn checked_world(
+    seed: u64,
+    swarm: Swarm,
+    extra: impl IntoIterator<Item = Checker>,
+) -> World {
+    let mut checkers = check::standard();
+    checkers.extend(extra);
+    World::with_invariants(seed, swarm, None, false, checkers)
+}
 
 /// One fatal error a machine reported.
 #[derive(Debug, Clone)]
