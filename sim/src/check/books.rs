@@ -146,8 +146,17 @@ impl Invariant<View> for RefusedLeavesNothing {
     }
 
     fn check_step(&mut self, world: &View) -> Result<Holds, String> {
-        // A function of the tree (its zxid), the refusal (which moves the
-        // generation) and the processes.
+        // Most runs refuse nothing: the pass then reads only the refusals,
+        // which move the census version as they happen, so it holds until
+        // the counts change. Saying `UntilChange` here kept the world from
+        // ever skipping a step's checkers on the counts alone: asking them
+        // again cost 2.3 % of a run's instructions (callgrind, seeds 0..300
+        // of `all`).
+        if world.refused().is_none() && world.lapsed().is_empty() {
+            return Ok(Holds::UntilCountsChange);
+        }
+        // Then a function of the tree (its zxid), the refusal (which moves
+        // the generation) and the processes.
         self.check(world, &Event::Step).map(|()| Holds::UntilChange)
     }
 

@@ -87,8 +87,9 @@ pub(super) struct Counts {
     shares: Vec<Census>,
     /// Counts recounts ([`View::generation`](super::View::generation)).
     pub(super) generation: u64,
-    /// Counts recounts that changed a process's share (a version of the
-    /// census counts, for `Holds::UntilCountsChange`).
+    /// Counts recounts that changed a process's share, and refused or
+    /// lapsed credentials (a version of what a pass that holds until the
+    /// counts change reads: `Holds::UntilCountsChange`).
     pub(super) version: u64,
 }
 

@@ -321,8 +321,10 @@ impl World {
             session,
             at: self.view.now,
         });
-        // Step checkers read the refusal: a pass from before it no longer holds.
+        // Step checkers read the refusal: a pass from before it no longer
+        // holds, whether it held until any change or until the counts'.
         self.view.counts.generation += 1;
+        self.view.counts.version += 1;
         self.session_event(h, SessionEvent::AuthFailed);
     }
 

@@ -72,8 +72,10 @@ impl World {
                         session,
                         at: self.view.now,
                     });
-                    // Step checkers read it: a pass from before no longer holds.
+                    // Step checkers read it: a pass from before no longer
+                    // holds, until any change or until the counts'.
                     self.view.counts.generation += 1;
+                    self.view.counts.version += 1;
                 }
                 return self.session_event(h, SessionEvent::AuthFailed);
             }
