@@ -57,6 +57,7 @@
 //! empty at almost every send and the starting line goes anyway; a parent's
 //! create waits at most the one send the share takes.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -302,15 +303,16 @@ impl Window {
     /// Takes the request `op` answers, if it is out (an answer to a request
     /// never sent, or answered already, is no answer).
     pub(super) fn answer(&mut self, op: OpId) -> Option<InFlight> {
-        if !self.table.get(&op.0).is_some_and(|f| f.out) {
-            return None;
-        }
-        let flight = self.table.remove(&op.0)?;
-        // Keep the front a request still out.
+        let flight = match self.table.entry(op.0) {
+            Entry::Occupied(e) if e.get().out => e.remove(),
+            _ => return None,
+        };
+        // Keep the front a request still out (most often the front was
+        // this one: answers mostly come in send order).
         while self
             .due
             .front()
-            .is_some_and(|(_, o)| !self.table.get(o).is_some_and(|f| f.out))
+            .is_some_and(|(_, o)| *o == op.0 || !self.table.get(o).is_some_and(|f| f.out))
         {
             self.due.pop_front();
         }
