@@ -176,6 +176,12 @@ fn a_host_keeping_its_refused_client_open_is_caught() {
         if let Some(v) = planted.violation {
             assert_eq!(v.invariant, "refused-leaves-nothing", "seed {seed}: {v:?}");
             assert!(v.detail.contains("still owns"), "{}", v.detail);
+            // At the refusal's own instant, by the step pass (the end's
+            // pass would see it too, but only when the run is over): the
+            // world's shortcut over step checkers re-asks it after a
+            // refusal.
+            let at = planted.refused.map(|r| r.at);
+            assert_eq!(Some(v.at), at, "seed {seed}: {v:?}");
             caught += 1;
         }
     }
