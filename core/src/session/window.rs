@@ -17,12 +17,11 @@
 //! the server answers, memory the allocator keeps after the burst. A wider
 //! window buys no throughput: a ZooKeeper server stops reading a
 //! connection once 1,000 requests are in its pipeline
-//! (`globalOutstandingLimit`). Measured (`bench many`, 10,000 elections on
-//! one session, zookeeper-client, three alternated pairs): 2,105, 2,276
-//! and 2,206 ms to start at 1,000 against 2,753, 2,619 and 1,872 ms at
-//! 10,000, which also left every idle recipe 100 bytes more of the client
-//! library's request tables (they keep the burst's high-water mark). The
-//! session's probe never waits here.
+//! (`globalOutstandingLimit`). Measured at 10,000 elections on one session,
+//! a window of 10,000 started them no sooner and left every idle recipe
+//! more of the client library's request tables, which keep the burst's
+//! high-water mark (bench/README.md, "Many elections", gives the runs and
+//! the command). The session's probe never waits here.
 //!
 //! Three rules order the requests waiting here: the first two so that a
 //! burst's first answers teach the rest, the third so that no machine waits
