@@ -217,7 +217,7 @@ java_version=$( (java -version 2>&1 || true) | head -1)
     echo
     echo "## Mutex hand-off: zkelect and zookeeper-client's lock against the floor"
     echo
-    echo "W waiters queued behind the holder, each on its own session; per round, interleaved: the floor (one client deletes a node another watches: delete → notification), zookeeper-client's \`Client::lock\` (Curator-style \`lock-\` nodes; holder drops its lock → next \`lock()\` resolves) and zkelect (holder releases → next told it holds). Ratios are medians over the floor's median. See bench/README.md."
+    echo "W waiters queued behind the holder, each on its own session; per round, interleaved: the floor (one client deletes a node another watches: delete → notification), zookeeper-client's \`Client::lock\` (Curator-style \`lock-\` nodes; holder drops its lock → next \`lock()\` resolves) and zkelect (holder releases → next told it holds). Each W runs twice, zkelect over each of its transports: zookeeper-client (the crate's default, and the floor's and the lock's own library), then zookeeper-async, with the floor and the lock measured again beside it. Ratios are medians over the floor's median of the same run. See bench/README.md."
     echo
     cat "$work/handoff.md"
     echo

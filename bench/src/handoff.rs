@@ -103,6 +103,9 @@ pub struct HandoffSummary {
     pub kind: &'static str,
     /// Waiters queued behind the holder.
     pub waiters: usize,
+    /// zkelect's transport in this run (the floor and the lock always run
+    /// over zookeeper-client).
+    pub transport: &'static str,
     /// Recorded rounds.
     pub rounds: usize,
     /// Median floor, µs.
@@ -136,6 +139,8 @@ pub struct HandoffSettings {
     pub dir: String,
     /// Waiters behind the holder.
     pub waiters: usize,
+    /// zkelect's transport.
+    pub transport: ZkelectTransport,
     /// Recorded rounds.
     pub rounds: usize,
     /// Unrecorded rounds first.
@@ -145,9 +150,10 @@ pub struct HandoffSettings {
     /// How long a hand-off may take before the run fails.
     pub timeout: Duration,
     /// Record where zkelect's time goes (see [`crate::hops`]; the stamps'
-    /// subscriber must be installed), and time a second floor over
-    /// zookeeper-async, zkelect's transport here, stamped both in the
-    /// client's watcher callback and in the task it wakes.
+    /// subscriber must be installed; only the zookeeper-async transport
+    /// stamps its hops), and time a second floor over zookeeper-async,
+    /// stamped both in the client's watcher callback and in the task it
+    /// wakes.
     pub hops: bool,
 }
 
@@ -612,7 +618,7 @@ pub async fn run(
             zkelect_contender(
                 settings.connect.clone(),
                 Flavour {
-                    transport: ZkelectTransport::ZookeeperAsync,
+                    transport: settings.transport,
                     takeover: Takeover::OnNotification,
                 },
                 admin.clone(),
@@ -734,7 +740,7 @@ pub async fn run(
             let _ = watcher.close().await;
             let _ = behind.close().await;
         }
-        let summary = summarize(settings.waiters, &records)?;
+        let summary = summarize(settings.waiters, settings.transport, &records)?;
         let hops = if settings.hops {
             let w = settings.waiters;
             vec![
@@ -761,7 +767,11 @@ pub async fn run(
     result
 }
 
-fn summarize(waiters: usize, records: &[HandoffRecord]) -> Result<HandoffSummary> {
+fn summarize(
+    waiters: usize,
+    transport: ZkelectTransport,
+    records: &[HandoffRecord],
+) -> Result<HandoffSummary> {
     let of = |side: Side| {
         let samples: Vec<f64> = records
             .iter()
@@ -799,6 +809,7 @@ fn summarize(waiters: usize, records: &[HandoffRecord]) -> Result<HandoffSummary
     Ok(HandoffSummary {
         kind: "handoff_summary",
         waiters,
+        transport: transport.library(),
         rounds: floor.count,
         floor_median_us: round(floor.median),
         zookeeper_client_median_us: round(zkc.median),
@@ -818,14 +829,15 @@ fn summarize(waiters: usize, records: &[HandoffRecord]) -> Result<HandoffSummary
 pub fn markdown(summaries: &[HandoffSummary]) -> String {
     use std::fmt::Write as _;
     let mut out = String::from(
-        "| waiters | rounds | floor: delete→notify (median, p90) | zookeeper-client `lock` (median, p90) | zkelect (median, p90) | zookeeper-client ÷ floor | zkelect ÷ floor | zkelect ÷ floor per quarter of the rounds | zkelect on the notification alone | target ≤ 1.2× |\n|---:|---:|---:|---:|---:|---:|---:|:---|---:|:---:|\n",
+        "| waiters | zkelect's transport | rounds | floor: delete→notify (median, p90) | zookeeper-client `lock` (median, p90) | zkelect (median, p90) | zookeeper-client ÷ floor | zkelect ÷ floor | zkelect ÷ floor per quarter of the rounds | zkelect on the notification alone | target ≤ 1.2× |\n|---:|:---|---:|---:|---:|---:|---:|---:|:---|---:|:---:|\n",
     );
     for s in summaries {
         let ms = |us: f64| format!("{:.2} ms", us / 1000.0);
         let _ = writeln!(
             out,
-            "| {} | {} | {}, {} | {}, {} | {}, {} | {:.2}× | {:.2}× | {} | {} of {} | {} |",
+            "| {} | {} | {} | {}, {} | {}, {} | {}, {} | {:.2}× | {:.2}× | {} | {} of {} | {} |",
             s.waiters,
+            s.transport,
             s.rounds,
             ms(s.floor_median_us),
             ms(s.p90_us[0]),

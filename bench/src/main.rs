@@ -147,6 +147,24 @@ struct ManyArgs {
     warm_up: bool,
 }
 
+/// zkelect's transport in the `handoff` benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum HandoffTransport {
+    /// Over zookeeper-client (the crate's default).
+    ZookeeperClient,
+    /// Over zookeeper-async.
+    ZookeeperAsync,
+}
+
+impl HandoffTransport {
+    fn transport(self) -> many::ZkelectTransport {
+        match self {
+            HandoffTransport::ZookeeperClient => many::ZkelectTransport::ZookeeperClient,
+            HandoffTransport::ZookeeperAsync => many::ZkelectTransport::ZookeeperAsync,
+        }
+    }
+}
+
 /// A side of the `many` benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ManySide {
@@ -181,6 +199,13 @@ struct HandoffArgs {
     /// Unrecorded warm-up rounds per waiter count.
     #[arg(long, default_value_t = 3)]
     warmup: usize,
+    /// zkelect's transports, comma-separated: each waiter count runs once
+    /// per transport, the floor and zookeeper-client's lock beside it each
+    /// time. zookeeper-client, the crate's default, is the floor's and the
+    /// lock's own library.
+    #[arg(long, value_enum, value_delimiter = ',',
+          default_values_t = [HandoffTransport::ZookeeperClient, HandoffTransport::ZookeeperAsync])]
+    transports: Vec<HandoffTransport>,
     /// Quiet time before each trigger, in ms.
     #[arg(long, default_value_t = 70)]
     idle_ms: u64,
@@ -587,7 +612,15 @@ fn handoff_command(args: &HandoffArgs) -> Result<()> {
     if args.rounds == 0 || args.waiters.contains(&0) {
         bail!("--rounds and every --waiters count must be at least 1");
     }
+    if args.transports.is_empty() {
+        bail!("--transports needs at least one transport");
+    }
     if args.hops {
+        // Only the zookeeper-async transport stamps its hops (with a tag
+        // per session); another's would be read as no stamps at all.
+        if args.transports != [HandoffTransport::ZookeeperAsync] {
+            bail!("--hops times zkelect's zookeeper-async transport only: add --transports zookeeper-async");
+        }
         zkelect_bench::hops::install()?;
     }
     let server = if args.embedded {
@@ -611,35 +644,42 @@ fn handoff_command(args: &HandoffArgs) -> Result<()> {
             .map_or(0, |d| d.as_millis());
         let mut summaries = Vec::new();
         for &waiters in &args.waiters {
-            let settings = handoff::HandoffSettings {
-                connect: ConnectSettings {
-                    connect: connect.clone(),
-                    session_timeout: Duration::from_millis(args.session_timeout_ms),
-                    connect_timeout: Duration::from_secs(15),
-                },
-                dir: format!(
-                    "{}-handoff-{unix_ms}-{}-w{waiters}",
-                    args.path.trim_end_matches('/'),
-                    std::process::id()
-                ),
-                waiters,
-                rounds: args.rounds,
-                warmup: args.warmup,
-                idle: Duration::from_millis(args.idle_ms),
-                timeout: Duration::from_secs(10),
-                hops: args.hops,
-            };
-            eprintln!("hand-off with {waiters} waiters ...");
-            let (records, summary, hops) = handoff::run(&settings).await?;
-            for record in &records {
-                emit(args.json, record)?;
+            for &transport in &args.transports {
+                let settings = handoff::HandoffSettings {
+                    connect: ConnectSettings {
+                        connect: connect.clone(),
+                        session_timeout: Duration::from_millis(args.session_timeout_ms),
+                        connect_timeout: Duration::from_secs(15),
+                    },
+                    dir: format!(
+                        "{}-handoff-{unix_ms}-{}-w{waiters}-{}",
+                        args.path.trim_end_matches('/'),
+                        std::process::id(),
+                        transport.transport().library()
+                    ),
+                    waiters,
+                    transport: transport.transport(),
+                    rounds: args.rounds,
+                    warmup: args.warmup,
+                    idle: Duration::from_millis(args.idle_ms),
+                    timeout: Duration::from_secs(10),
+                    hops: args.hops,
+                };
+                eprintln!(
+                    "hand-off with {waiters} waiters, zkelect over {} ...",
+                    transport.transport().library()
+                );
+                let (records, summary, hops) = handoff::run(&settings).await?;
+                for record in &records {
+                    emit(args.json, record)?;
+                }
+                for record in &hops {
+                    eprint!("{}", record.text());
+                    emit(args.json, record)?;
+                }
+                emit(args.json, &summary)?;
+                summaries.push(summary);
             }
-            for record in &hops {
-                eprint!("{}", record.text());
-                emit(args.json, record)?;
-            }
-            emit(args.json, &summary)?;
-            summaries.push(summary);
         }
         anyhow::Ok(summaries)
     });

@@ -412,6 +412,14 @@ impl ZkelectTransport {
         }
     }
 
+    /// The client library under it, as the tables name it.
+    pub fn library(self) -> &'static str {
+        match self {
+            ZkelectTransport::ZookeeperClient => "zookeeper-client",
+            ZkelectTransport::ZookeeperAsync => "zookeeper-async",
+        }
+    }
+
     /// The transport's connect options for `settings`.
     pub(crate) fn options(self, settings: &ConnectSettings) -> Box<dyn Connect> {
         match self {
