@@ -7,6 +7,20 @@ mod common;
 
 use serde_json::Value;
 
+/// `--hops` times zkelect's zookeeper-async transport only (no other stamps
+/// its hops): with the default transports it is refused before anything
+/// starts, rather than print a table of missing stamps.
+#[test]
+fn hops_over_a_transport_that_does_not_stamp_is_refused() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_zkelect-bench"))
+        .args(["handoff", "--connect", "127.0.0.1:1", "--hops"])
+        .output()
+        .expect("run zkelect-bench");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("--transports zookeeper-async"), "{stderr}");
+}
+
 #[test]
 fn two_rounds_at_three_waiters_print_every_side_as_json() {
     let common::Ran {
@@ -28,6 +42,8 @@ fn two_rounds_at_three_waiters_print_every_side_as_json() {
         "4000",
         "--json",
         "--hops",
+        "--transports",
+        "zookeeper-async",
     ]);
     for side in ["floor", "zookeeper-client", "zkelect"] {
         let rounds: Vec<&Value> = lines
@@ -45,6 +61,7 @@ fn two_rounds_at_three_waiters_print_every_side_as_json() {
         .filter(|v| v["type"] == "handoff_summary")
         .collect();
     assert_eq!(summary.len(), 1, "{stdout}");
+    assert_eq!(summary[0]["transport"], "zookeeper-async", "{stdout}");
     assert!(summary[0]["zkelect_ratio"]
         .as_f64()
         .is_some_and(|r| r > 0.0));
