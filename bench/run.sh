@@ -43,9 +43,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 if [[ $quick -eq 1 ]]; then
-    candidates=3,50 rounds=5 handoff_rounds=5
+    candidates=3,50 rounds=5 handoff_rounds=5 many_elections=1000 many_rounds=2
 else
-    candidates=3,50,300 rounds=30 handoff_rounds=200
+    candidates=3,50,300 rounds=30 handoff_rounds=200 many_elections=10000 many_rounds=3
 fi
 if [[ -n "${ZKELECT_BENCH_CONNECT:-}" ]]; then
     server_args=(--connect "$ZKELECT_BENCH_CONNECT")
@@ -105,24 +105,19 @@ shown[${#shown[@]}-1]=FILE.md
 commands+=("$(show "${shown[@]}") > handoff.jsonl")
 
 # --- many elections on one session --------------------------------------------
-# One process per side: VmRSS is the whole process's, and a side run after
-# another could reuse what the first freed.
-: > "$work/many.jsonl"
-for side in zookeeper-client zkelect-zookeeper-client zkelect-zookeeper-async floor-zookeeper-client floor-zookeeper-async; do
-    many=("$bench_bin" many "${server_args[@]}" --elections "$([[ $quick -eq 1 ]] && echo 1000 || echo 10000)"
-          --sides "$side" --warm-up --json --markdown "$work/many-$side.md")
-    log "$(show "${many[@]}")"
-    "${many[@]}" >> "$work/many.jsonl" || die "the many-elections benchmark ($side) failed"
-    if [[ -s "$work/many.md" ]]; then
-        tail -n +3 "$work/many-$side.md" >> "$work/many.md"
-    else
-        cat "$work/many-$side.md" > "$work/many.md"
-    fi
-    shown=("${many[@]}")
-    shown[0]=${bench_bin#"$root"/}
-    shown[${#shown[@]}-1]=FILE.md
-    commands+=("$(show "${shown[@]}") >> many.jsonl")
-done
+# Every side once per round, each in a child process of its own (VmRSS is
+# the whole process's, and a side run after another could reuse what the
+# first freed), the sides alternated round by round against one warmed
+# server: one side's start-up moves more between runs than the sides differ.
+many=("$bench_bin" many "${server_args[@]}" --elections "$many_elections" --rounds "$many_rounds"
+      --sides zookeeper-client,zkelect-zookeeper-client,zkelect-zookeeper-async,floor-zookeeper-client,floor-zookeeper-async
+      --warm-up --json --markdown "$work/many.md")
+log "$(show "${many[@]}")"
+"${many[@]}" > "$work/many.jsonl" || die "the many-elections benchmark failed"
+shown=("${many[@]}")
+shown[0]=${bench_bin#"$root"/}
+shown[${#shown[@]}-1]=FILE.md
+commands+=("$(show "${shown[@]}") > many.jsonl")
 
 # --- server economy -------------------------------------------------------------
 # Packet counts do not depend on the machine's load; the idle minute is a
@@ -225,7 +220,7 @@ java_version=$( (java -version 2>&1 || true) | head -1)
     echo
     echo "## Many elections on one session"
     echo
-    echo "N election paths; N contenders on one session A (each alone on its path, so each holds) and N on a session B (each queued behind A's). Each side runs in its own process, on a server warmed first by an untimed run of every side in a child process (\`--warm-up\`). Start-up: first request to the N-th holding on A, and the server's requests in that window ÷ N. Memory per queued, idle waiter of B, two meters at the same moments: live heap (bytes allocated and not freed, counted by the bench's allocator, as dhat counts) and the process's VmRSS growth. On the zkelect sides, *of which the client library's two watches*: a fresh raw client of the transport's library holding, for N node pairs, the two watches one idle waiter sets (zookeeper-client: \`get_and_watch_data\`/\`check_and_watch_stat\` with the \`OneshotWatcher\`s kept; zookeeper-async: \`get_data_w\`/\`exists_w\`, no-op callback), settled the same way, live-heap growth ÷ N; *zkelect's own* is the live heap less that (recipe state, driver, the transport's per-watch plumbing, and what the client library keeps from the burst of joins). Failover: A's session closes; until all N of B's hold, and the server's packets in that window ÷ N. zookeeper-client's \`Client::lock\` against zkelect's \`Session\` with N elections on each transport. See bench/README.md."
+    echo "N election paths; N contenders on one session A (each alone on its path, so each holds) and N on a session B (each queued behind A's). Every side runs once per round ($many_rounds rounds, the sides alternated), each run in a child process of its own, against one server warmed first by an untimed run of every side (\`--warm-up\`); each figure is its median over the rounds, and the last column gives every round's start-up. Start-up: first request to the N-th holding on A, and the server's requests in that window ÷ N. Memory per queued, idle waiter of B, two meters at the same moments: live heap (bytes allocated and not freed, counted by the bench's allocator, as dhat counts) and the process's VmRSS growth. On the zkelect sides, *of which the client library's two watches*: a fresh raw client of the transport's library holding, for N node pairs, the two watches one idle waiter sets (zookeeper-client: \`get_and_watch_data\`/\`check_and_watch_stat\` with the \`OneshotWatcher\`s kept; zookeeper-async: \`get_data_w\`/\`exists_w\`, no-op callback), settled the same way, live-heap growth ÷ N; *zkelect's own* is the live heap less that (recipe state, driver, the transport's per-watch plumbing, and what the client library keeps from the burst of joins). Failover: A's session closes; until all N of B's hold, and the server's packets in that window ÷ N. zookeeper-client's \`Client::lock\` against zkelect's \`Session\` with N elections on each transport. See bench/README.md."
     echo
     cat "$work/many.md"
     echo

@@ -145,6 +145,13 @@ struct ManyArgs {
     /// memory figures start from the same clean heap as without it.
     #[arg(long)]
     warm_up: bool,
+    /// Rounds: with more than one, every side runs once per round, each in
+    /// a child process of its own against this one's server (its memory
+    /// starts from a clean heap), the sides alternated round by round so
+    /// that a phase of the machine hits all alike; the table gives each
+    /// figure's median over the rounds, and every round's start-up.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
 }
 
 /// zkelect's transport in the `handoff` benchmark.
@@ -411,8 +418,8 @@ fn failover_command(args: FailoverArgs) -> Result<()> {
 }
 
 fn many_command(args: &ManyArgs) -> Result<()> {
-    if args.elections == 0 {
-        bail!("--elections must be at least 1");
+    if args.elections == 0 || args.rounds == 0 {
+        bail!("--elections and --rounds must be at least 1");
     }
     let server = if args.embedded {
         eprintln!("starting an embedded ZooKeeper server ...");
@@ -427,6 +434,11 @@ fn many_command(args: &ManyArgs) -> Result<()> {
     };
     if args.warm_up {
         warm_up_server(args, &connect)?;
+    }
+    if args.rounds > 1 {
+        let rounds = many_rounds(args, &connect);
+        drop(server);
+        return rounds;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -497,6 +509,58 @@ fn many_command(args: &ManyArgs) -> Result<()> {
     runtime.shutdown_timeout(Duration::from_secs(2));
     drop(server);
     let table = many::markdown(&result?);
+    if args.json {
+        eprint!("{table}");
+    } else {
+        print!("{table}");
+    }
+    if let Some(file) = &args.markdown {
+        std::fs::write(file, &table).with_context(|| format!("writing {}", file.display()))?;
+    }
+    Ok(())
+}
+
+/// `many --rounds R`: each round runs every side in a child process of its
+/// own against the server at `connect`, in order; then the medians.
+fn many_rounds(args: &ManyArgs, connect: &str) -> Result<()> {
+    let exe = std::env::current_exe().context("cannot find this benchmark's own binary")?;
+    let mut runs: Vec<many::ManyRecord> = Vec::new();
+    for round in 0..args.rounds {
+        for side in &args.sides {
+            let name = side
+                .to_possible_value()
+                .map(|v| v.get_name().to_owned())
+                .unwrap_or_default();
+            eprintln!("round {} of {}: {name} ...", round + 1, args.rounds);
+            let output = std::process::Command::new(&exe)
+                .arg("many")
+                .args(["--connect", connect])
+                .args(["--elections", &args.elections.to_string()])
+                .args(["--session-timeout-ms", &args.session_timeout_ms.to_string()])
+                .args([
+                    "--path",
+                    &format!("{}-r{round}", args.path.trim_end_matches('/')),
+                ])
+                .args(["--sides", &name, "--json"])
+                .stderr(std::process::Stdio::null())
+                .output()
+                .with_context(|| format!("cannot start the run of {name}"))?;
+            if !output.status.success() {
+                bail!(
+                    "round {}: {name} failed ({}); run it alone to see why",
+                    round + 1,
+                    output.status
+                );
+            }
+            for line in String::from_utf8_lossy(&output.stdout).lines() {
+                let record: many::ManyRecord = serde_json::from_str(line)
+                    .with_context(|| format!("round {}: {name} printed {line}", round + 1))?;
+                emit(args.json, &record)?;
+                runs.push(record);
+            }
+        }
+    }
+    let table = many::markdown_rounds(&runs);
     if args.json {
         eprint!("{table}");
     } else {

@@ -24,7 +24,9 @@ use std::alloc::System;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use zookeeper_client as zkc;
@@ -48,13 +50,13 @@ fn live_heap() -> u64 {
 }
 
 /// One side's figures, printed as one JSON line.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ManyRecord {
     /// Always `"many"`.
     #[serde(rename = "type")]
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
     /// Which implementation.
-    pub side: &'static str,
+    pub side: Cow<'static, str>,
     /// Elections on the one session.
     pub elections: usize,
     /// First `lock()` to the N-th holding, ms.
@@ -369,8 +371,8 @@ pub async fn zookeeper_client(settings: &ManySettings, monitor: &Monitor) -> Res
         let (received, sent) = delta(&before, &after)?;
         let packets = (received as f64 - overhead.received) + (sent as f64 - overhead.sent);
         Ok(ManyRecord {
-            kind: "many",
-            side: "zookeeper-client",
+            kind: "many".into(),
+            side: "zookeeper-client".into(),
             elections: n,
             startup_ms: (startup.as_secs_f64() * 1e4).round() / 10.0,
             requests_per_start: requests,
@@ -568,8 +570,8 @@ pub async fn zkelect(
         drop(holders);
         drop(waiters);
         Ok(ManyRecord {
-            kind: "many",
-            side: transport.side(),
+            kind: "many".into(),
+            side: transport.side().into(),
             elections: n,
             startup_ms: (startup.as_secs_f64() * 1e4).round() / 10.0,
             requests_per_start: requests,
@@ -731,8 +733,8 @@ pub async fn floor(
         let (user, sys) = Cpu::now()?.per(cpu, n);
         let requests = requests_per_start(monitor, &start, n).await?;
         Ok(ManyRecord {
-            kind: "many",
-            side: library.side(),
+            kind: "many".into(),
+            side: library.side().into(),
             elections: n,
             startup_ms: (startup.as_secs_f64() * 1e4).round() / 10.0,
             requests_per_start: requests,
@@ -921,9 +923,149 @@ pub fn markdown(records: &[ManyRecord]) -> String {
     out
 }
 
+/// The median of `values` (the mean of the middle two when even); `None`
+/// when there are none.
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
+    }
+}
+
+/// One side's rounds as one record: each figure's median over the rounds
+/// (each figure on its own, so the row need not be any one round's).
+fn median_record(rounds: &[&ManyRecord]) -> Option<ManyRecord> {
+    let first = rounds.first()?;
+    let of = |f: fn(&ManyRecord) -> f64| median(rounds.iter().map(|r| f(r)).collect());
+    let of_some =
+        |f: fn(&ManyRecord) -> Option<f64>| median(rounds.iter().filter_map(|r| f(r)).collect());
+    Some(ManyRecord {
+        kind: first.kind.clone(),
+        side: first.side.clone(),
+        elections: first.elections,
+        startup_ms: of(|r| r.startup_ms)?,
+        requests_per_start: of(|r| r.requests_per_start)?,
+        user_us_per_start: of(|r| r.user_us_per_start)?,
+        sys_us_per_start: of(|r| r.sys_us_per_start)?,
+        bytes_per_idle_recipe: of_some(|r| r.bytes_per_idle_recipe),
+        heap_per_idle_recipe: of_some(|r| r.heap_per_idle_recipe),
+        client_watches_per_idle_recipe: of_some(|r| r.client_watches_per_idle_recipe),
+        own_heap_per_idle_recipe: of_some(|r| r.own_heap_per_idle_recipe),
+        failover_all_ms: of_some(|r| r.failover_all_ms),
+        packets_per_failover: of_some(|r| r.packets_per_failover),
+    })
+}
+
+/// The table of several rounds (`many --rounds`): per side, in the order
+/// first run, each figure's median over its rounds, then every round's
+/// start-up in the order run.
+pub fn markdown_rounds(runs: &[ManyRecord]) -> String {
+    use std::fmt::Write as _;
+    let mut sides: Vec<&str> = Vec::new();
+    for r in runs {
+        if !sides.contains(&&*r.side) {
+            sides.push(&r.side);
+        }
+    }
+    let mut medians = Vec::new();
+    let mut each = Vec::new();
+    for side in sides {
+        let rounds: Vec<&ManyRecord> = runs.iter().filter(|r| r.side == side).collect();
+        if let Some(m) = median_record(&rounds) {
+            medians.push(m);
+            each.push(
+                rounds
+                    .iter()
+                    .map(|r| format!("{:.0}", r.startup_ms))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
+        }
+    }
+    let table = markdown(&medians);
+    let mut out = String::new();
+    for (i, line) in table.lines().enumerate() {
+        let extra = match i {
+            0 => " start-up, each round (ms) |".to_owned(),
+            1 => "---:|".to_owned(),
+            _ => format!(" {} |", each.get(i - 2).map_or("", String::as_str)),
+        };
+        let _ = writeln!(out, "{line}{extra}");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(side: &'static str, startup_ms: f64, heap: Option<f64>) -> ManyRecord {
+        ManyRecord {
+            kind: "many".into(),
+            side: side.into(),
+            elections: 10,
+            startup_ms,
+            requests_per_start: 4.0,
+            user_us_per_start: startup_ms / 10.0,
+            sys_us_per_start: 1.0,
+            bytes_per_idle_recipe: heap,
+            heap_per_idle_recipe: heap,
+            client_watches_per_idle_recipe: None,
+            own_heap_per_idle_recipe: None,
+            failover_all_ms: heap,
+            packets_per_failover: None,
+        }
+    }
+
+    #[test]
+    fn rounds_are_summed_up_by_each_figures_median_per_side_in_the_order_run() {
+        let runs = [
+            record("b", 300.0, Some(7.0)),
+            record("a", 100.0, None),
+            record("b", 100.0, Some(9.0)),
+            record("a", 200.0, None),
+            record("b", 200.0, Some(8.0)),
+            record("a", 900.0, None),
+        ];
+        let table = markdown_rounds(&runs);
+        let rows: Vec<&str> = table.lines().collect();
+        assert_eq!(rows.len(), 4, "{table}");
+        assert!(
+            rows[0].ends_with("| start-up, each round (ms) |"),
+            "{table}"
+        );
+        // b first (run first): medians 200 ms, 8 B, 20 µs user; its rounds in order.
+        assert!(
+            rows[2].starts_with("| b | 10 | 200 ms | 4.00 | 20 + 1 µs | 8 B |"),
+            "{table}"
+        );
+        assert!(rows[2].ends_with("| 300, 100, 200 |"), "{table}");
+        // a: 200 ms, whatever its outlier; no memory figures.
+        assert!(rows[3].starts_with("| a | 10 | 200 ms |"), "{table}");
+        assert!(rows[3].ends_with("| 100, 200, 900 |"), "{table}");
+    }
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(vec![]), None);
+        // A record round-trips through its JSON line (the rounds' children
+        // print them; the parent reads them back).
+        let r = record("x", 1.5, Some(2.0));
+        let back: ManyRecord =
+            serde_json::from_str(&serde_json::to_string(&r).expect("serializes")).expect("parses");
+        assert_eq!(
+            (
+                back.side.as_ref(),
+                back.startup_ms,
+                back.heap_per_idle_recipe
+            ),
+            ("x", 1.5, Some(2.0))
+        );
+    }
 
     #[test]
     fn cpu_times_are_read_after_a_command_name_with_spaces_and_parentheses() {
