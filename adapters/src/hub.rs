@@ -354,12 +354,20 @@ impl Hub {
         f(&self.lock().session)
     }
 
-    /// After a handle's intent: publishes, then sends the requests at once
-    /// (unless a subscriber of a demotion or election is to run first: the
-    /// pump sends them after its yield), and nudges the pump. `released`:
-    /// the machine a holder released, whose demotion holds nothing back.
+    /// After a handle's intent: publishes, nudges the pump, then sends the
+    /// requests at once (unless a subscriber of a demotion or election is
+    /// to run first: the pump sends them after its yield). `released`: the
+    /// machine a holder released, whose demotion holds nothing back.
     fn carry_out(&self, st: &mut State, released: Option<MachineId>) {
         self.publish(st, released);
+        // The nudge first: it wakes the pump, and what the requests' first
+        // polls wake next (the client library's I/O task, which writes them
+        // to the socket) is then the task the runtime runs first once this
+        // one yields. Woken the other way round, the pump took that place
+        // and a release's delete left only after the pump's turn (measured
+        // at W = 300: see the bench's README). The pump's later hand-offs
+        // find it already woken and wake nothing.
+        let _ = self.handoff.send(Handoff::Nudge);
         if !st.told {
             // A transport's request may need the runtime (its timer): one
             // dropped outside it (a guard dropped on a thread of its own)
@@ -375,7 +383,6 @@ impl Hub {
                 let _ = self.handoff.send(handoff);
             }
         }
-        let _ = self.handoff.send(Handoff::Nudge);
     }
 
     // ----- from the pump ----------------------------------------------------
