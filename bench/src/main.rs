@@ -26,6 +26,8 @@ use zkelect_bench::report::{self, baseline_table, summary_table};
 use zkelect_bench::zkelect::Zkelect;
 use zkelect_tests::ZkServer;
 
+mod many_cli;
+
 #[derive(Parser)]
 #[command(
     name = "zkelect-bench",
@@ -54,7 +56,7 @@ enum Command {
     /// N elections on one session (and N waiters on a second): start-up
     /// time, memory per idle recipe, server packets per failover when the
     /// first session closes.
-    Many(ManyArgs),
+    Many(many_cli::ManyArgs),
     /// Server packets per failover, hand-off, re-queue, start and idle
     /// session-minute, for zkelect in each takeover mode over each
     /// transport and for the peers (zookeeper-async's LeaderLatch,
@@ -106,54 +108,6 @@ struct EconomyArgs {
     path: String,
 }
 
-#[derive(Args)]
-struct ManyArgs {
-    /// An existing server (one `host:port`: the packet counters are one
-    /// server's; it must allow `srvr` and `mntr`).
-    #[arg(long, value_name = "HOST:PORT", required_unless_present = "embedded")]
-    connect: Option<String>,
-    /// Start a ZooKeeper standalone server for this run.
-    #[arg(long, conflicts_with = "connect")]
-    embedded: bool,
-    /// Elections on the one session (N).
-    #[arg(long, default_value_t = 10_000)]
-    elections: usize,
-    /// Session timeout every client requests, in ms.
-    #[arg(long, default_value_t = 20_000)]
-    session_timeout_ms: u64,
-    /// Print one JSON line per implementation on stdout; the table then goes
-    /// to stderr.
-    #[arg(long)]
-    json: bool,
-    /// Also write the results as Markdown to this file.
-    #[arg(long, value_name = "FILE")]
-    markdown: Option<PathBuf>,
-    /// Parent of this run's paths (a unique child per run, deleted afterwards).
-    #[arg(long, default_value = "/zkelect-bench")]
-    path: String,
-    /// Which sides to run, in this order, comma-separated. Memory is this
-    /// process's resident set, so a side run after another may reuse what
-    /// the first freed: run one side per process for the cleanest figure.
-    #[arg(long, value_enum, value_delimiter = ',',
-          default_values_t = [ManySide::ZookeeperClient, ManySide::ZkelectZookeeperClient, ManySide::ZkelectZookeeperAsync])]
-    sides: Vec<ManySide>,
-    /// Before timing anything, run every side once in a child process against
-    /// the same server (untimed, its output discarded). A server in service
-    /// has long compiled its request paths; a fresh JVM has not, and its
-    /// just-in-time compiler then takes a quarter of the machine during the
-    /// first side's start-up. The child is another process, so this one's
-    /// memory figures start from the same clean heap as without it.
-    #[arg(long)]
-    warm_up: bool,
-    /// Rounds: with more than one, every side runs once per round, each in
-    /// a child process of its own against this one's server (its memory
-    /// starts from a clean heap), the sides alternated round by round so
-    /// that a phase of the machine hits all alike; the table gives each
-    /// figure's median over the rounds, and every round's start-up.
-    #[arg(long, default_value_t = 1)]
-    rounds: usize,
-}
-
 /// zkelect's transport in the `handoff` benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum HandoffTransport {
@@ -170,23 +124,6 @@ impl HandoffTransport {
             HandoffTransport::ZookeeperAsync => many::ZkelectTransport::ZookeeperAsync,
         }
     }
-}
-
-/// A side of the `many` benchmark.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ManySide {
-    /// zookeeper-client's `Client::lock` (the baseline).
-    ZookeeperClient,
-    /// zkelect's `Session` over its zookeeper-client transport.
-    ZkelectZookeeperClient,
-    /// zkelect's `Session` over its zookeeper-async transport.
-    ZkelectZookeeperAsync,
-    /// zookeeper-client alone doing the requests of zkelect's starts: the
-    /// floor of the start-up on that library.
-    FloorZookeeperClient,
-    /// zookeeper-async alone doing the requests of zkelect's starts: the
-    /// floor of the start-up on that library.
-    FloorZookeeperAsync,
 }
 
 #[derive(Args)]
@@ -337,7 +274,7 @@ fn main() -> std::process::ExitCode {
     let result = match Cli::parse().command {
         Command::Failover(args) => failover_command(args),
         Command::Handoff(args) => handoff_command(&args),
-        Command::Many(args) => many_command(&args),
+        Command::Many(args) => many_cli::many_command(&args),
         Command::Economy(args) => economy_command(&args),
         Command::CriterionTable(args) => criterion_command(&args),
     };
@@ -417,193 +354,6 @@ fn failover_command(args: FailoverArgs) -> Result<()> {
     result
 }
 
-fn many_command(args: &ManyArgs) -> Result<()> {
-    if args.elections == 0 || args.rounds == 0 {
-        bail!("--elections and --rounds must be at least 1");
-    }
-    let server = if args.embedded {
-        eprintln!("starting an embedded ZooKeeper server ...");
-        Some(embedded_server()?)
-    } else {
-        None
-    };
-    let connect = match (&server, &args.connect) {
-        (Some(s), _) => s.connect_string(),
-        (None, Some(c)) => c.clone(),
-        (None, None) => bail!("give --connect HOST:PORT or --embedded"),
-    };
-    if args.warm_up {
-        warm_up_server(args, &connect)?;
-    }
-    if args.rounds > 1 {
-        let rounds = many_rounds(args, &connect);
-        drop(server);
-        return rounds;
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the tokio runtime")?;
-    let result = runtime.block_on(async {
-        let mut monitor = Monitor::new(resolve(&connect).await?);
-        monitor.calibrate().await?;
-        let unix_ms = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        let mut records = Vec::new();
-        for (k, side) in args.sides.iter().enumerate() {
-            let settings = many::ManySettings {
-                connect: ConnectSettings {
-                    connect: connect.clone(),
-                    session_timeout: Duration::from_millis(args.session_timeout_ms),
-                    connect_timeout: Duration::from_secs(15),
-                },
-                dir: format!(
-                    "{}-many-{unix_ms}-{}-{k}",
-                    args.path.trim_end_matches('/'),
-                    std::process::id()
-                ),
-                elections: args.elections,
-                timeout: Duration::from_secs(120),
-            };
-            let record = match side {
-                ManySide::ZookeeperClient => {
-                    eprintln!(
-                        "{} elections on one zookeeper-client session ...",
-                        args.elections
-                    );
-                    many::zookeeper_client(&settings, &monitor).await?
-                }
-                ManySide::ZkelectZookeeperClient | ManySide::ZkelectZookeeperAsync => {
-                    let transport = if *side == ManySide::ZkelectZookeeperClient {
-                        many::ZkelectTransport::ZookeeperClient
-                    } else {
-                        many::ZkelectTransport::ZookeeperAsync
-                    };
-                    eprintln!(
-                        "{} elections on one {} session ...",
-                        args.elections,
-                        transport.side()
-                    );
-                    many::zkelect(&settings, &monitor, transport).await?
-                }
-                ManySide::FloorZookeeperClient | ManySide::FloorZookeeperAsync => {
-                    let library = if *side == ManySide::FloorZookeeperClient {
-                        many::FloorLibrary::ZookeeperClient
-                    } else {
-                        many::FloorLibrary::ZookeeperAsync
-                    };
-                    eprintln!(
-                        "{} starts' requests, {} ...",
-                        args.elections,
-                        library.side()
-                    );
-                    many::floor(&settings, &monitor, library).await?
-                }
-            };
-            emit(args.json, &record)?;
-            records.push(record);
-        }
-        anyhow::Ok(records)
-    });
-    runtime.shutdown_timeout(Duration::from_secs(2));
-    drop(server);
-    let table = many::markdown(&result?);
-    if args.json {
-        eprint!("{table}");
-    } else {
-        print!("{table}");
-    }
-    if let Some(file) = &args.markdown {
-        std::fs::write(file, &table).with_context(|| format!("writing {}", file.display()))?;
-    }
-    Ok(())
-}
-
-/// `many --rounds R`: each round runs every side in a child process of its
-/// own against the server at `connect`, in order; then the medians.
-fn many_rounds(args: &ManyArgs, connect: &str) -> Result<()> {
-    let exe = std::env::current_exe().context("cannot find this benchmark's own binary")?;
-    let mut runs: Vec<many::ManyRecord> = Vec::new();
-    for round in 0..args.rounds {
-        for side in &args.sides {
-            let name = side
-                .to_possible_value()
-                .map(|v| v.get_name().to_owned())
-                .unwrap_or_default();
-            eprintln!("round {} of {}: {name} ...", round + 1, args.rounds);
-            let output = std::process::Command::new(&exe)
-                .arg("many")
-                .args(["--connect", connect])
-                .args(["--elections", &args.elections.to_string()])
-                .args(["--session-timeout-ms", &args.session_timeout_ms.to_string()])
-                .args([
-                    "--path",
-                    &format!("{}-r{round}", args.path.trim_end_matches('/')),
-                ])
-                .args(["--sides", &name, "--json"])
-                .stderr(std::process::Stdio::null())
-                .output()
-                .with_context(|| format!("cannot start the run of {name}"))?;
-            if !output.status.success() {
-                bail!(
-                    "round {}: {name} failed ({}); run it alone to see why",
-                    round + 1,
-                    output.status
-                );
-            }
-            for line in String::from_utf8_lossy(&output.stdout).lines() {
-                let record: many::ManyRecord = serde_json::from_str(line)
-                    .with_context(|| format!("round {}: {name} printed {line}", round + 1))?;
-                emit(args.json, &record)?;
-                runs.push(record);
-            }
-        }
-    }
-    let table = many::markdown_rounds(&runs);
-    if args.json {
-        eprint!("{table}");
-    } else {
-        print!("{table}");
-    }
-    if let Some(file) = &args.markdown {
-        std::fs::write(file, &table).with_context(|| format!("writing {}", file.display()))?;
-    }
-    Ok(())
-}
-
-/// Runs every side of `many` once, untimed, in a child process of this
-/// binary against the server at `connect` (see `ManyArgs::warm_up`).
-fn warm_up_server(args: &ManyArgs, connect: &str) -> Result<()> {
-    eprintln!("warming the server up: every side once, untimed, in a child process ...");
-    let exe = std::env::current_exe().context("cannot find this benchmark's own binary")?;
-    // Every side the bench knows, so a side added later is warmed up too.
-    let every_side = ManySide::value_variants()
-        .iter()
-        .filter_map(ValueEnum::to_possible_value)
-        .map(|side| side.get_name().to_owned())
-        .collect::<Vec<_>>()
-        .join(",");
-    let status = std::process::Command::new(exe)
-        .arg("many")
-        .args(["--connect", connect])
-        .args(["--elections", &args.elections.to_string()])
-        .args(["--session-timeout-ms", &args.session_timeout_ms.to_string()])
-        .args([
-            "--path",
-            &format!("{}-warm-up", args.path.trim_end_matches('/')),
-        ])
-        .args(["--sides", &every_side])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .context("cannot start the warm-up run")?;
-    if !status.success() {
-        bail!("the warm-up run failed ({status}); run it alone to see why");
-    }
-    Ok(())
-}
-
 fn economy_command(args: &EconomyArgs) -> Result<()> {
     if args.rounds == 0 || args.waiters == 0 {
         bail!("--rounds and --waiters must be at least 1");
@@ -661,15 +411,7 @@ fn economy_command(args: &EconomyArgs) -> Result<()> {
     runtime.shutdown_timeout(Duration::from_secs(2));
     drop(server);
     let table = economy::markdown(&result?, &settings);
-    if args.json {
-        eprint!("{table}");
-    } else {
-        print!("{table}");
-    }
-    if let Some(file) = &args.markdown {
-        std::fs::write(file, &table).with_context(|| format!("writing {}", file.display()))?;
-    }
-    Ok(())
+    show_table(args.json, args.markdown.as_deref(), &table)
 }
 
 fn handoff_command(args: &HandoffArgs) -> Result<()> {
@@ -750,15 +492,7 @@ fn handoff_command(args: &HandoffArgs) -> Result<()> {
     runtime.shutdown_timeout(Duration::from_secs(2));
     drop(server);
     let table = handoff::markdown(&result?);
-    if args.json {
-        eprint!("{table}");
-    } else {
-        print!("{table}");
-    }
-    if let Some(file) = &args.markdown {
-        std::fs::write(file, &table).with_context(|| format!("writing {}", file.display()))?;
-    }
-    Ok(())
+    show_table(args.json, args.markdown.as_deref(), &table)
 }
 
 /// A standalone server tuned for measuring rather than for fast tests:
@@ -781,6 +515,20 @@ struct ServerLine {
     connect: String,
     embedded: bool,
     version: String,
+}
+
+/// Prints `table` (on stderr when the JSON lines have stdout) and writes it
+/// to `markdown`, if given.
+fn show_table(json: bool, markdown: Option<&std::path::Path>, table: &str) -> Result<()> {
+    if json {
+        eprint!("{table}");
+    } else {
+        print!("{table}");
+    }
+    if let Some(file) = markdown {
+        std::fs::write(file, table).with_context(|| format!("writing {}", file.display()))?;
+    }
+    Ok(())
 }
 
 fn emit(json: bool, value: &impl Serialize) -> Result<()> {
