@@ -358,17 +358,7 @@ fn economy_command(args: &EconomyArgs) -> Result<()> {
     if args.rounds == 0 || args.waiters == 0 {
         bail!("--rounds and --waiters must be at least 1");
     }
-    let server = if args.embedded {
-        eprintln!("starting an embedded ZooKeeper server ...");
-        Some(embedded_server()?)
-    } else {
-        None
-    };
-    let connect = match (&server, &args.connect) {
-        (Some(s), _) => s.connect_string(),
-        (None, Some(c)) => c.clone(),
-        (None, None) => bail!("give --connect HOST:PORT or --embedded"),
-    };
+    let (server, connect) = server_or_connect(args.embedded, args.connect.as_deref())?;
     let unix_ms = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
@@ -429,17 +419,7 @@ fn handoff_command(args: &HandoffArgs) -> Result<()> {
         }
         zkelect_bench::hops::install()?;
     }
-    let server = if args.embedded {
-        eprintln!("starting an embedded ZooKeeper server ...");
-        Some(embedded_server()?)
-    } else {
-        None
-    };
-    let connect = match (&server, &args.connect) {
-        (Some(s), _) => s.connect_string(),
-        (None, Some(c)) => c.clone(),
-        (None, None) => bail!("give --connect HOST:PORT or --embedded"),
-    };
+    let (server, connect) = server_or_connect(args.embedded, args.connect.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -498,6 +478,21 @@ fn handoff_command(args: &HandoffArgs) -> Result<()> {
 /// A standalone server tuned for measuring rather than for fast tests:
 /// ZooKeeper's default tickTime (2 s, so sessions of 4–40 s), the full JIT
 /// (the fixture limits it to C1 for start-up speed), quiet logs.
+/// The server of a run: one started here (`--embedded`, kept until it is
+/// dropped) or the `--connect` one; and the connect string either way.
+fn server_or_connect(embedded: bool, connect: Option<&str>) -> Result<(Option<ZkServer>, String)> {
+    if embedded {
+        eprintln!("starting an embedded ZooKeeper server ...");
+        let server = embedded_server()?;
+        let connect = server.connect_string();
+        return Ok((Some(server), connect));
+    }
+    match connect {
+        Some(c) => Ok((None, c.to_owned())),
+        None => bail!("give --connect HOST:PORT or --embedded"),
+    }
+}
+
 fn embedded_server() -> Result<ZkServer> {
     ZkServer::builder()
         .tick_time(Duration::from_secs(2))

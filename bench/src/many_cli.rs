@@ -13,7 +13,7 @@ use zkelect_bench::contender::ConnectSettings;
 use zkelect_bench::many;
 use zkelect_bench::mntr::Monitor;
 
-use crate::{embedded_server, emit, resolve, show_table};
+use crate::{emit, resolve, server_or_connect, show_table};
 
 #[derive(Args)]
 pub(crate) struct ManyArgs {
@@ -84,17 +84,7 @@ pub(crate) fn many_command(args: &ManyArgs) -> Result<()> {
     if args.elections == 0 || args.rounds == 0 {
         bail!("--elections and --rounds must be at least 1");
     }
-    let server = if args.embedded {
-        eprintln!("starting an embedded ZooKeeper server ...");
-        Some(embedded_server()?)
-    } else {
-        None
-    };
-    let connect = match (&server, &args.connect) {
-        (Some(s), _) => s.connect_string(),
-        (None, Some(c)) => c.clone(),
-        (None, None) => bail!("give --connect HOST:PORT or --embedded"),
-    };
+    let (server, connect) = server_or_connect(args.embedded, args.connect.as_deref())?;
     if args.warm_up {
         warm_up_server(args, &connect)?;
     }
