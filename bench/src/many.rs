@@ -21,11 +21,10 @@
 //! window and the server's expiry of A's ephemerals is what every waiter sees.
 
 use std::alloc::System;
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use std::borrow::Cow;
-
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
