@@ -80,6 +80,26 @@ enum ManySide {
     FloorZookeeperAsync,
 }
 
+impl ManySide {
+    /// The transport of a zkelect side.
+    fn zkelect(self) -> Option<many::ZkelectTransport> {
+        match self {
+            ManySide::ZkelectZookeeperClient => Some(many::ZkelectTransport::ZookeeperClient),
+            ManySide::ZkelectZookeeperAsync => Some(many::ZkelectTransport::ZookeeperAsync),
+            _ => None,
+        }
+    }
+
+    /// The library of a floor side.
+    fn floor(self) -> Option<many::FloorLibrary> {
+        match self {
+            ManySide::FloorZookeeperClient => Some(many::FloorLibrary::ZookeeperClient),
+            ManySide::FloorZookeeperAsync => Some(many::FloorLibrary::ZookeeperAsync),
+            _ => None,
+        }
+    }
+}
+
 pub(crate) fn many_command(args: &ManyArgs) -> Result<()> {
     if args.elections == 0 || args.rounds == 0 {
         bail!("--elections and --rounds must be at least 1");
@@ -119,40 +139,16 @@ pub(crate) fn many_command(args: &ManyArgs) -> Result<()> {
                 elections: args.elections,
                 timeout: Duration::from_secs(120),
             };
-            let record = match side {
-                ManySide::ZookeeperClient => {
-                    eprintln!(
-                        "{} elections on one zookeeper-client session ...",
-                        args.elections
-                    );
-                    many::zookeeper_client(&settings, &monitor).await?
-                }
-                ManySide::ZkelectZookeeperClient | ManySide::ZkelectZookeeperAsync => {
-                    let transport = if *side == ManySide::ZkelectZookeeperClient {
-                        many::ZkelectTransport::ZookeeperClient
-                    } else {
-                        many::ZkelectTransport::ZookeeperAsync
-                    };
-                    eprintln!(
-                        "{} elections on one {} session ...",
-                        args.elections,
-                        transport.side()
-                    );
-                    many::zkelect(&settings, &monitor, transport).await?
-                }
-                ManySide::FloorZookeeperClient | ManySide::FloorZookeeperAsync => {
-                    let library = if *side == ManySide::FloorZookeeperClient {
-                        many::FloorLibrary::ZookeeperClient
-                    } else {
-                        many::FloorLibrary::ZookeeperAsync
-                    };
-                    eprintln!(
-                        "{} starts' requests, {} ...",
-                        args.elections,
-                        library.side()
-                    );
-                    many::floor(&settings, &monitor, library).await?
-                }
+            let n = args.elections;
+            let record = if let Some(transport) = side.zkelect() {
+                eprintln!("{n} elections on one {} session ...", transport.side());
+                many::zkelect(&settings, &monitor, transport).await?
+            } else if let Some(library) = side.floor() {
+                eprintln!("{n} starts' requests, {} ...", library.side());
+                many::floor(&settings, &monitor, library).await?
+            } else {
+                eprintln!("{n} elections on one zookeeper-client session ...");
+                many::zookeeper_client(&settings, &monitor).await?
             };
             emit(args.json, &record)?;
             records.push(record);
@@ -163,6 +159,30 @@ pub(crate) fn many_command(args: &ManyArgs) -> Result<()> {
     drop(server);
     let table = many::markdown(&result?);
     show_table(args.json, args.markdown.as_deref(), &table)
+}
+
+/// A run of this binary's `many` on `sides` against the server at
+/// `connect`, with `args`' size and timeout, under paths of its own
+/// (`tag` added to `args`' parent path).
+fn child(
+    exe: &std::path::Path,
+    args: &ManyArgs,
+    connect: &str,
+    tag: &str,
+    sides: &str,
+) -> std::process::Command {
+    let mut command = std::process::Command::new(exe);
+    command
+        .arg("many")
+        .args(["--connect", connect])
+        .args(["--elections", &args.elections.to_string()])
+        .args(["--session-timeout-ms", &args.session_timeout_ms.to_string()])
+        .args([
+            "--path",
+            &format!("{}-{tag}", args.path.trim_end_matches('/')),
+        ])
+        .args(["--sides", sides]);
+    command
 }
 
 /// `many --rounds R`: each round runs every side in a child process of its
@@ -177,16 +197,8 @@ fn many_rounds(args: &ManyArgs, connect: &str) -> Result<()> {
                 .map(|v| v.get_name().to_owned())
                 .unwrap_or_default();
             eprintln!("round {} of {}: {name} ...", round + 1, args.rounds);
-            let output = std::process::Command::new(&exe)
-                .arg("many")
-                .args(["--connect", connect])
-                .args(["--elections", &args.elections.to_string()])
-                .args(["--session-timeout-ms", &args.session_timeout_ms.to_string()])
-                .args([
-                    "--path",
-                    &format!("{}-r{round}", args.path.trim_end_matches('/')),
-                ])
-                .args(["--sides", &name, "--json"])
+            let output = child(&exe, args, connect, &format!("r{round}"), &name)
+                .arg("--json")
                 .stderr(std::process::Stdio::null())
                 .output()
                 .with_context(|| format!("cannot start the run of {name}"))?;
@@ -221,16 +233,7 @@ fn warm_up_server(args: &ManyArgs, connect: &str) -> Result<()> {
         .map(|side| side.get_name().to_owned())
         .collect::<Vec<_>>()
         .join(",");
-    let status = std::process::Command::new(exe)
-        .arg("many")
-        .args(["--connect", connect])
-        .args(["--elections", &args.elections.to_string()])
-        .args(["--session-timeout-ms", &args.session_timeout_ms.to_string()])
-        .args([
-            "--path",
-            &format!("{}-warm-up", args.path.trim_end_matches('/')),
-        ])
-        .args(["--sides", &every_side])
+    let status = child(&exe, args, connect, "warm-up", &every_side)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
