@@ -66,10 +66,11 @@
 //! connection at start. Those that refused are asked again in the
 //! background (backoff), and at every (re)connection of the client
 //! ([`Startup::client_connected`]) each of them that has still not answered
-//! is asked again at once; the adapter reports `Connected` only with
-//! [`Startup::confirmed_bound`], which waits until every such ask has
-//! answered or failed. The server the client just connected to has just
-//! answered the client, so it answers that ask too: its answer is in the
+//! is asked again at once (one already being asked too: an ask sent before
+//! the connection may fail for a reason older than it); the adapter reports
+//! `Connected` only with [`Startup::confirmed_bound`], which waits until
+//! every such ask has answered or failed. The server the client just
+//! connected to has just answered the client, so it answers that ask too: its answer is in the
 //! bound before the core hears of the connection, and an answer below the
 //! bound lowers it ([`StartupNotice::Lowered`]). What this cannot see: a
 //! server that answers the client and then turns silent before our ask
@@ -562,15 +563,24 @@ impl Startup {
             return;
         }
         for &server in &plan.servers {
-            match self.servers[server] {
-                Server::Waiting { .. } => {
-                    self.ask(now, server);
-                    self.recheck.push(server);
+            match &self.servers[server] {
+                Server::Waiting { .. } => {}
+                // An ask sent before this connection may fail for a reason
+                // older than it (the server was still starting when it
+                // arrived), and that failure says nothing of the server the
+                // client may now be on: it is sent again, and the older
+                // outcome is ignored (asks are numbered).
+                Server::Asking { last, .. } => {
+                    self.servers[server] = Server::Waiting {
+                        at: now,
+                        last: last.clone(),
+                    };
                 }
-                Server::Asking { .. } if !self.recheck.contains(&server) => {
-                    self.recheck.push(server);
-                }
-                _ => {}
+                _ => continue,
+            }
+            self.ask(now, server);
+            if !self.recheck.contains(&server) {
+                self.recheck.push(server);
             }
         }
     }

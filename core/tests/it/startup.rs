@@ -178,6 +178,69 @@ fn the_bound_waits_for_a_reconnection_recheck_and_a_silent_one_ends_at_its_deadl
     assert_eq!(s.confirmed_bound(), Some(secs(4)));
 }
 
+/// An ask already on its way when the client (re)connects can fail for a
+/// reason older than the connection (the server was still starting when it
+/// arrived), while the client is now on that server: the recheck asks again,
+/// and only the new ask confirms the bound. Trusting the old failure kept
+/// the other server's higher bound (a real run: 10 s reported on a server
+/// that allows 2 s).
+#[test]
+fn an_ask_in_flight_at_a_reconnection_is_sent_again_and_its_old_failure_confirms_nothing() {
+    let mut s = Startup::new(ms(0), config(2, Learn::SessionTimeout));
+    resolve_all(&mut s, 0);
+    s.answered(ms(1), 0, 1, Ok(Some(secs(10))));
+    s.answered(ms(1), 1, 1, Err(AskFailure::Refused("down".into())));
+    drain(&mut s);
+    s.client_connected(ms(2));
+    drain(&mut s);
+    s.answered(ms(3), 1, 2, Err(AskFailure::Refused("still down".into())));
+    assert_eq!(s.confirmed_bound(), Some(secs(10)));
+    // The background re-ask goes out ...
+    let next = s.poll_timeout().expect("a re-ask is due");
+    s.handle_timeout(next);
+    let asks = drain(&mut s);
+    assert!(
+        matches!(
+            asks[..],
+            [StartupCommand::Ask {
+                server: 1,
+                attempt: 3,
+                ..
+            }]
+        ),
+        "{asks:?}"
+    );
+    // ... and the client reconnects, to server 1, before it is answered.
+    let t = next + Duration::from_millis(1);
+    s.client_connected(t);
+    let asks = drain(&mut s);
+    assert!(
+        matches!(
+            asks[..],
+            [StartupCommand::Ask {
+                server: 1,
+                attempt: 4,
+                ..
+            }]
+        ),
+        "asked again after the connection: {asks:?}"
+    );
+    assert_eq!(s.confirmed_bound(), None);
+    s.answered(
+        t + Duration::from_millis(1),
+        1,
+        3,
+        Err(AskFailure::Refused("not running yet".into())),
+    );
+    assert_eq!(
+        s.confirmed_bound(),
+        None,
+        "an ask older than the connection confirms nothing"
+    );
+    s.answered(t + Duration::from_millis(2), 1, 4, Ok(Some(secs(2))));
+    assert_eq!(s.confirmed_bound(), Some(secs(2)));
+}
+
 #[test]
 fn an_unresolvable_name_is_a_warning_and_all_unresolvable_a_refusal() {
     let mut s = Startup::new(ms(0), config(2, Learn::SessionTimeout));
