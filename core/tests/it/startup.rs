@@ -163,15 +163,22 @@ fn a_stopped_member_is_listed_last_asked_again_and_lowers_the_bound_when_it_answ
     );
 }
 
-#[test]
-fn the_bound_waits_for_a_reconnection_recheck_and_a_silent_one_ends_at_its_deadline() {
+/// Two servers: 0 answers `bound`, 1 refuses; the client connects at
+/// `connected` ms, and 1 is being asked again (attempt 2).
+fn connected_with_one_down(bound: Duration, connected: u64) -> Startup {
     let mut s = Startup::new(ms(0), config(2, Learn::SessionTimeout));
     resolve_all(&mut s, 0);
-    s.answered(ms(1), 0, 1, Ok(Some(secs(4))));
+    s.answered(ms(1), 0, 1, Ok(Some(bound)));
     s.answered(ms(1), 1, 1, Err(AskFailure::Refused("down".into())));
     drain(&mut s);
-    s.client_connected(ms(5));
+    s.client_connected(ms(connected));
     drain(&mut s);
+    s
+}
+
+#[test]
+fn the_bound_waits_for_a_reconnection_recheck_and_a_silent_one_ends_at_its_deadline() {
+    let mut s = connected_with_one_down(secs(4), 5);
     assert_eq!(s.confirmed_bound(), None);
     // The re-ask's deadline passes: silent now, and the bound is confirmed.
     s.handle_timeout(ms(5) + secs(1));
@@ -186,13 +193,7 @@ fn the_bound_waits_for_a_reconnection_recheck_and_a_silent_one_ends_at_its_deadl
 /// that allows 2 s).
 #[test]
 fn an_ask_in_flight_at_a_reconnection_is_sent_again_and_its_old_failure_confirms_nothing() {
-    let mut s = Startup::new(ms(0), config(2, Learn::SessionTimeout));
-    resolve_all(&mut s, 0);
-    s.answered(ms(1), 0, 1, Ok(Some(secs(10))));
-    s.answered(ms(1), 1, 1, Err(AskFailure::Refused("down".into())));
-    drain(&mut s);
-    s.client_connected(ms(2));
-    drain(&mut s);
+    let mut s = connected_with_one_down(secs(10), 2);
     s.answered(ms(3), 1, 2, Err(AskFailure::Refused("still down".into())));
     assert_eq!(s.confirmed_bound(), Some(secs(10)));
     // The background re-ask goes out ...
