@@ -897,12 +897,26 @@ fn or_dash(figure: Option<f64>, show: impl FnOnce(f64) -> String) -> String {
 
 /// The records as a Markdown table.
 pub fn markdown(records: &[ManyRecord]) -> String {
+    table(records, None)
+}
+
+/// The table, with `last` as one more column if given: its heading and one
+/// cell per record, in order.
+fn table(records: &[ManyRecord], last: Option<(&str, &[String])>) -> String {
     use std::fmt::Write as _;
     let mut out = String::from(
-        "| implementation | elections on one session | start-up (all held) | server requests per start | client CPU per start (user + kernel) | live heap per idle recipe | of which the client library's two watches | zkelect's own (heap − library) | resident set per idle recipe | failover of all (session closed) | server packets per failover |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| implementation | elections on one session | start-up (all held) | server requests per start | client CPU per start (user + kernel) | live heap per idle recipe | of which the client library's two watches | zkelect's own (heap − library) | resident set per idle recipe | failover of all (session closed) | server packets per failover |",
     );
-    for r in records {
-        let _ = writeln!(
+    if let Some((heading, _)) = last {
+        let _ = write!(out, " {heading} |");
+    }
+    out.push_str("\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    if last.is_some() {
+        out.push_str("---:|");
+    }
+    out.push('\n');
+    for (i, r) in records.iter().enumerate() {
+        let _ = write!(
             out,
             "| {} | {} | {:.0} ms | {:.2} | {:.0} + {:.0} µs | {} | {} | {} | {} | {} | {} |",
             r.side,
@@ -918,6 +932,10 @@ pub fn markdown(records: &[ManyRecord]) -> String {
             or_dash(r.failover_all_ms, |ms| format!("{ms:.0} ms")),
             or_dash(r.packets_per_failover, |p| format!("{p:.2}")),
         );
+        if let Some((_, cells)) = last {
+            let _ = write!(out, " {} |", cells.get(i).map_or("", String::as_str));
+        }
+        out.push('\n');
     }
     out
 }
@@ -962,7 +980,6 @@ fn median_record(rounds: &[&ManyRecord]) -> Option<ManyRecord> {
 /// first run, each figure's median over its rounds, then every round's
 /// start-up in the order run.
 pub fn markdown_rounds(runs: &[ManyRecord]) -> String {
-    use std::fmt::Write as _;
     let mut sides: Vec<&str> = Vec::new();
     for r in runs {
         if !sides.contains(&&*r.side) {
@@ -984,17 +1001,7 @@ pub fn markdown_rounds(runs: &[ManyRecord]) -> String {
             );
         }
     }
-    let table = markdown(&medians);
-    let mut out = String::new();
-    for (i, line) in table.lines().enumerate() {
-        let extra = match i {
-            0 => " start-up, each round (ms) |".to_owned(),
-            1 => "---:|".to_owned(),
-            _ => format!(" {} |", each.get(i - 2).map_or("", String::as_str)),
-        };
-        let _ = writeln!(out, "{line}{extra}");
-    }
-    out
+    table(&medians, Some(("start-up, each round (ms)", &each)))
 }
 
 #[cfg(test)]

@@ -21,6 +21,18 @@ fn hops_over_a_transport_that_does_not_stamp_is_refused() {
     assert!(stderr.contains("--transports zookeeper-async"), "{stderr}");
 }
 
+/// `many --rounds 0` is refused before any server is reached.
+#[test]
+fn many_with_no_rounds_is_refused() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_zkelect-bench"))
+        .args(["many", "--connect", "127.0.0.1:1", "--rounds", "0"])
+        .output()
+        .expect("run zkelect-bench");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("--rounds must be at least 1"), "{stderr}");
+}
+
 #[test]
 fn two_rounds_at_three_waiters_print_every_side_as_json() {
     let common::Ran {

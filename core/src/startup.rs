@@ -70,9 +70,10 @@
 //! the connection may fail for a reason older than it); the adapter reports
 //! `Connected` only with [`Startup::confirmed_bound`], which waits until
 //! every such ask has answered or failed. The server the client just
-//! connected to has just answered the client, so it answers that ask too: its answer is in the
-//! bound before the core hears of the connection, and an answer below the
-//! bound lowers it ([`StartupNotice::Lowered`]). What this cannot see: a
+//! connected to has just answered the client, so it answers an ask sent
+//! after that too: its answer is in the bound before the core hears of the
+//! connection, and an answer below the bound lowers it
+//! ([`StartupNotice::Lowered`]). What this cannot see: a
 //! server that answers the client and then turns silent before our ask
 //! reaches it (the client's connection stalls too, and the core suspends
 //! within two thirds of the bound), and a server restarted with a lower
