@@ -426,10 +426,16 @@ impl Startup {
                     at(first + self.config.grace);
                 }
             }
+            // While the client's attempt is under way the adapter bounds it
+            // by the `Connect` command's deadline, and the machine has
+            // nothing to do at the connect timeout: only a failed attempt
+            // waiting for its retry gives up then. Naming that moment
+            // otherwise would wake an adapter that drives the machine in
+            // the meantime, at once and again, for nothing.
             Phase::Connecting(_) => {
-                at(self.give_up_at());
                 if let Some(retry) = self.client_retry {
                     at(retry);
+                    at(self.give_up_at());
                 }
             }
             Phase::Running(_) | Phase::Refused(_) => {}

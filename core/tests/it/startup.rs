@@ -373,6 +373,43 @@ fn a_failed_client_is_retried_until_the_connect_timeout() {
     );
 }
 
+/// A client attempt still under way at the connect timeout is the
+/// adapter's to bound (the `Connect` command carries the deadline): the
+/// machine names no moment it would do nothing at, so an adapter that
+/// drives it meanwhile is never woken at once and again. (It named the
+/// connect timeout, and a simulated transport that kept driving it spun at
+/// that instant.)
+#[test]
+fn an_attempt_under_way_at_the_connect_timeout_names_no_idle_moment() {
+    let mut s = Startup::new(ms(0), config(2, Learn::SessionTimeout));
+    resolve_all(&mut s, 0);
+    s.answered(ms(1), 0, 1, Ok(Some(secs(4))));
+    s.answered(ms(2), 1, 1, Err(AskFailure::Refused("down".into())));
+    assert!(connect_plan(&drain(&mut s)).is_some());
+    // Drive it as an adapter would, the refusing server refusing at once.
+    let mut now = ms(2);
+    let mut wakes = 0;
+    while let Some(next) = s.poll_timeout() {
+        assert!(next > now, "named {next} at {now}, nothing to do then");
+        if next > ms(60_000) {
+            break;
+        }
+        now = next;
+        wakes += 1;
+        s.handle_timeout(now);
+        for (server, attempt) in asked(&drain(&mut s)) {
+            s.answered(
+                now,
+                server,
+                attempt,
+                Err(AskFailure::Refused("down".into())),
+            );
+        }
+    }
+    assert!(matches!(s.phase(), Phase::Connecting(_)), "{:?}", s.phase());
+    assert!(wakes < 100, "{wakes} wakes in a minute");
+}
+
 #[test]
 fn stale_and_unknown_outcomes_are_ignored() {
     let mut s = Startup::new(ms(0), config(1, Learn::SessionTimeout));
