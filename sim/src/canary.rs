@@ -106,6 +106,15 @@ pub enum Canary {
     /// reported. Run with every process drawn revocable and requests in the
     /// plan. Targets `revocation-heard`.
     DeafToRevocation,
+    /// Its zookeeper-async transport, at a reconnection, keeps an ask of its
+    /// start-up machine already on its way to a member that has not
+    /// answered, instead of sending the one the machine makes then (what the
+    /// machine did before it asked again at every connection): an outcome
+    /// older than the connection, a member's refusal from before it was
+    /// back, confirms the bound learned from the other members. Run on an
+    /// ensemble whose member down at start comes back with a lower
+    /// `maxSessionTimeout` while the clients move. Targets `start-up`.
+    ConfirmsOnStaleAsk,
 }
 
 /// What a canary may know of its candidate and the world when it rewrites
@@ -155,7 +164,7 @@ impl Swarm {
 
 impl Canary {
     /// Every canary.
-    pub const ALL: [Canary; 15] = [
+    pub const ALL: [Canary; 16] = [
         Canary::IgnoresDisconnect,
         Canary::Unprotected,
         Canary::ParentWatch,
@@ -171,6 +180,7 @@ impl Canary {
         Canary::StormingParents,
         Canary::WeightBlind,
         Canary::DeafToRevocation,
+        Canary::ConfirmsOnStaleAsk,
     ];
 
     /// The queue it runs in: the new rule canaries their rule's, every other
@@ -204,6 +214,7 @@ impl Canary {
             Canary::StormingParents => "storming-parents",
             Canary::WeightBlind => "weight-blind",
             Canary::DeafToRevocation => "deaf-to-revocation",
+            Canary::ConfirmsOnStaleAsk => "confirms-on-stale-ask",
         }
     }
 
@@ -230,6 +241,7 @@ impl Canary {
             Canary::StormingParents => "no-storm",
             Canary::WeightBlind => "safety",
             Canary::DeafToRevocation => "revocation-heard",
+            Canary::ConfirmsOnStaleAsk => "start-up",
         }
     }
 
@@ -250,7 +262,8 @@ impl Canary {
             | Canary::WriterIgnoresReaders
             | Canary::MutexAnyDeletion
             | Canary::TrustsBehind
-            | Canary::StormingParents => builder,
+            | Canary::StormingParents
+            | Canary::ConfirmsOnStaleAsk => builder,
         }
     }
 
@@ -353,6 +366,12 @@ impl Canary {
                     root: crate::swarm::ChrootRoot::Missing,
                     hosts: (0..swarm.candidates).collect(),
                 });
+            }
+            Canary::ConfirmsOnStaleAsk => {
+                swarm.env.ensemble = Some(crate::server::EnsembleSpec::member_back(
+                    swarm.session_timeout,
+                    swarm.chaos,
+                ));
             }
             Canary::TrustsBehind => {
                 // An ensemble whose followers lag often.

@@ -98,9 +98,11 @@ pub enum Refused {
 /// (a `ZkModel` is deterministic) and fire their own watches.
 #[derive(Debug, Clone)]
 enum Txn {
+    /// A session's creation, with the timeout the member the client
+    /// connected to negotiated (every member's tracker takes it as is).
     Open {
         now: Timestamp,
-        requested: Duration,
+        granted: Duration,
         identity: Option<String>,
     },
     Write {
@@ -189,6 +191,23 @@ impl Ensemble {
         }
     }
 
+    /// Member `server` runs with `settings` of its own (a
+    /// `maxSessionTimeout` lower than the others'); only before anything
+    /// happened on it.
+    pub fn with_member_settings(mut self, server: usize, settings: ZkSettings) -> Self {
+        if let Some(m) = self.members.get_mut(server) {
+            m.tree = ZkModel::new(settings);
+        }
+        self
+    }
+
+    /// What member `server` negotiates for a client requesting `requested`.
+    pub fn negotiate_at(&self, server: usize, requested: Duration) -> Duration {
+        self.members
+            .get(server)
+            .map_or(requested, |m| m.tree.negotiate(requested))
+    }
+
     /// Members.
     pub fn servers(&self) -> usize {
         self.members.len()
@@ -261,10 +280,11 @@ impl Ensemble {
             let fired = match txn {
                 Txn::Open {
                     now,
-                    requested,
+                    granted,
                     identity,
                 } => {
-                    m.tree.open_session(*now, *requested, identity.clone());
+                    m.tree
+                        .open_session_granted(*now, *granted, identity.clone());
                     Vec::new()
                 }
                 Txn::Write {
@@ -410,7 +430,9 @@ impl Ensemble {
         seen: i64,
     ) -> Result<(SessionId, Duration, Connection), Refused> {
         self.admit(server, seen)?;
-        let (session, timeout) = self.commit_open(now, requested, identity);
+        // The member the client reached negotiates, by its own limits.
+        let granted = self.members[server].tree.negotiate(requested);
+        let (session, timeout) = self.commit_open(now, granted, identity);
         let end = self.end();
         self.apply_to(server, end);
         Ok((session, timeout, self.connection(server, session)))
@@ -421,23 +443,23 @@ impl Ensemble {
     fn commit_open(
         &mut self,
         now: Timestamp,
-        requested: Duration,
+        granted: Duration,
         identity: Option<String>,
     ) -> (SessionId, Duration) {
         let leader = self.leader;
-        let (session, timeout) =
+        let session =
             self.members[leader]
                 .tree
-                .open_session(now, requested, identity.clone());
+                .open_session_granted(now, granted, identity.clone());
         let at = self.end();
         self.commit(Txn::Open {
             now,
-            requested,
+            granted,
             identity,
         });
         self.opened.retain(|(s, _)| *s != session);
         self.opened.push((session, at));
-        (session, timeout)
+        (session, granted)
     }
 
     /// A session opened at the leader (an operator's zkCli there), which
@@ -448,7 +470,8 @@ impl Ensemble {
         requested: Duration,
         identity: Option<String>,
     ) -> (SessionId, Duration, Connection) {
-        let (session, timeout) = self.commit_open(now, requested, identity);
+        let granted = self.members[self.leader].tree.negotiate(requested);
+        let (session, timeout) = self.commit_open(now, granted, identity);
         (session, timeout, self.connection(self.leader, session))
     }
 
@@ -491,6 +514,19 @@ impl Ensemble {
             m.tree.connection_closed(session);
         }
         Ok(self.connection(server, session))
+    }
+
+    /// The timeout `session` runs by once it is on `server` (after a
+    /// [`reconnect`](Self::reconnect) there): that member clamps the
+    /// `requested` timeout the client sends into its own limits, and the
+    /// session is touched with that value from then on (every member's
+    /// tracker takes it, so a leader change keeps it).
+    pub fn retime(&mut self, server: usize, session: SessionId, requested: Duration) -> Duration {
+        let timeout = self.members[server].tree.negotiate(requested);
+        for m in &mut self.members {
+            m.tree.retime_session(session, timeout);
+        }
+        timeout
     }
 
     /// The watches `session` holds at `server`: data, child and exists paths.

@@ -24,6 +24,7 @@
 //! | 1 | the world's choices and the servers: bit 0 even → the bytes that follow ([`ByteStream`]), odd → the seed's stream (as the swarm); (byte >> 1) mod 3: 0 one server, 1 an ensemble of 3, 2 of 5 |
 //! | 1 + 6 per entry | with an ensemble only: its member faults (mod 64; fewer if the bytes run out); each: at ms (2, LE, mod the chaos phase), kind (1, mod 3: lag, cut-off, new leader), member (1, mod the members), ms (2, LE, mod 2 T + 1; a lag's mod 1,001) |
 //! | 1 + 1 + 2 | with an ensemble only: a member down at start (0 none; else how, (b − 1) mod 3: stopped, frozen, unresolvable), the member (1 + b mod (members − 1)), until ms (2, LE; 0 never) |
+//! | 1 + 1 | with an ensemble only: a member with a lower `maxSessionTimeout` (0 none; else the member, (b − 1) mod members), and its maximum in tenths of a second (1 s at least; the world keeps it within the member's limits, and a world whose knobs run zookeeper-client drops it) |
 //! | rest | the world's choices |
 //!
 //! Scenarios the swarm never draws because they are refused or unlivable
@@ -40,7 +41,7 @@ use crate::canary::Canary;
 use crate::check;
 use crate::choice::{ByteStream, Choices};
 use crate::run::RunReport;
-use crate::server::{DownHow, EnsembleSpec, MemberDown, MemberFault};
+use crate::server::{DownHow, EnsembleSpec, Lowered, MemberDown, MemberFault};
 use crate::swarm::{BadChroot, ChrootRoot, Env, Fault, Hosting, Queue, Scheme, Swarm};
 use crate::world::World;
 
@@ -244,10 +245,22 @@ fn ensemble(u: &mut Unstructured<'_>, servers: usize, chaos: Duration, t: u64) -
             Some(MemberDown { server, how, until })
         }
     };
+    let lowered = match byte(u) {
+        0 => None,
+        b => {
+            let server = usize::from(b - 1) % servers;
+            let max = (u64::from(byte(u)) * 100).max(1_000);
+            Some(Lowered {
+                server,
+                max: Duration::from_millis(max),
+            })
+        }
+    };
     EnsembleSpec {
         servers,
         faults,
         down_at_start,
+        lowered,
     }
 }
 
@@ -520,6 +533,13 @@ impl FuzzCase {
                         u16::try_from(at.as_millis()).unwrap_or(u16::MAX).max(1)
                     });
                     out.extend(until.to_le_bytes());
+                }
+            }
+            match spec.lowered {
+                None => out.push(0),
+                Some(l) => {
+                    out.push(u8::try_from(l.server + 1).unwrap_or(u8::MAX));
+                    out.push(u8::try_from(l.max.as_millis() / 100).unwrap_or(u8::MAX));
                 }
             }
         }

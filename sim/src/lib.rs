@@ -10,7 +10,8 @@
 //! | [`choice`] | [`Choices`](choice::Choices): every nondeterministic choice the world makes, from a seed, a fuzzer's bytes or a search's script |
 //! | [`fuzz`] | the fuzz entry: bytes → scenario and choices → every checker |
 //! | [`ensemble`] | a multi-server ZooKeeper: lagging followers, reads from the connected server, `sync`, moving sessions, members cut off; its client-side checker |
-//! | [`server`] | [`Server`](server::Server): the world's ZooKeeper, one server or an ensemble of 3 or 5 with member faults; the `single-system-image` checker |
+//! | [`server`] | [`Server`](server::Server): the world's ZooKeeper, one server or an ensemble of 3 or 5 with member faults, members down at start and a member with a lower `maxSessionTimeout`; the `single-system-image` checker |
+//! | [`startup`] | the clients' start-up against the members as drawn, by the core's start-up machine; its asks after the plan, with their round trips; the start-up's contract |
 //! | [`explore`] | exhaustive small scopes: depth-first search over the choice points |
 //! | [`rng`] | [`SimRng`](rng::SimRng): ChaCha8, one stream per subsystem |
 //! | [`foreign`] | models of Curator's LeaderLatch and kazoo's Lock/Election, and [`Foreign`](foreign::Foreign): one of them, as the world drives it |

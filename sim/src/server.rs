@@ -85,6 +85,52 @@ pub struct EnsembleSpec {
     /// A member down when the processes start (the connect string still
     /// names it): the clients' start-up machine must start without it.
     pub down_at_start: Option<MemberDown>,
+    /// A member whose `maxSessionTimeout` is lower than the others'.
+    pub lowered: Option<Lowered>,
+}
+
+/// A member whose `maxSessionTimeout` is lower than the others' (an
+/// operator lowering it member by member, in a rolling restart): a session
+/// on it runs by its clamp, so a bound learned from the others is too high
+/// there. Its world runs zookeeper-async (the world sees to it): the
+/// zookeeper-client transport reports its session's first member's
+/// timeout, and documents that every member must have the same limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lowered {
+    /// The member.
+    pub server: usize,
+    /// Its `maxSessionTimeout` (the world keeps it within the member's
+    /// minimum and the others' maximum).
+    pub max: Duration,
+}
+
+impl Lowered {
+    /// Draws (from a stream of its own, so the rest of the scenario stays
+    /// put) whether a member of an ensemble of `servers` has a lower
+    /// maximum (1 in 2), which (the member `down` at start in 4 of 5 when
+    /// there is one: the member the start-up cannot ask before it is back),
+    /// and the maximum: 40–90 % of `timeout` (the requested), at least 1 s.
+    pub fn draw(
+        seed: u64,
+        servers: usize,
+        timeout: Duration,
+        down: Option<MemberDown>,
+    ) -> Option<Self> {
+        let mut rng = SimRng::new(seed, 20);
+        if servers < 2 || !rng.chance(0.5) {
+            return None;
+        }
+        let server = match down {
+            Some(down) if rng.chance(0.8) => down.server,
+            _ => rng.range(0, servers as u64 - 1) as usize,
+        };
+        let ms = timeout.as_millis() as u64;
+        let max = (ms * rng.range(40, 90) / 100 / 100 * 100).max(1_000);
+        Some(Self {
+            server,
+            max: Duration::from_millis(max),
+        })
+    }
 }
 
 /// How a member is down at start.
@@ -141,11 +187,13 @@ impl EnsembleSpec {
             servers,
             faults: Vec::new(),
             down_at_start: None,
+            lowered: None,
         };
         if faults {
             spec.add_faults(&mut rng, chaos, timeout, 0.30, 0.15, 0.03);
         }
         spec.down_at_start = MemberDown::draw(seed, servers, timeout);
+        spec.lowered = Lowered::draw(seed, servers, timeout, spec.down_at_start);
         Some(spec)
     }
 
@@ -156,9 +204,40 @@ impl EnsembleSpec {
             servers: 3,
             faults: Vec::new(),
             down_at_start: None,
+            lowered: None,
         };
         spec.add_faults(&mut rng, chaos, timeout, 0.6, 0.1, 0.0);
         spec
+    }
+
+    /// An ensemble of 3 whose member 1 is stopped at start and back after
+    /// one to two session timeouts with a `maxSessionTimeout` of half the
+    /// requested `timeout` (at least 1 s), with leader changes around its
+    /// return that send every client to another member (the
+    /// `confirms-on-stale-ask` canary's world; `chaos` picks the moment).
+    pub fn member_back(timeout: Duration, chaos: Duration) -> Self {
+        let t = timeout.as_millis() as u64;
+        let back = t + (chaos.as_millis() as u64 * 7919) % t;
+        let faults = (0..8u64)
+            .map(|k| {
+                let at = Timestamp::from_millis(back - 900 + k * 450);
+                let server = if k % 2 == 0 { 2 } else { 0 };
+                (at, MemberFault::NewLeader { server })
+            })
+            .collect();
+        Self {
+            servers: 3,
+            faults,
+            down_at_start: Some(MemberDown {
+                server: 1,
+                how: DownHow::Stopped,
+                until: Some(Timestamp::from_millis(back)),
+            }),
+            lowered: Some(Lowered {
+                server: 1,
+                max: Duration::from_millis((t / 2 / 100 * 100).max(1_000)),
+            }),
+        }
     }
 
     fn add_faults(
@@ -229,20 +308,25 @@ impl fmt::Display for EnsembleSpec {
             self.servers,
             self.faults.len()
         )?;
-        match self.down_at_start {
-            None => Ok(()),
-            Some(down) => {
-                let how = match down.how {
-                    DownHow::Stopped => "stopped",
-                    DownHow::Frozen => "frozen",
-                    DownHow::Unresolvable => "unresolvable",
-                };
-                write!(f, " zk{} {how} at start", down.server)?;
-                match down.until {
-                    Some(at) => write!(f, " until {at}"),
-                    None => Ok(()),
-                }
+        if let Some(down) = self.down_at_start {
+            let how = match down.how {
+                DownHow::Stopped => "stopped",
+                DownHow::Frozen => "frozen",
+                DownHow::Unresolvable => "unresolvable",
+            };
+            write!(f, " zk{} {how} at start", down.server)?;
+            if let Some(at) = down.until {
+                write!(f, " until {at}")?;
             }
+        }
+        match self.lowered {
+            Some(l) => write!(
+                f,
+                " zk{} maxSessionTimeout={}ms",
+                l.server,
+                l.max.as_millis()
+            ),
+            None => Ok(()),
         }
     }
 }
@@ -304,8 +388,18 @@ impl Server {
         match spec {
             None => Server::Single(ZkModel::new(settings)),
             Some(spec) => {
+                let mut ens = Ensemble::new(spec.servers, settings);
+                if let Some(lowered) = spec.lowered {
+                    let (min, max) = settings.session_limits();
+                    let own = ZkSettings {
+                        // A server refuses a maximum below its minimum.
+                        max_session_timeout: Some(lowered.max.min(max).max(min)),
+                        ..settings
+                    };
+                    ens = ens.with_member_settings(lowered.server, own);
+                }
                 let mut m = Multi {
-                    ens: Ensemble::new(spec.servers, settings),
+                    ens,
                     conns: BTreeMap::new(),
                     clients: BTreeMap::new(),
                     pending: BTreeMap::new(),
@@ -370,13 +464,6 @@ impl Server {
         }
     }
 
-    /// Records a start-up that broke its contract (see `crate::startup`).
-    pub fn startup_violation(&mut self, what: String) {
-        if let Server::Ensemble(m) = self {
-            m.violation.get_or_insert(what);
-        }
-    }
-
     /// The committed tree and the session tracker: the server, or the
     /// ensemble's leader.
     pub fn zk(&self) -> &ZkModel {
@@ -405,6 +492,20 @@ impl Server {
     /// See [`ZkModel::negotiate`].
     pub fn negotiate(&self, requested: Duration) -> Duration {
         self.zk().negotiate(requested)
+    }
+
+    /// What member `server` negotiates for `requested` (its own limits).
+    pub fn negotiate_at(&self, server: usize, requested: Duration) -> Duration {
+        match self {
+            Server::Single(zk) => zk.negotiate(requested),
+            Server::Ensemble(m) => m.ens.negotiate_at(server, requested),
+        }
+    }
+
+    /// The timeout `session` runs by now (the one the member it is on
+    /// negotiated), if it is alive.
+    pub fn session_timeout(&self, session: SessionId) -> Option<Duration> {
+        self.zk().session_timeout(session)
     }
 
     /// Requests applied by the server (the leader's, for an ensemble).
@@ -662,6 +763,7 @@ impl Server {
                     };
                     m.ens.reconnect(server, s, send).map(|conn| {
                         m.conns.insert(s, conn);
+                        m.ens.retime(server, s, requested);
                         if let Some(watches) = watches {
                             m.ens.set_watches(server, s, send, watches);
                         }

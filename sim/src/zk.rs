@@ -228,6 +228,19 @@ impl ZkModel {
         identity: Option<String>,
     ) -> (SessionId, Duration) {
         let timeout = self.settings.negotiate(requested);
+        let id = self.open_session_granted(now, timeout, identity);
+        (id, timeout)
+    }
+
+    /// Opens a session whose timeout another server negotiated (the member
+    /// the client connected to): as ZooKeeper's session tracker takes the
+    /// timeout a `createSession` carries, without clamping it again.
+    pub fn open_session_granted(
+        &mut self,
+        now: Timestamp,
+        timeout: Duration,
+        identity: Option<String>,
+    ) -> SessionId {
         self.expiry_floor = self.expiry_floor.min(now + timeout);
         let id = SessionId(self.next_session);
         self.next_session += 1;
@@ -242,7 +255,18 @@ impl ZkModel {
                 ephemerals: BTreeSet::new(),
             },
         );
-        (id, timeout)
+        id
+    }
+
+    /// The session now expires by `timeout`: the member a client reconnected
+    /// to clamped the timeout the client sent into its own limits, and
+    /// every touch of the session through it carries that value (a member
+    /// with a lower `maxSessionTimeout` shortens the session).
+    pub fn retime_session(&mut self, session: SessionId, timeout: Duration) {
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.timeout = timeout;
+            self.expiry_floor = self.expiry_floor.min(s.last_heard + timeout);
+        }
     }
 
     /// Adds an authenticated identity to a live session (`addAuthInfo`); a

@@ -594,6 +594,7 @@ fn a_leader_on_a_lagging_follower_stops_within_a_session_timeout_of_its_server_a
                 .map(|server| (lag_at, MemberFault::Lag { server, ms: 1_000 }))
                 .to_vec(),
             down_at_start: None,
+            lowered: None,
         });
         World::new(seed, swarm, None, true)
     };

@@ -41,13 +41,15 @@
 //! | [`RefusedLeavesNothing`] `refused-leaves-nothing` | the session whose credentials the server refused at a reconnect ([`Refusal`](crate::swarm::Refusal)), or that zookeeper-async could not replay within the replay's bound, still owns a node after the step that reported the refusal |
 //! | [`OneAnswer`] `one-answer` | a command is answered twice or never emitted, or (at the end) a live process has a command never answered |
 //! | [`StaleReply`] `stale-reply` | a reply to a request the candidate no longer waits for changes its role |
+//! | [`StartUp`] `start-up` | a client's start-up breaks its contract (with a member serving it takes longer than the grace, it gives the client a member that was silent or unresolvable, its bound is above the negotiated timeout), or a zookeeper-async host reports `Connected` with a bound above the timeout its session runs by on the member it is on |
 //! | [`NoError`] `no-error` | a candidate reports a fatal error (nothing in the simulation should cause one but a bad chroot, on its sessions, and refused credentials, on the refused session after the refusal) |
 
 //!
 //! The checkers live by concept: `holders` (`safety`, `revocation`,
 //! `fencing`, `tokens-grow`), `marks` (`read-mark`), `progress` (`liveness`, `no-herd`,
 //! `no-storm`), `books` (`no-leaks`, `refused-leaves-nothing`,
-//! `one-answer`, `stale-reply`, `no-error`), `observers`, `image` (`single-system-image`); `belief`
+//! `one-answer`, `stale-reply`, `no-error`), `observers`, `image` (`single-system-image`),
+//! `startup` (`start-up`); `belief`
 //! holds what they share.
 
 mod belief;
@@ -58,6 +60,7 @@ mod image;
 mod marks;
 mod observers;
 mod progress;
+mod startup;
 
 pub use crate::invariant::{Event, Invariant, Kinds, Violation};
 use crate::world::View;
@@ -71,6 +74,7 @@ pub use observers::Observers;
 pub use progress::{
     Liveness, NoHerd, NoStorm, STORM_PER_MACHINE, STORM_PER_OBSERVED, STORM_WINDOW,
 };
+pub use startup::StartUp;
 
 /// A checker of a [`View`], as the world holds it.
 pub type Checker = Box<dyn Invariant<View>>;
@@ -96,6 +100,7 @@ pub fn standard() -> Vec<Checker> {
         Box::new(NoError),
         Box::new(Observers),
         Box::new(SingleSystemImage),
+        Box::new(StartUp),
         Box::new(NoStorm::default()),
     ]
 }

@@ -265,9 +265,11 @@ impl World {
         p.conn = Conn::Disconnected;
         p.gen += 1;
         let failed = std::mem::take(&mut p.on_wire);
-        // A replay under way had not reported `Connected`: the core still
-        // holds `Disconnected`, and the transport says nothing again.
-        if !self.end_replay(pid) {
+        // A replay under way, or a bound not yet confirmed, had not reported
+        // `Connected`: the core still holds `Disconnected`, and the
+        // transport says nothing again.
+        let held = self.asker_dropped(pid);
+        if !self.end_replay(pid) && !held {
             self.session_event(pid, SessionEvent::Disconnected);
         }
         for (op, sent) in failed.into_entries() {
@@ -370,13 +372,20 @@ impl World {
                 |c| c,
             ) {
                 Ok(started) => {
-                    let negotiated = self.view.zk.negotiate(requested);
+                    let zk = &self.view.zk;
+                    let negotiated = |i| zk.negotiate_at(i, requested);
                     if let Err(e) = crate::startup::check(&started, self.view.now, negotiated) {
-                        self.view.zk.startup_violation(format!("p{pid}: {e}"));
+                        self.start_up_violation(format!("p{pid}: {e}"));
                     }
                     self.view.zk.set_plan(pid, &started.plan.servers);
                     if source == TimeoutSource::Handshake {
                         self.view.procs[pid].handshaken = started.plan.bound;
+                        // The machine lives on: zookeeper-async's transport
+                        // confirms the bound at every connection (a foreign
+                        // model's Java client reports its own).
+                        if matches!(self.view.procs[pid].member, Member::Zkelect { .. }) {
+                            self.keep_asker(pid, started.machine);
+                        }
                     }
                     self.view.procs[pid].started = Some(started.at);
                     if started.at > self.view.now {
@@ -426,7 +435,15 @@ impl World {
         };
         match connected {
             Reconnected::Same(_) if self.refused_now(pid) => return self.refuse(pid),
-            Reconnected::Same(_) => {}
+            Reconnected::Same(session) => {
+                // The member clamped the session's timeout again, by its own
+                // limits; the client library times itself by the new value.
+                // (zookeeper-client reports its first connection's value,
+                // the same one: its worlds give every member the same limits.)
+                if let Some(timeout) = self.view.zk.session_timeout(session) {
+                    self.view.procs[pid].timeout = timeout;
+                }
+            }
             Reconnected::Expired { new, timeout } => {
                 // The server expired it while we were away: say so, then start afresh.
                 self.view.procs[pid].session_id = None;
@@ -463,21 +480,12 @@ impl World {
             );
         }
         let session_id = session_id.filter(|_| self.view.knobs.session_ids);
-        let learned = match source {
-            TimeoutSource::Session => timeout,
-            TimeoutSource::Handshake => self.view.procs[pid].handshaken.unwrap_or(timeout),
-        };
-        let reported = self
-            .canary_of(pid)
-            .map_or(learned, |c| c.reported_timeout(learned, requested));
-        let connected = SessionEvent::Connected {
-            session_id,
-            timeout: reported,
-        };
-        if replays {
-            self.start_replay(pid, connected);
-        } else {
-            self.session_event(pid, connected);
+        if !self.asker_connected(pid, session_id, replays) {
+            let learned = match source {
+                TimeoutSource::Session => timeout,
+                TimeoutSource::Handshake => self.view.procs[pid].handshaken.unwrap_or(timeout),
+            };
+            self.report_connected(pid, session_id, learned, replays);
         }
         // Re-armed watches whose node changed after what the client had seen.
         let fired = self.view.zk.take_fired();
@@ -493,6 +501,8 @@ impl World {
         p.session_closed = true;
         p.conn = Conn::Disconnected;
         p.replay = None;
+        // The transport is closed with its client: no more asks.
+        p.asker = None;
         p.gen += 1;
         let pending: Vec<OpId> = std::mem::take(&mut p.on_wire)
             .into_entries()

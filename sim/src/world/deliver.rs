@@ -87,6 +87,8 @@ impl World {
             Ev::AddAuth { pid, gen, attempt } => self.add_auth_arrived(pid, gen, attempt),
             Ev::AuthAnswer { pid, gen, attempt } => self.auth_answered(pid, gen, attempt),
             Ev::ReplayWake { pid, gen } => self.replay_wake(pid, gen),
+            Ev::AskAnswer { pid, answer } => self.ask_answered(pid, *answer),
+            Ev::AskWake { pid } => self.ask_wake(pid),
             Ev::ClientTick { pid, gen, at } => self.client_tick(pid, gen, at),
             Ev::ReadTimeout { pid, gen } => self.read_timeout(pid, gen),
             Ev::Reconnect { pid } => self.reconnect(pid),

@@ -123,6 +123,19 @@ impl World {
         if let Some(canary) = canary {
             knobs.options = canary.options();
         }
+        // A member with a lower `maxSessionTimeout` makes a world for
+        // zookeeper-async, which bounds the timeout by every member's
+        // answer: zookeeper-client reports the timeout of its session's
+        // first member, and documents that every member must have the same
+        // limits.
+        if swarm
+            .env
+            .ensemble
+            .as_ref()
+            .is_some_and(|e| e.lowered.is_some())
+        {
+            knobs.session_ids = false;
+        }
         let mut queues = vec![QueueSpec {
             path: PATH.to_owned(),
             queue: swarm.env.queue,
@@ -158,6 +171,7 @@ impl World {
             refused: None,
             acl_changed: None,
             lapsed: Vec::new(),
+            start_up: None,
             replayed: 0,
             swarm,
             knobs,

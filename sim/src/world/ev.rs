@@ -6,6 +6,14 @@ use std::rc::Rc;
 use zkelect_core::{FencingToken, OpId, Reply, Request, Timestamp, WatchEvent, ZkCode};
 
 use crate::net::Way;
+
+/// An ask's outcome as it reaches the start-up machine: (member, attempt,
+/// outcome).
+pub(super) type AskAnswer = (
+    usize,
+    u32,
+    Result<Option<std::time::Duration>, zkelect_core::startup::AskFailure>,
+);
 use crate::swarm::Fault;
 
 /// An event of the world. Its payloads (a request, a reply) live behind a
@@ -58,6 +66,11 @@ pub(super) enum Ev {
     AuthAnswer { pid: usize, gen: u64, attempt: u32 },
     /// The replay's machine asked to be woken.
     ReplayWake { pid: usize, gen: u64 },
+    /// The outcome of an ask of host `pid`'s start-up machine reaches it:
+    /// (member, attempt, outcome).
+    AskAnswer { pid: usize, answer: Box<AskAnswer> },
+    /// Host `pid`'s start-up machine asked to be woken.
+    AskWake { pid: usize },
     /// The client library's timer: pings and the silence check (only the
     /// one the process last asked for counts, see `Proc::tick_at`).
     ClientTick { pid: usize, gen: u64, at: Timestamp },
@@ -133,6 +146,8 @@ impl Ev {
             | Self::Pong { pid, .. }
             | Self::AuthAnswer { pid, .. }
             | Self::ReplayWake { pid, .. }
+            | Self::AskAnswer { pid, .. }
+            | Self::AskWake { pid }
             | Self::ClientTick { pid, .. }
             | Self::ReadTimeout { pid, .. }
             | Self::Reconnect { pid }

@@ -50,7 +50,9 @@
 //! around it (`engine`: the event queue, the loop, the step). The other
 //! modules add the engine's behaviour by concept: `spawn` (starting
 //! processes), `deliver` (one event to its handler), `client` (the client
-//! library), `hosting` (the core session each zkelect
+//! library), `startup` (a zookeeper-async host's start-up machine after
+//! its plan: its asks, and the `Connected` that waits for its bound),
+//! `hosting` (the core session each zkelect
 //! process runs on, driven as the library's pump drives it; `told` holds
 //! what one drain of it told), `faults`, `app`
 //! (the application around each machine), `judges` (running the checkers),
@@ -72,6 +74,7 @@ mod proc;
 mod replay;
 mod spawn;
 mod spec;
+mod startup;
 mod stats;
 mod text;
 mod told;

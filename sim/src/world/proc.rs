@@ -110,6 +110,9 @@ pub(super) struct Proc {
     /// zookeeper-async's replay of its credentials on the current
     /// connection, under way (`Connected` not reported yet).
     pub(super) replay: Option<Box<Replay>>,
+    /// A zookeeper-async host's start-up machine after its plan (against an
+    /// ensemble): it confirms the bound at every connection.
+    pub(super) asker: Option<Box<Asker>>,
     /// When its start-up (against an ensemble) made its plan.
     pub(super) started: Option<Timestamp>,
     pub(super) conn: Conn,
@@ -168,6 +171,7 @@ impl Proc {
             timeout: Duration::ZERO,
             handshaken: None,
             replay: None,
+            asker: None,
             started: None,
             conn: Conn::Disconnected,
             gen: 0,
@@ -267,4 +271,24 @@ pub(super) struct Replay {
     pub(super) report: zkelect_core::SessionEvent,
     /// When the machine asked to be woken (only that wake counts).
     pub(super) wake: Option<Timestamp>,
+}
+
+/// A host's start-up machine after its plan, as its transport keeps it
+/// (driven in `startup.rs`; kept here, with the process that holds it, as
+/// [`Replay`] is).
+#[derive(Debug, Clone)]
+pub(super) struct Asker {
+    /// The core's machine: it decides whom to ask and when the bound holds.
+    pub(super) machine: zkelect_core::startup::Startup,
+    /// When the machine asked to be woken (only that wake counts).
+    pub(super) wake: Option<Timestamp>,
+    /// The connection (its generation) whose `Connected` waits for the
+    /// bound, with the session id it reports and whether the credentials'
+    /// replay follows.
+    pub(super) holding: Option<(u64, Option<SessionId>, bool)>,
+    /// Asks on their way: (member, attempt).
+    pub(super) out: Vec<(usize, u32)>,
+    /// The canary's asks that stand for a later attempt of the same member:
+    /// (member, attempt sent, attempt it answers for).
+    pub(super) standing: Vec<(usize, u32, u32)>,
 }

@@ -47,6 +47,12 @@ pub struct RunStats {
     pub multi_lock_holds: u64,
     /// Multi-lock acquisitions given up at their deadline.
     pub multi_lock_give_ups: u64,
+    /// Session-timeout bounds a member's answer lowered after the start.
+    pub bounds_lowered: u64,
+    /// Asks of a start-up machine still on their way when the client
+    /// connected (sent again then: their outcome is older than the
+    /// connection).
+    pub asks_in_flight_at_connection: u64,
 }
 
 impl RunStats {
@@ -73,6 +79,8 @@ impl RunStats {
         self.weighted_holds += other.weighted_holds;
         self.multi_lock_holds += other.multi_lock_holds;
         self.multi_lock_give_ups += other.multi_lock_give_ups;
+        self.bounds_lowered += other.bounds_lowered;
+        self.asks_in_flight_at_connection += other.asks_in_flight_at_connection;
     }
 }
 
@@ -80,7 +88,7 @@ impl std::fmt::Display for RunStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} steps, {} server ops, {} elections (+{} foreign), {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies, {} look-alikes ({} skips), {} runs clamped down, {} up, {} revocation requests ({} heard), {} downgrades, {} weighted holds, {} multi-locks held ({} given up)",
+            "{} steps, {} server ops, {} elections (+{} foreign), {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies, {} look-alikes ({} skips), {} runs clamped down, {} up, {} revocation requests ({} heard), {} downgrades, {} weighted holds, {} multi-locks held ({} given up), {} bounds lowered after the start ({} asks in flight at a connection)",
             self.steps,
             self.server_ops,
             self.elections,
@@ -99,7 +107,9 @@ impl std::fmt::Display for RunStats {
             self.downgrades,
             self.weighted_holds,
             self.multi_lock_holds,
-            self.multi_lock_give_ups
+            self.multi_lock_give_ups,
+            self.bounds_lowered,
+            self.asks_in_flight_at_connection
         )
     }
 }

@@ -114,6 +114,9 @@ pub struct View {
     pub(super) lapsed: Vec<Refused>,
     /// How many replays of credentials after a reconnect put them back.
     pub(super) replayed: usize,
+    /// The first start-up that broke its contract, or bound reported above
+    /// the session's (`start-up`).
+    pub(super) start_up: Option<String>,
 }
 
 /// A downgraded writer's node whose ACL an operator set to `world:anyone`
@@ -362,6 +365,13 @@ impl View {
     /// a new connection (the core's `SetUp` replay ended `Done`).
     pub fn replayed(&self) -> usize {
         self.replayed
+    }
+
+    /// The first start-up that broke its contract, or the first session
+    /// timeout a zookeeper-async host reported above the one its session
+    /// runs by on the member it is on.
+    pub fn start_up_violation(&self) -> Option<&str> {
+        self.start_up.as_deref()
     }
 
     /// The sessions whose credentials could not be replayed after a
