@@ -465,3 +465,28 @@ fn canary_confirming_on_a_stale_ask_is_caught_within_50_seeds_and_its_worlds_pas
         assert!(report.violation.is_none(), "seed {seed}: {report}");
     }
 }
+
+/// Seed 512912 of the 1,000,000 sweep: an operator deleted the election
+/// while a create's answer was on its way (its owner did not know its node
+/// yet), and the owner, on a follower that had not applied the deletion,
+/// was elected by a listing that still showed its node. The world now
+/// revokes an owner when it learns a node already deleted, and judges it as
+/// any revoked process: it may believe it holds until the deletion reaches
+/// it, and must learn within the grace. (`safety` counted it as a sixth
+/// holder of five.)
+#[test]
+fn a_node_deleted_before_its_owner_knew_it_revokes_the_owner_when_it_learns_it() {
+    let report = run_seed(
+        512_912,
+        RunOptions {
+            keep_trace: true,
+            ..RunOptions::default()
+        },
+    );
+    assert!(report.violation.is_none(), "{report}");
+    let lines = report.lines.unwrap_or_default();
+    assert!(
+        lines.iter().any(|l| l.contains("learns its node")),
+        "no late revocation in the trace"
+    );
+}

@@ -53,4 +53,10 @@ pub enum Planted {
     /// queue knows, but readers behind still see a writer and wait for it
     /// (as do observers). A simulator's `read-mark` catches it.
     DowngradeWithoutMark,
+    /// The session's `handle_timeout` does nothing: a deadline it named
+    /// stays due, and a driver that wakes it then wakes it at once and
+    /// again, at one instant, for ever (the hot loop of a machine that
+    /// answers an input with an immediate retry). A simulator's
+    /// `time-advances` catches it.
+    TimerAnsweredByNothing,
 }

@@ -42,6 +42,7 @@
 //! | [`OneAnswer`] `one-answer` | a command is answered twice or never emitted, or (at the end) a live process has a command never answered |
 //! | [`StaleReply`] `stale-reply` | a reply to a request the candidate no longer waits for changes its role |
 //! | [`StartUp`] `start-up` | a client's start-up breaks its contract (with a member serving it takes longer than the grace, it gives the client a member that was silent or unresolvable, its bound is above the negotiated timeout), or a zookeeper-async host reports `Connected` with a bound above the timeout its session runs by on the member it is on |
+//! | `time-advances` (the world's own, in [`World::step`](crate::world::World::step)) | [`STALL_STEPS`](crate::world::STALL_STEPS) steps at one virtual instant: something answers an input at once and again, and the run would never end |
 //! | [`NoError`] `no-error` | a candidate reports a fatal error (nothing in the simulation should cause one but a bad chroot, on its sessions, and refused credentials, on the refused session after the refusal) |
 
 //!

@@ -122,6 +122,9 @@ impl World {
         if let Notice::PersistentSkipped { .. } = notice {
             self.view.stats.persistent_skipped += 1;
         }
+        if let (Notice::Joined { node }, false) = (notice, self.view.unclaimed.is_empty()) {
+            self.claim_deleted(pid, node);
+        }
         if let Notice::Downgraded = notice {
             self.view.stats.downgrades += 1;
             // The first downgrade of the run sets the drawn operator's

@@ -28,6 +28,13 @@ use super::view::View;
 #[cfg(feature = "planted")]
 use zkelect_core::Planted;
 
+/// Steps at one virtual instant after which the world calls it a stall
+/// (`time-advances`): something answers an input at once and again, and
+/// virtual time never moves (with a real transport that fails fast, a hot
+/// loop). Ordinary runs stay far below it (`tests/time.rs` measures the
+/// most steps at one instant over 2,000 mixed seeds).
+pub const STALL_STEPS: u64 = 100_000;
+
 /// A whole simulated run: its [`View`] (what checkers read) and the
 /// engine around it.
 pub struct World {
@@ -70,6 +77,8 @@ pub struct World {
     /// The client libraries' timing for the last session timeout asked
     /// (the processes of a run mostly share one).
     pub(super) pace: Option<Pace>,
+    /// Steps taken since the clock last moved (`time-advances`).
+    same_instant: u64,
     /// How many times the host the swarm's
     /// [`Refusal`](crate::swarm::Refusal) names reconnected to its live
     /// session so far.
@@ -162,6 +171,7 @@ impl World {
             counts: Counts::new(queues.len()),
             queues,
             revoked: Vec::new(),
+            unclaimed: Vec::new(),
             heal_at,
             phase: Phase::Chaos,
             stats: RunStats::default(),
@@ -187,6 +197,7 @@ impl World {
             judges: Judges::new(invariants),
             cause: 0,
             commands: Vec::new(),
+            same_instant: 0,
             verbs: Vec::new(),
             senders: Vec::new(),
             told: Told::default(),
@@ -329,6 +340,21 @@ impl World {
         let Some((at, ev)) = self.queue.pop() else {
             return false;
         };
+        if at == self.view.now {
+            self.same_instant += 1;
+            let most = &mut self.view.stats.most_at_one_instant;
+            *most = (*most).max(self.same_instant);
+            if self.same_instant == STALL_STEPS {
+                self.fail(
+                    "time-advances",
+                    format!(
+                        "{STALL_STEPS} steps at {at} without the clock moving: something answers an input at once and again"
+                    ),
+                );
+            }
+        } else {
+            self.same_instant = 0;
+        }
         self.view.now = at;
         self.view.stats.steps += 1;
         self.deliver(ev);

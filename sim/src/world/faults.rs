@@ -316,19 +316,22 @@ impl World {
     pub(super) fn wipe(&mut self, q: usize) {
         let root = self.view.queues[q].path.clone();
         let children = self.view.zk.children(&root);
-        let owners: Vec<(String, Option<usize>)> = children
+        let owners: Vec<(String, Option<usize>, Option<i64>)> = children
             .into_iter()
             .map(|name| {
                 let stat = self.view.zk.stat(&format!("{root}/{name}"));
                 let owner = stat.and_then(|stat| self.owner(&name, stat));
-                (name, owner)
+                // An ephemeral node no one knows yet is a create whose
+                // answer is on its way: its owner learns it after this.
+                let unknown = stat.filter(|s| owner.is_none() && s.ephemeral_owner != 0);
+                (name, owner, unknown.map(|s| s.czxid))
             })
             .collect();
         let mut deleted = Vec::new();
         let again = !self.view.knobs.options.create_parents;
         let done = self.operator(|zk, now, s| {
             let mut fired = Vec::new();
-            for (name, owner) in &owners {
+            for (name, owner, unknown) in &owners {
                 let path = format!("{root}/{name}");
                 let (r, f) = zk.apply(
                     now,
@@ -339,7 +342,7 @@ impl World {
                     },
                 );
                 if r.is_ok() {
-                    deleted.push((name.clone(), *owner));
+                    deleted.push((name.clone(), *owner, *unknown));
                 }
                 fired.extend(f);
             }
@@ -376,8 +379,12 @@ impl World {
             0 => format!("operator deleted the election ({n} nodes)"),
             q => format!("operator deleted {} ({n} nodes)", SideQueue::path(q)),
         });
-        for (node, owner) in deleted {
+        for (node, owner, unknown) in deleted {
             self.view.stats.revocations += 1;
+            if let Some(czxid) = unknown {
+                let (now, zxid) = (self.view.now, self.view.zk.zxid());
+                self.view.unclaimed.push((node.clone(), czxid, now, zxid));
+            }
             let Some(pid) = owner else { continue };
             let token = match agent(&self.view.procs, pid).role() {
                 Role::Leader(t) => Some(t),
@@ -392,12 +399,40 @@ impl World {
     /// Records that an operator deleted `node`, the node process `pid`
     /// believes is its own, just now.
     fn mark_revoked(&mut self, pid: usize, node: String) {
+        let (now, zxid) = (self.view.now, self.view.zk.zxid());
+        self.mark_revoked_at(pid, node, now, zxid);
+    }
+
+    /// Process `pid` just learned its node `node` (`Joined`): if an
+    /// operator deleted it before (the create's answer was on its way), it
+    /// is revoked as of that deletion, and judged as any revoked process.
+    pub(super) fn claim_deleted(&mut self, pid: usize, node: &str) {
+        let token = agent(&self.view.procs, pid).token();
+        let Some(i) =
+            self.view.unclaimed.iter().position(|(name, czxid, _, _)| {
+                name == node && token == Some(FencingToken(*czxid))
+            })
+        else {
+            return;
+        };
+        let (name, _, at, zxid) = self.view.unclaimed.swap_remove(i);
+        self.trace.note(self.view.now, Some(pid), 'R', || {
+            format!("learns its node {}, deleted at {at}", short(&name))
+        });
+        self.mark_revoked_at(pid, name, at, zxid);
+        self.view.recount(pid);
+        self.observe(&Event::Revoked { pid, token: None });
+    }
+
+    /// Records that an operator deleted `node`, the node process `pid`
+    /// believes is its own, at `at` (committed as `zxid`).
+    fn mark_revoked_at(&mut self, pid: usize, node: String, at: Timestamp, zxid: i64) {
         let now = self.view.now;
         self.view.procs[pid].revoked = Some(Revoked {
             node,
             token: agent(&self.view.procs, pid).token(),
-            at: now,
-            zxid: self.view.zk.zxid(),
+            at,
+            zxid,
             reached: now,
         });
         if let Err(at) = self.view.revoked.binary_search(&pid) {

@@ -83,7 +83,7 @@ mod view;
 pub use crate::invariant::Violation;
 pub use agent::Agent;
 pub use census::Census;
-pub use engine::World;
+pub use engine::{World, STALL_STEPS};
 pub use spec::{Phase, QueueSpec, EVENT_LAG_MAX_MS, PATH, SETTLE};
 pub use stats::RunStats;
 pub use view::{AclChanged, Process, Refused, View};

@@ -53,6 +53,9 @@ pub struct RunStats {
     /// connected (sent again then: their outcome is older than the
     /// connection).
     pub asks_in_flight_at_connection: u64,
+    /// The most steps taken at one virtual instant after the first
+    /// (`time-advances`' margin).
+    pub most_at_one_instant: u64,
 }
 
 impl RunStats {
@@ -81,6 +84,7 @@ impl RunStats {
         self.multi_lock_give_ups += other.multi_lock_give_ups;
         self.bounds_lowered += other.bounds_lowered;
         self.asks_in_flight_at_connection += other.asks_in_flight_at_connection;
+        self.most_at_one_instant = self.most_at_one_instant.max(other.most_at_one_instant);
     }
 }
 
@@ -88,7 +92,7 @@ impl std::fmt::Display for RunStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} steps, {} server ops, {} elections (+{} foreign), {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies, {} look-alikes ({} skips), {} runs clamped down, {} up, {} revocation requests ({} heard), {} downgrades, {} weighted holds, {} multi-locks held ({} given up), {} bounds lowered after the start ({} asks in flight at a connection)",
+            "{} steps, {} server ops, {} elections (+{} foreign), {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies, {} look-alikes ({} skips), {} runs clamped down, {} up, {} revocation requests ({} heard), {} downgrades, {} weighted holds, {} multi-locks held ({} given up), {} bounds lowered after the start ({} asks in flight at a connection), at most {} more steps at one instant",
             self.steps,
             self.server_ops,
             self.elections,
@@ -109,7 +113,8 @@ impl std::fmt::Display for RunStats {
             self.multi_lock_holds,
             self.multi_lock_give_ups,
             self.bounds_lowered,
-            self.asks_in_flight_at_connection
+            self.asks_in_flight_at_connection,
+            self.most_at_one_instant
         )
     }
 }

@@ -88,6 +88,10 @@ pub struct View {
     /// The pids whose node an operator once deleted, ascending (checked after
     /// every step: kept, not searched for).
     pub(super) revoked: Vec<usize>,
+    /// Nodes an operator deleted before their owners knew them (the
+    /// create's answer still on its way): (name, czxid, when, the zxid of
+    /// the deletion). The owner is revoked when it learns its node.
+    pub(super) unclaimed: Vec<(String, i64, Timestamp, i64)>,
     /// Per queue, the highest token its fenced resource accepted (each
     /// queue guards a resource of its own).
     pub(super) resource_max: Vec<Option<FencingToken>>,
