@@ -459,14 +459,21 @@ struct Run {
     answered: BTreeSet<usize>,
 }
 
-/// Runs a start-up against `servers` to its plan or refusal, then on for
-/// a simulated minute with client reconnections every `reconnect_every`
-/// ms; returns the machine, the asks (time, server) and the time of the
-/// plan.
 /// An outcome the adapter will report: when, for which server and ask, what.
 type Pending = (u64, usize, u32, Result<Option<Duration>, AskFailure>);
 
-fn run(servers: &[Behaviour], learn: Learn, seed: u64, reconnect_every: u64) -> Run {
+/// Runs a start-up against `servers` to its plan or refusal, then on for
+/// a simulated minute with the client connecting `connect_after` ms after
+/// the plan (at once if 0) and again every `reconnect_every` ms; returns
+/// the machine, the asks (time, server) and the time of the plan. No
+/// moment the machine names may leave it idle: time must move.
+fn run(
+    servers: &[Behaviour],
+    learn: Learn,
+    seed: u64,
+    reconnect_every: u64,
+    connect_after: u64,
+) -> Run {
     let mut s = Startup::new(
         ms(0),
         StartupConfig {
@@ -530,9 +537,16 @@ fn run(servers: &[Behaviour], learn: Learn, seed: u64, reconnect_every: u64) -> 
                 }
                 StartupCommand::Connect { .. } => {
                     planned.get_or_insert(now);
-                    s.client_connected(ms(now));
-                    recheck_at = Some(now);
-                    next_reconnect = Some(now + reconnect_every);
+                    if connect_after == 0 {
+                        s.client_connected(ms(now));
+                        recheck_at = Some(now);
+                        next_reconnect = Some(now + reconnect_every);
+                    } else {
+                        // The client takes its time (past the connect
+                        // timeout, too: the adapter bounds the attempt),
+                        // and the machine is driven meanwhile.
+                        next_reconnect = Some(now + connect_after);
+                    }
                 }
             }
         }
@@ -597,8 +611,10 @@ proptest! {
         learn in prop_oneof![Just(Learn::SessionTimeout), Just(Learn::Liveness)],
         seed in any::<u64>(),
         reconnect_every in 2_000_u64..20_000,
+        connect_after in prop_oneof![Just(0_u64), 1_u64..15_000],
     ) {
-        let Run { s, asks, planned, answered } = run(&servers, learn, seed, reconnect_every);
+        let Run { s, asks, planned, answered } =
+            run(&servers, learn, seed, reconnect_every, connect_after);
         let answer_at = |b: &Behaviour| match *b {
             Behaviour::Answers { delay, .. } if delay < 1_000 => Some(delay),
             Behaviour::Restarts { up_at, .. } => Some(up_at),
