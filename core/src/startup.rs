@@ -48,6 +48,9 @@
 //!    the answers suffice; if none has answered by the connect timeout, the
 //!    start is refused ([`StartupError::NoAnswer`], naming each server's last
 //!    failure).
+//! 5. A client attempt that fails ([`Startup::client_failed`]) is made again
+//!    after the same kind of pause (up to [`GATHERING_BACKOFF_MAX`]), until
+//!    the connect timeout ([`StartupError::ClientFailed`]).
 //!
 //! # Why the bound holds ([`Learn::SessionTimeout`])
 //!
@@ -346,6 +349,8 @@ pub struct Startup {
     notices: Vec<StartupNotice>,
     /// The client's next attempt, after a failed one.
     client_retry: Option<Timestamp>,
+    /// The pauses between the client's attempts.
+    client_backoff: Backoff,
     /// Why the client's last attempt failed.
     last_client_failure: Option<String>,
 }
@@ -365,6 +370,7 @@ impl Startup {
                 Backoff::new(seed)
             })
             .collect();
+        let client_backoff = Backoff::new(crate::name::splitmix64(seed));
         let mut startup = Self {
             config,
             started: now,
@@ -378,6 +384,7 @@ impl Startup {
             commands,
             notices: Vec::new(),
             client_retry: None,
+            client_backoff,
             last_client_failure: None,
         };
         if n == 0 {
@@ -592,8 +599,12 @@ impl Startup {
         }
     }
 
-    /// The client could not connect (`reason`): it is tried again after the
-    /// backoff, until the connect timeout.
+    /// The client could not connect (`reason`): it is tried again after a
+    /// jittered pause that doubles from [`StartupConfig::backoff_min`] up to
+    /// [`GATHERING_BACKOFF_MAX`] (the caller is waiting to start), until the
+    /// connect timeout. A client whose servers all refuse at once fails
+    /// fast, and a fixed pause would send a fleet's attempts in lock-step,
+    /// ten a second each.
     pub fn client_failed(&mut self, now: Timestamp, reason: String) {
         if !matches!(self.phase, Phase::Connecting(_)) {
             return;
@@ -602,7 +613,8 @@ impl Startup {
             self.refuse(StartupError::ClientFailed(reason));
             return;
         }
-        let pause = self.config.backoff_min.max(Duration::from_millis(1));
+        let max = self.config.backoff_max.min(GATHERING_BACKOFF_MAX);
+        let pause = self.client_backoff.next_delay(self.config.backoff_min, max);
         self.client_retry = Some((now + pause).min(self.give_up_at()));
         self.last_client_failure = Some(reason);
     }

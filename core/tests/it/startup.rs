@@ -362,7 +362,8 @@ fn a_failed_client_is_retried_until_the_connect_timeout() {
     s.client_failed(ms(100), "connection reset".into());
     assert_eq!(drain(&mut s), []);
     let retry = s.poll_timeout().expect("a retry");
-    assert!(retry >= ms(200) && retry < ms(10_000), "{retry}");
+    // Half to all of the first pause (100 ms): jittered.
+    assert!(retry >= ms(150) && retry <= ms(200), "{retry}");
     s.handle_timeout(retry);
     assert!(connect_plan(&drain(&mut s)).is_some(), "tried again");
     s.client_failed(ms(9_950), "reset again".into());
@@ -408,6 +409,41 @@ fn an_attempt_under_way_at_the_connect_timeout_names_no_idle_moment() {
     }
     assert!(matches!(s.phase(), Phase::Connecting(_)), "{:?}", s.phase());
     assert!(wakes < 100, "{wakes} wakes in a minute");
+}
+
+/// A client that fails at once (every server it is given refuses) is
+/// tried again after pauses that double up to a second, not every 100 ms:
+/// a fleet starting against refusing servers does not storm them.
+#[test]
+fn a_client_that_fails_fast_is_retried_with_growing_pauses() {
+    let mut s = Startup::new(ms(0), config(1, Learn::Liveness));
+    resolve_all(&mut s, 0);
+    s.answered(ms(1), 0, 1, Ok(None));
+    assert!(connect_plan(&drain(&mut s)).is_some());
+    let (mut now, mut attempts, mut pauses) = (ms(1), 1, Vec::new());
+    loop {
+        s.client_failed(now, "refused".into());
+        let Some(retry) = s.poll_timeout() else { break };
+        assert!(retry > now, "retried at {retry}, failed at {now}");
+        pauses.push(retry.saturating_since(now));
+        now = retry;
+        s.handle_timeout(now);
+        if connect_plan(&drain(&mut s)).is_none() {
+            break;
+        }
+        attempts += 1;
+    }
+    assert!(
+        matches!(s.phase(), Phase::Refused(StartupError::ClientFailed(_))),
+        "{:?}",
+        s.phase()
+    );
+    assert!(attempts <= 20, "{attempts} attempts in the connect timeout");
+    assert!(pauses[4] >= Duration::from_millis(500), "{pauses:?}");
+    assert!(
+        pauses.iter().all(|p| *p <= Duration::from_secs(1)),
+        "{pauses:?}"
+    );
 }
 
 #[test]
