@@ -340,6 +340,9 @@ impl World {
             return;
         }
         if !self.reachable(pid) {
+            if self.asker_client_failed(pid, "no server could be reached") {
+                return;
+            }
             let at = self.view.now + Duration::from_millis(self.rng.range(200, 500));
             self.push(at, Ev::Reconnect { pid });
             return;
@@ -380,12 +383,13 @@ impl World {
                     self.view.zk.set_plan(pid, &started.plan.servers);
                     if source == TimeoutSource::Handshake {
                         self.view.procs[pid].handshaken = started.plan.bound;
-                        // The machine lives on: zookeeper-async's transport
-                        // confirms the bound at every connection (a foreign
-                        // model's Java client reports its own).
-                        if matches!(self.view.procs[pid].member, Member::Zkelect { .. }) {
-                            self.keep_asker(pid, started.machine);
-                        }
+                    }
+                    // The machine lives on with a zkelect transport: it
+                    // retries the client's attempts until the first
+                    // connection, and zookeeper-async's confirms the bound
+                    // at every one (a foreign model's Java client has none).
+                    if matches!(self.view.procs[pid].member, Member::Zkelect { .. }) {
+                        self.keep_asker(pid, started.machine);
                     }
                     self.view.procs[pid].started = Some(started.at);
                     if started.at > self.view.now {
@@ -428,7 +432,12 @@ impl World {
             rearm,
         );
         let Ok(connected) = connected else {
-            // Every member refused (behind the client, or cut off): try again.
+            // Every member refused (behind the client, or cut off): the
+            // start-up machine retries a first attempt; after that, the
+            // client library tries again.
+            if self.asker_client_failed(pid, "every server refused the connection") {
+                return;
+            }
             let at = self.view.now + Duration::from_millis(self.rng.range(200, 500));
             self.push(at, Ev::Reconnect { pid });
             return;

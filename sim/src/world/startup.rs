@@ -1,11 +1,14 @@
-//! A zookeeper-async host's start-up machine after its plan, as the
-//! transport's background task runs it (`adapters/src/startup.rs`): the
-//! production core's [`Startup`](zkelect_core::startup::Startup) asks the
-//! listed members that have not answered again, in the background and at
-//! every (re)connection of the client, and the `Connected` the core hears
-//! waits until the bound is confirmed. The world only moves the asks
-//! (each with a round trip of its own, [`crate::startup::ask`]) and wakes
-//! the machine; it decides nothing.
+//! A host's start-up machine after its plan, as the transports keep it
+//! (`adapters/src/startup.rs`). Until the client's first connection, on
+//! either transport, the production core's
+//! [`Startup`](zkelect_core::startup::Startup) decides when a failed client
+//! attempt is made again and when the start gives up (the application then
+//! starts over). On zookeeper-async it lives on: it asks the listed
+//! members that have not answered again, in the background and at every
+//! (re)connection of the client, and the `Connected` the core hears waits
+//! until the bound is confirmed. The world only moves the asks (each with
+//! a round trip of its own, [`crate::startup::ask`]), the client's attempts
+//! and the wakes; it decides nothing.
 //!
 //! At every report the bound is held to the session as the server keeps
 //! it: never above the timeout the member the client is on negotiated
@@ -51,8 +54,32 @@ impl World {
             return false;
         };
         asker.machine.client_connected(now);
+        if asker.machine.bound().is_none() {
+            // zookeeper-client's transport has no bound to confirm: its
+            // start-up ends with the first connection.
+            self.view.procs[h].asker = None;
+            return false;
+        }
         asker.holding = Some((gen, session_id, replays));
         self.drive_asker(h, true);
+        true
+    }
+
+    /// Host `h`'s client attempt failed (`why`) before its first
+    /// connection: the machine says when to try again, or gives the start
+    /// up; whether it did (else the caller retries as the client library
+    /// does after a connection).
+    pub(super) fn asker_client_failed(&mut self, h: usize, why: &str) -> bool {
+        let now = self.view.now;
+        let Some(asker) = self.view.procs[h].asker.as_mut() else {
+            return false;
+        };
+        if !matches!(asker.machine.phase(), Phase::Connecting(_)) {
+            return false;
+        }
+        asker.machine.client_failed(now, why.to_owned());
+        self.view.stats.first_attempts_failed += 1;
+        self.drive_asker(h, false);
         true
     }
 
@@ -115,13 +142,16 @@ impl World {
             }
         }
         while let Some(command) = asker.machine.poll_command() {
-            // Only asks come after the plan: the world's client connects
-            // by itself, and never gives up at start.
-            let StartupCommand::Ask {
-                server, attempt, ..
-            } = command
-            else {
-                continue;
+            let (server, attempt) = match command {
+                StartupCommand::Ask {
+                    server, attempt, ..
+                } => (server, attempt),
+                // The client's attempt, again, after a failed one.
+                StartupCommand::Connect { .. } => {
+                    self.push(now, Ev::Reconnect { pid: h });
+                    continue;
+                }
+                StartupCommand::Resolve { .. } => continue,
             };
             let in_flight = asker.out.iter().rev().find(|(s, _)| *s == server).copied();
             if connecting && in_flight.is_some() {
@@ -162,6 +192,21 @@ impl World {
             if let Some(at) = wake {
                 self.push(at, Ev::AskWake { pid: h });
             }
+        }
+        if let (Phase::Refused(e), None) = (asker.machine.phase(), asker.holding) {
+            // The start gave up before the client ever connected: the
+            // transport's `connect` fails, and the application starts over
+            // (a new start-up) a little later.
+            let e = format!("{e:?}");
+            self.trace
+                .note(now, Some(h), 'd', || format!("start refused: {e}"));
+            self.view.stats.starts_given_up += 1;
+            let p = &mut self.view.procs[h];
+            p.started = None;
+            p.handshaken = None;
+            let at = now + Duration::from_millis(self.rng.range(200, 500));
+            self.push(at, Ev::Reconnect { pid: h });
+            return;
         }
         let report = match (asker.holding, asker.machine.confirmed_bound()) {
             (Some((gen, session_id, replays)), Some(bound)) if self.view.procs[h].gen == gen => {

@@ -56,6 +56,12 @@ pub struct RunStats {
     /// The most steps taken at one virtual instant after the first
     /// (`time-advances`' margin).
     pub most_at_one_instant: u64,
+    /// Client attempts that failed before a first connection (the start-up
+    /// machine retried them).
+    pub first_attempts_failed: u64,
+    /// Starts the start-up machine gave up on (the client never connected
+    /// within the connect timeout).
+    pub starts_given_up: u64,
 }
 
 impl RunStats {
@@ -85,6 +91,8 @@ impl RunStats {
         self.bounds_lowered += other.bounds_lowered;
         self.asks_in_flight_at_connection += other.asks_in_flight_at_connection;
         self.most_at_one_instant = self.most_at_one_instant.max(other.most_at_one_instant);
+        self.first_attempts_failed += other.first_attempts_failed;
+        self.starts_given_up += other.starts_given_up;
     }
 }
 
@@ -92,7 +100,7 @@ impl std::fmt::Display for RunStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} steps, {} server ops, {} elections (+{} foreign), {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies, {} look-alikes ({} skips), {} runs clamped down, {} up, {} revocation requests ({} heard), {} downgrades, {} weighted holds, {} multi-locks held ({} given up), {} bounds lowered after the start ({} asks in flight at a connection), at most {} more steps at one instant",
+            "{} steps, {} server ops, {} elections (+{} foreign), {} faults, {} revocations, {} fenced writes accepted, {} stale writes rejected, {} stale replies, {} look-alikes ({} skips), {} runs clamped down, {} up, {} revocation requests ({} heard), {} downgrades, {} weighted holds, {} multi-locks held ({} given up), {} bounds lowered after the start ({} asks in flight at a connection), at most {} more steps at one instant, {} first attempts failed ({} starts given up)",
             self.steps,
             self.server_ops,
             self.elections,
@@ -114,7 +122,9 @@ impl std::fmt::Display for RunStats {
             self.multi_lock_give_ups,
             self.bounds_lowered,
             self.asks_in_flight_at_connection,
-            self.most_at_one_instant
+            self.most_at_one_instant,
+            self.first_attempts_failed,
+            self.starts_given_up
         )
     }
 }
