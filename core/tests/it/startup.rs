@@ -353,12 +353,19 @@ fn fifty_servers_forty_nine_silent_start_after_the_grace_on_the_one() {
     assert_eq!(drain(&mut s), [], "liveness is not asked after the plan");
 }
 
-#[test]
-fn a_failed_client_is_retried_until_the_connect_timeout() {
+/// One server under `Liveness`, answered at 1 ms: the client is about to
+/// connect.
+fn one_server_planned() -> Startup {
     let mut s = Startup::new(ms(0), config(1, Learn::Liveness));
     resolve_all(&mut s, 0);
     s.answered(ms(1), 0, 1, Ok(None));
     assert!(connect_plan(&drain(&mut s)).is_some());
+    s
+}
+
+#[test]
+fn a_failed_client_is_retried_until_the_connect_timeout() {
+    let mut s = one_server_planned();
     s.client_failed(ms(100), "connection reset".into());
     assert_eq!(drain(&mut s), []);
     let retry = s.poll_timeout().expect("a retry");
@@ -416,10 +423,7 @@ fn an_attempt_under_way_at_the_connect_timeout_names_no_idle_moment() {
 /// a fleet starting against refusing servers does not storm them.
 #[test]
 fn a_client_that_fails_fast_is_retried_with_growing_pauses() {
-    let mut s = Startup::new(ms(0), config(1, Learn::Liveness));
-    resolve_all(&mut s, 0);
-    s.answered(ms(1), 0, 1, Ok(None));
-    assert!(connect_plan(&drain(&mut s)).is_some());
+    let mut s = one_server_planned();
     let (mut now, mut attempts, mut pauses) = (ms(1), 1, Vec::new());
     loop {
         s.client_failed(now, "refused".into());
