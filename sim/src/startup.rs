@@ -288,9 +288,8 @@ mod tests {
     /// Ordinary seeds draw members with a lower `maxSessionTimeout`, most
     /// often the member stopped at start, in worlds that run
     /// zookeeper-async; the running start-up machine lowers the bound when
-    /// that member is back,
-    /// asks still on their way at a connection among the cases, and every
-    /// run passes.
+    /// that member is back (with asks still on their way at a connection
+    /// among the cases), and every run passes.
     #[test]
     fn ordinary_seeds_lower_the_bound_after_the_start_and_pass() {
         use crate::server::Lowered;
