@@ -44,7 +44,8 @@ pub struct Started {
 }
 
 /// Runs a start-up at `now` for a client asking for `requested`: the
-/// machine's plan, or its refusal. With [`Learn::SessionTimeout`] every
+/// machine's plan, or its refusal and when it came (the connect timeout,
+/// when no member answered). With [`Learn::SessionTimeout`] every
 /// serving member answers what it negotiates (by its own limits), and one
 /// handshake is made on the server (a session opened and closed) for the
 /// first answer. `config` adjusts the machine's settings (a canary's).
@@ -54,7 +55,7 @@ pub fn start_up(
     requested: Duration,
     learn: Learn,
     config: impl FnOnce(StartupConfig) -> StartupConfig,
-) -> Result<Started, StartupError> {
+) -> Result<Started, (Timestamp, StartupError)> {
     let n = server.servers();
     let members: Vec<MemberState> = (0..n).map(|i| server.member_state(i, now)).collect();
     let mut machine = Startup::new(now, config(StartupConfig::new(n, learn, CONNECT_TIMEOUT)));
@@ -114,7 +115,7 @@ pub fn start_up(
             }
         }
         if let Phase::Refused(e) = machine.phase() {
-            return Err(e.clone());
+            return Err((t, e.clone()));
         }
         if let Some(i) = pending.iter().position(|p| p.0 <= t) {
             let (_, server, attempt, outcome) = pending.remove(i);
@@ -130,8 +131,11 @@ pub fn start_up(
                 machine.handle_timeout(t);
             }
             None => {
-                return Err(StartupError::ClientFailed(
-                    "the start-up machine stopped without a plan".into(),
+                return Err((
+                    t,
+                    StartupError::ClientFailed(
+                        "the start-up machine stopped without a plan".into(),
+                    ),
                 ))
             }
         }

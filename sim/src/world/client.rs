@@ -397,9 +397,11 @@ impl World {
                         return;
                     }
                 }
-                Err(_) => {
-                    // No member answered: the process tries again later.
-                    let at = self.view.now + Duration::from_millis(self.rng.range(200, 500));
+                Err((refused_at, _)) => {
+                    // No member answered by the connect timeout: the
+                    // transport's `connect` fails then, and the application
+                    // starts over a little later.
+                    let at = refused_at + Duration::from_millis(self.rng.range(200, 500));
                     self.push(at, Ev::Reconnect { pid });
                     return;
                 }

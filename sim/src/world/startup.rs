@@ -213,10 +213,6 @@ impl World {
                 asker.holding = None;
                 Some((session_id, bound, replays))
             }
-            (Some(_), None) if matches!(asker.machine.phase(), Phase::Refused(_)) => {
-                asker.holding = None;
-                None
-            }
             _ => None,
         };
         self.view.procs[h].asker = Some(asker);
