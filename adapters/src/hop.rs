@@ -55,9 +55,9 @@ pub const LISTED: &str = "listed";
 pub const LIST_HANDLED: &str = "list_handled";
 
 /// A new tag for a transport's stamps: distinct within the process, never 0.
-/// Only the zookeeper-async transport tags its stamps so far (the others
-/// stamp with the trait's default, 0), so without it nothing calls this.
-#[cfg(feature = "zookeeper-async")]
+/// The two real clients' transports tag their stamps (the others stamp with
+/// the trait's default, 0), so without either nothing calls this.
+#[cfg(any(feature = "zookeeper-async", feature = "zookeeper-client"))]
 pub(crate) fn next_tag() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);

@@ -150,8 +150,7 @@ pub struct HandoffSettings {
     /// How long a hand-off may take before the run fails.
     pub timeout: Duration,
     /// Record where zkelect's time goes (see [`crate::hops`]; the stamps'
-    /// subscriber must be installed; only the zookeeper-async transport
-    /// stamps its hops), and time a second floor over zookeeper-async,
+    /// subscriber must be installed), and time a second floor over zookeeper-async,
     /// stamped both in the client's watcher callback and in the task it
     /// wakes.
     pub hops: bool,

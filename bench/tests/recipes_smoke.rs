@@ -7,18 +7,18 @@ mod common;
 
 use serde_json::Value;
 
-/// `--hops` times zkelect's zookeeper-async transport only (no other stamps
-/// its hops): with the default transports it is refused before anything
-/// starts, rather than print a table of missing stamps.
+/// `--hops` times one of zkelect's transports at a time (the hop table has
+/// no column for the transport): with the default two it is refused before
+/// anything starts, rather than print one table of two transports' stamps.
 #[test]
-fn hops_over_a_transport_that_does_not_stamp_is_refused() {
+fn hops_over_two_transports_at_once_is_refused() {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_zkelect-bench"))
         .args(["handoff", "--connect", "127.0.0.1:1", "--hops"])
         .output()
         .expect("run zkelect-bench");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
-    assert!(stderr.contains("--transports zookeeper-async"), "{stderr}");
+    assert!(stderr.contains("give --transports one"), "{stderr}");
 }
 
 /// `many --rounds 0` is refused before any server is reached.
@@ -34,7 +34,18 @@ fn many_with_no_rounds_is_refused() {
 }
 
 #[test]
-fn two_rounds_at_three_waiters_print_every_side_as_json() {
+fn two_rounds_at_three_waiters_print_every_side_as_json_over_zookeeper_client() {
+    two_rounds_at_three_waiters("zookeeper-client");
+}
+
+#[test]
+fn two_rounds_at_three_waiters_print_every_side_as_json_over_zookeeper_async() {
+    two_rounds_at_three_waiters("zookeeper-async");
+}
+
+/// Two hand-off rounds at W = 3 with zkelect over `transport`, its hops
+/// stamped (each transport stamps its own).
+fn two_rounds_at_three_waiters(transport: &str) {
     let common::Ran {
         stdout,
         stderr,
@@ -55,7 +66,7 @@ fn two_rounds_at_three_waiters_print_every_side_as_json() {
         "--json",
         "--hops",
         "--transports",
-        "zookeeper-async",
+        transport,
     ]);
     for side in ["floor", "zookeeper-client", "zkelect"] {
         let rounds: Vec<&Value> = lines
@@ -73,7 +84,7 @@ fn two_rounds_at_three_waiters_print_every_side_as_json() {
         .filter(|v| v["type"] == "handoff_summary")
         .collect();
     assert_eq!(summary.len(), 1, "{stdout}");
-    assert_eq!(summary[0]["transport"], "zookeeper-async", "{stdout}");
+    assert_eq!(summary[0]["transport"], transport, "{stdout}");
     assert!(summary[0]["zkelect_ratio"]
         .as_f64()
         .is_some_and(|r| r > 0.0));

@@ -68,6 +68,7 @@ pub use zookeeper_client as client;
 use zookeeper_client as zkc;
 
 use crate::error::SessionError;
+use crate::hop::{self, hop};
 use crate::shell::{Shell, CLOSE_TIMEOUT};
 use crate::transport::{EventStream, MultiError, MultiOp, MultiOpResult, Transport};
 #[cfg(feature = "zookeeper-client-tls")]
@@ -147,12 +148,14 @@ impl ZkClientTransport {
         let connected = connected(&client);
         let op_timeout = options.op_timeout_or(client.session_timeout());
         let shell = Shell::new(events, op_timeout, options.op_timeout);
-        let (watches, forwarder) = Watches::start(shell.events());
+        let hop_tag = hop::next_tag();
+        let (watches, forwarder) = Watches::start(shell.events(), hop_tag);
         let swapped_in = shell.connection_changes.mark();
         let inner = Arc::new(Inner {
             current: RwLock::new(Some(Current { client, swapped_in })),
             shell,
             watches,
+            hop_tag,
         });
         info!(hosts = options.hosts, event = ?connected, "connected");
         inner.shell.session(connected);
@@ -185,6 +188,11 @@ impl ZkClientTransport {
         // Subscribed before the request: whether the state moved during it.
         let mut state = client.state_watcher();
         let (request, key) = self.inner.watches.unless_armed(request);
+        match &request {
+            Request::Delete { .. } => hop!(hop::DELETE_SENT, self.inner.hop_tag),
+            Request::GetChildren { .. } => hop!(hop::LIST_SENT, self.inner.hop_tag),
+            _ => {}
+        }
         let result = perform_raw(client, request).await;
         let (result, watcher) = match result {
             Ok((reply, watcher)) => (Ok(reply), watcher),
@@ -270,6 +278,10 @@ impl Transport for ZkClientTransport {
 
     fn request_timeout(&self) -> Option<Duration> {
         self.inner.shell.configured_timeout()
+    }
+
+    fn hop_tag(&self) -> u64 {
+        self.inner.hop_tag
     }
 
     async fn close(&self) {

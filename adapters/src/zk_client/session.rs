@@ -202,6 +202,8 @@ pub(super) struct Inner {
     pub(super) shell: Shell,
     /// The pending watchers and their forwarder.
     pub(super) watches: Watches,
+    /// The tag of this transport's [`hop`](crate::hop) stamps.
+    pub(super) hop_tag: u64,
 }
 
 impl Inner {

@@ -23,6 +23,7 @@ use tracing::debug;
 use zkelect_core::{Request, Verb, WatchEvent, WatchKind};
 use zookeeper_client as zkc;
 
+use crate::hop::{self, hop};
 use crate::transport::TransportEvent;
 
 /// A watch the server keeps at most once per session — a path and the
@@ -99,8 +100,10 @@ pub(super) struct Watches {
 impl Watches {
     /// The pending watchers, none yet, and the forwarder task that sends
     /// their events into `events`.
+    /// `hop_tag`: the transport's tag for its [`hop`] stamps.
     pub(super) fn start(
         events: mpsc::UnboundedSender<TransportEvent>,
+        hop_tag: u64,
     ) -> (Self, tokio::task::JoinHandle<()>) {
         let (watchers, watchers_rx) = mpsc::unbounded_channel();
         let armed = Arc::new(std::sync::Mutex::new(BTreeSet::new()));
@@ -110,6 +113,7 @@ impl Watches {
             Arc::clone(&armed),
             digests.clone(),
             events,
+            hop_tag,
         ));
         (
             Self {
@@ -330,6 +334,7 @@ async fn forward_watches(
     armed: Arc<std::sync::Mutex<BTreeSet<Armed>>>,
     digests: Digests,
     events: mpsc::UnboundedSender<TransportEvent>,
+    hop_tag: u64,
 ) {
     let mut pending = Pending::new();
     loop {
@@ -340,6 +345,10 @@ async fn forward_watches(
             },
             () = std::future::poll_fn(|cx| pending.poll_woken(cx)) => {
                 for event in pending.fired() {
+                    // The client's watcher has fired, as seen by the first
+                    // task it wakes (this one): its callback, in the terms
+                    // of the client that has callbacks.
+                    hop!(hop::WATCH_CALLBACK, hop_tag);
                     // Out of the set before the event goes on: the reads it
                     // prompts set the watch again.
                     let mut set = armed.lock().unwrap_or_else(PoisonError::into_inner);
@@ -353,7 +362,7 @@ async fn forward_watches(
                         }
                     }
                     drop(set);
-                    forward_one(&events, &event);
+                    forward_one(&events, &event, hop_tag);
                 }
             }
         }
@@ -361,9 +370,14 @@ async fn forward_watches(
 }
 
 /// One fired watch into the stream.
-fn forward_one(events: &mpsc::UnboundedSender<TransportEvent>, event: &zkc::WatchedEvent) {
+fn forward_one(
+    events: &mpsc::UnboundedSender<TransportEvent>,
+    event: &zkc::WatchedEvent,
+    hop_tag: u64,
+) {
     match map_watch(event) {
         Some(event) => {
+            hop!(hop::WATCH_FORWARDED, hop_tag);
             let _ = events.send(TransportEvent::Watch(event));
         }
         // The session ended (expired, closed): the session task says so.
@@ -477,7 +491,7 @@ mod tests {
     #[tokio::test]
     async fn a_second_read_of_an_armed_watch_goes_without_its_watch() {
         let (events, _events) = mpsc::unbounded_channel();
-        let (watches, forwarder) = Watches::start(events);
+        let (watches, forwarder) = Watches::start(events, 1);
         let (first, key) = watches.unless_armed(get_data("/e/a"));
         assert_eq!(first, get_data("/e/a"));
         let key = key.expect("a watch read arms its watch");
