@@ -18,7 +18,9 @@
 //!    delete, or the closing session its close, to the client library;
 //! 2. (the server; the client's I/O task reads the notification);
 //! 3. [`WATCH_CALLBACK`]: the client's watcher callback runs in the next
-//!    holder's session;
+//!    holder's session (over zookeeper-client, which has no callbacks: the
+//!    transport's watch task, the first task the client wakes, sees the
+//!    watcher fire);
 //! 4. [`WATCH_FORWARDED`]: the transport puts the event on the session's
 //!    event stream;
 //! 5. [`PUMP_WOKEN`]: the session's pump has the event (its clock read);
