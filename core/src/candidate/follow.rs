@@ -365,18 +365,23 @@ impl Candidate {
         }
     }
 
-    pub(super) fn on_watch_pred(&mut self, pred: String, result: Result<Reply, ZkCode>) {
+    pub(super) fn on_watch_pred(
+        &mut self,
+        pred: String,
+        class: WatchClass,
+        result: Result<Reply, ZkCode>,
+    ) {
         if !self.is_watching(&pred) {
             return;
         }
-        match result {
+        match (class, result) {
             // Checked before the czxid: a look-alike an operator creates after
             // our node would otherwise read as a newer node under that name,
             // and every listing would show it again.
-            Ok(Reply::Data { stat, .. }) if stat.ephemeral_owner == 0 => {
+            (WatchClass::Data, Ok(Reply::Data { stat, .. })) if stat.ephemeral_owner == 0 => {
                 self.skip_persistent(pred);
             }
-            Ok(Reply::Data { data, stat }) => {
+            (WatchClass::Data, Ok(Reply::Data { data, stat })) => {
                 // A node below ours is older than ours under one incarnation
                 // of the path, but for a Curator reader (5.5 and later
                 // create a downgrading writer's reader with the writer's
@@ -409,27 +414,31 @@ impl Candidate {
                 self.watch_next_lower();
             }
             // The farther node's child watch: set, and its stat unread.
-            Ok(Reply::Children(_)) => {
+            (WatchClass::Child, Ok(Reply::Children(_))) => {
                 self.session.standing.armed(&pred, WatchClass::Child);
                 self.watch_next_lower();
             }
-            Ok(_) => {
-                self.session.standing.armed(&pred, WatchClass::Data);
-                self.watch_next_lower();
-            }
+            // A reply of another kind than the read gives (a transport that
+            // breaks its contract) says nothing about the node, nor that a
+            // watch was set: read it again after a backoff, as a listing
+            // answered so is listed again. Taken as news, a data reply's
+            // empty stat once made the farther node of a child watch read
+            // as persistent, and a listing that still showed it elected
+            // (found by the `candidate` fuzz target).
+            (_, Ok(_)) => self.retry_later(),
             // Gone since the listing: one listing settles it, at once. A
             // second read answered `NoNode` before any read agrees with its
             // listing waits a backoff first: a listing that keeps showing a
             // node its read says is gone (a view that contradicts itself
             // for good) must not make a loop of listings and reads.
-            Err(ZkCode::NoNode) => {
+            (_, Err(ZkCode::NoNode)) => {
                 if self.session.round == Round::Contradicted {
                     self.retry_later();
                 }
                 self.session.round = Round::Contradicted;
                 self.pred_gone(&pred, false);
             }
-            Err(code) => {
+            (_, Err(code)) => {
                 let path = self.child_path(&pred);
                 self.main_error("watch", path, code);
             }

@@ -1107,7 +1107,13 @@ impl Candidate {
                     // `NoNode` as a data read does.
                     WatchClass::Child => Request::GetChildren { path, watch },
                 };
-                (Purpose::WatchPred(pred.into()), request)
+                (
+                    Purpose::WatchPred {
+                        pred: pred.into(),
+                        class,
+                    },
+                    request,
+                )
             }
             Step::Delete => match &self.session.own {
                 Some(own) => (

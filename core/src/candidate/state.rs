@@ -159,7 +159,13 @@ pub(super) enum Purpose {
         /// superseded (a later listing sees the change) or answered.
         again: bool,
     },
-    WatchPred(String),
+    /// A read of a node below ours, and the watch class it asked for: its
+    /// reply is taken as news about the node only if it is the kind that
+    /// read gives.
+    WatchPred {
+        pred: String,
+        class: WatchClass,
+    },
     Delete(String),
     // Side lanes (at most one each in flight).
     /// The watch on our own node (a child watch or a data watch: see
@@ -197,7 +203,7 @@ impl Purpose {
                 | Self::Sync
                 | Self::Adopt(_)
                 | Self::List { .. }
-                | Self::WatchPred(_)
+                | Self::WatchPred { .. }
                 | Self::Delete(_)
         )
     }

@@ -877,14 +877,67 @@ fn persistent_nodes_are_skipped_one_by_one_down_to_a_live_predecessor() {
     assert!(!d.has_pending(Verb::GetChildren));
     d.data_ok("n_0000000001", 11);
     assert_eq!(d.c.role(), Role::Follower, "a live contender is below");
-    // The two-watch reads the node below it too: the look-alike, skipped.
-    persistent(&mut d, LOOK_ALIKE, 1);
-    assert_eq!(d.c.watched(), ["n_0000000001"]);
+    // The two-watch watches the node below it too, by a child watch: a
+    // leaf's children, none; its stat is not read, so nothing yet says it
+    // is a look-alike.
+    let farther = d.take_data(LOOK_ALIKE);
+    assert!(
+        matches!(farther.request, Request::GetChildren { .. }),
+        "{farther:?}"
+    );
+    d.reply(farther.op, Ok(Reply::Children(Vec::new())));
     assert!(d.pending.is_empty(), "{:?}", d.pending);
     d.event(WatchKind::NodeDeleted, "n_0000000001");
     let confirm = d.take_data("n_0000000001");
     d.reply(confirm.op, Err(ZkCode::NoNode));
+    assert_eq!(d.c.role(), Role::Follower, "a node it never read is below");
+    // Its books do not name every node below: it lists, and reads the one
+    // it never read, now the nearest: a look-alike, skipped.
+    d.children(&[LOOK_ALIKE, "n_0000000002", "n_0000000003"]);
+    persistent(&mut d, LOOK_ALIKE, 1);
     assert!(d.c.role().is_leader());
+}
+
+/// A reply of another kind than a read gives is no news about the node: a
+/// data reply with an empty stat (`ephemeralOwner` 0) to the farther node's
+/// child-watch read once made that node a persistent look-alike, and the
+/// machine then took over with it, a live contender, still below. It is
+/// read again after a backoff instead.
+#[test]
+fn a_reply_of_the_wrong_kind_to_a_watch_read_is_read_again_not_believed() {
+    let children = ["n_0000000001", "n_0000000002", "n_0000000003"];
+    let mut d = Driver::in_queue(config("a"), "n_0000000003", 13, &children);
+    d.data_ok("n_0000000002", 12);
+    let farther = d.take_data("n_0000000001");
+    assert!(
+        matches!(farther.request, Request::GetChildren { .. }),
+        "{farther:?}"
+    );
+    d.reply(
+        farther.op,
+        Ok(Reply::Data {
+            data: Vec::new(),
+            stat: stat(1, SessionId(0)),
+        }),
+    );
+    assert!(
+        d.pending.is_empty(),
+        "read again after a backoff, not at once"
+    );
+    assert_eq!(d.c.role(), Role::Follower);
+    d.sleep(1_000);
+    let again = d.take_data("n_0000000001");
+    assert!(
+        matches!(again.request, Request::GetChildren { .. }),
+        "the same child-watch read again: {again:?}"
+    );
+    d.reply(again.op, Ok(Reply::Children(Vec::new())));
+    assert_eq!(
+        d.c.role(),
+        Role::Follower,
+        "a live contender below was never taken for a look-alike"
+    );
+    assert_eq!(d.c.stats().persistent_skipped, 0);
 }
 
 #[test]
