@@ -99,8 +99,8 @@ pub(super) struct Watches {
 
 impl Watches {
     /// The pending watchers, none yet, and the forwarder task that sends
-    /// their events into `events`.
-    /// `hop_tag`: the transport's tag for its [`hop`] stamps.
+    /// their events into `events`, stamped with the transport's `hop_tag`
+    /// (see [`hop`]).
     pub(super) fn start(
         events: mpsc::UnboundedSender<TransportEvent>,
         hop_tag: u64,

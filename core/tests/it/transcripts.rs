@@ -818,9 +818,15 @@ fn a_shared_queue_past_the_sequence_wrap_is_refused_and_our_node_deleted() {
 
 const LOOK_ALIKE: &str = "n_0000000000";
 
-/// Answers the pending getData on `name` with a persistent node's Stat.
+/// Answers the pending data read of `name`: the node is persistent. Only a
+/// `getData` shows a stat; the farther node's child watch does not, so it
+/// is refused here rather than answered with a reply no server sends.
 fn persistent(d: &mut Driver, name: &str, czxid: i64) {
     let cmd = d.take_data(name);
+    assert!(
+        matches!(cmd.request, Request::GetData { .. }),
+        "a persistent stat answers a data read only: {cmd:?}"
+    );
     d.reply(
         cmd.op,
         Ok(Reply::Data {
