@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use zkelect_core::{
     CandidateError, ConfigError, DemotionReason, FencingToken, NamespaceFault, RevocationError,
-    ZkCode,
+    WrongReply, ZkCode,
 };
 
 /// What can go wrong opening a ZooKeeper session, and with its credentials
@@ -428,6 +428,10 @@ pub enum RevocationRequestError {
     /// The session is closed (or closed before the request was answered).
     #[error("the session is closed: the revocation request was not delivered")]
     Closed,
+    /// The transport answered the write with a reply of another kind: it
+    /// is broken, and whether the request was delivered is unknown.
+    #[error(transparent)]
+    WrongReply(#[from] WrongReply),
 }
 
 impl From<RevocationError> for RevocationRequestError {
@@ -436,6 +440,7 @@ impl From<RevocationError> for RevocationRequestError {
             RevocationError::Gone { path } => Self::Gone { path },
             RevocationError::Refused { path, code } => Self::Refused { path, code },
             RevocationError::Closed => Self::Closed,
+            RevocationError::WrongReply(e) => Self::WrongReply(e),
         }
     }
 }

@@ -581,7 +581,7 @@ pub use zkelect_core as core;
 pub use zkelect_core::{
     Acl, CandidateError, ConfigError, ConnectionPolicy, ConnectionState, DemotionReason,
     FencingToken, Interop, Notice, Participant, Reply, Request, Role, SessionEvent, SessionId,
-    Stat, Takeover, WatchEvent, WatchKind, WatchStrategy, ZkCode,
+    Stat, Takeover, WatchEvent, WatchKind, WatchStrategy, WrongReply, ZkCode,
 };
 
 /// The README's Rust blocks (its quick start), compiled as doc tests so the

@@ -74,6 +74,11 @@ pub type EventStream = mpsc::UnboundedReceiver<TransportEvent>;
 ///   core probes and keeps the lease.
 /// - `Request::Create` is `create2`: the reply carries the node's `Stat`
 ///   (its czxid is the fencing token, its `ephemeralOwner` the session id).
+/// - **A success is the reply of the request's kind** ([`Reply::verb`]
+///   equals [`Request::kind`]): a listing for `GetChildren`, `Deleted` for
+///   `Delete`, and so on. A machine answered with another kind stops with
+///   [`WrongReply`](zkelect_core::WrongReply): no server sends one, so the
+///   transport is broken, and nothing the reply says can be trusted.
 /// - **Watches.** A request with `watch: true` that succeeds leaves a one-shot
 ///   watch; when it fires, a [`TransportEvent::Watch`] arrives on the stream.
 ///   A watch whose firing the transport cannot deliver must not be reported

@@ -297,7 +297,7 @@ pub use multilock::{GroupNotice, MultiLock, MultiLockError};
 pub use name::Access;
 pub use notice::{
     CandidateError, DemotionReason, FencingToken, Identity, NamespaceFault, Notice, Participant,
-    RevocationError, Role,
+    RevocationError, Role, WrongReply,
 };
 pub use observer::{Observer, ObserverConfig, ObserverStats};
 pub use revoker::Revoker;

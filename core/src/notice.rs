@@ -6,7 +6,7 @@
 use std::fmt;
 
 use crate::node::Access;
-use crate::zk::{SessionId, ZkCode};
+use crate::zk::{SessionId, Verb, ZkCode};
 
 /// A fencing token: the czxid of the leader's node.
 ///
@@ -112,6 +112,31 @@ pub enum CandidateError {
         /// The first node seen with a negative sequence.
         node: String,
     },
+    /// The transport answered a request with a reply of another kind.
+    #[error(transparent)]
+    WrongReply(#[from] WrongReply),
+}
+
+/// A reply of another kind than its request gets: a `getData` answered with
+/// a listing, say. No ZooKeeper server sends one, so the transport that
+/// delivered it is broken. A machine that gets one stops at once: the reply
+/// says nothing it may act on (taken as news, a data reply's empty stat
+/// once made a node read as persistent), and asking again would go on for
+/// as long as the transport stays broken.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[error(
+    "the transport answered a `{request}` request about {path} with a `{reply}` reply, \
+     which no ZooKeeper server sends for it: the transport is broken"
+)]
+pub struct WrongReply {
+    /// The kind of request sent.
+    pub request: Verb,
+    /// The kind of request the reply answers.
+    pub reply: Verb,
+    /// The path concerned: the queue's (the request was about it or a node
+    /// under it), or the node a revocation request was written to.
+    pub path: String,
 }
 
 /// Why a connection's namespace cannot hold a queue's path
@@ -362,4 +387,7 @@ pub enum RevocationError {
     /// was answered.
     #[error("the session closed before the revocation request was answered")]
     Closed,
+    /// The transport answered the write with a reply of another kind.
+    #[error(transparent)]
+    WrongReply(#[from] WrongReply),
 }

@@ -66,11 +66,11 @@ use crate::config::{
 use crate::input::{Input, SessionEvent};
 use crate::name::{self, Access, NodeName};
 pub use crate::notice::Participant;
-use crate::notice::{CandidateError, FencingToken, Identity, Notice};
+use crate::notice::{CandidateError, FencingToken, Identity, Notice, WrongReply};
 use crate::rule::Recipe;
 use crate::time::Timestamp;
 use crate::timer::Backoff;
-use crate::zk::{Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
+use crate::zk::{Reply, Request, SessionId, Stat, Verb, WatchEvent, WatchKind, ZkCode};
 
 /// The shortest backoff of an observer after a failed request.
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
@@ -319,7 +319,9 @@ pub struct Observer {
     /// first listing, so that "not listed yet" is never reported as "nobody".
     queue: Option<Vec<NodeName>>,
     slots: BTreeMap<String, Slot>,
-    ops: BTreeMap<OpId, Op>,
+    /// Requests in flight: what each is for, and the kind sent (its reply
+    /// must be of that kind).
+    ops: BTreeMap<OpId, (Op, Verb)>,
     /// Persistent look-alikes reported, so each is reported once.
     persistent_reported: BTreeSet<String>,
     /// The last list reported, `None` before the first.
@@ -490,7 +492,7 @@ impl Observer {
     fn send(&mut self, request: Request, op_kind: Op) -> OpId {
         let op = OpId(self.next_op);
         self.next_op += 1;
-        self.ops.insert(op, op_kind);
+        self.ops.insert(op, (op_kind, request.kind()));
         self.commands.push_back(Command { op, request });
         op
     }
@@ -638,10 +640,20 @@ impl Observer {
     }
 
     fn on_reply(&mut self, op: OpId, result: Result<Reply, ZkCode>) {
-        let Some(kind) = self.ops.remove(&op) else {
+        let Some((kind, verb)) = self.ops.remove(&op) else {
             self.stats.stale_replies += 1;
             return;
         };
+        if let Ok(reply) = &result {
+            if reply.verb() != verb {
+                let error = WrongReply {
+                    request: verb,
+                    reply: reply.verb(),
+                    path: self.config.path.clone(),
+                };
+                return self.fail(CandidateError::WrongReply(error));
+            }
+        }
         match kind {
             Op::Sync => self.on_sync(op, result),
             Op::List => self.on_listing(op, result),
@@ -790,7 +802,7 @@ impl Observer {
         }
         name::order(&mut queue);
         // Reads sent before this listing answer for nobody now.
-        self.ops.retain(|_, kind| !matches!(kind, Op::Read(_)));
+        self.ops.retain(|_, (kind, _)| !matches!(kind, Op::Read(_)));
         self.queue = Some(queue);
     }
 

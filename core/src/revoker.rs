@@ -39,10 +39,10 @@ use std::time::Duration;
 use crate::command::{Command, OpId};
 use crate::config::{validate_path, ConfigError, REVOKE_MESSAGE};
 use crate::input::{Input, SessionEvent};
-use crate::notice::{Notice, RevocationError};
+use crate::notice::{Notice, RevocationError, WrongReply};
 use crate::time::Timestamp;
 use crate::timer::Backoff;
-use crate::zk::{Reply, Request, ZkCode};
+use crate::zk::{Reply, Request, Verb, ZkCode};
 
 /// The bounds of the backoff after a write lost to the connection.
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
@@ -201,7 +201,12 @@ impl Revoker {
             return;
         }
         match result {
-            Ok(_) => self.finish(Ok(())),
+            Ok(Reply::Set(_)) => self.finish(Ok(())),
+            Ok(other) => self.finish(Err(RevocationError::WrongReply(WrongReply {
+                request: Verb::SetData,
+                reply: other.verb(),
+                path: self.path.clone(),
+            }))),
             Err(ZkCode::NoNode) => self.finish(Err(RevocationError::Gone {
                 path: self.path.clone(),
             })),
@@ -309,6 +314,31 @@ mod tests {
             }))
         ));
         assert!(r.is_failed());
+    }
+
+    /// A write answered with another kind's reply (no server sends one:
+    /// the transport is broken) is not taken as delivered.
+    #[test]
+    fn a_reply_of_the_wrong_kind_is_a_typed_failure_not_a_delivery() {
+        let t = Timestamp::from_millis;
+        let mut r = Revoker::new(NODE).unwrap();
+        r.handle(t(0), connected());
+        let write = r.poll_command().unwrap();
+        r.handle(
+            t(1),
+            Input::Reply {
+                op: write.op,
+                result: Ok(Reply::Exists(None)),
+            },
+        );
+        let error = RevocationError::WrongReply(WrongReply {
+            request: Verb::SetData,
+            reply: Verb::Exists,
+            path: NODE.into(),
+        });
+        assert_eq!(r.poll_notice(), Some(Notice::RevocationFailed(error)));
+        assert!(r.is_failed());
+        assert_eq!(r.poll_timeout(), None);
     }
 
     #[test]

@@ -275,6 +275,31 @@ pub enum Reply {
     Synced,
 }
 
+impl Reply {
+    /// The kind of request this reply answers. Each reply answers one kind
+    /// only; a transport that answers a request with another kind's reply
+    /// breaks its contract, and a machine that gets one stops with
+    /// [`WrongReply`](crate::WrongReply).
+    ///
+    /// ```
+    /// use zkelect_core::{Reply, Verb};
+    ///
+    /// assert_eq!(Reply::Children(vec![]).verb(), Verb::GetChildren);
+    /// assert_eq!(Reply::Exists(None).verb(), Verb::Exists);
+    /// ```
+    pub fn verb(&self) -> Verb {
+        match self {
+            Self::Created { .. } => Verb::Create,
+            Self::Children(_) => Verb::GetChildren,
+            Self::Data { .. } => Verb::GetData,
+            Self::Exists(_) => Verb::Exists,
+            Self::Deleted => Verb::Delete,
+            Self::Set(_) => Verb::SetData,
+            Self::Synced => Verb::Sync,
+        }
+    }
+}
+
 /// A ZooKeeper error code, as the core sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

@@ -18,7 +18,7 @@ use zkelect_core::{
     CreateMode, DemotionReason, Exit, FencingToken, GroupId, GroupNotice, Identity, Input, Interop,
     MachineId, NamespaceFault, Notice, ObserverConfig, ObserverStats, OpId, Participant, Perms,
     Recipe, Reply, Request, RevocationError, Role, Rule, SessionEvent, SessionId, Stat, Takeover,
-    Timestamp, Traffic, Verb, WatchEvent, WatchKind, WatchStrategy, ZkCode,
+    Timestamp, Traffic, Verb, WatchEvent, WatchKind, WatchStrategy, WrongReply, ZkCode,
 };
 
 /// Round-trips every value through JSON and returns the type's short name.
@@ -96,6 +96,14 @@ fn acl_entries() -> Vec<AclEntry> {
     .collect()
 }
 
+fn wrong_reply() -> WrongReply {
+    WrongReply {
+        request: Verb::GetData,
+        reply: Verb::GetChildren,
+        path: "/svc/lock".into(),
+    }
+}
+
 fn revocation_errors() -> Vec<RevocationError> {
     vec![
         RevocationError::Gone {
@@ -106,6 +114,7 @@ fn revocation_errors() -> Vec<RevocationError> {
             code: ZkCode::NoAuth,
         },
         RevocationError::Closed,
+        RevocationError::WrongReply(wrong_reply()),
     ]
 }
 
@@ -235,6 +244,7 @@ fn candidate_errors() -> Vec<CandidateError> {
         CandidateError::SequenceWrapped {
             node: "latch-".into(),
         },
+        CandidateError::WrongReply(wrong_reply()),
     ]
 }
 
@@ -453,6 +463,7 @@ fn covered() -> BTreeSet<&'static str> {
         round_trip([Takeover::OnNotification, Takeover::Relist]),
         round_trip([WatchStrategy::Predecessor, WatchStrategy::Parent]),
         round_trip(codes()),
+        round_trip([wrong_reply()]),
     ]
     .into_iter()
     .collect()

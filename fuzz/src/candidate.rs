@@ -16,7 +16,8 @@
 //! by a listing holds under its rule there; no create while it owns a node;
 //! at most one create and one watch per path in flight, and at most the
 //! own-node and queue watches; a timer fired at `now` is next due after
-//! `now`; a closed or failed machine asks for nothing more.
+//! `now`; a closed or failed machine asks for nothing more; a reply of
+//! another kind than its request stops the machine.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -422,8 +423,17 @@ impl World {
                     }
                     _ => {}
                 }
+                let wrong = matches!(&result, Ok(r) if r.verb() != cmd.request.kind())
+                    && !self.done
+                    && self.c.in_flight().any(|op| op == cmd.op);
                 let now = self.at();
                 self.c.handle(now, Input::Reply { op: cmd.op, result });
+                if wrong {
+                    assert!(
+                        self.c.is_failed(),
+                        "a reply of another kind than its request was not refused: {cmd:?}"
+                    );
+                }
                 self.answered.push(cmd);
             }
             Step::Duplicate { pick, outcome } => {

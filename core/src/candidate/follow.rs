@@ -418,13 +418,8 @@ impl Candidate {
                 self.session.standing.armed(&pred, WatchClass::Child);
                 self.watch_next_lower();
             }
-            // A reply of another kind than the read gives (a transport that
-            // breaks its contract) says nothing about the node, nor that a
-            // watch was set: read it again after a backoff, as a listing
-            // answered so is listed again. Taken as news, a data reply's
-            // empty stat once made the farther node of a child watch read
-            // as persistent, and a listing that still showed it elected
-            // (found by the `candidate` fuzz target).
+            // A reply of another kind than the read gives never gets here:
+            // `on_reply` stops the machine at one (see `WrongReply`).
             (_, Ok(_)) => self.retry_later(),
             // Gone since the listing: one listing settles it, at once. A
             // second read answered `NoNode` before any read agrees with its

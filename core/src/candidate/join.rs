@@ -58,6 +58,15 @@ impl Candidate {
             }
             return;
         };
+        if let Ok(reply) = &result {
+            if reply.verb() != flight.verb {
+                return self.fail(CandidateError::WrongReply(WrongReply {
+                    request: flight.verb,
+                    reply: reply.verb(),
+                    path: self.config.path().to_owned(),
+                }));
+            }
+        }
         let answered = !matches!(
             result,
             Err(ZkCode::ConnectionLoss | ZkCode::OperationTimeout | ZkCode::SessionExpired)

@@ -230,14 +230,16 @@ use crate::input::{Input, SessionEvent};
 use crate::kept::{KeptName, NameText};
 use crate::lease::{Connection, Contact, Leadership};
 use crate::name::{self, NodeName, Origin};
-use crate::notice::{CandidateError, DemotionReason, FencingToken, NamespaceFault, Notice, Role};
+use crate::notice::{
+    CandidateError, DemotionReason, FencingToken, NamespaceFault, Notice, Role, WrongReply,
+};
 use crate::ops::OpTable;
 use crate::outbox::Outbox;
 use crate::standing::{Limits, Next, Standing};
 use crate::time::Timestamp;
 use crate::timer::{Backoff, Timer, TimerTable};
 use crate::zk::WatchClass;
-use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, WatchEvent, WatchKind, ZkCode};
+use crate::zk::{CreateMode, Reply, Request, SessionId, Stat, Verb, WatchEvent, WatchKind, ZkCode};
 
 mod downgrade;
 mod follow;
@@ -745,6 +747,7 @@ impl Candidate {
             op,
             InFlight {
                 purpose,
+                verb: request.kind(),
                 sent_at: self.now,
             },
         );

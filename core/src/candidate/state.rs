@@ -340,6 +340,8 @@ pub(super) enum Suspension {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct InFlight {
     pub(super) purpose: Purpose,
+    /// The kind of request sent: its reply must be of that kind.
+    pub(super) verb: Verb,
     pub(super) sent_at: Timestamp,
 }
 

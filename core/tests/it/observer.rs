@@ -896,6 +896,28 @@ fn connection_loss_backs_off_and_retries_what_failed() {
     assert_eq!(d.o.poll_timeout(), None);
 }
 
+/// A read answered with a listing (no server sends one: the transport is
+/// broken) stops the observer with a typed error naming both kinds; it asks
+/// for nothing more.
+#[test]
+fn a_reply_of_the_wrong_kind_stops_the_observer_with_a_typed_error() {
+    let mut d = Obs::new(ObserverConfig::election(PATH, 1));
+    d.list(&["n_0000000001"]);
+    let cmd = d.take_read("n_0000000001");
+    d.answer(&cmd, Ok(Reply::Children(Vec::new())));
+    assert!(d.o.is_failed());
+    assert_eq!(
+        d.notices.last(),
+        Some(&Notice::Error(CandidateError::WrongReply(WrongReply {
+            request: Verb::GetData,
+            reply: Verb::GetChildren,
+            path: PATH.into(),
+        })))
+    );
+    assert!(d.pending.is_empty());
+    assert_eq!(d.o.poll_timeout(), None);
+}
+
 #[test]
 fn an_event_during_a_listing_lists_again_after_it() {
     let mut d = Obs::new(ObserverConfig::election(PATH, 1));

@@ -904,13 +904,15 @@ fn persistent_nodes_are_skipped_one_by_one_down_to_a_live_predecessor() {
     assert!(d.c.role().is_leader());
 }
 
-/// A reply of another kind than a read gives is no news about the node: a
-/// data reply with an empty stat (`ephemeralOwner` 0) to the farther node's
-/// child-watch read once made that node a persistent look-alike, and the
-/// machine then took over with it, a live contender, still below. It is
-/// read again after a backoff instead.
+/// A reply of another kind than its request gets is no news about anything:
+/// a data reply with an empty stat (`ephemeralOwner` 0) to the farther
+/// node's child-watch read once made that node a persistent look-alike, and
+/// the machine then took over with it, a live contender, still below. No
+/// server sends one, so the transport is broken: the machine stops at once
+/// with a typed error naming both kinds, and asks for nothing more (reading
+/// again would go on for as long as the transport stays broken).
 #[test]
-fn a_reply_of_the_wrong_kind_to_a_watch_read_is_read_again_not_believed() {
+fn a_reply_of_the_wrong_kind_stops_the_machine_with_a_typed_error() {
     let children = ["n_0000000001", "n_0000000002", "n_0000000003"];
     let mut d = Driver::in_queue(config("a"), "n_0000000003", 13, &children);
     d.data_ok("n_0000000002", 12);
@@ -919,6 +921,7 @@ fn a_reply_of_the_wrong_kind_to_a_watch_read_is_read_again_not_believed() {
         matches!(farther.request, Request::GetChildren { .. }),
         "{farther:?}"
     );
+    d.take_notices();
     d.reply(
         farther.op,
         Ok(Reply::Data {
@@ -926,24 +929,57 @@ fn a_reply_of_the_wrong_kind_to_a_watch_read_is_read_again_not_believed() {
             stat: stat(1, SessionId(0)),
         }),
     );
-    assert!(
-        d.pending.is_empty(),
-        "read again after a backoff, not at once"
-    );
-    assert_eq!(d.c.role(), Role::Follower);
-    d.sleep(1_000);
-    let again = d.take_data("n_0000000001");
-    assert!(
-        matches!(again.request, Request::GetChildren { .. }),
-        "the same child-watch read again: {again:?}"
-    );
-    d.reply(again.op, Ok(Reply::Children(Vec::new())));
     assert_eq!(
-        d.c.role(),
-        Role::Follower,
-        "a live contender below was never taken for a look-alike"
+        d.take_notices(),
+        vec![Notice::Error(CandidateError::WrongReply(WrongReply {
+            request: Verb::GetChildren,
+            reply: Verb::GetData,
+            path: "/svc/leader".into(),
+        }))]
     );
-    assert_eq!(d.c.stats().persistent_skipped, 0);
+    assert_eq!(d.c.role(), Role::Failed);
+    assert_eq!(d.c.stats().persistent_skipped, 0, "no look-alike believed");
+    assert_eq!(d.c.poll_timeout(), None, "nothing more to do");
+    d.sleep(60_000);
+    assert!(d.c.poll_command().is_none(), "nothing asked again");
+}
+
+/// A leader that gets a reply of the wrong kind (what it sends at its first
+/// probe tick, answered as a create) is told it no longer leads before the
+/// error.
+#[test]
+fn a_leader_answered_with_the_wrong_kind_is_demoted_then_fails() {
+    let mut d = Driver::in_queue(config("a"), "n_0000000001", 11, &["n_0000000001"]);
+    assert!(d.c.role().is_leader());
+    d.take_notices();
+    d.sleep(TIMEOUT.as_millis() as u64 / 3);
+    assert!(d.c.role().is_leader(), "nothing unanswered yet");
+    let tick = d
+        .pending
+        .pop()
+        .expect("the first probe tick asks the server");
+    let sent = tick.request.kind();
+    d.reply(
+        tick.op,
+        Ok(Reply::Created {
+            path: "/svc/leader/n_0000000001".into(),
+            stat: stat(11, SessionId(1)),
+        }),
+    );
+    assert_eq!(
+        d.take_notices(),
+        vec![
+            Notice::Demoted {
+                reason: DemotionReason::Failed
+            },
+            Notice::Error(CandidateError::WrongReply(WrongReply {
+                request: sent,
+                reply: Verb::Create,
+                path: "/svc/leader".into(),
+            })),
+        ]
+    );
+    assert_eq!(d.c.role(), Role::Failed);
 }
 
 #[test]
