@@ -45,18 +45,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
     }
     let started = Instant::now();
-    let election = Election::connect(options)
+    let builder = Election::connect(options)
         .path(path.clone())
         .id(id.clone())
-        .acl(acl)
-        .join()
-        .await?;
+        .acl(acl);
+    // Subscribed before the join: every notice, the first included.
+    let mut notices = builder.notices();
+    let election = builder.join().await?;
     println!(
         "{:>8.3}s  joined as {}",
         started.elapsed().as_secs_f64(),
         election.node().unwrap_or_default()
     );
-    let mut notices = election.notices();
     tokio::spawn(async move {
         while let Ok(notice) = notices.recv().await {
             println!("{:>8.3}s  {notice:?}", started.elapsed().as_secs_f64());

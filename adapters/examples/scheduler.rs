@@ -86,15 +86,14 @@ async fn run(seed: u64, careless: bool) -> Result<Run, String> {
         // Node names carry a nonce drawn afresh by default: seeded here,
         // so that a seed's notices (which name nodes) replay too.
         let nonces = seed.wrapping_mul(3).wrapping_add(n as u64);
-        let election = Election::builder(transport, events)
+        let builder = Election::builder(transport, events)
             .path("/scheduler/leader")
             .id(id)
-            .configure(move |c| c.nonce_seed(nonces))
-            .join()
-            .await
-            .map_err(|e| e.to_string())?;
+            .configure(move |c| c.nonce_seed(nonces));
+        // Subscribed before the join: every notice, the first included.
+        let mut heard = builder.notices();
+        let election = builder.join().await.map_err(|e| e.to_string())?;
         zk.track(id, &election);
-        let mut heard = election.notices();
         let (zk_, notices_) = (zk.clone(), Arc::clone(&notices));
         tokio::spawn(async move {
             while let Ok(notice) = heard.recv().await {

@@ -68,6 +68,9 @@ pub struct ElectionBuilder {
     tune: Vec<Box<dyn FnOnce(ConfigBuilder) -> ConfigBuilder + Send>>,
     close_timeout: Duration,
     join_timeout: Duration,
+    /// The election's outputs, made with the builder so that its notices
+    /// can be subscribed to before the join goes out.
+    outputs: Arc<Outputs>,
 }
 
 impl std::fmt::Debug for ElectionBuilder {
@@ -90,7 +93,33 @@ impl ElectionBuilder {
             tune: Vec::new(),
             close_timeout: Duration::from_secs(5),
             join_timeout: Duration::from_secs(30),
+            outputs: Outputs::new(),
         }
+    }
+
+    /// Every notice of the election this builder starts, from the first:
+    /// subscribe here, before [`start`](Self::start) or [`join`](Self::join),
+    /// to miss none. [`Election::notices`] hears what comes after it is
+    /// called, and by the time `start` returns, a lone candidate may have
+    /// joined and been elected already.
+    ///
+    /// ```no_run
+    /// # async fn example() -> Result<(), zkelect::ElectionError> {
+    /// use zkelect::{Election, Notice, ZkAsyncOptions};
+    ///
+    /// let builder = Election::connect(ZkAsyncOptions::new("127.0.0.1:2181"))
+    ///     .path("/svc/leader")
+    ///     .id("node-a");
+    /// let mut notices = builder.notices();
+    /// let election = builder.start().await?;
+    /// // The first notice is `Joined`, however fast the election went.
+    /// assert!(matches!(notices.recv().await, Ok(Notice::Joined { .. })));
+    /// # drop(election);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn notices(&self) -> broadcast::Receiver<Notice> {
+        self.outputs.notices()
     }
 
     pub(crate) fn on_session(session: Session) -> Self {
@@ -228,7 +257,7 @@ impl ElectionBuilder {
             }
             Source::Session(session) => (session, false),
         };
-        let outputs = Outputs::new();
+        let outputs = self.outputs;
         let board = Board::metered(Arc::clone(&outputs), config.path());
         let mut machine =
             Machine::election(Candidate::new(config)).with_close_timeout(self.close_timeout);
@@ -491,6 +520,8 @@ impl Election {
     /// Every notice from now on (`Elected`, `Demoted`, `Suspended`,
     /// `LeaderChanged`, …), published before the driver performs the next
     /// request. A slow receiver that lags 256 notices behind loses the oldest.
+    /// To hear every notice from the join on, subscribe with
+    /// [`ElectionBuilder::notices`] before starting.
     pub fn notices(&self) -> broadcast::Receiver<Notice> {
         self.shared.outputs.notices()
     }
@@ -942,6 +973,31 @@ mod tests {
         for (from, to) in table {
             assert_eq!(guard_error(from, t), to, "{from:?}");
         }
+    }
+
+    /// A receiver taken from the builder hears the election from its first
+    /// notice, however far it got before the caller looked; one taken from
+    /// the election hears only what comes later.
+    #[tokio::test(start_paused = true)]
+    async fn the_builders_receiver_hears_every_notice_from_the_join_on() {
+        let zk = crate::testkit::TestZk::new();
+        let (transport, events) = zk.connect(Duration::from_secs(3));
+        let builder = Election::builder(transport, events).path("/e").id("a");
+        let mut early = builder.notices();
+        let election = builder.start().await.unwrap();
+        let token = election.wait_leader().await.unwrap();
+        let mut late = election.notices();
+        let mut heard = Vec::new();
+        while let Ok(notice) = early.try_recv() {
+            heard.push(notice);
+        }
+        assert!(
+            matches!(heard.first(), Some(Notice::Joined { .. })),
+            "{heard:?}"
+        );
+        assert!(heard.contains(&Notice::Elected { token }), "{heard:?}");
+        assert!(late.try_recv().is_err(), "nothing of the past");
+        election.close().await;
     }
 
     /// The observer behind `participants` and `leader` starts at the first

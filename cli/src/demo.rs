@@ -214,13 +214,12 @@ pub(crate) async fn real(args: DemoArgs) -> Result<ExitCode, Failure> {
             .session_timeout(timeout)
             .connect_timeout(Duration::from_secs(10));
         let (transport, events) = ZkAsyncTransport::connect(options).await.map_err(failure)?;
-        let election = Election::builder(transport, events)
+        let builder = Election::builder(transport, events)
             .path(&args.path)
-            .id(format!("p{i}"))
-            .join()
-            .await
-            .map_err(failure)?;
-        let mut notices = election.notices();
+            .id(format!("p{i}"));
+        // Subscribed before the join, so that no notice is missed.
+        let mut notices = builder.notices();
+        let election = builder.join().await.map_err(failure)?;
         tokio::spawn(async move {
             while let Ok(notice) = notices.recv().await {
                 let line = match notice {

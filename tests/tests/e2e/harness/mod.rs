@@ -37,7 +37,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, Once, PoisonError};
 use std::time::{Duration, Instant};
 
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::{self, error::RecvError};
 use zkelect::zk_client::ZkClientOptions;
 use zkelect::{
     Connect, DemotionReason, Election, ElectionBuilder, EventStream, FencingToken, Notice, Role,
@@ -183,11 +183,11 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    /// Subscribes to `election`'s notices and role and records both until
-    /// the election's outputs are gone.
-    pub(crate) fn start(election: &Election) -> Recorder {
+    /// Records `notices` (subscribed before the election started, so none
+    /// is missed) and `election`'s role until the election's outputs are
+    /// gone.
+    pub(crate) fn start(election: &Election, mut notices: broadcast::Receiver<Notice>) -> Recorder {
         let recorder = Recorder::default();
-        let mut notices = election.notices();
         let mut roles = election.changes();
         let push = {
             let recorder = recorder.clone();
@@ -326,12 +326,14 @@ impl Cand {
     /// Joins with `builder` (path, id and policy already set) and starts
     /// recording. Panics if the join fails.
     pub(crate) async fn join(label: &str, builder: ElectionBuilder) -> Cand {
+        // Subscribed before the join goes out: a lone candidate can be
+        // elected before `start` returns to a loaded test.
+        let notices = builder.notices();
         let election = builder
             .start()
             .await
             .unwrap_or_else(|e| panic!("{label}: cannot start the election: {e}"));
-        // Subscribed before the node exists: the create is a round trip away.
-        let rec = Recorder::start(&election);
+        let rec = Recorder::start(&election, notices);
         wait_for(
             &format!("{label}'s node"),
             SETTLE,
