@@ -923,12 +923,15 @@ mod tests {
         let (silent, _) = fake(Fake::Silent).await;
         let servers = vec![dead.to_string(), silent.to_string()];
         let config = StartupConfig::new(0, Learn::Liveness, Duration::from_millis(600));
+        // Read before the driver reads its own epoch: a test thread
+        // descheduled between the two on a loaded machine saw the refusal
+        // come "early" by the time it lost.
+        let started = std::time::Instant::now();
         let mut driver = Driver::new(
             split(&servers, ""),
             config,
             liveness_asker(Duration::from_secs(4)),
         );
-        let started = std::time::Instant::now();
         let e = driver.next_plan().await.unwrap_err();
         assert!(started.elapsed() >= Duration::from_millis(600));
         let words = driver.explain(&e);
