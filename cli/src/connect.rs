@@ -270,6 +270,24 @@ mod tests {
         })
     }
 
+    /// A transport that answers a request with another kind's reply ends
+    /// the election for good: exit 8, with both kinds named.
+    #[test]
+    fn a_reply_of_the_wrong_kind_is_exit_8_naming_both_kinds() {
+        let e = ElectionError::Fatal(CandidateError::WrongReply(zkelect_core::WrongReply {
+            request: zkelect_core::Verb::GetData,
+            reply: zkelect_core::Verb::GetChildren,
+            path: "/svc/leader".into(),
+        }));
+        let f = failure(e);
+        assert_eq!(f.code, Code::Election);
+        let text = f.to_string();
+        assert!(
+            text.contains("`data`") && text.contains("`children`"),
+            "{text}"
+        );
+    }
+
     /// A missing or ephemeral chroot is exit 12, and the message names the
     /// chroot of --connect, which the core never sees.
     #[test]
