@@ -11,7 +11,8 @@
 //! every report is a well-formed queue (each node once, a name of the
 //! queue, holders as [`Recipe::holders`] says for that order) that differs
 //! from the one before; a timer fired at `now` is next due after `now`; a
-//! closed or failed observer asks for nothing more.
+//! closed or failed observer asks for nothing more; a reply of another kind
+//! than its request stops the observer (or is dropped as stale).
 
 use std::collections::BTreeSet;
 
@@ -164,8 +165,16 @@ impl World {
                 }
                 let cmd = self.pending.remove(b.below(self.pending.len()));
                 let result = reply(b, &cmd.request, self.o.config());
+                let wrong = matches!(&result, Ok(r) if r.verb() != cmd.request.kind());
+                let (live, stale) = (!self.done, self.o.stats().stale_replies);
                 self.answered.push((cmd.op, result.clone()));
                 self.o.handle(self.now, Input::Reply { op: cmd.op, result });
+                if wrong && live {
+                    assert!(
+                        self.o.is_failed() || self.o.stats().stale_replies == stale + 1,
+                        "a reply of another kind than its request was taken: {cmd:?}"
+                    );
+                }
             }
             7 => {
                 if self.answered.is_empty() {
