@@ -18,8 +18,15 @@
 //!
 //! [`Stops::install`] runs first thing in `main`, before the command line is
 //! parsed: a signal that arrives later is kept until it is read, never lost.
+//! Kept by a flag of our own that the signal handler sets, not by tokio's
+//! stream alone: tokio turns a signal's handler on before its stream
+//! subscribes to it, and a signal in between (the very first moment the
+//! process shows it catches the signal) reached no stream and was lost,
+//! leaving `run` to lead on as if none had come.
 
 use std::future::poll_fn;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::Poll;
 
 use nix::sys::signal::Signal;
@@ -36,7 +43,11 @@ pub(crate) const STOPPING: [Signal; 4] = [
 /// The stopping signals, caught from [`install`](Self::install) on.
 #[derive(Debug)]
 pub(crate) struct Stops {
-    streams: Vec<(Signal, tokio::signal::unix::Signal)>,
+    /// Set by the signal handler itself, from before the streams exist:
+    /// what a signal came is read here.
+    flags: Vec<(Signal, Arc<AtomicBool>)>,
+    /// Only the wake-ups: the task reading is woken when a signal comes.
+    streams: Vec<tokio::signal::unix::Signal>,
     /// Signals sent by a unit test instead of the OS (whose signals reach
     /// every test of the process).
     #[cfg(test)]
@@ -46,15 +57,36 @@ pub(crate) struct Stops {
 impl Stops {
     /// Catches every signal of [`STOPPING`]. Must run inside the runtime.
     pub(crate) fn install() -> std::io::Result<Self> {
-        let streams = STOPPING
+        let mut stops = Self::caught()?;
+        stops.listen()?;
+        Ok(stops)
+    }
+
+    /// The flags, set from now on by every stopping signal; no wake-ups yet.
+    fn caught() -> std::io::Result<Self> {
+        let flags = STOPPING
             .iter()
-            .map(|&s| Ok((s, signal(SignalKind::from_raw(s as i32))?)))
+            .map(|&s| {
+                let flag = Arc::new(AtomicBool::new(false));
+                signal_hook::flag::register(s as i32, Arc::clone(&flag))?;
+                Ok((s, flag))
+            })
             .collect::<std::io::Result<_>>()?;
         Ok(Self {
-            streams,
+            flags,
+            streams: Vec::new(),
             #[cfg(test)]
             sent: None,
         })
+    }
+
+    /// The streams that wake the reading task. Must run inside the runtime.
+    fn listen(&mut self) -> std::io::Result<()> {
+        self.streams = STOPPING
+            .iter()
+            .map(|&s| signal(SignalKind::from_raw(s as i32)))
+            .collect::<std::io::Result<_>>()?;
+        Ok(())
     }
 
     /// Stops that come only from the returned sender, for unit tests.
@@ -62,6 +94,7 @@ impl Stops {
     pub(crate) fn sent() -> (tokio::sync::mpsc::UnboundedSender<Signal>, Self) {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let stops = Self {
+            flags: Vec::new(),
             streams: Vec::new(),
             sent: Some(rx),
         };
@@ -78,9 +111,15 @@ impl Stops {
                     return Poll::Ready(signal);
                 }
             }
-            for (which, stream) in &mut self.streams {
-                // `None` only once the runtime is gone: never while we poll.
-                if let Poll::Ready(Some(())) = stream.poll_recv(cx) {
+            // Wake-ups first, each stream read until it has none (which
+            // leaves the task registered to be woken), then the flags: a
+            // signal that comes after a flag was read wakes the task again.
+            // `None` only once the runtime is gone: never while we poll.
+            for stream in &mut self.streams {
+                while let Poll::Ready(Some(())) = stream.poll_recv(cx) {}
+            }
+            for (which, flag) in &self.flags {
+                if flag.swap(false, Ordering::SeqCst) {
                     return Poll::Ready(*which);
                 }
             }
@@ -112,9 +151,19 @@ pub(crate) fn shell_status(signal: Signal) -> u8 {
 mod tests {
     use super::*;
 
+    /// One test, not several: a raised signal reaches every `Stops` of the
+    /// process, so two tests raising at once would read each other's.
     #[tokio::test]
     async fn each_stopping_signal_is_caught_and_named() {
-        let mut stops = Stops::install().unwrap();
+        // A signal after the handler is on but before the stream listens
+        // (tokio's own window, where it reached no stream) is read.
+        let mut stops = Stops::caught().unwrap();
+        nix::sys::signal::raise(Signal::SIGQUIT).unwrap();
+        stops.listen().unwrap();
+        let got = tokio::time::timeout(std::time::Duration::from_secs(5), stops.recv())
+            .await
+            .expect("the signal before the streams is read");
+        assert_eq!(got, Signal::SIGQUIT);
         for signal in STOPPING {
             nix::sys::signal::raise(signal).unwrap();
             let got = tokio::time::timeout(std::time::Duration::from_secs(5), stops.recv())
