@@ -718,6 +718,10 @@ impl MemoryTransport {
             return loss(ZkCode::ConnectionLoss);
         };
         loop {
+            // Made before the state is read: a heal between the read and
+            // the wait would otherwise wake nobody, and the request would
+            // wait out the partition's old end.
+            let healed = self.server.inner.healed.notified();
             let wait = {
                 let Some(mut s) = self.server.lock() else {
                     return loss(ZkCode::ConnectionLoss);
@@ -758,7 +762,6 @@ impl MemoryTransport {
                     }
                 }
             };
-            let healed = self.server.inner.healed.notified();
             tokio::select! {
                 () = tokio::time::sleep_until(wait) => {}
                 () = healed => {}
