@@ -33,7 +33,8 @@
 //!
 //! - [`Election`] and its [`ElectionBuilder`]: the API. [`Election::changes`]
 //!   is a `watch` channel of the [`Role`]; [`Election::notices`] a broadcast of
-//!   every [`Notice`]; [`Election::lead`] runs work only while leading (one
+//!   every [`Notice`] from then on ([`ElectionBuilder::notices`], taken
+//!   before the start, from the first); [`Election::lead`] runs work only while leading (one
 //!   term), [`Election::lead_forever`] whenever leading, until shutdown.
 //! - [`Observation`]: who is in a queue, in queue order, and who leads or
 //!   holds, without a node of its own ([`Election::observe`],
