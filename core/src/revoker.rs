@@ -242,6 +242,10 @@ mod tests {
 
     const NODE: &str = "/svc/lock/_c_00000000000000aa-m_0000000003";
 
+    fn reply(op: OpId, result: Result<Reply, ZkCode>) -> Input {
+        Input::Reply { op, result }
+    }
+
     fn connected() -> Input {
         Input::Session(SessionEvent::Connected {
             session_id: Some(SessionId(1)),
@@ -257,13 +261,7 @@ mod tests {
         assert!(r.poll_command().is_none(), "nothing before a connection");
         r.handle(t(5), connected());
         let write = r.poll_command().unwrap();
-        r.handle(
-            t(6),
-            Input::Reply {
-                op: write.op,
-                result: Ok(Reply::Set(Stat::default())),
-            },
-        );
+        r.handle(t(6), reply(write.op, Ok(Reply::Set(Stat::default()))));
         assert_eq!(
             r.poll_notice(),
             Some(Notice::RevocationDelivered { path: NODE.into() })
@@ -277,13 +275,7 @@ mod tests {
         let mut r = Revoker::new(NODE).unwrap();
         r.handle(t(0), connected());
         let first = r.poll_command().unwrap();
-        r.handle(
-            t(1),
-            Input::Reply {
-                op: first.op,
-                result: Err(ZkCode::ConnectionLoss),
-            },
-        );
+        r.handle(t(1), reply(first.op, Err(ZkCode::ConnectionLoss)));
         assert!(r.poll_command().is_none(), "not at the same instant");
         let at = r.poll_timeout().unwrap();
         assert!(at > t(1));
@@ -291,21 +283,9 @@ mod tests {
         let second = r.poll_command().unwrap();
         assert_eq!(second.request, first.request);
         // A stale answer to the first is ignored.
-        r.handle(
-            at,
-            Input::Reply {
-                op: first.op,
-                result: Ok(Reply::Set(Stat::default())),
-            },
-        );
+        r.handle(at, reply(first.op, Ok(Reply::Set(Stat::default()))));
         assert!(!r.is_done());
-        r.handle(
-            at,
-            Input::Reply {
-                op: second.op,
-                result: Err(ZkCode::NoAuth),
-            },
-        );
+        r.handle(at, reply(second.op, Err(ZkCode::NoAuth)));
         assert!(matches!(
             r.poll_notice(),
             Some(Notice::RevocationFailed(RevocationError::Refused {
@@ -324,13 +304,7 @@ mod tests {
         let mut r = Revoker::new(NODE).unwrap();
         r.handle(t(0), connected());
         let write = r.poll_command().unwrap();
-        r.handle(
-            t(1),
-            Input::Reply {
-                op: write.op,
-                result: Ok(Reply::Exists(None)),
-            },
-        );
+        r.handle(t(1), reply(write.op, Ok(Reply::Exists(None))));
         let error = RevocationError::WrongReply(WrongReply {
             request: Verb::SetData,
             reply: Verb::Exists,
