@@ -112,8 +112,13 @@ impl ElectionBuilder {
     ///     .id("node-a");
     /// let mut notices = builder.notices();
     /// let election = builder.start().await?;
-    /// // The first notice is `Joined`, however fast the election went.
-    /// assert!(matches!(notices.recv().await, Ok(Notice::Joined { .. })));
+    /// // Heard even if this candidate was elected before `start` returned.
+    /// while let Ok(notice) = notices.recv().await {
+    ///     if let Notice::Elected { token } = notice {
+    ///         println!("leading with fencing token {token}");
+    ///         break;
+    ///     }
+    /// }
     /// # drop(election);
     /// # Ok(())
     /// # }

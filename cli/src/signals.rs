@@ -44,7 +44,7 @@ pub(crate) const STOPPING: [Signal; 4] = [
 #[derive(Debug)]
 pub(crate) struct Stops {
     /// Set by the signal handler itself, from before the streams exist:
-    /// what a signal came is read here.
+    /// which signals came is read here.
     flags: Vec<(Signal, Arc<AtomicBool>)>,
     /// Only the wake-ups: the task reading is woken when a signal comes.
     streams: Vec<tokio::signal::unix::Signal>,
