@@ -74,7 +74,7 @@ pub type EventStream = mpsc::UnboundedReceiver<TransportEvent>;
 ///   core probes and keeps the lease.
 /// - `Request::Create` is `create2`: the reply carries the node's `Stat`
 ///   (its czxid is the fencing token, its `ephemeralOwner` the session id).
-/// - **A success is the reply of the request's kind** ([`Reply::verb`]
+/// - **A success is the reply of the request's kind** ([`Reply::kind`]
 ///   equals [`Request::kind`]): a listing for `GetChildren`, `Deleted` for
 ///   `Delete`, and so on. A machine answered with another kind stops with
 ///   [`WrongReply`](zkelect_core::WrongReply): no server sends one, so the

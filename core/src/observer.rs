@@ -645,10 +645,10 @@ impl Observer {
             return;
         };
         if let Ok(reply) = &result {
-            if reply.verb() != verb {
+            if reply.kind() != verb {
                 let error = WrongReply {
                     request: verb,
-                    reply: reply.verb(),
+                    reply: reply.kind(),
                     path: self.config.path.clone(),
                 };
                 return self.fail(CandidateError::WrongReply(error));

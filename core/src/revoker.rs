@@ -204,7 +204,7 @@ impl Revoker {
             Ok(Reply::Set(_)) => self.finish(Ok(())),
             Ok(other) => self.finish(Err(RevocationError::WrongReply(WrongReply {
                 request: Verb::SetData,
-                reply: other.verb(),
+                reply: other.kind(),
                 path: self.path.clone(),
             }))),
             Err(ZkCode::NoNode) => self.finish(Err(RevocationError::Gone {

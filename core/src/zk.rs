@@ -284,10 +284,10 @@ impl Reply {
     /// ```
     /// use zkelect_core::{Reply, Verb};
     ///
-    /// assert_eq!(Reply::Children(vec![]).verb(), Verb::GetChildren);
-    /// assert_eq!(Reply::Exists(None).verb(), Verb::Exists);
+    /// assert_eq!(Reply::Children(vec![]).kind(), Verb::GetChildren);
+    /// assert_eq!(Reply::Exists(None).kind(), Verb::Exists);
     /// ```
-    pub fn verb(&self) -> Verb {
+    pub fn kind(&self) -> Verb {
         match self {
             Self::Created { .. } => Verb::Create,
             Self::Children(_) => Verb::GetChildren,

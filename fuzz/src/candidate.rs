@@ -423,7 +423,7 @@ impl World {
                     }
                     _ => {}
                 }
-                let wrong = matches!(&result, Ok(r) if r.verb() != cmd.request.kind())
+                let wrong = matches!(&result, Ok(r) if r.kind() != cmd.request.kind())
                     && !self.done
                     && self.c.in_flight().any(|op| op == cmd.op);
                 let now = self.at();

@@ -165,7 +165,7 @@ impl World {
                 }
                 let cmd = self.pending.remove(b.below(self.pending.len()));
                 let result = reply(b, &cmd.request, self.o.config());
-                let wrong = matches!(&result, Ok(r) if r.verb() != cmd.request.kind());
+                let wrong = matches!(&result, Ok(r) if r.kind() != cmd.request.kind());
                 let (live, stale) = (!self.done, self.o.stats().stale_replies);
                 self.answered.push((cmd.op, result.clone()));
                 self.o.handle(self.now, Input::Reply { op: cmd.op, result });

@@ -59,10 +59,10 @@ impl Candidate {
             return;
         };
         if let Ok(reply) = &result {
-            if reply.verb() != flight.verb {
+            if reply.kind() != flight.verb {
                 return self.fail(CandidateError::WrongReply(WrongReply {
                     request: flight.verb,
-                    reply: reply.verb(),
+                    reply: reply.kind(),
                     path: self.config.path().to_owned(),
                 }));
             }
