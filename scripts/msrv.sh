@@ -62,6 +62,12 @@ for crate in "${crates[@]}"; do
     tar -xzf "$package" -C "$copy"
     echo "$crate = { path = \"$crate-$version\" }" >>"$copy/Cargo.toml"
 done
+# Cargo writes every file of a package with one fixed, old mtime, and judges
+# a build fresh by mtimes: the extracted sources would look older than the
+# last run's build in the same target directory, which would be reused as
+# is, stale (a later run's API change failed to compile against it; an
+# older run's could as well have passed). Dated now, they are rebuilt.
+find "$copy" -type f -exec touch {} +
 
 # The cheapest build that proves it: no optimisation, no debug info, no
 # incremental state. A workspace outside the tree does not read our
