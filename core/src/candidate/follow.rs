@@ -365,23 +365,18 @@ impl Candidate {
         }
     }
 
-    pub(super) fn on_watch_pred(
-        &mut self,
-        pred: String,
-        class: WatchClass,
-        result: Result<Reply, ZkCode>,
-    ) {
+    pub(super) fn on_watch_pred(&mut self, pred: String, result: Result<Reply, ZkCode>) {
         if !self.is_watching(&pred) {
             return;
         }
-        match (class, result) {
+        match result {
             // Checked before the czxid: a look-alike an operator creates after
             // our node would otherwise read as a newer node under that name,
             // and every listing would show it again.
-            (WatchClass::Data, Ok(Reply::Data { stat, .. })) if stat.ephemeral_owner == 0 => {
+            Ok(Reply::Data { stat, .. }) if stat.ephemeral_owner == 0 => {
                 self.skip_persistent(pred);
             }
-            (WatchClass::Data, Ok(Reply::Data { data, stat })) => {
+            Ok(Reply::Data { data, stat }) => {
                 // A node below ours is older than ours under one incarnation
                 // of the path, but for a Curator reader (5.5 and later
                 // create a downgrading writer's reader with the writer's
@@ -414,26 +409,29 @@ impl Candidate {
                 self.watch_next_lower();
             }
             // The farther node's child watch: set, and its stat unread.
-            (WatchClass::Child, Ok(Reply::Children(_))) => {
+            Ok(Reply::Children(_)) => {
                 self.session.standing.armed(&pred, WatchClass::Child);
                 self.watch_next_lower();
             }
-            // A reply of another kind than the read gives never gets here:
-            // `on_reply` stops the machine at one (see `WrongReply`).
-            (_, Ok(_)) => self.retry_later(),
+            // A reply of another kind than the read asked for never gets
+            // here: `on_reply` stops the machine at one (see `WrongReply`),
+            // as a data reply's empty stat to a child-watch read once made
+            // that node a persistent look-alike, and a listing then
+            // elected with it below (found by the `candidate` fuzz target).
+            Ok(_) => self.retry_later(),
             // Gone since the listing: one listing settles it, at once. A
             // second read answered `NoNode` before any read agrees with its
             // listing waits a backoff first: a listing that keeps showing a
             // node its read says is gone (a view that contradicts itself
             // for good) must not make a loop of listings and reads.
-            (_, Err(ZkCode::NoNode)) => {
+            Err(ZkCode::NoNode) => {
                 if self.session.round == Round::Contradicted {
                     self.retry_later();
                 }
                 self.session.round = Round::Contradicted;
                 self.pred_gone(&pred, false);
             }
-            (_, Err(code)) => {
+            Err(code) => {
                 let path = self.child_path(&pred);
                 self.main_error("watch", path, code);
             }

@@ -114,7 +114,7 @@ impl Candidate {
             Purpose::Sync => self.on_sync(result),
             Purpose::Adopt(name) => self.on_adopt(name, result),
             Purpose::List { again } => self.on_list(result, again),
-            Purpose::WatchPred { pred, class } => self.on_watch_pred(pred, class, result),
+            Purpose::WatchPred(pred) => self.on_watch_pred(pred, result),
             Purpose::WatchOwn { name, spent } => self.on_watch_own(name, spent, result),
             Purpose::DowngradeRead(name) => self.on_downgrade_read(&name, result),
             Purpose::DowngradeWrite(name) => self.on_downgrade_write(&name, result),

@@ -1110,13 +1110,7 @@ impl Candidate {
                     // `NoNode` as a data read does.
                     WatchClass::Child => Request::GetChildren { path, watch },
                 };
-                (
-                    Purpose::WatchPred {
-                        pred: pred.into(),
-                        class,
-                    },
-                    request,
-                )
+                (Purpose::WatchPred(pred.into()), request)
             }
             Step::Delete => match &self.session.own {
                 Some(own) => (

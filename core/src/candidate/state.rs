@@ -159,13 +159,10 @@ pub(super) enum Purpose {
         /// superseded (a later listing sees the change) or answered.
         again: bool,
     },
-    /// A read of a node below ours, and the watch class it asked for: its
-    /// reply is taken as news about the node only if it is the kind that
-    /// read gives.
-    WatchPred {
-        pred: String,
-        class: WatchClass,
-    },
+    /// A read of a node below ours (a data read, or a child watch on the
+    /// farther node: the reply's kind says which, as `on_reply` takes only
+    /// the kind the request asked for).
+    WatchPred(String),
     Delete(String),
     // Side lanes (at most one each in flight).
     /// The watch on our own node (a child watch or a data watch: see
@@ -203,7 +200,7 @@ impl Purpose {
                 | Self::Sync
                 | Self::Adopt(_)
                 | Self::List { .. }
-                | Self::WatchPred { .. }
+                | Self::WatchPred(_)
                 | Self::Delete(_)
         )
     }
